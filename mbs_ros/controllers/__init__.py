@@ -1,0 +1,1 @@
+"""ROS-free control laws (computed torque, passivity-based, PD + gravity)."""

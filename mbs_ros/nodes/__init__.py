@@ -1,0 +1,1 @@
+"""Thin rclpy nodes: parameters, topics, services and message <-> numpy conversion."""

@@ -1,0 +1,41 @@
+import os
+from glob import glob
+
+from setuptools import find_packages, setup
+
+package_name = "mbs_ros"
+
+
+def tree(src):
+    """(install dir, [files]) pairs for every file below src, keeping sub-folders."""
+    out = []
+    for root, _dirs, files in os.walk(src):
+        paths = [os.path.join(root, f) for f in files if not f.startswith(".")]
+        if paths:
+            out.append((os.path.join("share", package_name, root), paths))
+    return out
+
+
+setup(
+    name=package_name,
+    version="0.1.0",
+    packages=find_packages(exclude=["test", "test.*"]),
+    data_files=[
+        ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
+        ("share/" + package_name, ["package.xml"]),
+        *tree("launch"),
+        *tree("config"),
+    ],
+    install_requires=["setuptools", "numpy", "scipy", "transforms3d", "PyYAML"],
+    zip_safe=True,
+    maintainer="mbs_ros developers",
+    maintainer_email="mbs-ros@example.org",
+    description="Singularity-free Lie-group rigid-body and multibody dynamics, simulation and control for ROS 2.",
+    license="Apache-2.0",
+    tests_require=["pytest"],
+    entry_points={
+        "console_scripts": [
+            "dynamics_node = mbs_ros.nodes.dynamics_node:main",
+        ],
+    },
+)
