@@ -32,7 +32,7 @@ setup(
     maintainer_email="mbs-ros@example.org",
     description="Singularity-free Lie-group rigid-body and multibody dynamics, simulation and control for ROS 2.",
     license="Apache-2.0",
-    tests_require=["pytest"],
+    extras_require={"test": ["pytest"]},
     entry_points={
         "console_scripts": [
             "dynamics_node = mbs_ros.nodes.dynamics_node:main",
