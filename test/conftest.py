@@ -1,0 +1,36 @@
+"""Test-run hygiene for ROS 2: isolate each run and keep DDS traffic on this machine.
+
+Set in ``pytest_configure`` (before any test module creates a node), so the test process and every child
+process it starts (nodes under test) share them:
+
+- ``ROS_DOMAIN_ID``: one domain per test run, so parallel runs (two developers' checkouts, CI beside a local
+  run) never see each other's topics. ``MBS_TEST_DOMAIN_ID`` forces a value; otherwise it is derived from the
+  pid, in 1..100. A ``ROS_DOMAIN_ID`` already in the shell is deliberately overridden: tests must not talk
+  to a live system.
+- ``ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST``: discovery stays on loopback (``ROS_LOCALHOST_ONLY`` is
+  ignored by kilted).
+- ``FASTDDS_BUILTIN_TRANSPORTS=UDPv4``: no shared-memory transport, so killed nodes leave no ``/dev/shm``
+  segments behind.
+- ``AMENT_PREFIX_PATH`` gains the venv prefix when pytest runs from a venv (``.venv/bin/pytest`` started
+  by hand), so ``ament_index_python`` finds mbs_ros and the message packages; ``make test`` sets it already.
+"""
+
+import os
+import sys
+
+
+def pytest_configure(config):
+    domain = os.environ.get("MBS_TEST_DOMAIN_ID") or str(os.getpid() % 100 + 1)
+    os.environ["ROS_DOMAIN_ID"] = domain
+    os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
+    os.environ["FASTDDS_BUILTIN_TRANSPORTS"] = "UDPv4"
+
+    if sys.prefix != sys.base_prefix:  # running inside a venv
+        prefixes = [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
+        if sys.prefix not in prefixes:
+            os.environ["AMENT_PREFIX_PATH"] = os.pathsep.join([sys.prefix, *prefixes])
+
+
+def pytest_report_header(config):
+    return (f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']} "
+            f"AMENT_PREFIX_PATH={os.environ.get('AMENT_PREFIX_PATH', '')}")
