@@ -1,0 +1,294 @@
+"""Message <-> numpy conversions for the nodes. No physics here.
+
+Conventions (see DESIGN.md): twists and wrenches are linear first, ``V = [v; w]``, ``W = [F; tau]``;
+quaternions are ``[x, y, z, w]`` (ROS and Pinocchio order; transforms3d uses ``[w, x, y, z]`` and is
+only called through the helpers below); stamps are integer nanoseconds.
+
+Only ``builtin_interfaces``, ``geometry_msgs``, ``nav_msgs`` and ``diagnostic_msgs`` are imported, so
+these helpers work without ``tf2_msgs``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Iterable, Mapping, Sequence, Tuple
+
+import numpy as np
+from builtin_interfaces.msg import Time
+from diagnostic_msgs.msg import DiagnosticStatus, KeyValue
+from geometry_msgs.msg import (
+    Point,
+    Pose,
+    PoseStamped,
+    Quaternion,
+    Transform,
+    TransformStamped,
+    Twist,
+    Vector3,
+    Wrench,
+    WrenchStamped,
+)
+from nav_msgs.msg import Odometry
+from transforms3d import euler as _euler
+from transforms3d import quaternions as _quaternions
+
+NS_PER_S = 1_000_000_000
+
+# ---------------------------------------------------------------------------------------------- time
+
+
+def time_from_ns(ns: int) -> Time:
+    """``builtin_interfaces/Time`` from integer nanoseconds (exact, no float rounding)."""
+    ns = int(ns)
+    if ns < 0:
+        raise ValueError(f"negative time stamp: {ns} ns")
+    sec, nanosec = divmod(ns, NS_PER_S)
+    return Time(sec=sec, nanosec=nanosec)
+
+
+def ns_from_time(stamp: Time) -> int:
+    """Integer nanoseconds of a ``builtin_interfaces/Time`` (exact)."""
+    return int(stamp.sec) * NS_PER_S + int(stamp.nanosec)
+
+
+def period_ns(rate_hz: float) -> int:
+    """The integer-nanosecond period nearest to ``1 / rate_hz``."""
+    if not rate_hz > 0.0 or not math.isfinite(rate_hz):
+        raise ValueError(f"rate must be a positive finite number of Hz, got {rate_hz!r}")
+    return max(1, int(round(NS_PER_S / float(rate_hz))))
+
+
+# ------------------------------------------------------------------------------------ small vectors
+
+
+def vector3_msg(x: Sequence[float]) -> Vector3:
+    x = _vec(x, 3, "vector")
+    return Vector3(x=x[0], y=x[1], z=x[2])
+
+
+def array_from_vector3(m) -> np.ndarray:
+    """``[x, y, z]`` of a ``Vector3`` or ``Point``."""
+    return np.array([m.x, m.y, m.z], dtype=float)
+
+
+def quaternion_msg(q_xyzw: Sequence[float]) -> Quaternion:
+    q = _vec(q_xyzw, 4, "quaternion [x, y, z, w]")
+    return Quaternion(x=q[0], y=q[1], z=q[2], w=q[3])
+
+
+def array_from_quaternion(m: Quaternion) -> np.ndarray:
+    """``[x, y, z, w]`` of a ``Quaternion``."""
+    return np.array([m.x, m.y, m.z, m.w], dtype=float)
+
+
+# --------------------------------------------------------------------------- poses, twists, wrenches
+
+
+def pose_msg(p_world_base: Sequence[float], q_world_base: Sequence[float]) -> Pose:
+    """``Pose`` from a position and an ``[x, y, z, w]`` quaternion."""
+    p = _vec(p_world_base, 3, "position")
+    return Pose(position=Point(x=p[0], y=p[1], z=p[2]), orientation=quaternion_msg(q_world_base))
+
+
+def pose_from_msg(m: Pose) -> Tuple[np.ndarray, np.ndarray]:
+    """``(position, quaternion [x, y, z, w])`` of a ``Pose``."""
+    return array_from_vector3(m.position), array_from_quaternion(m.orientation)
+
+
+def transform_msg(p_parent_child: Sequence[float], q_parent_child: Sequence[float]) -> Transform:
+    return Transform(translation=vector3_msg(p_parent_child), rotation=quaternion_msg(q_parent_child))
+
+
+def transform_from_msg(m: Transform) -> Tuple[np.ndarray, np.ndarray]:
+    return array_from_vector3(m.translation), array_from_quaternion(m.rotation)
+
+
+def twist_msg(V: Sequence[float]) -> Twist:
+    """``Twist`` from ``V = [v; w]`` (linear first)."""
+    V = _vec(V, 6, "twist [v; w]")
+    return Twist(linear=vector3_msg(V[:3]), angular=vector3_msg(V[3:]))
+
+
+def twist_from_msg(m: Twist) -> np.ndarray:
+    """``V = [v; w]`` of a ``Twist``."""
+    return np.concatenate([array_from_vector3(m.linear), array_from_vector3(m.angular)])
+
+
+def wrench_msg(W: Sequence[float]) -> Wrench:
+    """``Wrench`` from ``W = [F; tau]`` (linear first)."""
+    W = _vec(W, 6, "wrench [F; tau]")
+    return Wrench(force=vector3_msg(W[:3]), torque=vector3_msg(W[3:]))
+
+
+def wrench_from_msg(m: Wrench) -> np.ndarray:
+    """``W = [F; tau]`` of a ``Wrench``."""
+    return np.concatenate([array_from_vector3(m.force), array_from_vector3(m.torque)])
+
+
+# ------------------------------------------------------------------------------- stamped messages
+
+
+def odometry_msg(
+    stamp_ns: int,
+    world_frame: str,
+    base_frame: str,
+    p_world_base: Sequence[float],
+    q_world_base: Sequence[float],
+    V_base: Sequence[float],
+) -> Odometry:
+    """``Odometry``: pose of the base in the world, twist in the base (child) frame (REP 105).
+
+    Covariances are left at zero: the simulated state is exact.
+    """
+    m = Odometry()
+    m.header.stamp = time_from_ns(stamp_ns)
+    m.header.frame_id = world_frame
+    m.child_frame_id = base_frame
+    m.pose.pose = pose_msg(p_world_base, q_world_base)
+    m.twist.twist = twist_msg(V_base)
+    return m
+
+
+def pose_stamped_msg(
+    stamp_ns: int, world_frame: str, p_world_base: Sequence[float], q_world_base: Sequence[float]
+) -> PoseStamped:
+    m = PoseStamped()
+    m.header.stamp = time_from_ns(stamp_ns)
+    m.header.frame_id = world_frame
+    m.pose = pose_msg(p_world_base, q_world_base)
+    return m
+
+
+def transform_stamped_msg(
+    stamp_ns: int,
+    parent_frame: str,
+    child_frame: str,
+    p_parent_child: Sequence[float],
+    q_parent_child: Sequence[float],
+) -> TransformStamped:
+    m = TransformStamped()
+    m.header.stamp = time_from_ns(stamp_ns)
+    m.header.frame_id = parent_frame
+    m.child_frame_id = child_frame
+    m.transform = transform_msg(p_parent_child, q_parent_child)
+    return m
+
+
+def wrench_stamped_msg(stamp_ns: int, frame: str, W: Sequence[float]) -> WrenchStamped:
+    m = WrenchStamped()
+    m.header.stamp = time_from_ns(stamp_ns)
+    m.header.frame_id = frame
+    m.wrench = wrench_msg(W)
+    return m
+
+
+# ------------------------------------------------------------------------------------ orientations
+
+
+def quaternion_from_rpy(rpy: Sequence[float]) -> np.ndarray:
+    """``[x, y, z, w]`` from roll, pitch, yaw in rad (ROS convention: R = Rz(yaw) Ry(pitch) Rx(roll)).
+
+    Human-facing input only: states never hold Euler angles.
+    """
+    r, p, y = _vec(rpy, 3, "roll/pitch/yaw")
+    w, x, y_, z = _euler.euler2quat(r, p, y, "sxyz")
+    return np.array([x, y_, z, w])
+
+
+def rpy_from_quaternion(q_xyzw: Sequence[float]) -> np.ndarray:
+    """Roll, pitch, yaw in rad of an ``[x, y, z, w]`` quaternion. Human-facing output only."""
+    x, y, z, w = _unit_quaternion(q_xyzw)
+    return np.array(_euler.quat2euler([w, x, y, z], "sxyz"))
+
+
+def rotation_matrix(q_xyzw: Sequence[float]) -> np.ndarray:
+    """``R_world_base`` (3x3) of an ``[x, y, z, w]`` quaternion (normalised first)."""
+    x, y, z, w = _unit_quaternion(q_xyzw)
+    return _quaternions.quat2mat([w, x, y, z])
+
+
+def rotate_wrench(R_a_b: np.ndarray, W_b: Sequence[float]) -> np.ndarray:
+    """Re-express a wrench given in frame b's axes in frame a's axes: ``[R F; R tau]``.
+
+    Only the axes change; the point of application stays where it is (here: the body origin).
+    """
+    R_a_b = np.asarray(R_a_b, dtype=float)
+    W_b = _vec(W_b, 6, "wrench [F; tau]")
+    return np.concatenate([R_a_b @ W_b[:3], R_a_b @ W_b[3:]])
+
+
+# ---------------------------------------------------------------------------------- frame names
+
+
+def frame_prefix(namespace: str) -> str:
+    """TF prefix of a node namespace: ``"/robot1"`` -> ``"robot1/"``, ``"/"`` -> ``""``."""
+    ns = (namespace or "").strip("/")
+    return ns + "/" if ns else ""
+
+
+def prefixed_frame(namespace: str, frame: str) -> str:
+    """The frame id a node in ``namespace`` publishes for ``frame``.
+
+    ``prefixed_frame("/robot1", "base_link") == "robot1/base_link"``. A frame given with a leading
+    ``"/"`` is taken as absolute: ``"/odom"`` -> ``"odom"``, unprefixed (tf2 frame ids never start
+    with ``"/"``).
+    """
+    if not frame or not frame.strip("/"):
+        raise ValueError("a frame name must not be empty")
+    if frame.startswith("/"):
+        return frame.lstrip("/")
+    return frame_prefix(namespace) + frame
+
+
+# ------------------------------------------------------------------------------------ diagnostics
+
+
+def key_values(values: Mapping[str, object]) -> list:
+    """``diagnostic_msgs/KeyValue`` list; floats are written with full (round-trip) precision."""
+    out = []
+    for k, v in values.items():
+        if isinstance(v, (bool, np.bool_)):
+            s = "true" if v else "false"
+        elif isinstance(v, (float, np.floating)):
+            s = repr(float(v))
+        else:
+            s = str(v)
+        out.append(KeyValue(key=str(k), value=s))
+    return out
+
+
+def values_from_status(status: DiagnosticStatus) -> dict:
+    """``{key: value}`` of a ``DiagnosticStatus``; numbers become floats, true/false become bools."""
+    out = {}
+    for kv in status.values:
+        v = kv.value
+        if v in ("true", "false"):
+            out[kv.key] = v == "true"
+            continue
+        try:
+            out[kv.key] = float(v)
+        except ValueError:
+            out[kv.key] = v
+    return out
+
+
+# ------------------------------------------------------------------------------------------ helpers
+
+
+def all_finite(values: Iterable[float]) -> bool:
+    return bool(np.all(np.isfinite(np.asarray(list(values), dtype=float))))
+
+
+def _vec(x, n: int, what: str) -> np.ndarray:
+    a = np.asarray(x, dtype=float).reshape(-1)
+    if a.shape != (n,):
+        raise ValueError(f"{what} must have {n} components, got {a.size}")
+    return a
+
+
+def _unit_quaternion(q_xyzw) -> np.ndarray:
+    q = _vec(q_xyzw, 4, "quaternion [x, y, z, w]")
+    n = float(np.linalg.norm(q))
+    if not n > 0.0 or not math.isfinite(n):
+        raise ValueError(f"not a rotation quaternion: {q}")
+    return q / n
