@@ -25,6 +25,7 @@ MODULE_TO_KEY = {
     "catkin_pkg": "python3-catkin-pkg",
     "setuptools": "python3-setuptools",
     "matplotlib": "python3-matplotlib",
+    "mpmath": "python3-sympy",  # no rosdep key of its own; sympy requires it on every platform
     "pinocchio": "pinocchio",
     "urdf_parser_py": "urdfdom_py",
 }
