@@ -181,7 +181,7 @@ rclpy.shutdown()') || die "tf2_msgs does not import or publish from $MBS_VENV"
 venv_setup() {
   local env_hash pkg_hash
   env_hash=$(hash_of requirements.txt requirements-dev.txt tools/setup_env.sh)
-  pkg_hash=$( (cat setup.py setup.cfg; echo "$MBS_ROOT") | sha256sum | cut -d' ' -f1)
+  pkg_hash=$(hash_of setup.py setup.cfg <(echo "$MBS_ROOT"))
 
   if [ ! -x "$MBS_VENV/bin/python" ]; then
     local py
