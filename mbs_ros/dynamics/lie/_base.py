@@ -98,37 +98,63 @@ def _series(table, t2: float) -> float:
     return r
 
 
+_BRACKETS = (0.05, 0.2, 0.5, 1.0, 1.5, 2.0, 2.5, 3.1)
+
+
+def _series_brackets(coeffs, threshold: float, radius: float = math.inf) -> tuple:
+    """((theta_max, table), ...) up to ``threshold``: for |theta| < theta_max the table holds the
+    fewest leading terms whose truncation error is < 1e-17 |c_0| (tail beyond the given terms
+    bounded geometrically, ratio theta^2/radius^2 or the last term ratio), so small angles, the
+    common case in time stepping, cost a few multiply-adds."""
+    c = [abs(float(x)) for x in coeffs]
+    out = []
+    for tm in [b for b in _BRACKETS if b < threshold] + [threshold]:
+        t2 = tm * tm
+        terms = [ck * t2**k for k, ck in enumerate(c)]
+        q = 1.1 * t2 / radius**2 if radius < math.inf else terms[-1] / terms[-2]
+        tail = terms[-1] * q / (1.0 - q)
+        if not 0.0 <= q < 1.0 or tail > 1e-17 * c[0]:
+            raise ValueError(f"series too short for theta < {tm}")
+        n = len(c)
+        while n > 1 and tail + terms[n - 1] < 1e-17 * c[0]:
+            tail += terms[n - 1]
+            n -= 1
+        out.append((tm, _table(coeffs[:n])))
+    return tuple(out)
+
+
 # sin(x)/x: the closed form is exact to rounding for every x != 0; the series only avoids 0/0.
 _SINC_THRESHOLD = 1e-4
 
 # C = (theta - sin theta)/theta^3 = sum_k (-1)^k / (2k+3)! theta^2k.  Closed form within 4e-16
 # above 1; 9 terms reach 2e-17 there.
-_SIN_COEFF_THRESHOLD = 1.0
-_SIN_COEFF_SERIES = _table([Fraction((-1) ** k, math.factorial(2 * k + 3)) for k in range(9)])
+_SIN_COEFF_SERIES = _series_brackets(
+    [Fraction((-1) ** k, math.factorial(2 * k + 3)) for k in range(9)], 1.0)
 
 # a = (1 - (theta/2) cot(theta/2))/theta^2 = sum_k |B_{2k+2}|/(2k+2)! theta^2k (radius 2 pi).
 # Closed form within 5e-16 above 2 (1e-15 at 1.5); 17 terms reach 1e-17 at 2.
-_BERNOULLI = _bernoulli(62)
-_A = [abs(_BERNOULLI[2 * k + 2]) / math.factorial(2 * k + 2) for k in range(31)]
-_DEXP_INV_THRESHOLD = 2.0
-_DEXP_INV_SERIES = _table(_A[:17])
+_BERNOULLI = _bernoulli(66)
+_A = [abs(_BERNOULLI[2 * k + 2]) / math.factorial(2 * k + 2) for k in range(33)]
+_DEXP_INV_SERIES = _series_brackets(_A[:17], 2.0, 2 * math.pi)
 
 # SE(3) dexp = I + c1 ad + c2 ad^2 + c3 ad^3 + c4 ad^4 (the minimal polynomial of ad_X divides
 # z (z^2 + theta^2)^2, theta = |w|; the polynomial interpolates (e^z - 1)/z on the spectrum).
 # c1 = B + theta^2 c3 and c2 = C + theta^2 c4 (B, C the SO(3) coefficients), so only c3, c4 are
 # needed: c3 = sum (-1)^k (k+1)/(2k+4)! theta^2k, c4 = sum (-1)^k (k+1)/(2k+5)! theta^2k.
-# Closed forms within 6e-16 above 2 (c4 loses 1e-15 at 1.8); 12 terms reach 1e-17 at 2.
-_SE3_DEXP_THRESHOLD = 2.0
-_SE3_C3 = _table([Fraction((-1) ** k * (k + 1), math.factorial(2 * k + 4)) for k in range(12)])
-_SE3_C4 = _table([Fraction((-1) ** k * (k + 1), math.factorial(2 * k + 5)) for k in range(12)])
+# Closed forms within 4e-16 above 2.5 (c4 loses 8e-16 at 2.2, 1e-15 at 1.8); 12 terms reach
+# 4e-18 at 2.5.
+_SE3_C3 = _series_brackets(
+    [Fraction((-1) ** k * (k + 1), math.factorial(2 * k + 4)) for k in range(12)], 2.5)
+_SE3_C4 = _series_brackets(
+    [Fraction((-1) ** k * (k + 1), math.factorial(2 * k + 5)) for k in range(12)], 2.5)
 
 # beta of seed 001 eq. (10): 1/theta^4 + (theta + sin theta)/(4 theta^3 (cos theta - 1)) -> -1/720.
 # With a = 1/12 + theta^2 a2:  beta = (3 a2 - a^2)/2  (so beta_k = (3 A_{k+1} - sum A_i A_j)/2),
 # and alpha = a + theta^2 beta.  Every closed form of beta cancels: ~7e-15 relative error up to
-# theta = 3.1, < 1e-15 beyond, so the series (radius 2 pi) is used up to 3.1: 30 terms, 1.5e-17.
-_SE3_BETA_THRESHOLD = 3.1
-_SE3_BETA_SERIES = _table(
-    [(3 * _A[k + 1] - sum(_A[i] * _A[k - i] for i in range(k + 1))) / 2 for k in range(30)])
+# theta = 3.1, < 1.1e-15 beyond, so the series (radius 2 pi) is used up to 3.1 (32 terms).
+_SE3_BETA_SERIES = _series_brackets(
+    [(3 * _A[k + 1] - sum(_A[i] * _A[k - i] for i in range(k + 1))) / 2 for k in range(32)],
+    3.1, 2 * math.pi)
 
 
 def sinc(x: float) -> float:
@@ -147,8 +173,10 @@ def cos_coeff(theta: float) -> float:
 
 def sin_coeff(theta: float) -> float:
     """C = (theta - sin theta)/theta**3 (series for |theta| < 1)."""
-    if abs(theta) < _SIN_COEFF_THRESHOLD:
-        return _series(_SIN_COEFF_SERIES, theta * theta)
+    t = abs(theta)
+    for tmax, table in _SIN_COEFF_SERIES:
+        if t < tmax:
+            return _series(table, theta * theta)
     return (theta - math.sin(theta)) / (theta * theta * theta)
 
 
@@ -158,9 +186,11 @@ def dexp_inv_coeffs(theta: float) -> tuple:
     loses its relative accuracy where u -> 0 near theta = pi). Series for |theta| < 2; singular
     at theta = 2 pi."""
     t2 = theta * theta
-    if abs(theta) < _DEXP_INV_THRESHOLD:
-        a = _series(_DEXP_INV_SERIES, t2)
-        return a, 1.0 - a * t2
+    t = abs(theta)
+    for tmax, table in _DEXP_INV_SERIES:
+        if t < tmax:
+            a = _series(table, t2)
+            return a, 1.0 - a * t2
     h = 0.5 * theta
     u = h * math.cos(h) / math.sin(h)
     return (1.0 - u) / t2, u
@@ -169,10 +199,12 @@ def dexp_inv_coeffs(theta: float) -> tuple:
 def se3_dexp_coeffs(theta: float) -> tuple:
     """(c3, c4) of SE(3) dexp = I + c1 ad + c2 ad^2 + c3 ad^3 + c4 ad^4, theta = |w|:
     c3 = (2 - t sin t - 2 cos t)/(2t^4) -> 1/24, c4 = (2t - 3 sin t + t cos t)/(2t^5) -> 1/120.
-    Series for theta < 2."""
-    if abs(theta) < _SE3_DEXP_THRESHOLD:
-        t2 = theta * theta
-        return _series(_SE3_C3, t2), _series(_SE3_C4, t2)
+    Series for theta < 2.5."""
+    t = abs(theta)
+    for (tmax, table3), (_, table4) in zip(_SE3_C3, _SE3_C4):
+        if t < tmax:
+            t2 = theta * theta
+            return _series(table3, t2), _series(table4, t2)
     s, c = math.sin(theta), math.cos(theta)
     t4 = theta ** 4
     return ((2.0 - theta * s - 2.0 * c) / (2.0 * t4),
@@ -184,8 +216,10 @@ def se3_dexp_inv_beta(theta: float, a: float, u: float) -> float:
     :func:`dexp_inv_coeffs`. Series below 3.1, above it (a (2 + u)/2 - 1/8)/theta^2 (eq. 10
     rewritten with u = (theta/2) cot(theta/2))."""
     t2 = theta * theta
-    if abs(theta) < _SE3_BETA_THRESHOLD:
-        return _series(_SE3_BETA_SERIES, t2)
+    t = abs(theta)
+    for tmax, table in _SE3_BETA_SERIES:
+        if t < tmax:
+            return _series(table, t2)
     return (0.5 * a * (2.0 + u) - 0.125) / t2
 
 
