@@ -1,0 +1,1 @@
+"""Reproductions of the seed papers' studies and the independent references they are checked against."""
