@@ -17,11 +17,12 @@ Every method takes and returns plain float numpy arrays for ONE element (no batc
 objects): the dynamics code calls them in hot loops, so the implementations unpack to Python floats
 and use :mod:`math` on scalars.
 
-Closed forms lose accuracy near angle 0 by cancellation; below measured thresholds the coefficient
-functions here switch to Taylor series in theta**2 (coefficients derived with sympy; the test-suite
-re-derives and compares them). Thresholds were picked so that the closed form above the threshold
-stays within ~1e-15 relative error of a 50-digit mpmath evaluation, and the series has enough terms
-that its truncation error at the threshold is < 2e-17 relative.
+Closed forms lose accuracy near angle 0 by cancellation. Below thresholds chosen by measurement
+against 80-digit mpmath (sin_coeff: 1, dexp_inv_coeffs: 2, se3_dexp_coeffs: 2.5,
+se3_dexp_inv_beta: 3.1; sinc only avoids 0/0, below 1e-4) the coefficient functions switch to
+Taylor series in theta**2. Their coefficients are exact rationals from the general terms (the tests
+re-derive them with sympy), truncated per angle bracket at < 1e-17 relative. Measured on a dense
+grid over [0, 2 pi): every coefficient within 5e-16 relative error (beta: 1.1e-15).
 """
 
 from __future__ import annotations

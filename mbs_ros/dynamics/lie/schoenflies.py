@@ -64,7 +64,7 @@ class _Schoenflies(LieGroup):
 
     def from_matrix(self, T):
         T = np.asarray(T, dtype=float)
-        return np.array([T[0, 3], T[1, 3], T[2, 3], T[0, 0], T[1, 0]])
+        return self.normalize(np.array([T[0, 3], T[1, 3], T[2, 3], T[0, 0], T[1, 0]]))
 
     def pose_matrix(self, q):
         return self.as_matrix(q)

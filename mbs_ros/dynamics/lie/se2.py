@@ -87,7 +87,7 @@ class _SE2(LieGroup):
 
     def from_matrix(self, T):
         T = np.asarray(T, dtype=float)
-        return np.array([T[0, 2], T[1, 2], T[0, 0], T[1, 0]])
+        return self.normalize(np.array([T[0, 2], T[1, 2], T[0, 0], T[1, 0]]))
 
     def pose_matrix(self, q):
         x, y, c, s = _floats(q)

@@ -9,6 +9,7 @@ import numpy as np
 from ._base import (
     LieGroup,
     _floats,
+    _readonly,
     cos_coeff,
     dexp_inv_coeffs,
     matrix_to_quat,
@@ -55,7 +56,8 @@ def _se3_poly_matrix(w, v, d, k1, k2, e, m1, m2, m3, m4) -> np.ndarray:
 
 
 def se3_dexp(v, w) -> np.ndarray:
-    """sum_k ad^k/(k+1)! = [[J, Q], [0, J]] with J = I + B hat w + C hat w^2 and
+    """Right-trivialised dexp of SE(3), sum_k ad^k/(k+1)! = [[J, Q], [0, J]] (Barfoot's block form,
+    linear first) with J = I + B hat w + C hat w^2 and
     Q = B hat v + C (v w^T + w v^T) - 2 (w.v) [c3 hat w + c4 w w^T + (C - t^2 c4) I]
     (the polynomial I + c1 ad + ... + c4 ad^4 written out; B, C, c3, c4 see _base)."""
     t2 = w[0] * w[0] + w[1] * w[1] + w[2] * w[2]
@@ -99,7 +101,7 @@ class _SE3(LieGroup):
     nq = 7
     dim = 6
     matrix_dim = 4
-    H = None  # set below (I6)
+    H = _readonly(np.eye(6))
 
     def identity(self):
         return np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0])
@@ -208,6 +210,4 @@ class _SE3(LieGroup):
         return np.array([*rng.standard_normal(3).tolist(), *random_quat(rng)])
 
 
-_SE3.H = np.eye(6)
-_SE3.H.flags.writeable = False
 SE3 = _SE3()
