@@ -1,0 +1,727 @@
+"""Rigid-body dynamics node: one body on SE(3), Schoenflies, SE(2), SO(3) or SO(3)xR3, driven by a wrench.
+
+Run it with ``ros2 run mbs_ros dynamics_node`` or, without a ROS install, ``python -m
+mbs_ros.nodes.dynamics_node --ros-args -r __ns:=/robot1 --params-file config/rigid_body.yaml``.
+The physics is :mod:`mbs_ros.dynamics` (``Model``, ``step``); this node only moves data in and out.
+
+Topics (relative names live in the node's namespace; ``<base>`` is ``base_frame`` prefixed with the
+namespace, e.g. ``robot1/base_link``):
+
+- sub ``cmd_wrench`` (``geometry_msgs/WrenchStamped``): wrench at the body origin. ``frame_id`` empty,
+  ``base_frame`` or ``<base>``: body axes, held fixed in the body; ``world_frame``: world axes, held
+  fixed in the world (rotated into the body axes at every integrator stage). Any other frame, NaN or
+  infinite components: the message is rejected with a throttled warning. Components the group cannot
+  act on (e.g. a roll torque on se2) are dropped with a throttled warning and the rest is applied.
+  A command is applied from the next physics step on and held until the next one, or for
+  ``cmd_timeout`` seconds of simulation time.
+- pub ``odom`` (``nav_msgs/Odometry``): pose of ``<base>`` in ``world_frame``, twist in ``<base>``.
+- pub ``pose`` (``geometry_msgs/PoseStamped``) and ``/tf`` (``world_frame`` -> ``<base>``).
+- pub ``wrench`` (``geometry_msgs/WrenchStamped``): the wrench actually applied, after dropping, in the
+  frame it is held in (``<base>`` or ``world_frame``). Published whenever it changes, stamped with the
+  simulation time of the first step it applies to, and again with every ``odom`` message, stamped with
+  the start of the last step taken. So: the wrench applied on the step that starts at ``t`` is the
+  one in the latest ``wrench`` message stamped ``<= t``.
+- pub ``/diagnostics`` (``diagnostic_msgs/DiagnosticArray``) at ``diagnostics_rate``: kinetic,
+  potential and total energy, work done by the applied wrench, the energy balance residual
+  ``E - E_ref - work``, and the world-frame spatial momentum, with their reference values taken at
+  start-up, reset, and runtime changes of the inertial parameters.
+
+Services: ``~/reset`` (``std_srvs/Trigger``): back to the initial state (time keeps running: the reset
+state gets the next step's stamp), command cleared. ``~/pause`` (``std_srvs/SetBool``): stop/resume
+stepping; simulation time stops while paused, and state topics are not published (the state at
+which it stops is published once).
+
+Time: ``t_k = t0 + k * dt`` in integer nanoseconds, ``dt`` = the integer-nanosecond period nearest
+``1 / physics_rate``, ``t0`` = the node clock at start-up. Every stamp is the simulation time of the
+state it describes. A timer steps as many steps as the wall clock demands (at most ``max_lag`` worth
+per tick); if it falls further behind, it skips ahead and warns (throttled).
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+import time
+import warnings
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+import rclpy
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import PoseStamped, WrenchStamped
+from nav_msgs.msg import Odometry
+from rcl_interfaces.msg import (
+    FloatingPointRange,
+    ParameterDescriptor,
+    ParameterType,
+    SetParametersResult,
+)
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from std_srvs.srv import SetBool, Trigger
+
+from mbs_ros.dynamics import Model, step
+from mbs_ros.nodes import conversions as cv
+
+try:  # tf2_msgs is not on PyPI: the set-up builds it; a ROS install has it.
+    from tf2_msgs.msg import TFMessage
+except ImportError:  # pragma: no cover - reported at start-up
+    TFMessage = None
+
+BASE_GROUPS = ("se3", "schoenflies", "se2", "so3", "so3xr3")
+INTEGRATORS = ("euler", "heun", "rk3", "rk4")
+
+# Wall-clock pacing: the timer ticks at most this often; each tick steps what the wall clock demands.
+MAX_TICK_RATE_HZ = 500.0
+# If the simulation lags the wall clock by more than this, it skips ahead (and warns) instead.
+MAX_LAG_S = 0.25
+WARN_THROTTLE_S = 2.0
+
+
+class ParameterError(ValueError):
+    """A parameter value (or combination) the node refuses; the message is the reason."""
+
+
+# ------------------------------------------------------------------------------------- parameters
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated parameter values."""
+
+    base_group: str = "se3"
+    mass: float = 1.0
+    inertia: Tuple[float, ...] = (0.01, 0.0, 0.0, 0.01, 0.0, 0.01)  # ixx ixy ixz iyy iyz izz
+    com: Tuple[float, ...] = (0.0, 0.0, 0.0)
+    gravity: Tuple[float, ...] = (0.0, 0.0, -9.81)
+    integrator: str = "rk4"
+    physics_rate: float = 1000.0
+    publish_rate: float = 50.0
+    diagnostics_rate: float = 1.0
+    initial_position: Tuple[float, ...] = (0.0, 0.0, 0.0)
+    initial_rpy: Tuple[float, ...] = (0.0, 0.0, 0.0)
+    initial_twist: Tuple[float, ...] = (0.0,) * 6
+    world_frame: str = "world"
+    base_frame: str = "base_link"
+    cmd_timeout: float = 0.5
+    use_events_executor: bool = False
+
+    @property
+    def inertia_matrix(self) -> np.ndarray:
+        ixx, ixy, ixz, iyy, iyz, izz = self.inertia
+        return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+
+
+DEFAULTS = Settings()
+
+# name -> (description, extra descriptor fields)
+_PARAMETERS: Dict[str, Tuple[str, dict]] = {
+    "base_group": (
+        "Configuration group of the body: " + ", ".join(BASE_GROUPS) + ".", {"read_only": True}),
+    "mass": ("Mass [kg], > 0.", {"floating_point_range": (0.0, 1.0e9)}),
+    "inertia": (
+        "Inertia about the centre of mass in body axes [kg m^2], as URDF: [ixx, ixy, ixz, iyy, iyz, izz]; "
+        "must be positive definite (a warning if it violates the triangle inequality).", {}),
+    "com": ("Centre of mass in the body frame [m], as URDF: [x, y, z].", {}),
+    "gravity": ("Acceleration of gravity in the world frame [m/s^2]: [x, y, z].", {}),
+    "integrator": ("Lie-group integrator: " + ", ".join(INTEGRATORS) + ".", {}),
+    "physics_rate": (
+        "Physics steps per second of simulation time [Hz]; dt is the nearest whole number of ns.",
+        {"read_only": True, "floating_point_range": (1.0, 100000.0)}),
+    "publish_rate": (
+        "odom/pose/tf/wrench rate [Hz], <= physics_rate; published every round(physics_rate/publish_rate) "
+        "steps.", {"floating_point_range": (0.001, 100000.0)}),
+    "diagnostics_rate": (
+        "Energy/momentum bookkeeping rate on /diagnostics [Hz], <= physics_rate; 0 = off.",
+        {"floating_point_range": (0.0, 100000.0)}),
+    "initial_position": ("Initial position of the base in the world [m]; used at start-up and reset.", {}),
+    "initial_rpy": (
+        "Initial roll, pitch, yaw [rad] (fixed axes x, y, z, as URDF); human-facing input only, "
+        "converted to a rotation at once.", {}),
+    "initial_twist": ("Initial body-frame twist [vx, vy, vz, wx, wy, wz] (linear first) [m/s, rad/s].", {}),
+    "world_frame": ("Fixed frame of odom, pose and tf.", {"read_only": True}),
+    "base_frame": (
+        "Body frame; prefixed with the node namespace (robot1/base_link). A leading '/' means no prefix.",
+        {"read_only": True}),
+    "cmd_timeout": (
+        "A cmd_wrench is held for this long [s of simulation time], then the wrench goes to zero; "
+        "0 = hold the last command forever.", {"floating_point_range": (0.0, 1.0e6)}),
+    "use_events_executor": (
+        "Spin with rclpy.experimental.EventsExecutor when available (falls back to the single-threaded "
+        "executor).", {"read_only": True}),
+}
+
+_INERTIAL = ("mass", "inertia", "com", "gravity")
+
+
+def settings_from_values(values: Dict[str, object]) -> Settings:
+    """Validate raw parameter values (ints accepted for doubles); raise :class:`ParameterError`."""
+
+    def text(name, choices=None):
+        v = values[name]
+        if not isinstance(v, str):
+            raise ParameterError(f"{name} must be a string, got {v!r}")
+        v = v.strip()
+        if choices is not None and v not in choices:
+            raise ParameterError(f"{name} must be one of {', '.join(choices)}, got {v!r}")
+        if not v:
+            raise ParameterError(f"{name} must not be empty")
+        return v
+
+    def number(name, lo=None, lo_open=False, hi=None):
+        v = values[name]
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise ParameterError(f"{name} must be a number, got {v!r}")
+        v = float(v)
+        if not math.isfinite(v):
+            raise ParameterError(f"{name} must be finite, got {v}")
+        if lo is not None and (v <= lo if lo_open else v < lo):
+            raise ParameterError(f"{name} must be {'>' if lo_open else '>='} {lo:g}, got {v:g}")
+        if hi is not None and v > hi:
+            raise ParameterError(f"{name} must be <= {hi:g}, got {v:g}")
+        return v
+
+    def vector(name, n):
+        v = values[name]
+        if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) != n:
+            raise ParameterError(f"{name} must be a list of {n} numbers, got {v!r}")
+        if any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v):
+            raise ParameterError(f"{name} must be a list of {n} numbers, got {list(v)!r}")
+        out = tuple(float(x) for x in v)
+        if not all(math.isfinite(x) for x in out):
+            raise ParameterError(f"{name} must be finite, got {list(out)}")
+        return out
+
+    use_events = values["use_events_executor"]
+    if not isinstance(use_events, bool):
+        raise ParameterError(f"use_events_executor must be true or false, got {use_events!r}")
+    s = Settings(
+        base_group=text("base_group", BASE_GROUPS),
+        mass=number("mass", lo=0.0, lo_open=True),
+        inertia=vector("inertia", 6),
+        com=vector("com", 3),
+        gravity=vector("gravity", 3),
+        integrator=text("integrator", INTEGRATORS),
+        physics_rate=number("physics_rate", lo=0.0, lo_open=True, hi=1.0e5),
+        publish_rate=number("publish_rate", lo=0.0, lo_open=True),
+        diagnostics_rate=number("diagnostics_rate", lo=0.0),
+        initial_position=vector("initial_position", 3),
+        initial_rpy=vector("initial_rpy", 3),
+        initial_twist=vector("initial_twist", 6),
+        world_frame=text("world_frame"),
+        base_frame=text("base_frame"),
+        cmd_timeout=number("cmd_timeout", lo=0.0),
+        use_events_executor=use_events,
+    )
+    if s.publish_rate > s.physics_rate:
+        raise ParameterError(
+            f"publish_rate ({s.publish_rate:g} Hz) must not exceed physics_rate ({s.physics_rate:g} Hz)")
+    if s.diagnostics_rate > s.physics_rate:
+        raise ParameterError(
+            f"diagnostics_rate ({s.diagnostics_rate:g} Hz) must not exceed physics_rate "
+            f"({s.physics_rate:g} Hz)")
+    if s.world_frame.strip("/") == s.base_frame.strip("/"):
+        raise ParameterError(f"world_frame and base_frame must differ, both are {s.world_frame!r}")
+    check_inertia(s.inertia_matrix)
+    return s
+
+
+def check_inertia(inertia: np.ndarray) -> Optional[str]:
+    """Raise :class:`ParameterError` unless positive definite; return a warning if the principal moments
+    violate the triangle inequality (no real body has them, but some papers use them)."""
+    eig = np.linalg.eigvalsh(inertia)
+    if not eig[0] > 0.0:
+        raise ParameterError(
+            "inertia must be positive definite; its principal moments are "
+            + ", ".join(f"{e:.6g}" for e in eig))
+    a, b, c = eig
+    if c > a + b + 1e-12 * c:
+        return (f"inertia principal moments {a:.6g}, {b:.6g}, {c:.6g} violate the triangle inequality "
+                f"({c:.6g} > {a:.6g} + {b:.6g}): no real body has them; simulating anyway")
+    return None
+
+
+def build_model(s: Settings) -> Model:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the triangle-inequality warning is logged by the node
+            return Model.rigid_body(base=s.base_group, mass=s.mass, inertia=s.inertia_matrix,
+                                    com=np.array(s.com), gravity=np.array(s.gravity))
+    except ValueError as e:
+        raise ParameterError(f"cannot build the {s.base_group} model: {e}") from None
+
+
+def initial_state(model: Model, s: Settings) -> Tuple[np.ndarray, np.ndarray]:
+    """``(q0, v0)`` from ``initial_position``, ``initial_rpy`` and ``initial_twist``."""
+    try:
+        q0 = model.configuration_from_pose(np.array(s.initial_position),
+                                           cv.quaternion_from_rpy(s.initial_rpy))
+    except ValueError as e:
+        raise ParameterError(f"initial_position/initial_rpy: {e}") from None
+    try:
+        v0 = model.velocity_from_twist(q0, np.array(s.initial_twist))
+    except ValueError as e:
+        raise ParameterError(f"initial_twist: {e}") from None
+    return q0, v0
+
+
+def _descriptor(name: str, value) -> ParameterDescriptor:
+    description, extra = _PARAMETERS[name]
+    d = ParameterDescriptor(name=name, description=description)
+    d.read_only = bool(extra.get("read_only", False))
+    if isinstance(value, str):
+        d.type = ParameterType.PARAMETER_STRING
+    elif isinstance(value, bool):
+        d.type = ParameterType.PARAMETER_BOOL
+    else:
+        # Numbers accept integers too ("mass: 2" in YAML): the node validates and converts them.
+        d.dynamic_typing = True
+    if "floating_point_range" in extra:
+        lo, hi = extra["floating_point_range"]
+        d.floating_point_range = [FloatingPointRange(from_value=lo, to_value=hi, step=0.0)]
+    return d
+
+
+# ------------------------------------------------------------------------------------------- node
+
+
+@dataclass(frozen=True)
+class Command:
+    """A wrench as applied: ``W`` after dropping, held in ``frame`` ("body" or "world")."""
+
+    W: np.ndarray
+    frame: str = "body"
+
+    def is_zero(self) -> bool:
+        return not np.any(self.W)
+
+    def same(self, other: "Command") -> bool:
+        return self.frame == other.frame and np.array_equal(self.W, other.W)
+
+
+ZERO = Command(np.zeros(6))
+
+
+class DynamicsNode(Node):
+    """See the module docstring. Construct, then call :meth:`configure` (raises ParameterError)."""
+
+    def __init__(self, node_name: str = "dynamics_node", **kwargs):
+        super().__init__(node_name, **kwargs)
+
+    # ------------------------------------------------------------------------------ set-up
+
+    def configure(self) -> None:
+        values = {}
+        for name in _PARAMETERS:
+            default = getattr(DEFAULTS, name)
+            default = list(default) if isinstance(default, tuple) else default
+            try:
+                values[name] = self.declare_parameter(name, default, _descriptor(name, default)).value
+            except Exception as e:  # rclpy's range/type exceptions differ between distros
+                raise ParameterError(str(e) if name in str(e) else f"{name}: {e}") from None
+        s = settings_from_values(values)
+        model = build_model(s)
+        q0, v0 = initial_state(model, s)
+        if TFMessage is None:
+            raise ParameterError("tf2_msgs is not installed: cannot publish /tf")
+        self._warn_inertia(s)
+
+        self.settings = s
+        self.model = model
+        prefix_ns = self.get_namespace()
+        self.world_frame = s.world_frame.lstrip("/")
+        self.base_frame = cv.prefixed_frame(prefix_ns, s.base_frame)
+        self._body_frames = {"", s.base_frame, s.base_frame.lstrip("/"), self.base_frame}
+        self._world_frames = {self.world_frame, "/" + self.world_frame}
+
+        # time: t_k = t0 + k * dt, all integer ns
+        self.dt_ns = cv.period_ns(s.physics_rate)
+        self.dt = self.dt_ns * 1e-9
+        self.t0_ns = self.get_clock().now().nanoseconds
+        self.k = 0
+        self._set_rates(s)
+
+        # state and bookkeeping
+        self.q, self.v = q0, v0
+        self.command = ZERO  # the wrench of the last step taken
+        self._announced: Optional[Command] = None  # the last wrench announced as a change on `wrench`
+        self._pending: Optional[Command] = None  # received, applied from the next step
+        self._command_start_k = 0
+        self._timed_out = False
+        self.paused = False
+        self._k_reset = 0
+        self._rebaseline()
+
+        qos = QoSProfile(depth=100)
+        self.pub_odom = self.create_publisher(Odometry, "odom", qos)
+        self.pub_pose = self.create_publisher(PoseStamped, "pose", qos)
+        self.pub_wrench = self.create_publisher(WrenchStamped, "wrench", qos)
+        self.pub_tf = self.create_publisher(TFMessage, "/tf", QoSProfile(depth=100))
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", QoSProfile(depth=10))
+        self.sub_cmd = self.create_subscription(WrenchStamped, "cmd_wrench", self._on_cmd_wrench,
+                                                QoSProfile(depth=10))
+        self.srv_reset = self.create_service(Trigger, "~/reset", self._on_reset)
+        self.srv_pause = self.create_service(SetBool, "~/pause", self._on_pause)
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+
+        # wall-clock pacing
+        self._anchor()
+        tick = max(self.dt, 1.0 / MAX_TICK_RATE_HZ)
+        self._max_lag_steps = max(1, int(MAX_LAG_S / self.dt))
+        self.timer = self.create_timer(tick, self._on_timer)
+
+        self._publish_state()
+        self._publish_diagnostics()
+        self._warn_unknown_overrides()
+        effective = 1e9 / self.dt_ns
+        self.get_logger().info(
+            f"{s.base_group} body, mass {s.mass:g} kg, {s.integrator} at {effective:g} Hz "
+            f"(dt = {self.dt_ns} ns), publishing {self.world_frame} -> {self.base_frame} every "
+            f"{self._publish_every} steps, cmd_timeout {s.cmd_timeout:g} s")
+
+    def _warn_unknown_overrides(self) -> None:
+        overrides = getattr(self, "_parameter_overrides", {}) or {}  # rclpy keeps them there (Humble..Kilted)
+        unknown = sorted(n for n in overrides if n not in _PARAMETERS and n != "use_sim_time"
+                         and not n.startswith("qos_overrides."))
+        if unknown:
+            self.get_logger().warning("ignoring unknown parameters (typo?): " + ", ".join(unknown))
+
+    def _warn_inertia(self, s: Settings) -> None:
+        msg = check_inertia(s.inertia_matrix)
+        if msg:
+            self.get_logger().warning(msg)
+
+    def _set_rates(self, s: Settings) -> None:
+        self._publish_every = max(1, int(round(s.physics_rate / s.publish_rate)))
+        self._diag_every = (max(1, int(round(s.physics_rate / s.diagnostics_rate)))
+                            if s.diagnostics_rate > 0 else 0)
+        self._timeout_steps = int(math.ceil(s.cmd_timeout * 1e9 / self.dt_ns)) if s.cmd_timeout > 0 else 0
+
+    def _rebaseline(self) -> None:
+        """Reference energy and momentum for the bookkeeping; work counted from here."""
+        self.work = 0.0
+        self.kinetic_energy_ref = self.model.kinetic_energy(self.q, self.v)
+        self.energy_ref = self._energy()
+        self.momentum_ref = self.model.spatial_momentum(self.q, self.v)
+
+    def _anchor(self) -> None:
+        self._anchor_wall_ns = time.monotonic_ns()
+        self._anchor_k = self.k
+
+    def stamp(self, k: Optional[int] = None) -> int:
+        return self.t0_ns + (self.k if k is None else k) * self.dt_ns
+
+    # ---------------------------------------------------------------------------- stepping
+
+    def _on_timer(self) -> None:
+        if self.paused:  # time stands still; keep the bookkeeping visible
+            if (self._diag_every
+                    and time.monotonic() - self._last_diag_wall >= 1.0 / self.settings.diagnostics_rate):
+                self._publish_diagnostics()
+            return
+        now = time.monotonic_ns()
+        due = self._anchor_k + (now - self._anchor_wall_ns) // self.dt_ns
+        n = min(due - self.k, self._max_lag_steps)
+        if n > 0:
+            self.advance(n)
+        behind = due - self.k
+        if behind > self._max_lag_steps:
+            self.get_logger().warning(
+                f"falling behind the wall clock by {behind * self.dt:.3f} s: skipping ahead "
+                "(the simulation runs slower than real time)", throttle_duration_sec=WARN_THROTTLE_S)
+            self._anchor()
+
+    def advance(self, steps: int) -> None:
+        """Take ``steps`` physics steps. The one place the simulation advances (timer, later lockstep)."""
+        for _ in range(steps):
+            self._step_once()
+
+    def _step_once(self) -> None:
+        k = self.k
+        cmd = self._command_for_step(k)
+        tau = self._generalized_force(cmd)
+        q0, v0 = self.q, self.v
+        q1, v1 = step(self.model, q0, v0, tau, self.dt, method=self.settings.integrator, t=k * self.dt)
+        if not (np.all(np.isfinite(q1)) and np.all(np.isfinite(v1))):
+            self.get_logger().error(
+                f"the step at t = {self.stamp(k) * 1e-9:.6f} s with wrench {cmd.W.tolist()} ({cmd.frame}) "
+                "gave a non-finite state: command dropped, step taken with zero wrench",
+                throttle_duration_sec=WARN_THROTTLE_S)
+            cmd = ZERO
+            tau = self._generalized_force(cmd)
+            q1, v1 = step(self.model, q0, v0, tau, self.dt, method=self.settings.integrator, t=k * self.dt)
+            if not (np.all(np.isfinite(q1)) and np.all(np.isfinite(v1))):  # pragma: no cover
+                q1, v1 = q0, v0
+        self.command = cmd
+        if self._announced is None or not cmd.same(self._announced):
+            self._publish_wrench(k, cmd)  # stamped with the start of the first step it applies to
+            self._announced = cmd
+        # work of the applied wrench over the step (trapezoidal rule on the power tau . v)
+        self.work += 0.5 * self.dt * (self._power(tau, q0, v0) + self._power(tau, q1, v1))
+        self.q, self.v = q1, v1
+        self.k = k + 1
+        if self.k % self._publish_every == 0:
+            self._publish_state()
+            self._publish_wrench(k, self.command)
+        if self._diag_every and self.k % self._diag_every == 0:
+            self._publish_diagnostics()
+
+    def _command_for_step(self, k: int) -> Command:
+        if self._pending is not None:
+            cmd, self._pending = self._pending, None
+            self._command_start_k = k
+            self._timed_out = False
+            return cmd
+        cmd = self.command
+        if (self._timeout_steps and not cmd.is_zero()
+                and k - self._command_start_k >= self._timeout_steps):
+            if not self._timed_out:
+                self.get_logger().info(
+                    f"no cmd_wrench for {self.settings.cmd_timeout:g} s: applying zero wrench",
+                    throttle_duration_sec=WARN_THROTTLE_S)
+            self._timed_out = True
+            return ZERO
+        return cmd
+
+    def _generalized_force(self, cmd: Command):
+        """Generalized force for ``step``: a constant zero vector, or a function of the stage's q."""
+        model = self.model
+        if cmd.is_zero():
+            return np.zeros(model.nv)
+        W = cmd.W.copy()
+        if cmd.frame == "body":
+            return lambda t, q, v: model.wrench_to_generalized(q, W)[0]
+
+        def tau_world(t, q, v):
+            R_world_base = cv.rotation_matrix(model.pose(q)[1])
+            return model.wrench_to_generalized(q, cv.rotate_wrench(R_world_base.T, W))[0]
+
+        return tau_world
+
+    @staticmethod
+    def _power(tau, q, v) -> float:
+        t = tau(0.0, q, v) if callable(tau) else tau
+        return float(np.dot(t, v))
+
+    def _energy(self) -> float:
+        return self.model.kinetic_energy(self.q, self.v) + self.model.potential_energy(self.q)
+
+    # -------------------------------------------------------------------------- publishing
+
+    def _publish_state(self) -> None:
+        stamp = self.stamp()
+        p, quat = self.model.pose(self.q)
+        V = self.model.twist(self.q, self.v)
+        self.pub_odom.publish(cv.odometry_msg(stamp, self.world_frame, self.base_frame, p, quat, V))
+        self.pub_pose.publish(cv.pose_stamped_msg(stamp, self.world_frame, p, quat))
+        self.pub_tf.publish(TFMessage(transforms=[
+            cv.transform_stamped_msg(stamp, self.world_frame, self.base_frame, p, quat)]))
+        self._last_published_k = self.k
+
+    def _publish_wrench(self, k: int, cmd: Command) -> None:
+        frame = self.base_frame if cmd.frame == "body" else self.world_frame
+        self.pub_wrench.publish(cv.wrench_stamped_msg(self.stamp(k), frame, cmd.W))
+
+    def _publish_diagnostics(self) -> None:
+        self._last_diag_wall = time.monotonic()
+        model, q, v = self.model, self.q, self.v
+        ke = model.kinetic_energy(q, v)
+        pe = model.potential_energy(q)
+        h = model.spatial_momentum(q, v)
+        values = {
+            "sim_time": self.stamp() * 1e-9,
+            "steps": self.k,
+            "steps_since_reset": self.k - self._k_reset,
+            "paused": self.paused,
+            "base_group": self.settings.base_group,
+            "integrator": self.settings.integrator,
+            "kinetic_energy": ke,
+            "potential_energy": pe,
+            "total_energy": ke + pe,
+            "kinetic_energy_ref": self.kinetic_energy_ref,
+            "total_energy_ref": self.energy_ref,
+            "work_applied": self.work,
+            "energy_balance_residual": ke + pe - self.energy_ref - self.work,
+        }
+        for i, axis in enumerate(("linear_x", "linear_y", "linear_z", "angular_x", "angular_y", "angular_z")):
+            values["momentum_" + axis] = float(h[i])
+        for i, axis in enumerate(("linear_x", "linear_y", "linear_z", "angular_x", "angular_y", "angular_z")):
+            values["momentum_ref_" + axis] = float(self.momentum_ref[i])
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.OK,
+            name=f"{self.get_fully_qualified_name()}: rigid body",
+            message="paused" if self.paused else "running",
+            hardware_id=self.base_frame,
+            values=cv.key_values(values),
+        )
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = cv.time_from_ns(self.stamp())
+        self.pub_diag.publish(msg)
+
+    # ------------------------------------------------------------------------------- input
+
+    def _on_cmd_wrench(self, msg: WrenchStamped) -> None:
+        W = cv.wrench_from_msg(msg.wrench)
+        frame_id = msg.header.frame_id
+        if not np.all(np.isfinite(W)):
+            self.get_logger().warning(
+                f"cmd_wrench rejected: non-finite (NaN/inf) components {W.tolist()}",
+                throttle_duration_sec=WARN_THROTTLE_S)
+            return
+        if frame_id in self._body_frames:
+            frame, W_body = "body", W
+        elif frame_id in self._world_frames:
+            frame = "world"
+            R_world_base = cv.rotation_matrix(self.model.pose(self.q)[1])
+            W_body = cv.rotate_wrench(R_world_base.T, W)
+        else:
+            self.get_logger().warning(
+                f"cmd_wrench rejected: unknown frame_id {frame_id!r} (use '', {self.base_frame!r} or "
+                f"{self.world_frame!r})", throttle_duration_sec=WARN_THROTTLE_S)
+            return
+        _tau, _W_applied, W_dropped = self.model.wrench_to_generalized(self.q, W_body)
+        if np.max(np.abs(W_dropped)) > 1e-12 * max(1.0, float(np.max(np.abs(W_body)))):
+            self.get_logger().warning(
+                f"cmd_wrench: a {self.settings.base_group} body cannot take the components "
+                f"{np.round(W_dropped, 12).tolist()} (body frame [F; tau]); dropped them, applying the rest",
+                throttle_duration_sec=WARN_THROTTLE_S)
+            W_body = W_body - W_dropped
+            if frame == "world":
+                W = cv.rotate_wrench(R_world_base, W_body)
+            else:
+                W = W_body
+        self._pending = Command(np.array(W, dtype=float), frame)
+
+    # ---------------------------------------------------------------------------- services
+
+    def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        try:
+            q0, v0 = initial_state(self.model, self.settings)
+        except ParameterError as e:  # pragma: no cover - validated when set
+            response.success, response.message = False, str(e)
+            return response
+        # The initial state becomes the state of the next step: stamps never repeat or go back.
+        self.k += 1
+        self.q, self.v = q0, v0
+        self._pending = None
+        self.command = ZERO  # announced on `wrench` by the next step if it differs
+        self._k_reset = self.k
+        self._rebaseline()
+        self._anchor()
+        self._publish_state()
+        self._publish_diagnostics()
+        response.success = True
+        response.message = f"reset to the initial state at t = {self.stamp() * 1e-9:.9f} s"
+        self.get_logger().info(response.message)
+        return response
+
+    def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        if request.data and not self.paused:
+            self.paused = True
+            if self._last_published_k != self.k:
+                self._publish_state()
+                if self.k > 0:
+                    self._publish_wrench(self.k - 1, self.command)
+            self._publish_diagnostics()
+            response.message = f"paused at t = {self.stamp() * 1e-9:.9f} s"
+        elif not request.data and self.paused:
+            self.paused = False
+            self._anchor()
+            response.message = f"resumed at t = {self.stamp() * 1e-9:.9f} s"
+        else:
+            response.message = "already " + ("paused" if self.paused else "running")
+        response.success = True
+        self.get_logger().info(response.message)
+        return response
+
+    # -------------------------------------------------------------------------- parameters
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        values = {f: getattr(self.settings, f) for f in _PARAMETERS}
+        changed = set()
+        for p in params:
+            if p.name in _PARAMETERS:
+                values[p.name] = p.value
+                changed.add(p.name)
+        if not changed:
+            return SetParametersResult(successful=True)
+        try:
+            s = settings_from_values(values)
+            model = build_model(s) if changed & set(_INERTIAL) else self.model
+            initial_state(model, s)  # the initial pose/twist must stay on the group
+        except ParameterError as e:
+            self.get_logger().warning(f"parameter change refused: {e}")
+            return SetParametersResult(successful=False, reason=str(e))
+        self.settings = s
+        self._set_rates(s)
+        if model is not self.model:
+            self._warn_inertia(s)
+            self.model = model
+            self._rebaseline()  # same state, new inertia: new energy/momentum reference
+        self.get_logger().info("parameters changed: " + ", ".join(sorted(changed)))
+        return SetParametersResult(successful=True)
+
+
+# ------------------------------------------------------------------------------------------- main
+
+
+def _make_executor(node: DynamicsNode):
+    if node.settings.use_events_executor:
+        try:
+            from rclpy.experimental import EventsExecutor
+            return EventsExecutor()
+        except ImportError:
+            node.get_logger().warning("EventsExecutor not available here: using SingleThreadedExecutor")
+    return SingleThreadedExecutor()
+
+
+def _try_shutdown() -> None:
+    if hasattr(rclpy, "try_shutdown"):
+        rclpy.try_shutdown()
+    elif rclpy.ok():  # pragma: no cover - very old rclpy
+        rclpy.shutdown()
+
+
+def main(args=None) -> int:
+    rclpy.init(args=args)
+    node = None
+    try:
+        node = DynamicsNode()
+        node.configure()
+    except ParameterError as e:
+        node.get_logger().fatal(f"invalid parameters: {e}")
+        node.destroy_node()
+        _try_shutdown()
+        return 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        _try_shutdown()
+        return 0
+    except Exception:  # a shutdown signal during set-up shows up as an RCLError here
+        if not rclpy.ok():
+            return 0
+        raise
+    executor = _make_executor(node)
+    try:
+        executor.add_node(node)
+        # spin_once in a loop rather than spin(): rclpy's EventsExecutor.spin() does not return on
+        # SIGINT/SIGTERM (kilted wheels); spin_once raises ExternalShutdownException as it should.
+        while rclpy.ok():
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception:
+        # SIGINT/SIGTERM shut the context down from the signal handler; a callback that was publishing
+        # at that moment fails with an RCLError ("context is invalid"): that is a clean shutdown too.
+        if rclpy.ok():
+            raise
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        _try_shutdown()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
