@@ -26,7 +26,7 @@ setup(
         *tree("launch"),
         *tree("config"),
     ],
-    install_requires=["setuptools", "numpy", "scipy", "transforms3d", "PyYAML"],
+    install_requires=["setuptools", "numpy", "scipy", "transforms3d", "PyYAML", "urdfdom-py", "xacro"],
     zip_safe=True,
     maintainer="mbs_ros developers",
     maintainer_email="mbs-ros@example.org",

@@ -59,7 +59,7 @@ ros_setup() {
   say "sourced ROS 2 $ROS_DISTRO: using $MBS_PYTHON and the distro's packages (no venv)"
   local missing optional
   missing=$(unimportable rclpy numpy scipy transforms3d yaml tf2_msgs.msg geometry_msgs.msg ament_index_python \
-    pytest sympy)
+    urdf_parser_py xacro pytest sympy)
   optional=$(unimportable pinocchio catkin_pkg)
   [ -z "$optional" ] || say "warning: not importable (some tests need them): $optional"
   if [ -n "$missing" ]; then

@@ -7,6 +7,6 @@ Nothing here imports rclpy. Public API::
     t, q, v = simulate(model, model.neutral(), v0, tau, dt=1e-3, steps=1000, method="rk4")
 """
 from .integrators import TABLEAUS, simulate, step
-from .model import BASES, Model, spatial_inertia
+from .model import BASES, TREE_BASES, Model, spatial_inertia
 
-__all__ = ["Model", "BASES", "spatial_inertia", "simulate", "step", "TABLEAUS"]
+__all__ = ["Model", "BASES", "TREE_BASES", "spatial_inertia", "simulate", "step", "TABLEAUS"]

@@ -1,8 +1,19 @@
-"""The ``Model``: an immutable description of a rigid body (later: a multibody tree) on a Lie group.
+"""The ``Model``: an immutable description of a rigid body or a multibody tree on a base Lie group.
 
-Pinocchio's split: a :class:`Model` holds what does not change (group, inertia, gravity, cached constant
-matrices); the algorithms are its methods and take ``(q, v, ...)`` explicitly, so one model serves any number of
-states and threads.
+Pinocchio's split: a :class:`Model` holds what does not change (base group, kinematic tree, inertias, gravity,
+cached constant matrices); the algorithms are its methods and take ``(q, v, ...)`` explicitly, so one model serves
+any number of states and threads. The multibody kernels are in :mod:`mbs_ros.dynamics.algorithms`, the tree
+description in :mod:`mbs_ros.dynamics.tree`, URDF/xacro reading in :mod:`mbs_ros.dynamics.urdf` and the YAML
+robot schema in :mod:`mbs_ros.dynamics.robot_yaml`.
+
+A single rigid body is the tree without joints; for it the methods use the closed forms below directly.
+
+Multibody (floating base on a group, or a fixed base, carrying a tree of revolute/continuous/prismatic/fixed
+joints): ``M(q) v̇ + C(q, v) v + g(q) = τ`` with Pinocchio's layout — the base's configuration first (its group's
+layout, nothing for a fixed base), then the joints in Pinocchio's depth-first order (revolute and prismatic: one
+coordinate; continuous: ``(cos θ, sin θ)``, Pinocchio's revolute-unbounded); velocities: the base's body-frame
+quasi-velocity, then one rate per joint. ``C`` is the structured matrix ``Σ_i J_iᵀ (I_i J̇_i + ad~_{I_i V_i} J_i)``
+(body Jacobians ``J_i``, the base's ``J_0 = B(q)``), so ``Ṁ − 2C`` is skew-symmetric for every base group.
 
 Single rigid body, seed 004 (From, "Explicit singularity-free dynamic equations", part one):
 
@@ -24,13 +35,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from . import algorithms as alg
 from .lie import GROUPS, SE3, hat3
 from .lie._base import LieGroup
+from .tree import CONTINUOUS, PRISMATIC, REVOLUTE, Tree, build_tree, single_body_tree
 
-__all__ = ["Model", "spatial_inertia", "BASES"]
+__all__ = ["Model", "spatial_inertia", "BASES", "TREE_BASES"]
 
 #: Base groups a single rigid body can live on.
 BASES = ("se3", "schoenflies", "se2", "so3", "so3xr3")
+#: Bases of a multibody model: a group, or fixed to the world.
+TREE_BASES = ("fixed",) + BASES
 
 _ATOL_POSE = 1e-9
 
@@ -71,15 +86,18 @@ def _check_inertia(mass: float, inertia: np.ndarray) -> None:
 
 @dataclass(frozen=True, eq=False)
 class Model:
-    """Immutable rigid-body model on a base group; see the module docstring for the equations.
+    """Immutable rigid-body or multibody model on a base group; see the module docstring for the equations.
 
-    Build it with :meth:`Model.rigid_body`. Attributes: ``base`` (group name), ``group`` (the Lie group), ``nq``,
-    ``nv``, ``mass``, ``inertia`` (3×3 about the c.o.m.), ``com``, ``gravity`` (world frame, m/s²) and
-    ``I_b`` (6×6 spatial inertia at the body origin).
+    Build it with :meth:`Model.rigid_body`, :meth:`Model.from_urdf`, :meth:`Model.from_xacro` or
+    :meth:`Model.from_yaml`. Attributes: ``base`` (group name or ``"fixed"``), ``group`` (the base's Lie group,
+    None for a fixed base), ``nq``, ``nv``, ``gravity`` (world frame, m/s²), ``joint_names`` and ``joint_types``
+    (movable joints, configuration order), ``link_names`` (every URDF link, tree order), ``name``, ``urdf`` (the
+    URDF XML it was built from, if any) and, for the base body (the root link with everything fixed to it):
+    ``mass``, ``inertia`` (3×3 about its c.o.m.), ``com`` and ``I_b`` (6×6 spatial inertia at its frame).
     """
 
     base: str
-    group: LieGroup
+    group: LieGroup | None
     mass: float
     inertia: np.ndarray
     com: np.ndarray
@@ -89,6 +107,9 @@ class Model:
     _H: np.ndarray | None = field(repr=False)
     _M: np.ndarray | None = field(repr=False)
     _M_inv: np.ndarray | None = field(repr=False)
+    _tree: Tree = field(repr=False)
+    name: str = "rigid_body"
+    urdf: str | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -115,43 +136,135 @@ class Model:
             inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
         _check_inertia(mass, inertia)
         com = np.array(com, dtype=float).reshape(3)
-        gravity = np.array(gravity, dtype=float).reshape(3)
-        if not (np.all(np.isfinite(com)) and np.all(np.isfinite(gravity))):
+        gravity = _gravity(gravity)
+        if not np.all(np.isfinite(com)):
             raise ValueError("com and gravity must be finite")
-        group = GROUPS[base]
         I_b = spatial_inertia(mass, inertia, com)
-        H = None if base == "so3xr3" else np.asarray(group.H, dtype=float)
-        if H is not None:
-            M = H.T @ I_b @ H
-            M_inv = np.linalg.inv(M)
-        else:
-            M = M_inv = None
+        return cls._assemble(base, single_body_tree(base, I_b), gravity, name="rigid_body")
+
+    @classmethod
+    def from_urdf(cls, urdf, base: str = "fixed", gravity=(0.0, 0.0, -9.81), xacro: bool | None = None,
+                  mappings: dict | None = None) -> "Model":
+        """Model of a URDF robot: the root link is the base body, on the group ``base`` or fixed to the world
+        (``"fixed"``; a root link named ``world`` with fixed joints places the robot in the world).
+
+        ``urdf`` is the XML text or a path; a path ending in ``.xacro`` (or ``xacro=True``) is expanded by the
+        ``xacro`` package with ``mappings`` (``{name: value}``, its ``name:=value`` arguments). Joints: revolute,
+        continuous, prismatic and fixed (fixed joints merge the child's inertia into the parent body, as Pinocchio
+        does; every link keeps a frame for :meth:`link_poses`)."""
+        from .urdf import parse_urdf
+
+        if base not in TREE_BASES:
+            raise ValueError(f"unknown base {base!r}; choose one of {', '.join(TREE_BASES)}")
+        spec = parse_urdf(urdf, xacro=xacro, mappings=mappings)
+        tree = build_tree(spec, base)
+        return cls._assemble(base, tree, _gravity(gravity), name=spec.name, urdf=spec.xml)
+
+    @classmethod
+    def from_xacro(cls, path, mappings: dict | None = None, base: str = "fixed",
+                   gravity=(0.0, 0.0, -9.81)) -> "Model":
+        """:meth:`from_urdf` of a xacro file expanded with ``mappings``."""
+        return cls.from_urdf(path, base=base, gravity=gravity, xacro=True, mappings=mappings)
+
+    @classmethod
+    def from_yaml(cls, path) -> "Model":
+        """Model of a robot YAML file (schema: :mod:`mbs_ros.dynamics.robot_yaml`)."""
+        from .robot_yaml import load_robot
+
+        cfg = load_robot(path)
+        return cls.from_urdf(cfg.urdf, base=cfg.base, gravity=cfg.gravity)
+
+    @classmethod
+    def _assemble(cls, base: str, tree: Tree, gravity: np.ndarray, name: str, urdf: str | None = None) -> "Model":
+        group = None if base == "fixed" else GROUPS[base]
+        I_b = np.array(tree.body_inertia[0])
+        mass = float(I_b[0, 0])
+        com = np.array(tree.body_first_moment[0]) / mass if mass > 0 else np.zeros(3)
         com_hat = hat3(com)
+        inertia = I_b[3:, 3:] + mass * (com_hat @ com_hat)
+        H = M = M_inv = None
+        if group is not None and group.H is not None:
+            H = np.asarray(group.H, dtype=float)
+            M = H.T @ I_b @ H
+            if tree.nj == 0 and np.linalg.matrix_rank(M) == M.shape[0]:
+                M_inv = np.linalg.inv(M)
         for a in (inertia, com, gravity, I_b, com_hat, H, M, M_inv):
             if a is not None:
                 a.setflags(write=False)
-        return cls(base, group, mass, inertia, com, gravity, I_b, com_hat, H, M, M_inv)
+        return cls(base=base, group=group, mass=mass, inertia=inertia, com=com, gravity=gravity, I_b=I_b,
+                   _com_hat=com_hat, _H=H, _M=M, _M_inv=M_inv, _tree=tree, name=name, urdf=urdf)
 
+    # ------------------------------------------------------------------ sizes and names
     @property
     def nq(self) -> int:
-        return self.group.nq
+        return self._tree.nq
 
     @property
     def nv(self) -> int:
-        return self.group.dim
+        return self._tree.nv
+
+    @property
+    def joint_names(self) -> tuple:
+        """Movable joints, in configuration order (``q``/``v`` entries after the base's)."""
+        return self._tree.joint_names
+
+    @property
+    def joint_types(self) -> tuple:
+        return self._tree.joint_types
+
+    @property
+    def link_names(self) -> tuple:
+        """Every URDF link (fixed-joint children included), in tree order: the order of :meth:`link_poses`."""
+        return self._tree.link_names
+
+    @property
+    def _single(self) -> bool:
+        return self._tree.nj == 0 and self.group is not None
 
     def neutral(self) -> np.ndarray:
-        """The identity configuration (Pinocchio's ``neutral``)."""
-        return self.group.identity()
+        """The identity configuration (Pinocchio's ``neutral``): base at the identity, joints at 0."""
+        tree = self._tree
+        if self._single:
+            return self.group.identity()
+        q = np.zeros(tree.nq)
+        if tree.nqb:
+            q[: tree.nqb] = self.group.identity()
+        q[tree.q_cont] = 1.0
+        return q
 
-    # ------------------------------------------------------------------ kinematics
+    def random_configuration(self, rng: np.random.Generator, joint_range: float = math.pi) -> np.ndarray:
+        """A random configuration: the base group's ``random``, joint positions uniform in ±joint_range."""
+        tree = self._tree
+        q = self.neutral()
+        if tree.nqb:
+            q[: tree.nqb] = self.group.random(rng)
+        th = rng.uniform(-joint_range, joint_range, size=tree.nj)
+        lin = np.concatenate([tree.rev, tree.pris]).astype(int)
+        q[tree.iq[lin]] = th[lin]
+        q[tree.q_cont] = np.cos(th[tree.cont])
+        q[tree.q_cont + 1] = np.sin(th[tree.cont])
+        return q
+
+    # ------------------------------------------------------------------ base kinematics
+    def _base_q(self, q: np.ndarray) -> np.ndarray:
+        return q if self._single else q[: self._tree.nqb]
+
+    def _base_pose_matrix(self, q: np.ndarray) -> np.ndarray:
+        """World pose of the base body frame (the root link's): identity for a fixed base."""
+        if self.group is None:
+            return np.eye(4)
+        return self.group.pose_matrix(self._base_q(q))
+
     def _rotation(self, q: np.ndarray) -> np.ndarray:
-        return self.group.pose_matrix(q)[:3, :3]
+        return self._base_pose_matrix(q)[:3, :3]
 
     def velocity_map(self, q: np.ndarray) -> np.ndarray:
-        """B(q), 6×nv: body twist ``V = B(q) v`` (``B = H`` for the subgroups of SE(3), seed 004 eq. 58)."""
+        """B(q), 6×nvb: base body twist ``V = B(q) v_base`` (``B = H`` for the subgroups of SE(3), seed 004
+        eq. 58; 6×0 for a fixed base)."""
         if self._H is not None:
             return self._H
+        if self.group is None:
+            return np.zeros((6, 0))
         B = np.zeros((6, 6))
         B[:3, :3] = self._rotation(q).T
         B[3:, 3:] = np.eye(3)
@@ -159,32 +272,44 @@ class Model:
 
     def _velocity_map_dot(self, q: np.ndarray, v: np.ndarray) -> np.ndarray | None:
         """Ḃ(q, v), or None where B is constant. SO(3)×R³: d/dt Rᵀ = −ω̂ Rᵀ."""
-        if self._H is not None:
+        if self._H is not None or self.group is None:
             return None
         Bd = np.zeros((6, 6))
-        Bd[:3, :3] = -hat3(v[3:]) @ self._rotation(q).T
+        Bd[:3, :3] = -hat3(v[3:6]) @ self._rotation(q).T
         return Bd
 
     def twist(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """Body twist ``V = [v; ω]`` of the base (body frame, linear first)."""
-        return self.velocity_map(q) @ v
+        """Body twist ``V = [v; ω]`` of the base (body frame, linear first); zero for a fixed base."""
+        nvb = self._tree.nvb
+        return self.velocity_map(q) @ np.asarray(v, dtype=float)[:nvb]
 
     def velocity_from_twist(self, q: np.ndarray, V: np.ndarray) -> np.ndarray:
-        """Quasi-velocity v with ``B(q) v = V``; ValueError if V has components the group cannot have."""
+        """Velocity v (nv,) whose base part gives the base twist V (``B(q) v_base = V``) and whose joint rates are
+        0; ValueError if V has components the base cannot have."""
         V = np.asarray(V, dtype=float).reshape(6)
         B = self.velocity_map(q)
-        v = np.linalg.lstsq(B, V, rcond=None)[0]
-        residual = V - B @ v
+        if B.shape[1]:
+            vb = np.linalg.lstsq(B, V, rcond=None)[0]
+            residual = V - B @ vb
+        else:
+            vb, residual = np.zeros(0), V
         if np.abs(residual).max() > _ATOL_POSE * max(1.0, np.abs(V).max()):
             raise ValueError(
-                f"twist {V.tolist()} has components a {self.base} body cannot have "
+                f"twist {V.tolist()} has components a {self.base} base cannot have "
                 f"(unreachable part {np.round(residual, 12).tolist()})"
             )
+        if self._single:
+            return vb
+        v = np.zeros(self.nv)
+        v[: vb.size] = vb
         return v
 
     def pose(self, q: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Base pose in the world: ``(position (3,), quaternion [x, y, z, w])``."""
+        """Base pose in the world: ``(position (3,), quaternion [x, y, z, w])`` (a fixed base's: the identity)."""
         q = np.asarray(q, dtype=float)
+        if self.group is None:
+            return np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0])
+        q = self._base_q(q)
         if self.base in ("se3", "so3xr3"):
             return q[:3].copy(), q[3:7].copy()
         if self.base == "so3":
@@ -196,8 +321,9 @@ class Model:
         pos = np.array([q[0], q[1], 0.0]) if self.base == "se2" else q[:3].copy()
         return pos, quat
 
-    def configuration_from_pose(self, position, quaternion_xyzw) -> np.ndarray:
-        """Configuration q of a base pose; ValueError with the reason if the pose is not on the group."""
+    def configuration_from_pose(self, position, quaternion_xyzw, joints=None) -> np.ndarray:
+        """Configuration q of a base pose, joints at ``joints`` (their part of q, default neutral); ValueError
+        with the reason if the pose is not on the group (for a fixed base: if it is not the identity)."""
         p = np.asarray(position, dtype=float).reshape(3)
         quat = np.asarray(quaternion_xyzw, dtype=float).reshape(4)
         if not (np.all(np.isfinite(p)) and np.all(np.isfinite(quat))):
@@ -206,6 +332,20 @@ class Model:
         if n < 1e-12:
             raise ValueError("quaternion has zero norm")
         quat = quat / n
+        qb = self._base_configuration(p, quat)
+        if self._single and joints is None:
+            return qb
+        q = self.neutral()
+        q[: qb.size] = qb
+        if joints is not None:
+            q[qb.size:] = np.asarray(joints, dtype=float).reshape(self.nq - qb.size)
+        return q
+
+    def _base_configuration(self, p, quat) -> np.ndarray:
+        if self.group is None:
+            if np.abs(p).max() > _ATOL_POSE or abs(abs(quat[3]) - 1.0) > _ATOL_POSE:
+                raise ValueError("a fixed base stays at the identity pose (place it in the URDF)")
+            return np.zeros(0)
         if self.base in ("se3", "so3xr3"):
             return np.concatenate([p, quat])
         if self.base == "so3":
@@ -220,28 +360,83 @@ class Model:
         cs = [math.cos(yaw), math.sin(yaw)]
         return np.array([p[0], p[1], *cs]) if self.base == "se2" else np.array([*p, *cs])
 
+    # ------------------------------------------------------------------ configuration space
     def integrate(self, q: np.ndarray, v: np.ndarray, dt: float = 1.0) -> np.ndarray:
-        """``q · exp(v dt)``: configuration update by the exponential map (Pinocchio's ``integrate``)."""
-        return self.group.integrate(q, np.asarray(v, dtype=float) * dt)
+        """``q · exp(v dt)``: the base by its group's exponential map, joints by rotation/translation (Pinocchio's
+        ``integrate``)."""
+        if self._single:
+            return self.group.integrate(q, np.asarray(v, dtype=float) * dt)
+        tree = self._tree
+        q = np.asarray(q, dtype=float)
+        v = np.asarray(v, dtype=float) * dt
+        out = q.copy()
+        if tree.nqb:
+            out[: tree.nqb] = self.group.integrate(q[: tree.nqb], v[: tree.nvb])
+        lin = tree.q_lin
+        out[lin] += v[tree.v_lin]
+        if tree.cont.size:
+            d = v[tree.iv[tree.cont]]
+            c, s = q[tree.q_cont], q[tree.q_cont + 1]
+            cd, sd = np.cos(d), np.sin(d)
+            c2, s2 = c * cd - s * sd, s * cd + c * sd
+            n = np.hypot(c2, s2)
+            out[tree.q_cont], out[tree.q_cont + 1] = c2 / n, s2 / n
+        return out
 
     def difference(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
         """``log(q0⁻¹ q1)``, the tangent vector taking q0 to q1 in unit time (Pinocchio's ``difference``)."""
-        return self.group.log(self.group.compose(self.group.inverse(q0), q1))
+        if self._single:
+            return self.group.log(self.group.compose(self.group.inverse(q0), q1))
+        tree = self._tree
+        q0 = np.asarray(q0, dtype=float)
+        q1 = np.asarray(q1, dtype=float)
+        d = np.zeros(tree.nv)
+        if tree.nqb:
+            g = self.group
+            d[: tree.nvb] = g.log(g.compose(g.inverse(q0[: tree.nqb]), q1[: tree.nqb]))
+        d[tree.v_lin] = q1[tree.q_lin] - q0[tree.q_lin]
+        if tree.cont.size:
+            c0, s0 = q0[tree.q_cont], q0[tree.q_cont + 1]
+            c1, s1 = q1[tree.q_cont], q1[tree.q_cont + 1]
+            d[tree.iv[tree.cont]] = np.arctan2(c0 * s1 - s0 * c1, c0 * c1 + s0 * s1)
+        return d
 
     def dexp_inv(self, xi: np.ndarray) -> np.ndarray:
-        """dexp⁻¹ of the configuration space (seed 001 eq. 10), used by the RKMK integrators."""
-        return self.group.dexp_inv(xi)
+        """dexp⁻¹ of the configuration space (seed 001 eq. 10), used by the RKMK integrators: block-diagonal,
+        the base group's, identity for the joints."""
+        if self._single:
+            return self.group.dexp_inv(xi)
+        tree = self._tree
+        out = np.eye(tree.nv)
+        if tree.nvb:
+            out[: tree.nvb, : tree.nvb] = self.group.dexp_inv(np.asarray(xi, dtype=float)[: tree.nvb])
+        return out
+
+    # ------------------------------------------------------------------ kinematics of the tree
+    def link_poses(self, q: np.ndarray) -> np.ndarray:
+        """World poses of every URDF link, an (n_links, 4, 4) array of homogeneous matrices in ``link_names``
+        order (``T_world_link``; a link's frame is its URDF frame, i.e. its parent joint's frame)."""
+        return alg.link_poses(self, q)
+
+    def link_pose_dict(self, q: np.ndarray) -> dict:
+        """:meth:`link_poses` as ``{link name: 4×4}``."""
+        return dict(zip(self.link_names, self.link_poses(q)))
 
     # ------------------------------------------------------------------ dynamics
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
-        """M(q) = Bᵀ I_b B (seed 004 eq. 60); constant for the subgroups of SE(3)."""
+        """M(q): CRBA for a tree; ``Bᵀ I_b B`` for one body (seed 004 eq. 60), constant on SE(3) subgroups."""
+        if not self._single:
+            return alg.crba(self, q)
         if self._M is not None:
             return self._M.copy()
         B = self.velocity_map(q)
         return B.T @ self.I_b @ B
 
     def coriolis_matrix(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """C(q, v) = Bᵀ (I_b Ḃ + ad~_{I_b B v} B); seed 004 eq. 57 ``Hᵀ ad~_{I_b H v} H`` for constant B = H."""
+        """C(q, v) = Σ_i J_iᵀ (I_i J̇_i + ad~_{I_i V_i} J_i); for one body ``Bᵀ (I_b Ḃ + ad~_{I_b B v} B)``, seed 004
+        eq. 57 ``Hᵀ ad~_{I_b H v} H`` for constant B = H."""
+        if not self._single:
+            return alg.coriolis_matrix(self, q, v)
         v = np.asarray(v, dtype=float)
         B = self.velocity_map(q)
         p = self.I_b @ (B @ v)
@@ -257,11 +452,16 @@ class Model:
         return np.concatenate([F, self._com_hat @ F])
 
     def gravity_forces(self, q: np.ndarray) -> np.ndarray:
-        """g(q) = −Bᵀ W_gravity, the generalised gravity force on the left-hand side of the equations."""
+        """g(q) = −Σ J_iᵀ W_gravity,i, the generalised gravity force on the left-hand side of the equations."""
+        if not self._single:
+            return alg.gravity_forces(self, q)
         return -(self.velocity_map(q).T @ self._gravity_wrench(q))
 
     def nonlinear_effects(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """C(q, v) v + g(q): ``Bᵀ(I_b Ḃ v − ad_Vᵀ I_b V) + g`` (seed 004 eq. 76), ``−ad_Vᵀ p = ad~_p V``."""
+        """C(q, v) v + g(q) (RNEA with zero acceleration); for one body ``Bᵀ(I_b Ḃ v − ad_Vᵀ I_b V) + g``
+        (seed 004 eq. 76), ``−ad_Vᵀ p = ad~_p V``."""
+        if not self._single:
+            return alg.nonlinear_effects(self, q, v)
         v = np.asarray(v, dtype=float)
         B = self.velocity_map(q)
         V = B @ v
@@ -273,41 +473,71 @@ class Model:
 
     def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
         """v̇ = M⁻¹(τ − C v − g) (seed 004 eq. 48)."""
+        if not self._single:
+            return alg.forward_dynamics(self, q, v, tau)
         rhs = np.asarray(tau, dtype=float) - self.nonlinear_effects(q, v)
         if self._M_inv is not None:
             return self._M_inv @ rhs
         return np.linalg.solve(self.mass_matrix(q), rhs)
 
-    def inverse_dynamics(self, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> np.ndarray:
-        """τ = M v̇ + C v + g."""
+    def inverse_dynamics(self, q: np.ndarray, v: np.ndarray, a: np.ndarray, f_ext=None) -> np.ndarray:
+        """τ = M v̇ + C v + g (RNEA for a tree). ``f_ext`` (optional, (n_bodies, 6)): a wrench on each body in its
+        own frame at its origin, linear first — body 0 is the base, body k the child of joint k − 1."""
+        if not self._single or f_ext is not None:
+            return alg.rnea(self, q, v, a, f_ext=f_ext)
         return self.mass_matrix(q) @ np.asarray(a, dtype=float) + self.nonlinear_effects(q, v)
+
+    def joint_wrenches(self, q: np.ndarray, v: np.ndarray, a: np.ndarray, tau=None, f_ext=None) -> np.ndarray:
+        """(n_joints, 6) wrench each movable joint (``joint_names`` order) transmits from its parent to its child,
+        in the joint frame (= the child link's frame) at its origin, linear first ``[F; τ]``, gravity included.
+
+        Without ``tau``: the total transmitted wrench, actuation included (its component along the joint's motion
+        axis is the joint effort of inverse dynamics) — what TITOP's joint blocks output. With ``tau`` (the (nv,)
+        generalised forces actually applied): the actuation ``s_j τ_j`` is taken off, leaving the pure reaction
+        (constraint) wrench; along the joint's free direction it is 0 when ``a = forward_dynamics(q, v, tau)``.
+        ``f_ext`` as in :meth:`inverse_dynamics`."""
+        return alg.joint_wrenches(self, q, v, a, tau=tau, f_ext=f_ext)
 
     # ------------------------------------------------------------------ wrenches, energy, momentum
     def wrench_to_generalized(self, q: np.ndarray, W: np.ndarray):
-        """Generalised force of a body-frame wrench ``W = [F; τ]`` at the body origin: ``(τ = BᵀW, W_applied,
-        W_dropped)``, where ``W_dropped`` holds the components the group cannot act on (taken by the constraint,
-        e.g. a roll torque on se2) and ``W_applied = W − W_dropped``."""
+        """Generalised force of a base-frame wrench ``W = [F; τ]`` at the base origin: ``(τ (nv,), W_applied,
+        W_dropped)``, where ``W_dropped`` holds the components the base group cannot act on (taken by the
+        constraint, e.g. a roll torque on se2; all of W for a fixed base), ``W_applied = W − W_dropped``, and the
+        joint entries of τ are 0."""
         W = np.asarray(W, dtype=float).reshape(6)
         B = self.velocity_map(q)
-        tau = B.T @ W
-        if self._H is None:  # SO(3)×R³: B is invertible, every component acts
-            return tau, W.copy(), np.zeros(6)
-        applied = self._H @ tau  # H has orthonormal columns: H Hᵀ projects onto the subalgebra
-        return tau, applied, W - applied
+        tau_b = B.T @ W
+        if self._H is None and self.group is not None:  # SO(3)×R³: B is invertible, every component acts
+            applied, dropped = W.copy(), np.zeros(6)
+        else:
+            applied = B @ tau_b  # H has orthonormal columns: H Hᵀ projects onto the subalgebra
+            dropped = W - applied
+        if self._single:
+            return tau_b, applied, dropped
+        tau = np.zeros(self.nv)
+        tau[: tau_b.size] = tau_b
+        return tau, applied, dropped
 
     def kinetic_energy(self, q: np.ndarray, v: np.ndarray) -> float:
         """½ vᵀ M v."""
+        if not self._single:
+            return alg.kinetic_energy(self, q, v)
         V = self.twist(q, v)
         return 0.5 * float(V @ self.I_b @ V)
 
     def potential_energy(self, q: np.ndarray) -> float:
-        """−m gᵀ p_com, with p_com the world position of the centre of mass."""
+        """−gᵀ Σ m_i p_com,i, with p_com,i the world position of each body's centre of mass."""
+        if not self._single:
+            return alg.potential_energy(self, q)
         T = self.group.pose_matrix(q)
         p_com = T[:3, :3] @ self.com + T[:3, 3]
         return -self.mass * float(self.gravity @ p_com)
 
     def spatial_momentum(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """World-frame spatial momentum ``Ad_{g⁻¹}ᵀ I_b V``: ``[linear; angular about the world origin]``."""
+        """World-frame spatial momentum of the whole system ``Σ Ad_{g_i⁻¹}ᵀ I_i V_i``: ``[linear; angular about
+        the world origin]``."""
+        if not self._single:
+            return alg.spatial_momentum(self, q, v)
         T = self.group.pose_matrix(q)
         R, p = T[:3, :3], T[:3, 3]
         h = self.I_b @ self.twist(q, v)
@@ -315,7 +545,16 @@ class Model:
         return np.concatenate([lin, R @ h[3:] + np.cross(p, lin)])
 
     def noether_momentum(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
-        """The momentum the group's symmetry conserves when no force acts: ``Hᵀ Ad_{g⁻¹}ᵀ I_b H v`` (all six
-        components of the spatial momentum for se3 and so3xr3, whose physical symmetry is SE(3))."""
+        """The momentum the base group's symmetry conserves when no force acts: ``Hᵀ h`` of the spatial momentum h
+        (all six components for se3 and so3xr3, whose physical symmetry is SE(3); none for a fixed base)."""
         h = self.spatial_momentum(q, v)
+        if self.group is None:
+            return np.zeros(0)
         return h if self._H is None else self._H.T @ h
+
+
+def _gravity(gravity) -> np.ndarray:
+    g = np.array(gravity, dtype=float).reshape(3)
+    if not np.all(np.isfinite(g)):
+        raise ValueError("com and gravity must be finite")
+    return g

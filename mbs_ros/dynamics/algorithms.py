@@ -1,0 +1,299 @@
+"""Multibody kernels: forward kinematics, RNEA, CRBA, the explicit Coriolis matrix, forward dynamics.
+
+Free functions taking ``(model, q, v, ...)`` as in Pinocchio; :class:`~mbs_ros.dynamics.Model` delegates to them.
+
+Formulation (Featherstone 2008 ch. 5–6 and seed 004 in body-velocity form, written so that every step is one
+numpy call over all bodies at once — a per-body Python recursion costs ~1 µs of interpreter time per small numpy
+operation, which is what dominates at n ≤ 18):
+
+* Every twist, wrench and inertia is a *spatial* quantity: world axes, referred to the world origin, linear first.
+  ``Ad_k`` maps body k's frame to it; ``I_k = Ad_k⁻ᵀ I_body,k Ad_k⁻¹``. Being Ad-equivariant, the body-frame
+  equations of seed 004 read the same in these coordinates (``Adᵀ ad~_{Ad⁻ᵀp} Ad = ad~_p``).
+* Motion columns ``S_c``: the base's ``Ad_0 B(q)`` (``B = H`` for the SE(3) subgroups, ``diag(Rᵀ, I)`` for
+  SO(3)×R³), then each joint's axis ``Ad_k s_j``. Body velocities ``V_i = Σ_c support[i, c] S_c v_c`` (the
+  Jacobian ``J_i`` is S masked by the support of body i).
+* A joint axis is fixed in its body, so ``Ṡ_c = ad_{V_b(c)} S_c`` (plus ``Ad_0 Ḃ`` for SO(3)×R³).
+* RNEA: ``A_i = Σ_c support[i,c](S_c a_c + Ṡ_c v_c)``, body wrench ``f_i = I_i (A_i − [g; 0]) − ad_{V_i}ᵀ I_i V_i
+  − f_ext,i``, subtree sums ``F = subtree · f`` (``F_k`` is what the parent transmits to body k's subtree), and
+  ``τ_c = S_cᵀ F_b(c)``.
+* CRBA: composite inertias ``Ic = subtree · I``, ``M_cd = S_cᵀ Ic_b(d) S_d`` for b(c) an ancestor of b(d).
+* Coriolis, the structured form ``C = Σ_i J_iᵀ (I_i J̇_i^body + ad~_{I_i V_i} J_i)`` (body frame), which in spatial
+  coordinates is ``Σ_i J_iᵀ [I_i (J̇_i − ad_{V_i} J_i) + ad~_{I_i V_i} J_i]``. ``Ṁ − 2C`` is skew-symmetric
+  (``Ṁ = Σ J̇ᵀIJ + JᵀIJ̇`` in the body frame, and ad~ is skew) and ``C v`` is RNEA's velocity term.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+__all__ = [
+    "Kinematics", "kinematics", "body_placements", "link_poses", "rnea", "crba", "coriolis_matrix",
+    "nonlinear_effects", "gravity_forces", "forward_dynamics", "joint_wrenches", "kinetic_energy",
+    "potential_energy", "spatial_momentum", "body_twists",
+]
+
+
+# ------------------------------------------------------------------------------------------ batched small algebra
+def _scatter(blocks):
+    """Index arrays to write hat matrices of 3-vectors into batched matrices: ``blocks`` lists
+    (row offset, column offset, source offset, sign)."""
+    rows, cols, src, sgn = [], [], [], []
+    pattern = ((0, 1, 2, -1.0), (0, 2, 1, 1.0), (1, 0, 2, 1.0), (1, 2, 0, -1.0), (2, 0, 1, -1.0), (2, 1, 0, 1.0))
+    for r0, c0, s0, sign in blocks:
+        for r, c, s, g in pattern:
+            rows.append(r0 + r)
+            cols.append(c0 + c)
+            src.append(s0 + s)
+            sgn.append(sign * g)
+    return np.array(rows), np.array(cols), np.array(src), np.array(sgn)
+
+
+_HAT = _scatter([(0, 0, 0, 1.0)])
+# ad_V = [[ω̂, v̂], [0, ω̂]] for V = [v; ω]
+_AD = _scatter([(0, 0, 3, 1.0), (0, 3, 0, 1.0), (3, 3, 3, 1.0)])
+# ad~_p = [[0, −p̂_l], [−p̂_l, −p̂_a]] for p = [p_l; p_a]  (seed 004 eq. 73)
+_ADT = _scatter([(0, 3, 0, -1.0), (3, 0, 0, -1.0), (3, 3, 3, -1.0)])
+
+
+def _batch(spec, x, size):
+    rows, cols, src, sgn = spec
+    out = np.zeros((x.shape[0], size, size))
+    out[:, rows, cols] = x[:, src] * sgn
+    return out
+
+
+def _mv(A, x):
+    """Batched matrix-vector product (n, a, b) @ (n, b) -> (n, a)."""
+    return (A @ x[..., None])[..., 0]
+
+
+# ------------------------------------------------------------------------------------------------- kinematics
+class Kinematics:
+    """Configuration-dependent quantities shared by the kernels: body poses ``T`` (nb, 4, 4), adjoints ``Ad``
+    (nb, 6, 6), motion columns ``S`` (nv, 6) and spatial inertias ``I`` (nb, 6, 6), all in world coordinates."""
+
+    __slots__ = ("T", "Ad", "S", "I")
+
+    def __init__(self, T, Ad, S, I):
+        self.T, self.Ad, self.S, self.I = T, Ad, S, I
+
+
+def _joint_transforms(tree, q):
+    """(nj, 4, 4) poses of each joint frame in its parent body frame at q."""
+    X = tree.X0.copy()
+    nj = tree.nj
+    if tree.rev.size or tree.cont.size:
+        if tree.rev.size == nj:
+            th = q[tree.q_rev]
+            s, c1 = np.sin(th), 1.0 - np.cos(th)
+        else:
+            s, c1 = np.zeros(nj), np.zeros(nj)
+            if tree.rev.size:
+                th = q[tree.q_rev]
+                s[tree.rev], c1[tree.rev] = np.sin(th), 1.0 - np.cos(th)
+            if tree.cont.size:
+                s[tree.cont], c1[tree.cont] = q[tree.q_cont + 1], 1.0 - q[tree.q_cont]
+        X[:, :3, :3] += s[:, None, None] * tree.PA + c1[:, None, None] * tree.PA2
+    if tree.pris.size:
+        X[tree.pris, :3, 3] += q[tree.q_pris][:, None] * tree.Pa[tree.pris]
+    return X
+
+
+def body_placements(model, q) -> np.ndarray:
+    """World poses (nb, 4, 4) of the bodies (base first, then the child body of each joint)."""
+    tree = model._tree
+    q = np.asarray(q, dtype=float)
+    T = np.empty((tree.nb, 4, 4))
+    T[0] = model._base_pose_matrix(q)
+    if tree.nj:
+        X = _joint_transforms(tree, q)
+        matmul = np.matmul
+        for k, p, j in tree.chain:
+            matmul(T[p], X[j], out=T[k])
+    return T
+
+
+def kinematics(model, q, inertia: bool = True) -> Kinematics:
+    """Poses, adjoints, motion columns and (if ``inertia``) world-frame spatial inertias at q."""
+    tree = model._tree
+    q = np.asarray(q, dtype=float)
+    T = body_placements(model, q)
+    nb = tree.nb
+    R = T[:, :3, :3]
+    B = _batch(_HAT, T[:, :3, 3], 3) @ R  # p̂ R
+    Ad = np.zeros((nb, 6, 6))
+    Ad[:, :3, :3] = R
+    Ad[:, 3:, 3:] = R
+    Ad[:, :3, 3:] = B
+    S = np.empty((tree.nv, 6))
+    nvb = tree.nvb
+    if nvb:
+        if tree.base_cols is not None:
+            S[:nvb] = Ad[0][:, tree.base_cols].T
+        else:  # SO(3)×R³: Ad_0 diag(Rᵀ, I) = [[I, p̂R], [0, R]]
+            S[:nvb] = 0.0
+            S[:3, :3] = np.eye(3)
+            S[3:6] = Ad[0][:, 3:].T
+    if tree.nj:
+        S[nvb:] = _mv(Ad[1:], tree.s_joint)
+    I = None
+    if inertia:
+        AdiT = np.zeros((nb, 6, 6))  # Ad⁻ᵀ = [[R, 0], [p̂R, R]]
+        AdiT[:, :3, :3] = R
+        AdiT[:, 3:, 3:] = R
+        AdiT[:, 3:, :3] = B
+        I = AdiT @ tree.body_inertia @ AdiT.transpose(0, 2, 1)
+    return Kinematics(T, Ad, S, I)
+
+
+def link_poses(model, q, kin: Kinematics | None = None) -> np.ndarray:
+    """World poses (n_links, 4, 4) of every URDF link, in ``model.link_names`` order."""
+    tree = model._tree
+    T = kin.T if kin is not None else body_placements(model, q)
+    return T[tree.link_body] @ tree.T_body_link
+
+
+def _column_rates(model, kin, V):
+    """Ṡ_c (nv, 6): ad_{V_b(c)} S_c, plus Ad_0 Ḃ for the SO(3)×R³ base."""
+    tree = model._tree
+    AD = _batch(_AD, V, 6)
+    P = _mv(AD[tree.col_body], kin.S)
+    if tree.nvb and tree.base_cols is None:
+        # Ad_0 Ḃ, Ḃ = [[−ω̂ Rᵀ, 0], [0, 0]]: column k is [−ω_world × e_k; 0]
+        P[:3, :3] -= _batch(_HAT, V[:1, 3:], 3)[0].T
+    return AD, P
+
+
+def body_twists(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
+    """Spatial twists (nb, 6) of the bodies: world axes, at the world origin, linear first."""
+    kin = kin or kinematics(model, q, inertia=False)
+    return model._tree.support @ (kin.S * np.asarray(v, dtype=float)[:, None])
+
+
+# ---------------------------------------------------------------------------------------------------- dynamics
+def _wrenches(model, kin, v, a, gravity=True, f_ext=None):
+    """Subtree wrenches F (nb, 6), spatial: ``F_k`` is the wrench body k's parent transmits to its subtree."""
+    tree = model._tree
+    S, I = kin.S, kin.I
+    if v is None:
+        A = tree.support @ (S * a[:, None]) if a is not None else np.zeros((tree.nb, 6))
+        f = None
+    else:
+        Vc = S * v[:, None]
+        V = tree.support @ Vc
+        AD = _batch(_AD, V, 6)
+        Sdv = _mv(AD[tree.col_body], Vc)  # ad_{V_b(c)} S_c v_c
+        if tree.nvb and tree.base_cols is None:
+            Sdv[:3, :3] -= _batch(_HAT, V[:1, 3:], 3)[0].T * v[:3][:, None]
+        acc = Sdv if a is None else Sdv + S * a[:, None]
+        A = tree.support @ acc
+        f = -_mv(AD.transpose(0, 2, 1), _mv(I, V))
+    if gravity:
+        A[:, :3] -= model.gravity
+    fa = _mv(I, A)
+    f = fa if f is None else f + fa
+    if f_ext is not None:
+        W = np.asarray(f_ext, dtype=float).reshape(tree.nb, 6)
+        AdiT = kin.Ad.copy()  # Ad⁻ᵀ = [[R, 0], [p̂R, R]]
+        AdiT[:, 3:, :3] = kin.Ad[:, :3, 3:]
+        AdiT[:, :3, 3:] = 0.0
+        f = f - _mv(AdiT, W)
+    return tree.subtree @ f
+
+
+def _project(model, kin, F):
+    return np.einsum("cx,cx->c", kin.S, F[model._tree.col_body])
+
+
+def rnea(model, q, v, a, f_ext=None, kin: Kinematics | None = None) -> np.ndarray:
+    """Inverse dynamics τ = M(q) a + C(q, v) v + g(q) − Σ J_iᵀ f_ext,i by the recursive Newton–Euler algorithm.
+
+    ``f_ext`` (optional, (nb, 6)): a wrench on each body, in that body's frame at its origin, linear first (body 0
+    = base, body k = child of joint k − 1; Pinocchio's ``fext`` without the universe entry)."""
+    kin = kin or kinematics(model, q)
+    v = np.asarray(v, dtype=float)
+    a = np.asarray(a, dtype=float)
+    return _project(model, kin, _wrenches(model, kin, v, a, True, f_ext))
+
+
+def nonlinear_effects(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
+    """C(q, v) v + g(q) (RNEA with a = 0)."""
+    kin = kin or kinematics(model, q)
+    return _project(model, kin, _wrenches(model, kin, np.asarray(v, dtype=float), None, True))
+
+
+def gravity_forces(model, q, kin: Kinematics | None = None) -> np.ndarray:
+    """g(q) (RNEA with v = a = 0)."""
+    kin = kin or kinematics(model, q)
+    return _project(model, kin, _wrenches(model, kin, None, None, True))
+
+
+def crba(model, q, kin: Kinematics | None = None) -> np.ndarray:
+    """Joint-space inertia M(q) from composite-body inertias."""
+    tree = model._tree
+    kin = kin or kinematics(model, q)
+    nb = tree.nb
+    Ic = (tree.subtree @ kin.I.reshape(nb, 36)).reshape(nb, 6, 6)
+    F = _mv(Ic[tree.col_body], kin.S)
+    G = kin.S @ F.T  # G[c, d] = S_cᵀ Ic_b(d) S_d, valid where b(c) is an ancestor of b(d)
+    return np.where(tree.related, G, np.where(tree.related.T, G.T, 0.0))
+
+
+def coriolis_matrix(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
+    """The structured Coriolis matrix ``C = Σ_i J_iᵀ (I_i J̇_i + ad~_{I_i V_i} J_i)`` (body frame; see the module
+    docstring for its spatial form)."""
+    tree = model._tree
+    kin = kin or kinematics(model, q)
+    v = np.asarray(v, dtype=float)
+    S, I = kin.S, kin.I
+    V = tree.support @ (S * v[:, None])
+    AD, P = _column_rates(model, kin, V)
+    h = _mv(I, V)
+    N = _batch(_ADT, h, 6) - I @ AD
+    K = (I @ P.T + N @ S.T) * tree.support[:, None, :]  # (nb, 6, nv)
+    return np.einsum("ic,cx,ixd->cd", tree.support, S, K, optimize=True)
+
+
+def forward_dynamics(model, q, v, tau, kin: Kinematics | None = None) -> np.ndarray:
+    """a = M⁻¹ (τ − C v − g): CRBA and RNEA share the kinematics, then one dense solve (faster in numpy than a
+    Python-level articulated-body recursion at these sizes; see bench/kernels.py)."""
+    kin = kin or kinematics(model, q)
+    rhs = np.asarray(tau, dtype=float) - nonlinear_effects(model, q, v, kin)
+    return np.linalg.solve(crba(model, q, kin), rhs)
+
+
+def joint_wrenches(model, q, v, a, tau=None, f_ext=None, kin: Kinematics | None = None) -> np.ndarray:
+    """(nj, 6): the wrench each movable joint transmits from its parent to its child, in the joint (child link)
+    frame at its origin, linear first ``[F; τ]``, gravity included. Without ``tau`` it is the total wrench (the
+    actuation along the joint axis included, as TITOP's joint blocks output); with ``tau`` (the generalised forces
+    actually applied, (nv,)) the actuation ``s_j τ_j`` is subtracted, leaving the reaction the joint's bearings
+    carry, whose component along the joint's free direction vanishes when ``a`` is the forward dynamics of tau."""
+    tree = model._tree
+    kin = kin or kinematics(model, q)
+    F = _wrenches(model, kin, np.asarray(v, dtype=float), np.asarray(a, dtype=float), True, f_ext)
+    W = _mv(kin.Ad[1:].transpose(0, 2, 1), F[1:])
+    if tau is not None:
+        tau = np.asarray(tau, dtype=float).reshape(tree.nv)
+        W = W - tree.s_joint * tau[tree.nvb:, None]
+    return W
+
+
+# ------------------------------------------------------------------------------------------ energy, momentum
+def kinetic_energy(model, q, v, kin: Kinematics | None = None) -> float:
+    kin = kin or kinematics(model, q)
+    V = body_twists(model, q, v, kin)
+    return 0.5 * float(np.einsum("ix,ix->", V, _mv(kin.I, V)))
+
+
+def potential_energy(model, q, kin: Kinematics | None = None) -> float:
+    """−gᵀ Σ m_i c_i (world centres of mass), every body included (a fixed base's too: a constant)."""
+    tree = model._tree
+    T = kin.T if kin is not None else body_placements(model, q)
+    first = tree.body_mass[:, None] * T[:, :3, 3] + _mv(T[:, :3, :3], tree.body_first_moment)
+    return -float(model.gravity @ first.sum(axis=0))
+
+
+def spatial_momentum(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
+    """Σ_i I_i V_i: world-frame spatial momentum ``[linear; angular about the world origin]``."""
+    kin = kin or kinematics(model, q)
+    V = body_twists(model, q, v, kin)
+    return _mv(kin.I, V).sum(axis=0)

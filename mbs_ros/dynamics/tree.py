@@ -1,0 +1,239 @@
+"""The kinematic tree of a :class:`~mbs_ros.dynamics.Model`: bodies, joints and link frames as read-only arrays.
+
+Built once from a :class:`~mbs_ros.dynamics.urdf.RobotSpec` (or for a single body), used by every kernel in
+:mod:`mbs_ros.dynamics.algorithms`.
+
+Bodies are Pinocchio's: body 0 is the base (the URDF root link with every link attached to it through fixed
+joints merged into it), and each movable joint ``j`` (0-based, Pinocchio's depth-first order: children visited by
+joint name, as Pinocchio's URDF reader does) moves body ``j + 1``, whose frame is the joint's child link frame.
+Links joined by fixed joints are merged into their parent's body (inertias summed at the body frame) and keep a
+constant frame on that body (``link_body``, ``T_body_link``).
+
+Velocity columns: the base's ``nvb`` columns first (its group's tangent coordinates), then one column per joint;
+``col_body[c]`` is the body a column moves, ``support[i, c] = 1`` when column c moves body i.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .lie import GROUPS
+
+__all__ = ["Tree", "build_tree", "single_body_tree", "REVOLUTE", "PRISMATIC", "CONTINUOUS", "body_inertia"]
+
+REVOLUTE, PRISMATIC, CONTINUOUS = 0, 1, 2
+_TYPE_CODE = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "continuous": CONTINUOUS}
+_TYPE_NAME = {v: k for k, v in _TYPE_CODE.items()}
+
+
+def _ro(a, dtype=float):
+    a = np.array(a, dtype=dtype)
+    a.setflags(write=False)
+    return a
+
+
+def _hat(x):
+    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+
+
+def body_inertia(mass: float, com, inertia_com) -> np.ndarray:
+    """Spatial inertia at the frame origin, linear first: ``[[m 1, −m ĉ], [m ĉ, J_c − m ĉ²]]``."""
+    c = _hat(np.asarray(com, dtype=float))
+    out = np.empty((6, 6))
+    out[:3, :3] = mass * np.eye(3)
+    out[:3, 3:] = -mass * c
+    out[3:, :3] = mass * c
+    out[3:, 3:] = np.asarray(inertia_com, dtype=float) - mass * (c @ c)
+    return out
+
+
+def _transform_inertia(I, T) -> np.ndarray:
+    """Spatial inertia ``I`` given in frame F, expressed in frame B where ``T = T_B_F``: ``Ad⁻ᵀ I Ad⁻¹``."""
+    R, p = T[:3, :3], T[:3, 3]
+    Ad = np.zeros((6, 6))
+    Ad[:3, :3] = R
+    Ad[3:, 3:] = R
+    Ad[:3, 3:] = _hat(p) @ R
+    Ad_inv = np.linalg.inv(Ad)
+    return Ad_inv.T @ I @ Ad_inv
+
+
+@dataclass(frozen=True, eq=False)
+class Tree:
+    """Arrays of the tree (all read-only); see the module docstring for the numbering."""
+
+    nb: int  # bodies, base included
+    nj: int  # movable joints = nb - 1
+    nqb: int  # base configuration size (0 for a fixed base)
+    nvb: int  # base velocity size
+    nq: int
+    nv: int
+    parent: np.ndarray  # (nb,) parent body, -1 for the base
+    jtype: np.ndarray  # (nj,) REVOLUTE / PRISMATIC / CONTINUOUS
+    axis: np.ndarray  # (nj, 3) unit axis in the joint (child body) frame
+    iq: np.ndarray  # (nj,) first configuration index of each joint
+    iv: np.ndarray  # (nj,) velocity index of each joint
+    placement: np.ndarray  # (nj, 4, 4) joint frame in the parent body frame at q = 0
+    body_inertia: np.ndarray  # (nb, 6, 6) spatial inertia of each body at its frame
+    body_mass: np.ndarray  # (nb,)
+    body_first_moment: np.ndarray  # (nb, 3) m c in the body frame
+    # derived constants used by the kernels
+    X0: np.ndarray = field(repr=False)  # (nj, 4, 4) = placement
+    PA: np.ndarray = field(repr=False)  # (nj, 3, 3) R_P hat(a)        (rotation about a: R = I + s â + (1−c) â²)
+    PA2: np.ndarray = field(repr=False)  # (nj, 3, 3) R_P hat(a)²
+    Pa: np.ndarray = field(repr=False)  # (nj, 3) R_P a                (prismatic translation)
+    s_joint: np.ndarray = field(repr=False)  # (nj, 6) joint motion axis in the child frame ([0; a] or [a; 0])
+    rev: np.ndarray = field(repr=False)  # joint indices by type, and their q indices
+    q_rev: np.ndarray = field(repr=False)
+    cont: np.ndarray = field(repr=False)
+    q_cont: np.ndarray = field(repr=False)
+    pris: np.ndarray = field(repr=False)
+    q_pris: np.ndarray = field(repr=False)
+    q_lin: np.ndarray = field(repr=False)  # q and v indices of the revolute and prismatic joints
+    v_lin: np.ndarray = field(repr=False)
+    chain: tuple = field(repr=False)  # ((child body, parent body, joint), ...) in tree order
+    col_body: np.ndarray = field(repr=False)  # (nv,)
+    support: np.ndarray = field(repr=False)  # (nb, nv) float 0/1
+    subtree: np.ndarray = field(repr=False)  # (nb, nb) float 0/1: subtree[a, b] = b is a or a descendant of a
+    related: np.ndarray = field(repr=False)  # (nv, nv) bool: c <= d and col_body[c] is (an ancestor of) col_body[d]
+    base_cols: np.ndarray | None = field(repr=False)  # which se(3) directions the base moves (H = I6[:, cols])
+    link_names: tuple = ()
+    link_body: np.ndarray = field(default=None, repr=False)  # (n_links,)
+    T_body_link: np.ndarray = field(default=None, repr=False)  # (n_links, 4, 4)
+    joint_names: tuple = ()
+    joint_types: tuple = ()
+    body_names: tuple = ()  # link name of each body's frame
+
+    def joint_type_name(self, j: int) -> str:
+        return _TYPE_NAME[int(self.jtype[j])]
+
+
+def _base_sizes(base: str):
+    if base == "fixed":
+        return 0, 0, np.zeros(0, dtype=int)
+    group = GROUPS[base]
+    cols = None if group.H is None else np.flatnonzero(np.abs(np.asarray(group.H)).sum(axis=1) > 0.5)
+    return group.nq, group.dim, cols
+
+
+def _make_tree(base, parent, jtypes, axes, placements, inertias, link_names, link_body, T_body_link, joint_names,
+               body_names) -> Tree:
+    nqb, nvb, base_cols = _base_sizes(base)
+    nb = len(parent)
+    nj = nb - 1
+    jtype = np.array([_TYPE_CODE[t] for t in jtypes], dtype=int)
+    iq, iv = [], []
+    k = nqb
+    for j, t in enumerate(jtype):
+        iq.append(k)
+        iv.append(nvb + j)
+        k += 2 if t == CONTINUOUS else 1
+    nq, nv = k, nvb + nj
+    axes = np.asarray(axes, dtype=float).reshape(nj, 3)
+    placements = np.asarray(placements, dtype=float).reshape(nj, 4, 4)
+    hats = np.array([_hat(a) for a in axes]).reshape(nj, 3, 3)
+    rot = np.array([t != PRISMATIC for t in jtype], dtype=bool)
+    PA = np.where(rot[:, None, None], placements[:, :3, :3] @ hats, 0.0)
+    PA2 = np.where(rot[:, None, None], placements[:, :3, :3] @ hats @ hats, 0.0)
+    Pa = np.where(rot[:, None], 0.0, np.einsum("jab,jb->ja", placements[:, :3, :3], axes))
+    s_joint = np.where(rot[:, None], np.hstack([np.zeros((nj, 3)), axes]), np.hstack([axes, np.zeros((nj, 3))]))
+
+    col_body = np.concatenate([np.zeros(nvb, dtype=int), np.arange(1, nb)])
+    ancestors = []  # ancestors[i]: set of bodies on the path base..i, i included
+    for i in range(nb):
+        ancestors.append({i} | (ancestors[parent[i]] if parent[i] >= 0 else set()))
+    support = np.zeros((nb, nv))
+    subtree = np.zeros((nb, nb))
+    for i in range(nb):
+        for a in ancestors[i]:
+            subtree[a, i] = 1.0
+        support[i, :nvb] = 1.0
+        for b in ancestors[i]:
+            if b > 0:
+                support[i, nvb + b - 1] = 1.0
+    related = np.array([[c <= d and col_body[c] in ancestors[col_body[d]] for d in range(nv)] for c in range(nv)],
+                       dtype=bool)
+    related = related.reshape(nv, nv)
+
+    inertias = np.asarray(inertias, dtype=float).reshape(nb, 6, 6)
+    masses = inertias[:, 0, 0].copy()
+    first = np.stack([inertias[:, 5, 1], inertias[:, 3, 2], inertias[:, 4, 0]], axis=-1).reshape(nb, 3)  # m ĉ lower-left
+
+    def idx(t):
+        return np.flatnonzero(jtype == t)
+
+    rev, cont, pris = idx(REVOLUTE), idx(CONTINUOUS), idx(PRISMATIC)
+    iq_arr = np.array(iq, dtype=int)
+    lin = np.sort(np.concatenate([rev, pris])).astype(int)
+    return Tree(
+        nb=nb, nj=nj, nqb=nqb, nvb=nvb, nq=nq, nv=nv,
+        parent=_ro(parent, int), jtype=_ro(jtype, int), axis=_ro(axes), iq=_ro(iq_arr, int), iv=_ro(iv, int),
+        placement=_ro(placements), body_inertia=_ro(inertias), body_mass=_ro(masses), body_first_moment=_ro(first),
+        X0=_ro(placements), PA=_ro(PA), PA2=_ro(PA2), Pa=_ro(Pa), s_joint=_ro(s_joint),
+        rev=_ro(rev, int), q_rev=_ro(iq_arr[rev], int), cont=_ro(cont, int), q_cont=_ro(iq_arr[cont], int),
+        pris=_ro(pris, int), q_pris=_ro(iq_arr[pris], int),
+        q_lin=_ro(iq_arr[lin], int), v_lin=_ro(np.asarray(iv, dtype=int)[lin], int),
+        chain=tuple((k, int(parent[k]), k - 1) for k in range(1, nb)),
+        col_body=_ro(col_body, int), support=_ro(support), subtree=_ro(subtree), related=_ro(related, bool),
+        base_cols=None if base_cols is None else _ro(base_cols, int),
+        link_names=tuple(link_names), link_body=_ro(link_body, int), T_body_link=_ro(T_body_link),
+        joint_names=tuple(joint_names), joint_types=tuple(jtypes), body_names=tuple(body_names),
+    )
+
+
+def single_body_tree(base: str, I_b: np.ndarray, link_name: str = "base_link") -> Tree:
+    """The tree of one rigid body on ``base`` (no joint)."""
+    return _make_tree(base, [-1], [], np.zeros((0, 3)), np.zeros((0, 4, 4)), [I_b], [link_name], [0],
+                      [np.eye(4)], [], [link_name])
+
+
+def build_tree(spec, base: str) -> Tree:
+    """Tree of a :class:`~mbs_ros.dynamics.urdf.RobotSpec` on ``base`` (``fixed`` or a group name).
+
+    A root link named ``world`` is the world itself: allowed with a fixed base only (its fixed joints then place
+    the robot in the world); its frame is listed in ``link_names``.
+    """
+    children = {}
+    for j in spec.joints:
+        children.setdefault(j.parent, []).append(j)
+    for lst in children.values():
+        lst.sort(key=lambda j: j.name)  # Pinocchio's URDF reader visits children in joint-name order
+
+    if spec.root == "world" and base != "fixed":
+        raise ValueError("the URDF's root link is 'world': a floating base cannot be attached to the world; "
+                         "remove the world link or use base='fixed'")
+
+    parent = [-1]
+    inertias = [np.zeros((6, 6))]
+    body_names = [spec.root]
+    jtypes, axes, placements, joint_names = [], [], [], []
+    link_names, link_body, T_body_link = [], [], []
+
+    def visit(link_name, body, T_body):
+        link = spec.links[link_name]
+        link_names.append(link_name)
+        link_body.append(body)
+        T_body_link.append(T_body)
+        if link.mass > 0.0:
+            inertias[body] = inertias[body] + _transform_inertia(body_inertia(link.mass, link.com, link.inertia), T_body)
+        for j in children.get(link_name, []):
+            if j.type == "fixed":
+                visit(j.child, body, T_body @ j.origin)
+            else:
+                k = len(parent)
+                parent.append(body)
+                inertias.append(np.zeros((6, 6)))
+                body_names.append(j.child)
+                jtypes.append(j.type)
+                axes.append(j.axis)
+                placements.append(T_body @ j.origin)
+                joint_names.append(j.name)
+                visit(j.child, k, np.eye(4))
+
+    visit(spec.root, 0, np.eye(4))
+    if len(link_names) != len(spec.links):
+        missing = sorted(set(spec.links) - set(link_names))
+        raise ValueError(f"links not connected to the root {spec.root!r}: {missing}")
+    return _make_tree(base, parent, jtypes, axes, placements, inertias, link_names, link_body, T_body_link,
+                      joint_names, body_names)
