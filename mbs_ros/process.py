@@ -46,7 +46,8 @@ class NodeProcessError(RuntimeError):
 def format_parameter_value(value) -> str:
     """A Python value as the YAML text of a ``-p name:=value`` argument.
 
-    Floats always carry a decimal point (so ``1.0`` stays a double), lists become ``[a, b]``.
+    Floats always carry a decimal point (so ``1.0`` stays a double), lists become ``[a, b]`` (all doubles
+    if any element is one: ROS parameter arrays are homogeneous).
     """
     if isinstance(value, bool):
         return "true" if value else "false"
@@ -66,6 +67,9 @@ def format_parameter_value(value) -> str:
     if hasattr(value, "tolist"):  # numpy scalars and arrays
         return format_parameter_value(value.tolist())
     if isinstance(value, (list, tuple)):
+        numbers = [v for v in value if isinstance(v, (int, float)) and not isinstance(v, bool)]
+        if len(numbers) == len(value) and any(isinstance(v, float) for v in value):
+            value = [float(v) for v in value]  # ROS arrays are homogeneous: [0, 0.5] -> [0.0, 0.5]
         return "[" + ", ".join(format_parameter_value(v) for v in value) + "]"
     raise TypeError(f"cannot pass a {type(value).__name__} as a ROS parameter: {value!r}")
 
