@@ -1,1 +1,16 @@
-"""ROS-free control laws (computed torque, passivity-based, PD + gravity)."""
+"""ROS-free control laws (computed torque, passivity-based, PD + gravity) and waypoint references.
+
+Nothing here imports rclpy. Every law works on any model exposing the generic API (a rigid body on any base group,
+or a multibody tree on a floating or fixed base)::
+
+    from mbs_ros.controllers import ComputedTorque, Reference
+    law = ComputedTorque(model, kp=4.0, kd=4.0)
+    ref = Reference(model, times=[0, 2], positions=[q0, q1])
+    tau = law(q, v, *ref(t))                    # or law.feedback(ref) -> tau(t, q, v)
+"""
+from .laws import ComputedTorque, PassivityBased, PDGravity, gain_matrix
+from .reference import Reference, stack
+from .space import ConfigurationSpace
+
+__all__ = ["ComputedTorque", "PassivityBased", "PDGravity", "gain_matrix", "Reference", "stack",
+           "ConfigurationSpace"]

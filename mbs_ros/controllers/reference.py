@@ -1,0 +1,160 @@
+"""Time-parametrised references ``ref(t) -> (q_d, v_d, a_d)`` interpolating waypoints on ``G × Rⁿ``.
+
+Data-oriented: a :class:`Reference` is built from arrays (waypoint times, configurations, optional body-frame
+velocities and accelerations), as a node reads them from ``trajectory_msgs/JointTrajectory`` (joints: pass the
+number of joints as the space) or ``MultiDOFJointTrajectory`` (base: pass the base group, configurations in the
+group's layout). :func:`stack` joins a base reference and a joint reference into one in the model's layout.
+
+Interpolation. Segment i (``t_i ≤ t ≤ t_{i+1}``, ``T = t_{i+1} − t_i``) is ``q(t) = q_i · exp(φ(t))`` with φ a
+polynomial in the tangent space at q_i (cubic or quintic Hermite) meeting
+
+    φ(t_i) = 0,          φ̇(t_i) = v_i,                  φ̈(t_i) = a_i,
+    φ(t_{i+1}) = ξ,      φ̇(t_{i+1}) = dexp(−ξ)⁻¹ v_{i+1},  φ̈(t_{i+1}) = dexp(−ξ)⁻¹ (a_{i+1} − (D dexp(−ξ)[−φ̇]) φ̇),
+
+``ξ = log(q_i⁻¹ q_{i+1})``, so that the body velocity ``v = dexp(−φ) φ̇`` and acceleration
+``a = dexp(−φ) φ̈ + (D dexp(−φ)[−φ̇]) φ̇`` take the waypoint values (velocity and acceleration are continuous at the
+waypoints for quintic, velocity for cubic). On the joints ``dexp = I``: ordinary Hermite splines. Without waypoint
+velocities and accelerations (zeros, the default) every boundary vector is parallel to ξ and the segment is the
+geodesic ``q_i · exp(s(t) ξ)`` with the smoothstep ``s`` (``3τ² − 2τ³`` cubic, ``10τ³ − 15τ⁴ + 6τ⁵`` quintic),
+starting and ending at rest; ``v_d`` and ``a_d`` are then exactly ``ṡ ξ`` and ``s̈ ξ``.
+
+Outside ``[t_0, t_N]`` the reference holds the first / last configuration with zero velocity and acceleration.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from .space import ConfigurationSpace
+
+__all__ = ["Reference", "stack"]
+
+
+class Reference:
+    """Waypoint reference; ``ref(t) -> (q_d, v_d, a_d)``.
+
+    ``space``: a model, a base :class:`~mbs_ros.dynamics.lie.LieGroup`, an int (plain joints) or a
+    :class:`ConfigurationSpace`. ``times`` (N,) strictly increasing; ``positions`` (N, nq); ``velocities`` and
+    ``accelerations`` (N, nv) body-frame (default zeros: rest at every waypoint). ``interpolation``: ``"quintic"``
+    (default; C² through the waypoints) or ``"cubic"`` (C¹; accelerations must then be omitted).
+    """
+
+    def __init__(self, space, times, positions, velocities=None, accelerations=None, interpolation: str = "quintic"):
+        sp = ConfigurationSpace.of(space)
+        if interpolation not in ("quintic", "cubic"):
+            raise ValueError(f"interpolation must be 'quintic' or 'cubic', got {interpolation!r}")
+        times = np.array(times, dtype=float).reshape(-1)
+        n = times.size
+        if n == 0:
+            raise ValueError("a reference needs at least one waypoint")
+        if not np.all(np.isfinite(times)):
+            raise ValueError("waypoint times must be finite")
+        if n > 1 and np.any(np.diff(times) <= 0.0):
+            raise ValueError("waypoint times must be strictly increasing")
+        positions = np.array(positions, dtype=float)
+        if positions.ndim == 1 and n == 1:
+            positions = positions[None, :]
+        if positions.shape != (n, sp.nq):
+            raise ValueError(f"positions must have shape ({n}, {sp.nq}), got {positions.shape}")
+
+        def per_point(x, name):
+            if x is None:
+                return np.zeros((n, sp.nv))
+            x = np.array(x, dtype=float)
+            if x.ndim == 1 and n == 1:
+                x = x[None, :]
+            if x.shape != (n, sp.nv):
+                raise ValueError(f"{name} must have shape ({n}, {sp.nv}), got {x.shape}")
+            return x
+
+        velocities = per_point(velocities, "velocities")
+        if interpolation == "cubic" and accelerations is not None:
+            raise ValueError("cubic interpolation cannot honour waypoint accelerations; use 'quintic'")
+        accelerations = per_point(accelerations, "accelerations")
+        for name, x in (("positions", positions), ("velocities", velocities), ("accelerations", accelerations)):
+            if not np.all(np.isfinite(x)):
+                raise ValueError(f"{name} must be finite")
+
+        self.space = sp
+        self.nq, self.nv = sp.nq, sp.nv
+        self.interpolation = interpolation
+        self.times = times
+        self.positions = np.array([sp.normalize(p) for p in positions])
+        self.velocities = velocities
+        self.accelerations = accelerations
+        self._coeffs = [self._segment(i) for i in range(n - 1)]  # per segment: (deg+1, nv) in τ = (t − t_i)/T
+        for a in (self.times, self.positions, self.velocities, self.accelerations):
+            a.setflags(write=False)
+
+    @property
+    def start_time(self) -> float:
+        return float(self.times[0])
+
+    @property
+    def end_time(self) -> float:
+        return float(self.times[-1])
+
+    def _segment(self, i: int) -> np.ndarray:
+        sp = self.space
+        T = self.times[i + 1] - self.times[i]
+        xi = sp.difference(self.positions[i], self.positions[i + 1])
+        v0, a0 = self.velocities[i], self.accelerations[i]
+        v1 = sp.dexp_inv(-xi, self.velocities[i + 1])  # φ̇ at the end
+        c0, c1 = np.zeros(sp.nv), T * v0
+        if self.interpolation == "cubic":
+            r0, r1 = xi - c0 - c1, T * v1 - c1
+            return np.array([c0, c1, 3 * r0 - r1, -2 * r0 + r1])
+        a1 = sp.dexp_inv(-xi, self.accelerations[i + 1] - sp.dexp_derivative(-xi, -v1, v1))  # φ̈ at the end
+        c2 = 0.5 * T * T * a0
+        r0, r1, r2 = xi - c0 - c1 - c2, T * v1 - c1 - 2 * c2, T * T * a1 - 2 * c2
+        return np.array([c0, c1, c2, 10 * r0 - 4 * r1 + 0.5 * r2, -15 * r0 + 7 * r1 - r2, 6 * r0 - 3 * r1 + 0.5 * r2])
+
+    def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(q_d, v_d, a_d)`` at time t (copies)."""
+        t = float(t)
+        times = self.times
+        if not np.isfinite(t):
+            raise ValueError(f"time must be finite, got {t}")
+        if t < times[0] or t >= times[-1]:
+            q = self.positions[0] if t < times[0] else self.positions[-1]
+            return q.copy(), np.zeros(self.nv), np.zeros(self.nv)
+        i = int(np.searchsorted(times, t, side="right")) - 1
+        T = times[i + 1] - times[i]
+        tau = (t - times[i]) / T
+        c = self._coeffs[i]
+        deg = c.shape[0] - 1
+        k = np.arange(deg + 1)
+        p = tau ** k
+        dp = np.concatenate([[0.0], k[1:] * tau ** (k[1:] - 1)])
+        ddp = np.concatenate([[0.0, 0.0], k[2:] * (k[2:] - 1) * tau ** (k[2:] - 2)])
+        phi = p @ c
+        phi_dot = (dp @ c) / T
+        phi_ddot = (ddp @ c) / (T * T)
+        sp = self.space
+        q = sp.integrate(self.positions[i], phi)
+        v = sp.dexp(-phi, phi_dot)
+        a = sp.dexp(-phi, phi_ddot) + sp.dexp_derivative(-phi, -phi_dot, phi_dot)
+        return q, v, a
+
+
+class _Stacked:
+    """Concatenation of references (e.g. base then joints) into one configuration vector."""
+
+    def __init__(self, refs):
+        self.references = tuple(refs)
+        self.nq = sum(r.nq for r in self.references)
+        self.nv = sum(r.nv for r in self.references)
+        self.start_time = min(r.start_time for r in self.references)
+        self.end_time = max(r.end_time for r in self.references)
+
+    def __call__(self, t: float):
+        parts = [r(t) for r in self.references]
+        return tuple(np.concatenate([p[j] for p in parts]) for j in range(3))
+
+
+def stack(*references) -> _Stacked:
+    """One reference ``t -> (q_d, v_d, a_d)`` from several whose configuration layouts follow each other (e.g. a
+    base reference on G then a joint reference on Rⁿ, giving the model's ``[base; joints]`` layout). Each part keeps
+    its own waypoint times and holds its own last point."""
+    if not references:
+        raise ValueError("stack needs at least one reference")
+    return _Stacked(references)
