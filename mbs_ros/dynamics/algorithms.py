@@ -201,7 +201,7 @@ def _wrenches(model, kin, v, a, gravity=True, f_ext=None):
 
 
 def _project(model, kin, F):
-    return np.einsum("cx,cx->c", kin.S, F[model._tree.col_body])
+    return (kin.S * F[model._tree.col_body]).sum(axis=1)
 
 
 def rnea(model, q, v, a, f_ext=None, kin: Kinematics | None = None) -> np.ndarray:
@@ -249,8 +249,11 @@ def coriolis_matrix(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
     AD, P = _column_rates(model, kin, V)
     h = _mv(I, V)
     N = _batch(_ADT, h, 6) - I @ AD
-    K = (I @ P.T + N @ S.T) * tree.support[:, None, :]  # (nb, 6, nv)
-    return np.einsum("ic,cx,ixd->cd", tree.support, S, K, optimize=True)
+    K = (I @ P.T + N @ S.T) * tree.support[:, None, :]  # (nb, 6, nv): column d of I_i(J̇_i − ad J_i) + ad~ J_i
+    nb, nv = tree.nb, tree.nv
+    # C[c, d] = Σ_i support[i, c] S_cᵀ K[i, :, d]  (two plain products: einsum's path search costs ~30 µs)
+    SK = (tree.support.T @ K.reshape(nb, 6 * nv)).reshape(nv, 6, nv)
+    return (S[:, None, :] @ SK)[:, 0, :]
 
 
 def forward_dynamics(model, q, v, tau, kin: Kinematics | None = None) -> np.ndarray:

@@ -29,6 +29,7 @@ twists and wrenches linear first.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass, field
@@ -172,7 +173,8 @@ class Model:
         from .robot_yaml import load_robot
 
         cfg = load_robot(path)
-        return cls.from_urdf(cfg.urdf, base=cfg.base, gravity=cfg.gravity)
+        model = cls.from_urdf(cfg.urdf, base=cfg.base, gravity=cfg.gravity)
+        return dataclasses.replace(model, name=cfg.name) if cfg.name else model
 
     @classmethod
     def _assemble(cls, base: str, tree: Tree, gravity: np.ndarray, name: str, urdf: str | None = None) -> "Model":

@@ -1,0 +1,271 @@
+"""A small YAML schema for robots, read by :meth:`mbs_ros.dynamics.Model.from_yaml`.
+
+Either a reference to a URDF or xacro file (path relative to the YAML file)::
+
+    robot:
+      name: arm                       # optional (default: the URDF's robot name)
+      base: fixed                     # fixed | se3 | schoenflies | se2 | so3 | so3xr3   (default fixed)
+      gravity: [0.0, 0.0, -9.81]      # world frame, m/s² (default)
+      urdf: arm_6dof.urdf.xacro       # .xacro files are expanded by the xacro package
+      xacro_args: {with_vehicle: "true"}   # optional, the xacro's name:=value arguments
+
+or the robot inline (URDF's content in YAML; SI units, angles in rad)::
+
+    robot:
+      name: planar_arm
+      base: se2
+      links:
+        - name: base_link
+          mass: 10.0                          # kg (0 or absent: a frame without inertia)
+          com: [0.0, 0.0, 0.0]                # centre of mass in the link frame
+          inertia: [ixx, ixy, ixz, iyy, iyz, izz]   # about the c.o.m., link axes (or a 3×3 list)
+          visual: {box: [0.6, 0.4, 0.2]}      # optional, for markers: box [x, y, z] | cylinder
+                                              # {radius, length} | sphere {radius}; optional origin {xyz, rpy}
+        - name: link1
+          ...
+      joints:
+        - name: joint1
+          type: revolute                      # revolute | continuous | prismatic | fixed
+          parent: base_link
+          child: link1
+          origin: {xyz: [0.3, 0.0, 0.1], rpy: [0.0, 0.0, 0.0]}   # child frame in the parent frame at q = 0
+          axis: [0.0, 0.0, 1.0]               # in the joint frame (any non-zero vector; normalised)
+          limit: {lower: -3.14, upper: 3.14, effort: 100, velocity: 5}   # optional
+
+A broken file raises :class:`RobotConfigError` naming the file and the key, e.g.
+``config/arm.yaml: robot.joints[2].axis: expected 3 numbers``. Inline robots are turned into URDF text
+(``RobotConfig.urdf``), so that everything downstream — the model, ``robot_description`` — sees one format.
+"""
+from __future__ import annotations
+
+import math
+import os
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+
+import yaml
+
+__all__ = ["RobotConfig", "RobotConfigError", "load_robot", "robot_to_urdf"]
+
+_BASES = ("fixed", "se3", "schoenflies", "se2", "so3", "so3xr3")
+_JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
+
+
+class RobotConfigError(ValueError):
+    """A robot YAML file that does not follow the schema; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class RobotConfig:
+    name: str
+    base: str
+    gravity: tuple
+    urdf: str  # URDF XML text
+
+
+class _Reader:
+    def __init__(self, path):
+        self.path = str(path)
+
+    def fail(self, key, msg):
+        raise RobotConfigError(f"{self.path}: {key}: {msg}")
+
+    def mapping(self, value, key, allowed, required=()):
+        if not isinstance(value, dict):
+            self.fail(key, f"expected a mapping, got {type(value).__name__}")
+        for k in value:
+            if k not in allowed:
+                self.fail(f"{key}.{k}", f"unknown key (allowed: {', '.join(allowed)})")
+        for k in required:
+            if k not in value:
+                self.fail(f"{key}.{k}", "missing")
+        return value
+
+    def number(self, value, key, minimum=None, positive=False):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            self.fail(key, f"expected a finite number, got {value!r}")
+        if positive and value <= 0:
+            self.fail(key, f"expected a positive number, got {value!r}")
+        if minimum is not None and value < minimum:
+            self.fail(key, f"expected a number >= {minimum}, got {value!r}")
+        return float(value)
+
+    def numbers(self, value, key, n):
+        if not isinstance(value, (list, tuple)) or len(value) != n:
+            self.fail(key, f"expected {n} numbers, got {value!r}")
+        return [self.number(x, f"{key}[{i}]") for i, x in enumerate(value)]
+
+    def name(self, value, key):
+        if not isinstance(value, str) or not value.strip():
+            self.fail(key, f"expected a non-empty string, got {value!r}")
+        return value
+
+    def choice(self, value, key, choices):
+        if value not in choices:
+            self.fail(key, f"expected one of {', '.join(choices)}, got {value!r}")
+        return value
+
+
+def load_robot(path) -> RobotConfig:
+    """Read and check a robot YAML file (see the module docstring)."""
+    r = _Reader(path)
+    try:
+        with open(path, encoding="utf-8") as f:
+            doc = yaml.safe_load(f)
+    except FileNotFoundError:
+        raise RobotConfigError(f"{path}: file not found") from None
+    except yaml.YAMLError as exc:
+        raise RobotConfigError(f"{path}: invalid YAML: {exc}") from None
+    if not isinstance(doc, dict) or "robot" not in doc:
+        r.fail("robot", "missing (the file must have a top-level 'robot' mapping)")
+    robot = r.mapping(doc["robot"], "robot",
+                      ("name", "base", "gravity", "urdf", "xacro_args", "links", "joints"))
+    base = r.choice(robot.get("base", "fixed"), "robot.base", _BASES)
+    gravity = tuple(r.numbers(robot.get("gravity", [0.0, 0.0, -9.81]), "robot.gravity", 3))
+    has_file, has_inline = "urdf" in robot, ("links" in robot or "joints" in robot)
+    if has_file == has_inline:
+        r.fail("robot", "give either 'urdf' (a URDF/xacro file) or 'links' and 'joints' (inline), not both")
+    if has_file:
+        return _from_file(r, robot, base, gravity)
+    name = r.name(robot.get("name", os.path.splitext(os.path.basename(str(path)))[0]), "robot.name")
+    return RobotConfig(name, base, gravity, robot_to_urdf(r, name, robot))
+
+
+def _from_file(r, robot, base, gravity) -> RobotConfig:
+    from .urdf import load_urdf_xml
+
+    rel = r.name(robot["urdf"], "robot.urdf")
+    full = rel if os.path.isabs(rel) else os.path.join(os.path.dirname(os.path.abspath(r.path)), rel)
+    if not os.path.isfile(full):
+        r.fail("robot.urdf", f"file not found: {full}")
+    args = robot.get("xacro_args", {})
+    if not isinstance(args, dict):
+        r.fail("robot.xacro_args", "expected a mapping of xacro arguments")
+    try:
+        xml = load_urdf_xml(full, mappings=args)
+    except Exception as exc:  # xacro reports its own errors
+        r.fail("robot.urdf", f"{type(exc).__name__}: {exc}")
+    name = robot.get("name")
+    if name is not None:
+        r.name(name, "robot.name")
+    return RobotConfig(name or "", base, gravity, xml)
+
+
+def _fmt(xs):
+    return " ".join(repr(float(x)) for x in xs)
+
+
+def _origin(r, value, key):
+    o = r.mapping(value, key, ("xyz", "rpy"))
+    return r.numbers(o.get("xyz", [0, 0, 0]), f"{key}.xyz", 3), r.numbers(o.get("rpy", [0, 0, 0]), f"{key}.rpy", 3)
+
+
+def _inertia(r, value, key):
+    if isinstance(value, (list, tuple)) and len(value) == 3 and all(isinstance(row, (list, tuple)) for row in value):
+        m = [r.numbers(row, f"{key}[{i}]", 3) for i, row in enumerate(value)]
+        if any(abs(m[i][j] - m[j][i]) > 1e-12 * max(1.0, abs(m[i][j])) for i in range(3) for j in range(3)):
+            r.fail(key, "the 3x3 inertia must be symmetric")
+        return [m[0][0], m[0][1], m[0][2], m[1][1], m[1][2], m[2][2]]
+    if not isinstance(value, (list, tuple)) or len(value) != 6:
+        r.fail(key, f"expected 6 numbers [ixx, ixy, ixz, iyy, iyz, izz] or a 3x3 list, got {value!r}")
+    return r.numbers(value, key, 6)
+
+
+def _visual(r, value, key, link_el):
+    v = r.mapping(value, key, ("box", "cylinder", "sphere", "origin"))
+    shapes = [k for k in ("box", "cylinder", "sphere") if k in v]
+    if len(shapes) != 1:
+        r.fail(key, "expected exactly one of box, cylinder, sphere")
+    vis = ET.SubElement(link_el, "visual")
+    if "origin" in v:
+        xyz, rpy = _origin(r, v["origin"], f"{key}.origin")
+        ET.SubElement(vis, "origin", xyz=_fmt(xyz), rpy=_fmt(rpy))
+    geom = ET.SubElement(vis, "geometry")
+    shape = shapes[0]
+    k = f"{key}.{shape}"
+    if shape == "box":
+        size = r.numbers(v["box"], k, 3)
+        if min(size) <= 0:
+            r.fail(k, "box sizes must be positive")
+        ET.SubElement(geom, "box", size=_fmt(size))
+    elif shape == "cylinder":
+        c = r.mapping(v["cylinder"], k, ("radius", "length"), ("radius", "length"))
+        ET.SubElement(geom, "cylinder", radius=repr(r.number(c["radius"], f"{k}.radius", positive=True)),
+                      length=repr(r.number(c["length"], f"{k}.length", positive=True)))
+    else:
+        s = r.mapping(v["sphere"], k, ("radius",), ("radius",))
+        ET.SubElement(geom, "sphere", radius=repr(r.number(s["radius"], f"{k}.radius", positive=True)))
+
+
+def robot_to_urdf(r: _Reader, name: str, robot: dict) -> str:
+    """URDF XML of an inline robot (checked key by key)."""
+    root = ET.Element("robot", name=name)
+    links = robot.get("links")
+    joints = robot.get("joints", [])
+    if not isinstance(links, list) or not links:
+        r.fail("robot.links", "expected a non-empty list of links")
+    if not isinstance(joints, list):
+        r.fail("robot.joints", "expected a list of joints")
+    link_names = []
+    for i, link in enumerate(links):
+        key = f"robot.links[{i}]"
+        link = r.mapping(link, key, ("name", "mass", "com", "inertia", "visual"), ("name",))
+        lname = r.name(link["name"], f"{key}.name")
+        if lname in link_names:
+            r.fail(f"{key}.name", f"link {lname!r} defined twice")
+        link_names.append(lname)
+        el = ET.SubElement(root, "link", name=lname)
+        mass = r.number(link.get("mass", 0.0), f"{key}.mass", minimum=0.0)
+        if mass > 0:
+            inertial = ET.SubElement(el, "inertial")
+            ET.SubElement(inertial, "origin", xyz=_fmt(r.numbers(link.get("com", [0, 0, 0]), f"{key}.com", 3)),
+                          rpy="0 0 0")
+            ET.SubElement(inertial, "mass", value=repr(mass))
+            if "inertia" not in link:
+                r.fail(f"{key}.inertia", "missing (a link with mass needs its inertia about the c.o.m.)")
+            ixx, ixy, ixz, iyy, iyz, izz = _inertia(r, link["inertia"], f"{key}.inertia")
+            ET.SubElement(inertial, "inertia", ixx=repr(ixx), ixy=repr(ixy), ixz=repr(ixz), iyy=repr(iyy),
+                          iyz=repr(iyz), izz=repr(izz))
+        elif "inertia" in link or "com" in link:
+            r.fail(f"{key}.mass", "missing or 0 while com/inertia are given")
+        if "visual" in link:
+            _visual(r, link["visual"], f"{key}.visual", el)
+    joint_names, children = [], {}
+    for i, joint in enumerate(joints):
+        key = f"robot.joints[{i}]"
+        joint = r.mapping(joint, key, ("name", "type", "parent", "child", "origin", "axis", "limit"),
+                          ("name", "type", "parent", "child"))
+        jname = r.name(joint["name"], f"{key}.name")
+        if jname in joint_names:
+            r.fail(f"{key}.name", f"joint {jname!r} defined twice")
+        joint_names.append(jname)
+        jtype = r.choice(joint["type"], f"{key}.type", _JOINT_TYPES)
+        for role in ("parent", "child"):
+            if r.name(joint[role], f"{key}.{role}") not in link_names:
+                r.fail(f"{key}.{role}", f"no link named {joint[role]!r} in robot.links")
+        if joint["child"] in children:
+            r.fail(f"{key}.child", f"link {joint['child']!r} is already the child of joint {children[joint['child']]!r}")
+        children[joint["child"]] = jname
+        el = ET.SubElement(root, "joint", name=jname, type=jtype)
+        ET.SubElement(el, "parent", link=joint["parent"])
+        ET.SubElement(el, "child", link=joint["child"])
+        if "origin" in joint:
+            xyz, rpy = _origin(r, joint["origin"], f"{key}.origin")
+            ET.SubElement(el, "origin", xyz=_fmt(xyz), rpy=_fmt(rpy))
+        if jtype != "fixed":
+            if "axis" not in joint:
+                r.fail(f"{key}.axis", "missing (a movable joint needs its axis)")
+            axis = r.numbers(joint["axis"], f"{key}.axis", 3)
+            if math.hypot(*axis) < 1e-12:
+                r.fail(f"{key}.axis", "must be a non-zero vector")
+            ET.SubElement(el, "axis", xyz=_fmt(axis))
+        lim = joint.get("limit")
+        if lim is not None or jtype in ("revolute", "prismatic"):
+            lim = r.mapping(lim or {}, f"{key}.limit", ("lower", "upper", "effort", "velocity"))
+            vals = {k: r.number(lim.get(k, d), f"{key}.limit.{k}")
+                    for k, d in (("lower", -math.pi), ("upper", math.pi), ("effort", 1e6), ("velocity", 1e6))}
+            ET.SubElement(el, "limit", **{k: repr(v) for k, v in vals.items()})
+    roots = [n for n in link_names if n not in children]
+    if len(roots) != 1:
+        r.fail("robot.joints", f"the links must form one tree; roots found: {roots}")
+    return ET.tostring(root, encoding="unicode")
