@@ -39,7 +39,7 @@ import numpy as np
 from . import algorithms as alg
 from .lie import GROUPS, SE3, hat3
 from .lie._base import LieGroup
-from .tree import CONTINUOUS, PRISMATIC, REVOLUTE, Tree, build_tree, single_body_tree
+from .tree import CONTINUOUS, PRISMATIC, REVOLUTE, Tree, build_tree, single_body_tree, spatial_inertia
 
 __all__ = ["Model", "spatial_inertia", "BASES", "TREE_BASES"]
 
@@ -49,21 +49,6 @@ BASES = ("se3", "schoenflies", "se2", "so3", "so3xr3")
 TREE_BASES = ("fixed",) + BASES
 
 _ATOL_POSE = 1e-9
-
-
-def spatial_inertia(mass: float, inertia_com: np.ndarray, com: np.ndarray) -> np.ndarray:
-    """Spatial inertia at the body origin, linear first (seed 004 §2; Featherstone 2008 eq. 2.63).
-
-    ``I_b = [[m·1, −m ĉ], [m ĉ, J_c − m ĉ²]]`` with ``J_c`` about the centre of mass and ``c`` the c.o.m. in the body
-    frame, so that ``I_b V`` is ``[linear momentum; angular momentum about the body origin]`` in body axes.
-    """
-    c_hat = hat3(np.asarray(com, dtype=float))
-    out = np.empty((6, 6))
-    out[:3, :3] = mass * np.eye(3)
-    out[:3, 3:] = -mass * c_hat
-    out[3:, :3] = mass * c_hat
-    out[3:, 3:] = np.asarray(inertia_com, dtype=float) - mass * (c_hat @ c_hat)
-    return out
 
 
 def _check_inertia(mass: float, inertia: np.ndarray) -> None:

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .lie import GROUPS
+from .lie import GROUPS, hat3
 
-__all__ = ["Tree", "build_tree", "single_body_tree", "REVOLUTE", "PRISMATIC", "CONTINUOUS", "body_inertia"]
+__all__ = ["Tree", "build_tree", "single_body_tree", "REVOLUTE", "PRISMATIC", "CONTINUOUS", "spatial_inertia"]
 
 REVOLUTE, PRISMATIC, CONTINUOUS = 0, 1, 2
 _TYPE_CODE = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "continuous": CONTINUOUS}
@@ -33,18 +33,18 @@ def _ro(a, dtype=float):
     return a
 
 
-def _hat(x):
-    return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
+def spatial_inertia(mass: float, inertia_com: np.ndarray, com: np.ndarray) -> np.ndarray:
+    """Spatial inertia at the body origin, linear first (seed 004 §2; Featherstone 2008 eq. 2.63).
 
-
-def body_inertia(mass: float, com, inertia_com) -> np.ndarray:
-    """Spatial inertia at the frame origin, linear first: ``[[m 1, −m ĉ], [m ĉ, J_c − m ĉ²]]``."""
-    c = _hat(np.asarray(com, dtype=float))
+    ``I_b = [[m·1, −m ĉ], [m ĉ, J_c − m ĉ²]]`` with ``J_c`` about the centre of mass and ``c`` the c.o.m. in the body
+    frame, so that ``I_b V`` is ``[linear momentum; angular momentum about the body origin]`` in body axes.
+    """
+    c_hat = hat3(np.asarray(com, dtype=float))
     out = np.empty((6, 6))
     out[:3, :3] = mass * np.eye(3)
-    out[:3, 3:] = -mass * c
-    out[3:, :3] = mass * c
-    out[3:, 3:] = np.asarray(inertia_com, dtype=float) - mass * (c @ c)
+    out[:3, 3:] = -mass * c_hat
+    out[3:, :3] = mass * c_hat
+    out[3:, 3:] = np.asarray(inertia_com, dtype=float) - mass * (c_hat @ c_hat)
     return out
 
 
@@ -54,7 +54,7 @@ def _transform_inertia(I, T) -> np.ndarray:
     Ad = np.zeros((6, 6))
     Ad[:3, :3] = R
     Ad[3:, 3:] = R
-    Ad[:3, 3:] = _hat(p) @ R
+    Ad[:3, 3:] = hat3(p) @ R
     Ad_inv = np.linalg.inv(Ad)
     return Ad_inv.T @ I @ Ad_inv
 
@@ -132,7 +132,7 @@ def _make_tree(base, parent, jtypes, axes, placements, inertias, link_names, lin
     nq, nv = k, nvb + nj
     axes = np.asarray(axes, dtype=float).reshape(nj, 3)
     placements = np.asarray(placements, dtype=float).reshape(nj, 4, 4)
-    hats = np.array([_hat(a) for a in axes]).reshape(nj, 3, 3)
+    hats = np.array([hat3(a) for a in axes]).reshape(nj, 3, 3)
     rot = np.array([t != PRISMATIC for t in jtype], dtype=bool)
     PA = np.where(rot[:, None, None], placements[:, :3, :3] @ hats, 0.0)
     PA2 = np.where(rot[:, None, None], placements[:, :3, :3] @ hats @ hats, 0.0)
@@ -216,7 +216,7 @@ def build_tree(spec, base: str) -> Tree:
         link_body.append(body)
         T_body_link.append(T_body)
         if link.mass > 0.0:
-            inertias[body] = inertias[body] + _transform_inertia(body_inertia(link.mass, link.com, link.inertia), T_body)
+            inertias[body] = inertias[body] + _transform_inertia(spatial_inertia(link.mass, link.inertia, link.com), T_body)
         for j in children.get(link_name, []):
             if j.type == "fixed":
                 visit(j.child, body, T_body @ j.origin)
