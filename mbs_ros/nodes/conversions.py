@@ -4,8 +4,8 @@ Conventions (see DESIGN.md): twists and wrenches are linear first, ``V = [v; w]`
 quaternions are ``[x, y, z, w]`` (ROS and Pinocchio order; transforms3d uses ``[w, x, y, z]`` and is
 only called through the helpers below); stamps are integer nanoseconds.
 
-Only ``builtin_interfaces``, ``geometry_msgs``, ``nav_msgs`` and ``diagnostic_msgs`` are imported, so
-these helpers work without ``tf2_msgs``.
+Only ``builtin_interfaces``, ``geometry_msgs``, ``nav_msgs``, ``sensor_msgs`` and ``diagnostic_msgs`` are
+imported, so these helpers work without ``tf2_msgs``.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from geometry_msgs.msg import (
     WrenchStamped,
 )
 from nav_msgs.msg import Odometry
+from sensor_msgs.msg import JointState
+from scipy.spatial.transform import Rotation as _Rotation
 from transforms3d import euler as _euler
 from transforms3d import quaternions as _quaternions
 
@@ -182,6 +184,23 @@ def wrench_stamped_msg(stamp_ns: int, frame: str, W: Sequence[float]) -> WrenchS
     return m
 
 
+def joint_state_msg(
+    stamp_ns: int,
+    names: Sequence[str],
+    position: Sequence[float] = (),
+    velocity: Sequence[float] = (),
+    effort: Sequence[float] = (),
+) -> JointState:
+    """``sensor_msgs/JointState``; empty sequences stay empty (the message's "not given")."""
+    m = JointState()
+    m.header.stamp = time_from_ns(stamp_ns)
+    m.name = [str(n) for n in names]
+    m.position = [float(x) for x in position]
+    m.velocity = [float(x) for x in velocity]
+    m.effort = [float(x) for x in effort]
+    return m
+
+
 # ------------------------------------------------------------------------------------ orientations
 
 
@@ -205,6 +224,23 @@ def rotation_matrix(q_xyzw: Sequence[float]) -> np.ndarray:
     """``R_world_base`` (3x3) of an ``[x, y, z, w]`` quaternion (normalised first)."""
     x, y, z, w = _unit_quaternion(q_xyzw)
     return _quaternions.quat2mat([w, x, y, z])
+
+
+def quaternion_from_matrix(R: np.ndarray) -> np.ndarray:
+    """``[x, y, z, w]`` (``w >= 0``) of a rotation matrix, or (n, 4) of a stack (n, 3, 3) in one call."""
+    q = _Rotation.from_matrix(np.asarray(R, dtype=float)).as_quat()  # scalar last, as ROS
+    return np.where(q[..., 3:4] < 0.0, -q, q)
+
+
+def inverse_transforms(T: np.ndarray) -> np.ndarray:
+    """Inverses of a stack (n, 4, 4) of homogeneous rigid transforms: ``[[Rᵀ, −Rᵀp], [0, 1]]``."""
+    T = np.asarray(T, dtype=float)
+    out = np.zeros_like(T)
+    Rt = T[..., :3, :3].swapaxes(-1, -2)
+    out[..., :3, :3] = Rt
+    out[..., :3, 3] = -(Rt @ T[..., :3, 3, None])[..., 0]
+    out[..., 3, 3] = 1.0
+    return out
 
 
 def rotate_wrench(R_a_b: np.ndarray, W_b: Sequence[float]) -> np.ndarray:

@@ -1,45 +1,77 @@
-"""Rigid-body dynamics node: one body on SE(3), Schoenflies, SE(2), SO(3) or SO(3)xR3, driven by a wrench.
+"""Dynamics node: one rigid body, or a multibody robot (a floating or fixed base carrying a joint tree).
 
 Run it with ``ros2 run mbs_ros dynamics_node`` or, without a ROS install, ``python -m
-mbs_ros.nodes.dynamics_node --ros-args -r __ns:=/robot1 --params-file config/rigid_body.yaml``.
+mbs_ros.nodes.dynamics_node --ros-args -r __ns:=/robot1 --params-file config/rigid_body.yaml``
+(``config/uvms_6dof.yaml``, ``config/arm_6dof_fixed.yaml``, ... for robots).
 The physics is :mod:`mbs_ros.dynamics` (``Model``, ``step``); this node only moves data in and out.
 
-Topics (relative names live in the node's namespace; ``<base>`` is ``base_frame`` prefixed with the
-namespace, e.g. ``robot1/base_link``):
+Model. ``robot_description`` (URDF XML) or ``model_file`` (URDF, xacro or robot YAML; a relative path is looked
+up in the mbs_ros share directory, then the current directory) name a robot; ``base_group`` puts its root link on
+fixed | se3 | schoenflies | se2 | so3 | so3xr3 (default: the robot YAML's ``base``, else ``fixed`` for a URDF).
+With neither, the node simulates one rigid body on ``base_group`` (default se3) described by ``mass``,
+``inertia`` and ``com``, as it always did (those three parameters are ignored for a robot). ``gravity``
+defaults to the robot YAML's. Initial state: ``initial_position``/``initial_rpy``/``initial_twist`` for the base
+(a fixed base stays at the identity: place it in the URDF), ``initial_joint_positions`` and
+``initial_joint_velocities`` (``joint_names`` order, rad or m; empty = zeros).
 
-- sub ``cmd_wrench`` (``geometry_msgs/WrenchStamped``): wrench at the body origin. ``frame_id`` empty,
+Topics (relative names live in the node's namespace; ``<ns>/`` is the namespace as a TF prefix, e.g.
+``robot1/``; ``<base>`` is ``base_frame`` prefixed, ``robot1/base_link``; for a robot ``base_frame`` defaults to
+the URDF's root link and must name it):
+
+- sub ``cmd_wrench`` (``geometry_msgs/WrenchStamped``): wrench at the base origin. ``frame_id`` empty,
   ``base_frame`` or ``<base>``: body axes, held fixed in the body; ``world_frame``: world axes, held
   fixed in the world (rotated into the body axes at every integrator stage). Any other frame, NaN or
   infinite components: the message is rejected with a throttled warning. Components the group cannot
   act on (e.g. a roll torque on se2) are dropped with a throttled warning and the rest is applied.
+  A fixed base takes no wrench: every cmd_wrench is rejected with a throttled warning.
   A command is applied from the next physics step on and held until the next one, or for
   ``cmd_timeout`` seconds of simulation time.
-- pub ``odom`` (``nav_msgs/Odometry``): pose of ``<base>`` in ``world_frame``, twist in ``<base>``.
-- pub ``pose`` (``geometry_msgs/PoseStamped``) and ``/tf`` (``world_frame`` -> ``<base>``).
+- sub ``cmd_joint_effort`` (``std_msgs/Float64MultiArray``, robots with movable joints): one effort per joint
+  in ``joint_names`` order [N m or N], as ros2_control's forward command controllers send (``layout`` is
+  ignored). Wrong length, NaN or infinite entries: rejected with a throttled warning. Applied from the next
+  step, held like ``cmd_wrench`` (its own ``cmd_timeout``). No effort limit is enforced.
+- pub ``odom`` (``nav_msgs/Odometry``): pose of ``<base>`` in ``world_frame``, twist in ``<base>`` (a fixed
+  base: its constant pose, zero twist).
+- pub ``pose`` (``geometry_msgs/PoseStamped``) and ``/tf``: ``world_frame`` -> ``<base>``, then for a robot
+  one transform per movable joint, parent link -> child link (``<ns>/link1`` -> ``<ns>/link2``), as
+  ``robot_state_publisher`` does; fixed joints go once to ``/tf_static`` (transient local). A URDF root link
+  named ``world`` is ``world_frame`` itself (then world -> base is a fixed joint on ``/tf_static``).
+- pub ``joint_states`` (``sensor_msgs/JointState``, robots with movable joints): URDF joint names (not
+  prefixed), position (rad; the angle of a continuous joint, in (-pi, pi]), velocity, effort = the effort
+  applied on the step that ended at the stamp.
+- pub ``joint_wrenches/<joint>`` (``geometry_msgs/WrenchStamped``, one per movable joint; characters not
+  allowed in topic names become ``_``): ``Model.joint_wrenches(q, v, a)`` with ``a`` the forward dynamics under
+  the command applied on the step that ended at the stamp: the total wrench ``[F; tau]`` the joint transmits
+  from its parent to its child link (actuation included: its component along the axis is the joint effort),
+  in the child link's frame (``frame_id`` ``<ns>/<child link>``) at its origin, gravity included.
 - pub ``wrench`` (``geometry_msgs/WrenchStamped``): the wrench actually applied, after dropping, in the
   frame it is held in (``<base>`` or ``world_frame``). Published whenever it changes, stamped with the
   simulation time of the first step it applies to, and again with every ``odom`` message, stamped with
   the start of the last step taken. So: the wrench applied on the step that starts at ``t`` is the
   one in the latest ``wrench`` message stamped ``<= t``.
+- pub ``joint_effort`` (``sensor_msgs/JointState``, name and effort only; robots with movable joints): the
+  joint efforts actually applied, published and stamped exactly like ``wrench``.
 - pub ``/diagnostics`` (``diagnostic_msgs/DiagnosticArray``) at ``diagnostics_rate``: kinetic,
-  potential and total energy, work done by the applied wrench, the energy balance residual
+  potential and total energy, work done by the applied wrench and efforts, the energy balance residual
   ``E - E_ref - work``, and the world-frame spatial momentum, with their reference values taken at
   start-up, reset, and runtime changes of the inertial parameters.
 
 Services: ``~/reset`` (``std_srvs/Trigger``): back to the initial state (time keeps running: the reset
-state gets the next step's stamp), command cleared. ``~/pause`` (``std_srvs/SetBool``): stop/resume
+state gets the next step's stamp), commands cleared. ``~/pause`` (``std_srvs/SetBool``): stop/resume
 stepping; simulation time stops while paused, and state topics are not published (the state at
 which it stops is published once).
 
 Time: ``t_k = t0 + k * dt`` in integer nanoseconds, ``dt`` = the integer-nanosecond period nearest
 ``1 / physics_rate``, ``t0`` = the node clock at start-up. Every stamp is the simulation time of the
-state it describes. A timer steps as many steps as the wall clock demands (at most ``max_lag`` worth
-per tick); if it falls further behind, it skips ahead and warns (throttled).
+state it describes. A timer steps as many steps as the wall clock demands, at most 10 ms of simulation
+time per callback (when behind, the next callback follows at once, and commands received meanwhile are
+applied between the batches); if it falls more than 0.25 s behind, it skips ahead and warns (throttled).
 """
 
 from __future__ import annotations
 
 import math
+import re
 import sys
 import time
 import warnings
@@ -59,29 +91,35 @@ from rcl_interfaces.msg import (
 )
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import QoSProfile
+from rclpy.qos import DurabilityPolicy, QoSProfile
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
 from std_srvs.srv import SetBool, Trigger
 
 from mbs_ros.dynamics import Model, step
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes import model_source as ms
+from mbs_ros.nodes.model_source import ParameterError
 
 try:  # tf2_msgs is not on PyPI: the set-up builds it; a ROS install has it.
     from tf2_msgs.msg import TFMessage
 except ImportError:  # pragma: no cover - reported at start-up
     TFMessage = None
 
-BASE_GROUPS = ("se3", "schoenflies", "se2", "so3", "so3xr3")
+BASE_GROUPS = ms.BASES  # a single rigid body
+TREE_BASE_GROUPS = ms.TREE_BASES  # a robot: a group, or fixed
 INTEGRATORS = ("euler", "heun", "rk3", "rk4")
 
 # Wall-clock pacing: the timer ticks at most this often; each tick steps what the wall clock demands.
 MAX_TICK_RATE_HZ = 500.0
 # If the simulation lags the wall clock by more than this, it skips ahead (and warns) instead.
 MAX_LAG_S = 0.25
+# At most this much simulation time per timer callback (catching up takes several callbacks, with the
+# subscriptions served in between).
+MAX_BATCH_S = 0.01
 WARN_THROTTLE_S = 2.0
 
-
-class ParameterError(ValueError):
-    """A parameter value (or combination) the node refuses; the message is the reason."""
+__all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values", "main"]
 
 
 # ------------------------------------------------------------------------------------- parameters
@@ -91,6 +129,8 @@ class ParameterError(ValueError):
 class Settings:
     """Validated parameter values."""
 
+    robot_description: str = ""
+    model_file: str = ""
     base_group: str = "se3"
     mass: float = 1.0
     inertia: Tuple[float, ...] = (0.01, 0.0, 0.0, 0.01, 0.0, 0.01)  # ixx ixy ixz iyy iyz izz
@@ -103,6 +143,8 @@ class Settings:
     initial_position: Tuple[float, ...] = (0.0, 0.0, 0.0)
     initial_rpy: Tuple[float, ...] = (0.0, 0.0, 0.0)
     initial_twist: Tuple[float, ...] = (0.0,) * 6
+    initial_joint_positions: Tuple[float, ...] = ()
+    initial_joint_velocities: Tuple[float, ...] = ()
     world_frame: str = "world"
     base_frame: str = "base_link"
     cmd_timeout: float = 0.5
@@ -113,26 +155,38 @@ class Settings:
         ixx, ixy, ixz, iyy, iyz, izz = self.inertia
         return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
 
+    @property
+    def multibody(self) -> bool:
+        return bool(self.robot_description.strip() or self.model_file.strip())
+
 
 DEFAULTS = Settings()
 
 # name -> (description, extra descriptor fields)
 _PARAMETERS: Dict[str, Tuple[str, dict]] = {
+    "robot_description": (
+        "URDF XML of a robot (as robot_state_publisher takes it); empty: see model_file.", {"read_only": True}),
+    "model_file": (
+        "URDF, xacro or robot YAML file of a robot; a relative path is looked up in the mbs_ros share directory, "
+        "then the current directory. Neither this nor robot_description: a single rigid body (mass, inertia, "
+        "com).", {"read_only": True}),
     "base_group": (
-        "Configuration group of the body: " + ", ".join(BASE_GROUPS) + ".", {"read_only": True}),
-    "mass": ("Mass [kg], > 0.", {"floating_point_range": (0.0, 1.0e9)}),
+        "Configuration group of the base: " + ", ".join(BASE_GROUPS) + "; a robot also fixed. Default: the robot "
+        "YAML's base, fixed for a URDF, se3 for a single body.", {"read_only": True}),
+    "mass": ("Mass [kg], > 0 (single body only).", {"floating_point_range": (0.0, 1.0e9)}),
     "inertia": (
         "Inertia about the centre of mass in body axes [kg m^2], as URDF: [ixx, ixy, ixz, iyy, iyz, izz]; "
-        "must be positive definite (a warning if it violates the triangle inequality).", {}),
-    "com": ("Centre of mass in the body frame [m], as URDF: [x, y, z].", {}),
-    "gravity": ("Acceleration of gravity in the world frame [m/s^2]: [x, y, z].", {}),
+        "must be positive definite (a warning if it violates the triangle inequality). Single body only.", {}),
+    "com": ("Centre of mass in the body frame [m], as URDF: [x, y, z]. Single body only.", {}),
+    "gravity": ("Acceleration of gravity in the world frame [m/s^2]: [x, y, z] (default: the robot YAML's, "
+                "else [0, 0, -9.81]).", {}),
     "integrator": ("Lie-group integrator: " + ", ".join(INTEGRATORS) + ".", {}),
     "physics_rate": (
         "Physics steps per second of simulation time [Hz]; dt is the nearest whole number of ns.",
         {"read_only": True, "floating_point_range": (1.0, 100000.0)}),
     "publish_rate": (
-        "odom/pose/tf/wrench rate [Hz], <= physics_rate; published every round(physics_rate/publish_rate) "
-        "steps.", {"floating_point_range": (0.001, 100000.0)}),
+        "odom/pose/tf/wrench/joint_states/joint_wrenches rate [Hz], <= physics_rate; published every "
+        "round(physics_rate/publish_rate) steps.", {"floating_point_range": (0.001, 100000.0)}),
     "diagnostics_rate": (
         "Energy/momentum bookkeeping rate on /diagnostics [Hz], <= physics_rate; 0 = off.",
         {"floating_point_range": (0.0, 100000.0)}),
@@ -141,12 +195,17 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
         "Initial roll, pitch, yaw [rad] (fixed axes x, y, z, as URDF); human-facing input only, "
         "converted to a rotation at once.", {}),
     "initial_twist": ("Initial body-frame twist [vx, vy, vz, wx, wy, wz] (linear first) [m/s, rad/s].", {}),
+    "initial_joint_positions": (
+        "Initial joint positions in joint_names order [rad or m; the angle of a continuous joint]; "
+        "empty = zeros.", {}),
+    "initial_joint_velocities": (
+        "Initial joint velocities in joint_names order [rad/s or m/s]; empty = zeros.", {}),
     "world_frame": ("Fixed frame of odom, pose and tf.", {"read_only": True}),
     "base_frame": (
-        "Body frame; prefixed with the node namespace (robot1/base_link). A leading '/' means no prefix.",
-        {"read_only": True}),
+        "Base frame; prefixed with the node namespace (robot1/base_link). A leading '/' means no prefix (for "
+        "every link of a robot). For a robot it names the URDF's root link (the default).", {"read_only": True}),
     "cmd_timeout": (
-        "A cmd_wrench is held for this long [s of simulation time], then the wrench goes to zero; "
+        "A cmd_wrench or cmd_joint_effort is held for this long [s of simulation time], then it goes to zero; "
         "0 = hold the last command forever.", {"floating_point_range": (0.0, 1.0e6)}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when available (falls back to the single-threaded "
@@ -154,19 +213,22 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
 }
 
 _INERTIAL = ("mass", "inertia", "com", "gravity")
+_SINGLE_BODY_ONLY = ("mass", "inertia", "com")
 
 
-def settings_from_values(values: Dict[str, object]) -> Settings:
-    """Validate raw parameter values (ints accepted for doubles); raise :class:`ParameterError`."""
+def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] = None) -> Settings:
+    """Validate raw parameter values (ints accepted for doubles); raise :class:`ParameterError`.
 
-    def text(name, choices=None):
+    ``source`` is the loaded model source (see :mod:`mbs_ros.nodes.model_source`); None: a single body."""
+
+    def text(name, choices=None, allow_empty=False):
         v = values[name]
         if not isinstance(v, str):
             raise ParameterError(f"{name} must be a string, got {v!r}")
         v = v.strip()
         if choices is not None and v not in choices:
             raise ParameterError(f"{name} must be one of {', '.join(choices)}, got {v!r}")
-        if not v:
+        if not v and not allow_empty:
             raise ParameterError(f"{name} must not be empty")
         return v
 
@@ -185,10 +247,13 @@ def settings_from_values(values: Dict[str, object]) -> Settings:
 
     def vector(name, n):
         v = values[name]
-        if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) != n:
+        if n is None:  # any length (checked against the model later)
+            if isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
+                raise ParameterError(f"{name} must be a list of numbers, got {v!r}")
+        elif isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) != n:
             raise ParameterError(f"{name} must be a list of {n} numbers, got {v!r}")
         if any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v):
-            raise ParameterError(f"{name} must be a list of {n} numbers, got {list(v)!r}")
+            raise ParameterError(f"{name} must be a list of numbers, got {list(v)!r}")
         out = tuple(float(x) for x in v)
         if not all(math.isfinite(x) for x in out):
             raise ParameterError(f"{name} must be finite, got {list(out)}")
@@ -197,8 +262,11 @@ def settings_from_values(values: Dict[str, object]) -> Settings:
     use_events = values["use_events_executor"]
     if not isinstance(use_events, bool):
         raise ParameterError(f"use_events_executor must be true or false, got {use_events!r}")
+    multibody = source is not None and source.multibody
     s = Settings(
-        base_group=text("base_group", BASE_GROUPS),
+        robot_description=text("robot_description", allow_empty=True),
+        model_file=text("model_file", allow_empty=True),
+        base_group=text("base_group", TREE_BASE_GROUPS if multibody else BASE_GROUPS),
         mass=number("mass", lo=0.0, lo_open=True),
         inertia=vector("inertia", 6),
         com=vector("com", 3),
@@ -210,6 +278,8 @@ def settings_from_values(values: Dict[str, object]) -> Settings:
         initial_position=vector("initial_position", 3),
         initial_rpy=vector("initial_rpy", 3),
         initial_twist=vector("initial_twist", 6),
+        initial_joint_positions=vector("initial_joint_positions", None),
+        initial_joint_velocities=vector("initial_joint_velocities", None),
         world_frame=text("world_frame"),
         base_frame=text("base_frame"),
         cmd_timeout=number("cmd_timeout", lo=0.0),
@@ -224,8 +294,22 @@ def settings_from_values(values: Dict[str, object]) -> Settings:
             f"({s.physics_rate:g} Hz)")
     if s.world_frame.strip("/") == s.base_frame.strip("/"):
         raise ParameterError(f"world_frame and base_frame must differ, both are {s.world_frame!r}")
-    check_inertia(s.inertia_matrix)
+    if multibody:
+        base_link = base_link_of(source)
+        if s.base_frame.lstrip("/") != base_link:
+            raise ParameterError(
+                f"base_frame must name the robot's base link {base_link!r} (or be left unset), got {s.base_frame!r}")
+    else:
+        check_inertia(s.inertia_matrix)
     return s
+
+
+def base_link_of(source: ms.Source) -> str:
+    """The link whose pose is the base's (odom's child): the URDF root, or the link a ``world`` root holds."""
+    if source.root_link != "world":
+        return source.root_link
+    children = sorted(child for _n, _t, parent, child in source.joints if parent == "world")
+    return children[0] if children else "world"
 
 
 def check_inertia(inertia: np.ndarray) -> Optional[str]:
@@ -243,7 +327,9 @@ def check_inertia(inertia: np.ndarray) -> Optional[str]:
     return None
 
 
-def build_model(s: Settings) -> Model:
+def build_model(s: Settings, source: Optional[ms.Source] = None) -> Model:
+    if source is not None and source.multibody:
+        return ms.build_multibody(source, s.base_group, s.gravity)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the triangle-inequality warning is logged by the node
@@ -254,16 +340,29 @@ def build_model(s: Settings) -> Model:
 
 
 def initial_state(model: Model, s: Settings) -> Tuple[np.ndarray, np.ndarray]:
-    """``(q0, v0)`` from ``initial_position``, ``initial_rpy`` and ``initial_twist``."""
+    """``(q0, v0)`` from ``initial_position``, ``initial_rpy``, ``initial_twist`` and the joints' values."""
+    nj = len(model.joint_names)
+    for name in ("initial_joint_positions", "initial_joint_velocities"):
+        n = len(getattr(s, name))
+        if n not in (0, nj):
+            raise ParameterError(f"{name} must have one entry per joint ({nj}: {', '.join(model.joint_names)}) "
+                                 f"or none, got {n}")
+    joints = None
+    if nj:
+        angles = s.initial_joint_positions or (0.0,) * nj
+        joints = ms.joint_positions_to_q(model, angles)
     try:
         q0 = model.configuration_from_pose(np.array(s.initial_position),
-                                           cv.quaternion_from_rpy(s.initial_rpy))
+                                           cv.quaternion_from_rpy(s.initial_rpy), joints=joints)
     except ValueError as e:
         raise ParameterError(f"initial_position/initial_rpy: {e}") from None
     try:
         v0 = model.velocity_from_twist(q0, np.array(s.initial_twist))
     except ValueError as e:
         raise ParameterError(f"initial_twist: {e}") from None
+    if nj and s.initial_joint_velocities:
+        v0 = np.array(v0, dtype=float)
+        v0[model.nv - nj:] = s.initial_joint_velocities
     return q0, v0
 
 
@@ -282,6 +381,13 @@ def _descriptor(name: str, value) -> ParameterDescriptor:
         lo, hi = extra["floating_point_range"]
         d.floating_point_range = [FloatingPointRange(from_value=lo, to_value=hi, step=0.0)]
     return d
+
+
+def topic_token(name: str) -> str:
+    """A joint name as one token of a topic name: characters other than letters, digits and ``_`` become ``_``
+    (and a leading digit gets a ``_`` before it)."""
+    token = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return "_" + token if token[:1].isdigit() or not token else token
 
 
 # ------------------------------------------------------------------------------------------- node
@@ -304,6 +410,22 @@ class Command:
 ZERO = Command(np.zeros(6))
 
 
+class _Held:
+    """A command held from the step it first applies to, for ``cmd_timeout`` (bookkeeping of one input)."""
+
+    def __init__(self, zero):
+        self.zero = zero
+        self.applied = zero  # applied on the last step taken
+        self.pending = None  # received, applied from the next step
+        self.start_k = 0
+        self.timed_out = False
+        self.announced = None  # the last value announced as a change
+
+    def clear(self):
+        self.pending = None
+        self.applied = self.zero
+
+
 class DynamicsNode(Node):
     """See the module docstring. Construct, then call :meth:`configure` (raises ParameterError)."""
 
@@ -312,29 +434,54 @@ class DynamicsNode(Node):
 
     # ------------------------------------------------------------------------------ set-up
 
+    def _declare(self, name, default):
+        default = list(default) if isinstance(default, tuple) else default
+        try:
+            return self.declare_parameter(name, default, _descriptor(name, default)).value
+        except Exception as e:  # rclpy's range/type exceptions differ between distros
+            raise ParameterError(str(e) if name in str(e) else f"{name}: {e}") from None
+
     def configure(self) -> None:
         values = {}
+        for name in ("robot_description", "model_file"):
+            values[name] = self._declare(name, getattr(DEFAULTS, name))
+        for name in values:
+            if not isinstance(values[name], str):
+                raise ParameterError(f"{name} must be a string, got {values[name]!r}")
+        source = ms.load_source(values["robot_description"], values["model_file"])
+        defaults = {}
+        if source.multibody:
+            defaults = dict(base_group=ms.default_base(source), gravity=ms.default_gravity(source),
+                            base_frame=base_link_of(source))
         for name in _PARAMETERS:
-            default = getattr(DEFAULTS, name)
-            default = list(default) if isinstance(default, tuple) else default
-            try:
-                values[name] = self.declare_parameter(name, default, _descriptor(name, default)).value
-            except Exception as e:  # rclpy's range/type exceptions differ between distros
-                raise ParameterError(str(e) if name in str(e) else f"{name}: {e}") from None
-        s = settings_from_values(values)
-        model = build_model(s)
+            if name not in values:
+                values[name] = self._declare(name, defaults.get(name, getattr(DEFAULTS, name)))
+        s = settings_from_values(values, source)
+        model = build_model(s, source)
         q0, v0 = initial_state(model, s)
         if TFMessage is None:
             raise ParameterError("tf2_msgs is not installed: cannot publish /tf")
-        self._warn_inertia(s)
+        self.source = source
+        self.multibody = source.multibody
+        if self.multibody:
+            overridden = [n for n in _SINGLE_BODY_ONLY if n in self._overrides()]
+            if overridden:
+                self.get_logger().warning(
+                    f"{', '.join(overridden)}: ignored, the model comes from {source.describe()}")
+        else:
+            self._warn_inertia(s)
 
         self.settings = s
         self.model = model
+        self.nj = len(model.joint_names)
+        self.nv_base = model.nv - self.nj
         prefix_ns = self.get_namespace()
         self.world_frame = s.world_frame.lstrip("/")
         self.base_frame = cv.prefixed_frame(prefix_ns, s.base_frame)
+        self._prefix = "" if s.base_frame.startswith("/") else cv.frame_prefix(prefix_ns)
         self._body_frames = {"", s.base_frame, s.base_frame.lstrip("/"), self.base_frame}
         self._world_frames = {self.world_frame, "/" + self.world_frame}
+        self._setup_frames()
 
         # time: t_k = t0 + k * dt, all integer ns
         self.dt_ns = cv.period_ns(s.physics_rate)
@@ -345,11 +492,8 @@ class DynamicsNode(Node):
 
         # state and bookkeeping
         self.q, self.v = q0, v0
-        self.command = ZERO  # the wrench of the last step taken
-        self._announced: Optional[Command] = None  # the last wrench announced as a change on `wrench`
-        self._pending: Optional[Command] = None  # received, applied from the next step
-        self._command_start_k = 0
-        self._timed_out = False
+        self._wrench = _Held(ZERO)
+        self._effort = _Held(np.zeros(self.nj))
         self.paused = False
         self._k_reset = 0
         self._rebaseline()
@@ -362,6 +506,20 @@ class DynamicsNode(Node):
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", QoSProfile(depth=10))
         self.sub_cmd = self.create_subscription(WrenchStamped, "cmd_wrench", self._on_cmd_wrench,
                                                 QoSProfile(depth=10))
+        if self.nj:
+            self.pub_joint_states = self.create_publisher(JointState, "joint_states", qos)
+            self.pub_joint_effort = self.create_publisher(JointState, "joint_effort", qos)
+            self.pub_joint_wrenches = [
+                self.create_publisher(WrenchStamped, "joint_wrenches/" + topic_token(j), qos)
+                for j in model.joint_names]
+            self.sub_effort = self.create_subscription(Float64MultiArray, "cmd_joint_effort",
+                                                       self._on_cmd_joint_effort, QoSProfile(depth=10))
+        if self._static_transforms:
+            static_qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            self.pub_tf_static = self.create_publisher(TFMessage, "/tf_static", static_qos)
+            self.pub_tf_static.publish(TFMessage(transforms=[
+                cv.transform_stamped_msg(self.t0_ns, parent, child, p, quat)
+                for parent, child, p, quat in self._static_transforms]))
         self.srv_reset = self.create_service(Trigger, "~/reset", self._on_reset)
         self.srv_pause = self.create_service(SetBool, "~/pause", self._on_pause)
         self.add_on_set_parameters_callback(self._on_set_parameters)
@@ -370,20 +528,31 @@ class DynamicsNode(Node):
         self._anchor()
         tick = max(self.dt, 1.0 / MAX_TICK_RATE_HZ)
         self._max_lag_steps = max(1, int(MAX_LAG_S / self.dt))
+        self._max_batch_steps = max(1, int(round(MAX_BATCH_S / self.dt)))
         self.timer = self.create_timer(tick, self._on_timer)
 
         self._publish_state()
         self._publish_diagnostics()
         self._warn_unknown_overrides()
         effective = 1e9 / self.dt_ns
+        if self.multibody:
+            what = (f"{s.base_group} base robot {source.describe()}, {self.nj} joints "
+                    f"({', '.join(model.joint_names)}), total mass {self._total_mass():g} kg")
+        else:
+            what = f"{s.base_group} body, mass {s.mass:g} kg"
         self.get_logger().info(
-            f"{s.base_group} body, mass {s.mass:g} kg, {s.integrator} at {effective:g} Hz "
+            f"{what}, {s.integrator} at {effective:g} Hz "
             f"(dt = {self.dt_ns} ns), publishing {self.world_frame} -> {self.base_frame} every "
             f"{self._publish_every} steps, cmd_timeout {s.cmd_timeout:g} s")
 
+    def _total_mass(self) -> float:
+        return float(np.sum(self.model._tree.body_mass))
+
+    def _overrides(self):
+        return getattr(self, "_parameter_overrides", {}) or {}  # rclpy keeps them there (Humble..Kilted)
+
     def _warn_unknown_overrides(self) -> None:
-        overrides = getattr(self, "_parameter_overrides", {}) or {}  # rclpy keeps them there (Humble..Kilted)
-        unknown = sorted(n for n in overrides if n not in _PARAMETERS and n != "use_sim_time"
+        unknown = sorted(n for n in self._overrides() if n not in _PARAMETERS and n != "use_sim_time"
                          and not n.startswith("qos_overrides."))
         if unknown:
             self.get_logger().warning("ignoring unknown parameters (typo?): " + ", ".join(unknown))
@@ -392,6 +561,42 @@ class DynamicsNode(Node):
         msg = check_inertia(s.inertia_matrix)
         if msg:
             self.get_logger().warning(msg)
+
+    def _frame(self, link: str) -> str:
+        if link == "world" and self.source.root_link == "world":
+            return self.world_frame
+        return self._prefix + link
+
+    def _setup_frames(self) -> None:
+        """TF layout: link indices of the base and of each joint's parent and child, static transforms."""
+        model = self.model
+        self._static_transforms = []
+        self._tf_joints = []  # (parent link index, child link index, parent frame, child frame)
+        self._joint_child_frames = []
+        self._base_link_index = None
+        self._world_to_base = True
+        if not self.multibody:
+            return
+        index = {name: i for i, name in enumerate(model.link_names)}
+        base_link = base_link_of(self.source)
+        self._base_link_index = index[base_link]
+        self._base_is_root = base_link == self.source.root_link
+        poses = model.link_poses(model.neutral())
+        child_of = {}
+        for name, jtype, parent, child in self.source.joints:
+            child_of[name] = child
+            pi, ci = index[parent], index[child]
+            if jtype == "fixed":
+                T = np.linalg.inv(poses[pi]) @ poses[ci]
+                self._static_transforms.append((self._frame(parent), self._frame(child), T[:3, 3].copy(),
+                                                cv.quaternion_from_matrix(T[:3, :3])))
+                if parent == "world" and child == base_link:
+                    self._world_to_base = False
+            else:
+                self._tf_joints.append((pi, ci, self._frame(parent), self._frame(child)))
+        self._joint_child_frames = [self._frame(child_of[j]) for j in model.joint_names]
+        self._tf_parent = np.array([j[0] for j in self._tf_joints], dtype=int)
+        self._tf_child = np.array([j[1] for j in self._tf_joints], dtype=int)
 
     def _set_rates(self, s: Settings) -> None:
         self._publish_every = max(1, int(round(s.physics_rate / s.publish_rate)))
@@ -413,6 +618,11 @@ class DynamicsNode(Node):
     def stamp(self, k: Optional[int] = None) -> int:
         return self.t0_ns + (self.k if k is None else k) * self.dt_ns
 
+    @property
+    def command(self) -> Command:
+        """The wrench of the last step taken."""
+        return self._wrench.applied
+
     # ---------------------------------------------------------------------------- stepping
 
     def _on_timer(self) -> None:
@@ -423,7 +633,9 @@ class DynamicsNode(Node):
             return
         now = time.monotonic_ns()
         due = self._anchor_k + (now - self._anchor_wall_ns) // self.dt_ns
-        n = min(due - self.k, self._max_lag_steps)
+        # A small batch per callback: when behind, the timer is ready again at once, and the commands that
+        # arrived meanwhile are taken between batches instead of after one long open-loop burst.
+        n = min(due - self.k, self._max_batch_steps)
         if n > 0:
             self.advance(n)
         behind = due - self.k
@@ -440,63 +652,73 @@ class DynamicsNode(Node):
 
     def _step_once(self) -> None:
         k = self.k
-        cmd = self._command_for_step(k)
-        tau = self._generalized_force(cmd)
+        cmd = self._for_step(self._wrench, k, "cmd_wrench", Command.is_zero)
+        effort = self._for_step(self._effort, k, "cmd_joint_effort", lambda e: not np.any(e))
+        tau = self._generalized_force(cmd, effort)
         q0, v0 = self.q, self.v
         q1, v1 = step(self.model, q0, v0, tau, self.dt, method=self.settings.integrator, t=k * self.dt)
         if not (np.all(np.isfinite(q1)) and np.all(np.isfinite(v1))):
             self.get_logger().error(
                 f"the step at t = {self.stamp(k) * 1e-9:.6f} s with wrench {cmd.W.tolist()} ({cmd.frame}) "
-                "gave a non-finite state: command dropped, step taken with zero wrench",
-                throttle_duration_sec=WARN_THROTTLE_S)
-            cmd = ZERO
-            tau = self._generalized_force(cmd)
+                f"and joint efforts {effort.tolist()} gave a non-finite state: commands dropped, step taken "
+                "with zero wrench and efforts", throttle_duration_sec=WARN_THROTTLE_S)
+            cmd, effort = ZERO, self._effort.zero
+            tau = self._generalized_force(cmd, effort)
             q1, v1 = step(self.model, q0, v0, tau, self.dt, method=self.settings.integrator, t=k * self.dt)
             if not (np.all(np.isfinite(q1)) and np.all(np.isfinite(v1))):  # pragma: no cover
                 q1, v1 = q0, v0
-        self.command = cmd
-        if self._announced is None or not cmd.same(self._announced):
+        self._wrench.applied = cmd
+        self._effort.applied = effort
+        if self._wrench.announced is None or not cmd.same(self._wrench.announced):
             self._publish_wrench(k, cmd)  # stamped with the start of the first step it applies to
-            self._announced = cmd
-        # work of the applied wrench over the step (trapezoidal rule on the power tau . v)
+            self._wrench.announced = cmd
+        if self.nj and (self._effort.announced is None or not np.array_equal(effort, self._effort.announced)):
+            self._publish_effort(k, effort)
+            self._effort.announced = effort
+        # work of the applied wrench and efforts over the step (trapezoidal rule on the power tau . v)
         self.work += 0.5 * self.dt * (self._power(tau, q0, v0) + self._power(tau, q1, v1))
         self.q, self.v = q1, v1
         self.k = k + 1
         if self.k % self._publish_every == 0:
             self._publish_state()
             self._publish_wrench(k, self.command)
+            if self.nj:
+                self._publish_effort(k, self._effort.applied)
         if self._diag_every and self.k % self._diag_every == 0:
             self._publish_diagnostics()
 
-    def _command_for_step(self, k: int) -> Command:
-        if self._pending is not None:
-            cmd, self._pending = self._pending, None
-            self._command_start_k = k
-            self._timed_out = False
-            return cmd
-        cmd = self.command
-        if (self._timeout_steps and not cmd.is_zero()
-                and k - self._command_start_k >= self._timeout_steps):
-            if not self._timed_out:
+    def _for_step(self, held: _Held, k: int, what: str, is_zero):
+        """The value of one input for step k: a pending command starts now; a held one may time out."""
+        if held.pending is not None:
+            value, held.pending = held.pending, None
+            held.start_k = k
+            held.timed_out = False
+            return value
+        value = held.applied
+        if self._timeout_steps and not is_zero(value) and k - held.start_k >= self._timeout_steps:
+            if not held.timed_out:
                 self.get_logger().info(
-                    f"no cmd_wrench for {self.settings.cmd_timeout:g} s: applying zero wrench",
+                    f"no {what} for {self.settings.cmd_timeout:g} s: applying zero",
                     throttle_duration_sec=WARN_THROTTLE_S)
-            self._timed_out = True
-            return ZERO
-        return cmd
+            held.timed_out = True
+            return held.zero
+        return value
 
-    def _generalized_force(self, cmd: Command):
-        """Generalized force for ``step``: a constant zero vector, or a function of the stage's q."""
+    def _generalized_force(self, cmd: Command, effort: Optional[np.ndarray] = None):
+        """Generalized force for ``step``: a constant vector, or a function of the stage's q."""
         model = self.model
+        tau_joints = np.zeros(model.nv)
+        if effort is not None and effort.size:
+            tau_joints[model.nv - effort.size:] = effort
         if cmd.is_zero():
-            return np.zeros(model.nv)
+            return tau_joints
         W = cmd.W.copy()
         if cmd.frame == "body":
-            return lambda t, q, v: model.wrench_to_generalized(q, W)[0]
+            return lambda t, q, v: model.wrench_to_generalized(q, W)[0] + tau_joints
 
         def tau_world(t, q, v):
             R_world_base = cv.rotation_matrix(model.pose(q)[1])
-            return model.wrench_to_generalized(q, cv.rotate_wrench(R_world_base.T, W))[0]
+            return model.wrench_to_generalized(q, cv.rotate_wrench(R_world_base.T, W))[0] + tau_joints
 
         return tau_world
 
@@ -512,17 +734,55 @@ class DynamicsNode(Node):
 
     def _publish_state(self) -> None:
         stamp = self.stamp()
-        p, quat = self.model.pose(self.q)
-        V = self.model.twist(self.q, self.v)
+        model, q, v = self.model, self.q, self.v
+        V = model.twist(q, v)
+        poses = None
+        if self.multibody:
+            poses = model.link_poses(q)
+        if self.multibody and not self._base_is_root:  # a URDF rooted at "world": the base link's fixed pose
+            T = poses[self._base_link_index]
+            p, quat = T[:3, 3].copy(), cv.quaternion_from_matrix(T[:3, :3])
+        else:
+            p, quat = model.pose(q)
         self.pub_odom.publish(cv.odometry_msg(stamp, self.world_frame, self.base_frame, p, quat, V))
         self.pub_pose.publish(cv.pose_stamped_msg(stamp, self.world_frame, p, quat))
-        self.pub_tf.publish(TFMessage(transforms=[
-            cv.transform_stamped_msg(stamp, self.world_frame, self.base_frame, p, quat)]))
+        transforms = []
+        if self._world_to_base:
+            transforms.append(cv.transform_stamped_msg(stamp, self.world_frame, self.base_frame, p, quat))
+        if self.multibody:
+            if self._tf_joints:
+                T = cv.inverse_transforms(poses[self._tf_parent]) @ poses[self._tf_child]  # T_parent_child
+                quats = cv.quaternion_from_matrix(T[:, :3, :3])
+                for (_pi, _ci, parent, child), Tj, quat in zip(self._tf_joints, T, quats):
+                    transforms.append(cv.transform_stamped_msg(stamp, parent, child, Tj[:3, 3], quat))
+        self.pub_tf.publish(TFMessage(transforms=transforms))
+        if self.nj:
+            self._publish_joints(stamp)
         self._last_published_k = self.k
+
+    def _publish_joints(self, stamp: int) -> None:
+        model, q, v = self.model, self.q, self.v
+        effort = self._effort.applied
+        names = list(model.joint_names)
+        positions = ms.joint_positions_from_q(model, q[model.nq - self._nq_joints():])
+        self.pub_joint_states.publish(cv.joint_state_msg(stamp, names, positions, v[self.nv_base:], effort))
+        tau = self._generalized_force(self.command, effort)
+        tau = tau(0.0, q, v) if callable(tau) else tau
+        a = model.forward_dynamics(q, v, tau)
+        W = model.joint_wrenches(q, v, a)
+        for pub, frame, Wj in zip(self.pub_joint_wrenches, self._joint_child_frames, W):
+            pub.publish(cv.wrench_stamped_msg(stamp, frame, Wj))
+
+    def _nq_joints(self) -> int:
+        return sum(2 if t == "continuous" else 1 for t in self.model.joint_types)
 
     def _publish_wrench(self, k: int, cmd: Command) -> None:
         frame = self.base_frame if cmd.frame == "body" else self.world_frame
         self.pub_wrench.publish(cv.wrench_stamped_msg(self.stamp(k), frame, cmd.W))
+
+    def _publish_effort(self, k: int, effort: np.ndarray) -> None:
+        self.pub_joint_effort.publish(cv.joint_state_msg(self.stamp(k), list(self.model.joint_names),
+                                                         effort=effort))
 
     def _publish_diagnostics(self) -> None:
         self._last_diag_wall = time.monotonic()
@@ -551,7 +811,7 @@ class DynamicsNode(Node):
             values["momentum_ref_" + axis] = float(self.momentum_ref[i])
         status = DiagnosticStatus(
             level=DiagnosticStatus.OK,
-            name=f"{self.get_fully_qualified_name()}: rigid body",
+            name=f"{self.get_fully_qualified_name()}: " + ("multibody" if self.multibody else "rigid body"),
             message="paused" if self.paused else "running",
             hardware_id=self.base_frame,
             values=cv.key_values(values),
@@ -565,6 +825,11 @@ class DynamicsNode(Node):
     def _on_cmd_wrench(self, msg: WrenchStamped) -> None:
         W = cv.wrench_from_msg(msg.wrench)
         frame_id = msg.header.frame_id
+        if self.model.group is None:
+            self.get_logger().warning(
+                "cmd_wrench rejected: the base is fixed (base_group fixed) and takes no wrench; drive the joints "
+                "with cmd_joint_effort", throttle_duration_sec=WARN_THROTTLE_S)
+            return
         if not np.all(np.isfinite(W)):
             self.get_logger().warning(
                 f"cmd_wrench rejected: non-finite (NaN/inf) components {W.tolist()}",
@@ -584,15 +849,29 @@ class DynamicsNode(Node):
         _tau, _W_applied, W_dropped = self.model.wrench_to_generalized(self.q, W_body)
         if np.max(np.abs(W_dropped)) > 1e-12 * max(1.0, float(np.max(np.abs(W_body)))):
             self.get_logger().warning(
-                f"cmd_wrench: a {self.settings.base_group} body cannot take the components "
-                f"{np.round(W_dropped, 12).tolist()} (body frame [F; tau]); dropped them, applying the rest",
-                throttle_duration_sec=WARN_THROTTLE_S)
+                f"cmd_wrench: a {self.settings.base_group} {'base' if self.multibody else 'body'} cannot take the "
+                f"components {np.round(W_dropped, 12).tolist()} (body frame [F; tau]); dropped them, applying the "
+                "rest", throttle_duration_sec=WARN_THROTTLE_S)
             W_body = W_body - W_dropped
             if frame == "world":
                 W = cv.rotate_wrench(R_world_base, W_body)
             else:
                 W = W_body
-        self._pending = Command(np.array(W, dtype=float), frame)
+        self._wrench.pending = Command(np.array(W, dtype=float), frame)
+
+    def _on_cmd_joint_effort(self, msg: Float64MultiArray) -> None:
+        data = np.asarray(msg.data, dtype=float)
+        if data.shape != (self.nj,):
+            self.get_logger().warning(
+                f"cmd_joint_effort rejected: {data.size} values, expected {self.nj} (one per joint, in the order "
+                f"{', '.join(self.model.joint_names)})", throttle_duration_sec=WARN_THROTTLE_S)
+            return
+        if not np.all(np.isfinite(data)):
+            self.get_logger().warning(
+                f"cmd_joint_effort rejected: non-finite (NaN/inf) entries {data.tolist()}",
+                throttle_duration_sec=WARN_THROTTLE_S)
+            return
+        self._effort.pending = data.copy()
 
     # ---------------------------------------------------------------------------- services
 
@@ -605,8 +884,8 @@ class DynamicsNode(Node):
         # The initial state becomes the state of the next step: stamps never repeat or go back.
         self.k += 1
         self.q, self.v = q0, v0
-        self._pending = None
-        self.command = ZERO  # announced on `wrench` by the next step if it differs
+        self._wrench.clear()  # announced on `wrench` by the next step if it differs
+        self._effort.clear()
         self._k_reset = self.k
         self._rebaseline()
         self._anchor()
@@ -624,6 +903,8 @@ class DynamicsNode(Node):
                 self._publish_state()
                 if self.k > 0:
                     self._publish_wrench(self.k - 1, self.command)
+                    if self.nj:
+                        self._publish_effort(self.k - 1, self._effort.applied)
             self._publish_diagnostics()
             response.message = f"paused at t = {self.stamp() * 1e-9:.9f} s"
         elif not request.data and self.paused:
@@ -648,16 +929,21 @@ class DynamicsNode(Node):
         if not changed:
             return SetParametersResult(successful=True)
         try:
-            s = settings_from_values(values)
-            model = build_model(s) if changed & set(_INERTIAL) else self.model
-            initial_state(model, s)  # the initial pose/twist must stay on the group
+            if self.multibody and changed & set(_SINGLE_BODY_ONLY):
+                raise ParameterError(
+                    f"{', '.join(sorted(changed & set(_SINGLE_BODY_ONLY)))}: single-body parameters; this node's "
+                    f"model comes from {self.source.describe()}")
+            s = settings_from_values(values, self.source)
+            model = build_model(s, self.source) if changed & set(_INERTIAL) else self.model
+            initial_state(model, s)  # the initial pose/twist/joints must stay valid
         except ParameterError as e:
             self.get_logger().warning(f"parameter change refused: {e}")
             return SetParametersResult(successful=False, reason=str(e))
         self.settings = s
         self._set_rates(s)
         if model is not self.model:
-            self._warn_inertia(s)
+            if not self.multibody:
+                self._warn_inertia(s)
             self.model = model
             self._rebaseline()  # same state, new inertia: new energy/momentum reference
         self.get_logger().info("parameters changed: " + ", ".join(sorted(changed)))

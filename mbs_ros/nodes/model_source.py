@@ -1,0 +1,209 @@
+"""Where a node's model comes from: ``robot_description``, ``model_file`` or the single-body parameters.
+
+Shared by ``dynamics_node`` and ``controller_node`` so that both build the same model from the same parameters:
+
+- ``robot_description`` (string): URDF XML text, as ``robot_state_publisher`` takes it;
+- ``model_file`` (string): a URDF (``.urdf``), xacro (``.xacro``, expanded without arguments) or robot YAML
+  (``.yaml``/``.yml``, schema in :mod:`mbs_ros.dynamics.robot_yaml`; it may carry its own base group, gravity and
+  xacro arguments) file. A relative path is looked up in the package's share directory (found through
+  ``ament_index_python``, e.g. ``config/robots/uvms_6dof.yaml``), then in the current directory;
+- neither: a single rigid body described by the ``mass``/``inertia``/``com`` parameters.
+
+Giving both is refused. Nothing here computes physics: it reads files and calls :class:`mbs_ros.dynamics.Model`.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+import numpy as np
+
+from mbs_ros.dynamics import Model
+from mbs_ros.dynamics.model import BASES, TREE_BASES
+
+__all__ = ["ParameterError", "Source", "load_source", "resolve_model_file", "scale_urdf_inertia",
+           "build_multibody", "BASES", "TREE_BASES", "PACKAGE"]
+
+PACKAGE = "mbs_ros"
+
+
+class ParameterError(ValueError):
+    """A parameter value (or combination) the node refuses; the message is the reason."""
+
+
+@dataclass(frozen=True)
+class Source:
+    """A loaded model source. ``kind``: ``rigid_body`` (no source given), ``robot_description``, ``urdf``,
+    ``xacro`` or ``yaml``; ``urdf``: its URDF XML (None for a rigid body); ``base``/``gravity``: what a robot YAML
+    file says (None otherwise); ``root_link``: the URDF's root link; ``joints``: ``(name, type, parent, child)`` of
+    every URDF joint, fixed ones included (for TF)."""
+
+    kind: str
+    path: str = ""
+    urdf: Optional[str] = None
+    base: Optional[str] = None
+    gravity: Optional[Tuple[float, float, float]] = None
+    name: str = ""
+    root_link: str = "base_link"
+    joints: Tuple[Tuple[str, str, str, str], ...] = ()
+
+    @property
+    def multibody(self) -> bool:
+        return self.urdf is not None
+
+    def describe(self) -> str:
+        if self.kind == "rigid_body":
+            return "single rigid body"
+        if self.kind == "robot_description":
+            return f"robot_description ({self.name})"
+        return f"{self.path} ({self.name})"
+
+
+def resolve_model_file(path: str) -> str:
+    """Absolute path of ``model_file``: as given if absolute, else the first of ``<share>/path`` (the mbs_ros
+    share directory from ament_index) and ``./path`` that exists. ParameterError naming the places tried."""
+    path = os.path.expanduser(path.strip())
+    if os.path.isabs(path):
+        if os.path.isfile(path):
+            return path
+        raise ParameterError(f"model_file {path!r}: file not found")
+    tried = []
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        share = get_package_share_directory(PACKAGE)
+        candidate = os.path.join(share, path)
+        tried.append(candidate)
+        if os.path.isfile(candidate):
+            return candidate
+    except Exception:  # noqa: BLE001 - no ament index (AMENT_PREFIX_PATH unset) or package not installed
+        tried.append(f"<{PACKAGE} share directory: not found through ament_index>")
+    candidate = os.path.abspath(path)
+    tried.append(candidate)
+    if os.path.isfile(candidate):
+        return candidate
+    raise ParameterError(f"model_file {path!r}: file not found (tried {', '.join(tried)})")
+
+
+def load_source(robot_description: str, model_file: str) -> Source:
+    """Read the model source named by the parameters (see the module docstring); ParameterError with the reason."""
+    from mbs_ros.dynamics.robot_yaml import load_robot
+    from mbs_ros.dynamics.urdf import load_urdf_xml, parse_urdf
+
+    robot_description = (robot_description or "").strip()
+    model_file = (model_file or "").strip()
+    if robot_description and model_file:
+        raise ParameterError("give either robot_description or model_file, not both")
+    if not robot_description and not model_file:
+        return Source("rigid_body")
+    base = gravity = None
+    name = ""
+    path = ""
+    if robot_description:
+        kind, xml = "robot_description", robot_description
+        if not xml.lstrip().startswith("<"):
+            raise ParameterError("robot_description must be URDF XML text (use model_file for a path)")
+    else:
+        path = resolve_model_file(model_file)
+        low = path.lower()
+        try:
+            if low.endswith((".yaml", ".yml")):
+                kind = "yaml"
+                cfg = load_robot(path)
+                xml, base, gravity, name = cfg.urdf, cfg.base, tuple(cfg.gravity), cfg.name
+            else:
+                kind = "xacro" if low.endswith(".xacro") else "urdf"
+                xml = load_urdf_xml(path)
+        except ParameterError:
+            raise
+        except Exception as e:  # noqa: BLE001 - robot_yaml, xacro and file errors carry their reason
+            raise ParameterError(f"model_file {model_file!r}: {e}") from None
+    try:
+        spec = parse_urdf(xml)
+    except Exception as e:  # noqa: BLE001
+        raise ParameterError(f"{'robot_description' if robot_description else 'model_file ' + repr(model_file)}: "
+                             f"{e}") from None
+    joints = tuple((j.name, j.type, j.parent, j.child) for j in spec.joints)
+    return Source(kind, path, spec.xml, base, gravity, name or spec.name, spec.root, joints)
+
+
+def scale_urdf_inertia(xml: str, scale: float) -> str:
+    """The URDF with every link's mass and inertia multiplied by ``scale`` (centres of mass unchanged): a
+    deliberately wrong model for robustness tests (``mass_scale`` of the controller node)."""
+    if scale == 1.0:
+        return xml
+    root = ET.fromstring(xml)
+    for inertial in root.iter("inertial"):
+        m = inertial.find("mass")
+        if m is not None and "value" in m.attrib:
+            m.set("value", repr(float(m.get("value")) * scale))
+        i = inertial.find("inertia")
+        if i is not None:
+            for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"):
+                if k in i.attrib:
+                    i.set(k, repr(float(i.get(k)) * scale))
+    return ET.tostring(root, encoding="unicode")
+
+
+def build_multibody(source: Source, base: str, gravity, mass_scale: float = 1.0) -> Model:
+    """The multibody :class:`Model` of a loaded source on ``base`` (one of TREE_BASES)."""
+    if base not in TREE_BASES:
+        raise ParameterError(f"base_group must be one of {', '.join(TREE_BASES)}, got {base!r}")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # triangle-inequality warnings: the URDF author's choice
+            return Model.from_urdf(scale_urdf_inertia(source.urdf, mass_scale), base=base,
+                                   gravity=np.asarray(gravity, dtype=float))
+    except Exception as e:  # noqa: BLE001 - the model's ValueErrors carry the reason
+        raise ParameterError(f"cannot build the {base} model of {source.describe()}: {e}") from None
+
+
+def default_base(source: Source) -> str:
+    """base_group when the parameter is not given: the robot YAML's, ``fixed`` for a URDF, ``se3`` for a body."""
+    if source.base is not None:
+        return source.base
+    return "fixed" if source.multibody else "se3"
+
+
+def default_gravity(source: Source) -> Tuple[float, float, float]:
+    return source.gravity if source.gravity is not None else (0.0, 0.0, -9.81)
+
+
+def joint_positions_to_q(model: Model, angles) -> np.ndarray:
+    """The joints' part of q from one position per joint (``joint_names`` order): revolute/prismatic as is,
+    continuous as ``(cos θ, sin θ)``."""
+    angles = np.asarray(angles, dtype=float).reshape(len(model.joint_names))
+    out = []
+    for a, t in zip(angles, model.joint_types):
+        if t == "continuous":
+            out += [np.cos(a), np.sin(a)]
+        else:
+            out.append(a)
+    return np.array(out, dtype=float)
+
+
+def joint_positions_from_q(model: Model, q) -> np.ndarray:
+    """One position per joint from the joints' part of ``q[nq_base:]`` (angle of ``(cos θ, sin θ)`` for
+    continuous joints)."""
+    q = np.asarray(q, dtype=float)
+    out, i = [], 0
+    for t in model.joint_types:
+        if t == "continuous":
+            out.append(float(np.arctan2(q[i + 1], q[i])))
+            i += 2
+        else:
+            out.append(float(q[i]))
+            i += 1
+    return np.array(out)
+
+
+def base_sizes(model: Model) -> Tuple[int, int]:
+    """``(nq_base, nv_base)``: the base group's share of q and v (0, 0 for a fixed base)."""
+    if model.group is None:
+        return 0, 0
+    nqj = sum(2 if t == "continuous" else 1 for t in model.joint_types)
+    return model.nq - nqj, model.nv - len(model.joint_names)
