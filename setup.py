@@ -36,6 +36,7 @@ setup(
     entry_points={
         "console_scripts": [
             "dynamics_node = mbs_ros.nodes.dynamics_node:main",
+            "controller_node = mbs_ros.nodes.controller_node:main",
         ],
     },
 )
