@@ -1,0 +1,219 @@
+"""The paper-reproduction studies (``python -m mbs_ros.validation``) and the constrained-system library under them.
+
+Every number is checked against something independent of the code under test: closed forms, Pinocchio's ABA/RNEA,
+scipy's DOP853 on other coordinates (Euler's equations about a pivot, Euler-angle Lagrange, Kirchhoff, spatial
+Newton–Euler). Horizons are short to keep the module fast; the CLI defaults run longer.
+"""
+import sys
+
+import numpy as np
+import pytest
+from scipy.integrate import solve_ivp
+from scipy.linalg import null_space
+
+from mbs_ros.dynamics import TABLEAUS
+from mbs_ros.dynamics.constraints import Body, ConstrainedSystem, revolute, spherical
+from mbs_ros.validation import constrained as con
+
+HAS_PIN = True
+try:
+    import pinocchio  # noqa: F401
+except ImportError:  # pragma: no cover
+    HAS_PIN = False
+needs_pin = pytest.mark.skipif(not HAS_PIN, reason="Pinocchio (pin, test-only dependency) is not installed")
+
+
+# ------------------------------------------------------------------------------------- constrained-system library
+def _mixed_system():
+    """Two bodies, one on each space, c.o.m. off the frame origin, a revolute joint to the ground and a revolute
+    and a spherical joint between them (over-constrained on purpose: only the Jacobians are tested here)."""
+    bodies = [Body("a", 2.0, np.diag([0.1, 0.2, 0.3]), com=(0.05, -0.02, 0.1), space="se3"),
+              Body("b", 1.5, np.diag([0.2, 0.1, 0.25]), com=(0.0, 0.03, -0.05), space="so3xr3")]
+    joints = [revolute("hinge", 0, (0.1, 0.2, -0.3), (0.3, -0.5, 0.8), None, (0.4, -0.1, 0.2), (0.0, 0.6, 0.8)),
+              revolute("elbow", 0, (-0.2, 0.1, 0.0), (1.0, 0.0, 0.0), 1, (0.3, 0.0, 0.1), (0.0, 0.0, 1.0)),
+              spherical("ball", 1, (0.1, -0.2, 0.3), 0, (0.0, 0.1, 0.2))]
+    return ConstrainedSystem(bodies, joints, gravity=(0.0, 0.0, -9.81))
+
+
+def test_constraint_jacobian_and_bias_match_finite_differences():
+    """ġ = J v and J̇ v = −η along q(t) = q·exp(t v) (constant velocity coordinates on both groups), for spherical
+    and revolute joints, ground and body-to-body, at configurations that violate the constraints."""
+    system = _mixed_system()
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        q = np.concatenate([m.group.random(rng) for m in system.models])
+        v = rng.normal(size=system.nv)
+        J, eta = system.jacobian(q, v)
+        h = 1e-6
+        g_dot = (system.constraint(system.integrate(q, v, h)) - system.constraint(system.integrate(q, v, -h))) / (2 * h)
+        np.testing.assert_allclose(J @ v, g_dot, atol=1e-8)
+        Jv_dot = (system.jacobian(system.integrate(q, v, h)) @ v
+                  - system.jacobian(system.integrate(q, v, -h)) @ v) / (2 * h)
+        np.testing.assert_allclose(-eta, Jv_dot, atol=1e-7)
+
+
+def test_kkt_solution_is_gauss_principle():
+    """The KKT acceleration minimises ½(a − a_free)ᵀM(a − a_free) on J a = η (seed 003's Gauss principle), solved
+    here independently in the null space of J."""
+    bodies = [Body("a", 2.0, np.diag([0.1, 0.2, 0.3]), com=(0.05, -0.02, 0.1), space="se3"),
+              Body("b", 1.5, np.diag([0.2, 0.1, 0.25]), space="so3xr3")]
+    system = ConstrainedSystem(bodies, [spherical("s", 0, (0.1, 0.2, -0.3)),
+                                        revolute("r", 0, (-0.2, 0.1, 0.0), (1, 0, 0), 1, (0.3, 0, 0.1), (0, 0, 1))])
+    rng = np.random.default_rng(5)
+    q = np.concatenate([m.group.random(rng) for m in system.models])
+    v, tau = rng.normal(size=12), rng.normal(size=12)
+    a, lam = system.kkt(q, v, tau)
+    M = system.mass_matrix(q)
+    a_free = np.linalg.solve(M, tau - system.nonlinear_effects(q, v))
+    J, eta = system.jacobian(q, v)
+    N = null_space(J)
+    a_p = np.linalg.lstsq(J, eta, rcond=None)[0]
+    z = np.linalg.solve(N.T @ M @ N, N.T @ M @ (a_free - a_p))
+    np.testing.assert_allclose(a, a_p + N @ z, atol=1e-10)
+    np.testing.assert_allclose(J @ a, eta, atol=1e-10)
+    np.testing.assert_allclose(M @ a + J.T @ lam, tau - system.nonlinear_effects(q, v), atol=1e-10)
+
+
+def test_project_velocity_keeps_chosen_components():
+    bodies = [Body("a", 2.0, np.diag([0.1, 0.2, 0.3]), com=(0.05, -0.02, 0.1), space="se3"),
+              Body("b", 1.5, np.diag([0.2, 0.1, 0.25]), space="so3xr3")]
+    system = ConstrainedSystem(bodies, [revolute("hinge", 0, (0.1, 0.2, -0.3), (0.3, -0.5, 0.8)),
+                                        spherical("ball", 1, (0.1, -0.2, 0.3), 0, (0.0, 0.1, 0.2))])
+    q = system.neutral()
+    q[7:10] = (-0.1, 0.4, -0.6)
+    q = system.configuration([(np.zeros(3), np.eye(3)), (system.poses(q)[1][1] + (0.2, 0.6, -0.1), np.eye(3))])
+    q = system.project_configuration(system.integrate(q, np.r_[0, 0, 0, 0.3, -0.5, 0.8, np.zeros(6)]))
+    assert np.abs(system.constraint(q)).max() < 1e-13  # Gauss–Newton onto g = 0
+    v = np.arange(1.0, 13.0)
+    keep = np.zeros(12, dtype=bool)
+    keep[[5, 9, 10]] = True  # body a's ω_z (about the hinge axis, given the others) and two of body b's
+    w = system.project_velocity(q, v, keep=keep)
+    np.testing.assert_allclose(system.jacobian(q) @ w, 0.0, atol=1e-10)
+    np.testing.assert_array_equal(w[keep], v[keep])
+    w_all = system.project_velocity(q, v)  # unconstrained choice: the kinetic-energy-closest consistent velocity
+    M = system.mass_matrix(q)
+    N = null_space(system.jacobian(q))
+    np.testing.assert_allclose(w_all, N @ np.linalg.solve(N.T @ M @ N, N.T @ M @ v), atol=1e-10)
+
+
+def test_revolute_pendulum_matches_its_ode_and_stays_on_the_hinge_on_se3():
+    """A body hinged about world z at its end, gravity along −y: J_p φ̈ = −m g l cos φ (DOP853, 1e-12).
+    On SE(3) both the hinge point and the axis stay at round-off (a lower pair to the ground)."""
+    m, l, Jc = 1.3, 0.4, np.diag([0.02, 0.05, 0.06])
+    Jp = Jc[2, 2] + m * l * l
+    for space in ("se3", "so3xr3"):
+        system = ConstrainedSystem([Body("p", m, Jc, space=space)],
+                                   [revolute("hinge", 0, (-l, 0, 0), (0, 0, 1), None, (0, 0, 0), (0, 0, 1))],
+                                   gravity=(0.0, -9.81, 0.0))
+        q0 = system.configuration([((l, 0.0, 0.0), np.eye(3))])
+        keep = np.arange(6) == 5  # ω_z given; the hinge removes ω_x, ω_y and fixes v
+        v0 = system.project_velocity(q0, system.velocity_from_twists(q0, [np.r_[0, 0, 0, 0.7, -0.4, 2.0]]), keep)
+        np.testing.assert_allclose(v0[3:], [0.0, 0.0, 2.0], atol=1e-12)  # the hinge removes ω_x, ω_y
+        t, q, v = system.simulate(q0, v0, None, 1e-3, 1000)
+        sol = solve_ivp(lambda s, x: [x[1], -m * 9.81 * l * np.cos(x[0]) / Jp], (0, 1), [0.0, 2.0],
+                        method="DOP853", rtol=1e-12, atol=1e-12, t_eval=t[::50])
+        R = np.array([system.poses(x)[0][0] for x in q[::50]])
+        c, s_ = np.cos(sol.y[0]), np.sin(sol.y[0])
+        R_ref = np.array([[[ck, -sk, 0], [sk, ck, 0], [0, 0, 1]] for ck, sk in zip(c, s_)])
+        assert np.abs(R - R_ref).max() < 1e-8
+        viol = max(system.violations(x)[0] for x in q)
+        ang = max(system.angle_violations(x)[0] for x in q)
+        if space == "se3":
+            assert viol < 1e-12 and ang < 1e-12, (viol, ang)
+        else:
+            assert viol > 1e-12, viol  # the product group drifts (the axis stays: rotations are exact on SO(3))
+
+
+def test_stabilization_flags():
+    """Off by default; on SO(3)×R³ over 2 s projection holds the pivot to its tolerance, Baumgarte (α = β = 10/s)
+    keeps the drift bounded where it grows without."""
+    viol = {}
+    for stab in (None, "baumgarte", "projection"):
+        system, q0, v0 = con.build("heavy-top", ("so3xr3",), stabilization=stab)
+        _, q, v = system.simulate(q0, v0, None, 2e-3, 1000, "rk4")
+        viol[stab] = max(system.violations(x)[0] for x in q)
+        if stab == "projection":
+            J = system.jacobian(q[-1])
+            assert np.abs(J @ v[-1]).max() < 1e-9
+    assert viol[None] > 1e-5
+    assert viol["projection"] < 1e-12
+    assert viol["baumgarte"] < viol[None] / 10
+    with pytest.raises(ValueError, match="unknown stabilization"):
+        con.build("heavy-top", ("se3",), stabilization="magic")
+
+
+def test_simulate_reports_divergence():
+    system, q0, v0 = con.build("heavy-top", ("so3xr3",))
+    with pytest.raises(FloatingPointError, match="diverged"):
+        system.simulate(q0, v0, None, 2e-2, 400, "euler")
+    t, q, _ = system.simulate(q0, v0, None, 2e-2, 400, "euler", stop_on_divergence=True)
+    assert t.size < 401 and np.isfinite(q).all()
+
+
+# ------------------------------------------------------------------------------------------ seed 001 studies
+def test_heavy_top_initial_kinetic_energy_is_the_papers():
+    for space in ("se3", "so3xr3"):
+        system, q0, v0 = con.build("heavy-top", (space,))
+        np.testing.assert_allclose(v0[:3], [0.0, 5 * np.pi, -10 * np.pi], atol=1e-12)  # ω₀ × r₀ (R = I)
+        assert abs(system.kinetic_energy(q0, v0) - 13972.4) < 0.05
+
+
+def test_heavy_top_se3_exact_for_every_tableau_so3xr3_drifts():
+    """Paper §5.1: on SE(3) the pivot holds to round-off for every tableau; SO(3)×R³ drifts."""
+    for method in TABLEAUS:
+        se3 = con.run_once("heavy-top", ("se3",), method, 1e-3, 0.5, reference=False)
+        so3 = con.run_once("heavy-top", ("so3xr3",), method, 1e-3, 0.5, reference=False)
+        assert se3["violation_max"]["pivot"] < 1e-10, (method, se3)
+        assert so3["violation_max"]["pivot"] > 1e-8, (method, so3)
+
+
+def test_heavy_top_so3xr3_drift_has_the_tableaus_order():
+    for method, expected in (("heun", 2), ("rk4", 4)):
+        c = con.convergence("heavy-top", ("so3xr3",), method, (4e-3, 2e-3, 1e-3), 0.25)
+        assert abs(c["order"]["pivot"] - expected) < 0.3, (method, c)
+
+
+def test_heavy_top_motion_matches_eulers_equations_about_the_pivot():
+    """Against Euler's equations about the fixed point (DOP853), with gravity so that the potential enters."""
+    for space in ("se3", "so3xr3"):
+        r = con.run_once("heavy-top", (space,), "rk4", 5e-4, 0.3, gravity=9.81)
+        ref = r["reference_error"]
+        assert ref["rotation_max"] < 1e-7 and ref["com_position_max"] < 1e-7, (space, ref)
+        assert r["energy_drift_rel"] < 1e-8
+
+
+@needs_pin
+def test_double_pendulum_ground_joint_exact_on_se3_joint2_comparable_and_motion_matches_pinocchio():
+    runs = {sp: con.run_once("double-pendulum", (sp, sp), "rk4", 1e-3, 1.0, reference=False)
+            for sp in ("se3", "so3xr3")}
+    assert runs["se3"]["violation_max"]["ground"] < 1e-10
+    assert runs["so3xr3"]["violation_max"]["ground"] > 1e-8
+    ratio = runs["se3"]["violation_max"]["joint2"] / runs["so3xr3"]["violation_max"]["joint2"]
+    assert 0.2 < ratio < 5.0, runs  # body to body: comparable in both spaces
+    for sp in ("se3", "so3xr3"):
+        assert runs[sp]["violation_max"]["joint2"] < 1e-4
+        r = con.run_once("double-pendulum", (sp, sp), "rk4", 2.5e-4, 0.2)
+        assert r["reference_error"]["rotation_max"] < 1e-6 and r["reference_error"]["com_position_max"] < 1e-7, r
+
+
+@needs_pin
+def test_floating_pair_comparable_in_both_spaces_momentum_conserved_matches_pinocchio():
+    runs = [con.run_once("floating-pair", sp, "rk4", 1e-3, 1.0)
+            for sp in (("se3", "se3"), ("so3xr3", "so3xr3"), ("se3", "so3xr3"))]
+    v = [r["violation_max"]["joint2"] for r in runs]
+    assert max(v) < 1e-8 and max(v) / min(v) < 5.0, v
+    for r in runs:
+        assert r["momentum_drift"] < 1e-8
+        assert r["reference_error"]["rotation_max"] < 1e-7 and r["reference_error"]["com_position_max"] < 1e-8, r
+    system, q0, v0 = con.build("floating-pair", ("se3", "se3"))
+    np.testing.assert_allclose(system.spatial_momentum(q0, v0)[:3], 0.0, atol=1e-12)  # c.o.m. at rest
+
+
+def test_reference_needing_pinocchio_says_so_when_it_is_missing(monkeypatch):
+    from mbs_ros.validation import pin_reference
+
+    monkeypatch.setitem(sys.modules, "pinocchio", None)  # import pinocchio -> ImportError
+    with pytest.raises(RuntimeError, match="needs Pinocchio"):
+        pin_reference.require_pinocchio()
+    r = con.run_once("floating-pair", ("se3", "se3"), "rk4", 1e-3, 0.01)
+    assert r["reference_error"]["reference"] is None and "needs Pinocchio" in r["reference_error"]["message"]
