@@ -217,3 +217,40 @@ def test_reference_needing_pinocchio_says_so_when_it_is_missing(monkeypatch):
         pin_reference.require_pinocchio()
     r = con.run_once("floating-pair", ("se3", "se3"), "rk4", 1e-3, 0.01)
     assert r["reference_error"]["reference"] is None and "needs Pinocchio" in r["reference_error"]["message"]
+
+
+# ------------------------------------------------------------------------------------------- seed 003 study
+def test_euler_angle_helpers_of_the_lagrange_form():
+    """∂R/∂η by central differences, and angles() inverts rotation() away from pitch ±90°."""
+    from mbs_ros.validation import euler_zyx as ez
+
+    rng = np.random.default_rng(2)
+    for _ in range(5):
+        eta = rng.uniform([-3, -1.4, -3], [3, 1.4, 3])
+        np.testing.assert_allclose(ez.angles(ez.rotation(eta)), eta, atol=1e-12)
+        for k, dR in enumerate(ez.rotation_partials(eta)):
+            e = np.eye(3)[k] * 1e-6
+            np.testing.assert_allclose(dR, (ez.rotation(eta + e) - ez.rotation(eta - e)) / 2e-6, atol=1e-9)
+
+
+def test_formulations_agree_and_conserve_the_invariants():
+    from mbs_ros.validation import formulations as fm
+
+    for forced in (False, True):
+        c = fm.run_case(forced, False, 2.0, 1e-12, 5e-4)
+        assert set(c["forms"]) == {"kirchhoff", "newton_euler", "lagrange", "model"}
+        assert c["max_difference"] < 1e-9, c["pairs"]
+        assert c["lagrange_min_pitch_margin"] > 0.3
+        if not forced:
+            for form, inv in c["invariants"].items():
+                assert max(inv.values()) < 1e-10, (form, inv)
+    c = fm.run_case(False, True, 2.0, 1e-12, 5e-4)  # added mass: Kirchhoff with M_RB + M_A, Munk moment
+    assert c["forms"] == ["kirchhoff", "newton_euler", "lagrange"] and "cannot take" in c["model"]
+    assert c["max_difference"] < 1e-9, c["pairs"]
+    for form, inv in c["invariants"].items():
+        assert max(inv.values()) < 1e-10, (form, inv)
+    # the added mass matters: the same run with the rigid inertia alone ends elsewhere
+    R_rb = fm.kirchhoff(fm.rigid_inertia(), fm.ez.rotation(fm.ETA0), fm.B0, fm.NU0, np.array([0.0, 2.0]), False, 1e-9)
+    R_am = fm.kirchhoff(fm.rigid_inertia() + fm.ADDED_MASS, fm.ez.rotation(fm.ETA0), fm.B0, fm.NU0,
+                        np.array([0.0, 2.0]), False, 1e-9)
+    assert np.abs(R_rb[0][-1] - R_am[0][-1]).max() > 1e-2

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["rotation", "omega_map", "EulerZYXBody"]
+__all__ = ["rotation", "rotation_partials", "angles", "omega_map", "omega_map_partials", "EulerZYXBody"]
 
 
 def _rx(a):
@@ -51,6 +51,20 @@ def rotation(eta) -> np.ndarray:
     return _rz(psi) @ _ry(theta) @ _rx(phi)
 
 
+def rotation_partials(eta) -> tuple:
+    """∂R/∂φ, ∂R/∂θ, ∂R/∂ψ."""
+    phi, theta, psi = eta
+    Rx, Ry, Rz = _rx(phi), _ry(theta), _rz(psi)
+    return Rz @ Ry @ _drx(phi), Rz @ _dry(theta) @ Rx, _drz(psi) @ Ry @ Rx
+
+
+def angles(R) -> np.ndarray:
+    """η = (φ, θ, ψ) with rotation(η) = R, θ in [−π/2, π/2] (away from θ = ±π/2)."""
+    R = np.asarray(R, dtype=float)
+    return np.array([np.arctan2(R[2, 1], R[2, 2]), np.arcsin(np.clip(-R[2, 0], -1.0, 1.0)),
+                     np.arctan2(R[1, 0], R[0, 0])])
+
+
 def omega_map(eta) -> np.ndarray:
     """E(η) with body angular velocity ω = E(η) η̇ (ZYX); det E = cos θ."""
     phi, theta, _ = eta
@@ -58,7 +72,7 @@ def omega_map(eta) -> np.ndarray:
     return np.array([[1.0, 0.0, -st], [0.0, cf, sf * ct], [0.0, -sf, cf * ct]])
 
 
-def _omega_map_partials(eta):
+def omega_map_partials(eta):
     """∂E/∂φ, ∂E/∂θ, ∂E/∂ψ."""
     phi, theta, _ = eta
     cf, sf, ct, st = np.cos(phi), np.sin(phi), np.cos(theta), np.sin(theta)
@@ -82,17 +96,15 @@ class EulerZYXBody:
         """ẋ for x = (η, η̇); ``torque_body(t, R, ω)`` is the applied body-frame torque."""
         eta, eta_d = x[:3], x[3:]
         E = omega_map(eta)
-        dE = _omega_map_partials(eta)
+        dE = omega_map_partials(eta)
         E_dot = sum(d * r for d, r in zip(dE, eta_d))
         w = E @ eta_d
         Jw = self.J_o @ w
         # ∂T/∂η_k = ωᵀ J ∂E/∂η_k η̇ ;  d/dt(Eᵀ J ω) = Ėᵀ J ω + Eᵀ J (E η̈ + Ė η̇)
         dT_deta = np.array([Jw @ (d @ eta_d) for d in dE])
-        phi, theta, psi = eta
-        Rx, Ry, Rz = _rx(phi), _ry(theta), _rz(psi)
-        dR = (Rz @ Ry @ _drx(phi), Rz @ _dry(theta) @ Rx, _drz(psi) @ Ry @ Rx)
+        dR = rotation_partials(eta)
         dV_deta = np.array([-self.mass * self.gravity @ (d @ self.com) for d in dR])
-        R = Rz @ Ry @ Rx
+        R = rotation(eta)
         tau = np.asarray(torque_body(t, R, w), dtype=float)
         M = E.T @ self.J_o @ E
         rhs = E.T @ tau - E_dot.T @ Jw - E.T @ self.J_o @ (E_dot @ eta_d) + dT_deta - dV_deta
