@@ -254,3 +254,15 @@ def test_formulations_agree_and_conserve_the_invariants():
     R_am = fm.kirchhoff(fm.rigid_inertia() + fm.ADDED_MASS, fm.ez.rotation(fm.ETA0), fm.B0, fm.NU0,
                         np.array([0.0, 2.0]), False, 1e-9)
     assert np.abs(R_rb[0][-1] - R_am[0][-1]).max() > 1e-2
+
+
+# ------------------------------------------------------------------------------------------- seed 004 study
+def test_gimbal_lock_study():
+    from mbs_ros.validation import gimbal_lock
+
+    r = gimbal_lock.run(t_end=0.7)
+    assert r["crossing_time"] is not None and r["min_pitch_margin"] < 2e-3
+    assert r["error_before_max"] < 1e-8  # same RK4 and step: agreement while the pitch is clear of 90°
+    assert r["reference_error_before_max"] < 1e-8
+    assert r["euler_failed"]
+    assert r["energy_drift_rel"] < 1e-10 and r["orthonormality_max"] < 1e-12
