@@ -266,3 +266,25 @@ def test_gimbal_lock_study():
     assert r["reference_error_before_max"] < 1e-8
     assert r["euler_failed"]
     assert r["energy_drift_rel"] < 1e-10 and r["orthonormality_max"] < 1e-12
+
+
+# ------------------------------------------------------------------------------------------- seed 002 study
+@needs_pin
+def test_balloon_against_pinocchio_and_closed_forms():
+    from mbs_ros.validation import balloon
+
+    r = balloon.run(t_end=1.5)
+    init = r["initial"]
+    assert init["notes_values_match"]
+    assert max(init["errors"].values()) < 1e-12, init["errors"]
+    ref = r["reference"]
+    assert ref["self_position_error"] < 1e-8 and ref["self_attitude_error"] < 1e-8, ref  # reference is converged
+    assert ref["base_position_error"] < 1e-7 and ref["link_position_error"] < 1e-7, ref
+    assert ref["base_attitude_error"] < 1e-7 and ref["joint_error"] < 1e-7, ref
+    assert r["com_drift"] < 1e-7 and r["com_drift_undamped"] < 1e-7
+    assert r["energy_drift_rel_undamped"] < 1e-7
+    assert r["energy_balance_rel"] < 1e-7 and r["energy_dissipated"] > 10.0
+    d = r["inverse_dynamics"]
+    assert d["joint_force_error_exact"] < 1e-9 and d["base_residual_exact"] < 1e-9
+    assert d["joint_force_error_fd"] < 1e-4 * d["joint_force_scale"] and d["base_residual_fd"] < 1e-2
+    assert d["rnea_vs_pinocchio"] < 1e-9 and d["joint_wrench_vs_pinocchio"] < 1e-9
