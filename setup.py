@@ -26,7 +26,8 @@ setup(
         *tree("launch"),
         *tree("config"),
     ],
-    install_requires=["setuptools", "numpy", "scipy", "transforms3d", "PyYAML", "urdfdom-py", "xacro"],
+    install_requires=["setuptools", "numpy", "scipy", "transforms3d", "PyYAML", "urdfdom-py", "xacro",
+                      "mcap>=1.6", "mcap-ros2-support>=0.6", "matplotlib", "tqdm"],
     zip_safe=True,
     maintainer="mbs_ros developers",
     maintainer_email="mbs-ros@example.org",
@@ -36,6 +37,8 @@ setup(
     entry_points={
         "console_scripts": [
             "dynamics_node = mbs_ros.nodes.dynamics_node:main",
+            "recorder = mbs_ros.recording:main",
+            "plot = mbs_ros.plot:main",
             "controller_node = mbs_ros.nodes.controller_node:main",
         ],
     },

@@ -28,6 +28,10 @@ MODULE_TO_KEY = {
     "mpmath": "python3-sympy",  # no rosdep key of its own; sympy requires it on every platform
     "pinocchio": "pinocchio",
     "urdf_parser_py": "urdfdom_py",
+    "mcap": "mcap-ros2-support",  # no key of its own; mcap-ros2-support (pip) requires it
+    "mcap_ros2": "mcap-ros2-support",
+    "tqdm": "python3-tqdm",
+    "rosbags": "python3-rosbags-pip",
 }
 # ROS packages whose Python module has the package's name (besides *_msgs, *_srvs and *_interfaces).
 ROS_MODULES = {
