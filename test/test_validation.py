@@ -4,6 +4,8 @@ Every number is checked against something independent of the code under test: cl
 scipy's DOP853 on other coordinates (Euler's equations about a pivot, Euler-angle Lagrange, Kirchhoff, spatial
 Newton–Euler). Horizons are short to keep the module fast; the CLI defaults run longer.
 """
+import json
+import subprocess
 import sys
 
 import numpy as np
@@ -288,3 +290,34 @@ def test_balloon_against_pinocchio_and_closed_forms():
     assert d["joint_force_error_exact"] < 1e-9 and d["base_residual_exact"] < 1e-9
     assert d["joint_force_error_fd"] < 1e-4 * d["joint_force_scale"] and d["base_residual_fd"] < 1e-2
     assert d["rnea_vs_pinocchio"] < 1e-9 and d["joint_wrench_vs_pinocchio"] < 1e-9
+
+
+# ------------------------------------------------------------------------------------------------------ the CLI
+def _cli(*args):
+    out = subprocess.run([sys.executable, "-m", "mbs_ros.validation", *args], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+def test_cli_lists_studies_and_prints_json():
+    names = [line.split()[0] for line in _cli("--list").splitlines()]
+    assert names == ["heavy-top", "double-pendulum", "floating-pair", "formulations", "gimbal-lock", "balloon",
+                     "rigid-body"]
+    r = json.loads(_cli("heavy-top", "--method", "all", "--t-end", "0.2", "--no-reference", "--json"))
+    assert {(x["space"], x["method"]) for x in r["runs"]} == {(s, m) for s in ("se3", "so3xr3") for m in TABLEAUS}
+    for x in r["runs"]:
+        assert abs(x["kinetic_energy_initial"] - 13972.4) < 0.05
+        assert set(x) >= {"violation_max", "energy_drift_rel", "us_per_step"}
+    table = _cli("gimbal-lock", "--t-end", "0.6")
+    assert "Euler form failed at the singularity" in table and "True" in table
+
+
+def test_cli_help_documents_keys_and_assumptions():
+    from mbs_ros.validation.cli import studies
+
+    for name, study in studies().items():
+        assert "Metrics" in study.description, name
+    assert "Assumption" in studies()["heavy-top"].description
+    assert "k = 100 N/m" in studies()["balloon"].description
+    assert "2.7 kg" in studies()["double-pendulum"].description

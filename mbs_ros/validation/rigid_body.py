@@ -1,6 +1,7 @@
 """Rigid-body study (seed 004 + seed 001): energy/momentum drift of long RKMK runs and orders of convergence.
 
-    python -m mbs_ros.validation.rigid_body [--steps 100000] [--dt 1e-3] [--method rk4] [--json]
+    python -m mbs_ros.validation rigid-body [--steps 100000] [--dt 1e-3] [--method rk4] [--json]
+    (also: python -m mbs_ros.validation.rigid_body ...)
 
 Drift: a torque-free body with a centre-of-mass offset and a full inertia on each base group (no gravity), from
 a fixed initial twist; relative change of kinetic energy and of the Noether momentum after ``--steps`` steps.
@@ -20,6 +21,7 @@ from scipy.integrate import solve_ivp
 
 from ..dynamics import BASES, TABLEAUS, Model, simulate
 from ..dynamics.lie import hat3
+from ._study import Study
 
 BODY = dict(mass=1.7, inertia=[[0.5, 0.05, -0.02], [0.05, 0.8, 0.03], [-0.02, 0.03, 1.1]], com=(0.1, -0.05, 0.2))
 TWIST = np.array([0.4, -0.3, 0.2, 1.5, -2.0, 1.0])
@@ -83,29 +85,56 @@ def convergence(dts=(0.04, 0.02, 0.01), t_end: float = 1.0) -> dict:
     return out
 
 
-def main(argv=None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m mbs_ros.validation.rigid_body", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=100_000)
-    ap.add_argument("--dt", type=float, default=1e-3)
+def _add_arguments(ap):
+    ap.add_argument("--steps", type=int, default=100_000, help="drift run length in steps (default 100000)")
+    ap.add_argument("--dt", type=float, default=1e-3, help="drift run step (s), default 1e-3")
     ap.add_argument("--method", default="rk4", choices=list(TABLEAUS))
+
+
+def _run(args) -> dict:
+    return {"study": "rigid-body", "drift": [drift(b, args.steps, args.dt, args.method) for b in BASES],
+            "convergence": convergence()}
+
+
+def _report(result) -> str:
+    d = result["drift"][0]
+    lines = [f"Torque-free drift, {d['method']}, {d['steps']} steps of {d['dt']:g} s",
+             f"{'base':<12}{'energy drift':>14}{'max |ΔT|/T':>14}{'momentum drift':>16}{'µs/step':>10}"]
+    for r in result["drift"]:
+        lines.append(f"{r['base']:<12}{r['energy_drift_rel']:>14.2e}{r['energy_max_dev_rel']:>14.2e}"
+                     f"{r['momentum_drift_rel']:>16.2e}{r['us_per_step']:>10.1f}")
+    lines.append("\nOrder of convergence on SE(3) (error at t = 1 s vs DOP853 at 1e-13)")
+    lines.append(f"{'method':<8}" + "".join(f"{'h=' + format(d, 'g'):>12}" for d in result['convergence']['rk4']['dt'])
+                 + f"{'order':>8}{'expected':>10}")
+    for m, r in result["convergence"].items():
+        lines.append(f"{m:<8}" + "".join(f"{e:>12.2e}" for e in r["error"]) + f"{r['order']:>8.2f}{r['expected']:>10d}")
+    return "\n".join(lines)
+
+
+HELP = __doc__ + """
+Metrics (--json: {"study", "drift": [...], "convergence": {...}}):
+  drift        per base group: energy_drift_rel (|T_end − T0|/T0), energy_max_dev_rel (max |T − T0|/T0),
+               momentum_drift_rel (max |μ_end − μ0| / max |μ0|, Noether momentum), us_per_step, base, steps, dt, method
+  convergence  per tableau: dt, error (max-entry error of R, p, V at t = 1 s), order (log-log slope), expected
+Body (ours, the paper has no numbers): m = 1.7 kg, full inertia, c.o.m. (0.1, −0.05, 0.2) m.
+"""
+
+STUDY = Study("rigid-body", "seeds 004/001: long-run drift per base group and RKMK orders on SE(3)", HELP,
+              _add_arguments, _run, _report)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m mbs_ros.validation.rigid_body", description=HELP,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    _add_arguments(ap)
     ap.add_argument("--json", action="store_true", help="one JSON object on stdout")
     args = ap.parse_args(argv)
-    result = {"drift": [drift(b, args.steps, args.dt, args.method) for b in BASES], "convergence": convergence()}
+    result = _run(args)
     if args.json:
         json.dump(result, sys.stdout, indent=1)
         print()
         return 0
-    print(f"Torque-free drift, {args.method}, {args.steps} steps of {args.dt:g} s")
-    print(f"{'base':<12}{'energy drift':>14}{'max |ΔT|/T':>14}{'momentum drift':>16}{'µs/step':>10}")
-    for r in result["drift"]:
-        print(f"{r['base']:<12}{r['energy_drift_rel']:>14.2e}{r['energy_max_dev_rel']:>14.2e}"
-              f"{r['momentum_drift_rel']:>16.2e}{r['us_per_step']:>10.1f}")
-    print("\nOrder of convergence on SE(3) (error at t = 1 s vs DOP853 at 1e-13)")
-    print(f"{'method':<8}" + "".join(f"{'h=' + format(d, 'g'):>12}" for d in result['convergence']['rk4']['dt'])
-          + f"{'order':>8}{'expected':>10}")
-    for m, r in result["convergence"].items():
-        print(f"{m:<8}" + "".join(f"{e:>12.2e}" for e in r["error"]) + f"{r['order']:>8.2f}{r['expected']:>10d}")
+    print(_report(result))
     return 0
 
 
