@@ -1,0 +1,685 @@
+"""Record ROS 2 topics into a rosbag2-compatible MCAP file, without ``ros2 bag``.
+
+Command line (any ``--ros-args`` are passed to the node)::
+
+    python -m mbs_ros.recording OUT.mcap --topics /robot1/odom /tf /diagnostics
+    python -m mbs_ros.recording OUT.mcap --all [--exclude REGEX] [--duration 10]
+    python -m mbs_ros.recording OUT.mcap --topics /robot1/odom:nav_msgs/msg/Odometry
+
+It records until Ctrl-C (SIGINT), SIGTERM or ``--duration`` seconds, then writes the summary and
+index, so the file is complete; exit code 0. In a program, attach a :class:`Recorder` to a node that
+the program spins, and close it (or use it as a context manager)::
+
+    with Recorder(node, "run.mcap", ["/robot1/odom", "/tf"]):
+        executor.spin_until_future_complete(done)
+
+or, in a program that does not spin ROS itself, :class:`BackgroundRecorder` (own context, node and
+thread; ``stop()`` completes the file)::
+
+    rec = BackgroundRecorder("run.mcap", ["/robot1/odom", "/tf"])
+    rec.wait_for_topics(timeout=10.0)
+    ...
+    rec.stop()
+
+Topics are subscribed to as they appear in the ROS graph (``get_topic_names_and_types``, polled every
+``discovery_period``), with a QoS adapted to their publishers as ``ros2 bag record`` does: reliable
+unless a publisher is best effort, transient local if every publisher is (so latched topics such as
+``robot_description`` are caught). A type given with a topic (``name:pkg/msg/Type`` on the command
+line, a mapping in Python) must match the graph's. Messages arrive raw (``raw=True``) and are written
+as received: never deserialised.
+
+The file (written by the ``mcap`` library, the format's reference implementation) follows rosbag2's
+MCAP storage, so ``ros2 bag info/play`` (the file itself, or a folder holding it) and Foxglove read it:
+
+- header profile ``ros2``; one schema per type, named ``pkg/msg/Type``, encoding ``ros2msg``, whose
+  data is the full ``.msg`` text with every dependency appended after a ``====…`` line and
+  ``MSG: pkg/Type``, built from the installed ``share/<pkg>/msg/*.msg`` exactly as rosbag2's
+  ``LocalMessageDefinitionSource`` does (``.idl`` and encoding ``ros2idl`` when a ``.msg`` is missing);
+- one channel per topic, message encoding ``cdr``, metadata ``offered_qos_profiles`` (the publishers'
+  QoS, rosbag2's YAML) and ``topic_type_hash``;
+- each message: log time = receive time on the recorder's clock (ns), publish time = the message's
+  ``header.stamp`` when its type starts with a ``std_msgs/Header`` and the stamp is non-zero,
+  otherwise the publisher's source timestamp (what rosbag2 writes), otherwise the receive time;
+- zstd-compressed chunks (``compression``), each closed once it exceeds ``chunk_size`` bytes or
+  ``flush_period`` seconds after its first message, and written to disk at once: a process killed
+  with SIGKILL loses at most the last chunk. The summary (statistics, chunk and message indexes) is
+  written on close.
+"""
+
+from __future__ import annotations
+
+import argparse
+import atexit
+import functools
+import importlib
+import os
+import re
+import signal
+import struct
+import sys
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Dict, Iterable, Mapping, Optional, Sequence, Tuple, Union
+
+from mcap.writer import LIBRARY_IDENTIFIER, CompressionType
+from mcap.writer import Writer as McapWriter
+
+__all__ = ["BagWriter", "Recorder", "BackgroundRecorder", "DefinitionNotFound", "message_definition", "message_class",
+           "qos_profiles_yaml", "main"]
+
+PROFILE = "ros2"
+MESSAGE_ENCODING = "cdr"
+COMPRESSION = {"zstd": CompressionType.ZSTD, "lz4": CompressionType.LZ4, "none": CompressionType.NONE}
+
+_OPEN: "weakref.WeakSet[BagWriter]" = weakref.WeakSet()
+
+
+# ------------------------------------------------------------------------------ message definitions
+
+class DefinitionNotFound(LookupError):
+    """No installed ``.msg``/``.idl`` file defines the type (or a type it depends on)."""
+
+
+# As rosbag2_cpp/message_definitions/local_message_definition_source.cpp: type names (pkg/Type or
+# pkg/msg/Type), field types in .msg text ("foo_msgs/Bar" in "foo_msgs/Bar[] bar"), .idl includes.
+_PACKAGE_TYPENAME = re.compile(r"^([a-zA-Z0-9_]+)/(?:msg/|srv/)?([a-zA-Z0-9_]+)$")
+_MSG_FIELD_TYPE = re.compile(r"(?:^|\n)\s*([a-zA-Z0-9_/]+)(?:\[[^\]]*\])?\s+")
+_IDL_INCLUDE = re.compile(r"(?:^|\n)#include\s+(?:\"|<)([a-zA-Z0-9_/]+)\.idl(?:\"|>)")
+_PRIMITIVES = frozenset({"bool", "byte", "char", "float32", "float64", "int8", "uint8", "int16", "uint16",
+                         "int32", "uint32", "int64", "uint64", "string"})
+_DELIMITER = "=" * 80 + "\n"
+
+
+def _share_directory(package: str) -> Optional[Path]:
+    try:
+        from ament_index_python.packages import get_package_share_directory
+        return Path(get_package_share_directory(package))
+    except (LookupError, OSError, ImportError):  # not in the index, or AMENT_PREFIX_PATH unset
+        pass
+    candidate = Path(sys.prefix) / "share" / package  # a venv holding the ROS 2 wheels
+    return candidate if candidate.is_dir() else None
+
+
+@functools.lru_cache(maxsize=None)
+def _definition_file(type_name: str, extension: str) -> Tuple[str, str]:
+    """(text of the .msg/.idl file, package) of ``pkg/Type`` or ``pkg/msg/Type``."""
+    m = _PACKAGE_TYPENAME.match(type_name)
+    if not m:
+        raise DefinitionNotFound(f"type name {type_name!r} not understood")
+    package, name = m.groups()
+    share = _share_directory(package)
+    path = share / "msg" / (name + extension) if share is not None else None
+    if path is None or not path.is_file():
+        raise DefinitionNotFound(f"no {extension} file for {type_name} (package {package!r} share: {share})")
+    return path.read_text(encoding="utf-8"), package
+
+
+def _dependencies(text: str, package: str, extension: str) -> list:
+    if extension == ".idl":
+        return sorted(set(_IDL_INCLUDE.findall(text)))
+    deps = set()
+    for t in _MSG_FIELD_TYPE.findall(text):
+        if t not in _PRIMITIVES:
+            deps.add(t if "/" in t else f"{package}/{t}")
+    return sorted(deps)  # rosbag2 keeps them in a std::set
+
+
+@functools.lru_cache(maxsize=None)
+def message_definition(type_name: str) -> Tuple[str, str]:
+    """``(encoding, text)`` of the full definition of ``pkg/msg/Type``, as rosbag2 stores it in MCAP.
+
+    The type's ``.msg`` text, then for each dependency not yet included (depth first, dependencies of
+    a type in sorted order) a blank line, 80 ``=``, ``MSG: pkg/Type`` and its text; encoding
+    ``ros2msg``. If any ``.msg`` is missing, the same from ``.idl`` files (``IDL:`` delimiters, one
+    before the root too) with encoding ``ros2idl``. Raises :class:`DefinitionNotFound`.
+    """
+    for extension, encoding, tag in ((".msg", "ros2msg", "MSG: "), (".idl", "ros2idl", "IDL: ")):
+        seen = set()
+
+        def append(name: str, depth: int) -> str:
+            if depth <= 0:
+                raise DefinitionNotFound(f"dependencies of {type_name} nest too deeply")
+            text, package = _definition_file(name, extension)
+            out = text
+            for dep in _dependencies(text, package, extension):
+                if dep not in seen:
+                    seen.add(dep)
+                    out += "\n" + _DELIMITER + tag + dep + "\n" + append(dep, depth - 1)
+            return out
+
+        try:
+            text = append(type_name, 50)
+        except DefinitionNotFound as e:
+            error = e
+            continue
+        if extension == ".idl":
+            text = _DELIMITER + tag + type_name + "\n" + text
+        return encoding, text
+    raise DefinitionNotFound(f"{type_name}: {error}")
+
+
+def message_class(type_name: str):
+    """The Python class of ``pkg/msg/Type`` (also ``pkg/Type``)."""
+    parts = type_name.split("/")
+    if len(parts) == 2:
+        parts = [parts[0], "msg", parts[1]]
+    if len(parts) != 3 or not all(parts):
+        raise ValueError(f"not a message type name: {type_name!r} (expected pkg/msg/Type)")
+    module = importlib.import_module(f"{parts[0]}.{parts[1]}")
+    try:
+        return getattr(module, parts[2])
+    except AttributeError:
+        raise ImportError(f"{parts[0]}.{parts[1]} has no type {parts[2]!r}") from None
+
+
+def _normalise_type(type_name) -> str:
+    """``pkg/msg/Type`` from a class, ``pkg/Type`` or ``pkg/msg/Type``."""
+    if not isinstance(type_name, str):
+        module = type_name.__module__.split(".")  # nav_msgs.msg._odometry
+        return f"{module[0]}/{module[1]}/{type_name.__name__}"
+    parts = type_name.split("/")
+    return f"{parts[0]}/msg/{parts[1]}" if len(parts) == 2 else type_name
+
+
+# ------------------------------------------------------------------------------------- QoS as rosbag2
+
+def _duration_yaml(d) -> str:
+    ns = max(0, d.nanoseconds if hasattr(d, "nanoseconds") else int(d))  # infinite: 2^63 - 1, as rmw's
+    return f"\n    sec: {ns // 1_000_000_000}\n    nsec: {ns % 1_000_000_000}"
+
+
+def qos_profiles_yaml(profiles: Iterable) -> str:
+    """rosbag2's ``offered_qos_profiles`` text (metadata version 9: policies by name) of rclpy QoS profiles."""
+    def name(policy) -> str:
+        return policy.name.lower() if hasattr(policy, "name") else str(policy)
+
+    items = []
+    for p in profiles:
+        items.append(
+            f"- history: {name(p.history)}\n  depth: {int(p.depth)}\n  reliability: {name(p.reliability)}\n"
+            f"  durability: {name(p.durability)}\n  deadline:{_duration_yaml(p.deadline)}\n"
+            f"  lifespan:{_duration_yaml(p.lifespan)}\n  liveliness: {name(p.liveliness)}\n"
+            f"  liveliness_lease_duration:{_duration_yaml(p.liveliness_lease_duration)}\n"
+            f"  avoid_ros_namespace_conventions: {'true' if p.avoid_ros_namespace_conventions else 'false'}")
+    return "\n".join(items) if items else "[]"
+
+
+# ---------------------------------------------------------------------------------------------- file
+
+def _header_stamp_reader(msg_class):
+    """A function CDR bytes -> header stamp [ns] (0 if absent), for types whose first field is a Header."""
+    try:
+        fields = list(msg_class.get_fields_and_field_types().items())
+    except AttributeError:
+        return None
+    if not fields or fields[0][1] != "std_msgs/Header":
+        return None
+    # CDR: 4-byte encapsulation header (byte 1 odd = little endian), then Header.stamp {int32 sec, uint32 nanosec}
+    le, be = struct.Struct("<iI"), struct.Struct(">iI")
+
+    def stamp(data) -> int:
+        if len(data) < 12:
+            return 0
+        sec, nsec = (le if data[1] & 1 else be).unpack_from(data, 4)
+        return sec * 1_000_000_000 + nsec
+
+    return stamp
+
+
+class BagWriter:
+    """A rosbag2-compatible MCAP file (see the module docstring): topics, then raw CDR messages.
+
+    Thread-safe. ``close()`` writes the summary; until then, data is on disk up to the last closed
+    chunk (closed after ``chunk_size`` bytes or ``flush_period`` s; ``flush()`` closes one now).
+    """
+
+    def __init__(self, path: Union[str, os.PathLike], *, compression: str = "zstd",
+                 chunk_size: int = 1 << 20, flush_period: Optional[float] = 1.0):
+        if compression not in COMPRESSION:
+            raise ValueError(f"compression must be one of {', '.join(COMPRESSION)}, got {compression!r}")
+        self.path = Path(path)
+        self.flush_period = flush_period
+        self._lock = threading.RLock()
+        self._file = open(self.path, "wb")
+        self._writer = McapWriter(self._file, chunk_size=chunk_size, compression=COMPRESSION[compression])
+        from mbs_ros import __version__
+        self._writer.start(profile=PROFILE, library=f"mbs_ros.recording/{__version__}; {LIBRARY_IDENTIFIER}")
+        self._file.flush()
+        self._schemas: Dict[str, int] = {}
+        self._channels: Dict[str, int] = {}
+        self.types: Dict[str, str] = {}  # topic -> pkg/msg/Type
+        self.counts: Dict[str, int] = {}  # topic -> messages written
+        self._pending_since: Optional[float] = None  # monotonic time of the first unflushed message
+        self.closed = False
+        _OPEN.add(self)
+
+    def add_topic(self, topic: str, type_name, *, offered_qos_profiles: Sequence = (), type_hash: str = "") -> None:
+        """Register a topic (a schema for its type the first time); idempotent for the same type."""
+        type_name = _normalise_type(type_name)
+        with self._lock:
+            self._check_open()
+            if topic in self._channels:
+                if self.types[topic] != type_name:
+                    raise ValueError(f"{topic} is already recorded as {self.types[topic]}, not {type_name}")
+                return
+            schema_id = self._schemas.get(type_name)
+            if schema_id is None:
+                try:
+                    encoding, text = message_definition(type_name)
+                except DefinitionNotFound:
+                    encoding, text = "", ""  # rosbag2 writes "unknown" and no text; MCAP's "no schema" is ""
+                schema_id = self._writer.register_schema(name=type_name, encoding=encoding, data=text.encode())
+                self._schemas[type_name] = schema_id
+            metadata = {"offered_qos_profiles": qos_profiles_yaml(offered_qos_profiles),
+                        "topic_type_hash": type_hash}
+            self._channels[topic] = self._writer.register_channel(
+                topic=topic, message_encoding=MESSAGE_ENCODING, schema_id=schema_id, metadata=metadata)
+            self.types[topic] = type_name
+            self.counts[topic] = 0
+
+    def write(self, topic: str, data: bytes, log_time: int, publish_time: Optional[int] = None,
+              sequence: int = 0) -> None:
+        """Write one serialised (CDR) message of a registered topic; times in ns."""
+        with self._lock:
+            self._check_open()
+            self._writer.add_message(channel_id=self._channels[topic], log_time=int(log_time), data=bytes(data),
+                                     publish_time=int(log_time if publish_time is None else publish_time),
+                                     sequence=int(sequence) & 0xFFFFFFFF)
+            self.counts[topic] += 1
+            now = time.monotonic()
+            if self._pending_since is None:
+                self._pending_since = now
+            elif self.flush_period is not None and now - self._pending_since >= self.flush_period:
+                self.flush()
+
+    def write_message(self, topic: str, msg, log_time: int, publish_time: Optional[int] = None) -> None:
+        """Serialise an rclpy message and write it, registering the topic if needed; publish time as
+        the recorder chooses it (header stamp if any) when not given."""
+        from rclpy.serialization import serialize_message
+        if topic not in self._channels:
+            self.add_topic(topic, type(msg))
+        data = serialize_message(msg)
+        if publish_time is None:
+            reader = _header_stamp_reader(type(msg))
+            publish_time = (reader(data) if reader else 0) or log_time
+        self.write(topic, data, log_time, publish_time)
+
+    def flush(self) -> None:
+        """Close the chunk in progress and hand everything to the OS (survives the process being killed)."""
+        with self._lock:
+            if self.closed:
+                return
+            self._writer.flush()
+            self._file.flush()
+            self._pending_since = None
+
+    def flush_if_due(self) -> None:
+        with self._lock:
+            if (self._pending_since is not None and self.flush_period is not None
+                    and time.monotonic() - self._pending_since >= self.flush_period):
+                self.flush()
+
+    def close(self) -> None:
+        """Write the summary and indexes and close the file (idempotent)."""
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            try:
+                self._writer.finish()
+                self._file.flush()
+                os.fsync(self._file.fileno())
+            finally:
+                self._file.close()
+                _OPEN.discard(self)
+
+    @property
+    def message_count(self) -> int:
+        return sum(self.counts.values())
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise ValueError(f"{self.path} is closed")
+
+    def __enter__(self) -> "BagWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+@atexit.register
+def _close_leftovers() -> None:
+    for w in list(_OPEN):
+        try:
+            w.close()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass
+
+
+# ------------------------------------------------------------------------------------------ recorder
+
+def _hidden(topic: str) -> bool:
+    return any(part.startswith("_") for part in topic.split("/"))
+
+
+class Recorder:
+    """Records topics of the ROS graph, through ``node``, into an MCAP file (see the module docstring).
+
+    ``topics``: names (relative names are resolved in the node's namespace) or a mapping name ->
+    type (``pkg/msg/Type`` or a message class; ``None`` = whatever the graph says). ``all_topics``:
+    also every other topic that appears (hidden ones only with ``include_hidden``), except those
+    matching ``exclude`` (regular expressions, searched in the name). Spinning ``node`` drives it;
+    call :meth:`close` (or use ``with``) to complete the file.
+    """
+
+    def __init__(self, node, path: Union[str, os.PathLike], topics: Union[Iterable[str], Mapping[str, object],
+                 None] = None, *, all_topics: bool = False, exclude: Iterable[str] = (),
+                 include_hidden: bool = False, compression: str = "zstd", chunk_size: int = 1 << 20,
+                 flush_period: float = 1.0, discovery_period: float = 0.5, depth: int = 1000):
+        self.node = node
+        items = topics.items() if isinstance(topics, Mapping) else ((t, None) for t in (topics or ()))
+        self.requested: Dict[str, Optional[str]] = {
+            node.resolve_topic_name(name): (_normalise_type(t) if t is not None else None) for name, t in items}
+        if not self.requested and not all_topics:
+            raise ValueError("nothing to record: give topics or all_topics=True")
+        if not (flush_period > 0 and discovery_period > 0):
+            raise ValueError("flush_period and discovery_period must be > 0")
+        self.all_topics = all_topics
+        self.include_hidden = include_hidden
+        self.exclude = [re.compile(p) for p in exclude]
+        self.depth = int(depth)
+        self.writer = BagWriter(path, compression=compression, chunk_size=chunk_size, flush_period=flush_period)
+        self.path = self.writer.path
+        self._subscriptions: Dict[str, object] = {}
+        self._stamp_readers: Dict[str, object] = {}
+        self._warned: set = set()
+        self._lock = threading.Lock()
+        self._clock = node.get_clock()
+        self._discovery_timer = node.create_timer(discovery_period, self.discover)
+        self._flush_timer = node.create_timer(min(flush_period, 1.0) / 2, self.writer.flush_if_due)
+        self.discover()
+
+    # ------------------------------------------------------------------------------- queries
+    # (read from any thread: the executor's thread adds topics and counts meanwhile)
+    @property
+    def subscribed(self) -> Dict[str, str]:
+        """topic -> type of the topics being recorded."""
+        with self.writer._lock:
+            return dict(self.writer.types)
+
+    @property
+    def counts(self) -> Dict[str, int]:
+        """topic -> messages written so far."""
+        with self.writer._lock:
+            return dict(self.writer.counts)
+
+    @property
+    def missing(self) -> list:
+        """Requested topics not (yet) recorded (not in the graph, or no publisher yet)."""
+        with self._lock:
+            return sorted(set(self.requested) - set(self._subscriptions))
+
+    @property
+    def closed(self) -> bool:
+        return self.writer.closed
+
+    # ------------------------------------------------------------------------------- discovery
+    def discover(self) -> None:
+        """Subscribe to the wanted topics the graph now has (the discovery timer calls it)."""
+        if self.writer.closed:
+            return
+        for name, types in self.node.get_topic_names_and_types():
+            if name in self._subscriptions:
+                continue
+            wanted = name in self.requested
+            if not wanted and not (self.all_topics and (self.include_hidden or not _hidden(name))
+                                   and not any(p.search(name) for p in self.exclude)):
+                continue
+            if name in self._warned:
+                continue
+            type_name = self.requested.get(name)
+            if type_name is not None and type_name not in types:
+                self._warn_once(name, f"not recording {name}: it has type(s) {', '.join(types)}, not {type_name}")
+                continue
+            if type_name is None:
+                type_name = types[0]
+                if len(types) > 1:
+                    self.node.get_logger().warning(
+                        f"{name} has several types ({', '.join(types)}): recording {type_name}")
+            self._subscribe(name, type_name)
+        if not self.all_topics and not self.missing and self._discovery_timer is not None:
+            self._discovery_timer.cancel()  # everything asked for is recorded
+
+    def _warn_once(self, name: str, text: str) -> None:
+        self._warned.add(name)
+        self.node.get_logger().warning(text)
+
+    def _subscribe(self, name: str, type_name: str) -> None:
+        with self._lock:
+            if not self.writer.closed:
+                self._subscribe_locked(name, type_name)
+
+    def _subscribe_locked(self, name: str, type_name: str) -> None:
+        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+        try:
+            msg_class = message_class(type_name)
+        except (ImportError, ValueError) as e:
+            self._warn_once(name, f"not recording {name}: cannot import {type_name} ({e})")
+            return
+        infos = [i for i in self.node.get_publishers_info_by_topic(name)]
+        if not infos:
+            return  # only subscribers so far: wait for a publisher, whose QoS decides ours
+        offered = [i.qos_profile for i in infos]
+        reliable = all(q.reliability == ReliabilityPolicy.RELIABLE for q in offered)
+        transient = all(q.durability == DurabilityPolicy.TRANSIENT_LOCAL for q in offered)
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=self.depth,
+                         reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL if transient else DurabilityPolicy.VOLATILE)
+        type_hash = next((str(i.topic_type_hash) for i in infos if hasattr(i, "topic_type_hash")), "")
+        self.writer.add_topic(name, type_name, offered_qos_profiles=offered, type_hash=type_hash)
+        self._stamp_readers[name] = _header_stamp_reader(msg_class)
+        self._subscriptions[name] = self.node.create_subscription(
+            msg_class, name, functools.partial(self._on_message, name), qos, raw=True)
+        self.node.get_logger().info(f"recording {name} ({type_name})")
+
+    # ------------------------------------------------------------------------------- data
+    def _on_message(self, topic: str, data: bytes, info) -> None:
+        log_time = self._clock.now().nanoseconds
+        reader = self._stamp_readers.get(topic)
+        publish_time = (reader(data) if reader else 0) or info.get("source_timestamp") or log_time
+        try:
+            self.writer.write(topic, data, log_time, publish_time, info.get("publication_sequence_number") or 0)
+        except ValueError:  # closed meanwhile
+            pass
+
+    def flush(self) -> None:
+        self.writer.flush()
+
+    def close(self) -> None:
+        """Stop recording and complete the file (idempotent). Subscriptions and timers are removed
+        while the node is still valid."""
+        with self._lock:
+            if self.writer.closed:
+                return
+            self.writer.close()
+            for obj in (self._discovery_timer, self._flush_timer, *self._subscriptions.values()):
+                try:
+                    if hasattr(obj, "cancel"):
+                        obj.cancel()
+                        self.node.destroy_timer(obj)
+                    else:
+                        self.node.destroy_subscription(obj)
+                except Exception:  # noqa: BLE001 - the node or its context may be gone already
+                    pass
+
+    def __enter__(self) -> "Recorder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+
+class BackgroundRecorder:
+    """A :class:`Recorder` with its own rclpy context, node and spinning thread, for programs that do not
+    spin ROS themselves (a scenario runner, a test). It installs no signal handlers: the program decides
+    when to :meth:`stop`, which completes the file. Keyword arguments go to :class:`Recorder`."""
+
+    def __init__(self, path, topics=None, *, node_name: str = "mbs_recorder", namespace: Optional[str] = None,
+                 domain_id: Optional[int] = None, **kwargs):
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.signals import SignalHandlerOptions
+
+        self.context = Context()
+        rclpy.init(context=self.context, domain_id=domain_id, signal_handler_options=SignalHandlerOptions.NO)
+        try:
+            self.node = rclpy.create_node(node_name, namespace=namespace, context=self.context)
+            self.recorder = Recorder(self.node, path, topics, **kwargs)
+        except BaseException:
+            rclpy.try_shutdown(context=self.context)
+            raise
+        self.path = self.recorder.path
+        self._executor = SingleThreadedExecutor(context=self.context)
+        self._executor.add_node(self.node)
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._spin, name=f"{node_name}-spin", daemon=True)
+        self._thread.start()
+
+    def _spin(self) -> None:
+        while not self._stop.is_set() and self.context.ok():
+            try:
+                self._executor.spin_once(timeout_sec=0.05)
+            except Exception:  # noqa: BLE001 - context shut down under us: stop spinning
+                if not self.context.ok():
+                    break
+                raise
+
+    def wait_for_topics(self, timeout: float = 10.0) -> bool:
+        """Wait until every requested topic is being recorded; False on timeout."""
+        deadline = time.monotonic() + timeout
+        while self.recorder.missing:
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.02)
+        return True
+
+    @property
+    def counts(self) -> Dict[str, int]:
+        return self.recorder.counts
+
+    def stop(self) -> None:
+        """Stop recording, complete the file, and release the node and context (idempotent)."""
+        import rclpy
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        if self._thread.is_alive():
+            self._thread.join()
+        self.recorder.close()
+        try:
+            self._executor.shutdown()
+            self.node.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=self.context)
+
+    def __enter__(self) -> "BackgroundRecorder":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+
+# ----------------------------------------------------------------------------------------------- CLI
+
+def _topic_argument(text: str) -> Tuple[str, Optional[str]]:
+    name, _, type_name = text.partition(":")  # ':' never occurs in ROS names
+    if not name:
+        raise argparse.ArgumentTypeError(f"empty topic name in {text!r}")
+    return name, (type_name or None)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m mbs_ros.recording",
+        description="Record ROS 2 topics into a rosbag2-compatible MCAP file (ros2 profile, cdr messages, "
+                    "ros2msg schemas) until Ctrl-C, SIGTERM or --duration. ROS arguments go after --ros-args.")
+    p.add_argument("output", help="the .mcap file to write (overwritten)")
+    p.add_argument("--topics", nargs="+", type=_topic_argument, default=[], metavar="TOPIC[:TYPE]",
+                   help="topics to record, e.g. /robot1/odom or /robot1/odom:nav_msgs/msg/Odometry; "
+                        "recorded as soon as they appear")
+    p.add_argument("-a", "--all", action="store_true", help="record every topic that appears")
+    p.add_argument("--include-hidden", action="store_true", help="with --all: hidden topics too")
+    p.add_argument("--exclude", action="append", default=[], metavar="REGEX",
+                   help="with --all: skip topics matching this regular expression (repeatable)")
+    p.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
+    p.add_argument("--compression", choices=sorted(COMPRESSION), default="zstd", help="chunk compression")
+    p.add_argument("--chunk-size", type=int, default=1 << 20, metavar="BYTES", help="chunk size (default 1 MiB)")
+    p.add_argument("--flush-period", type=float, default=1.0, metavar="S",
+                   help="close a chunk (and write it to disk) at least this often (default 1 s)")
+    p.add_argument("--discovery-period", type=float, default=0.5, metavar="S",
+                   help="how often the graph is polled for new topics")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.utilities import remove_ros_args
+
+    argv = list(sys.argv if argv is None else argv)
+    args = _parser().parse_args(remove_ros_args(argv)[1:])
+    if not args.topics and not args.all:
+        _parser().error("give --topics or --all")
+    if args.duration is not None and args.duration <= 0:
+        _parser().error("--duration must be > 0")
+
+    rclpy.init(args=argv)
+    node = rclpy.create_node("mbs_recorder")
+    recorder = None
+    done = threading.Event()
+    try:
+        recorder = Recorder(node, args.output, dict(args.topics), all_topics=args.all, exclude=args.exclude,
+                            include_hidden=args.include_hidden, compression=args.compression,
+                            chunk_size=args.chunk_size, flush_period=args.flush_period,
+                            discovery_period=args.discovery_period)
+        what = "all topics" if args.all else " ".join(recorder.requested)
+        node.get_logger().info(f"recording {what} into {recorder.path}")
+        if args.duration is not None:
+            node.create_timer(args.duration, done.set)
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        while not done.is_set() and rclpy.ok():
+            try:
+                executor.spin_once(timeout_sec=0.1)
+            except RuntimeError:
+                # rclpy race: a SIGTERM that shuts the context down while spin_once builds its wait set
+                # raises RCLError ("the given context is not valid") instead of ExternalShutdownException
+                if rclpy.ok():
+                    raise
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    finally:
+        # a second Ctrl-C or SIGTERM must not interrupt writing the summary
+        previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+        try:
+            if recorder is not None:
+                recorder.close()
+                counts = recorder.counts
+                lines = "".join(f"\n  {t}: {n}" for t, n in sorted(counts.items()))
+                missing = f"\n  never seen: {' '.join(recorder.missing)}" if recorder.missing else ""
+                print(f"wrote {sum(counts.values())} messages on {len(counts)} topics to {recorder.path}"
+                      f"{lines}{missing}", flush=True)
+            node.destroy_node()
+            rclpy.try_shutdown()
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
