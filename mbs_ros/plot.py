@@ -1,0 +1,732 @@
+"""Plots of a recorded run: ``python -m mbs_ros.plot FILE.mcap --out DIR``.
+
+Reads an MCAP file (as :mod:`mbs_ros.recording` or ``ros2 bag record -s mcap`` writes it) with the
+``mcap`` library and decodes messages from the file's own ``ros2msg`` schemas (``mcap_ros2``), so no
+ROS installation is needed. For every namespace ``<ns>`` found in the file it writes, when the topics
+are there (otherwise it prints a note and skips that plot):
+
+- ``<ns>_trajectory.png``: base path in x–y and z over time, from ``<ns>/odom`` (``nav_msgs/Odometry``),
+  with the base reference when there is one;
+- ``<ns>_joints.png``: joint positions from ``<ns>/joint_states`` (``sensor_msgs/JointState``) against the
+  reference from ``<ns>/joint_reference`` (``trajectory_msgs/JointTrajectory``);
+- ``<ns>_base.png``: base position and orientation error against ``<ns>/base_reference``
+  (``trajectory_msgs/MultiDOFJointTrajectory``, first transform of each point);
+- ``<ns>_tracking.png``: tracking error norms over time (joints; base position and rotation angle);
+- ``<ns>_energy.png``: kinetic, potential and total energy against the start value plus the work of
+  the applied wrench, the power balance dE/dt vs applied power, and the residual E − E_ref − W, from the
+  dynamics node's ``/diagnostics`` status (``hardware_id``: ``<ns>/base_link``; name ``<node>: …``).
+
+The root namespace gives files without prefix (``trajectory.png``). Times are header stamps (the
+simulation time), in seconds from the earliest stamp in the file.
+
+References are evaluated as the controllers do, with :class:`mbs_ros.controllers.Reference` (quintic,
+waypoint velocities/accelerations when given, holding the first/last point outside): the trajectory
+starts at its ``header.stamp``, or, if that is zero, at the first state sample received after it. Each
+new reference message replaces the previous one from the first state sample received after it on.
+Base references are evaluated on SE(3) (exact for se3, schoenflies, se2 and so3 bases, all subgroups
+of SE(3); ``--base-group so3xr3`` for that group).
+
+A file that was not closed (its recorder killed) has no summary: it is read from the start up to the
+last complete chunk, with a note. A file that is not MCAP at all: an error and exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, Iterator, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+__all__ = ["PlotError", "Recording", "JointTracking", "BaseTracking", "load", "joint_tracking", "base_tracking",
+           "energy_series", "plot_recording", "main"]
+
+ODOM, JOINT_STATES, JOINT_REFERENCE, BASE_REFERENCE = "odom", "joint_states", "joint_reference", "base_reference"
+DIAGNOSTICS = "/diagnostics"
+TYPES = {
+    ODOM: "nav_msgs/msg/Odometry",
+    JOINT_STATES: "sensor_msgs/msg/JointState",
+    JOINT_REFERENCE: "trajectory_msgs/msg/JointTrajectory",
+    BASE_REFERENCE: "trajectory_msgs/msg/MultiDOFJointTrajectory",
+}
+DIAGNOSTICS_TYPE = "diagnostic_msgs/msg/DiagnosticArray"
+PROGRESS_MIN_MESSAGES = 20000  # "auto" shows progress from this many messages on
+
+
+class PlotError(RuntimeError):
+    """The file cannot be read (missing, not MCAP, broken beyond its header)."""
+
+
+def _stamp_ns(stamp) -> int:
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def _duration_s(d) -> float:
+    return int(d.sec) + int(d.nanosec) * 1e-9
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+@dataclass
+class TrajectoryMessage:
+    """One JointTrajectory / MultiDOFJointTrajectory as received."""
+
+    log_time: int
+    stamp: int  # header.stamp [ns]; 0 = "start when received"
+    names: Tuple[str, ...]
+    times: np.ndarray  # (N,) time_from_start [s]
+    positions: np.ndarray  # (N, nq)
+    velocities: Optional[np.ndarray]  # (N, nv) or None
+    accelerations: Optional[np.ndarray]
+
+
+@dataclass
+class Recording:
+    """What the plots need from a file, as arrays. Stamps in integer ns."""
+
+    path: Path
+    message_count: int = 0
+    notes: List[str] = field(default_factory=list)
+    topics: Dict[str, str] = field(default_factory=dict)  # topic -> type, every topic in the file
+    odom_stamps: Dict[str, np.ndarray] = field(default_factory=dict)  # ns -> (N,) int64, sorted
+    odom: Dict[str, np.ndarray] = field(default_factory=dict)  # ns -> (N, 7) [x y z qx qy qz qw]
+    joint_states: Dict[str, list] = field(default_factory=dict)  # ns -> [(log_time, stamp, names, positions)]
+    joint_reference: Dict[str, List[TrajectoryMessage]] = field(default_factory=dict)
+    base_reference: Dict[str, List[TrajectoryMessage]] = field(default_factory=dict)
+    diagnostics: Dict[str, list] = field(default_factory=dict)  # status name -> [(stamp, hardware_id, {key: float})]
+
+    @property
+    def namespaces(self) -> List[str]:
+        found = set(self.odom) | set(self.joint_states) | set(self.joint_reference) | set(self.base_reference)
+        found |= {energy_namespace(name, rows) for name, rows in self.diagnostics.items()}
+        return sorted(found)
+
+    def t0(self) -> int:
+        """Earliest stamp of any series (ns): the origin of every time axis."""
+        firsts = [int(a[0]) for a in self.odom_stamps.values() if len(a)]
+        firsts += [min(r[1] for r in rows) for rows in self.joint_states.values() if rows]
+        firsts += [min(r[0] for r in rows) for rows in self.diagnostics.values() if rows]
+        return min(firsts) if firsts else 0
+
+
+def energy_namespace(status_name: str, rows) -> str:
+    """Namespace of a dynamics node's status: from hardware_id ``<ns>/base_link``, else the node name."""
+    hardware_id = rows[0][1] if rows else ""
+    if "/" in hardware_id.strip("/"):
+        ns = hardware_id.strip("/").rsplit("/", 1)[0]
+        return "/" + ns
+    node = status_name.split(":", 1)[0].strip()  # "/robot1/dynamics_node: rigid body"
+    return node.rsplit("/", 1)[0] if node.startswith("/") else ""
+
+
+def _split_topic(topic: str) -> Optional[Tuple[str, str]]:
+    """('/robot1', 'odom') for '/robot1/odom' (namespace '' for '/odom'), if it is a topic the plots use."""
+    ns, _, leaf = topic.rpartition("/")
+    return (ns, leaf) if leaf in TYPES else None
+
+
+class _Progress:
+    """tqdm on a terminal; otherwise a line on stderr at every 10 %."""
+
+    def __init__(self, total: Optional[int], label: str, mode: str = "auto"):
+        self.total, self.label, self.count, self._shown = total, label, 0, -1
+        self.enabled = mode == "always" or (mode == "auto" and (total or 0) >= PROGRESS_MIN_MESSAGES)
+        self._bar = None
+        if self.enabled and sys.stderr.isatty():
+            try:
+                from tqdm import tqdm
+                self._bar = tqdm(total=total, desc=label, unit="msg", file=sys.stderr, leave=False)
+            except ImportError:
+                pass
+
+    def update(self, n: int = 1) -> None:
+        self.count += n
+        if not self.enabled:
+            return
+        if self._bar is not None:
+            self._bar.update(n)
+        elif self.total:
+            decile = min(10, self.count * 10 // self.total)
+            if decile > self._shown:
+                self._shown = decile
+                print(f"{self.label}: {decile * 10:3d}% ({self.count}/{self.total} messages)", file=sys.stderr,
+                      flush=True)
+        elif self.count % 50000 == 0:
+            print(f"{self.label}: {self.count} messages", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self._bar is not None:
+            self._bar.close()
+        elif self.enabled and self.total and self._shown < 10:
+            print(f"{self.label}: done ({self.count} messages)", file=sys.stderr, flush=True)
+
+
+def iter_messages(path, topics: Optional[Sequence[str]] = None, notes: Optional[List[str]] = None,
+                  progress: str = "never") -> Iterator[Tuple[str, str, int, object]]:
+    """``(topic, type, log_time, decoded message)`` of the file, in log-time order when it has an index
+    (``topics``: only these). A file without summary (not closed) is read as a stream up to the last
+    complete record, with a note in ``notes``. Raises :class:`PlotError` if it is not readable MCAP."""
+    from mcap.exceptions import McapError
+    from mcap.reader import SeekingReader
+    from mcap.stream_reader import StreamReader
+    from mcap_ros2.decoder import DecoderFactory
+
+    path = Path(path)
+    notes = notes if notes is not None else []
+    try:
+        f = open(path, "rb")
+    except OSError as e:
+        raise PlotError(f"cannot open {path}: {e.strerror or e}") from e
+    with f:
+        if not f.read(8):
+            raise PlotError(f"{path} is empty")
+        f.seek(0)
+        try:
+            reader = SeekingReader(f)
+        except McapError as e:
+            raise PlotError(f"{path} is not an MCAP file ({e})") from e
+        try:
+            summary = reader.get_summary()
+        except Exception:  # noqa: BLE001 - no footer: the writer never closed the file
+            summary = None
+        wanted = set(topics) if topics is not None else None
+        factory = DecoderFactory()
+        decoders: Dict[int, object] = {}
+
+        def decode(schema, channel, message):
+            if schema is None:
+                return None
+            if schema.id not in decoders:
+                try:
+                    decoders[schema.id] = factory.decoder_for(channel.message_encoding, schema)
+                except Exception as e:  # noqa: BLE001 - a schema the decoder cannot parse
+                    notes.append(f"cannot decode {schema.name} ({e}): its topics are skipped")
+                    decoders[schema.id] = None
+            fn = decoders[schema.id]
+            return fn(message.data) if fn is not None else None
+
+        if summary is not None and summary.chunk_indexes:
+            counts = summary.statistics.channel_message_counts if summary.statistics else {}
+            total = sum(n for cid, n in counts.items()
+                        if wanted is None or summary.channels[cid].topic in wanted) or None
+            bar = _Progress(total, f"reading {path.name}", progress)
+            try:
+                for schema, channel, message in reader.iter_messages(topics=topics, log_time_order=True):
+                    bar.update()
+                    yield channel.topic, schema.name if schema else "", message.log_time, decode(
+                        schema, channel, message)
+            except McapError as e:
+                raise PlotError(f"{path}: damaged ({e})") from e
+            finally:
+                bar.close()
+            return
+
+        # no index: read records in file order until the data ends
+        f.seek(0)
+        schemas, channels, count = {}, {}, 0
+        bar = _Progress(None, f"reading {path.name}", progress)
+        complete = False
+        try:
+            for record in StreamReader(f).records:
+                kind = type(record).__name__
+                if kind == "Schema":
+                    schemas[record.id] = record
+                elif kind == "Channel":
+                    channels[record.id] = record
+                elif kind == "Message":
+                    channel = channels.get(record.channel_id)
+                    if channel is None or (wanted is not None and channel.topic not in wanted):
+                        continue
+                    count += 1
+                    bar.update()
+                    schema = schemas.get(channel.schema_id)
+                    yield channel.topic, schema.name if schema else "", record.log_time, decode(
+                        schema, channel, record)
+                elif kind in ("DataEnd", "Footer"):
+                    complete = True
+        except Exception as e:  # noqa: BLE001 - truncated mid-record: keep what was read
+            if not channels and not count:
+                raise PlotError(f"{path}: no readable data ({type(e).__name__}: {e})") from e
+            notes.append(f"{path.name} ends early (recorder killed?): read {count} messages up to the last "
+                         f"complete chunk")
+        else:
+            if not complete:
+                notes.append(f"{path.name} has no summary: read {count} messages in file order")
+        finally:
+            bar.close()
+
+
+def _trajectory(msg, log_time: int, multi_dof: bool) -> Optional[TrajectoryMessage]:
+    points = list(msg.points)
+    if not points:
+        return None
+    names = tuple(msg.joint_names)
+    times = np.array([_duration_s(p.time_from_start) for p in points])
+    if multi_dof:
+        def pose(t):
+            return [t.translation.x, t.translation.y, t.translation.z,
+                    t.rotation.x, t.rotation.y, t.rotation.z, t.rotation.w]
+
+        def twist(t):
+            return [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z]
+
+        positions = np.array([pose(p.transforms[0]) for p in points]) if all(p.transforms for p in points) else None
+        vel = np.array([twist(p.velocities[0]) for p in points]) if all(p.velocities for p in points) else None
+        acc = (np.array([twist(p.accelerations[0]) for p in points])
+               if all(p.accelerations for p in points) else None)
+    else:
+        n = len(names)
+        positions = np.array([list(p.positions) for p in points]) if all(len(p.positions) == n for p in points) \
+            else None
+        vel = np.array([list(p.velocities) for p in points]) if all(len(p.velocities) == n for p in points) \
+            else None
+        acc = np.array([list(p.accelerations) for p in points]) \
+            if all(len(p.accelerations) == n for p in points) else None
+    if positions is None:
+        return None
+    return TrajectoryMessage(log_time, _stamp_ns(msg.header.stamp), names, times, positions, vel, acc)
+
+
+def load(path, progress: str = "auto") -> Recording:
+    """Read what the plots need from an MCAP file (see :func:`iter_messages` for the errors)."""
+    rec = Recording(Path(path))
+    # first the channel list, to read only the topics the plots use
+    topics = _file_topics(rec.path, rec.notes)
+    rec.topics = topics
+    used = [t for t, ty in topics.items()
+            if (t == DIAGNOSTICS and ty == DIAGNOSTICS_TYPE) or ((s := _split_topic(t)) and TYPES[s[1]] == ty)]
+    odom: Dict[str, list] = {}
+    if not used:
+        return rec
+    for topic, _type, log_time, msg in iter_messages(rec.path, used, rec.notes, progress):
+        rec.message_count += 1
+        if msg is None:
+            continue
+        if topic == DIAGNOSTICS:
+            stamp = _stamp_ns(msg.header.stamp)
+            for status in msg.status:
+                values = {}
+                for kv in status.values:
+                    try:
+                        values[kv.key] = float(kv.value)
+                    except ValueError:
+                        pass
+                if "total_energy" in values:
+                    rec.diagnostics.setdefault(status.name, []).append((stamp, status.hardware_id, values))
+            continue
+        ns, leaf = _split_topic(topic)
+        if leaf == ODOM:
+            p, q = msg.pose.pose.position, msg.pose.pose.orientation
+            odom.setdefault(ns, []).append((_stamp_ns(msg.header.stamp), p.x, p.y, p.z, q.x, q.y, q.z, q.w))
+        elif leaf == JOINT_STATES:
+            rec.joint_states.setdefault(ns, []).append(
+                (log_time, _stamp_ns(msg.header.stamp), tuple(msg.name), np.array(list(msg.position), float)))
+        else:
+            traj = _trajectory(msg, log_time, multi_dof=leaf == BASE_REFERENCE)
+            target = rec.joint_reference if leaf == JOINT_REFERENCE else rec.base_reference
+            if traj is None:
+                rec.notes.append(f"{topic}: a message without usable points was ignored")
+            else:
+                target.setdefault(ns, []).append(traj)
+    for ns, rows in odom.items():
+        stamps = np.array([r[0] for r in rows], dtype=np.int64)
+        order = np.argsort(stamps, kind="stable")
+        rec.odom_stamps[ns] = stamps[order]
+        rec.odom[ns] = np.array([r[1:] for r in rows], dtype=float)[order]
+    return rec
+
+
+def _file_topics(path: Path, notes: List[str]) -> Dict[str, str]:
+    """topic -> type of every channel (from the summary, or by a pass over an unindexed file)."""
+    from mcap.exceptions import McapError
+    from mcap.reader import SeekingReader
+    try:
+        with open(path, "rb") as f:
+            if not f.read(8):
+                raise PlotError(f"{path} is empty")
+            f.seek(0)
+            reader = SeekingReader(f)
+            try:
+                summary = reader.get_summary()
+            except Exception:  # noqa: BLE001 - no footer
+                summary = None
+            if summary is not None and summary.chunk_indexes:
+                return {c.topic: (summary.schemas[c.schema_id].name if c.schema_id in summary.schemas else "")
+                        for c in summary.channels.values()}
+    except OSError as e:
+        raise PlotError(f"cannot open {path}: {e.strerror or e}") from e
+    except McapError as e:
+        raise PlotError(f"{path} is not an MCAP file ({e})") from e
+    # unindexed: every topic is read; types come with the messages
+    return _scan_topics(path, notes)
+
+
+def _scan_topics(path: Path, notes: List[str]) -> Dict[str, str]:
+    from mcap.stream_reader import StreamReader
+    schemas, out = {}, {}
+    with open(path, "rb") as f:
+        try:
+            for record in StreamReader(f).records:
+                kind = type(record).__name__
+                if kind == "Schema":
+                    schemas[record.id] = record.name
+                elif kind == "Channel":
+                    out[record.topic] = schemas.get(record.schema_id, "")
+        except Exception as e:  # noqa: BLE001 - truncated: the channels seen so far
+            if not out:
+                raise PlotError(f"{path}: no readable data ({type(e).__name__}: {e})") from e
+    return out
+
+
+# ------------------------------------------------------------------------------------------ analysis
+
+
+@dataclass
+class JointTracking:
+    t: np.ndarray  # (N,) s from Recording.t0()
+    names: Tuple[str, ...]
+    q: np.ndarray  # (N, n) measured (NaN where a sample lacks the joint)
+    q_ref: np.ndarray  # (N, n) reference (NaN where no reference is active or it lacks the joint)
+    error_norm: np.ndarray  # (N,) ‖q − q_ref‖ over the referenced joints (NaN without reference)
+
+
+@dataclass
+class BaseTracking:
+    t: np.ndarray
+    p: np.ndarray  # (N, 3)
+    p_ref: np.ndarray  # (N, 3)
+    position_error: np.ndarray  # (N,) ‖p − p_ref‖ [m]
+    rotation_error: np.ndarray  # (N,) angle of R_refᵀ R [rad]
+
+
+def _active(refs: List[TrajectoryMessage], log_times: np.ndarray, stamps: np.ndarray):
+    """For each sample: (index of the reference in force or -1, its start stamp [ns])."""
+    refs = sorted(refs, key=lambda r: r.log_time)
+    ref_log = np.array([r.log_time for r in refs], dtype=np.int64)
+    idx = np.searchsorted(ref_log, log_times, side="right") - 1
+    starts = np.zeros(len(refs), dtype=np.int64)
+    for k, r in enumerate(refs):
+        if r.stamp:
+            starts[k] = r.stamp
+        else:  # "now": the first sample received after it
+            later = np.nonzero(log_times >= r.log_time)[0]
+            starts[k] = stamps[later[0]] if len(later) else 0
+    return refs, idx, starts
+
+
+def _reference_object(space, traj: TrajectoryMessage):
+    from mbs_ros.controllers import Reference
+    try:
+        return Reference(space, traj.times, traj.positions, traj.velocities, traj.accelerations)
+    except ValueError:
+        try:  # e.g. velocities of the wrong size: positions only
+            return Reference(space, traj.times, traj.positions)
+        except ValueError:
+            return None
+
+
+def joint_tracking(rec: Recording, ns: str) -> Optional[JointTracking]:
+    """Joint positions of ``<ns>/joint_states`` against ``<ns>/joint_reference`` (None without states)."""
+    rows = rec.joint_states.get(ns)
+    if not rows:
+        return None
+    rows = sorted(rows, key=lambda r: (r[1], r[0]))
+    names: List[str] = []
+    for r in rows:
+        names += [n for n in r[2] if n not in names]
+    if not names:
+        return None  # states without joint names cannot be matched to a reference or labelled
+    col = {n: i for i, n in enumerate(names)}
+    N, n = len(rows), len(names)
+    q = np.full((N, n), np.nan)
+    for k, (_log, _stamp, row_names, pos) in enumerate(rows):
+        for name, value in zip(row_names, pos):
+            q[k, col[name]] = value
+    log_times = np.array([r[0] for r in rows], dtype=np.int64)
+    stamps = np.array([r[1] for r in rows], dtype=np.int64)
+    q_ref = np.full((N, n), np.nan)
+    refs = rec.joint_reference.get(ns) or []
+    if refs:
+        refs, idx, starts = _active(refs, log_times, stamps)
+        objects = [_reference_object(len(r.names), r) for r in refs]
+        for k in range(N):
+            j = idx[k]
+            if j < 0 or objects[j] is None:
+                continue
+            q_d = objects[j]((stamps[k] - starts[j]) * 1e-9)[0]
+            for name, value in zip(refs[j].names, q_d):
+                if name in col:
+                    q_ref[k, col[name]] = value
+    diff = q - q_ref
+    referenced = ~np.isnan(q_ref)
+    with np.errstate(invalid="ignore"):
+        err = np.sqrt(np.nansum(np.where(referenced, diff, 0.0) ** 2, axis=1))
+    err[~referenced.any(axis=1)] = np.nan
+    t = (stamps - rec.t0()) * 1e-9
+    return JointTracking(t, tuple(names), q, q_ref, err)
+
+
+def base_tracking(rec: Recording, ns: str, base_group: str = "se3") -> Optional[BaseTracking]:
+    """Base pose of ``<ns>/odom`` against ``<ns>/base_reference`` (None unless both are there)."""
+    from mbs_ros.dynamics.lie import GROUPS
+    odom, refs = rec.odom.get(ns), rec.base_reference.get(ns)
+    if odom is None or not len(odom) or not refs:
+        return None
+    group = GROUPS[base_group]
+    stamps = rec.odom_stamps[ns]
+    # odom carries no receive time here: activate each reference from its stamp (or its receive time)
+    refs = sorted(refs, key=lambda r: r.log_time)
+    objects = [_reference_object(group, r) for r in refs]
+    starts = np.array([r.stamp or r.log_time for r in refs], dtype=np.int64)
+    idx = np.searchsorted(starts, stamps, side="right") - 1
+    N = len(odom)
+    pose_ref = np.full((N, 7), np.nan)
+    for k in range(N):
+        j = idx[k]
+        if j >= 0 and objects[j] is not None:
+            pose_ref[k] = objects[j]((stamps[k] - starts[j]) * 1e-9)[0]
+    p, quat = odom[:, :3], odom[:, 3:7]
+    p_ref, quat_ref = pose_ref[:, :3], pose_ref[:, 3:7]
+    pos_err = np.linalg.norm(p - p_ref, axis=1)
+    dot = np.abs(np.sum(quat * quat_ref, axis=1)) / (
+        np.linalg.norm(quat, axis=1) * np.linalg.norm(quat_ref, axis=1))
+    rot_err = 2.0 * np.arccos(np.clip(dot, -1.0, 1.0))
+    return BaseTracking((stamps - rec.t0()) * 1e-9, p, p_ref, pos_err, rot_err)
+
+
+def energy_series(rec: Recording, status_name: str) -> Dict[str, np.ndarray]:
+    """Arrays ``t`` [s] and every numeric key of a status, sorted by stamp, duplicates dropped; plus the
+    power balance ``power`` (dE/dt) and ``applied_power`` (dW/dt) when there are two samples or more."""
+    rows = sorted(rec.diagnostics[status_name], key=lambda r: r[0])
+    stamps, keep = [], []
+    for r in rows:
+        if not stamps or r[0] != stamps[-1]:
+            stamps.append(r[0])
+            keep.append(r[2])
+    keys = sorted({k for v in keep for k in v})
+    out = {k: np.array([v.get(k, np.nan) for v in keep]) for k in keys}
+    t = (np.array(stamps, dtype=np.int64) - rec.t0()) * 1e-9
+    out["t"] = t
+    if len(t) >= 2 and "total_energy" in out:
+        out["power"] = np.gradient(out["total_energy"], t)
+        if "work_applied" in out:
+            out["applied_power"] = np.gradient(out["work_applied"], t)
+    return out
+
+
+# ----------------------------------------------------------------------------------------- plotting
+
+
+def _figure(rows: int, cols: int = 1, height: float = 2.6, width: float = 9.0):
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+    fig = Figure(figsize=(width, max(3.0, height * rows)), layout="constrained")
+    FigureCanvasAgg(fig)
+    axes = fig.subplots(rows, cols, squeeze=False)
+    return fig, axes
+
+
+def _save(fig, path: Path, written: List[Path]) -> None:
+    fig.savefig(path, dpi=100)
+    written.append(path)
+
+
+def _from_zero(ax, values) -> None:
+    """y from 0 to a little above the largest value: a constant error reads as such, not as noise."""
+    finite = np.asarray(values)[np.isfinite(values)]
+    top = float(finite.max()) if finite.size else 0.0
+    ax.set_ylim(0.0, top * 1.15 if top > 0 else 1.0)
+
+
+def _prefix(ns: str) -> str:
+    clean = re.sub(r"[^A-Za-z0-9_]+", "_", ns.strip("/"))
+    return clean + "_" if clean else ""
+
+
+def _label(ns: str) -> str:
+    return ns or "/"
+
+
+def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Optional[List[str]] = None) -> List[Path]:
+    """Write every plot the recording allows into ``out_dir``; returns the files, notes the skipped."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    notes = rec.notes if notes is None else notes
+    written: List[Path] = []
+    namespaces = rec.namespaces
+    if not namespaces:
+        notes.append(f"no <ns>/odom, joint_states, joint_reference, base_reference or energy /diagnostics in "
+                     f"{rec.path.name}: nothing to plot (topics: {', '.join(sorted(rec.topics)) or 'none'})")
+    energy_by_ns: Dict[str, List[str]] = {}
+    for name, rows in rec.diagnostics.items():
+        energy_by_ns.setdefault(energy_namespace(name, rows), []).append(name)
+    t0 = rec.t0()
+    for ns in namespaces:
+        pre, label = _prefix(ns), _label(ns)
+        base = base_tracking(rec, ns, base_group) if ns in rec.base_reference else None
+        # --- trajectory
+        odom = rec.odom.get(ns)
+        if odom is None or not len(odom):
+            notes.append(f"{label}: no {ns}/odom: trajectory plot skipped")
+        else:
+            t = (rec.odom_stamps[ns] - t0) * 1e-9
+            fig, ax = _figure(1, 2, height=4.0, width=11.0)
+            a = ax[0, 0]
+            a.plot(odom[:, 0], odom[:, 1], label="base")
+            a.plot(odom[0, 0], odom[0, 1], "go", label="start")
+            a.plot(odom[-1, 0], odom[-1, 1], "rs", label="end")
+            if base is not None:
+                a.plot(base.p_ref[:, 0], base.p_ref[:, 1], "k--", lw=1, label="reference")
+            a.set(xlabel="x [m]", ylabel="y [m]", title=f"{label}: base path (x–y)")
+            a.set_aspect("equal", adjustable="datalim")
+            a.legend(loc="best", fontsize="small")
+            a.grid(True, alpha=0.3)
+            a = ax[0, 1]
+            a.plot(t, odom[:, 2], label="z")
+            if base is not None:
+                a.plot(t, base.p_ref[:, 2], "k--", lw=1, label="reference")
+            a.set(xlabel="t [s]", ylabel="z [m]", title=f"{label}: height")
+            a.legend(loc="best", fontsize="small")
+            a.grid(True, alpha=0.3)
+            _save(fig, out / f"{pre}trajectory.png", written)
+        # --- joints
+        joints = joint_tracking(rec, ns)
+        if joints is None:
+            if ns in rec.joint_states:
+                notes.append(f"{label}: {ns}/joint_states carry no joint names: joint plot skipped")
+            elif ns in rec.joint_reference:
+                notes.append(f"{label}: no {ns}/joint_states: joint plot skipped")
+        else:
+            n = len(joints.names)
+            cols = 2 if n > 1 else 1
+            rows = (n + cols - 1) // cols
+            fig, ax = _figure(rows, cols, height=2.2, width=11.0 if cols == 2 else 9.0)
+            for i, name in enumerate(joints.names):
+                a = ax[i // cols, i % cols]
+                a.plot(joints.t, joints.q[:, i], label="measured")
+                if np.any(~np.isnan(joints.q_ref[:, i])):
+                    a.plot(joints.t, joints.q_ref[:, i], "k--", lw=1, label="reference")
+                a.set(title=name, xlabel="t [s]", ylabel="q")
+                a.grid(True, alpha=0.3)
+                if i == 0:
+                    a.legend(loc="best", fontsize="small")
+            for i in range(n, rows * cols):
+                ax[i // cols, i % cols].set_visible(False)
+            fig.suptitle(f"{label}: joint positions")
+            _save(fig, out / f"{pre}joints.png", written)
+            if ns not in rec.joint_reference:
+                notes.append(f"{label}: no {ns}/joint_reference: joints plotted without reference")
+        # --- base vs reference
+        if ns in rec.base_reference and base is None:
+            notes.append(f"{label}: no {ns}/odom for the base reference: base plot skipped")
+        if base is not None:
+            fig, ax = _figure(4, 1, height=2.0)
+            for i, axis in enumerate("xyz"):
+                a = ax[i, 0]
+                a.plot(base.t, base.p[:, i], label="measured")
+                a.plot(base.t, base.p_ref[:, i], "k--", lw=1, label="reference")
+                a.set(ylabel=f"{axis} [m]")
+                a.grid(True, alpha=0.3)
+            ax[0, 0].legend(loc="best", fontsize="small")
+            ax[3, 0].plot(base.t, np.degrees(base.rotation_error))
+            ax[3, 0].set(ylabel="rotation error [deg]", xlabel="t [s]")
+            _from_zero(ax[3, 0], np.degrees(base.rotation_error))
+            ax[3, 0].grid(True, alpha=0.3)
+            fig.suptitle(f"{label}: base pose vs reference")
+            _save(fig, out / f"{pre}base.png", written)
+        # --- tracking errors
+        has_joint_err = joints is not None and np.any(~np.isnan(joints.error_norm))
+        if has_joint_err or base is not None:
+            rows = int(has_joint_err) + (2 if base is not None else 0)
+            fig, ax = _figure(rows, 1, height=2.2)
+            series = []
+            if has_joint_err:
+                series.append((joints.t, joints.error_norm, "‖q − q_ref‖", "joints"))
+            if base is not None:
+                series.append((base.t, base.position_error, "‖p − p_ref‖ [m]", "base position"))
+                series.append((base.t, np.degrees(base.rotation_error), "angle [deg]", "base rotation"))
+            for a, (t, err, ylabel, title) in zip(ax[:, 0], series):
+                a.plot(t, err)
+                a.set(ylabel=ylabel, title=title)
+                _from_zero(a, err)
+                a.grid(True, alpha=0.3)
+            ax[-1, 0].set(xlabel="t [s]")
+            fig.suptitle(f"{label}: tracking errors")
+            _save(fig, out / f"{pre}tracking.png", written)
+        elif joints is not None or ns in rec.odom:
+            notes.append(f"{label}: no reference ({ns}/joint_reference, {ns}/base_reference): "
+                         f"tracking-error plot skipped")
+        # --- energy
+        names = energy_by_ns.get(ns, [])
+        if not names:
+            notes.append(f"{label}: no energy status on /diagnostics: energy plot skipped")
+        for k, name in enumerate(sorted(names)):
+            e = energy_series(rec, name)
+            fig, ax = _figure(3, 1, height=2.3)
+            a = ax[0, 0]
+            for key, lab in (("kinetic_energy", "kinetic"), ("potential_energy", "potential"),
+                             ("total_energy", "total E")):
+                if key in e:
+                    a.plot(e["t"], e[key], label=lab)
+            if "total_energy_ref" in e and "work_applied" in e:
+                a.plot(e["t"], e["total_energy_ref"] + e["work_applied"], "k--", lw=1, label="E_ref + work")
+            a.set(ylabel="energy [J]", title=name)
+            a.legend(loc="best", fontsize="small")
+            a = ax[1, 0]
+            if "power" in e:
+                a.plot(e["t"], e["power"], label="dE/dt")
+                if "applied_power" in e:
+                    a.plot(e["t"], e["applied_power"], "k--", lw=1, label="applied power dW/dt")
+                a.legend(loc="best", fontsize="small")
+            a.set(ylabel="power [W]")
+            a = ax[2, 0]
+            if "energy_balance_residual" in e:
+                a.plot(e["t"], e["energy_balance_residual"])
+            a.set(ylabel="E − E_ref − W [J]", xlabel="t [s]")
+            for a in ax[:, 0]:
+                a.grid(True, alpha=0.3)
+            fig.suptitle(f"{label}: energy and power balance")
+            suffix = "" if k == 0 else f"_{k + 1}"
+            _save(fig, out / f"{pre}energy{suffix}.png", written)
+    return written
+
+
+# ----------------------------------------------------------------------------------------------- CLI
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    p = argparse.ArgumentParser(
+        prog="python -m mbs_ros.plot",
+        description="PNG plots of a recorded run (MCAP): base trajectory, joints vs reference, tracking errors, "
+                    "energy and power balance.")
+    p.add_argument("file", help="an MCAP file (mbs_ros.recording, ros2 bag record -s mcap)")
+    p.add_argument("--out", "-o", default="plots", help="output folder (created; default ./plots)")
+    p.add_argument("--base-group", choices=["se3", "so3xr3"], default="se3",
+                   help="group to interpolate base references on (se3 covers schoenflies, se2, so3)")
+    p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
+                   help=f"progress on stderr (auto: from {PROGRESS_MIN_MESSAGES} messages on)")
+    args = p.parse_args(argv)
+    try:
+        rec = load(args.file, progress=args.progress)
+    except PlotError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    written = plot_recording(rec, args.out, base_group=args.base_group)
+    for note in rec.notes:
+        print(f"note: {note}", file=sys.stderr)
+    if written:
+        print(f"wrote {len(written)} plots:")
+        for path in written:
+            print(f"  {path}")
+    else:
+        print("wrote no plots")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

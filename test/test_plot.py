@@ -1,0 +1,252 @@
+"""mbs_ros.plot on MCAP files made here with known joint, base, reference and energy values: the tracking
+errors equal the ones built in, the expected PNG files are written, missing topics are skipped with a note,
+broken files give a clear error (CLI: exit code 2) or, when truncated, what was flushed."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+pytest.importorskip("rclpy")
+pytest.importorskip("matplotlib")
+
+from builtin_interfaces.msg import Duration, Time  # noqa: E402
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus, KeyValue  # noqa: E402
+from geometry_msgs.msg import Transform, Twist  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from trajectory_msgs.msg import (  # noqa: E402
+    JointTrajectory,
+    JointTrajectoryPoint,
+    MultiDOFJointTrajectory,
+    MultiDOFJointTrajectoryPoint,
+)
+
+from mbs_ros import plot  # noqa: E402
+from mbs_ros.recording import BagWriter  # noqa: E402
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+T0 = 1_700_000_000 * 10**9  # first stamp [ns]
+RATE = 100  # Hz, joint_states and odom
+DURATION = 3.0  # s
+LATENCY = 1_000_000  # ns between a stamp and its receive (log) time
+# joint reference 1 (stamped T0 + 0.2 s): waypoints at 0.5 s and 2.0 s after its start
+REF_START = 0.2
+REF_TIMES = (0.5, 2.0)
+REF_Q = (np.array([0.1, -0.2]), np.array([0.7, 0.4]))
+OFFSET = np.array([0.03, -0.04])  # measured - reference: ‖·‖ = 0.05
+SWITCH = 2.5  # s: reference 2 (stamp 0: "start now", one point [0, 0]) is received
+# base: translation from P0 to P1 between these reference times (same orientation Q_BASE), measured off by
+BASE_TIMES = (0.4, 2.4)
+P0, P1 = np.array([0.0, 0.0, 1.0]), np.array([2.0, 1.0, 1.5])
+YAW = 0.3
+Q_BASE = np.array([0.0, 0.0, math.sin(YAW / 2), math.cos(YAW / 2)])
+BASE_OFFSET = np.array([0.0, 0.02, 0.0])  # [m] in the world
+ROT_OFFSET = 0.1  # [rad] about z
+
+
+def quintic(tau):
+    tau = np.clip(tau, 0.0, 1.0)
+    return 10 * tau**3 - 15 * tau**4 + 6 * tau**5
+
+
+def joint_truth(t):
+    """The reference the file implies at t [s from T0] (before the switch)."""
+    s = quintic((t - REF_START - REF_TIMES[0]) / (REF_TIMES[1] - REF_TIMES[0]))
+    return REF_Q[0] + s * (REF_Q[1] - REF_Q[0])
+
+
+def base_truth(t):
+    s = quintic((t - BASE_TIMES[0]) / (BASE_TIMES[1] - BASE_TIMES[0]))
+    return P0 + s * (P1 - P0)
+
+
+def time_msg(ns):
+    return Time(sec=int(ns // 10**9), nanosec=int(ns % 10**9))
+
+
+def duration_msg(s):
+    return Duration(sec=int(s), nanosec=int(round((s - int(s)) * 1e9)))
+
+
+def quat_mul(a, b):
+    ax, ay, az, aw = a
+    bx, by, bz, bw = b
+    return np.array([aw * bx + ax * bw + ay * bz - az * by, aw * by - ax * bz + ay * bw + az * bx,
+                     aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
+
+
+def write_synthetic(path, *, with_lonely=True, flush_period=None):
+    """/arm: odom, joint_states, joint_reference (2 messages), base_reference, energy diagnostics.
+    /lonely: odom only."""
+    w = BagWriter(path, flush_period=flush_period)
+    # joint reference 1, received before any state
+    jt = JointTrajectory(joint_names=["shoulder", "elbow"])
+    jt.header.stamp = time_msg(T0 + int(REF_START * 1e9))
+    jt.points = [JointTrajectoryPoint(positions=list(q), time_from_start=duration_msg(t))
+                 for q, t in zip(REF_Q, REF_TIMES)]
+    w.write_message("/arm/joint_reference", jt, T0 - 100_000_000)
+    mt = MultiDOFJointTrajectory(joint_names=["base"])
+    mt.header.stamp = time_msg(T0)
+    for p, t in zip((P0, P1), BASE_TIMES):
+        tf = Transform()
+        tf.translation.x, tf.translation.y, tf.translation.z = p
+        tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w = Q_BASE
+        mt.points.append(MultiDOFJointTrajectoryPoint(transforms=[tf], velocities=[Twist()],
+                                                      time_from_start=duration_msg(t)))
+    w.write_message("/arm/base_reference", mt, T0 - 100_000_000)
+    q_rot = quat_mul(Q_BASE, [0.0, 0.0, math.sin(ROT_OFFSET / 2), math.cos(ROT_OFFSET / 2)])
+    n = int(DURATION * RATE)
+    switched = False
+    for k in range(n):
+        stamp = T0 + k * (10**9 // RATE)
+        t = k / RATE
+        if not switched and t >= SWITCH:
+            jt2 = JointTrajectory(joint_names=["shoulder", "elbow"])  # stamp 0: starts when received
+            jt2.points = [JointTrajectoryPoint(positions=[0.0, 0.0], time_from_start=duration_msg(0.2))]
+            w.write_message("/arm/joint_reference", jt2, stamp - LATENCY // 2)
+            switched = True
+        q = (np.zeros(2) if switched else joint_truth(t)) + OFFSET
+        js = JointState(name=["shoulder", "elbow"], position=list(q))
+        js.header.stamp = time_msg(stamp)
+        w.write_message("/arm/joint_states", js, stamp + LATENCY)
+        od = Odometry()
+        od.header.stamp = time_msg(stamp)
+        od.header.frame_id = "world"
+        p = base_truth(t) + BASE_OFFSET
+        od.pose.pose.position.x, od.pose.pose.position.y, od.pose.pose.position.z = p
+        o = od.pose.pose.orientation
+        o.x, o.y, o.z, o.w = q_rot
+        w.write_message("/arm/odom", od, stamp + LATENCY)
+        if with_lonely:
+            od2 = Odometry()
+            od2.header.stamp = time_msg(stamp)
+            od2.pose.pose.position.x = math.cos(t)
+            od2.pose.pose.position.y = math.sin(t)
+            w.write_message("/lonely/odom", od2, stamp + LATENCY)
+        if k % 10 == 0:  # energy at 10 Hz: E = 1 + 0.5 t, work = 0.5 t, E_ref = 1
+            values = {"kinetic_energy": 0.5 + 0.5 * t, "potential_energy": 0.5, "total_energy": 1.0 + 0.5 * t,
+                      "total_energy_ref": 1.0, "work_applied": 0.5 * t, "energy_balance_residual": 0.0,
+                      "base_group": "se3"}
+            st = DiagnosticStatus(name="/arm/dynamics_node: rigid body", hardware_id="arm/base_link",
+                                  values=[KeyValue(key=key, value=str(v)) for key, v in values.items()])
+            da = DiagnosticArray(status=[st])
+            da.header.stamp = time_msg(stamp)
+            w.write_message("/diagnostics", da, stamp + LATENCY)
+    return w
+
+
+@pytest.fixture(scope="module")
+def synthetic(tmp_path_factory):
+    path = tmp_path_factory.mktemp("plot") / "synthetic.mcap"
+    write_synthetic(path).close()
+    return path
+
+
+def test_tracking_errors_match_the_built_in_values(synthetic):
+    rec = plot.load(synthetic, progress="never")
+    assert rec.namespaces == ["/arm", "/lonely"]
+    jt = plot.joint_tracking(rec, "/arm")
+    assert jt.names == ("shoulder", "elbow")
+    assert np.allclose(jt.t, np.arange(int(DURATION * RATE)) / RATE, atol=1e-12)
+    before = jt.t < SWITCH
+    expected = np.array([joint_truth(t) for t in jt.t[before]])
+    np.testing.assert_allclose(jt.q_ref[before], expected, atol=1e-9)
+    np.testing.assert_allclose(jt.error_norm, 0.05, atol=1e-9)  # also after the switch, on the new reference
+    np.testing.assert_allclose(jt.q_ref[~before], 0.0, atol=1e-12)
+    # hold the first point before it, the last after it
+    np.testing.assert_allclose(jt.q_ref[jt.t < REF_START + REF_TIMES[0]] - REF_Q[0], 0.0, atol=1e-12)
+    np.testing.assert_allclose(jt.q_ref[(jt.t > REF_START + REF_TIMES[1]) & before] - REF_Q[1], 0.0, atol=1e-12)
+
+    bt = plot.base_tracking(rec, "/arm")
+    np.testing.assert_allclose(bt.p_ref, np.array([base_truth(t) for t in bt.t]), atol=1e-9)
+    np.testing.assert_allclose(bt.position_error, 0.02, atol=1e-9)
+    np.testing.assert_allclose(bt.rotation_error, ROT_OFFSET, atol=1e-6)
+    assert plot.base_tracking(rec, "/lonely") is None
+
+    e = plot.energy_series(rec, "/arm/dynamics_node: rigid body")
+    np.testing.assert_allclose(e["power"], 0.5, atol=1e-9)
+    np.testing.assert_allclose(e["applied_power"], 0.5, atol=1e-9)
+    np.testing.assert_allclose(e["total_energy"] - e["total_energy_ref"] - e["work_applied"], 0.0, atol=1e-12)
+
+
+def test_plots_written_and_missing_topics_noted(synthetic, tmp_path):
+    rec = plot.load(synthetic, progress="never")
+    written = plot.plot_recording(rec, tmp_path)
+    names = sorted(p.name for p in written)
+    assert names == sorted(["arm_trajectory.png", "arm_joints.png", "arm_base.png", "arm_tracking.png",
+                            "arm_energy.png", "lonely_trajectory.png"])
+    for p in written:
+        data = p.read_bytes()
+        assert data[:8] == PNG_MAGIC and len(data) > 5000, p
+    notes = "\n".join(rec.notes)
+    assert "/lonely: no energy status" in notes
+    assert "/lonely: no reference" in notes
+
+
+def test_cli(synthetic, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "mbs_ros.plot", str(synthetic), "--out", str(tmp_path / "png"),
+                          "--progress", "always"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    listed = [line.strip() for line in out.stdout.splitlines() if line.strip().endswith(".png")]
+    assert len(listed) == 6 and all(Path(p).is_file() for p in listed)
+    assert "100%" in out.stderr  # the textual progress (stderr is not a terminal here)
+    assert "note: /lonely: no energy status" in out.stderr
+
+
+def test_only_some_topics(tmp_path):
+    """A file without the topics a plot needs: notes, no crash, no plots."""
+    path = tmp_path / "other.mcap"
+    with BagWriter(path) as w:
+        js = JointState(name=["a"], position=[1.0])
+        w.write_message("/solo/joint_states", js, T0)
+        w.write_message("/chatter_like", Duration(sec=1), T0)
+    rec = plot.load(path, progress="never")
+    written = plot.plot_recording(rec, tmp_path / "png")
+    assert [p.name for p in written] == ["solo_joints.png"]
+    notes = "\n".join(rec.notes)
+    assert "no /solo/odom: trajectory plot skipped" in notes
+    assert "no /solo/joint_reference" in notes
+    empty = tmp_path / "empty.mcap"
+    BagWriter(empty).close()
+    out = subprocess.run([sys.executable, "-m", "mbs_ros.plot", str(empty), "--out", str(tmp_path / "e")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and "wrote no plots" in out.stdout and "nothing to plot" in out.stderr
+
+
+def test_unreadable_files(tmp_path):
+    bad = tmp_path / "bad.mcap"
+    bad.write_bytes(b"this is not an mcap file at all" * 10)
+    for path, reason in ((bad, "not an MCAP file"), (tmp_path / "missing.mcap", "cannot open")):
+        with pytest.raises(plot.PlotError, match=reason):
+            plot.load(path)
+        out = subprocess.run([sys.executable, "-m", "mbs_ros.plot", str(path), "--out", str(tmp_path / "x")],
+                             capture_output=True, text=True, timeout=120)
+        assert out.returncode == 2 and out.stderr.startswith("error: ") and reason in out.stderr
+
+
+def test_truncated_file_gives_the_flushed_messages(tmp_path):
+    path = tmp_path / "cut.mcap"
+    w = write_synthetic(path, with_lonely=False, flush_period=0.0)  # a chunk per message batch
+    w.flush()
+    size = path.stat().st_size
+    data = path.read_bytes()
+    w.close()
+    cut = tmp_path / "cut_short.mcap"
+    cut.write_bytes(data[: size * 2 // 3])
+    rec = plot.load(cut, progress="never")
+    assert any("ends early" in n for n in rec.notes), rec.notes
+    n = len(rec.odom["/arm"])
+    assert 0.5 * DURATION * RATE < n < DURATION * RATE
+    full = plot.load(path, progress="never")
+    np.testing.assert_array_equal(rec.odom["/arm"], full.odom["/arm"][:n])
+    assert plot.plot_recording(rec, tmp_path / "png")
+    header_only = tmp_path / "header_only.mcap"
+    header_only.write_bytes(data[:40])
+    with pytest.raises(plot.PlotError, match="no readable data"):
+        plot.load(header_only)
