@@ -1,0 +1,288 @@
+"""mbs_ros.recording against a real dynamics node: recorder processes stopped by SIGINT, SIGTERM and SIGKILL,
+a Recorder on this process's node and a BackgroundRecorder (own context and thread), all recording the same
+run at once. The files are read back with
+``rosbags`` (its own MCAP parser, message-definition parser and CDR decoder, nothing shared with the
+writer) and checked against what a live subscriber in this process saw.
+
+Every wait is for a graph match, a message count, a file size or a process exit, with a timeout.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs not built into this environment yet")
+rosbags_reader = pytest.importorskip("rosbags.rosbag2", reason="rosbags (the independent reader) not installed")
+
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from mcap.reader import make_reader  # noqa: E402
+from mcap.stream_reader import StreamReader  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.context import Context  # noqa: E402
+from rclpy.executors import SingleThreadedExecutor  # noqa: E402
+from rclpy.qos import QoSProfile  # noqa: E402
+from rclpy.serialization import deserialize_message  # noqa: E402
+from rosbags.rosbag2 import Reader  # noqa: E402
+from rosbags.rosbag2.errors import ReaderError  # noqa: E402
+from rosbags.typesys import Stores, get_typestore  # noqa: E402
+from rosbags.typesys.msg import get_types_from_msg  # noqa: E402
+
+from mbs_ros import plot  # noqa: E402
+from mbs_ros.process import NodeProcess  # noqa: E402
+from mbs_ros.recording import BackgroundRecorder, Recorder, message_definition  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[1]
+TIMEOUT = 20.0
+NS = "rec"
+TOPICS = [f"/{NS}/odom", f"/{NS}/pose", f"/{NS}/wrench", "/tf", "/diagnostics"]
+NEVER = f"/{NS}/never_published"
+LIVE_ODOM = 75  # odom messages (50 Hz) seen live after every recorder has subscribed, before they are stopped
+MIN_ODOM = 20  # ... of which every file must hold this many (a late DDS match can take a second or two)
+
+
+class Probe:
+    """This process's side: one node, spun by hand, with a live odom subscriber and an in-process Recorder."""
+
+    def __init__(self, path):
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node("test_recording_probe", context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self.odom = []
+        self.diagnostics = []
+        self.node.create_subscription(Odometry, f"/{NS}/odom", self.odom.append, QoSProfile(depth=1000))
+        self.node.create_subscription(DiagnosticArray, "/diagnostics", self.diagnostics.append, QoSProfile(depth=100))
+        self.recorder = Recorder(self.node, path, {t: None for t in TOPICS} | {f"/{NS}/odom": Odometry},
+                                 flush_period=0.5, discovery_period=0.1)
+
+    def spin_until(self, predicate, timeout=TIMEOUT, what="condition", alive=()):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            for p in alive:
+                p.check_running()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def subscribers(self, topic):
+        return {i.node_name for i in self.node.get_subscriptions_info_by_topic(topic)}
+
+    def close(self):
+        self.recorder.close()
+        self.executor.shutdown()
+        self.node.destroy_node()
+        if self.context.ok():
+            rclpy.shutdown(context=self.context)
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    """Record one run of a dynamics node four ways; returns the paths, processes and live messages."""
+    os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
+    tmp = tmp_path_factory.mktemp("recording")
+    files = {k: tmp / f"{k}.mcap" for k in ("sigint", "sigterm", "sigkill", "inproc", "thread")}
+    dynamics = NodeProcess("mbs_ros.nodes.dynamics_node", name="dynamics_node", namespace=NS,
+                           params_file=ROOT / "config" / "rigid_body.yaml",
+                           parameters=dict(physics_rate=500.0, diagnostics_rate=10.0), log_file=tmp / "dynamics.log")
+
+    def recorder(kind, *args):
+        return NodeProcess("mbs_ros.recording", name=f"recorder_{kind}", args=[str(files[kind]), *args],
+                           log_file=tmp / f"recorder_{kind}.log")
+
+    recorders = {
+        "sigint": recorder("sigint", "--topics", *TOPICS, NEVER),
+        "sigterm": recorder("sigterm", "--all", "--exclude", "rosout|parameter_events"),
+        "sigkill": recorder("sigkill", "--topics", *TOPICS, "--flush-period", "0.2"),
+    }
+    procs = [dynamics, *recorders.values()]
+    probe = background = None
+    t_start = time.monotonic()
+    try:
+        for p in procs:
+            p.start()
+        probe = Probe(files["inproc"])
+        background = BackgroundRecorder(files["thread"], TOPICS, node_name="recorder_thread", flush_period=0.5)
+        # every recorder subscribed to odom and diagnostics, and this process's recorder too
+        for topic in (f"/{NS}/odom", "/diagnostics"):
+            probe.spin_until(lambda: {f"recorder_{k}" for k in recorders} <= probe.subscribers(topic),
+                             what=f"recorders subscribed to {topic}", alive=procs)
+        probe.spin_until(lambda: set(TOPICS) <= set(probe.recorder.subscribed), what="in-process recorder",
+                         alive=procs)
+        assert background.wait_for_topics(timeout=TIMEOUT), f"background recorder misses {background.recorder.missing}"
+        n0 = len(probe.odom)
+        probe.spin_until(lambda: len(probe.odom) >= n0 + LIVE_ODOM and len(probe.diagnostics) >= 3
+                         and probe.recorder.counts[f"/{NS}/odom"] >= LIVE_ODOM
+                         and background.counts[f"/{NS}/odom"] >= LIVE_ODOM, what="odom and diagnostics",
+                         alive=procs)
+        # the SIGKILL'd recorder has flushed chunks to disk (its header alone is ~100 bytes)
+        probe.spin_until(lambda: files["sigkill"].stat().st_size > 4000, what="sigkill recorder flushing",
+                         alive=procs)
+        recorders["sigint"].send_signal(signal.SIGINT)
+        recorders["sigterm"].send_signal(signal.SIGTERM)
+        recorders["sigkill"].send_signal(signal.SIGKILL)
+        codes = {k: p.wait(timeout=TIMEOUT) for k, p in recorders.items()}
+        probe.recorder.close()
+        background.stop()
+        yield dict(files=files, recorders=recorders, codes=codes, odom=list(probe.odom), probe=probe,
+                   seconds=time.monotonic() - t_start)
+    finally:
+        for p in procs:
+            p.stop()
+        if background is not None:
+            background.stop()
+        if probe is not None:
+            probe.close()
+
+
+def read_bag(path):
+    """Everything in the file through rosbags: {topic: [(log_time, decoded)]}, connections, total count."""
+    store = get_typestore(Stores.EMPTY)
+    out = {}
+    with Reader(path) as reader:
+        for c in reader.connections:
+            store.register(get_types_from_msg(c.msgdef.data, c.msgtype))  # the file's own definitions
+        for c, log_time, raw in reader.messages():
+            out.setdefault(c.topic, []).append((log_time, store.deserialize_cdr(raw, c.msgtype)))
+        return out, list(reader.connections), reader.message_count
+
+
+def stamp_ns(stamp):
+    return stamp.sec * 1_000_000_000 + stamp.nanosec
+
+
+def pose_tuple(pose):
+    p, q = pose.position, pose.orientation
+    return (p.x, p.y, p.z, q.x, q.y, q.z, q.w)
+
+
+# --------------------------------------------------------------------------------------------- tests
+
+
+def test_recorders_stop_cleanly(run):
+    assert run["codes"]["sigint"] == 0, run["recorders"]["sigint"].log_tail()
+    assert run["codes"]["sigterm"] == 0, run["recorders"]["sigterm"].log_tail()
+    assert run["codes"]["sigkill"] == -signal.SIGKILL
+    log = run["recorders"]["sigint"].log_text()
+    assert re.search(r"wrote \d+ messages on 5 topics", log), log
+    assert f"never seen: {NEVER}" in log
+    assert run["seconds"] < 40, f"the recording fixture took {run['seconds']:.1f} s"
+
+
+@pytest.mark.parametrize("kind", ["sigint", "sigterm", "inproc", "thread"])
+def test_file_is_rosbag2_mcap(run, kind):
+    """Profile, schemas, channels, counts, time order and decoded poses, read by rosbags and plain mcap."""
+    path = run["files"][kind]
+    messages, connections, total = read_bag(path)  # rosbags refuses anything but profile ros2 and cdr
+    topics = {c.topic: c for c in connections}
+    if kind == "sigterm":  # --all minus the excluded topics
+        assert set(TOPICS) <= set(topics) and not any(re.search("rosout|parameter_events", t) for t in topics)
+    else:
+        assert set(topics) == set(TOPICS)
+    expected_types = {f"/{NS}/odom": "nav_msgs/msg/Odometry", f"/{NS}/pose": "geometry_msgs/msg/PoseStamped",
+                      f"/{NS}/wrench": "geometry_msgs/msg/WrenchStamped", "/tf": "tf2_msgs/msg/TFMessage",
+                      "/diagnostics": "diagnostic_msgs/msg/DiagnosticArray"}
+    for topic, type_name in expected_types.items():
+        c = topics[topic]
+        assert c.msgtype == type_name
+        assert c.msgdef.format.name == "MSG"
+        assert c.ext.serialization_format == "cdr"
+        assert c.ext.offered_qos_profiles and c.ext.offered_qos_profiles[0].reliability.name == "RELIABLE"
+        assert c.msgcount == len(messages.get(topic, [])), "index count differs from the messages read"
+    assert total == sum(len(v) for v in messages.values())
+    assert len(messages[f"/{NS}/odom"]) >= MIN_ODOM and len(messages["/diagnostics"]) >= 3
+
+    # the same file through the mcap library's reader: header, schema texts, channel metadata, publish times
+    with open(path, "rb") as f:
+        reader = make_reader(f)
+        assert reader.get_header().profile == "ros2"
+        summary = reader.get_summary()
+        for schema in summary.schemas.values():
+            assert schema.encoding == "ros2msg"
+            assert schema.data.decode() == message_definition(schema.name)[1]
+        for channel in summary.channels.values():
+            assert channel.message_encoding == "cdr"
+            assert channel.metadata["topic_type_hash"].startswith("RIHS01_")
+        odom_stamps = []
+        for schema, channel, message in reader.iter_messages(topics=[f"/{NS}/odom"]):
+            msg = deserialize_message(message.data, Odometry)
+            assert message.publish_time == stamp_ns(msg.header.stamp), "publish time must be the header stamp"
+            odom_stamps.append(message.publish_time)
+        assert odom_stamps == sorted(odom_stamps) and len(set(odom_stamps)) == len(odom_stamps)
+    # log times never go back, in file order (stream reader: no index involved)
+    with open(path, "rb") as f:
+        log_times = [r.log_time for r in StreamReader(f).records if type(r).__name__ == "Message"]
+    assert log_times == sorted(log_times)
+
+    # decoded odometry equals what the live subscriber saw, message by message (matched by stamp)
+    live = {stamp_ns(m.header.stamp): pose_tuple(m.pose.pose) for m in run["odom"]}
+    common = 0
+    for _log_time, m in messages[f"/{NS}/odom"]:
+        s = stamp_ns(m.header.stamp)
+        if s in live:
+            assert pose_tuple(m.pose.pose) == live[s]
+            assert m.header.frame_id == "world" and m.child_frame_id == f"{NS}/base_link"
+            common += 1
+    assert common >= MIN_ODOM - 5, f"only {common} recorded odom messages were also seen live"
+    # energy bookkeeping keys survive the round trip
+    keys = {kv.key for _t, m in messages["/diagnostics"] for s in m.status for kv in s.values}
+    assert {"kinetic_energy", "potential_energy", "total_energy", "work_applied", "energy_balance_residual"} <= keys
+
+
+def test_killed_recorder_keeps_flushed_chunks(run):
+    """SIGKILL: no summary, so rosbags refuses it with a clear error; plot's reader recovers the flushed part."""
+    path = run["files"]["sigkill"]
+    with pytest.raises(ReaderError, match="magic|footer|summary|Truncated"):
+        read_bag(path)
+    notes = []
+    odom = [m for topic, _type, _t, m in plot.iter_messages(path, notes=notes) if topic == f"/{NS}/odom"]
+    assert notes and ("ends early" in notes[0] or "no summary" in notes[0]), notes
+    assert len(odom) >= 5, "flushed chunks must survive SIGKILL"
+    live = {stamp_ns(m.header.stamp): pose_tuple(m.pose.pose) for m in run["odom"]}
+    # the recorder started before the live subscriber: compare where both listened (reliable: no gaps)
+    during = [m for m in odom if min(live) <= stamp_ns(m.header.stamp) <= max(live)]
+    assert during, "the flushed part must overlap what the live subscriber saw"
+    for m in during:
+        assert pose_tuple(m.pose.pose) == live[stamp_ns(m.header.stamp)]
+    stamps = [stamp_ns(m.header.stamp) for m in odom]
+    assert stamps == sorted(stamps)
+    # the plot tool works on it, with a note
+    rec = plot.load(path, progress="never")
+    assert rec.odom[f"/{NS}"].shape[0] == len(odom)
+
+
+def test_message_definition_is_rosbag2s_full_text():
+    """Root text, then every dependency once, depth first, in sorted order, after '====…' and 'MSG: pkg/Type'."""
+    encoding, text = message_definition("geometry_msgs/msg/PoseStamped")
+    assert encoding == "ros2msg"
+    sections = text.split("\n" + "=" * 80 + "\n")
+    names = [s.split("\n", 1)[0] for s in sections[1:]]
+    assert names == ["MSG: geometry_msgs/Pose", "MSG: geometry_msgs/Point", "MSG: geometry_msgs/Quaternion",
+                     "MSG: std_msgs/Header", "MSG: builtin_interfaces/Time"]
+    share = Path(sys.prefix) / "share"
+    if (share / "geometry_msgs" / "msg" / "PoseStamped.msg").is_file():
+        files = ["geometry_msgs/msg/PoseStamped", "geometry_msgs/msg/Pose", "geometry_msgs/msg/Point",
+                 "geometry_msgs/msg/Quaternion", "std_msgs/msg/Header", "builtin_interfaces/msg/Time"]
+        bodies = [sections[0]] + [s.split("\n", 1)[1] for s in sections[1:]]
+        for name, body in zip(files, bodies):
+            assert body == (share / (name + ".msg")).read_text()
+    # a type with no .msg anywhere
+    with pytest.raises(LookupError):
+        message_definition("no_such_msgs/msg/Nothing")
+
+
+def test_cli_needs_topics():
+    out = subprocess.run([sys.executable, "-m", "mbs_ros.recording", "x.mcap"], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 2 and "--topics or --all" in out.stderr
