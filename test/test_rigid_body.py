@@ -321,6 +321,26 @@ def test_bad_parameters_are_refused_with_a_reason():
         se2.velocity_from_twist(se2.neutral(), [0, 0, 0, 1.0, 0, 0])
 
 
+def test_added_mass_enters_kinetics_not_gravity():
+    """M = Hᵀ(I_b + M_A)H and T = ½ Vᵀ(I_b + M_A)V, while gravity and V stay on the rigid mass; bad M_A refused.
+    (Its dynamics are checked against Kirchhoff's equations in the formulations study test.)"""
+    rng = np.random.default_rng(13)
+    M_A = np.diag([1.5, 3.0, 4.5, 0.2, 0.35, 0.5])
+    M_A[0, 4] = M_A[4, 0] = 0.1
+    rigid = Model.rigid_body("se3", mass=2.0, inertia=np.diag([0.3, 0.4, 0.5]), com=(0.1, 0.0, -0.2))
+    wet = Model.rigid_body("se3", mass=2.0, inertia=np.diag([0.3, 0.4, 0.5]), com=(0.1, 0.0, -0.2), added_mass=M_A)
+    q, v = random_state(wet, rng)
+    np.testing.assert_allclose(wet.mass_matrix(q), rigid.mass_matrix(q) + M_A, atol=1e-14)
+    assert wet.kinetic_energy(q, v) == pytest.approx(rigid.kinetic_energy(q, v) + 0.5 * v @ M_A @ v, rel=1e-14)
+    np.testing.assert_allclose(wet.gravity_forces(q), rigid.gravity_forces(q), atol=1e-14)
+    assert wet.potential_energy(q) == rigid.potential_energy(q) and wet.mass == 2.0
+    np.testing.assert_allclose(wet.coriolis_matrix(q, v) + wet.coriolis_matrix(q, v).T, 0.0, atol=1e-13)
+    with pytest.raises(ValueError, match="symmetric"):
+        Model.rigid_body("se3", added_mass=np.triu(np.ones((6, 6))))
+    with pytest.raises(ValueError, match="positive definite"):
+        Model.rigid_body("se3", added_mass=-10 * np.eye(6))
+
+
 def test_wrench_projection_drops_what_the_group_cannot_act_on():
     se2 = Model.rigid_body("se2")
     tau, applied, dropped = se2.wrench_to_generalized(se2.neutral(), [1, 2, 3, 4, 5, 6])

@@ -247,7 +247,7 @@ def test_formulations_agree_and_conserve_the_invariants():
             for form, inv in c["invariants"].items():
                 assert max(inv.values()) < 1e-10, (form, inv)
     c = fm.run_case(False, True, 2.0, 1e-12, 5e-4)  # added mass: Kirchhoff with M_RB + M_A, Munk moment
-    assert c["forms"] == ["kirchhoff", "newton_euler", "lagrange"] and "cannot take" in c["model"]
+    assert set(c["forms"]) == {"kirchhoff", "newton_euler", "lagrange", "model"}
     assert c["max_difference"] < 1e-9, c["pairs"]
     for form, inv in c["invariants"].items():
         assert max(inv.values()) < 1e-10, (form, inv)

@@ -96,6 +96,7 @@ class Model:
     _tree: Tree = field(repr=False)
     name: str = "rigid_body"
     urdf: str | None = field(default=None, repr=False)
+    added_mass: np.ndarray | None = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -106,12 +107,19 @@ class Model:
         inertia=None,
         com=(0.0, 0.0, 0.0),
         gravity=(0.0, 0.0, -9.81),
+        added_mass=None,
     ) -> "Model":
         """One rigid body on ``base`` ∈ {se3, schoenflies, se2, so3, so3xr3}.
 
         ``inertia`` is the 3×3 inertia about the centre of mass in body axes and ``com`` the centre of mass in the
         body frame, as URDF gives them (default: unit-mass unit-inertia body). ``gravity`` is the world-frame
         acceleration of gravity. For ``so3`` the body rotates about its origin, fixed at the world origin.
+
+        ``added_mass`` is an optional constant symmetric 6×6 hydrodynamic added mass ``M_A`` at the body origin,
+        linear first (Kirchhoff/Lamb/Fossen; seed 003 §5 motivates it): the kinetic energy becomes
+        ``½ Vᵀ(I_b + M_A)V``, so ``M``, ``C = ad~_{(I_b + M_A)V}`` (which carries the Munk moment), the kinetic
+        energy and the momenta use ``I_b + M_A`` (then stored as ``I_b``), while gravity and the potential energy
+        keep the rigid ``mass`` and ``com``.
         """
         if base not in BASES:
             raise ValueError(f"unknown base group {base!r}; choose one of {', '.join(BASES)}")
@@ -126,7 +134,20 @@ class Model:
         if not np.all(np.isfinite(com)):
             raise ValueError("com and gravity must be finite")
         I_b = spatial_inertia(mass, inertia, com)
-        return cls._assemble(base, single_body_tree(base, I_b), gravity, name="rigid_body")
+        if added_mass is None:
+            return cls._assemble(base, single_body_tree(base, I_b), gravity, name="rigid_body")
+        M_A = np.array(added_mass, dtype=float)
+        if M_A.shape != (6, 6) or not np.all(np.isfinite(M_A)):
+            raise ValueError(f"added_mass must be a finite 6x6 matrix, got shape {M_A.shape}")
+        if not np.allclose(M_A, M_A.T, rtol=0.0, atol=1e-12 * max(1.0, np.abs(M_A).max())):
+            raise ValueError("added_mass must be symmetric")
+        if np.linalg.eigvalsh(I_b + M_A)[0] <= 0.0:
+            raise ValueError("rigid-body inertia plus added_mass must be positive definite")
+        model = cls._assemble(base, single_body_tree(base, I_b + M_A), gravity, name="rigid_body")
+        com_hat = hat3(com)
+        for a in (M_A, inertia, com, com_hat):
+            a.setflags(write=False)
+        return dataclasses.replace(model, mass=mass, inertia=inertia, com=com, _com_hat=com_hat, added_mass=M_A)
 
     @classmethod
     def from_urdf(cls, urdf, base: str = "fixed", gravity=(0.0, 0.0, -9.81), xacro: bool | None = None,

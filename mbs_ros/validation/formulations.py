@@ -46,8 +46,6 @@ ETA0 = np.array([0.3, -0.2, 0.5])  # initial ZYX angles (only to build R(0); the
 B0 = np.array([0.5, -0.3, 1.0])
 NU0 = np.array([0.4, -0.2, 0.3, 0.5, 0.3, 1.2])  # (u, ω) body components
 FORMS = ("kirchhoff", "newton_euler", "lagrange", "model")
-MODEL_NO_ADDED_MASS = ("our Model cannot take a 6x6 added mass: Model.rigid_body accepts (mass, inertia, com) only, "
-                       "so the seed-004 form is left out of the added-mass case")
 
 
 def rigid_inertia(mass=MASS, inertia=INERTIA, com=COM) -> np.ndarray:
@@ -148,9 +146,11 @@ def lagrange(M, R0, b0, nu0, t_eval, forced, tol):
     return R, y[:, :3], nu, pitch_gap
 
 
-def model_form(R0, b0, nu0, t_eval, forced, dt):
-    """Ours: Model.rigid_body on SE(3) (gravity by the model, the drive as the generalised force), RKMK4."""
-    model = Model.rigid_body("se3", mass=MASS, inertia=INERTIA, com=COM, gravity=GRAVITY if forced else (0, 0, 0))
+def model_form(R0, b0, nu0, t_eval, forced, dt, added_mass=False):
+    """Ours: Model.rigid_body on SE(3) (gravity by the model, the drive as the generalised force, the added mass
+    through ``added_mass=``), RKMK4."""
+    model = Model.rigid_body("se3", mass=MASS, inertia=INERTIA, com=COM, gravity=GRAVITY if forced else (0, 0, 0),
+                             added_mass=ADDED_MASS if added_mass else None)
     q0 = SE3.from_matrix(np.block([[R0, b0[:, None]], [np.zeros((1, 3)), np.ones((1, 1))]]))
     stride = int(round((t_eval[1] - t_eval[0]) / dt))
     steps = stride * (t_eval.size - 1)
@@ -208,12 +208,9 @@ def run_case(forced: bool, added_mass: bool, t_end: float, tol: float, dt: float
     res["lagrange"] = tuple(lag)
     out = {"load": "gravity+drive" if forced else "torque-free", "added_mass": added_mass, "t_end": float(t_eval[-1]),
            "lagrange_min_pitch_margin": pitch_gap}
-    if not added_mass:
-        *mod, us = model_form(R0, b0, nu0, t_eval, forced, dt)
-        res["model"] = tuple(mod)
-        out["model_us_per_step"] = us
-    else:
-        out["model"] = MODEL_NO_ADDED_MASS
+    *mod, us = model_form(R0, b0, nu0, t_eval, forced, dt, added_mass)
+    res["model"] = tuple(mod)
+    out["model_us_per_step"] = us
     out["forms"] = list(res)
     out["pairs"] = {}
     for a, b in itertools.combinations(res, 2):
@@ -256,8 +253,6 @@ def _report(result) -> str:
             rows = [[k, fmt(v["T"]), fmt(v["P2"]), fmt(v["P_dot_Pi"]), fmt(v["spatial_momentum"])]
                     for k, v in c["invariants"].items()]
             lines.append(table(["form", "ΔT/T", "Δ|P|²/|P|²", "Δ(P·Π)/(|P||Π|)", "Δh/|h|"], rows))
-        if isinstance(c.get("model"), str):
-            lines.append(f"note: {c['model']}")
         lines.append(f"Lagrange (ZYX) smallest distance of the pitch from ±90°: {c['lagrange_min_pitch_margin']:.3f} rad\n")
     lines.append(f"largest difference between any two forms: {fmt(result['max_difference'])}")
     return "\n".join(lines)
@@ -274,8 +269,7 @@ Loads: torque-free, or gravity (0, 0, −9.81) on m at the c.o.m. plus the body 
 (0.5 sin 2t, 0.2, −0.3 cos t, 0.1 cos 3t, −0.2, 0.05 t) at O.
 --added-mass: T = ½ νᵀ(M_RB + M_A)ν with a constant symmetric 6×6 M_A (diagonal 1.5, 3, 4.5, 0.2, 0.35, 0.5 with
 u–ω couplings; standard Kirchhoff/Lamb, the P × u term is the Munk moment); F, M hold only non-fluid loads (gravity
-on the rigid mass: the study assumes no buoyancy). Our Model takes no 6×6 added mass, so that case compares the
-other three and says so.
+on the rigid mass: the study assumes no buoyancy). Ours takes it as Model.rigid_body(..., added_mass=M_A).
 
 Metrics (--json: {"study", "cases": [...], "max_difference"}; one case per load and inertia):
   pairs                    {"a-b": {"R": max |R_a − R_b| (entries), "b": max |b_a − b_b| (m)}} over samples every 10 ms
@@ -283,7 +277,6 @@ Metrics (--json: {"study", "cases": [...], "max_difference"}; one case per load 
   invariants (torque-free) {form: {"T": max|ΔT|/T, "P2": max|Δ|P|²|/|P|², "P_dot_Pi": max|Δ(P·Π)|/(|P||Π|),
                             "spatial_momentum": max|Δh|/|h|}}, h = (R P, R Π + b × R P)
   lagrange_min_pitch_margin  closest approach of the ZYX pitch to ±90° (the Lagrange chart's singularity)
-  model                    (added mass) why the seed-004 form is not in the comparison
   model_us_per_step, wall_s
 """
 
