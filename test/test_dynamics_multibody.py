@@ -219,7 +219,7 @@ def test_efforts_and_wrenches_match_step(probe, nodes, asv_model):
     js = {stamp_of(m): m for m in joints.messages}
     first = max(hist_w[0][0], hist_e[0][0])
     states = sorted((stamp_of(m), m) for m in odom.messages if stamp_of(m) in js and stamp_of(m) >= first)
-    assert len(states) > 20
+    assert len(states) >= 10  # the profile waits for 4 × 5 odom messages; some may lack a matching joint_states
     model = asv_model
     t_prev, m0 = states[0]
     q, v = state_of(model, m0, js[t_prev])
