@@ -576,7 +576,9 @@ def _try_shutdown() -> None:
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
+    from mbs_ros.nodes.dynamics_node import init_ros, spin_until_stopped
+
+    stop = init_ros(args)
     node = None
     try:
         node = ControllerNode()
@@ -596,13 +598,7 @@ def main(args=None) -> int:
     executor = SingleThreadedExecutor()
     try:
         executor.add_node(node)
-        while rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:
-        if rclpy.ok():
-            raise
+        spin_until_stopped(executor, stop)
     finally:
         executor.shutdown()
         node.destroy_node()

@@ -74,7 +74,9 @@ from __future__ import annotations
 
 import math
 import re
+import signal
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass
@@ -972,8 +974,43 @@ def _try_shutdown() -> None:
         rclpy.shutdown()
 
 
+def init_ros(args=None) -> threading.Event:
+    """``rclpy.init`` with this process's own SIGINT/SIGTERM handlers, which only set the returned event.
+
+    rclpy's handlers raise inside whatever Python code runs at that moment, e.g. the conversion of a message
+    being taken, which then fails with an unrelated RuntimeError (seen with nodes that are always busy, e.g.
+    stepping as fast as possible); with a flag, the spin loop ends between callbacks (within its 0.1 s wait).
+    Older rclpy without ``SignalHandlerOptions``: its own handlers, and the exceptions handled in :func:`main`."""
+    stop = threading.Event()
+    try:
+        from rclpy.signals import SignalHandlerOptions
+
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except (ImportError, TypeError):  # pragma: no cover - older rclpy
+        rclpy.init(args=args)
+        return stop
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stop.set())
+    return stop
+
+
+def spin_until_stopped(executor, stop: threading.Event) -> None:
+    """Spin until a shutdown signal. spin_once in a loop rather than spin(): rclpy's EventsExecutor.spin() does
+    not return on SIGINT/SIGTERM (kilted wheels)."""
+    try:
+        while rclpy.ok() and not stop.is_set():
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except Exception:
+        # With rclpy's own signal handlers, SIGINT/SIGTERM shut the context down; a callback that was publishing
+        # at that moment fails with an RCLError ("context is invalid"): that is a clean shutdown too.
+        if rclpy.ok() and not stop.is_set():
+            raise
+
+
 def main(args=None) -> int:
-    rclpy.init(args=args)
+    stop = init_ros(args)
     node = None
     try:
         node = DynamicsNode()
@@ -993,17 +1030,7 @@ def main(args=None) -> int:
     executor = _make_executor(node)
     try:
         executor.add_node(node)
-        # spin_once in a loop rather than spin(): rclpy's EventsExecutor.spin() does not return on
-        # SIGINT/SIGTERM (kilted wheels); spin_once raises ExternalShutdownException as it should.
-        while rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:
-        # SIGINT/SIGTERM shut the context down from the signal handler; a callback that was publishing
-        # at that moment fails with an RCLError ("context is invalid"): that is a clean shutdown too.
-        if rclpy.ok():
-            raise
+        spin_until_stopped(executor, stop)
     finally:
         executor.shutdown()
         node.destroy_node()
