@@ -55,6 +55,21 @@ the URDF's root link and must name it):
   potential and total energy, work done by the applied wrench and efforts, the energy balance residual
   ``E - E_ref - work``, and the world-frame spatial momentum, with their reference values taken at
   start-up, reset, and runtime changes of the inertial parameters.
+- pub ``robot_description`` (``std_msgs/String``, reliable + transient local, depth 1; robots only): the
+  robot's URDF, once at start-up (a late subscriber still gets it), with every link renamed to the TF frame
+  this node publishes for it (``<ns>/link1``; a root link ``world`` stays ``world_frame``); joint names as in
+  ``joint_states``. So RViz's RobotModel display works with its "TF Prefix" left empty, and
+  ``robot_state_publisher`` fed this URDF publishes the same frames with its ``frame_prefix`` left empty
+  (it is not needed: this node publishes /tf itself). See :mod:`mbs_ros.nodes.markers`.
+- pub ``markers`` (``visualization_msgs/MarkerArray``, with every ``odom`` while ``publish_markers``): one
+  marker per URDF ``<visual>`` (box, cylinder, sphere; a mesh as MESH_RESOURCE with its URI and scale; the
+  robot YAML's visuals are URDF visuals), at its visual origin; a link with mass but no visual shows its
+  equivalent-inertia box, and so does a single body. ``frame_id`` is ``world_frame`` and each pose is the
+  world pose (link pose x visual origin), stamped like ``odom``; ``ns`` is the link's TF frame, ``id`` the
+  visual's index in the link (stable). Floating bases add two ARROW markers (``ns`` ``<base>/wrench``, ``id``
+  0 force, 1 torque) from the base origin along the applied wrench in world axes, ``marker_wrench_scale``
+  metres per N and per N m (DELETE while zero). The first array after start-up and after a reset begins
+  with a DELETEALL.
 
 Services: ``~/reset`` (``std_srvs/Trigger``): back to the initial state (time keeps running: the reset
 state gets the next step's stamp), commands cleared. ``~/pause`` (``std_srvs/SetBool``): stop/resume
@@ -95,13 +110,15 @@ from rcl_interfaces.msg import (
 )
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
-from rclpy.qos import DurabilityPolicy, QoSProfile
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
+from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
+from visualization_msgs.msg import MarkerArray
 
 from mbs_ros.dynamics import Model, step
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes import markers as mk
 from mbs_ros.nodes import model_source as ms
 from mbs_ros.nodes.model_source import ParameterError
 
@@ -153,6 +170,8 @@ class Settings:
     base_frame: str = "base_link"
     cmd_timeout: float = 0.5
     use_events_executor: bool = False
+    publish_markers: bool = True
+    marker_wrench_scale: float = 0.01
 
     @property
     def inertia_matrix(self) -> np.ndarray:
@@ -214,6 +233,12 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when available (falls back to the single-threaded "
         "executor).", {"read_only": True}),
+    "publish_markers": (
+        "Publish the bodies' shapes and the applied base wrench as a visualization_msgs/MarkerArray on "
+        "markers, with every state.", {}),
+    "marker_wrench_scale": (
+        "Length of the wrench arrows on markers [m per N and m per N m], >= 0.",
+        {"floating_point_range": (0.0, 1.0e6)}),
 }
 
 _INERTIAL = ("mass", "inertia", "com", "gravity")
@@ -263,9 +288,12 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
             raise ParameterError(f"{name} must be finite, got {list(out)}")
         return out
 
-    use_events = values["use_events_executor"]
-    if not isinstance(use_events, bool):
-        raise ParameterError(f"use_events_executor must be true or false, got {use_events!r}")
+    def flag(name):
+        v = values[name]
+        if not isinstance(v, bool):
+            raise ParameterError(f"{name} must be true or false, got {v!r}")
+        return v
+
     multibody = source is not None and source.multibody
     s = Settings(
         robot_description=text("robot_description", allow_empty=True),
@@ -287,7 +315,9 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         world_frame=text("world_frame"),
         base_frame=text("base_frame"),
         cmd_timeout=number("cmd_timeout", lo=0.0),
-        use_events_executor=use_events,
+        use_events_executor=flag("use_events_executor"),
+        publish_markers=flag("publish_markers"),
+        marker_wrench_scale=number("marker_wrench_scale", lo=0.0),
     )
     if s.publish_rate > s.physics_rate:
         raise ParameterError(
@@ -508,6 +538,7 @@ class DynamicsNode(Node):
         self.pub_wrench = self.create_publisher(WrenchStamped, "wrench", qos)
         self.pub_tf = self.create_publisher(TFMessage, "/tf", QoSProfile(depth=100))
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", QoSProfile(depth=10))
+        self.pub_markers = self.create_publisher(MarkerArray, "markers", QoSProfile(depth=10))
         self.sub_cmd = self.create_subscription(WrenchStamped, "cmd_wrench", self._on_cmd_wrench,
                                                 QoSProfile(depth=10))
         if self.nj:
@@ -518,6 +549,14 @@ class DynamicsNode(Node):
                 for j in model.joint_names]
             self.sub_effort = self.create_subscription(Float64MultiArray, "cmd_joint_effort",
                                                        self._on_cmd_joint_effort, QoSProfile(depth=10))
+        if self.multibody:
+            # The URDF with the link names this node publishes on TF: RViz's RobotModel works with an empty
+            # TF prefix, robot_state_publisher with an empty frame_prefix.
+            latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                                 reliability=ReliabilityPolicy.RELIABLE)
+            self.pub_robot_description = self.create_publisher(String, "robot_description", latched)
+            self.pub_robot_description.publish(String(data=mk.prefixed_urdf(source.urdf, self._frame)))
+        self._setup_markers()
         if self._static_transforms:
             static_qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
             self.pub_tf_static = self.create_publisher(TFMessage, "/tf_static", static_qos)
@@ -618,6 +657,20 @@ class DynamicsNode(Node):
     def _anchor(self) -> None:
         self._anchor_wall_ns = time.monotonic_ns()
         self._anchor_k = self.k
+
+    def _setup_markers(self) -> None:
+        s = self.settings
+        if self.multibody:
+            from mbs_ros.dynamics.urdf import parse_urdf
+
+            spec = parse_urdf(self.source.urdf)
+            inertials = {name: (l.mass, l.com, l.inertia) for name, l in spec.links.items()}
+            shapes = mk.shapes_from_urdf(self.source.urdf, self.model.link_names, self._frame, inertials)
+        else:
+            shapes = mk.rigid_body_shapes(s.mass, s.inertia_matrix, s.com, self.base_frame)
+        self._marker_maker = mk.MarkerMaker(shapes, self.world_frame, self.base_frame,
+                                            wrench_arrows=self.model.group is not None)
+        self._markers_delete_all = True  # the first array clears what an earlier run left in RViz
 
     def stamp(self, k: Optional[int] = None) -> int:
         return self.t0_ns + (self.k if k is None else k) * self.dt_ns
@@ -757,12 +810,30 @@ class DynamicsNode(Node):
             if self._tf_joints:
                 T = cv.inverse_transforms(poses[self._tf_parent]) @ poses[self._tf_child]  # T_parent_child
                 quats = cv.quaternion_from_matrix(T[:, :3, :3])
-                for (_pi, _ci, parent, child), Tj, quat in zip(self._tf_joints, T, quats):
-                    transforms.append(cv.transform_stamped_msg(stamp, parent, child, Tj[:3, 3], quat))
+                for (_pi, _ci, parent, child), Tj, quat_j in zip(self._tf_joints, T, quats):
+                    transforms.append(cv.transform_stamped_msg(stamp, parent, child, Tj[:3, 3], quat_j))
         self.pub_tf.publish(TFMessage(transforms=transforms))
         if self.nj:
             self._publish_joints(stamp)
+        if self.settings.publish_markers:
+            self._publish_markers(stamp, poses, p, quat)
         self._last_published_k = self.k
+
+    def _publish_markers(self, stamp: int, poses: Optional[np.ndarray], p, quat) -> None:
+        R = cv.rotation_matrix(quat)
+        if poses is None:  # a single body: its one "link" is the body frame
+            T = np.eye(4)
+            T[:3, :3], T[:3, 3] = R, p
+            poses = T[None]
+        markers = []
+        if self._markers_delete_all:
+            markers.append(mk.delete_all_marker(self.world_frame, stamp))
+            self._markers_delete_all = False
+        markers += self._marker_maker.link_markers(stamp, poses)
+        cmd = self.command
+        F, tau = (R @ cmd.W[:3], R @ cmd.W[3:]) if cmd.frame == "body" else (cmd.W[:3], cmd.W[3:])
+        markers += self._marker_maker.wrench_markers(stamp, p, F, tau, self.settings.marker_wrench_scale)
+        self.pub_markers.publish(MarkerArray(markers=markers))
 
     def _publish_joints(self, stamp: int) -> None:
         model, q, v = self.model, self.q, self.v
@@ -893,6 +964,7 @@ class DynamicsNode(Node):
         self._k_reset = self.k
         self._rebaseline()
         self._anchor()
+        self._markers_delete_all = True
         self._publish_state()
         self._publish_diagnostics()
         response.success = True
@@ -950,6 +1022,8 @@ class DynamicsNode(Node):
                 self._warn_inertia(s)
             self.model = model
             self._rebaseline()  # same state, new inertia: new energy/momentum reference
+            if not self.multibody:
+                self._setup_markers()  # the equivalent-inertia box changes with the inertia
         self.get_logger().info("parameters changed: " + ", ".join(sorted(changed)))
         return SetParametersResult(successful=True)
 

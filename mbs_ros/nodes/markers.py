@@ -1,0 +1,234 @@
+"""What the dynamics node shows in RViz besides TF: the URDF it publishes on ``robot_description`` and the
+``visualization_msgs/MarkerArray`` of the bodies' shapes and of the applied base wrench. No physics here.
+
+- :func:`prefixed_urdf`: the model's URDF with every link renamed to the TF frame the node publishes for it
+  (``robot1/link2``), so RViz's RobotModel display works with an empty "TF Prefix" and ``robot_state_publisher``
+  with ``frame_prefix`` empty. Joint names stay as they are (they are the names in ``joint_states``).
+- :func:`shapes_from_urdf`: one :class:`Shape` per URDF ``<visual>`` (box, cylinder, sphere, mesh; robot YAML
+  visuals arrive here as URDF visuals), with the visual origin; a link without a visual but with mass gets its
+  equivalent-inertia box instead. :func:`rigid_body_shapes`: the equivalent-inertia box of a single body.
+- :class:`MarkerMaker`: the markers of one publish cycle from the link poses and the applied wrench. Every
+  marker is in the world frame with its world pose (link pose composed with the visual origin), ``ns`` the
+  link's frame name and ``id`` the visual's index in the link, so ids are stable from cycle to cycle; the
+  wrench arrows are ``ns = "<base frame>/wrench"``, ``id`` 0 (force) and 1 (torque).
+
+The equivalent-inertia box of a body of mass m with principal moments I1, I2, I3 (about its centre of mass) is
+the uniform box with the same mass and inertia: side ``a_i = sqrt(6 (I_j + I_k - I_i) / m)`` along principal
+axis i, centred at the centre of mass. A side the triangle inequality would make imaginary is shown thin.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+from typing import Callable, List, Optional, Sequence
+
+import numpy as np
+from geometry_msgs.msg import Point
+from visualization_msgs.msg import Marker
+
+from mbs_ros.nodes import conversions as cv
+
+__all__ = ["Shape", "MarkerMaker", "prefixed_urdf", "shapes_from_urdf", "rigid_body_shapes",
+           "equivalent_inertia_box", "delete_all_marker", "DEFAULT_COLOR"]
+
+DEFAULT_COLOR = (0.65, 0.67, 0.70, 1.0)
+FORCE_COLOR = (0.90, 0.20, 0.15, 1.0)
+TORQUE_COLOR = (0.20, 0.35, 0.90, 1.0)
+_MIN_SIDE_FRACTION = 0.02  # of the box's largest side, for sides the triangle inequality makes imaginary
+
+
+@dataclass(frozen=True)
+class Shape:
+    """One marker shape rigidly attached to a link: ``T_link_shape`` (4x4) places it in the link frame;
+    ``scale`` is Marker.scale (box sides; cylinder 2r, 2r, length; sphere 2r x3; mesh scale)."""
+
+    link_index: int
+    ns: str
+    id: int
+    type: int
+    scale: tuple
+    T_link_shape: np.ndarray = field(repr=False)
+    color: tuple = DEFAULT_COLOR
+    mesh_resource: str = ""
+
+
+# ------------------------------------------------------------------------------------------- URDF
+
+
+def prefixed_urdf(xml: str, frame_of: Callable[[str], str]) -> str:
+    """The URDF with every link name (and every joint's parent/child link) replaced by ``frame_of(name)``."""
+    root = ET.fromstring(xml)
+    for link in root.findall("link"):
+        link.set("name", frame_of(link.get("name")))
+    for joint in root.findall("joint"):
+        for end in ("parent", "child"):
+            el = joint.find(end)
+            if el is not None and el.get("link") is not None:
+                el.set("link", frame_of(el.get("link")))
+    return '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode")
+
+
+def _origin_matrix(origin) -> np.ndarray:
+    from mbs_ros.dynamics.urdf import origin_matrix
+
+    if origin is None:
+        return np.eye(4)
+    return origin_matrix(getattr(origin, "xyz", None), getattr(origin, "rpy", None))
+
+
+def _color(material, materials: dict) -> tuple:
+    if material is None:
+        return DEFAULT_COLOR
+    color = getattr(material, "color", None)
+    if color is None and getattr(material, "name", None) in materials:
+        color = getattr(materials[material.name], "color", None)
+    rgba = getattr(color, "rgba", None) if color is not None else None
+    if rgba is None or len(rgba) != 4:
+        return DEFAULT_COLOR
+    return tuple(float(c) for c in rgba)
+
+
+def shapes_from_urdf(xml: str, link_names: Sequence[str], frame_of: Callable[[str], str],
+                     inertials: Optional[dict] = None) -> List[Shape]:
+    """The marker shapes of a URDF. ``link_names``: the model's link order (the order of ``link_poses``);
+    ``frame_of``: link name -> TF frame name (the marker namespace); ``inertials``: link name -> (mass, com,
+    inertia about the com in link axes), for the equivalent-inertia box of links without a visual."""
+    from urdf_parser_py.urdf import URDF, Box, Cylinder, Mesh, Sphere
+
+    robot = URDF.from_xml_string(xml)
+    materials = {m.name: m for m in (robot.materials or []) if getattr(m, "name", None)}
+    index = {name: i for i, name in enumerate(link_names)}
+    shapes: List[Shape] = []
+    for link in robot.links:
+        if link.name not in index:
+            continue
+        li, ns = index[link.name], frame_of(link.name)
+        visuals = list(link.visuals or [])
+        for vid, vis in enumerate(visuals):
+            g = vis.geometry
+            T = _origin_matrix(vis.origin)
+            color = _color(vis.material, materials)
+            if isinstance(g, Box):
+                shape = Shape(li, ns, vid, Marker.CUBE, tuple(float(s) for s in g.size), T, color)
+            elif isinstance(g, Cylinder):
+                d = 2.0 * float(g.radius)
+                shape = Shape(li, ns, vid, Marker.CYLINDER, (d, d, float(g.length)), T, color)
+            elif isinstance(g, Sphere):
+                d = 2.0 * float(g.radius)
+                shape = Shape(li, ns, vid, Marker.SPHERE, (d, d, d), T, color)
+            elif isinstance(g, Mesh) and g.filename:
+                scale = tuple(float(s) for s in g.scale) if g.scale else (1.0, 1.0, 1.0)
+                shape = Shape(li, ns, vid, Marker.MESH_RESOURCE, scale, T, color, mesh_resource=g.filename)
+            else:
+                continue
+            shapes.append(shape)
+        if not visuals and inertials and link.name in inertials:
+            mass, com, inertia = inertials[link.name]
+            if mass > 0.0:
+                size, T = equivalent_inertia_box(mass, inertia, com)
+                shapes.append(Shape(li, ns, 0, Marker.CUBE, tuple(size), T, DEFAULT_COLOR))
+    return shapes
+
+
+def equivalent_inertia_box(mass: float, inertia, com) -> tuple:
+    """``(sides (3,), T_link_box (4x4))``: the uniform box with the body's mass and inertia (module docstring)."""
+    inertia = np.asarray(inertia, dtype=float).reshape(3, 3)
+    moments, axes = np.linalg.eigh(0.5 * (inertia + inertia.T))
+    if np.linalg.det(axes) < 0.0:
+        axes[:, 2] = -axes[:, 2]
+    sq = 6.0 / float(mass) * (moments.sum() - 2.0 * moments)  # a_i^2 = 6 (I_j + I_k - I_i) / m
+    sides = np.sqrt(np.clip(sq, 0.0, None))
+    sides = np.maximum(sides, _MIN_SIDE_FRACTION * max(float(sides.max()), 1e-3))
+    T = np.eye(4)
+    T[:3, :3] = axes
+    T[:3, 3] = np.asarray(com, dtype=float).reshape(3)
+    return sides, T
+
+
+def rigid_body_shapes(mass: float, inertia, com, frame: str) -> List[Shape]:
+    """The single body's equivalent-inertia box (link index 0: the body itself)."""
+    size, T = equivalent_inertia_box(mass, inertia, com)
+    return [Shape(0, frame, 0, Marker.CUBE, tuple(float(s) for s in size), T, DEFAULT_COLOR)]
+
+
+# ---------------------------------------------------------------------------------------- markers
+
+
+def delete_all_marker(world_frame: str, stamp_ns: int) -> Marker:
+    m = Marker(action=Marker.DELETEALL)
+    m.header.frame_id = world_frame
+    m.header.stamp = cv.time_from_ns(stamp_ns)
+    return m
+
+
+class MarkerMaker:
+    """Builds one cycle's markers. ``shapes``: see :func:`shapes_from_urdf`; ``base_frame``: the arrows'
+    namespace prefix (no arrows for a fixed base: ``wrench_arrows=False``)."""
+
+    def __init__(self, shapes: Sequence[Shape], world_frame: str, base_frame: str, wrench_arrows: bool = True):
+        self.shapes = list(shapes)
+        self.world_frame = world_frame
+        self.wrench_ns = base_frame + "/wrench"
+        self.wrench_arrows = wrench_arrows
+        self._link_index = np.array([s.link_index for s in self.shapes], dtype=int)
+        self._T = np.array([s.T_link_shape for s in self.shapes]).reshape(-1, 4, 4)
+        # arrow thickness from the size of the robot: the largest shape side (meshes excluded)
+        sizes = [max(s.scale) for s in self.shapes if s.type != Marker.MESH_RESOURCE]
+        length = max(sizes) if sizes else 0.5
+        self.shaft_diameter = max(0.005, 0.03 * length)
+        self._templates: List[Marker] = []  # reused every cycle: publish() serialises at once
+        for shape in self.shapes:
+            m = Marker(ns=shape.ns, id=shape.id, type=shape.type, action=Marker.ADD)
+            m.header.frame_id = self.world_frame
+            m.scale = cv.vector3_msg(shape.scale)
+            m.color.r, m.color.g, m.color.b, m.color.a = shape.color
+            if shape.type == Marker.MESH_RESOURCE:
+                m.mesh_resource = shape.mesh_resource
+                m.mesh_use_embedded_materials = True
+            self._templates.append(m)
+
+    def shape_poses(self, link_poses: np.ndarray) -> np.ndarray:
+        """World poses (n_shapes, 4, 4) of the shapes from the links' world poses."""
+        if not self.shapes:
+            return np.zeros((0, 4, 4))
+        return np.asarray(link_poses)[self._link_index] @ self._T
+
+    def link_markers(self, stamp_ns: int, link_poses: np.ndarray) -> List[Marker]:
+        poses = self.shape_poses(link_poses)
+        if not len(poses):
+            return []
+        quats = cv.quaternion_from_matrix(poses[:, :3, :3]).tolist()
+        positions = poses[:, :3, 3].tolist()
+        stamp = cv.time_from_ns(stamp_ns)
+        for m, (x, y, z), (qx, qy, qz, qw) in zip(self._templates, positions, quats):
+            m.header.stamp = stamp
+            pos, ori = m.pose.position, m.pose.orientation
+            pos.x, pos.y, pos.z = x, y, z
+            ori.x, ori.y, ori.z, ori.w = qx, qy, qz, qw
+        return list(self._templates)
+
+    def wrench_markers(self, stamp_ns: int, origin, force_world, torque_world, scale: float) -> List[Marker]:
+        """Force (id 0) and torque (id 1) arrows from the base origin, ``scale`` metres per N and per N m; a
+        zero (or zero-length) vector deletes its arrow."""
+        if not self.wrench_arrows:
+            return []
+        stamp = cv.time_from_ns(stamp_ns)
+        origin = np.asarray(origin, dtype=float)
+        out = []
+        for i, (vec, color) in enumerate(((force_world, FORCE_COLOR), (torque_world, TORQUE_COLOR))):
+            m = Marker(ns=self.wrench_ns, id=i, type=Marker.ARROW)
+            m.header.frame_id = self.world_frame
+            m.header.stamp = stamp
+            m.pose.orientation.w = 1.0
+            tip = origin + scale * np.asarray(vec, dtype=float)
+            if not np.all(np.isfinite(tip)) or np.linalg.norm(tip - origin) < 1e-9:
+                m.action = Marker.DELETE
+            else:
+                m.action = Marker.ADD
+                m.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in (origin, tip)]
+                d = self.shaft_diameter
+                m.scale = cv.vector3_msg([d, 2.0 * d, 3.0 * d])
+                m.color.r, m.color.g, m.color.b, m.color.a = color
+            out.append(m)
+        return out
