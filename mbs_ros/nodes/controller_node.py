@@ -15,10 +15,16 @@ Parameters (model source as ``dynamics_node``: ``robot_description``, ``model_fi
   (base components first, body frame, linear first, then the joints in ``joint_names`` order). computed_torque
   and pd_gravity use kp and kd; passivity uses lambda and kd (its kd acts through M⁻¹: scale it with the
   inertia). With a perfect model computed_torque gives each log-error component ë + kd ė + kp e = 0.
-- ``control_rate`` (100 Hz): commands are computed and published at this rate (wall clock) from the newest
-  complete state; ``state_timeout`` (0.2 s): a state older than this (measured on this node's clock from its
-  arrival) stops commanding: zero efforts and wrench are published once, with a throttled warning, and
-  commanding resumes with the next fresh state.
+- ``control_rate`` (100 Hz): commands are computed and published at this rate from the newest complete state;
+  ``state_timeout`` (0.2 s): a state older than this stops commanding: zero efforts and wrench are published
+  once, with a throttled warning, and commanding resumes with the next fresh state. Both run on the node's
+  clock: the wall clock, or with ``use_sim_time:=true`` the /clock time (the timer fires as /clock advances and
+  not while it stands still; a state's age counts from its arrival, or from its stamp if that is later, since
+  a state may arrive before the /clock message of its own time).
+- ``lockstep`` (false): no timer and no staleness: one command per complete state (odom + joint_states with the
+  same stamp), computed as soon as the state is complete and stamped with it, as ``dynamics_node``'s lockstep
+  waits for. A state received again with the stamp of the last command (the dynamics node sends it again when
+  it waited too long) gets the same command again.
 - ``world_frame`` (world), ``base_frame`` (default: as dynamics_node, the robot's base link or base_link).
 
 Topics (relative to the node's namespace):
@@ -42,15 +48,16 @@ Topics (relative to the node's namespace):
 - pub ``cmd_wrench`` (``geometry_msgs/WrenchStamped``, floating bases): the base generalised force lifted to a
   body-frame wrench at the base origin ``W = (Bᵀ)⁺ τ_base`` (``H τ_base`` for the SE(3) subgroups),
   ``frame_id`` the base frame, stamped with the stamp of the state it was computed from.
-- pub ``cmd_joint_effort`` (``std_msgs/Float64MultiArray``, robots with joints): joint efforts in
-  ``joint_names`` order.
+- pub ``joint_command`` (``sensor_msgs/JointState``, robots with joints): the joint efforts by name, stamped with
+  the stamp of the state they were computed from (the joints' command channel of lockstep).
+- pub ``cmd_joint_effort`` (``std_msgs/Float64MultiArray``, robots with joints): the same efforts in
+  ``joint_names`` order, for consumers of ros2_control's forward command interface (it carries no stamp).
 """
 
 from __future__ import annotations
 
 import math
 import sys
-import time
 import warnings
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
@@ -99,6 +106,7 @@ class ControllerSettings:
     state_timeout: float = 0.2
     world_frame: str = "world"
     base_frame: str = "base_link"
+    lockstep: bool = False
 
 
 DEFAULTS = ControllerSettings()
@@ -119,10 +127,14 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
            {"read_only": True}),
     "kd": ("Velocity gain: scalar or one per velocity component (nv).", {"read_only": True}),
     "lambda": ("Slotine-Li Lambda (passivity): scalar or one per velocity component (nv).", {"read_only": True}),
-    "control_rate": ("Command rate [Hz] (wall clock), > 0.", {"read_only": True,
-                                                               "floating_point_range": (0.001, 100000.0)}),
-    "state_timeout": ("A state older than this [s] stops commanding (zero command once, throttled warning).",
+    "control_rate": ("Command rate [Hz] on the node clock (the wall clock, or /clock with use_sim_time), > 0; "
+                     "not used in lockstep.", {"read_only": True, "floating_point_range": (0.001, 100000.0)}),
+    "state_timeout": ("A state older than this [s of the node clock] stops commanding (zero command once, "
+                      "throttled warning); not used in lockstep.",
                       {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
+    "lockstep": ("Compute and publish one command per complete state (odom + joint_states with equal stamps), "
+                 "stamped with the state's stamp, instead of on a timer (dynamics_node lockstep).",
+                 {"read_only": True}),
     "world_frame": ("Fixed frame of odom and base_reference.", {"read_only": True}),
     "base_frame": ("Base frame (as dynamics_node); prefixed with the namespace.", {"read_only": True}),
 }
@@ -137,6 +149,8 @@ def _descriptor(name: str, value) -> ParameterDescriptor:
     d = ParameterDescriptor(name=name, description=description, read_only=bool(extra.get("read_only", False)))
     if isinstance(value, str):
         d.type = ParameterType.PARAMETER_STRING
+    elif isinstance(value, bool):
+        d.type = ParameterType.PARAMETER_BOOL
     else:
         d.dynamic_typing = True  # numbers: ints accepted; gains: scalar or list
     if "floating_point_range" in extra:
@@ -194,6 +208,8 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
             raise ParameterError(f"{name} must not be empty")
         return v
 
+    if not isinstance(values["lockstep"], bool):
+        raise ParameterError(f"lockstep must be true or false, got {values['lockstep']!r}")
     s = ControllerSettings(
         robot_description=text("robot_description", allow_empty=True),
         model_file=text("model_file", allow_empty=True),
@@ -211,6 +227,7 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
         state_timeout=_number(values, "state_timeout", lo=0.0, lo_open=True),
         world_frame=text("world_frame"),
         base_frame=text("base_frame"),
+        lockstep=values["lockstep"],
     )
     if source.multibody:
         from mbs_ros.nodes.dynamics_node import base_link_of
@@ -304,7 +321,7 @@ class ControllerNode(Node):
         self._odom: Dict[int, tuple] = {}
         self._joints: Dict[int, tuple] = {}
         self.state: Optional[Tuple[int, np.ndarray, np.ndarray]] = None  # (stamp ns, q, v)
-        self._state_wall = 0.0
+        self._state_arrival_ns = 0  # node clock (wall, or /clock with use_sim_time) when the state arrived
         self._stopped = False
         self._last_tau_stamp = None
         self._last_tau = None
@@ -316,18 +333,22 @@ class ControllerNode(Node):
         state_qos = QoSProfile(depth=4)  # a controller that lags wants the newest state, not a backlog
         self.pub_wrench = self.create_publisher(WrenchStamped, "cmd_wrench", qos) if self.floating else None
         self.pub_effort = self.create_publisher(Float64MultiArray, "cmd_joint_effort", qos) if self.nj else None
+        self.pub_joint_command = self.create_publisher(JointState, "joint_command", qos) if self.nj else None
         if self.floating:
             self.create_subscription(Odometry, "odom", self._on_odom, state_qos)
             self.create_subscription(MultiDOFJointTrajectory, "base_reference", self._on_base_reference, qos)
         if self.nj:
             self.create_subscription(JointState, "joint_states", self._on_joint_states, state_qos)
             self.create_subscription(JointTrajectory, "joint_reference", self._on_joint_reference, qos)
-        self.timer = self.create_timer(1.0 / s.control_rate, self._on_timer)
+        # lockstep: one command per complete state, from the state callbacks; otherwise a timer on the node clock
+        self.timer = None if s.lockstep else self.create_timer(1.0 / s.control_rate, self._on_timer)
         gains = (f"kp {s.kp}, kd {s.kd}" if s.law != "passivity" else f"lambda {s.lambda_}, kd {s.kd}")
         what = source.describe() if source.multibody else f"{s.base_group} body"
+        timing = ("lockstep: one command per state, stamped with it" if s.lockstep
+                  else f"{s.control_rate:g} Hz, state_timeout {s.state_timeout:g} s")
         self.get_logger().info(
             f"{s.law} on {what} ({s.base_group} base, {layout_description(model)}), {gains}, mass_scale "
-            f"{s.mass_scale:g}, {s.control_rate:g} Hz, state_timeout {s.state_timeout:g} s")
+            f"{s.mass_scale:g}, {timing}")
 
     # --------------------------------------------------------------------------------- state
 
@@ -374,6 +395,11 @@ class ControllerNode(Node):
             return
         t = max(stamps)
         if self.state is not None and t <= self.state[0]:
+            if self.settings.lockstep and t == self.state[0] and self._last_tau_stamp == t:
+                # lockstep: the dynamics node sent this state again (our command may have been lost)
+                for d in (self._odom, self._joints):
+                    d.pop(t, None)
+                self._publish(t, self._last_tau, self.state[1])
             return
         model = self.model
         joints = ms.joint_positions_to_q(model, self._joints[t][0]) if self.nj else None
@@ -392,7 +418,11 @@ class ControllerNode(Node):
             v[self.nv_base:] = self._joints[t][1]
         first = self.state is None
         self.state = (t, q, v)
-        self._state_wall = time.monotonic()
+        clock = self.get_clock()
+        self._state_arrival_ns = clock.now().nanoseconds
+        if getattr(clock, "ros_time_is_active", False):
+            # /clock time: a state may arrive before the /clock message of its own stamp
+            self._state_arrival_ns = max(self._state_arrival_ns, t)
         for d in (self._odom, self._joints):
             for k in [k for k in d if k <= t]:
                 del d[k]
@@ -402,6 +432,8 @@ class ControllerNode(Node):
             if self.nj:
                 self.joint_ref = (t, Reference(self.nj, [0.0], [self._joint_positions(q)]))
             self.get_logger().info(f"first state at t = {t * 1e-9:.6f} s: holding it until a reference arrives")
+        if self.settings.lockstep:
+            self._command()
 
     def _joint_positions(self, q) -> np.ndarray:
         return ms.joint_positions_from_q(self.model, q[self.nq_base:])
@@ -535,7 +567,7 @@ class ControllerNode(Node):
     def _on_timer(self) -> None:
         if self.state is None:
             return
-        age = time.monotonic() - self._state_wall
+        age = (self.get_clock().now().nanoseconds - self._state_arrival_ns) * 1e-9
         if age > self.settings.state_timeout:
             self.get_logger().warning(
                 f"state is {age:.3f} s old (state_timeout {self.settings.state_timeout:g} s): not commanding",
@@ -545,6 +577,10 @@ class ControllerNode(Node):
                 self._stopped = True
             return
         self._stopped = False
+        self._command()
+
+    def _command(self) -> None:
+        """Publish the command for the newest state (computed once per state)."""
         t, q, v = self.state
         if self._last_tau_stamp != t:
             q_d, v_d, a_d = self._desired(t)
@@ -562,7 +598,9 @@ class ControllerNode(Node):
             W = np.linalg.pinv(B.T) @ tau[: self.nv_base]
             self.pub_wrench.publish(cv.wrench_stamped_msg(stamp, self.base_frame, W))
         if self.pub_effort is not None:
-            self.pub_effort.publish(Float64MultiArray(data=[float(x) for x in tau[self.nv_base:]]))
+            effort = [float(x) for x in tau[self.nv_base:]]
+            self.pub_joint_command.publish(cv.joint_state_msg(stamp, self.joint_names, effort=effort))
+            self.pub_effort.publish(Float64MultiArray(data=effort))
 
 
 # ------------------------------------------------------------------------------------------- main

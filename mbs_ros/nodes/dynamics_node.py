@@ -25,11 +25,17 @@ the URDF's root link and must name it):
   act on (e.g. a roll torque on se2) are dropped with a throttled warning and the rest is applied.
   A fixed base takes no wrench: every cmd_wrench is rejected with a throttled warning.
   A command is applied from the next physics step on and held until the next one, or for
-  ``cmd_timeout`` seconds of simulation time.
+  ``cmd_timeout`` seconds of simulation time. ``header.stamp`` is ignored, except in lockstep (below).
 - sub ``cmd_joint_effort`` (``std_msgs/Float64MultiArray``, robots with movable joints): one effort per joint
   in ``joint_names`` order [N m or N], as ros2_control's forward command controllers send (``layout`` is
   ignored). Wrong length, NaN or infinite entries: rejected with a throttled warning. Applied from the next
-  step, held like ``cmd_wrench`` (its own ``cmd_timeout``). No effort limit is enforced.
+  step, held like ``cmd_wrench`` (its own ``cmd_timeout``). No effort limit is enforced. Ignored in lockstep
+  (it carries no stamp; one info message says so).
+- sub ``joint_command`` (``sensor_msgs/JointState``, robots with movable joints; as Isaac Sim's): ``effort`` by
+  ``name`` [N m or N]; ``position``/``velocity`` are ignored; joints the message does not name get zero
+  effort. An unknown or repeated name, a missing effort, NaN or infinite entries: rejected with a throttled
+  warning. Otherwise exactly like ``cmd_joint_effort`` (the two write the same command: the later wins), and
+  in lockstep the joints' command channel, ``header.stamp`` naming its period.
 - pub ``odom`` (``nav_msgs/Odometry``): pose of ``<base>`` in ``world_frame``, twist in ``<base>`` (a fixed
   base: its constant pose, zero twist).
 - pub ``pose`` (``geometry_msgs/PoseStamped``) and ``/tf``: ``world_frame`` -> ``<base>``, then for a robot
@@ -70,6 +76,7 @@ the URDF's root link and must name it):
   0 force, 1 torque) from the base origin along the applied wrench in world axes, ``marker_wrench_scale``
   metres per N and per N m (DELETE while zero). The first array after start-up and after a reset begins
   with a DELETEALL.
+- pub ``/clock`` (``rosgraph_msgs/Clock``, with ``publish_clock``): the simulation time (below).
 
 Services: ``~/reset`` (``std_srvs/Trigger``): back to the initial state (time keeps running: the reset
 state gets the next step's stamp), commands cleared. ``~/pause`` (``std_srvs/SetBool``): stop/resume
@@ -77,12 +84,38 @@ stepping; simulation time stops while paused, and state topics are not published
 which it stops is published once).
 
 Time: ``t_k = t0 + k * dt`` in integer nanoseconds, ``dt`` = the integer-nanosecond period nearest
-``1 / physics_rate``, ``t0`` = the node clock at start-up. Every stamp is the simulation time of the
-state it describes. A timer steps as many steps as the wall clock demands, at most 10 ms of simulation
-time per callback (when behind, the next callback follows at once, and commands received meanwhile are
-applied between the batches); if it falls more than 50 ms behind, it skips ahead and warns (throttled):
-under load the simulation runs slower than real time rather than fast-forwarding open loop past the
-controller.
+``1 / physics_rate``, ``t0`` = the node's ROS clock at start-up: the wall clock, or with ``use_sim_time:=true``
+the /clock time (0 when no /clock has been published yet, e.g. when this node is the one publishing it). Every
+stamp is the simulation time of the state it describes. ``publish_clock`` publishes it on /clock (reliable,
+depth 10: best-effort subscribers such as rclpy's and rclcpp's time sources match): with every batch of
+steps, before the state messages of a stamp, and repeated every 0.5 s while the time stands still (paused,
+lockstep waiting), so late joiners get it. One node per graph should publish /clock (in a fleet, one dynamics
+node); then every node can run with ``use_sim_time:=true``. This node's own stepping always runs on the steady
+clock, whatever ``use_sim_time`` says.
+
+Pacing (not lockstep): a timer steps as many steps as ``real_time_factor`` x the wall clock demands, at most
+10 ms of simulation time per callback (when behind, the next callback follows at once, and commands received
+meanwhile are applied between the batches); if it falls more than 50 ms of wall clock behind, it skips ahead
+and warns (throttled): under load the simulation runs slower than asked rather than fast-forwarding open loop
+past the controller. ``real_time_factor: 0``: a batch per callback, back to back, as fast as the machine
+allows (subscriptions are served between batches). ``real_time_factor`` can be changed at runtime.
+
+Lockstep (``lockstep: true``; needs ``physics_rate / control_rate`` to be a whole number n, else the node
+refuses to start): the node publishes the state at ``t_k`` (/clock first, then odom, joint_states, /tf,
+markers, ...), then waits. It advances one control period -- n physics steps with the commands held, state
+published at ``t_{k+n}`` -- only once a valid command stamped ``t_k`` has arrived on every channel it
+expects: ``cmd_wrench`` if the base floats, ``joint_command`` if there are movable joints (a fixed base with
+no movable joint cannot run in lockstep). Commands stamped for another period are ignored (debug message for
+earlier stamps, e.g. answers to a state sent twice; a throttled warning for later ones); a rejected command
+does not count. It never advances without the commands: while waiting it repeats /clock, sends odom and
+joint_states at ``t_k`` again (unchanged, same stamp) after 1 s or at once when a new endpoint matches (in case
+a message was lost before discovery completed), and warns (throttled) after 2 s without any command. There is
+no command timeout in lockstep, and ``publish_rate`` does not apply: the state is published once per control
+period. ``real_time_factor`` is a maximum speed (a period starts no earlier than the wall clock allows; 0 =
+as fast as the controller answers). Pause holds the periods (commands are still collected); resume takes the
+waiting period if its commands are all there; reset publishes the initial state at the next step's stamp and
+drops the commands collected for the old one. With the same parameters, and ``use_sim_time`` so that ``t0``
+is 0, two lockstep runs publish bit-identical state sequences.
 """
 
 from __future__ import annotations
@@ -108,9 +141,12 @@ from rcl_interfaces.msg import (
     ParameterType,
     SetParametersResult,
 )
+from rclpy.clock import Clock as RclpyClock
+from rclpy.clock import ClockType
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
@@ -139,6 +175,14 @@ MAX_LAG_S = 0.05
 # subscriptions served in between).
 MAX_BATCH_S = 0.01
 WARN_THROTTLE_S = 2.0
+# While the simulation time stands still (paused, or waiting in lockstep), /clock is repeated this often.
+CLOCK_REPEAT_S = 0.5
+# Lockstep: the timer's period when it only watches (real_time_factor 0); the state t_k is published again
+# after this long without the commands (or at once when a new endpoint matches), in case the first copy or the
+# controller's answer was lost before discovery completed; a warning after this long without any command.
+LOCKSTEP_WATCH_S = 0.05
+LOCKSTEP_RESEND_S = 1.0
+LOCKSTEP_WARN_S = 2.0
 
 __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values", "main"]
 
@@ -170,6 +214,10 @@ class Settings:
     base_frame: str = "base_link"
     cmd_timeout: float = 0.5
     use_events_executor: bool = False
+    publish_clock: bool = False
+    real_time_factor: float = 1.0
+    lockstep: bool = False
+    control_rate: float = 100.0
     publish_markers: bool = True
     marker_wrench_scale: float = 0.01
 
@@ -233,6 +281,19 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when available (falls back to the single-threaded "
         "executor).", {"read_only": True}),
+    "publish_clock": (
+        "Publish the simulation time on /clock (rosgraph_msgs/Clock), so that every node can run with "
+        "use_sim_time:=true. One node per ROS graph should publish it.", {"read_only": True}),
+    "real_time_factor": (
+        "Simulation seconds per wall-clock second, >= 0; 0 = as fast as possible. In lockstep: the maximum "
+        "speed (0 = as fast as the controller answers).", {"floating_point_range": (0.0, 1.0e6)}),
+    "lockstep": (
+        "Advance one control period (physics_rate/control_rate steps) only when the commands stamped with the "
+        "current state's stamp have arrived on cmd_wrench (floating base) and joint_command (joints).",
+        {"read_only": True}),
+    "control_rate": (
+        "Control periods per second of simulation time [Hz] (lockstep only); physics_rate/control_rate must be "
+        "a whole number.", {"read_only": True, "floating_point_range": (0.001, 100000.0)}),
     "publish_markers": (
         "Publish the bodies' shapes and the applied base wrench as a visualization_msgs/MarkerArray on "
         "markers, with every state.", {}),
@@ -316,6 +377,10 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         base_frame=text("base_frame"),
         cmd_timeout=number("cmd_timeout", lo=0.0),
         use_events_executor=flag("use_events_executor"),
+        publish_clock=flag("publish_clock"),
+        real_time_factor=number("real_time_factor", lo=0.0),
+        lockstep=flag("lockstep"),
+        control_rate=number("control_rate", lo=0.0, lo_open=True),
         publish_markers=flag("publish_markers"),
         marker_wrench_scale=number("marker_wrench_scale", lo=0.0),
     )
@@ -326,6 +391,8 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         raise ParameterError(
             f"diagnostics_rate ({s.diagnostics_rate:g} Hz) must not exceed physics_rate "
             f"({s.physics_rate:g} Hz)")
+    if s.lockstep:
+        lockstep_steps(s)  # refuses a control period that is not a whole number of physics steps
     if s.world_frame.strip("/") == s.base_frame.strip("/"):
         raise ParameterError(f"world_frame and base_frame must differ, both are {s.world_frame!r}")
     if multibody:
@@ -336,6 +403,18 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
     else:
         check_inertia(s.inertia_matrix)
     return s
+
+
+def lockstep_steps(s: Settings) -> int:
+    """Physics steps per control period in lockstep: ``physics_rate / control_rate``, which must be a whole
+    number >= 1 (ParameterError with the reason otherwise)."""
+    ratio = s.physics_rate / s.control_rate
+    n = int(round(ratio))
+    if n < 1 or abs(ratio - n) > 1e-9 * ratio:
+        raise ParameterError(
+            f"lockstep needs a whole number of physics steps per control period: physics_rate / control_rate = "
+            f"{s.physics_rate:g} / {s.control_rate:g} = {ratio:.6g} (choose control_rate = physics_rate / n)")
+    return n
 
 
 def base_link_of(source: ms.Source) -> str:
@@ -495,6 +574,9 @@ class DynamicsNode(Node):
         q0, v0 = initial_state(model, s)
         if TFMessage is None:
             raise ParameterError("tf2_msgs is not installed: cannot publish /tf")
+        if s.lockstep and model.group is None and not model.joint_names:
+            raise ParameterError("lockstep: this robot has a fixed base and no movable joint, so there is no "
+                                 "command to wait for")
         self.source = source
         self.multibody = source.multibody
         if self.multibody:
@@ -520,9 +602,21 @@ class DynamicsNode(Node):
         # time: t_k = t0 + k * dt, all integer ns
         self.dt_ns = cv.period_ns(s.physics_rate)
         self.dt = self.dt_ns * 1e-9
-        self.t0_ns = self.get_clock().now().nanoseconds
+        self.t0_ns = self.get_clock().now().nanoseconds  # 0 with use_sim_time and no /clock yet
         self.k = 0
         self._set_rates(s)
+        self._last_clock_stamp = None
+        self._last_clock_wall = 0.0
+        # lockstep bookkeeping
+        self.lockstep = s.lockstep
+        self._lockstep_steps = lockstep_steps(s) if s.lockstep else 0
+        self._expected = tuple(name for name, needed in (("cmd_wrench", model.group is not None),
+                                                         ("joint_command", self.nj > 0)) if needed)
+        self._period_cmds: Dict[str, object] = {}  # channel -> command stamped with the current state's stamp
+        self._last_input_wall = time.monotonic()
+        self._last_seen: Dict[str, int] = {}  # channel -> stamp of the last command seen on it
+        self._last_state_wall = 0.0
+        self._graph_counts = ()
 
         # state and bookkeeping
         self.q, self.v = q0, v0
@@ -538,9 +632,11 @@ class DynamicsNode(Node):
         self.pub_wrench = self.create_publisher(WrenchStamped, "wrench", qos)
         self.pub_tf = self.create_publisher(TFMessage, "/tf", QoSProfile(depth=100))
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", QoSProfile(depth=10))
+        self.pub_clock = self.create_publisher(Clock, "/clock", QoSProfile(depth=10)) if s.publish_clock else None
         self.pub_markers = self.create_publisher(MarkerArray, "markers", QoSProfile(depth=10))
         self.sub_cmd = self.create_subscription(WrenchStamped, "cmd_wrench", self._on_cmd_wrench,
                                                 QoSProfile(depth=10))
+        self.sub_joint_command = None
         if self.nj:
             self.pub_joint_states = self.create_publisher(JointState, "joint_states", qos)
             self.pub_joint_effort = self.create_publisher(JointState, "joint_effort", qos)
@@ -549,6 +645,9 @@ class DynamicsNode(Node):
                 for j in model.joint_names]
             self.sub_effort = self.create_subscription(Float64MultiArray, "cmd_joint_effort",
                                                        self._on_cmd_joint_effort, QoSProfile(depth=10))
+            self.sub_joint_command = self.create_subscription(JointState, "joint_command",
+                                                              self._on_joint_command, QoSProfile(depth=10))
+            self._joint_index = {name: i for i, name in enumerate(model.joint_names)}
         if self.multibody:
             # The URDF with the link names this node publishes on TF: RViz's RobotModel works with an empty
             # TF prefix, robot_state_publisher with an empty frame_prefix.
@@ -569,10 +668,10 @@ class DynamicsNode(Node):
 
         # wall-clock pacing
         self._anchor()
-        tick = max(self.dt, 1.0 / MAX_TICK_RATE_HZ)
-        self._max_lag_steps = max(1, int(MAX_LAG_S / self.dt))
         self._max_batch_steps = max(1, int(round(MAX_BATCH_S / self.dt)))
-        self.timer = self.create_timer(tick, self._on_timer)
+        self.timer = None
+        self._steady_clock = RclpyClock(clock_type=ClockType.STEADY_TIME)
+        self._make_timer()
 
         self._publish_state()
         self._publish_diagnostics()
@@ -583,10 +682,18 @@ class DynamicsNode(Node):
                     f"({', '.join(model.joint_names)}), total mass {self._total_mass():g} kg")
         else:
             what = f"{s.base_group} body, mass {s.mass:g} kg"
+        if s.lockstep:
+            timing = (f"lockstep: {self._lockstep_steps} steps per control period, waiting for "
+                      f"{' and '.join(self._expected)} stamped with each state, "
+                      + (f"at most {s.real_time_factor:g}x real time" if s.real_time_factor > 0
+                         else "as fast as the controller answers"))
+        else:
+            timing = (f"publishing {self.world_frame} -> {self.base_frame} every {self._publish_every} steps, "
+                      + (f"real_time_factor {s.real_time_factor:g}" if s.real_time_factor > 0
+                         else "as fast as possible") + f", cmd_timeout {s.cmd_timeout:g} s")
         self.get_logger().info(
-            f"{what}, {s.integrator} at {effective:g} Hz "
-            f"(dt = {self.dt_ns} ns), publishing {self.world_frame} -> {self.base_frame} every "
-            f"{self._publish_every} steps, cmd_timeout {s.cmd_timeout:g} s")
+            f"{what}, {s.integrator} at {effective:g} Hz (dt = {self.dt_ns} ns), {timing}"
+            + (", publishing /clock" if s.publish_clock else ""))
 
     def _total_mass(self) -> float:
         return float(np.sum(self.model._tree.body_mass))
@@ -645,7 +752,10 @@ class DynamicsNode(Node):
         self._publish_every = max(1, int(round(s.physics_rate / s.publish_rate)))
         self._diag_every = (max(1, int(round(s.physics_rate / s.diagnostics_rate)))
                             if s.diagnostics_rate > 0 else 0)
-        self._timeout_steps = int(math.ceil(s.cmd_timeout * 1e9 / self.dt_ns)) if s.cmd_timeout > 0 else 0
+        self._timeout_steps = (int(math.ceil(s.cmd_timeout * 1e9 / self.dt_ns))
+                               if s.cmd_timeout > 0 and not s.lockstep else 0)
+        rtf = s.real_time_factor
+        self._max_lag_steps = max(1, int(MAX_LAG_S * rtf / self.dt)) if rtf > 0 else 0
 
     def _rebaseline(self) -> None:
         """Reference energy and momentum for the bookkeeping; work counted from here."""
@@ -657,6 +767,19 @@ class DynamicsNode(Node):
     def _anchor(self) -> None:
         self._anchor_wall_ns = time.monotonic_ns()
         self._anchor_k = self.k
+        self._not_before_ns = self._anchor_wall_ns  # lockstep: the next period may start from then
+
+    def _make_timer(self) -> None:
+        """(Re)create the stepping timer for the current real_time_factor."""
+        if self.timer is not None:
+            self.destroy_timer(self.timer)
+        rtf = self.settings.real_time_factor
+        if self.lockstep:  # periods start from the command callbacks; the timer paces and watches
+            period = 1.0 / MAX_TICK_RATE_HZ if rtf > 0 else LOCKSTEP_WATCH_S
+        else:  # rtf 0: a callback as often as the executor can, one batch each
+            period = max(self.dt / rtf, 1.0 / MAX_TICK_RATE_HZ) if rtf > 0 else 0.0
+        # On the steady clock: this node makes the simulation time, even when it runs with use_sim_time.
+        self.timer = self.create_timer(period, self._on_timer, clock=self._steady_clock)
 
     def _setup_markers(self) -> None:
         s = self.settings
@@ -683,29 +806,138 @@ class DynamicsNode(Node):
     # ---------------------------------------------------------------------------- stepping
 
     def _on_timer(self) -> None:
-        if self.paused:  # time stands still; keep the bookkeeping visible
+        if self.paused:  # time stands still; keep the bookkeeping and the clock visible
             if (self._diag_every
                     and time.monotonic() - self._last_diag_wall >= 1.0 / self.settings.diagnostics_rate):
                 self._publish_diagnostics()
+            self._repeat_clock()
+            return
+        if self.lockstep:
+            self._lockstep_watch()
+            return
+        rtf = self.settings.real_time_factor
+        if rtf == 0.0:  # as fast as possible: one batch per callback, subscriptions served in between
+            self.advance(self._max_batch_steps)
+            self._publish_clock()
             return
         now = time.monotonic_ns()
-        due = self._anchor_k + (now - self._anchor_wall_ns) // self.dt_ns
+        due = self._anchor_k + int((now - self._anchor_wall_ns) * rtf) // self.dt_ns
         # A small batch per callback: when behind, the timer is ready again at once, and the commands that
         # arrived meanwhile are taken between batches instead of after one long open-loop burst.
         n = min(due - self.k, self._max_batch_steps)
         if n > 0:
             self.advance(n)
+            self._publish_clock()
         behind = due - self.k
         if behind > self._max_lag_steps:
             self.get_logger().warning(
-                f"falling behind the wall clock by {behind * self.dt:.3f} s: skipping ahead "
-                "(the simulation runs slower than real time)", throttle_duration_sec=WARN_THROTTLE_S)
+                f"falling behind the wall clock by {behind * self.dt / rtf:.3f} s: skipping ahead (the simulation "
+                f"runs slower than real_time_factor {rtf:g})", throttle_duration_sec=WARN_THROTTLE_S)
             self._anchor()
 
     def advance(self, steps: int) -> None:
-        """Take ``steps`` physics steps. The one place the simulation advances (timer, later lockstep)."""
+        """Take ``steps`` physics steps. The one place the simulation advances (timer and lockstep)."""
         for _ in range(steps):
             self._step_once()
+
+    # ---------------------------------------------------------------------------- lockstep
+
+    def _lockstep_take(self, channel: str, value) -> None:
+        """A valid command stamped for the current period."""
+        self._period_cmds[channel] = value
+        self._try_period()
+
+    def _lockstep_stamp_ok(self, channel: str, stamp_ns: int) -> bool:
+        """Lockstep: is a command stamped ``stamp_ns`` for the current period? Logs why not (throttled)."""
+        self._last_input_wall = time.monotonic()
+        self._last_seen[channel] = stamp_ns
+        current = self.stamp()
+        if stamp_ns == current:
+            return True
+        if stamp_ns < current:  # an answer to a state sent again, or to the state before a reset
+            self.get_logger().debug(
+                f"lockstep: {channel} stamped {stamp_ns * 1e-9:.9f} s ignored, waiting for {current * 1e-9:.9f} s",
+                throttle_duration_sec=WARN_THROTTLE_S)
+        else:
+            self.get_logger().warning(
+                f"lockstep: {channel} stamped {stamp_ns * 1e-9:.9f} s ignored: it is later than the current state "
+                f"({current * 1e-9:.9f} s); commands must carry the stamp of the state they answer",
+                throttle_duration_sec=WARN_THROTTLE_S)
+        return False
+
+    def _period_complete(self) -> bool:
+        return all(ch in self._period_cmds for ch in self._expected)
+
+    def _try_period(self) -> None:
+        """Lockstep: advance one control period if its commands are all here (and the speed limit allows)."""
+        if self.paused or not self._period_complete():
+            return
+        rtf = self.settings.real_time_factor
+        now = time.monotonic_ns()
+        if rtf > 0.0 and now < self._not_before_ns:
+            return  # the timer tries again
+        n = self._lockstep_steps
+        if "cmd_wrench" in self._period_cmds:
+            self._wrench.pending = self._period_cmds["cmd_wrench"]
+        if "joint_command" in self._period_cmds:
+            self._effort.pending = self._period_cmds["joint_command"]
+        self._period_cmds = {}
+        self.advance(n)
+        if rtf > 0.0:
+            self._not_before_ns = max(self._not_before_ns + int(n * self.dt_ns / rtf), now)
+        self._publish_state()
+        self._publish_wrench(self.k - 1, self.command)
+        if self.nj:
+            self._publish_effort(self.k - 1, self._effort.applied)
+
+    def _lockstep_watch(self) -> None:
+        """Lockstep timer: pace, send the state again if the commands are late, warn if nothing comes."""
+        if self._period_complete():
+            self._try_period()
+            return
+        self._repeat_clock()
+        now = time.monotonic()
+        counts = self._graph_counts_now()
+        grew = any(c > old for c, old in zip(counts, self._graph_counts))
+        self._graph_counts = counts
+        if grew or now - self._last_state_wall > LOCKSTEP_RESEND_S:
+            self._publish_state(controller_inputs_only=True)  # the same stamp and values again
+        quiet = now - self._last_input_wall
+        if quiet > LOCKSTEP_WARN_S:
+            missing = [ch for ch in self._expected if ch not in self._period_cmds]
+            seen = ", ".join(f"{ch} {t * 1e-9:.9f} s" for ch, t in sorted(self._last_seen.items())) or "none"
+            self.get_logger().warning(
+                f"lockstep: waiting at t = {self.stamp() * 1e-9:.9f} s for {' and '.join(missing)} stamped with it; "
+                f"no command for {quiet:.1f} s (last stamps seen: {seen}). Is a lockstep controller running?",
+                throttle_duration_sec=max(WARN_THROTTLE_S, LOCKSTEP_WARN_S))
+
+    def _graph_counts_now(self) -> tuple:
+        """Matched endpoints of the lockstep loop: state subscribers, command publishers."""
+        counts = [self.pub_odom.get_subscription_count()]
+        if self.nj:
+            counts.append(self.pub_joint_states.get_subscription_count())
+        for sub in (self.sub_cmd, self.sub_joint_command):
+            if sub is None:
+                continue
+            count = getattr(sub, "get_publisher_count", None)  # rclpy >= Iron; graph count before
+            counts.append(count() if count is not None else self.count_publishers(sub.topic_name))
+        return tuple(counts)
+
+    # ------------------------------------------------------------------------------- clock
+
+    def _publish_clock(self, again: bool = False) -> None:
+        if self.pub_clock is None:
+            return
+        stamp = self.stamp()
+        if stamp == self._last_clock_stamp and not again:
+            return
+        self.pub_clock.publish(Clock(clock=cv.time_from_ns(stamp)))
+        self._last_clock_stamp = stamp
+        self._last_clock_wall = time.monotonic()
+
+    def _repeat_clock(self) -> None:
+        if self.pub_clock is not None and time.monotonic() - self._last_clock_wall > CLOCK_REPEAT_S:
+            self._publish_clock(again=True)
 
     def _step_once(self) -> None:
         k = self.k
@@ -736,7 +968,7 @@ class DynamicsNode(Node):
         self.work += 0.5 * self.dt * (self._power(tau, q0, v0) + self._power(tau, q1, v1))
         self.q, self.v = q1, v1
         self.k = k + 1
-        if self.k % self._publish_every == 0:
+        if not self.lockstep and self.k % self._publish_every == 0:  # lockstep: once per control period
             self._publish_state()
             self._publish_wrench(k, self.command)
             if self.nj:
@@ -789,8 +1021,12 @@ class DynamicsNode(Node):
 
     # -------------------------------------------------------------------------- publishing
 
-    def _publish_state(self) -> None:
+    def _publish_state(self, controller_inputs_only: bool = False) -> None:
+        """The state at the current stamp: /clock first, then odom, pose, /tf, joint_states, joint_wrenches and
+        markers. ``controller_inputs_only``: /clock, odom and joint_states only (lockstep sending it again)."""
         stamp = self.stamp()
+        self._publish_clock(again=controller_inputs_only)
+        self._last_state_wall = time.monotonic()
         model, q, v = self.model, self.q, self.v
         V = model.twist(q, v)
         poses = None
@@ -802,6 +1038,10 @@ class DynamicsNode(Node):
         else:
             p, quat = model.pose(q)
         self.pub_odom.publish(cv.odometry_msg(stamp, self.world_frame, self.base_frame, p, quat, V))
+        if controller_inputs_only:
+            if self.nj:
+                self._publish_joints(stamp, wrenches=False)
+            return
         self.pub_pose.publish(cv.pose_stamped_msg(stamp, self.world_frame, p, quat))
         transforms = []
         if self._world_to_base:
@@ -835,12 +1075,14 @@ class DynamicsNode(Node):
         markers += self._marker_maker.wrench_markers(stamp, p, F, tau, self.settings.marker_wrench_scale)
         self.pub_markers.publish(MarkerArray(markers=markers))
 
-    def _publish_joints(self, stamp: int) -> None:
+    def _publish_joints(self, stamp: int, wrenches: bool = True) -> None:
         model, q, v = self.model, self.q, self.v
         effort = self._effort.applied
         names = list(model.joint_names)
         positions = ms.joint_positions_from_q(model, q[model.nq - self._nq_joints():])
         self.pub_joint_states.publish(cv.joint_state_msg(stamp, names, positions, v[self.nv_base:], effort))
+        if not wrenches:
+            return
         tau = self._generalized_force(self.command, effort)
         tau = tau(0.0, q, v) if callable(tau) else tau
         a = model.forward_dynamics(q, v, tau)
@@ -903,7 +1145,9 @@ class DynamicsNode(Node):
         if self.model.group is None:
             self.get_logger().warning(
                 "cmd_wrench rejected: the base is fixed (base_group fixed) and takes no wrench; drive the joints "
-                "with cmd_joint_effort", throttle_duration_sec=WARN_THROTTLE_S)
+                "with cmd_joint_effort or joint_command", throttle_duration_sec=WARN_THROTTLE_S)
+            return
+        if self.lockstep and not self._lockstep_stamp_ok("cmd_wrench", cv.ns_from_time(msg.header.stamp)):
             return
         if not np.all(np.isfinite(W)):
             self.get_logger().warning(
@@ -932,9 +1176,18 @@ class DynamicsNode(Node):
                 W = cv.rotate_wrench(R_world_base, W_body)
             else:
                 W = W_body
-        self._wrench.pending = Command(np.array(W, dtype=float), frame)
+        cmd = Command(np.array(W, dtype=float), frame)
+        if self.lockstep:
+            self._lockstep_take("cmd_wrench", cmd)
+        else:
+            self._wrench.pending = cmd
 
     def _on_cmd_joint_effort(self, msg: Float64MultiArray) -> None:
+        if self.lockstep:
+            self.get_logger().info(
+                "lockstep: cmd_joint_effort is ignored (it carries no stamp); joint efforts come from joint_command "
+                "(sensor_msgs/JointState, efforts by name, stamped with the state they answer)", once=True)
+            return
         data = np.asarray(msg.data, dtype=float)
         if data.shape != (self.nj,):
             self.get_logger().warning(
@@ -947,6 +1200,30 @@ class DynamicsNode(Node):
                 throttle_duration_sec=WARN_THROTTLE_S)
             return
         self._effort.pending = data.copy()
+
+    def _on_joint_command(self, msg: JointState) -> None:
+        if self.lockstep and not self._lockstep_stamp_ok("joint_command", cv.ns_from_time(msg.header.stamp)):
+            return
+        names = list(msg.name)
+        unknown = [n for n in names if n not in self._joint_index]
+        if not names or len(msg.effort) != len(names) or unknown or len(set(names)) != len(names):
+            self.get_logger().warning(
+                f"joint_command rejected: needs one effort per name, names distinct and among "
+                f"{', '.join(self.model.joint_names)} (got {len(names)} names, {len(msg.effort)} efforts"
+                + (f", unknown {unknown}" if unknown else "") + ")", throttle_duration_sec=WARN_THROTTLE_S)
+            return
+        effort = np.asarray(msg.effort, dtype=float)
+        if not np.all(np.isfinite(effort)):
+            self.get_logger().warning(
+                f"joint_command rejected: non-finite (NaN/inf) efforts {effort.tolist()}",
+                throttle_duration_sec=WARN_THROTTLE_S)
+            return
+        data = np.zeros(self.nj)
+        data[[self._joint_index[n] for n in names]] = effort  # joints not named: zero
+        if self.lockstep:
+            self._lockstep_take("joint_command", data)
+        else:
+            self._effort.pending = data
 
     # ---------------------------------------------------------------------------- services
 
@@ -961,6 +1238,7 @@ class DynamicsNode(Node):
         self.q, self.v = q0, v0
         self._wrench.clear()  # announced on `wrench` by the next step if it differs
         self._effort.clear()
+        self._period_cmds = {}  # lockstep: commands for the state before the reset no longer count
         self._k_reset = self.k
         self._rebaseline()
         self._anchor()
@@ -987,6 +1265,8 @@ class DynamicsNode(Node):
             self.paused = False
             self._anchor()
             response.message = f"resumed at t = {self.stamp() * 1e-9:.9f} s"
+            if self.lockstep:
+                self._try_period()  # the commands may all be here already
         else:
             response.message = "already " + ("paused" if self.paused else "running")
         response.success = True
@@ -1015,8 +1295,12 @@ class DynamicsNode(Node):
         except ParameterError as e:
             self.get_logger().warning(f"parameter change refused: {e}")
             return SetParametersResult(successful=False, reason=str(e))
+        old = self.settings
         self.settings = s
         self._set_rates(s)
+        if s.real_time_factor != old.real_time_factor:
+            self._anchor()
+            self._make_timer()
         if model is not self.model:
             if not self.multibody:
                 self._warn_inertia(s)
