@@ -40,6 +40,8 @@ setup(
             "recorder = mbs_ros.recording:main",
             "plot = mbs_ros.plot:main",
             "controller_node = mbs_ros.nodes.controller_node:main",
+            "reference_node = mbs_ros.nodes.reference_node:main",
+            "bringup = mbs_ros.bringup.runner:main",
         ],
     },
 )

@@ -1,0 +1,27 @@
+"""Scenario bring-up: scenario YAML -> node specs, shared by the launch files and the no-launch runner.
+
+- :mod:`mbs_ros.bringup.scenario`: the scenario schema (documented there), :func:`load_scenario`,
+  :func:`node_specs`, :func:`record_topics`. ROS-free.
+- :mod:`mbs_ros.bringup.runner`: ``python -m mbs_ros.bringup SCENARIO [--duration S] [--record FILE]
+  [--plot DIR]``: the same nodes as real processes (``python -m mbs_ros.nodes.X --ros-args …``), stopped
+  cleanly, with recording and plots.
+"""
+
+from mbs_ros.bringup.scenario import (  # noqa: F401
+    DEFAULT_RECORD,
+    NodeSpec,
+    Robot,
+    Scenario,
+    ScenarioError,
+    Waypoint,
+    list_scenarios,
+    load_scenario,
+    node_specs,
+    package_root,
+    record_topics,
+    resolve_path,
+    scenario_path,
+)
+
+__all__ = ["DEFAULT_RECORD", "NodeSpec", "Robot", "Scenario", "ScenarioError", "Waypoint", "list_scenarios",
+           "load_scenario", "node_specs", "package_root", "record_topics", "resolve_path", "scenario_path"]

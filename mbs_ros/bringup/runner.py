@@ -1,0 +1,551 @@
+"""Run a scenario without ``launch``: ``python -m mbs_ros.bringup SCENARIO [--duration S] [--record FILE]
+[--plot DIR]``.
+
+The nodes are the ones :func:`mbs_ros.bringup.node_specs` gives the launch files, started as real processes with
+:class:`mbs_ros.process.NodeProcess`: ``python -m mbs_ros.nodes.X --ros-args -r __ns:=/ns -r __node:=name
+--params-file <generated YAML>`` (the files and every node's log are in ``--log-dir``, by default a temporary
+directory kept only when something fails). Each child runs in its own session, so a Ctrl-C in the terminal
+reaches the runner only, which forwards it once.
+
+Life cycle:
+
+1. with ``--record FILE`` (or ``--plot`` alone: ``DIR/recording.mcap``), the recorder
+   (``python -m mbs_ros.recording FILE --topics …``: the scenario's ``record`` topics, default
+   :data:`mbs_ros.bringup.DEFAULT_RECORD`) starts first;
+2. the nodes start: the controllers, then each dynamics node once its controller subscribes the robot's
+   state (seen in the ROS graph: a robot under gravity must not fall while its controller is still starting),
+   then each reference node once the recorder records the robot's state (so the recording holds the whole
+   reference);
+3. once every reference node has logged ``reference published`` (within ``--startup-timeout``), the run
+   proper starts and lasts ``--duration`` seconds (the scenario's ``duration`` by default; simulation seconds,
+   read from ``/clock``, when the scenario has ``sim_time``), or until Ctrl-C (SIGINT) or SIGTERM;
+4. everything stops: the recorder first (its file gets its summary), then every node at once: SIGINT, SIGTERM
+   after ``--stop-timeout`` seconds, SIGKILL after 3 more;
+5. with ``--plot DIR``: :mod:`mbs_ros.plot` writes its PNGs of the recording.
+
+Exit code 0 when every child ran until it was stopped and then exited 0; 1 when a child failed (exited before
+the stop, e.g. a node refusing its parameters, exited non-zero, or needed SIGTERM/SIGKILL), the references
+were not sent in time, or plotting failed; 2 for a scenario error (the message names the file and the key) or
+a usage error. The last lines of a failed child's log are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import signal
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence, TextIO
+
+import yaml
+
+from mbs_ros.bringup.scenario import (
+    NodeSpec,
+    Scenario,
+    ScenarioError,
+    load_scenario,
+    node_specs,
+    record_topics,
+)
+from mbs_ros.process import NodeProcess, NodeProcessError
+
+__all__ = ["Runner", "RunResult", "main"]
+
+PUBLISHED = "reference published"
+EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+
+
+@dataclass
+class Child:
+    label: str
+    process: NodeProcess
+    spec: Optional[NodeSpec] = None  # None: the recorder
+    early_exit: Optional[int] = None  # exit code if it exited before the stop
+    returncode: Optional[int] = None
+    stop_signal: Optional[str] = None  # the last signal the runner had to send
+
+    @property
+    def clean(self) -> bool:
+        if self.early_exit is not None:
+            return False
+        if self.returncode == 0:
+            return True
+        # killed by the SIGINT we sent before it could install its handler (still importing): it did stop on it
+        return self.returncode == -signal.SIGINT and self.stop_signal == "SIGINT"
+
+
+@dataclass
+class RunResult:
+    returncode: int
+    reason: str  # why it stopped: "duration", "SIGINT", "SIGTERM", "failure: …"
+    children: Dict[str, Optional[int]] = field(default_factory=dict)  # label -> exit code
+    recording: Optional[Path] = None
+    recorded: Dict[str, int] = field(default_factory=dict)  # topic -> messages
+    plots: List[Path] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    log_dir: Optional[Path] = None
+    started_at_ns: Optional[int] = None  # simulation or wall time the run proper started
+
+
+def _session_command(module: str) -> object:
+    """``python -m module`` in a new session (``setsid``), so that a terminal's Ctrl-C, which goes to the whole
+    foreground process group, reaches the runner only: a second SIGINT, the runner's, would kill an rclpy node
+    that is shutting down. Without ``setsid`` (not Linux), plain ``python -m``."""
+    setsid = shutil.which("setsid")
+    return [setsid, sys.executable, "-m", module] if setsid else module
+
+
+class _Graph:
+    """The runner's own view of the ROS graph, from a private rclpy context spun in a thread (no signal
+    handlers): which controllers subscribe their state yet, and the newest /clock time (sim-time durations)."""
+
+    def __init__(self, watch_clock: bool):
+        import rclpy
+        from rclpy.context import Context
+        from rclpy.executors import SingleThreadedExecutor
+        from rclpy.qos import QoSProfile
+        from rclpy.signals import SignalHandlerOptions
+
+        self.now_ns: Optional[int] = None
+        self.context = Context()
+        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
+        self.node = rclpy.create_node("bringup_runner", context=self.context)
+        if watch_clock:
+            from rosgraph_msgs.msg import Clock
+
+            self.node.create_subscription(Clock, "/clock", self._on_clock, QoSProfile(depth=10))
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+        self._stop = threading.Event()
+        self.thread = threading.Thread(target=self._spin, daemon=True, name="bringup-graph")
+        self.thread.start()
+
+    def _on_clock(self, msg) -> None:
+        self.now_ns = int(msg.clock.sec) * 1_000_000_000 + int(msg.clock.nanosec)
+
+    def _spin(self) -> None:
+        while not self._stop.is_set() and self.context.ok():
+            try:
+                self.executor.spin_once(timeout_sec=0.05)
+            except Exception:  # noqa: BLE001 - context shut down under us
+                break
+
+    def subscribed(self, topic: str, node_name: str, namespace: str) -> bool:
+        """Whether node ``namespace/node_name`` subscribes ``topic``."""
+        try:
+            infos = self.node.get_subscriptions_info_by_topic(topic)
+        except Exception:  # noqa: BLE001 - context going down
+            return False
+        return any(i.node_name == node_name and i.node_namespace == namespace for i in infos)
+
+    def close(self) -> None:
+        import rclpy
+
+        self._stop.set()
+        self.thread.join(timeout=2.0)
+        try:
+            self.executor.shutdown()
+            self.node.destroy_node()
+        finally:
+            rclpy.try_shutdown(context=self.context)
+
+
+class Runner:
+    """Runs one scenario (see the module docstring); :meth:`run` returns a :class:`RunResult`."""
+
+    def __init__(self, scenario: Scenario, *, duration: Optional[float] = None, record: Optional[os.PathLike] = None,
+                 plot: Optional[os.PathLike] = None, log_dir: Optional[os.PathLike] = None,
+                 startup_timeout: float = 60.0, stop_timeout: float = 10.0, out: TextIO = sys.stdout,
+                 quiet: bool = False):
+        self.scenario = scenario
+        self.duration = duration if duration is not None else scenario.duration
+        self.plot_dir = Path(plot) if plot is not None else None
+        if record is None and self.plot_dir is not None:
+            record = self.plot_dir / "recording.mcap"
+        self.record = Path(record) if record is not None else None
+        self.keep_logs = log_dir is not None
+        self.log_dir = Path(log_dir) if log_dir is not None else None
+        self.startup_timeout = startup_timeout
+        self.stop_timeout = stop_timeout
+        self.out = out
+        self.quiet = quiet
+        self.children: List[Child] = []
+        self.recorder: Optional[Child] = None
+        self._stop_request: Optional[str] = None
+        self._failure: Optional[str] = None
+        self.topics = record_topics(scenario) if self.record is not None else None
+        # the reference node waits for the recorder too, when the recorder records the references
+        records_refs = self.record is not None and (self.topics is None or any(
+            t.endswith(("/joint_reference", "/base_reference")) for t in self.topics))
+        self.specs = node_specs(scenario, reference_subscribers=2 if records_refs else 1)
+
+    # ------------------------------------------------------------------------------------ output
+
+    def say(self, text: str) -> None:
+        if not self.quiet:
+            print(f"bringup: {text}", file=self.out, flush=True)
+
+    # --------------------------------------------------------------------------------------- run
+
+    def run(self) -> RunResult:
+        if self.log_dir is None:
+            self.log_dir = Path(tempfile.mkdtemp(prefix=f"mbs_ros_bringup-{self.scenario.name}-"))
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        previous = self._install_handlers()
+        graph = None
+        started_at = None
+        sim_clock = self.scenario.sim_time and self.duration is not None
+        try:
+            self.say(f"scenario {self.scenario.name} ({self.scenario.path}): {len(self.scenario.robots)} robot(s), "
+                     f"{len(self.specs)} node(s); logs and parameter files in {self.log_dir}")
+            graph = _Graph(watch_clock=sim_clock)
+            if self.record is not None:
+                self._start_recorder()
+            # controllers first; each dynamics node once its controller listens (a robot under gravity must not
+            # fall while its controller still imports numpy); each reference node once the recorder records its
+            # robot's state (so that the recording holds the whole reference)
+            for spec in self.specs:
+                if spec.role == "controller":
+                    self._start_node(spec)
+            for role, ready in (("dynamics", self._wait_for_controller), ("reference", self._wait_for_recorder)):
+                for spec in self.specs:
+                    if spec.role == role and self._failure is None and self._stop_request is None:
+                        if ready(graph, spec):
+                            self._start_node(spec)
+            if len(self.children) == len(self.specs) + (self.recorder is not None):
+                started_at = self._wait_until_running(graph if sim_clock else None)
+            if started_at is not None:
+                self._run_for(graph if sim_clock else None, started_at)
+        except NodeProcessError as e:
+            self._fail(str(e))
+        finally:
+            if graph is not None:
+                graph.close()
+            self._stop_all()
+            self._restore_handlers(previous)
+        return self._finish(started_at)
+
+    def _wait(self, ready, what: str) -> bool:
+        """Wait until ``ready()``; False if stopped or failed first (a timeout is a failure naming ``what``)."""
+        deadline = time.monotonic() + self.startup_timeout
+        while not ready():
+            self._check_children()
+            if self._failure is not None or self._stop_request is not None:
+                return False
+            if time.monotonic() > deadline:
+                self._fail(f"{what} within {self.startup_timeout:g} s")
+                return False
+            time.sleep(0.05)
+        return True
+
+    def _wait_for_controller(self, graph: "_Graph", dynamics: NodeSpec) -> bool:
+        """Wait until the robot's controller (if any) subscribes its state."""
+        ctl = next((s for s in self.specs if s.role == "controller" and s.robot == dynamics.robot), None)
+        if ctl is None:
+            return True
+        floating = ctl.parameters.get("base_group", "fixed") != "fixed"
+        topic = f"{ctl.namespace}/odom" if floating else f"{ctl.namespace}/joint_states"
+        return self._wait(lambda: graph.subscribed(topic, ctl.name, ctl.namespace),
+                          f"{ctl.label} did not subscribe {topic}")
+
+    def _wait_for_recorder(self, _graph, reference: NodeSpec) -> bool:
+        """Wait until the recorder (if any) records the robot's odom and joint_states (those it was asked for)."""
+        if self.recorder is None:
+            return True
+        wanted = [f"{reference.namespace}/odom"]
+        if reference.parameters.get("joint_names"):
+            wanted.append(f"{reference.namespace}/joint_states")
+        wanted = [t for t in wanted if self.topics is None or t in self.topics]
+
+        def recording():
+            log = self.recorder.process.log_text()
+            return all(f"recording {t} (" in log for t in wanted)
+
+        return self._wait(recording, f"the recorder did not record {', '.join(wanted)}")
+
+    def _install_handlers(self):
+        if threading.current_thread() is not threading.main_thread():
+            return None
+
+        def handler(signum, _frame):
+            name = signal.Signals(signum).name
+            if self._stop_request is None:
+                self._stop_request = name
+            elif self._stop_request != "escalate":  # a second Ctrl-C: stop harder
+                self._stop_request = "escalate"
+
+        return {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+
+    @staticmethod
+    def _restore_handlers(previous) -> None:
+        for s, h in (previous or {}).items():
+            signal.signal(s, h)
+
+    def _start_recorder(self) -> None:
+        self.record.parent.mkdir(parents=True, exist_ok=True)
+        args = [str(self.record)] + (["--all"] if self.topics is None else ["--topics", *self.topics])
+        proc = NodeProcess(_session_command("mbs_ros.recording"), args=args, name="bringup_recorder",
+                           log_file=self.log_dir / "recorder.log", label="recorder")
+        self.recorder = Child("recorder", proc)
+        self.children.append(self.recorder)
+        proc.start()
+        self.say(f"started recorder (pid {proc.pid}) into {self.record}: "
+                 + ("all topics" if self.topics is None else " ".join(self.topics)))
+
+    def _start_node(self, spec: NodeSpec) -> None:
+        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", spec.label).strip("_")
+        params = self.log_dir / f"{safe}.params.yaml"
+        params.write_text(spec.params_yaml())
+        proc = NodeProcess(_session_command(spec.module), name=spec.name, namespace=spec.namespace,
+                           params_file=params, remappings=dict(spec.remappings),
+                           log_file=self.log_dir / f"{safe}.log", label=spec.label)
+        child = Child(spec.label, proc, spec)
+        self.children.append(child)
+        proc.start()
+        self.say(f"started {spec.label} (pid {proc.pid}): {' '.join(spec.command(params))}")
+
+    def _check_children(self) -> None:
+        for c in self.children:
+            rc = c.process.returncode
+            if rc is not None and c.early_exit is None:
+                c.early_exit = rc
+                self._fail(f"{c.label} exited with code {rc} while the scenario was running; the end of its log "
+                           f"({c.process.log_path}):\n" + _indent(c.process.log_tail(15)))
+
+    def _fail(self, reason: str) -> None:
+        if self._failure is None:
+            self._failure = reason.splitlines()[0]
+        print(f"bringup: error: {reason}", file=sys.stderr, flush=True)
+
+    def _wait_until_running(self, clock: Optional["_Graph"]) -> Optional[int]:
+        """Wait for every reference node's ``reference published``; the start time of the run (ns: simulation
+        time with a clock watcher, else monotonic wall time), or None if stopped/failed first."""
+        refs = [c for c in self.children if c.spec is not None and c.spec.role == "reference"]
+        deadline = time.monotonic() + self.startup_timeout
+        while True:
+            self._check_children()
+            if self._failure is not None or self._stop_request is not None:
+                return None
+            if all(PUBLISHED in c.process.log_text() for c in refs):
+                break
+            if time.monotonic() > deadline:
+                waiting = [c.label for c in refs if PUBLISHED not in c.process.log_text()]
+                self._fail(f"no reference sent within {self.startup_timeout:g} s by {', '.join(waiting)}; the end "
+                           f"of its log:\n" + _indent(next(c for c in refs if c.label == waiting[0])
+                                                       .process.log_tail(10)))
+                return None
+            time.sleep(0.05)
+        if clock is not None:
+            while clock.now_ns is None:
+                self._check_children()
+                if self._failure is not None or self._stop_request is not None:
+                    return None
+                if time.monotonic() > deadline:
+                    self._fail(f"no /clock within {self.startup_timeout:g} s (sim_time: the dynamics node should "
+                               "publish it)")
+                    return None
+                time.sleep(0.02)
+            start = clock.now_ns
+        else:
+            start = time.monotonic_ns()
+        what = "references sent" if refs else "nodes started"
+        if self.duration is None:
+            self.say(f"running: {what}; Ctrl-C stops")
+        else:
+            self.say(f"running: {what}; for {self.duration:g} s of "
+                     + ("simulation time (/clock)" if clock is not None else "wall-clock time"))
+        return start
+
+    def _run_for(self, clock: Optional["_Graph"], start_ns: int) -> None:
+        end_ns = None if self.duration is None else start_ns + int(round(self.duration * 1e9))
+        while True:
+            self._check_children()
+            if self._failure is not None or self._stop_request is not None:
+                return
+            now = clock.now_ns if clock is not None else time.monotonic_ns()
+            if end_ns is not None and now is not None and now >= end_ns:
+                self._stop_request = "duration"
+                return
+            time.sleep(0.02)
+
+    # -------------------------------------------------------------------------------------- stop
+
+    def _stop_all(self) -> None:
+        reason = self._failure and "failure" or self._stop_request or "end"
+        running = [c for c in self.children if c.process.running]
+        if running:
+            self.say(f"stopping ({reason}): " + ", ".join(c.label for c in running))
+        if self.recorder is not None:
+            self._stop_group([self.recorder])  # first: its file ends while everything still runs
+        self._stop_group([c for c in self.children if c is not self.recorder])
+        for c in self.children:
+            c.process.stop()  # closes the log (a no-op signal-wise: it has exited)
+
+    def _stop_group(self, group: Sequence[Child]) -> None:
+        escalation = ((signal.SIGINT, self.stop_timeout), (signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0))
+        pending = [c for c in group if c.process.running]
+        for sig, timeout in escalation:
+            if not pending:
+                break
+            if self._stop_request == "escalate" and sig == signal.SIGINT:
+                continue
+            for c in pending:
+                c.stop_signal = sig.name
+                c.process.send_signal(sig)
+            deadline = time.monotonic() + timeout
+            for c in pending:
+                c.process.wait(timeout=max(0.0, deadline - time.monotonic()))
+            pending = [c for c in pending if c.process.running]
+        for c in group:
+            c.returncode = c.process.returncode
+
+    # ------------------------------------------------------------------------------------ result
+
+    def _finish(self, started_at: Optional[int]) -> RunResult:
+        result = RunResult(returncode=EXIT_OK, reason=self._failure and f"failure: {self._failure}"
+                           or self._stop_request or "end", log_dir=self.log_dir, started_at_ns=started_at)
+        failed = []
+        for c in self.children:
+            result.children[c.label] = c.early_exit if c.early_exit is not None else c.returncode
+            if not c.clean:
+                failed.append(c)
+        for c in failed:
+            if c.early_exit is None:  # early exits were reported when they happened
+                how = (f"needed {c.stop_signal}" if c.stop_signal in ("SIGTERM", "SIGKILL")
+                       else f"exited with code {c.returncode}")
+                self._fail(f"{c.label} {how} when stopped; the end of its log ({c.process.log_path}):\n"
+                           + _indent(c.process.log_tail(15)))
+        self.say("exit codes: " + ", ".join(f"{k} {v}" for k, v in result.children.items()))
+        if self.record is not None:
+            result.recording = self.record
+            result.recorded = _recorded_counts(self.recorder.process.log_text()) if self.recorder else {}
+            if self.record.is_file():
+                self.say(f"recorded {sum(result.recorded.values())} messages on {len(result.recorded)} topics to "
+                         f"{self.record}")
+            else:
+                self._fail(f"no recording was written to {self.record}")
+                failed.append(None)
+        if self.plot_dir is not None and self.record is not None and self.record.is_file():
+            try:
+                result.plots, result.notes = self._plot()
+                self.say(f"wrote {len(result.plots)} plots to {self.plot_dir}: "
+                         + ", ".join(p.name for p in result.plots))
+            except Exception as e:  # noqa: BLE001 - reported, and the run counts as failed
+                self._fail(f"plotting {self.record} failed: {type(e).__name__}: {e}")
+                failed.append(None)
+        if failed or self._failure is not None:
+            result.returncode = EXIT_FAILED
+            result.reason = f"failure: {self._failure}" if self._failure else result.reason
+            print(f"bringup: logs kept in {self.log_dir}", file=sys.stderr, flush=True)
+        elif not self.keep_logs:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+            result.log_dir = None
+        return result
+
+    def _plot(self):
+        from mbs_ros import plot
+
+        rec = plot.load(self.record, progress="never")
+        group = "so3xr3" if any(r.base_group == "so3xr3" for r in self.scenario.robots) else "se3"
+        written = plot.plot_recording(rec, self.plot_dir, base_group=group)
+        return list(written), list(rec.notes)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("    " + line for line in text.splitlines())
+
+
+def _recorded_counts(log: str) -> Dict[str, int]:
+    """topic -> count from the recorder's closing summary (``wrote N messages on M topics to F`` + lines)."""
+    counts: Dict[str, int] = {}
+    lines = log.splitlines()
+    for i, line in enumerate(lines):
+        if line.startswith("wrote ") and " messages on " in line:
+            for follow in lines[i + 1:]:
+                m = re.match(r"^\s+(/\S+): (\d+)$", follow)
+                if not m:
+                    break
+                counts[m.group(1)] = int(m.group(2))
+    return counts
+
+
+# ----------------------------------------------------------------------------------------------- CLI
+
+
+def _parse_set(text: str):
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    try:
+        return key.strip(), yaml.safe_load(value)
+    except yaml.YAMLError as e:
+        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m mbs_ros.bringup",
+        description="Run a scenario (config/scenarios/*.yaml) as node processes, without launch: the nodes the "
+                    "launch files start, stopped cleanly on Ctrl-C, SIGTERM or --duration; exit code 0 when every "
+                    "node ran and stopped cleanly.")
+    p.add_argument("scenario", help="a scenario file, or the name of one in config/scenarios (e.g. "
+                                    "vehicle_manipulator)")
+    p.add_argument("--duration", type=float, default=None, metavar="S",
+                   help="run S seconds once the references are sent (simulation seconds with sim_time); default: "
+                        "the scenario's duration, else until Ctrl-C")
+    p.add_argument("--record", type=Path, default=None, metavar="FILE",
+                   help="record the scenario's topics into this MCAP file (rosbag2 format)")
+    p.add_argument("--plot", type=Path, default=None, metavar="DIR",
+                   help="afterwards, write PNG plots of the recording into DIR (records into DIR/recording.mcap "
+                        "without --record)")
+    p.add_argument("--count", type=int, default=None, metavar="N", help="fleet scenarios: this many robots per "
+                                                                        "fleet template")
+    p.add_argument("--set", type=_parse_set, action="append", default=[], metavar="KEY=VALUE",
+                   help="override a global scenario setting, e.g. --set sim_time=true --set real_time_factor=2")
+    p.add_argument("--log-dir", type=Path, default=None, metavar="DIR",
+                   help="keep the nodes' logs and parameter files here (default: a temporary directory, kept only "
+                        "on failure)")
+    p.add_argument("--startup-timeout", type=float, default=60.0, metavar="S",
+                   help="fail if the references are not sent within S seconds (default 60)")
+    p.add_argument("--stop-timeout", type=float, default=10.0, metavar="S",
+                   help="seconds a child gets to exit after SIGINT before SIGTERM (default 10)")
+    p.add_argument("--print", dest="dry_run", action="store_true",
+                   help="print the node command lines and parameters, start nothing")
+    p.add_argument("--quiet", action="store_true", help="print errors only")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    for name in ("duration", "startup_timeout", "stop_timeout"):
+        v = getattr(args, name)
+        if v is not None and not v > 0:
+            parser.error(f"--{name.replace('_', '-')} must be > 0")
+    try:
+        scenario = load_scenario(args.scenario, count=args.count, overrides=dict(args.set))
+    except ScenarioError as e:
+        print(f"bringup: scenario error: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.dry_run:
+        for spec in node_specs(scenario):
+            print(f"# {spec.label} ({spec.package} {spec.executable})")
+            print(" ".join(spec.command(f"{spec.label.replace('/', '_')}.params.yaml")))
+            print(spec.params_yaml())
+        return EXIT_OK
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    runner = Runner(scenario, duration=args.duration, record=args.record, plot=args.plot, log_dir=args.log_dir,
+                    startup_timeout=args.startup_timeout, stop_timeout=args.stop_timeout, quiet=args.quiet)
+    result = runner.run()
+    return result.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

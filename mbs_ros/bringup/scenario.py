@@ -1,0 +1,790 @@
+"""Scenario YAML -> node specs: the one piece of code the launch files and the no-launch runner share.
+
+A scenario (``config/scenarios/*.yaml``) names robots and global settings; :func:`load_scenario` reads and
+checks it (every error is a :class:`ScenarioError` naming the file and the key), and :func:`node_specs` turns it
+into :class:`NodeSpec` s (package, executable, module, name, namespace, parameters, remappings) that
+``launch_ros.actions.Node`` (launch files) and :mod:`mbs_ros.process` (``python -m mbs_ros.bringup``) start.
+Nothing here imports rclpy or launch.
+
+Schema (keys not listed are errors; SI units; optional keys keep the node defaults)::
+
+    name: vehicle_manipulator          # default: the file name
+    description: text
+    physics_rate: 500.0                # Hz, dynamics_node physics_rate
+    publish_rate: 100.0                # Hz, dynamics_node publish_rate (odom, joint_states, tf)
+    control_rate: 100.0                # Hz, controller_node control_rate (and dynamics_node's with lockstep)
+    sim_time: false                    # true: dynamics_node publish_clock, every node use_sim_time
+    real_time_factor: 1.0              # dynamics_node real_time_factor (1 = wall clock, 0 = as fast as possible)
+    lockstep: false                    # dynamics_node and controller_node lockstep
+    duration: 6.0                      # s the runner runs once the references are sent (simulation s with sim_time)
+    record: [odom, joint_states, /tf]  # topics for --record: relative = in every robot's namespace; or "all"
+    robots:
+      - namespace: uvms                # required; a fleet template uses "{i}" (1, 2, ...): "uvms{i}"
+        count: 3                       # fleet template only: this many copies (launch argument count:=N)
+        offset: [0.0, 4.0, 0.0]        # fleet template only: copy i is shifted by (i - 1) * offset [m]
+        model: config/robots/uvms_6dof.yaml   # robot file (URDF, xacro or robot YAML) -> model_file
+        params: config/uvms_6dof.yaml  # and/or a parameter file with dynamics_node/controller_node sections
+        base_group: se3                # fixed | se3 | schoenflies | se2 | so3 | so3xr3 (default: the robot file's)
+        initial:                       # -> dynamics_node initial_* parameters
+          position: [0.0, 0.0, -5.0]   # m, world
+          rpy: [0.0, 0.0, 0.0]         # rad (input only)
+          twist: [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]   # body frame, linear first
+          joint_positions: [0.0, 0.6, -1.2, 0.0, 0.6, 0.0]   # joint_names order
+          joint_velocities: [...]
+        controller:                    # controller_node: law and gains (any other of its parameters too);
+          law: computed_torque         #   false: no controller for this robot
+          kp: 9.0                      # scalar or one per velocity component (base first, then joints)
+          kd: 6.0
+        dynamics: {integrator: rk4}    # any other dynamics_node parameter
+        remappings: {from: to}         # applied to every node of the robot
+        reference:                     # -> reference_node (published once the controller commands)
+          base:                        # floating bases: waypoints of the base pose in the world
+            - {time: 1.0, position: [0.6, 0.0, -4.9], rpy: [0.0, 0.0, 0.5]}
+          joint_names: [joint1, joint2]   # optional: the model's joints
+          joints:
+            - {time: 1.0, positions: [0.5, 0.2]}
+
+Relative paths (``model``, ``params``) are looked up in the package (the source tree, or the installed share
+directory), then beside the scenario file, then in the current directory; nodes get absolute paths. A
+``params`` file is read as the nodes would read it (sections ``/**``, ``/**/dynamics_node``,
+``dynamics_node``, ...); the scenario's own keys override it. Waypoint times are seconds after the reference
+starts (see :mod:`mbs_ros.nodes.reference_node`); a first waypoint later than 0 starts from the current state.
+Every robot is checked against its model: joint counts, the base group (a fixed base has no initial pose or
+base reference; an se2 base stays in z = 0 with yaw only), gain lengths.
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import math
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
+
+import yaml
+
+__all__ = ["ScenarioError", "Scenario", "Robot", "Waypoint", "NodeSpec", "load_scenario", "node_specs",
+           "scenario_path", "list_scenarios", "package_root", "resolve_path", "record_topics",
+           "DEFAULT_RECORD", "PACKAGE", "LAWS"]
+
+PACKAGE = "mbs_ros"
+LAWS = ("computed_torque", "passivity", "pd_gravity")
+BASE_GROUPS = ("fixed", "se3", "schoenflies", "se2", "so3", "so3xr3")
+
+# What --record takes when the scenario has no ``record`` key: every robot's state, references, commands and
+# applied efforts, plus TF, the energy bookkeeping, and /clock with sim time.
+DEFAULT_RECORD = ("odom", "joint_states", "joint_reference", "base_reference", "cmd_wrench", "cmd_joint_effort",
+                  "wrench", "joint_effort", "/tf", "/tf_static", "/diagnostics")
+
+# node role -> (executable = console script, python module, node name)
+NODES = {
+    "dynamics": ("dynamics_node", "mbs_ros.nodes.dynamics_node", "dynamics_node"),
+    "controller": ("controller_node", "mbs_ros.nodes.controller_node", "controller_node"),
+    "reference": ("reference_node", "mbs_ros.nodes.reference_node", "reference_node"),
+}
+
+_GLOBAL_KEYS = ("name", "description", "physics_rate", "publish_rate", "control_rate", "sim_time",
+                "real_time_factor", "lockstep", "duration", "record", "robots")
+_ROBOT_KEYS = ("namespace", "count", "offset", "model", "params", "base_group", "initial", "controller",
+               "dynamics", "remappings", "reference")
+_INITIAL_KEYS = {"position": "initial_position", "rpy": "initial_rpy", "twist": "initial_twist",
+                 "joint_positions": "initial_joint_positions", "joint_velocities": "initial_joint_velocities"}
+_REFERENCE_KEYS = ("base", "joints", "joint_names")
+_BASE_WAYPOINT_KEYS = ("time", "position", "rpy")
+_JOINT_WAYPOINT_KEYS = ("time", "positions")
+# keys the scenario sets itself: not allowed in the free-form controller/dynamics mappings
+_MANAGED = ("model_file", "robot_description", "base_group", "use_sim_time", "publish_clock", "lockstep")
+
+
+class ScenarioError(ValueError):
+    """A scenario that cannot be run: ``file`` and ``key`` (a dotted path such as ``robots[0].initial.rpy``)
+    name where, the message says why."""
+
+    def __init__(self, file, key: str, reason: str):
+        self.file = str(file)
+        self.key = key
+        self.reason = reason
+        super().__init__(f"{self.file}: {key}: {reason}" if key else f"{self.file}: {reason}")
+
+
+# ------------------------------------------------------------------------------------------ data
+
+
+@dataclass(frozen=True)
+class Waypoint:
+    """A reference waypoint: ``time`` [s after the start]; ``position``/``rpy`` (base) or ``positions`` (joints)."""
+
+    time: float
+    position: Tuple[float, ...] = ()
+    rpy: Tuple[float, ...] = ()
+    positions: Tuple[float, ...] = ()
+
+
+@dataclass(frozen=True)
+class Robot:
+    """One robot of a scenario, after fleet expansion and checks against its model."""
+
+    namespace: str  # "/uvms"
+    model_file: str  # absolute path, or "" when the params file has none (then robot_description must be there)
+    base_group: str
+    joint_names: Tuple[str, ...]
+    nv: int
+    dynamics: Dict[str, object]  # dynamics_node parameters from the robot's keys (params file merged in)
+    controller: Optional[Dict[str, object]]  # None: no controller
+    remappings: Tuple[Tuple[str, str], ...] = ()
+    base_reference: Tuple[Waypoint, ...] = ()
+    joint_reference_names: Tuple[str, ...] = ()
+    joint_reference: Tuple[Waypoint, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return self.namespace.strip("/")
+
+    @property
+    def floating(self) -> bool:
+        return self.base_group != "fixed"
+
+    @property
+    def has_reference(self) -> bool:
+        return bool(self.base_reference or self.joint_reference)
+
+
+@dataclass(frozen=True)
+class Scenario:
+    path: Path
+    name: str
+    description: str = ""
+    physics_rate: Optional[float] = None
+    publish_rate: Optional[float] = None
+    control_rate: Optional[float] = None
+    sim_time: bool = False
+    real_time_factor: Optional[float] = None
+    lockstep: bool = False
+    duration: Optional[float] = None
+    record: Union[str, Tuple[str, ...], None] = None  # "all", topics, or None (DEFAULT_RECORD)
+    robots: Tuple[Robot, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeSpec:
+    """Everything needed to start one node, with ``launch_ros.actions.Node`` or as a process.
+
+    ``parameters`` is flat (``name -> value``; numbers are floats, lists homogeneous and never empty, as both
+    launch_ros and rcl's parameter-file parser want them)."""
+
+    role: str  # dynamics | controller | reference
+    robot: str  # the robot's namespace without slashes
+    package: str
+    executable: str  # console script (ros2 run / launch_ros)
+    module: str  # python -m module (no launch)
+    name: str
+    namespace: str
+    parameters: Dict[str, object] = field(default_factory=dict)
+    remappings: Tuple[Tuple[str, str], ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"{self.namespace.strip('/')}/{self.name}" if self.namespace.strip("/") else self.name
+
+    def params_document(self) -> Dict[str, object]:
+        """The parameter file content (``/**: ros__parameters: ...``) for ``--params-file``."""
+        return {"/**": {"ros__parameters": dict(self.parameters)}}
+
+    def params_yaml(self) -> str:
+        return yaml.safe_dump(self.params_document(), default_flow_style=None, sort_keys=False, width=100)
+
+    def ros_arguments(self, params_file) -> List[str]:
+        """``--ros-args -r __ns:=… -r __node:=… --params-file … [-r from:=to]``."""
+        from mbs_ros.process import ros_arguments
+
+        return ros_arguments(name=self.name, namespace=self.namespace, params_file=params_file,
+                             remappings=dict(self.remappings))
+
+    def command(self, params_file, python: str = sys.executable) -> List[str]:
+        """The command line without launch: ``python -m <module> --ros-args …``."""
+        return [python, "-m", self.module] + self.ros_arguments(params_file)
+
+
+# ---------------------------------------------------------------------------------------- paths
+
+
+def package_root() -> Optional[Path]:
+    """The directory holding ``config/`` and ``launch/``: the source tree, else the installed share directory."""
+    here = Path(__file__).resolve().parents[2]
+    if (here / "config").is_dir():
+        return here
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        return Path(get_package_share_directory(PACKAGE))
+    except Exception:  # noqa: BLE001 - no ament index or package not installed
+        return None
+
+
+def resolve_path(path: Union[str, os.PathLike], beside: Optional[Path] = None) -> Optional[Path]:
+    """An existing file: absolute as given; relative: in the package, beside ``beside``'s directory, then in the
+    current directory. None if none exists."""
+    p = Path(os.path.expanduser(str(path)))
+    if p.is_absolute():
+        return p if p.is_file() else None
+    roots = [package_root(), beside.parent if beside is not None else None, Path.cwd()]
+    for root in roots:
+        if root is not None and (root / p).is_file():
+            return (root / p).resolve()
+    return None
+
+
+def scenario_path(name_or_path: Union[str, os.PathLike]) -> Path:
+    """A scenario file from a path, or a name in ``config/scenarios`` (``vehicle_manipulator`` or
+    ``vehicle_manipulator.yaml``). FileNotFoundError listing the known scenarios."""
+    text = str(name_or_path)
+    p = Path(os.path.expanduser(text))
+    if p.is_file():
+        return p.resolve()
+    candidates = [f"config/scenarios/{text}", f"config/scenarios/{text}.yaml"]
+    for c in candidates:
+        found = resolve_path(c)
+        if found is not None:
+            return found
+    known = ", ".join(p.stem for p in list_scenarios()) or "none found"
+    raise FileNotFoundError(f"scenario {text!r} not found (a file, or one of: {known})")
+
+
+def list_scenarios() -> List[Path]:
+    root = package_root()
+    if root is None or not (root / "config" / "scenarios").is_dir():
+        return []
+    return sorted((root / "config" / "scenarios").glob("*.yaml"))
+
+
+# -------------------------------------------------------------------------------------- checking
+
+
+class _Checker:
+    """Type checks that raise ScenarioError naming the file and the key."""
+
+    def __init__(self, path: Path):
+        self.path = path
+
+    def fail(self, key: str, reason: str):
+        raise ScenarioError(self.path, key, reason)
+
+    def mapping(self, value, key: str, allowed: Sequence[str]) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            self.fail(key, f"must be a mapping, got {_show(value)}")
+        for k in value:
+            if not isinstance(k, str):
+                self.fail(key, f"keys must be strings, got {k!r}")
+            if allowed and k not in allowed:
+                close = difflib.get_close_matches(k, allowed, n=1)
+                hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(allowed)})"
+                self.fail(_join(key, k), f"unknown key{hint}")
+        return dict(value)
+
+    def number(self, value, key: str, lo: Optional[float] = None, lo_open: bool = False) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            self.fail(key, f"must be a number, got {_show(value)}")
+        v = float(value)
+        if not math.isfinite(v):
+            self.fail(key, f"must be finite, got {v}")
+        if lo is not None and (v <= lo if lo_open else v < lo):
+            self.fail(key, f"must be {'>' if lo_open else '>='} {lo:g}, got {v:g}")
+        return v
+
+    def boolean(self, value, key: str) -> bool:
+        if not isinstance(value, bool):
+            self.fail(key, f"must be true or false, got {_show(value)}")
+        return value
+
+    def text(self, value, key: str) -> str:
+        if not isinstance(value, str) or not value.strip():
+            self.fail(key, f"must be a non-empty string, got {_show(value)}")
+        return value.strip()
+
+    def vector(self, value, key: str, n: Optional[int] = None, what: str = "numbers") -> Tuple[float, ...]:
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+            self.fail(key, f"must be a list of {n if n is not None else ''}{' ' if n is not None else ''}{what}, "
+                           f"got {_show(value)}")
+        out = tuple(self.number(x, f"{key}[{i}]") for i, x in enumerate(value))
+        if n is not None and len(out) != n:
+            self.fail(key, f"must have {n} entries ({what}), got {len(out)}")
+        return out
+
+    def names(self, value, key: str) -> Tuple[str, ...]:
+        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) or not value:
+            self.fail(key, f"must be a non-empty list of names, got {_show(value)}")
+        return tuple(self.text(x, f"{key}[{i}]") for i, x in enumerate(value))
+
+
+def _join(key: str, sub: str) -> str:
+    return f"{key}.{sub}" if key else sub
+
+
+def _show(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+# ------------------------------------------------------------------------------------ loading
+
+
+def load_scenario(path: Union[str, os.PathLike], *, count: Optional[int] = None,
+                  overrides: Optional[Mapping[str, object]] = None) -> Scenario:
+    """Read and check a scenario file (a path or a name in ``config/scenarios``).
+
+    ``count``: the number of copies of every fleet template robot (a robot with ``count``); an error if there is
+    none. ``overrides``: global keys replacing the file's (e.g. ``{"duration": 2.0, "sim_time": True}``)."""
+    try:
+        path = scenario_path(path)
+    except FileNotFoundError as e:
+        raise ScenarioError(path, "", str(e)) from None
+    c = _Checker(path)
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as e:
+        c.fail("", f"not valid YAML: {e}")
+    except OSError as e:
+        c.fail("", f"cannot read: {e}")
+    if not isinstance(doc, Mapping):
+        c.fail("", f"must be a mapping with a 'robots' list, got {_show(doc)}")
+    doc = dict(doc)
+    for k, v in (overrides or {}).items():
+        if k not in _GLOBAL_KEYS or k == "robots":
+            raise ScenarioError(path, k, "not a global scenario setting that can be overridden")
+        doc[k] = v
+    c.mapping(doc, "", _GLOBAL_KEYS)
+
+    def opt_number(key, lo=None, lo_open=False):
+        return None if doc.get(key) is None else c.number(doc[key], key, lo, lo_open)
+
+    g = dict(
+        physics_rate=opt_number("physics_rate", 0.0, True),
+        publish_rate=opt_number("publish_rate", 0.0, True),
+        control_rate=opt_number("control_rate", 0.0, True),
+        real_time_factor=opt_number("real_time_factor", 0.0),
+        duration=opt_number("duration", 0.0, True),
+        sim_time=c.boolean(doc.get("sim_time", False), "sim_time"),
+        lockstep=c.boolean(doc.get("lockstep", False), "lockstep"),
+    )
+    if g["physics_rate"] and g["publish_rate"] and g["publish_rate"] > g["physics_rate"]:
+        c.fail("publish_rate", f"{g['publish_rate']:g} Hz exceeds physics_rate {g['physics_rate']:g} Hz")
+    if g["physics_rate"] and g["control_rate"] and g["control_rate"] > g["physics_rate"]:
+        c.fail("control_rate", f"{g['control_rate']:g} Hz exceeds physics_rate {g['physics_rate']:g} Hz")
+    if g["real_time_factor"] == 0.0 and not (g["sim_time"] or g["lockstep"]):
+        c.fail("real_time_factor", "0 (as fast as possible) needs sim_time or lockstep: the nodes' wall clocks "
+                                   "would not follow the simulation")
+    record = doc.get("record")
+    if record is not None:
+        if record == "all" or record is True:
+            record = "all"
+        else:
+            record = c.names(record, "record")
+    name = doc.get("name", path.stem)
+    name = c.text(name, "name")
+    description = doc.get("description") or ""
+    if not isinstance(description, str):
+        c.fail("description", f"must be text, got {_show(description)}")
+
+    robots_doc = doc.get("robots")
+    if isinstance(robots_doc, (str, bytes, Mapping)) or not isinstance(robots_doc, Sequence) or not robots_doc:
+        c.fail("robots", f"must be a non-empty list of robots, got {_show(robots_doc)}")
+    templates = [i for i, r in enumerate(robots_doc) if isinstance(r, Mapping) and "count" in r]
+    if count is not None:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ScenarioError(path, "count", f"must be a whole number >= 1, got {_show(count)}")
+        if not templates:
+            raise ScenarioError(path, "robots", "count given, but no robot is a fleet template (a robot with "
+                                                "'count' and a namespace with '{i}')")
+    robots: List[Robot] = []
+    for i, r in enumerate(robots_doc):
+        robots += _robots(c, r, f"robots[{i}]", count, g)
+    seen = {}
+    for i, r in enumerate(robots):
+        if r.namespace in seen:
+            c.fail("robots", f"namespace {r.namespace} is used twice")
+        seen[r.namespace] = i
+    return Scenario(path=path, name=name, description=description.strip(), record=record,
+                    robots=tuple(robots), **g)
+
+
+def _robots(c: _Checker, doc, key: str, count: Optional[int], g: dict) -> List[Robot]:
+    doc = c.mapping(doc, key, _ROBOT_KEYS)
+    if doc.get("namespace") is None:
+        c.fail(_join(key, "namespace"), "missing (every robot needs its own namespace)")
+    ns_template = c.text(doc["namespace"], _join(key, "namespace"))
+    n = 1
+    offset = (0.0, 0.0, 0.0)
+    if "count" in doc:
+        n = doc["count"]
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            c.fail(_join(key, "count"), f"must be a whole number >= 1, got {_show(n)}")
+        if count is not None:
+            n = count
+        if "{i}" not in ns_template:
+            c.fail(_join(key, "namespace"), "a fleet template (with count) needs '{i}' in its namespace, e.g. "
+                                            "'uvms{i}'")
+        if "offset" in doc:
+            offset = c.vector(doc["offset"], _join(key, "offset"), 3, "x, y, z in m")
+    elif "offset" in doc:
+        c.fail(_join(key, "offset"), "only a fleet template (a robot with count) has an offset")
+    out = []
+    for k in range(1, n + 1):
+        ns = ns_template.replace("{i}", str(k)) if "count" in doc else ns_template
+        shift = tuple((k - 1) * o for o in offset)
+        out.append(_robot(c, doc, key, ns, shift, g))
+    return out
+
+
+def _flatten(d: Mapping, prefix: str = "") -> Dict[str, object]:
+    out = {}
+    for k, v in d.items():
+        name = f"{prefix}.{k}" if prefix else str(k)
+        if isinstance(v, Mapping):
+            out.update(_flatten(v, name))
+        else:
+            out[name] = v
+    return out
+
+
+def _params_file_sections(c: _Checker, path: Path, key: str, namespace: str) -> Dict[str, Dict[str, object]]:
+    """{node name: parameters} of a ROS parameter file, for dynamics_node and controller_node in ``namespace``,
+    with the rules rcl applies (``/**`` for every node; ``/**/name``, ``name``, ``/ns/name`` for one)."""
+    try:
+        doc = yaml.safe_load(path.read_text())
+    except (OSError, yaml.YAMLError) as e:
+        c.fail(key, f"cannot read parameter file {path}: {e}")
+    if not isinstance(doc, Mapping):
+        c.fail(key, f"{path} is not a ROS parameter file (a mapping of node names to ros__parameters)")
+    out = {}
+    for node in ("dynamics_node", "controller_node"):
+        merged: Dict[str, object] = {}
+        wanted = ("/**", "**", f"/**/{node}", f"**/{node}", node, f"/{node}", f"{namespace}/{node}")
+        for section, body in doc.items():
+            if str(section) in wanted:
+                if not isinstance(body, Mapping) or not isinstance(body.get("ros__parameters"), Mapping):
+                    c.fail(key, f"{path}: section {section!r} has no ros__parameters mapping")
+                merged.update(_flatten(body["ros__parameters"]))
+        out[node] = merged
+    return out
+
+
+def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float, ...], g: dict) -> Robot:
+    from mbs_ros.nodes import model_source as ms  # ROS-free: reads URDF/xacro/YAML, builds the Model
+
+    namespace = "/" + namespace.strip("/")
+    if namespace == "/" or any(not part or not (part[0].isalpha() or part[0] == "_")
+                               or not all(ch.isalnum() or ch == "_" for ch in part)
+                               for part in namespace.strip("/").split("/")):
+        c.fail(_join(key, "namespace"), f"{namespace!r} is not a valid ROS namespace (letters, digits and _, "
+                                        "each part starting with a letter)")
+    dyn: Dict[str, object] = {}
+    ctl: Dict[str, object] = {}
+    if doc.get("params") is not None:
+        pkey = _join(key, "params")
+        found = resolve_path(c.text(doc["params"], pkey), beside=c.path)
+        if found is None:
+            c.fail(pkey, f"parameter file {doc['params']!r} not found (looked in the package, beside the scenario "
+                         "and in the current directory)")
+        sections = _params_file_sections(c, found, pkey, namespace)
+        dyn.update(sections["dynamics_node"])
+        ctl.update(sections["controller_node"])
+    model_key = _join(key, "model")
+    if doc.get("model") is not None:
+        found = resolve_path(c.text(doc["model"], model_key), beside=c.path)
+        if found is None:
+            c.fail(model_key, f"robot file {doc['model']!r} not found (looked in the package, beside the scenario "
+                              "and in the current directory)")
+        dyn["model_file"] = ctl["model_file"] = str(found)
+    else:
+        if not dyn.get("model_file") and not dyn.get("robot_description"):
+            c.fail(model_key, "missing: give the robot file (model) or a parameter file (params) naming one")
+        for params in (dyn, ctl):  # from the params file: resolve it as the scenario would
+            if params.get("model_file"):
+                found = resolve_path(str(params["model_file"]), beside=c.path)
+                if found is None:
+                    c.fail(_join(key, "params"), f"its model_file {params['model_file']!r} was not found")
+                params["model_file"] = str(found)
+        ctl.setdefault("model_file", dyn.get("model_file", ""))
+        if dyn.get("robot_description"):
+            ctl.setdefault("robot_description", dyn["robot_description"])
+    try:
+        source = ms.load_source(str(dyn.get("robot_description", "") or ""), str(dyn.get("model_file", "") or ""))
+    except ms.ParameterError as e:
+        c.fail(model_key, str(e))
+    if not source.multibody:
+        c.fail(model_key, "names no robot (single rigid bodies are not scenario robots)")
+    base = doc.get("base_group", dyn.get("base_group"))
+    if base is None:
+        base = ms.default_base(source)
+    base_key = _join(key, "base_group")
+    if base not in BASE_GROUPS:
+        c.fail(base_key, f"must be one of {', '.join(BASE_GROUPS)}, got {_show(base)}")
+    dyn["base_group"] = ctl["base_group"] = base
+    gravity = dyn.get("gravity", ms.default_gravity(source))
+    try:
+        model = ms.build_multibody(source, base, gravity)
+    except ms.ParameterError as e:
+        c.fail(base_key if doc.get("base_group") is not None else model_key, str(e))
+    joints = tuple(model.joint_names)
+    nq_base, nv_base = ms.base_sizes(model)
+
+    # --- initial state
+    ikey = _join(key, "initial")
+    initial = c.mapping(doc.get("initial"), ikey, tuple(_INITIAL_KEYS))
+    sizes = {"position": 3, "rpy": 3, "twist": 6, "joint_positions": len(joints), "joint_velocities": len(joints)}
+    for k, param in _INITIAL_KEYS.items():
+        if k in initial:
+            what = {"position": "x, y, z in m", "rpy": "roll, pitch, yaw in rad", "twist": "vx, vy, vz, wx, wy, wz",
+                    "joint_positions": "one per joint: " + ", ".join(joints),
+                    "joint_velocities": "one per joint: " + ", ".join(joints)}[k]
+            dyn[param] = c.vector(initial[k], _join(ikey, k), sizes[k], what)
+    if shift != (0.0, 0.0, 0.0):
+        p = tuple(float(x) for x in dyn.get("initial_position", (0.0, 0.0, 0.0)))
+        dyn["initial_position"] = tuple(a + b for a, b in zip(p, shift))
+    for param, n in (("initial_joint_positions", len(joints)), ("initial_joint_velocities", len(joints))):
+        if param in dyn and len(dyn[param]) != n:  # from a params file
+            c.fail(_join(key, "params"), f"{param} has {len(dyn[param])} entries for {n} joints")
+    pose_p = dyn.get("initial_position", (0.0, 0.0, 0.0))
+    pose_rpy = dyn.get("initial_rpy", (0.0, 0.0, 0.0))
+    if base == "fixed":
+        if any(float(x) != 0.0 for x in (*pose_p, *pose_rpy, *dyn.get("initial_twist", ()))):
+            c.fail(ikey, "a fixed base stays where the URDF puts it: no initial position, rpy or twist")
+    else:
+        try:
+            model.configuration_from_pose(_vec(pose_p), _quaternion(pose_rpy))
+        except ValueError as e:
+            c.fail(ikey, f"initial pose not on the {base} group: {e}")
+
+    # --- controller
+    ckey = _join(key, "controller")
+    controller = doc.get("controller", {})
+    if controller is False:
+        ctl_params = None
+    else:
+        controller = c.mapping(controller, ckey, ())
+        for k in controller:
+            if k in _MANAGED:
+                c.fail(_join(ckey, k), "set by the scenario (model, base_group, sim_time, lockstep)")
+        ctl.update(controller)
+        law = ctl.get("law", "computed_torque")
+        if law not in LAWS:
+            c.fail(_join(ckey, "law"), f"must be one of {', '.join(LAWS)}, got {_show(law)}")
+        for gain in ("kp", "kd", "lambda"):
+            if gain in ctl:
+                v = ctl[gain]
+                gk = _join(ckey, gain)
+                if isinstance(v, (int, float)) and not isinstance(v, bool):
+                    c.number(v, gk, 0.0, True)
+                else:
+                    vec = c.vector(v, gk, model.nv, f"gains, one per velocity component ({nv_base} base, then "
+                                                    f"{', '.join(joints) or 'no joints'})")
+                    if any(x <= 0 for x in vec):
+                        c.fail(gk, "gains must be > 0")
+        ctl_params = ctl
+
+    # --- free-form dynamics parameters
+    dkey = _join(key, "dynamics")
+    extra = c.mapping(doc.get("dynamics"), dkey, ())
+    for k in extra:
+        if k in _MANAGED or k.startswith("initial_"):
+            c.fail(_join(dkey, k), "set by the scenario (model, base_group, initial, sim_time, lockstep)")
+    dyn.update(extra)
+
+    # --- remappings
+    rkey = _join(key, "remappings")
+    remaps = c.mapping(doc.get("remappings"), rkey, ())
+    remappings = tuple((c.text(k, rkey), c.text(v, _join(rkey, k))) for k, v in remaps.items())
+
+    # --- reference
+    refkey = _join(key, "reference")
+    ref = c.mapping(doc.get("reference"), refkey, _REFERENCE_KEYS)
+    base_wps: List[Waypoint] = []
+    if ref.get("base") is not None:
+        bkey = _join(refkey, "base")
+        if base == "fixed":
+            c.fail(bkey, "a fixed base has no base reference")
+        for i, wp in enumerate(_waypoint_list(c, ref["base"], bkey)):
+            wkey = f"{bkey}[{i}]"
+            wp = c.mapping(wp, wkey, _BASE_WAYPOINT_KEYS)
+            for need in ("time", "position"):
+                if need not in wp:
+                    c.fail(_join(wkey, need), "missing")
+            t = c.number(wp["time"], _join(wkey, "time"), 0.0)
+            p = c.vector(wp["position"], _join(wkey, "position"), 3, "x, y, z in m")
+            rpy = c.vector(wp.get("rpy", (0.0, 0.0, 0.0)), _join(wkey, "rpy"), 3, "roll, pitch, yaw in rad")
+            p = tuple(a + b for a, b in zip(p, shift))
+            try:
+                model.configuration_from_pose(_vec(p), _quaternion(rpy))
+            except ValueError as e:
+                c.fail(wkey, f"pose not on the {base} group: {e}")
+            base_wps.append(Waypoint(t, position=p, rpy=rpy))
+        _check_times(c, base_wps, bkey)
+    joint_names: Tuple[str, ...] = ()
+    joint_wps: List[Waypoint] = []
+    if ref.get("joint_names") is not None:
+        nkey = _join(refkey, "joint_names")
+        joint_names = c.names(ref["joint_names"], nkey)
+        unknown = [n for n in joint_names if n not in joints]
+        if unknown:
+            c.fail(nkey, f"unknown joint(s) {', '.join(unknown)}; the model has {', '.join(joints) or 'none'}")
+        if len(set(joint_names)) != len(joint_names):
+            c.fail(nkey, "a joint is named twice")
+        if ref.get("joints") is None:
+            c.fail(_join(refkey, "joints"), "missing (joint_names without joint waypoints)")
+    if ref.get("joints") is not None:
+        jkey = _join(refkey, "joints")
+        if not joints:
+            c.fail(jkey, "the robot has no movable joints")
+        joint_names = joint_names or joints
+        for i, wp in enumerate(_waypoint_list(c, ref["joints"], jkey)):
+            wkey = f"{jkey}[{i}]"
+            wp = c.mapping(wp, wkey, _JOINT_WAYPOINT_KEYS)
+            for need in _JOINT_WAYPOINT_KEYS:
+                if need not in wp:
+                    c.fail(_join(wkey, need), "missing")
+            t = c.number(wp["time"], _join(wkey, "time"), 0.0)
+            q = c.vector(wp["positions"], _join(wkey, "positions"), len(joint_names),
+                         "one per joint: " + ", ".join(joint_names))
+            joint_wps.append(Waypoint(t, positions=q))
+        _check_times(c, joint_wps, jkey)
+    if (base_wps or joint_wps) and ctl_params is None:
+        c.fail(refkey, "a reference needs a controller (controller: false)")
+
+    return Robot(namespace=namespace, model_file=str(dyn.get("model_file", "")), base_group=base,
+                 joint_names=joints, nv=model.nv, dynamics=dyn, controller=ctl_params, remappings=remappings,
+                 base_reference=tuple(base_wps), joint_reference_names=joint_names if joint_wps else (),
+                 joint_reference=tuple(joint_wps))
+
+
+def _waypoint_list(c: _Checker, value, key: str) -> list:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) or not value:
+        c.fail(key, f"must be a non-empty list of waypoints, got {_show(value)}")
+    return list(value)
+
+
+def _check_times(c: _Checker, wps: Sequence[Waypoint], key: str) -> None:
+    for i in range(1, len(wps)):
+        if wps[i].time <= wps[i - 1].time:
+            c.fail(f"{key}[{i}].time", f"waypoint times must increase strictly ({wps[i - 1].time:g} then "
+                                       f"{wps[i].time:g})")
+
+
+def _vec(x):
+    import numpy as np
+
+    return np.asarray([float(v) for v in x], dtype=float)
+
+
+def _quaternion(rpy) -> "object":
+    """[x, y, z, w] of roll, pitch, yaw (R = Rz(yaw) Ry(pitch) Rx(roll), as URDF and the nodes)."""
+    from scipy.spatial.transform import Rotation
+
+    return Rotation.from_euler("xyz", [float(v) for v in rpy]).as_quat()
+
+
+# ------------------------------------------------------------------------------------- node specs
+
+
+def _ros_value(v):
+    """A parameter value as launch_ros and rcl's YAML parser take it: floats for numbers, tuples -> lists."""
+    if isinstance(v, bool) or isinstance(v, str):
+        return v
+    if isinstance(v, (int, float)):
+        return float(v)
+    if hasattr(v, "tolist"):
+        return _ros_value(v.tolist())
+    if isinstance(v, (list, tuple)):
+        items = [_ros_value(x) for x in v]
+        return items
+    return v
+
+
+def _clean(params: Mapping[str, object]) -> Dict[str, object]:
+    """Drop empty lists (rcl's parameter-file parser rejects them; every node defaults them to empty)."""
+    out = {}
+    for k, v in params.items():
+        v = _ros_value(v)
+        if isinstance(v, list) and not v:
+            continue
+        out[k] = v
+    return out
+
+
+def node_specs(scenario: Scenario, *, reference_subscribers: int = 1) -> List[NodeSpec]:
+    """The nodes of a scenario, in start order: per robot ``dynamics_node``, ``controller_node`` (unless
+    ``controller: false``), ``reference_node`` (robots with a reference).
+
+    Global settings: ``physics_rate``/``publish_rate`` -> dynamics_node; ``control_rate`` -> controller_node
+    (and dynamics_node with lockstep); ``sim_time`` -> dynamics_node ``publish_clock`` and ``use_sim_time`` on
+    every node; ``real_time_factor`` -> dynamics_node; ``lockstep`` -> dynamics_node and controller_node.
+    ``reference_subscribers``: how many subscriptions each reference topic must have before the reference node
+    publishes (the controller; 2 when a recorder records it too)."""
+    s = scenario
+    specs: List[NodeSpec] = []
+    for r in s.robots:
+        dyn = dict(r.dynamics)
+        if s.physics_rate is not None:
+            dyn["physics_rate"] = s.physics_rate
+        if s.publish_rate is not None:
+            dyn["publish_rate"] = s.publish_rate
+        if s.real_time_factor is not None:
+            dyn["real_time_factor"] = s.real_time_factor
+        if s.lockstep:
+            dyn["lockstep"] = True
+            if s.control_rate is not None:
+                dyn["control_rate"] = s.control_rate
+        if s.sim_time:
+            dyn["publish_clock"] = True
+            dyn["use_sim_time"] = True
+        specs.append(_spec("dynamics", r, dyn))
+        if r.controller is not None:
+            ctl = dict(r.controller)
+            if s.control_rate is not None:
+                ctl["control_rate"] = s.control_rate
+            if s.lockstep:
+                ctl["lockstep"] = True
+            if s.sim_time:
+                ctl["use_sim_time"] = True
+            specs.append(_spec("controller", r, ctl))
+        if r.has_reference:
+            ref: Dict[str, object] = {"min_subscribers": float(reference_subscribers)}
+            if r.base_reference:
+                ref["base_times"] = [w.time for w in r.base_reference]
+                ref["base_positions"] = [x for w in r.base_reference for x in w.position]
+                ref["base_rpy"] = [x for w in r.base_reference for x in w.rpy]
+            if r.joint_reference:
+                ref["joint_names"] = list(r.joint_reference_names)
+                ref["joint_times"] = [w.time for w in r.joint_reference]
+                ref["joint_positions"] = [x for w in r.joint_reference for x in w.positions]
+            if s.sim_time:
+                ref["use_sim_time"] = True
+            specs.append(_spec("reference", r, ref))
+    return specs
+
+
+def _spec(role: str, robot: Robot, params: Mapping[str, object]) -> NodeSpec:
+    executable, module, name = NODES[role]
+    return NodeSpec(role=role, robot=robot.name, package=PACKAGE, executable=executable, module=module, name=name,
+                    namespace=robot.namespace, parameters=_clean(params), remappings=robot.remappings)
+
+
+def record_topics(scenario: Scenario, topics: Union[str, Sequence[str], None] = None) -> Optional[List[str]]:
+    """Absolute topic names to record: ``topics`` (default: the scenario's ``record``, else
+    :data:`DEFAULT_RECORD`), relative names expanded in every robot's namespace, plus ``/clock`` with sim time.
+    None means every topic (``record: all``)."""
+    chosen = scenario.record if topics is None else topics
+    if chosen == "all":
+        return None
+    chosen = DEFAULT_RECORD if chosen is None else tuple(chosen)
+    out: List[str] = []
+    for t in chosen:
+        names = [t] if t.startswith("/") else [f"{r.namespace}/{t}" for r in scenario.robots]
+        out += [n for n in names if n not in out]
+    if scenario.sim_time and "/clock" not in out:
+        out.append("/clock")
+    return out

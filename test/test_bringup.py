@@ -1,0 +1,391 @@
+"""Scenario bring-up: scenario YAML -> node specs (unit, no ROS), and the no-launch runner with real processes.
+
+- every scenario in config/scenarios loads and gives the node specs the launch files start; global settings
+  (rates, sim_time, lockstep, real_time_factor) reach the right nodes; parameter files merge under the
+  scenario's keys; fleet templates expand; broken scenarios raise a ScenarioError naming the file and the key;
+- ``python -m mbs_ros.bringup`` runs the vehicle-manipulator as real processes with ``--record`` and ``--plot``:
+  odom, joint_states and /tf are recorded, the controller tracks (the error decays), exit code 0;
+- SIGINT to the runner stops every child cleanly (exit 0, no child left);
+- a node refusing its parameters makes the runner exit non-zero, naming it, with no child left.
+
+Each runner test waits for a line of the runner's output or its exit, with a timeout; ROS domain from conftest.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from mbs_ros.bringup import (
+    DEFAULT_RECORD,
+    ScenarioError,
+    list_scenarios,
+    load_scenario,
+    node_specs,
+    record_topics,
+)
+from mbs_ros.bringup import runner as bringup_runner
+
+ROOT = Path(__file__).resolve().parents[1]
+SCENARIOS = ROOT / "config" / "scenarios"
+RUN_TIMEOUT = 120.0  # a whole runner invocation on a loaded 2-core machine
+
+
+# ------------------------------------------------------------------------------------ unit: specs
+
+
+def by_label(specs):
+    return {s.label: s for s in specs}
+
+
+def test_every_scenario_loads_and_gives_node_specs():
+    names = {p.stem for p in list_scenarios()}
+    assert {"vehicle_manipulator", "manipulator", "vehicle", "scara", "fleet"} <= names
+    for path in list_scenarios():
+        scenario = load_scenario(path)
+        specs = node_specs(scenario)
+        assert specs, path
+        for robot in scenario.robots:
+            mine = [s for s in specs if s.robot == robot.name]
+            assert [s.role for s in mine] == ["dynamics", "controller", "reference"], path
+            for s in mine:
+                assert s.namespace == robot.namespace and s.package == "mbs_ros"
+                assert s.module == f"mbs_ros.nodes.{s.executable}"
+                for value in s.parameters.values():  # launch_ros and rcl's parser: no empty lists, no ints
+                    assert value != [] and not (isinstance(value, int) and not isinstance(value, bool))
+            dyn, ctl, ref = mine
+            assert Path(dyn.parameters["model_file"]).is_file()
+            assert ctl.parameters["model_file"] == dyn.parameters["model_file"]
+            assert dyn.parameters["base_group"] == ctl.parameters["base_group"] == robot.base_group
+            if robot.floating:
+                n = len(ref.parameters["base_times"])
+                assert len(ref.parameters["base_positions"]) == len(ref.parameters["base_rpy"]) == 3 * n
+            assert (len(ref.parameters["joint_positions"])
+                    == len(ref.parameters["joint_times"]) * len(ref.parameters["joint_names"]))
+
+
+def test_vehicle_manipulator_specs():
+    scenario = load_scenario("vehicle_manipulator")
+    assert scenario.path == SCENARIOS / "vehicle_manipulator.yaml"
+    assert scenario.duration == 6.0 and not scenario.sim_time and not scenario.lockstep
+    specs = by_label(node_specs(scenario))
+    assert list(specs) == ["uvms/dynamics_node", "uvms/controller_node", "uvms/reference_node"]
+    dyn = specs["uvms/dynamics_node"].parameters
+    assert dyn["model_file"] == str(ROOT / "config" / "robots" / "uvms_6dof.yaml")
+    assert dyn["physics_rate"] == 500.0 and dyn["publish_rate"] == 100.0
+    assert dyn["initial_position"] == [0.0, 0.0, -5.0]
+    assert dyn["initial_joint_positions"] == [0.0, 0.6, -1.2, 0.0, 0.6, 0.0]
+    for absent in ("publish_clock", "use_sim_time", "lockstep", "real_time_factor", "control_rate"):
+        assert absent not in dyn  # time features only when the scenario asks for them
+    ctl = specs["uvms/controller_node"].parameters
+    assert (ctl["law"], ctl["kp"], ctl["kd"], ctl["control_rate"]) == ("computed_torque", 9.0, 6.0, 100.0)
+    ref = specs["uvms/reference_node"].parameters
+    assert ref["joint_names"] == [f"joint{i}" for i in range(1, 7)]
+    assert ref["base_times"] == [0.0, 2.0, 4.0] and ref["min_subscribers"] == 1.0
+    assert ref["base_positions"][:3] == [0.2, -0.1, -4.9]
+    cmd = specs["uvms/dynamics_node"].command("p.yaml", python="python")
+    assert cmd == ["python", "-m", "mbs_ros.nodes.dynamics_node", "--ros-args", "-r", "__ns:=/uvms", "-r",
+                   "__node:=dynamics_node", "--params-file", "p.yaml"]
+    doc = yaml.safe_load(specs["uvms/reference_node"].params_yaml())
+    assert doc == {"/**": {"ros__parameters": ref}}
+
+
+def test_parameter_file_merged_under_the_scenario_keys():
+    specs = by_label(node_specs(load_scenario("manipulator")))  # params: config/arm_6dof_fixed.yaml
+    dyn, ctl = specs["arm/dynamics_node"].parameters, specs["arm/controller_node"].parameters
+    assert dyn["integrator"] == "rk4" and dyn["cmd_timeout"] == 0.5  # from the parameter file
+    assert dyn["diagnostics_rate"] == 10.0  # the scenario's dynamics: key overrides the file's 1.0
+    assert ctl["model_file"] == dyn["model_file"] == str(ROOT / "config" / "robots" / "arm_6dof_fixed.yaml")
+    assert ctl["state_timeout"] == 0.2 and ctl["kp"] == 16.0
+    assert "base_reference" not in str(specs["arm/reference_node"].parameters)
+
+
+def test_time_settings_reach_every_node():
+    scenario = load_scenario("manipulator", overrides=dict(sim_time=True, lockstep=True, real_time_factor=0.0,
+                                                           control_rate=50.0))
+    specs = by_label(node_specs(scenario, reference_subscribers=2))
+    dyn = specs["arm/dynamics_node"].parameters
+    assert dyn["publish_clock"] is True and dyn["lockstep"] is True and dyn["real_time_factor"] == 0.0
+    assert dyn["control_rate"] == 50.0
+    ctl = specs["arm/controller_node"].parameters
+    assert ctl["lockstep"] is True and ctl["control_rate"] == 50.0
+    for s in specs.values():
+        assert s.parameters["use_sim_time"] is True
+    assert specs["arm/reference_node"].parameters["min_subscribers"] == 2.0
+    assert record_topics(scenario)[-1] == "/clock"
+
+
+def test_fleet_template_expands():
+    scenario = load_scenario("fleet")
+    assert [r.namespace for r in scenario.robots] == ["/uvms1", "/uvms2", "/uvms3"]
+    scenario = load_scenario("fleet", count=5)
+    assert [r.name for r in scenario.robots] == [f"uvms{i}" for i in range(1, 6)]
+    specs = by_label(node_specs(scenario))
+    assert len(specs) == 15
+    assert specs["uvms4/dynamics_node"].parameters["initial_position"] == [0.0, 12.0, -5.0]
+    assert specs["uvms4/reference_node"].parameters["base_positions"][:3] == [0.2, 12.0, -4.9]
+    with pytest.raises(ScenarioError, match="no robot is a fleet template") as e:
+        load_scenario("vehicle", count=2)
+    assert e.value.key == "robots"
+
+
+def test_record_topics():
+    scenario = load_scenario("fleet", count=2)
+    topics = record_topics(scenario)
+    assert topics == ["/uvms1/odom", "/uvms2/odom", "/uvms1/joint_states", "/uvms2/joint_states",
+                      "/uvms1/joint_reference", "/uvms2/joint_reference", "/uvms1/base_reference",
+                      "/uvms2/base_reference", "/tf", "/diagnostics"]
+    scara = load_scenario("scara")  # no record key: the default set
+    assert record_topics(scara) == [t if t.startswith("/") else f"/scara/{t}" for t in DEFAULT_RECORD]
+    assert record_topics(scara, "all") is None
+
+
+def test_cli_print_and_scenario_errors(tmp_path, capsys):
+    assert bringup_runner.main(["vehicle", "--print"]) == 0
+    out = capsys.readouterr().out
+    assert "-m mbs_ros.nodes.controller_node --ros-args -r __ns:=/asv -r __node:=controller_node" in out
+    assert "base_group: se2" in out
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("robots: []\n")
+    assert bringup_runner.main([str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert str(bad) in err and "robots" in err
+    assert bringup_runner.main(["no_such_scenario"]) == 2
+    assert "vehicle_manipulator" in capsys.readouterr().err  # lists the known scenarios
+
+
+UVMS = """
+robots:
+  - namespace: uvms
+    model: config/robots/uvms_6dof.yaml
+    initial: {position: [0.0, 0.0, -5.0], joint_positions: [0.0, 0.6, -1.2, 0.0, 0.6, 0.0]}
+    controller: {law: computed_torque, kp: 9.0, kd: 6.0}
+    reference:
+      base: [{time: 1.0, position: [0.5, 0.0, -5.0], rpy: [0.0, 0.0, 0.3]}]
+      joints: [{time: 1.0, positions: [0.1, 0.2, -1.0, 0.0, 0.5, 0.0]}]
+"""
+
+# (edit of the valid UVMS scenario: old -> new, or None -> the whole file), the key the error must name, a
+# fragment of the reason
+BROKEN = {
+    "unknown_global": (("robots:", "physics_rat: 500\nrobots:"), "physics_rat", "did you mean 'physics_rate'"),
+    "bad_rate": (("robots:", "physics_rate: -1\nrobots:"), "physics_rate", "must be > 0"),
+    "publish_above_physics": (("robots:", "physics_rate: 100\npublish_rate: 200\nrobots:"), "publish_rate",
+                              "exceeds physics_rate"),
+    "sim_time_text": (("robots:", "sim_time: maybe\nrobots:"), "sim_time", "true or false"),
+    "rtf_zero_wall": (("robots:", "real_time_factor: 0\nrobots:"), "real_time_factor", "needs sim_time"),
+    "no_robots": ((None, "physics_rate: 500.0\nrobots: []\n"), "robots", "non-empty list"),
+    "no_namespace": (("  - namespace: uvms\n", "  - \n"), "robots[0].namespace", "missing"),
+    "bad_namespace": (("namespace: uvms", "namespace: 2uvms"), "robots[0].namespace", "not a valid ROS namespace"),
+    "unknown_robot_key": (("    model:", "    modle: x\n    model:"), "robots[0].modle", "did you mean 'model'"),
+    "missing_model": (("config/robots/uvms_6dof.yaml", "config/robots/nope.yaml"), "robots[0].model", "not found"),
+    "bad_base": (("    initial:", "    base_group: se4\n    initial:"), "robots[0].base_group", "must be one of"),
+    "joint_count": (("joint_positions: [0.0, 0.6, -1.2, 0.0, 0.6, 0.0]", "joint_positions: [0.0, 0.6]"),
+                    "robots[0].initial.joint_positions", "6 entries"),
+    "rpy_length": (("rpy: [0.0, 0.0, 0.3]", "rpy: [0.3]"), "robots[0].reference.base[0].rpy", "3 entries"),
+    "bad_law": (("law: computed_torque", "law: sliding_mode"), "robots[0].controller.law", "must be one of"),
+    "gain_length": (("kp: 9.0", "kp: [1.0, 2.0]"), "robots[0].controller.kp", "12 entries"),
+    "managed_key": (("kd: 6.0", "kd: 6.0, model_file: x.urdf"), "robots[0].controller.model_file",
+                    "set by the scenario"),
+    "waypoint_text": (("time: 1.0, positions", "time: soon, positions"), "robots[0].reference.joints[0].time",
+                      "must be a number"),
+    "waypoint_order": (("joints: [{time: 1.0, positions: [0.1, 0.2, -1.0, 0.0, 0.5, 0.0]}]",
+                        "joints: [{time: 1.0, positions: [0.1, 0.2, -1.0, 0.0, 0.5, 0.0]}, "
+                        "{time: 0.5, positions: [0.1, 0.2, -1.0, 0.0, 0.5, 0.0]}]"),
+                       "robots[0].reference.joints[1].time", "increase strictly"),
+    "unknown_joint": (("      joints:", "      joint_names: [joint9]\n      joints:"),
+                      "robots[0].reference.joint_names", "unknown joint"),
+    "se2_off_plane": ((None, "robots:\n  - {namespace: asv, model: config/robots/asv_2link.yaml, "
+                             "initial: {position: [0.0, 0.0, -5.0]}}\n"), "robots[0].initial", "se2"),
+    "se2_roll_waypoint": ((None, "robots:\n  - namespace: asv\n    model: config/robots/asv_2link.yaml\n"
+                                 "    reference: {base: [{time: 1.0, position: [1.0, 0.0, 0.0], rpy: [0.2, 0.0, 0.0]}]}\n"),
+                          "robots[0].reference.base[0]", "only rotates about z"),
+    "fixed_base_reference": ((None, "robots:\n  - namespace: arm\n    model: config/robots/arm_6dof_fixed.yaml\n"
+                                    "    reference: {base: [{time: 1.0, position: [1.0, 0.0, 0.0]}]}\n"),
+                             "robots[0].reference.base", "fixed base"),
+    "fleet_without_i": (("  - namespace: uvms\n", "  - namespace: uvms\n    count: 2\n"), "robots[0].namespace",
+                        "'{i}'"),
+    "not_yaml": (("robots:", "robots: [\n"), "", "not valid YAML"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BROKEN))
+def test_broken_scenario_names_file_and_key(tmp_path, case):
+    (old, new), key, reason = BROKEN[case]
+    assert old is None or old in UVMS, case
+    path = tmp_path / f"{case}.yaml"
+    path.write_text(new if old is None else UVMS.replace(old, new, 1))
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(path)
+    assert e.value.file == str(path)
+    assert e.value.key == key, str(e.value)
+    assert reason in str(e.value)
+    assert str(e.value).startswith(f"{path}: {key}" if key else str(path))
+
+
+def test_valid_scenario_template_loads(tmp_path):
+    path = tmp_path / "ok.yaml"
+    path.write_text(UVMS)
+    assert load_scenario(path).robots[0].joint_names == tuple(f"joint{i}" for i in range(1, 7))
+
+
+# ----------------------------------------------------------------------------------- the runner
+
+
+class Run:
+    """``python -m mbs_ros.bringup …`` as a child process, its output collected line by line."""
+
+    def __init__(self, *args, cwd=ROOT):
+        self.lines = []
+        self.proc = subprocess.Popen([sys.executable, "-m", "mbs_ros.bringup", *map(str, args)], cwd=cwd,
+                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     stdin=subprocess.DEVNULL)
+        self.reader = threading.Thread(target=self._read, daemon=True)
+        self.reader.start()
+
+    def _read(self):
+        for line in self.proc.stdout:
+            self.lines.append(line.rstrip("\n"))
+
+    @property
+    def text(self):
+        return "\n".join(self.lines)
+
+    def wait_for(self, pattern, timeout=RUN_TIMEOUT):
+        deadline = time.monotonic() + timeout
+        while not any(re.search(pattern, line) for line in self.lines):
+            if self.proc.poll() is not None:
+                self.reader.join(timeout=5)
+                if any(re.search(pattern, line) for line in self.lines):
+                    return
+                raise AssertionError(f"runner exited {self.proc.returncode} before {pattern!r}:\n{self.text}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out waiting for {pattern!r}:\n{self.text}")
+            time.sleep(0.05)
+
+    def wait(self, timeout=RUN_TIMEOUT):
+        try:
+            rc = self.proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            raise AssertionError(f"runner still running after {timeout} s:\n{self.text}") from None
+        self.reader.join(timeout=5)
+        return rc
+
+    def exit_codes(self):
+        """label -> exit code, from the runner's ``exit codes:`` line."""
+        line = next(line for line in self.lines if line.startswith("bringup: exit codes: "))
+        return {k: int(v) for k, v in (item.rsplit(" ", 1) for item in line.split(": ", 2)[2].split(", "))}
+
+    def child_pids(self):
+        return [int(m.group(1)) for m in re.finditer(r"started \S+ \(pid (\d+)\)", self.text)]
+
+    def close(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+        for pid in self.child_pids():  # never leave a node behind, even when a test fails
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+
+
+def assert_gone(pids, timeout=10.0):
+    deadline = time.monotonic() + timeout
+    alive = list(pids)
+    while alive and time.monotonic() < deadline:
+        alive = [p for p in alive if _alive(p)]
+        time.sleep(0.05)
+    assert not alive, f"child processes still running: {alive}"
+
+
+def _alive(pid):
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # an exited child of the (exited) runner is reaped by init; a zombie counts as gone
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(")")[-1].split()[0] != "Z"
+    except OSError:
+        return False
+
+
+@pytest.fixture
+def run():
+    runs = []
+
+    def start(*args):
+        r = Run(*args)
+        runs.append(r)
+        return r
+
+    yield start
+    for r in runs:
+        r.close()
+
+
+def test_runner_tracks_records_and_plots(run, tmp_path):
+    from mbs_ros import plot
+
+    bag, plots = tmp_path / "run.mcap", tmp_path / "plots"
+    r = run("vehicle_manipulator", "--duration", 3, "--record", bag, "--plot", plots, "--log-dir", tmp_path / "logs")
+    rc = r.wait()
+    assert rc == 0, r.text
+    assert r.exit_codes() == {"recorder": 0, "uvms/controller_node": 0, "uvms/dynamics_node": 0,
+                              "uvms/reference_node": 0}, r.text
+    assert len(r.child_pids()) == 4
+    assert_gone(r.child_pids())
+    # the recording: odom, joint_states, /tf appeared on the graph and were recorded; references too
+    rec = plot.load(bag, progress="never")
+    for topic in ("/uvms/odom", "/uvms/joint_states", "/tf", "/diagnostics", "/uvms/joint_reference",
+                  "/uvms/base_reference"):
+        assert topic in rec.topics, sorted(rec.topics)
+    assert len(rec.odom["/uvms"]) > 20
+    # the controller tracks: the error of the step at the reference's start decays
+    joints = plot.joint_tracking(rec, "/uvms")
+    base = plot.base_tracking(rec, "/uvms")
+    valid = ~np.isnan(joints.error_norm)
+    j_err = joints.error_norm[valid]
+    assert j_err[0] > 0.3 and j_err[-1] < 0.3 * j_err[0], j_err
+    p_err = base.position_error[~np.isnan(base.position_error)]
+    assert p_err[0] > 0.15 and p_err[-1] < 0.3 * p_err[0], p_err
+    assert {p.name for p in plots.glob("*.png")} >= {"uvms_trajectory.png", "uvms_joints.png", "uvms_base.png",
+                                                    "uvms_tracking.png", "uvms_energy.png"}
+
+
+def test_sigint_stops_every_child_cleanly(run, tmp_path):
+    r = run("vehicle", "--log-dir", tmp_path / "logs")  # no duration: runs until stopped
+    r.wait_for(r"^bringup: running: references sent")
+    pids = r.child_pids()
+    assert len(pids) == 3 and all(_alive(p) for p in pids)
+    r.proc.send_signal(signal.SIGINT)
+    rc = r.wait()
+    assert rc == 0, r.text
+    assert "stopping (SIGINT)" in r.text
+    assert r.exit_codes() == {"asv/controller_node": 0, "asv/dynamics_node": 0, "asv/reference_node": 0}, r.text
+    assert_gone(pids)
+    for log in (tmp_path / "logs").glob("*.log"):
+        assert "Traceback" not in log.read_text(), log
+
+
+def test_node_failing_to_start_fails_the_run(run, tmp_path):
+    path = tmp_path / "bad_integrator.yaml"
+    path.write_text(UVMS.replace("    reference:", "    dynamics: {integrator: leapfrog}\n    reference:"))
+    r = run(path, "--duration", 30, "--log-dir", tmp_path / "logs")
+    rc = r.wait()
+    assert rc == 1, r.text
+    assert re.search(r"uvms/dynamics_node exited with code [1-9]", r.text), r.text
+    assert "integrator must be one of" in r.text  # the end of the node's log
+    assert_gone(r.child_pids())
