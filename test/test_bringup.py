@@ -5,6 +5,7 @@
   scenario's keys; fleet templates expand; broken scenarios raise a ScenarioError naming the file and the key;
 - ``python -m mbs_ros.bringup`` runs the vehicle-manipulator as real processes with ``--record`` and ``--plot``:
   odom, joint_states and /tf are recorded, the controller tracks (the error decays), exit code 0;
+- the manipulator scenario on simulation time in lockstep: ``--duration`` counts /clock seconds;
 - SIGINT to the runner stops every child cleanly (exit 0, no child left);
 - a node refusing its parameters makes the runner exit non-zero, naming it, with no child left.
 
@@ -145,8 +146,8 @@ def test_record_topics():
     assert topics == ["/uvms1/odom", "/uvms2/odom", "/uvms1/joint_states", "/uvms2/joint_states",
                       "/uvms1/joint_reference", "/uvms2/joint_reference", "/uvms1/base_reference",
                       "/uvms2/base_reference", "/tf", "/diagnostics"]
-    scara = load_scenario("scara")  # no record key: the default set
-    assert record_topics(scara) == [t if t.startswith("/") else f"/scara/{t}" for t in DEFAULT_RECORD]
+    scara = load_scenario("scara")  # no record key: the default set, and /clock (sim_time)
+    assert record_topics(scara) == [t if t.startswith("/") else f"/scara/{t}" for t in DEFAULT_RECORD] + ["/clock"]
     assert record_topics(scara, "all") is None
 
 
@@ -363,6 +364,26 @@ def test_runner_tracks_records_and_plots(run, tmp_path):
     assert p_err[0] > 0.15 and p_err[-1] < 0.3 * p_err[0], p_err
     assert {p.name for p in plots.glob("*.png")} >= {"uvms_trajectory.png", "uvms_joints.png", "uvms_base.png",
                                                     "uvms_tracking.png", "uvms_energy.png"}
+
+
+def test_sim_time_lockstep_duration_is_simulation_time(run, tmp_path):
+    """manipulator.yaml runs on /clock in lockstep; as fast as possible here, --duration counts /clock seconds."""
+    from mbs_ros import plot
+
+    bag = tmp_path / "lockstep.mcap"
+    r = run("manipulator", "--set", "real_time_factor=0", "--duration", 2, "--record", bag,
+            "--log-dir", tmp_path / "logs")
+    assert r.wait() == 0, r.text
+    assert "for 2 s of simulation time (/clock)" in r.text
+    rec = plot.load(bag, progress="never")
+    assert "/clock" in rec.topics
+    (ref,) = rec.joint_reference["/arm"]
+    assert ref.stamp > 0  # reference_node stamps it with the state it starts from
+    last = max(row[1] for row in rec.joint_states["/arm"])
+    assert 2.0 <= (last - ref.stamp) * 1e-9 < 10.0
+    joints = plot.joint_tracking(rec, "/arm")
+    err = joints.error_norm[~np.isnan(joints.error_norm)]
+    assert err[0] > 0.3 and err[-1] < 0.1 * err[0], err
 
 
 def test_sigint_stops_every_child_cleanly(run, tmp_path):

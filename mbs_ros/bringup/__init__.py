@@ -5,6 +5,9 @@
 - :mod:`mbs_ros.bringup.runner`: ``python -m mbs_ros.bringup SCENARIO [--duration S] [--record FILE]
   [--plot DIR]``: the same nodes as real processes (``python -m mbs_ros.nodes.X --ros-args …``), stopped
   cleanly, with recording and plots.
+- :mod:`mbs_ros.bringup.rviz`: RViz configurations for a scenario's namespaces, from ``config/rviz/*.rviz``.
+- :mod:`mbs_ros.bringup.launch_actions`: what the launch files in ``launch/`` call (imports ``launch``/``launch_ros``
+  only there).
 """
 
 from mbs_ros.bringup.scenario import (  # noqa: F401
