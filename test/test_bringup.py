@@ -364,6 +364,15 @@ def test_runner_tracks_records_and_plots(run, tmp_path):
     assert p_err[0] > 0.15 and p_err[-1] < 0.3 * p_err[0], p_err
     assert {p.name for p in plots.glob("*.png")} >= {"uvms_trajectory.png", "uvms_joints.png", "uvms_base.png",
                                                     "uvms_tracking.png", "uvms_energy.png"}
+    # the demo's table of figures (make demo runs this scenario and prints it)
+    from mbs_ros import demo
+
+    rows = {row["figure"]: row for row in demo.figures(bag)}
+    assert float(rows["uvms: base position error [m]"]["reference start"]) > 0.15
+    assert float(rows["uvms: joint error |q - q_ref| [rad]"]["end"].split()[0]) < 0.3 * j_err[0]
+    residual = rows["uvms/dynamics_node: balance residual E - E_ref - W [J]"]
+    assert abs(float(residual["peak"])) < 1e-3  # the energy bookkeeping closes
+    assert "figure" in demo.table(list(rows.values())).splitlines()[0]
 
 
 def test_sim_time_lockstep_duration_is_simulation_time(run, tmp_path):
