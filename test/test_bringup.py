@@ -6,7 +6,7 @@
 - ``python -m mbs_ros.bringup`` runs the vehicle-manipulator as real processes with ``--record`` and ``--plot``:
   odom, joint_states and /tf are recorded, the controller tracks (the error decays), exit code 0;
 - the manipulator scenario on simulation time in lockstep: ``--duration`` counts /clock seconds;
-- SIGINT to the runner stops every child cleanly (exit 0, no child left);
+- SIGINT or SIGTERM to the runner stops every child cleanly (exit 0, no child left);
 - a node refusing its parameters makes the runner exit non-zero, naming it, with no child left.
 
 Each runner test waits for a line of the runner's output or its exit, with a timeout; ROS domain from conftest.
@@ -395,15 +395,17 @@ def test_sim_time_lockstep_duration_is_simulation_time(run, tmp_path):
     assert err[0] > 0.3 and err[-1] < 0.1 * err[0], err
 
 
-def test_sigint_stops_every_child_cleanly(run, tmp_path):
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_signal_stops_every_child_cleanly(run, tmp_path, sig):
+    """Ctrl-C or SIGTERM to the runner: forwarded once to every child, which exits 0; the runner exits 0."""
     r = run("vehicle", "--log-dir", tmp_path / "logs")  # no duration: runs until stopped
     r.wait_for(r"^bringup: running: references sent")
     pids = r.child_pids()
     assert len(pids) == 3 and all(_alive(p) for p in pids)
-    r.proc.send_signal(signal.SIGINT)
+    r.proc.send_signal(sig)
     rc = r.wait()
     assert rc == 0, r.text
-    assert "stopping (SIGINT)" in r.text
+    assert f"stopping ({sig.name})" in r.text
     assert r.exit_codes() == {"asv/controller_node": 0, "asv/dynamics_node": 0, "asv/reference_node": 0}, r.text
     assert_gone(pids)
     for log in (tmp_path / "logs").glob("*.log"):

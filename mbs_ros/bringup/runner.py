@@ -19,8 +19,9 @@ Life cycle:
 3. once every reference node has logged ``reference published`` (within ``--startup-timeout``), the run
    proper starts and lasts ``--duration`` seconds (the scenario's ``duration`` by default; simulation seconds,
    read from ``/clock``, when the scenario has ``sim_time``), or until Ctrl-C (SIGINT) or SIGTERM;
-4. everything stops: the recorder first (its file gets its summary), then every node at once: SIGINT, SIGTERM
-   after ``--stop-timeout`` seconds, SIGKILL after 3 more;
+4. everything stops: the recorder first (its file gets its summary), then every node at once: SIGINT (SIGTERM
+   when the runner got SIGTERM: the signal is forwarded), SIGTERM after ``--stop-timeout`` seconds, SIGKILL
+   after 3 more;
 5. with ``--plot DIR``: :mod:`mbs_ros.plot` writes its PNGs of the recording.
 
 Exit code 0 when every child ran until it was stopped and then exited 0; 1 when a child failed (exited before
@@ -69,6 +70,7 @@ class Child:
     spec: Optional[NodeSpec] = None  # None: the recorder
     early_exit: Optional[int] = None  # exit code if it exited before the stop
     returncode: Optional[int] = None
+    first_signal: Optional[str] = None  # the signal the runner stopped it with
     stop_signal: Optional[str] = None  # the last signal the runner had to send
 
     @property
@@ -77,8 +79,10 @@ class Child:
             return False
         if self.returncode == 0:
             return True
-        # killed by the SIGINT we sent before it could install its handler (still importing): it did stop on it
-        return self.returncode == -signal.SIGINT and self.stop_signal == "SIGINT"
+        # killed by the first signal we sent, before it could install its handler (still importing): it did stop
+        # on it, with nothing to clean up
+        return (self.first_signal is not None and self.stop_signal == self.first_signal
+                and self.returncode == -signal.Signals[self.first_signal])
 
 
 @dataclass
@@ -389,14 +393,19 @@ class Runner:
             c.process.stop()  # closes the log (a no-op signal-wise: it has exited)
 
     def _stop_group(self, group: Sequence[Child]) -> None:
-        escalation = ((signal.SIGINT, self.stop_timeout), (signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0))
+        """Stop children at once: the signal the runner got (SIGTERM) or SIGINT, then SIGTERM, then SIGKILL."""
+        if self._stop_request == "SIGTERM":
+            escalation = ((signal.SIGTERM, self.stop_timeout), (signal.SIGKILL, 5.0))
+        elif self._stop_request == "escalate":  # a second Ctrl-C: no more patience
+            escalation = ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0))
+        else:
+            escalation = ((signal.SIGINT, self.stop_timeout), (signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0))
         pending = [c for c in group if c.process.running]
         for sig, timeout in escalation:
             if not pending:
                 break
-            if self._stop_request == "escalate" and sig == signal.SIGINT:
-                continue
             for c in pending:
+                c.first_signal = c.first_signal or sig.name
                 c.stop_signal = sig.name
                 c.process.send_signal(sig)
             deadline = time.monotonic() + timeout
@@ -418,7 +427,7 @@ class Runner:
                 failed.append(c)
         for c in failed:
             if c.early_exit is None:  # early exits were reported when they happened
-                how = (f"needed {c.stop_signal}" if c.stop_signal in ("SIGTERM", "SIGKILL")
+                how = (f"needed {c.stop_signal}" if c.stop_signal != c.first_signal
                        else f"exited with code {c.returncode}")
                 self._fail(f"{c.label} {how} when stopped; the end of its log ({c.process.log_path}):\n"
                            + _indent(c.process.log_tail(15)))
