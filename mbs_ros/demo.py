@@ -68,8 +68,9 @@ def figures(recording: Path) -> List[Dict[str, str]]:
             joints = plot.joint_tracking(rec, ns)
             *values, span = _span(joints.t, joints.error_norm)
             row(f"{label}: joint error |q - q_ref| [rad]", values, "{:.2e}".format)
-            worst = np.nanmax(np.abs(joints.q - joints.q_ref), axis=1)
-            worst[np.isnan(joints.error_norm)] = np.nan
+            ok = ~np.isnan(joints.error_norm)  # samples with a reference for at least one joint
+            worst = np.full(len(ok), np.nan)
+            worst[ok] = np.nanmax(np.abs(joints.q - joints.q_ref)[ok], axis=1)
             *values, _ = _span(joints.t, worst)
             row(f"{label}: worst single joint [rad]", values, "{:.2e}".format)
         rows[-1]["end"] += f"  (after {span:.2f} s)"
