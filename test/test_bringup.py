@@ -217,6 +217,8 @@ BROKEN = {
     "fleet_without_i": (("  - namespace: uvms\n", "  - namespace: uvms\n    count: 2\n"), "robots[0].namespace",
                         "'{i}'"),
     "not_yaml": (("robots:", "robots: [\n"), "", "not valid YAML"),
+    "sim_time_fleet": ((None, "sim_time: true\nrobots:\n  - {namespace: 'uvms{i}', count: 2, "
+                               "model: config/robots/uvms_6dof.yaml}\n"), "sim_time", "one /clock per graph"),
 }
 
 

@@ -408,6 +408,11 @@ def load_scenario(path: Union[str, os.PathLike], *, count: Optional[int] = None,
         if r.namespace in seen:
             c.fail("robots", f"namespace {r.namespace} is used twice")
         seen[r.namespace] = i
+    if g["sim_time"] and len(robots) > 1:
+        # Each dynamics node keeps its own simulation time: several would put several /clock publishers on one
+        # graph, and every node's time would jump between them.
+        c.fail("sim_time", f"one /clock per graph: sim_time takes a single robot, this scenario has {len(robots)} "
+                           "(run the fleet on the wall clock)")
     return Scenario(path=path, name=name, description=description.strip(), record=record,
                     robots=tuple(robots), **g)
 
