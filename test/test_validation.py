@@ -251,6 +251,9 @@ def test_formulations_agree_and_conserve_the_invariants():
     assert c["max_difference"] < 1e-9, c["pairs"]
     for form, inv in c["invariants"].items():
         assert max(inv.values()) < 1e-10, (form, inv)
+    c = fm.run_case(True, True, 2.0, 1e-12, 2.5e-4)  # added mass under gravity and the drive
+    assert set(c["forms"]) == {"kirchhoff", "newton_euler", "lagrange", "model"}
+    assert c["max_difference"] < 1e-9, c["pairs"]
     # the added mass matters: the same run with the rigid inertia alone ends elsewhere
     R_rb = fm.kirchhoff(fm.rigid_inertia(), fm.ez.rotation(fm.ETA0), fm.B0, fm.NU0, np.array([0.0, 2.0]), False, 1e-9)
     R_am = fm.kirchhoff(fm.rigid_inertia() + fm.ADDED_MASS, fm.ez.rotation(fm.ETA0), fm.B0, fm.NU0,
