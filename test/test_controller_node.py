@@ -14,7 +14,6 @@ process exit, with a timeout (the one bounded observation window is marked).
 from __future__ import annotations
 
 import math
-import os
 import time
 from pathlib import Path
 
@@ -26,9 +25,6 @@ pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs not built into this environ
 
 from geometry_msgs.msg import Transform, Twist, WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
-from rclpy.qos import QoSProfile  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import (  # noqa: E402
@@ -42,6 +38,7 @@ from mbs_ros.controllers import Reference  # noqa: E402
 from mbs_ros.dynamics import Model  # noqa: E402
 from mbs_ros.nodes import conversions as cv  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
+from ros_helpers import Probe, Recorder, ros_env_defaults, running  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 UVMS_PARAMS = ROOT / "config" / "uvms_6dof.yaml"
@@ -70,54 +67,9 @@ INVALID = {
 # ------------------------------------------------------------------------------------------ fixtures
 
 
-class Probe:
-    def __init__(self):
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("test_controller_probe", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-
-    def spin_until(self, predicate, timeout=TIMEOUT, what="condition", alive=()):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            for p in alive:
-                p.check_running()
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def spin_for(self, seconds):
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.005)
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
-        if self.context.ok():
-            rclpy.shutdown(context=self.context)
-
-
-class Recorder:
-    def __init__(self, probe, msg_type, topic, depth=1000):
-        self.messages = []
-        self.sub = probe.node.create_subscription(msg_type, topic, self._on, QoSProfile(depth=depth))
-        self.arrival = []
-
-    def _on(self, m):
-        self.messages.append(m)
-        self.arrival.append(time.monotonic())
-
-    def __len__(self):
-        return len(self.messages)
-
-
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    os.environ.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
+    ros_env_defaults()
     logs = tmp_path_factory.mktemp("controller_logs")
     procs = {
         "e2e_dynamics": NodeProcess(DYNAMICS, name="dynamics_node", namespace="e2e", params_file=UVMS_PARAMS,
@@ -131,20 +83,14 @@ def nodes(tmp_path_factory):
     for key, (params, _reason) in INVALID.items():
         procs[key] = NodeProcess(CONTROLLER, name="controller_node", namespace=key, params_file=UVMS_PARAMS,
                                  parameters=params, log_file=logs / f"{key}.log")
-    try:
-        for p in procs.values():
-            p.start()
+    with running(procs):
         yield procs
-    finally:
-        for p in procs.values():
-            p.stop()
 
 
 @pytest.fixture(scope="module")
 def probe(nodes):
-    p = Probe()
-    yield p
-    p.close()
+    with Probe("test_controller_probe", TIMEOUT) as p:
+        yield p
 
 
 @pytest.fixture(scope="module")

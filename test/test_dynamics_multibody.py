@@ -13,8 +13,6 @@ All processes start at once in a module fixture; every wait is for a graph match
 from __future__ import annotations
 
 import math
-import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -26,8 +24,6 @@ pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs not built into this environ
 
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
@@ -36,6 +32,7 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from mbs_ros.dynamics import Model, step  # noqa: E402
 from mbs_ros.nodes import conversions as cv  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
+from ros_helpers import Probe, Recorder, ros_env_defaults, running, stamp_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE = "mbs_ros.nodes.dynamics_node"
@@ -74,45 +71,9 @@ CONT_URDF = """<?xml version="1.0"?>
 """
 
 
-class Probe:
-    def __init__(self):
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("test_multibody_probe", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-
-    def spin_until(self, predicate, timeout=TIMEOUT, what="condition", alive=()):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            for p in alive:
-                p.check_running()
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
-        if self.context.ok():
-            rclpy.shutdown(context=self.context)
-
-
-class Recorder:
-    def __init__(self, probe, msg_type, topic, depth=1000, qos=None):
-        self.messages = []
-        self.sub = probe.node.create_subscription(msg_type, topic, self.messages.append,
-                                                  qos or QoSProfile(depth=depth))
-
-    def __len__(self):
-        return len(self.messages)
-
-
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    os.environ.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
+    ros_env_defaults()
     logs = tmp_path_factory.mktemp("multibody_logs")
     cont_params = logs / "cont.yaml"
     cont_params.write_text(yaml.safe_dump({"/**": {"ros__parameters": dict(
@@ -123,29 +84,19 @@ def nodes(tmp_path_factory):
         "cont": NodeProcess(NODE, name="dynamics_node", namespace="cont", params_file=cont_params,
                             log_file=logs / "cont.log"),
     }
-    try:
-        for p in procs.values():
-            p.start()
+    with running(procs):
         yield procs
-    finally:
-        for p in procs.values():
-            p.stop()
 
 
 @pytest.fixture(scope="module")
 def probe(nodes):
-    p = Probe()
-    yield p
-    p.close()
+    with Probe("test_multibody_probe", TIMEOUT) as p:
+        yield p
 
 
 @pytest.fixture(scope="module")
 def asv_model():
     return Model.from_yaml(ASV_ROBOT)
-
-
-def stamp_of(m):
-    return cv.ns_from_time(m.header.stamp)
 
 
 def state_of(model, odom, js):

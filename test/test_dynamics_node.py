@@ -8,7 +8,6 @@ every wait is for a graph match, a message, a log line or a process exit, with a
 from __future__ import annotations
 
 import math
-import os
 import signal
 import time
 
@@ -22,8 +21,6 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rcl_interfaces.srv import GetParameters, SetParameters  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from std_srvs.srv import SetBool, Trigger  # noqa: E402
@@ -32,6 +29,7 @@ from tf2_msgs.msg import TFMessage  # noqa: E402
 from mbs_ros.dynamics import Model, step  # noqa: E402
 from mbs_ros.nodes import conversions as cv  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
+from ros_helpers import Probe, Recorder, ros_env_defaults, running  # noqa: E402
 
 NODE = "mbs_ros.nodes.dynamics_node"
 NAME = "dynamics_node"
@@ -61,60 +59,9 @@ INVALID = {
 # ------------------------------------------------------------------------------------------ fixtures
 
 
-class Probe:
-    """The test side: one rclpy node, spun by hand."""
-
-    def __init__(self, procs):
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("test_dynamics_probe", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self.procs = procs
-
-    def spin_until(self, predicate, timeout=TIMEOUT, what="condition", alive=()):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            for p in alive:
-                p.check_running()
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def call(self, srv_type, name, request, timeout=TIMEOUT):
-        client = self.node.create_client(srv_type, name)
-        try:
-            self.spin_until(client.service_is_ready, timeout, f"service {name}")
-            future = client.call_async(request)
-            self.spin_until(future.done, timeout, f"response of {name}")
-            return future.result()
-        finally:
-            self.node.destroy_client(client)
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
-        if self.context.ok():
-            rclpy.shutdown(context=self.context)
-
-
-class Recorder:
-    """Every message of one topic, in arrival order."""
-
-    def __init__(self, probe, msg_type, topic, depth=1000):
-        self.messages = []
-        self.sub = probe.node.create_subscription(msg_type, topic, self.messages.append, QoSProfile(depth=depth))
-
-    def __len__(self):
-        return len(self.messages)
-
-
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    # conftest.py isolates the run (domain id, loopback discovery, UDPv4); harmless defaults if it is absent
-    os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    os.environ.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
+    ros_env_defaults()
     logs = tmp_path_factory.mktemp("node_logs")
 
     def make(ns, params):
@@ -127,20 +74,14 @@ def nodes(tmp_path_factory):
         "triangle": make("triangle", dict(inertia=[1.0, 0.0, 0.0, 1.0, 0.0, 3.0])),
     }
     procs.update({k: make(k, params) for k, (params, _reason) in INVALID.items()})
-    try:
-        for p in procs.values():
-            p.start()
+    with running(procs):
         yield procs
-    finally:
-        for p in procs.values():
-            p.stop()
 
 
 @pytest.fixture(scope="module")
 def probe(nodes):
-    p = Probe(nodes)
-    yield p
-    p.close()
+    with Probe("test_dynamics_probe", TIMEOUT) as p:
+        yield p
 
 
 def wait_for_node(probe, proc, ns):

@@ -9,7 +9,6 @@ Every wait is for a graph match, a message count, a file size or a process exit,
 
 from __future__ import annotations
 
-import os
 import re
 import signal
 import subprocess
@@ -27,8 +26,6 @@ from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from mcap.reader import make_reader  # noqa: E402
 from mcap.stream_reader import StreamReader  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from rclpy.serialization import deserialize_message  # noqa: E402
 from rosbags.rosbag2 import Reader  # noqa: E402
@@ -39,6 +36,8 @@ from rosbags.typesys.msg import get_types_from_msg  # noqa: E402
 from mbs_ros import plot  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
 from mbs_ros.recording import BackgroundRecorder, Recorder, message_definition  # noqa: E402
+import ros_helpers  # noqa: E402
+from ros_helpers import ros_env_defaults  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 20.0
@@ -49,15 +48,11 @@ LIVE_ODOM = 75  # odom messages (50 Hz) seen live after every recorder has subsc
 MIN_ODOM = 20  # ... of which every file must hold this many (a late DDS match can take a second or two)
 
 
-class Probe:
+class Probe(ros_helpers.Probe):
     """This process's side: one node, spun by hand, with a live odom subscriber and an in-process Recorder."""
 
     def __init__(self, path):
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("test_recording_probe", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
+        super().__init__("test_recording_probe", TIMEOUT)
         self.odom = []
         self.diagnostics = []
         self.node.create_subscription(Odometry, f"/{NS}/odom", self.odom.append, QoSProfile(depth=1000))
@@ -65,32 +60,18 @@ class Probe:
         self.recorder = Recorder(self.node, path, {t: None for t in TOPICS} | {f"/{NS}/odom": Odometry},
                                  flush_period=0.5, discovery_period=0.1)
 
-    def spin_until(self, predicate, timeout=TIMEOUT, what="condition", alive=()):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            for p in alive:
-                p.check_running()
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-            self.executor.spin_once(timeout_sec=0.01)
-
     def subscribers(self, topic):
         return {i.node_name for i in self.node.get_subscriptions_info_by_topic(topic)}
 
     def close(self):
         self.recorder.close()
-        self.executor.shutdown()
-        self.node.destroy_node()
-        if self.context.ok():
-            rclpy.shutdown(context=self.context)
+        super().close()
 
 
 @pytest.fixture(scope="module")
 def run(tmp_path_factory):
     """Record one run of a dynamics node four ways; returns the paths, processes and live messages."""
-    os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    os.environ.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
+    ros_env_defaults()
     tmp = tmp_path_factory.mktemp("recording")
     files = {k: tmp / f"{k}.mcap" for k in ("sigint", "sigterm", "sigkill", "inproc", "thread")}
     dynamics = NodeProcess("mbs_ros.nodes.dynamics_node", name="dynamics_node", namespace=NS,

@@ -27,8 +27,6 @@ pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs not built into this environ
 
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from rclpy.serialization import serialize_message  # noqa: E402
 from rosgraph_msgs.msg import Clock  # noqa: E402
@@ -37,6 +35,8 @@ from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
 from mbs_ros.nodes import conversions as cv  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
+import ros_helpers  # noqa: E402
+from ros_helpers import Probe  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DYNAMICS = "mbs_ros.nodes.dynamics_node"
@@ -47,57 +47,11 @@ TIMEOUT = 30.0
 MS = 1_000_000
 
 
-class Probe:
-    def __init__(self):
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("test_sim_time_probe", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
+class Recorder(ros_helpers.Recorder):
+    """A deeper queue than the other modules' (10000): /clock at the simulation's pace."""
 
-    def spin_until(self, predicate, timeout=TIMEOUT, what="condition", alive=()):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            for p in alive:
-                p.check_running()
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def spin_for(self, seconds):
-        deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
-            self.executor.spin_once(timeout_sec=0.005)
-
-    def call(self, srv_type, name, request, alive=()):
-        client = self.node.create_client(srv_type, name)
-        try:
-            self.spin_until(client.service_is_ready, what=f"service {name}", alive=alive)
-            future = client.call_async(request)
-            self.spin_until(future.done, what=f"{name} response", alive=alive)
-            return future.result()
-        finally:
-            self.node.destroy_client(client)
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
-        if self.context.ok():
-            rclpy.shutdown(context=self.context)
-
-
-class Recorder:
     def __init__(self, probe, msg_type, topic, depth=10000):
-        self.messages = []
-        self.arrival = []
-        self.sub = probe.node.create_subscription(msg_type, topic, self._on, QoSProfile(depth=depth))
-
-    def _on(self, m):
-        self.messages.append(m)
-        self.arrival.append(time.monotonic())
-
-    def __len__(self):
-        return len(self.messages)
+        super().__init__(probe, msg_type, topic, depth=depth)
 
     def stamps(self):
         return [cv.ns_from_time(m.clock if isinstance(m, Clock) else m.header.stamp) for m in self.messages]
@@ -105,9 +59,8 @@ class Recorder:
 
 @pytest.fixture(scope="module")
 def probe():
-    p = Probe()
-    yield p
-    p.close()
+    with Probe("test_sim_time_probe", TIMEOUT) as p:
+        yield p
 
 
 def clock_remap(ns):
@@ -276,19 +229,19 @@ def test_lockstep_advances_only_on_commands_for_the_current_period(probe, tmp_pa
         wait_for_count(probe, proc, "cmd_wrench rejected: non-finite", 1)
         assert seen() == {t0, t1}
         # pause: both commands arrive but time stands still; resume: the period is taken
-        assert probe.call(SetBool, f"/{ns}/dynamics_node/pause", SetBool.Request(data=True), [proc]).success
+        assert probe.call(SetBool, f"/{ns}/dynamics_node/pause", SetBool.Request(data=True), alive=[proc]).success
         wrench(t1)
         wrench(t1, frame="nowhere")  # processed after the valid one: the sign that it was taken in
         wait_for_count(probe, proc, "unknown frame_id", 1)
         assert seen() == {t0, t1}
-        assert probe.call(SetBool, f"/{ns}/dynamics_node/pause", SetBool.Request(data=False), [proc]).success
+        assert probe.call(SetBool, f"/{ns}/dynamics_node/pause", SetBool.Request(data=False), alive=[proc]).success
         t2 = t1 + period
         probe.spin_until(lambda: t2 in seen(), what="the period taken on resume", alive=[proc])
         # reset: the initial state at the next step's stamp, and commands for t2 no longer count
         joints(t2)
         joints(t2, names=["no_such_joint"])
         wait_for_count(probe, proc, "joint_command rejected: needs one effort per name", 1)
-        assert probe.call(Trigger, f"/{ns}/dynamics_node/reset", Trigger.Request(), [proc]).success
+        assert probe.call(Trigger, f"/{ns}/dynamics_node/reset", Trigger.Request(), alive=[proc]).success
         t_r = t2 + 2 * MS
         probe.spin_until(lambda: t_r in seen(), what="the reset state", alive=[proc])
         wrench(t_r)

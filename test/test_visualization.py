@@ -18,8 +18,6 @@ unit tests at the end need no process (URDF prefixing, meshes, materials, robot 
 
 from __future__ import annotations
 
-import os
-import time
 from pathlib import Path
 
 import numpy as np
@@ -30,8 +28,6 @@ pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs not built into this environ
 
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
-from rclpy.context import Context  # noqa: E402
-from rclpy.executors import SingleThreadedExecutor  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
@@ -45,6 +41,7 @@ from mbs_ros.dynamics.urdf import origin_matrix  # noqa: E402
 from mbs_ros.nodes import conversions as cv  # noqa: E402
 from mbs_ros.nodes import markers as mk  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
+from ros_helpers import Probe, Recorder, ros_env_defaults, running, stamp_of  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 NODE = "mbs_ros.nodes.dynamics_node"
@@ -59,48 +56,12 @@ BODY = dict(mass=2.0, inertia=[0.02, 0.001, -0.002, 0.03, 0.003, 0.04], com=[0.1
 WRENCH = [40.0, -20.0, 10.0, 3.0, 0.0, -6.0]  # body frame [F; tau]
 
 
-class Probe:
-    def __init__(self):
-        self.context = Context()
-        rclpy.init(context=self.context)
-        self.node = rclpy.create_node("test_visualization_probe", context=self.context)
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-
-    def spin_until(self, predicate, timeout=TIMEOUT, what="condition", alive=()):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            for p in alive:
-                p.check_running()
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-            self.executor.spin_once(timeout_sec=0.01)
-
-    def close(self):
-        self.executor.shutdown()
-        self.node.destroy_node()
-        if self.context.ok():
-            rclpy.shutdown(context=self.context)
-
-
-class Recorder:
-    def __init__(self, probe, msg_type, topic, qos=None):
-        self.messages = []
-        self.sub = probe.node.create_subscription(msg_type, topic, self.messages.append,
-                                                  qos or QoSProfile(depth=1000))
-
-    def __len__(self):
-        return len(self.messages)
-
-
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
 
 
 @pytest.fixture(scope="module")
 def nodes(tmp_path_factory):
-    os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
-    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
-    os.environ.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
+    ros_env_defaults()
     logs = tmp_path_factory.mktemp("visualization_logs")
     procs = {
         "viz": NodeProcess(NODE, name="dynamics_node", namespace="viz", params_file=ROOT / "config/uvms_6dof.yaml",
@@ -108,29 +69,19 @@ def nodes(tmp_path_factory):
         "body": NodeProcess(NODE, name="dynamics_node", namespace="body", params_file=ROOT / "config/rigid_body.yaml",
                             parameters=BODY, log_file=logs / "body.log"),
     }
-    try:
-        for p in procs.values():
-            p.start()
+    with running(procs):
         yield procs
-    finally:
-        for p in procs.values():
-            p.stop()
 
 
 @pytest.fixture(scope="module")
 def probe(nodes):
-    p = Probe()
-    yield p
-    p.close()
+    with Probe("test_visualization_probe", TIMEOUT) as p:
+        yield p
 
 
 @pytest.fixture(scope="module")
 def uvms():
     return Model.from_yaml(UVMS_ROBOT)
-
-
-def stamp_of(m):
-    return cv.ns_from_time(m.header.stamp)
 
 
 def matrix(p, quat):

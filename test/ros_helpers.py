@@ -1,0 +1,117 @@
+"""Helpers shared by the ROS integration tests (real node processes, real topics).
+
+Import it after ``pytest.importorskip("rclpy")``: it needs rclpy. pytest puts ``test/`` on ``sys.path`` (rootdir
+insertion for a test directory without ``__init__.py``), so ``from ros_helpers import ...`` works.
+
+- :class:`Probe`: the test side, one rclpy node in its own context, spun by hand (a context manager that closes
+  it); every wait has a timeout and can check that the node processes under test are still running;
+- :class:`Recorder`: every message of one topic, in arrival order, with the monotonic arrival times;
+- :func:`running`: start node processes at once, stop them all at the end;
+- :func:`ros_env_defaults`: harmless defaults for the isolation ``conftest.py`` sets (if it is absent);
+- :func:`stamp_of`: a message's header stamp in ns.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+
+import rclpy
+from rclpy.context import Context
+from rclpy.executors import SingleThreadedExecutor
+from rclpy.qos import QoSProfile
+
+from mbs_ros.nodes import conversions as cv
+
+
+class Probe:
+    """The test side: one rclpy node, spun by hand. ``timeout`` is the default of every wait."""
+
+    def __init__(self, name, timeout):
+        self.timeout = timeout
+        self.context = Context()
+        rclpy.init(context=self.context)
+        self.node = rclpy.create_node(name, context=self.context)
+        self.executor = SingleThreadedExecutor(context=self.context)
+        self.executor.add_node(self.node)
+
+    def spin_until(self, predicate, timeout=None, what="condition", alive=()):
+        """Spin until ``predicate()``; raise if a process of ``alive`` exited or after ``timeout`` s."""
+        timeout = self.timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            for p in alive:
+                p.check_running()
+            if time.monotonic() > deadline:
+                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+            self.executor.spin_once(timeout_sec=0.01)
+
+    def spin_for(self, seconds):
+        """A bounded observation window: spin for ``seconds`` of wall clock."""
+        deadline = time.monotonic() + seconds
+        while time.monotonic() < deadline:
+            self.executor.spin_once(timeout_sec=0.005)
+
+    def call(self, srv_type, name, request, timeout=None, alive=()):
+        """Call a service once it is ready; the response."""
+        client = self.node.create_client(srv_type, name)
+        try:
+            self.spin_until(client.service_is_ready, timeout, f"service {name}", alive)
+            future = client.call_async(request)
+            self.spin_until(future.done, timeout, f"response of {name}", alive)
+            return future.result()
+        finally:
+            self.node.destroy_client(client)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def close(self):
+        self.executor.shutdown()
+        self.node.destroy_node()
+        if self.context.ok():
+            rclpy.shutdown(context=self.context)
+
+
+class Recorder:
+    """Every message of one topic, in arrival order, and its ``time.monotonic()`` arrival time."""
+
+    def __init__(self, probe, msg_type, topic, depth=1000, qos=None):
+        self.messages = []
+        self.arrival = []
+        self.sub = probe.node.create_subscription(msg_type, topic, self._on, qos or QoSProfile(depth=depth))
+
+    def _on(self, m):
+        self.messages.append(m)
+        self.arrival.append(time.monotonic())
+
+    def __len__(self):
+        return len(self.messages)
+
+
+def ros_env_defaults():
+    """conftest.py isolates the run (domain id, loopback discovery, UDPv4); harmless defaults if it is absent."""
+    os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
+    os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    os.environ.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
+
+
+@contextlib.contextmanager
+def running(procs):
+    """Start every process of ``procs`` (a dict or a list) at once; stop them all on exit. Yields ``procs``."""
+    values = list(procs.values()) if isinstance(procs, dict) else list(procs)
+    try:
+        for p in values:
+            p.start()
+        yield procs
+    finally:
+        for p in values:
+            p.stop()
+
+
+def stamp_of(m):
+    return cv.ns_from_time(m.header.stamp)
