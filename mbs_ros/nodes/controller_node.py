@@ -63,11 +63,9 @@ from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 import numpy as np
-import rclpy
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import QoSProfile
 from sensor_msgs.msg import JointState
@@ -79,6 +77,7 @@ from mbs_ros.dynamics import Model
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import model_source as ms
 from mbs_ros.nodes.model_source import ParameterError
+from mbs_ros.nodes.runtime import run_node
 
 LAWS = ("computed_torque", "passivity", "pd_gravity")
 WARN_THROTTLE_S = 2.0
@@ -606,42 +605,8 @@ class ControllerNode(Node):
 # ------------------------------------------------------------------------------------------- main
 
 
-def _try_shutdown() -> None:
-    if hasattr(rclpy, "try_shutdown"):
-        rclpy.try_shutdown()
-    elif rclpy.ok():  # pragma: no cover - very old rclpy
-        rclpy.shutdown()
-
-
 def main(args=None) -> int:
-    from mbs_ros.nodes.dynamics_node import init_ros, spin_until_stopped
-
-    stop = init_ros(args)
-    node = None
-    try:
-        node = ControllerNode()
-        node.configure()
-    except ParameterError as e:
-        node.get_logger().fatal(f"invalid parameters: {e}")
-        node.destroy_node()
-        _try_shutdown()
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        _try_shutdown()
-        return 0
-    except Exception:  # a shutdown signal during set-up shows up as an RCLError here
-        if not rclpy.ok():
-            return 0
-        raise
-    executor = SingleThreadedExecutor()
-    try:
-        executor.add_node(node)
-        spin_until_stopped(executor, stop)
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        _try_shutdown()
-    return 0
+    return run_node(ControllerNode, args)
 
 
 if __name__ == "__main__":

@@ -122,16 +122,13 @@ from __future__ import annotations
 
 import math
 import re
-import signal
 import sys
-import threading
 import time
 import warnings
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 import numpy as np
-import rclpy
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PoseStamped, WrenchStamped
 from nav_msgs.msg import Odometry
@@ -143,7 +140,7 @@ from rcl_interfaces.msg import (
 )
 from rclpy.clock import Clock as RclpyClock
 from rclpy.clock import ClockType
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -157,6 +154,7 @@ from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import markers as mk
 from mbs_ros.nodes import model_source as ms
 from mbs_ros.nodes.model_source import ParameterError
+from mbs_ros.nodes.runtime import run_node
 
 try:  # tf2_msgs is not on PyPI: the set-up builds it; a ROS install has it.
     from tf2_msgs.msg import TFMessage
@@ -1325,75 +1323,8 @@ def _make_executor(node: DynamicsNode):
     return SingleThreadedExecutor()
 
 
-def _try_shutdown() -> None:
-    if hasattr(rclpy, "try_shutdown"):
-        rclpy.try_shutdown()
-    elif rclpy.ok():  # pragma: no cover - very old rclpy
-        rclpy.shutdown()
-
-
-def init_ros(args=None) -> threading.Event:
-    """``rclpy.init`` with this process's own SIGINT/SIGTERM handlers, which only set the returned event.
-
-    rclpy's handlers raise inside whatever Python code runs at that moment, e.g. the conversion of a message
-    being taken, which then fails with an unrelated RuntimeError (seen with nodes that are always busy, e.g.
-    stepping as fast as possible); with a flag, the spin loop ends between callbacks (within its 0.1 s wait).
-    Older rclpy without ``SignalHandlerOptions``: its own handlers, and the exceptions handled in :func:`main`."""
-    stop = threading.Event()
-    try:
-        from rclpy.signals import SignalHandlerOptions
-
-        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
-    except (ImportError, TypeError):  # pragma: no cover - older rclpy
-        rclpy.init(args=args)
-        return stop
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda signum, frame: stop.set())
-    return stop
-
-
-def spin_until_stopped(executor, stop: threading.Event) -> None:
-    """Spin until a shutdown signal. spin_once in a loop rather than spin(): rclpy's EventsExecutor.spin() does
-    not return on SIGINT/SIGTERM (kilted wheels)."""
-    try:
-        while rclpy.ok() and not stop.is_set():
-            executor.spin_once(timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except Exception:
-        # With rclpy's own signal handlers, SIGINT/SIGTERM shut the context down; a callback that was publishing
-        # at that moment fails with an RCLError ("context is invalid"): that is a clean shutdown too.
-        if rclpy.ok() and not stop.is_set():
-            raise
-
-
 def main(args=None) -> int:
-    stop = init_ros(args)
-    node = None
-    try:
-        node = DynamicsNode()
-        node.configure()
-    except ParameterError as e:
-        node.get_logger().fatal(f"invalid parameters: {e}")
-        node.destroy_node()
-        _try_shutdown()
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        _try_shutdown()
-        return 0
-    except Exception:  # a shutdown signal during set-up shows up as an RCLError here
-        if not rclpy.ok():
-            return 0
-        raise
-    executor = _make_executor(node)
-    try:
-        executor.add_node(node)
-        spin_until_stopped(executor, stop)
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        _try_shutdown()
-    return 0
+    return run_node(DynamicsNode, args, make_executor=_make_executor)
 
 
 if __name__ == "__main__":

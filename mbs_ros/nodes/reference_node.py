@@ -49,13 +49,11 @@ import time
 from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
-import rclpy
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Transform, WrenchStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import JointState
@@ -68,6 +66,7 @@ from trajectory_msgs.msg import (
 )
 
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.runtime import run_node
 
 __all__ = ["ReferenceNode", "ReferenceError", "Waypoints", "waypoints_from_values", "waypoints_from_file", "main"]
 
@@ -387,41 +386,8 @@ class ReferenceNode(Node):
 
 
 def main(args=None) -> int:
-    rclpy.init(args=args)
-    node = None
-    try:
-        node = ReferenceNode()
-        node.configure()
-    except ReferenceError as e:
-        node.get_logger().fatal(f"invalid parameters: {e}")
-        node.destroy_node()
-        rclpy.try_shutdown()
-        return 2
-    except (KeyboardInterrupt, ExternalShutdownException):
-        rclpy.try_shutdown()
-        return 0
-    except Exception:  # a shutdown signal during set-up shows up as an RCLError here
-        if not rclpy.ok():
-            return 0
-        raise
-    executor = SingleThreadedExecutor()
-    rc = 0
-    try:
-        executor.add_node(node)
-        while rclpy.ok():
-            executor.spin_once(timeout_sec=0.1)
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
-    except ReferenceError:
-        rc = 2
-    except Exception:
-        if rclpy.ok():
-            raise
-    finally:
-        executor.shutdown()
-        node.destroy_node()
-        rclpy.try_shutdown()
-    return rc
+    # rclpy's own SIGINT/SIGTERM handlers, as this node always had
+    return run_node(ReferenceNode, args, errors=(ReferenceError,), own_signal_handlers=False)
 
 
 if __name__ == "__main__":

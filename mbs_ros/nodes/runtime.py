@@ -1,0 +1,107 @@
+"""Start-up and shutdown shared by the node executables (dynamics, controller, reference).
+
+:func:`run_node` is a node's whole ``main``: ``rclpy.init``, construct, ``configure()``, spin, clean shutdown.
+Exit codes: 2 when ``configure()`` raises one of ``errors`` (the reason is logged as fatal) or when one of them
+escapes a callback while spinning (the node logs it there); 0 on SIGINT/SIGTERM, including a signal during
+set-up (which can show up as an RCLError) and an RCLError from a callback that was publishing while the context
+shut down.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+from typing import Callable, Optional, Tuple, Type
+
+import rclpy
+from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+
+from mbs_ros.nodes.model_source import ParameterError
+
+__all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node"]
+
+
+def try_shutdown() -> None:
+    if hasattr(rclpy, "try_shutdown"):
+        rclpy.try_shutdown()
+    elif rclpy.ok():  # pragma: no cover - very old rclpy
+        rclpy.shutdown()
+
+
+def init_ros(args=None, own_signal_handlers: bool = True) -> threading.Event:
+    """``rclpy.init`` with this process's own SIGINT/SIGTERM handlers, which only set the returned event.
+
+    rclpy's handlers raise inside whatever Python code runs at that moment, e.g. the conversion of a message
+    being taken, which then fails with an unrelated RuntimeError (seen with nodes that are always busy, e.g.
+    stepping as fast as possible); with a flag, the spin loop ends between callbacks (within its 0.1 s wait).
+    Older rclpy without ``SignalHandlerOptions``, or ``own_signal_handlers=False``: rclpy's own handlers, and
+    the exceptions handled in :func:`run_node` (the returned event is then never set)."""
+    stop = threading.Event()
+    if not own_signal_handlers:
+        rclpy.init(args=args)
+        return stop
+    try:
+        from rclpy.signals import SignalHandlerOptions
+
+        rclpy.init(args=args, signal_handler_options=SignalHandlerOptions.NO)
+    except (ImportError, TypeError):  # pragma: no cover - older rclpy
+        rclpy.init(args=args)
+        return stop
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda signum, frame: stop.set())
+    return stop
+
+
+def spin_until_stopped(executor, stop: threading.Event, fatal: Tuple[Type[BaseException], ...] = ()) -> None:
+    """Spin until a shutdown signal. spin_once in a loop rather than spin(): rclpy's EventsExecutor.spin() does
+    not return on SIGINT/SIGTERM (kilted wheels). Exceptions of the ``fatal`` types always propagate."""
+    try:
+        while rclpy.ok() and not stop.is_set():
+            executor.spin_once(timeout_sec=0.1)
+    except (KeyboardInterrupt, ExternalShutdownException):
+        pass
+    except fatal:
+        raise
+    except Exception:
+        # With rclpy's own signal handlers, SIGINT/SIGTERM shut the context down; a callback that was publishing
+        # at that moment fails with an RCLError ("context is invalid"): that is a clean shutdown too.
+        if rclpy.ok() and not stop.is_set():
+            raise
+
+
+def run_node(factory: Callable[[], "rclpy.node.Node"], args=None, *,
+             make_executor: Optional[Callable[["rclpy.node.Node"], object]] = None,
+             errors: Tuple[Type[BaseException], ...] = (ParameterError,),
+             own_signal_handlers: bool = True) -> int:
+    """Construct the node with ``factory()``, call its ``configure()`` and spin it until SIGINT/SIGTERM; the
+    process's exit code (see the module docstring). ``make_executor(node)`` defaults to a
+    SingleThreadedExecutor; ``errors`` are the node's invalid-configuration exceptions."""
+    stop = init_ros(args, own_signal_handlers=own_signal_handlers)
+    node = None
+    try:
+        node = factory()
+        node.configure()
+    except errors as e:
+        node.get_logger().fatal(f"invalid parameters: {e}")
+        node.destroy_node()
+        try_shutdown()
+        return 2
+    except (KeyboardInterrupt, ExternalShutdownException):
+        try_shutdown()
+        return 0
+    except Exception:  # a shutdown signal during set-up shows up as an RCLError here
+        if not rclpy.ok():
+            return 0
+        raise
+    executor = make_executor(node) if make_executor is not None else SingleThreadedExecutor()
+    rc = 0
+    try:
+        executor.add_node(node)
+        spin_until_stopped(executor, stop, fatal=errors)
+    except errors:
+        rc = 2
+    finally:
+        executor.shutdown()
+        node.destroy_node()
+        try_shutdown()
+    return rc
