@@ -343,6 +343,8 @@ def test_external_wrenches_match_pinocchio_fext():
     fext_pin = [pin.Force.Zero()] + [pin.Force(f) for f in f_ext]
     ref = pin.rnea(pair.pm, pair.pd, q, v, a, fext_pin)
     assert rel_err(ours.inverse_dynamics(q, v, a, f_ext=f_ext), ref) < REL
+    tau = rng.normal(size=ours.nv)
+    assert rel_err(ours.forward_dynamics(q, v, tau, f_ext=f_ext), pin.aba(pair.pm, pair.pd, q, v, tau, fext_pin)) < REL
 
 
 @pytest.mark.parametrize("base", BASES_PIN)

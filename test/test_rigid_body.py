@@ -98,6 +98,19 @@ def test_inverse_forward_round_trip(base):
         np.testing.assert_allclose(model.inverse_dynamics(q, v, a), tau, atol=1e-12)
 
 
+@pytest.mark.parametrize("base", BASES)
+def test_forward_dynamics_with_external_wrench(base):
+    """A wrench W on the body enters as the generalised force Bᵀ W, and forward/inverse dynamics with f_ext are
+    inverse to each other."""
+    rng = np.random.default_rng(14)
+    model = random_body(base, rng)
+    q, v = random_state(model, rng)
+    tau, W = rng.normal(size=model.nv), rng.normal(size=6)
+    a = model.forward_dynamics(q, v, tau, f_ext=W[None, :])
+    np.testing.assert_allclose(a, model.forward_dynamics(q, v, tau + model.velocity_map(q).T @ W), atol=1e-12)
+    np.testing.assert_allclose(model.inverse_dynamics(q, v, a, f_ext=W[None, :]), tau, atol=1e-12)
+
+
 # ------------------------------------------------------------------------------------- the paper's scalar equations
 def _diag_body(base, rng):
     m = rng.uniform(1, 3)

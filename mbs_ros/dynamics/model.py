@@ -479,8 +479,12 @@ class Model:
             f += self.I_b @ (Bd @ v)
         return B.T @ (f - self._gravity_wrench(q))
 
-    def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray) -> np.ndarray:
-        """v̇ = M⁻¹(τ − C v − g) (seed 004 eq. 48)."""
+    def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, f_ext=None) -> np.ndarray:
+        """v̇ = M⁻¹(τ − C v − g) (seed 004 eq. 48). ``f_ext``: external wrenches per body, as in
+        :meth:`inverse_dynamics` (then ``M v̇ = τ − RNEA(q, v, 0, f_ext)``)."""
+        if f_ext is not None:
+            rhs = np.asarray(tau, dtype=float) - alg.rnea(self, q, v, np.zeros(self.nv), f_ext=f_ext)
+            return np.linalg.solve(self.mass_matrix(q), rhs)
         if not self._single:
             return alg.forward_dynamics(self, q, v, tau)
         rhs = np.asarray(tau, dtype=float) - self.nonlinear_effects(q, v)
