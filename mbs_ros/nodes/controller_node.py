@@ -56,7 +56,6 @@ Topics (relative to the node's namespace):
 
 from __future__ import annotations
 
-import math
 import sys
 import warnings
 from dataclasses import dataclass
@@ -76,6 +75,7 @@ from mbs_ros.controllers import ComputedTorque, PassivityBased, PDGravity, Refer
 from mbs_ros.dynamics import Model
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import model_source as ms
+from mbs_ros.nodes import params as prm
 from mbs_ros.nodes.model_source import ParameterError
 from mbs_ros.nodes.runtime import run_node
 
@@ -158,29 +158,6 @@ def _descriptor(name: str, value) -> ParameterDescriptor:
     return d
 
 
-def _number(values, name, lo=None, lo_open=False):
-    v = values[name]
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ParameterError(f"{name} must be a number, got {v!r}")
-    v = float(v)
-    if not math.isfinite(v):
-        raise ParameterError(f"{name} must be finite, got {v}")
-    if lo is not None and (v <= lo if lo_open else v < lo):
-        raise ParameterError(f"{name} must be {'>' if lo_open else '>='} {lo:g}, got {v:g}")
-    return v
-
-
-def _vector(values, name, n):
-    v = values[name]
-    if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) != n \
-            or any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v):
-        raise ParameterError(f"{name} must be a list of {n} numbers, got {v!r}")
-    out = tuple(float(x) for x in v)
-    if not all(math.isfinite(x) for x in out):
-        raise ParameterError(f"{name} must be finite, got {list(out)}")
-    return out
-
-
 def _gain(values, name):
     v = values[name]
     if isinstance(v, bool) or isinstance(v, str):
@@ -197,36 +174,26 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
     :func:`make_law`."""
 
     def text(name, choices=None, allow_empty=False):
-        v = values[name]
-        if not isinstance(v, str):
-            raise ParameterError(f"{name} must be a string, got {v!r}")
-        v = v.strip()
-        if choices is not None and v not in choices:
-            raise ParameterError(f"{name} must be one of {', '.join(choices)}, got {v!r}")
-        if not v and not allow_empty:
-            raise ParameterError(f"{name} must not be empty")
-        return v
+        return prm.text(values, name, choices, allow_empty)
 
-    if not isinstance(values["lockstep"], bool):
-        raise ParameterError(f"lockstep must be true or false, got {values['lockstep']!r}")
     s = ControllerSettings(
         robot_description=text("robot_description", allow_empty=True),
         model_file=text("model_file", allow_empty=True),
         base_group=text("base_group", ms.TREE_BASES if source.multibody else ms.BASES),
-        mass=_number(values, "mass", lo=0.0, lo_open=True),
-        inertia=_vector(values, "inertia", 6),
-        com=_vector(values, "com", 3),
-        gravity=_vector(values, "gravity", 3),
-        mass_scale=_number(values, "mass_scale", lo=0.0, lo_open=True),
+        mass=prm.number(values, "mass", lo=0.0, lo_open=True),
+        inertia=prm.vector(values, "inertia", 6),
+        com=prm.vector(values, "com", 3),
+        gravity=prm.vector(values, "gravity", 3),
+        mass_scale=prm.number(values, "mass_scale", lo=0.0, lo_open=True),
         law=text("law", LAWS),
         kp=_gain(values, "kp"),
         kd=_gain(values, "kd"),
         lambda_=_gain(values, "lambda"),
-        control_rate=_number(values, "control_rate", lo=0.0, lo_open=True),
-        state_timeout=_number(values, "state_timeout", lo=0.0, lo_open=True),
+        control_rate=prm.number(values, "control_rate", lo=0.0, lo_open=True),
+        state_timeout=prm.number(values, "state_timeout", lo=0.0, lo_open=True),
         world_frame=text("world_frame"),
         base_frame=text("base_frame"),
-        lockstep=values["lockstep"],
+        lockstep=prm.flag(values, "lockstep"),
     )
     if source.multibody:
         from mbs_ros.nodes.dynamics_node import base_link_of

@@ -151,6 +151,7 @@ from visualization_msgs.msg import MarkerArray
 
 from mbs_ros.dynamics import Model, step
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes import params as prm
 from mbs_ros.nodes import markers as mk
 from mbs_ros.nodes import model_source as ms
 from mbs_ros.nodes.model_source import ParameterError
@@ -310,48 +311,16 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
     ``source`` is the loaded model source (see :mod:`mbs_ros.nodes.model_source`); None: a single body."""
 
     def text(name, choices=None, allow_empty=False):
-        v = values[name]
-        if not isinstance(v, str):
-            raise ParameterError(f"{name} must be a string, got {v!r}")
-        v = v.strip()
-        if choices is not None and v not in choices:
-            raise ParameterError(f"{name} must be one of {', '.join(choices)}, got {v!r}")
-        if not v and not allow_empty:
-            raise ParameterError(f"{name} must not be empty")
-        return v
+        return prm.text(values, name, choices, allow_empty)
 
     def number(name, lo=None, lo_open=False, hi=None):
-        v = values[name]
-        if isinstance(v, bool) or not isinstance(v, (int, float)):
-            raise ParameterError(f"{name} must be a number, got {v!r}")
-        v = float(v)
-        if not math.isfinite(v):
-            raise ParameterError(f"{name} must be finite, got {v}")
-        if lo is not None and (v <= lo if lo_open else v < lo):
-            raise ParameterError(f"{name} must be {'>' if lo_open else '>='} {lo:g}, got {v:g}")
-        if hi is not None and v > hi:
-            raise ParameterError(f"{name} must be <= {hi:g}, got {v:g}")
-        return v
+        return prm.number(values, name, lo, lo_open, hi)
 
     def vector(name, n):
-        v = values[name]
-        if n is None:  # any length (checked against the model later)
-            if isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
-                raise ParameterError(f"{name} must be a list of numbers, got {v!r}")
-        elif isinstance(v, (str, bytes)) or not hasattr(v, "__len__") or len(v) != n:
-            raise ParameterError(f"{name} must be a list of {n} numbers, got {v!r}")
-        if any(isinstance(x, bool) or not isinstance(x, (int, float)) for x in v):
-            raise ParameterError(f"{name} must be a list of numbers, got {list(v)!r}")
-        out = tuple(float(x) for x in v)
-        if not all(math.isfinite(x) for x in out):
-            raise ParameterError(f"{name} must be finite, got {list(out)}")
-        return out
+        return prm.vector(values, name, n)
 
     def flag(name):
-        v = values[name]
-        if not isinstance(v, bool):
-            raise ParameterError(f"{name} must be true or false, got {v!r}")
-        return v
+        return prm.flag(values, name)
 
     multibody = source is not None and source.multibody
     s = Settings(
