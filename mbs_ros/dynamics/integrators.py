@@ -51,14 +51,47 @@ def _tableau(method: str) -> Tableau:
         raise ValueError(f"unknown integrator {method!r}; choose one of {', '.join(TABLEAUS)}") from None
 
 
-def step(model, q: np.ndarray, v: np.ndarray, tau: Torque, dt: float, method: str = "rk4", t: float = 0.0):
+def step(model, q: np.ndarray, v: np.ndarray, tau: Torque, dt: float, method: str = "rk4", t: float = 0.0,
+         wrench_world=None):
     """One Munthe-Kaas step of size ``dt`` (seed 001 eqs. 35–37); returns ``(q_next, v_next)``.
 
-    ``tau`` is a generalised-force vector held over the step or a function ``tau(t, q, v)`` evaluated at each
-    stage. ``method`` is one of ``euler`` (Lie–Euler), ``heun``, ``rk3``, ``rk4`` (RKMK4).
+    ``tau`` is a generalised-force vector held over the step, an ``(n_stages, nv)`` array (one row per stage of
+    the tableau), or a function ``tau(t, q, v)`` evaluated at each stage. ``wrench_world`` (optional, ``[F; τ]``
+    (6,)) is a wrench at the base origin held fixed in WORLD axes: at each stage it is rotated into the base
+    axes and mapped by ``Bᵀ`` (:meth:`Model.wrench_to_generalized`; components the base cannot take are
+    dropped) and added to ``tau``. ``method`` is one of ``euler`` (Lie–Euler), ``heun``, ``rk3``, ``rk4``
+    (RKMK4). A :class:`~mbs_ros.dynamics.Model` with the compiled fast path takes the whole step in one compiled
+    call unless ``tau`` is a function.
     """
     tab = _tableau(method)
-    return _step(model, tab, q, np.asarray(v, dtype=float), tau, dt, t)
+    fast = getattr(model, "_fast_step", None)
+    if fast is not None and not callable(tau):
+        return fast(q, v, tau, dt, method, wrench_world)
+    return _step(model, tab, q, np.asarray(v, dtype=float), _with_world_wrench(model, tab, tau, wrench_world), dt, t)
+
+
+def _with_world_wrench(model, tab: Tableau, tau, wrench_world):
+    """``tau`` as :func:`_step` takes it: a vector, or a function of the stage (per-stage rows, a world-fixed
+    wrench)."""
+    if not callable(tau):
+        tau = np.asarray(tau, dtype=float)
+        if tau.ndim == 2:
+            if tau.shape[0] != len(tab.b):
+                raise ValueError(f"tau has {tau.shape[0]} rows; the {len(tab.b)}-stage tableau needs one per stage")
+            stages = iter(tau)  # _step evaluates tau once per stage, in order
+            tau = lambda t_stage, q, v: next(stages)  # noqa: E731
+    if wrench_world is None:
+        return tau
+    W = np.asarray(wrench_world, dtype=float).reshape(6)
+    base = tau
+
+    def tau_world(t_stage, q, v):
+        R_world_base = model._rotation(q)
+        W_base = np.concatenate([R_world_base.T @ W[:3], R_world_base.T @ W[3:]])
+        tau_stage = base(t_stage, q, v) if callable(base) else base
+        return tau_stage + model.wrench_to_generalized(q, W_base)[0]
+
+    return tau_world
 
 
 def _step(model, tab: Tableau, q, v, tau, dt, t):
