@@ -39,6 +39,7 @@ import numpy as np
 from . import algorithms as alg
 from .lie import GROUPS, SE3, hat3
 from .lie._base import LieGroup
+from .compiled import compile_model
 from .tree import CONTINUOUS, PRISMATIC, REVOLUTE, Tree, build_tree, single_body_tree, spatial_inertia
 
 __all__ = ["Model", "spatial_inertia", "BASES", "TREE_BASES"]
@@ -97,6 +98,7 @@ class Model:
     name: str = "rigid_body"
     urdf: str | None = field(default=None, repr=False)
     added_mass: np.ndarray | None = field(default=None, repr=False)
+    _compiled: object = field(default=None, repr=False)  # compiled.CompiledModel, or None: the numpy reference
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -147,7 +149,9 @@ class Model:
         com_hat = hat3(com)
         for a in (M_A, inertia, com, com_hat):
             a.setflags(write=False)
-        return dataclasses.replace(model, mass=mass, inertia=inertia, com=com, _com_hat=com_hat, added_mass=M_A)
+        # Gravity acts on the rigid mass only, which the tree (rigid + added inertia) cannot express: closed forms.
+        return dataclasses.replace(model, mass=mass, inertia=inertia, com=com, _com_hat=com_hat, added_mass=M_A,
+                                   _compiled=None)
 
     @classmethod
     def from_urdf(cls, urdf, base: str = "fixed", gravity=(0.0, 0.0, -9.81), xacro: bool | None = None,
@@ -200,7 +204,37 @@ class Model:
             if a is not None:
                 a.setflags(write=False)
         return cls(base=base, group=group, mass=mass, inertia=inertia, com=com, gravity=gravity, I_b=I_b,
-                   _com_hat=com_hat, _H=H, _M=M, _M_inv=M_inv, _tree=tree, name=name, urdf=urdf)
+                   _com_hat=com_hat, _H=H, _M=M, _M_inv=M_inv, _tree=tree, name=name, urdf=urdf,
+                   _compiled=compile_model(base, tree, gravity))
+
+    # ------------------------------------------------------------------ backends
+    @property
+    def backend(self) -> str:
+        """``"compiled"`` (the numba kernels of :mod:`mbs_ros.dynamics.compiled`, the default) or ``"numpy"`` (the
+        readable reference: :mod:`mbs_ros.dynamics.algorithms` and the single-body closed forms)."""
+        return "numpy" if self._compiled is None else "compiled"
+
+    def with_backend(self, backend: str) -> "Model":
+        """The same model computed by ``backend`` (``"compiled"`` or ``"numpy"``); ValueError where the compiled
+        path is unavailable (numba missing, or a rigid body with added mass, whose gravity acts on the rigid mass
+        only)."""
+        if backend == "numpy":
+            return dataclasses.replace(self, _compiled=None)
+        if backend != "compiled":
+            raise ValueError(f"unknown backend {backend!r}; choose compiled or numpy")
+        if self._compiled is not None:
+            return self
+        if self.added_mass is not None:
+            raise ValueError("a rigid body with added_mass has no compiled path (gravity acts on the rigid mass)")
+        compiled = compile_model(self.base, self._tree, self.gravity)
+        if compiled is None:
+            raise ValueError("the compiled backend needs numba (pip install numba, or the distro's python3-numba)")
+        return dataclasses.replace(self, _compiled=compiled)
+
+    @property
+    def _fast_step(self):
+        """The compiled Munthe-Kaas step (``integrators.step`` takes it for array-valued tau), or None."""
+        return None if self._compiled is None else self._compiled.step
 
     # ------------------------------------------------------------------ sizes and names
     @property
@@ -424,6 +458,9 @@ class Model:
     def link_poses(self, q: np.ndarray) -> np.ndarray:
         """World poses of every URDF link, an (n_links, 4, 4) array of homogeneous matrices in ``link_names``
         order (``T_world_link``; a link's frame is its URDF frame, i.e. its parent joint's frame)."""
+        if self._compiled is not None:
+            tree = self._tree
+            return self._compiled.body_poses(q)[tree.link_body] @ tree.T_body_link
         return alg.link_poses(self, q)
 
     def link_pose_dict(self, q: np.ndarray) -> dict:
@@ -433,16 +470,20 @@ class Model:
     # ------------------------------------------------------------------ dynamics
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
         """M(q): CRBA for a tree; ``Bᵀ I_b B`` for one body (seed 004 eq. 60), constant on SE(3) subgroups."""
+        if self._single and self._M is not None:  # constant: q may be None
+            return self._M.copy()
+        if self._compiled is not None:
+            return self._compiled.crba(q)
         if not self._single:
             return alg.crba(self, q)
-        if self._M is not None:
-            return self._M.copy()
         B = self.velocity_map(q)
         return B.T @ self.I_b @ B
 
     def coriolis_matrix(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """C(q, v) = Σ_i J_iᵀ (I_i J̇_i + ad~_{I_i V_i} J_i); for one body ``Bᵀ (I_b Ḃ + ad~_{I_b B v} B)``, seed 004
         eq. 57 ``Hᵀ ad~_{I_b H v} H`` for constant B = H."""
+        if self._compiled is not None and q is not None:  # one body on a subgroup: C needs no q (None allowed)
+            return self._compiled.coriolis_matrix(q, v)
         if not self._single:
             return alg.coriolis_matrix(self, q, v)
         v = np.asarray(v, dtype=float)
@@ -461,6 +502,8 @@ class Model:
 
     def gravity_forces(self, q: np.ndarray) -> np.ndarray:
         """g(q) = −Σ J_iᵀ W_gravity,i, the generalised gravity force on the left-hand side of the equations."""
+        if self._compiled is not None:
+            return self._compiled.gravity_forces(q)
         if not self._single:
             return alg.gravity_forces(self, q)
         return -(self.velocity_map(q).T @ self._gravity_wrench(q))
@@ -468,6 +511,8 @@ class Model:
     def nonlinear_effects(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """C(q, v) v + g(q) (RNEA with zero acceleration); for one body ``Bᵀ(I_b Ḃ v − ad_Vᵀ I_b V) + g``
         (seed 004 eq. 76), ``−ad_Vᵀ p = ad~_p V``."""
+        if self._compiled is not None:
+            return self._compiled.nonlinear_effects(q, v)
         if not self._single:
             return alg.nonlinear_effects(self, q, v)
         v = np.asarray(v, dtype=float)
@@ -482,6 +527,8 @@ class Model:
     def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, f_ext=None) -> np.ndarray:
         """v̇ = M⁻¹(τ − C v − g) (seed 004 eq. 48). ``f_ext``: external wrenches per body, as in
         :meth:`inverse_dynamics` (then ``M v̇ = τ − RNEA(q, v, 0, f_ext)``)."""
+        if self._compiled is not None:
+            return self._compiled.aba(q, v, tau, f_ext)
         if f_ext is not None:
             rhs = np.asarray(tau, dtype=float) - alg.rnea(self, q, v, np.zeros(self.nv), f_ext=f_ext)
             return np.linalg.solve(self.mass_matrix(q), rhs)
@@ -495,6 +542,8 @@ class Model:
     def inverse_dynamics(self, q: np.ndarray, v: np.ndarray, a: np.ndarray, f_ext=None) -> np.ndarray:
         """τ = M v̇ + C v + g (RNEA for a tree). ``f_ext`` (optional, (n_bodies, 6)): a wrench on each body in its
         own frame at its origin, linear first — body 0 is the base, body k the child of joint k − 1."""
+        if self._compiled is not None:
+            return self._compiled.rnea(q, v, a, f_ext)
         if not self._single or f_ext is not None:
             return alg.rnea(self, q, v, a, f_ext=f_ext)
         return self.mass_matrix(q) @ np.asarray(a, dtype=float) + self.nonlinear_effects(q, v)
@@ -508,7 +557,15 @@ class Model:
         generalised forces actually applied): the actuation ``s_j τ_j`` is taken off, leaving the pure reaction
         (constraint) wrench; along the joint's free direction it is 0 when ``a = forward_dynamics(q, v, tau)``.
         ``f_ext`` as in :meth:`inverse_dynamics`."""
+        if self._compiled is not None:
+            return self._compiled.joint_wrenches(q, v, a, tau=tau, f_ext=f_ext)
         return alg.joint_wrenches(self, q, v, a, tau=tau, f_ext=f_ext)
+
+    def all_terms(self, q: np.ndarray, v: np.ndarray):
+        """``(M, C v + g, g)`` at (q, v) in one call (the dynamics part of Pinocchio's ``computeAllTerms``)."""
+        if self._compiled is not None:
+            return self._compiled.all_terms(q, v)
+        return self.mass_matrix(q), self.nonlinear_effects(q, v), self.gravity_forces(q)
 
     # ------------------------------------------------------------------ wrenches, energy, momentum
     def wrench_to_generalized(self, q: np.ndarray, W: np.ndarray):
