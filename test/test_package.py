@@ -18,6 +18,7 @@ PACKAGE_XML = ROOT / "package.xml"
 MODULE_TO_KEY = {
     "numpy": "python3-numpy",
     "scipy": "python3-scipy",
+    "numba": "python3-numba",
     "transforms3d": "python3-transforms3d",
     "yaml": "python3-yaml",
     "pytest": "python3-pytest",

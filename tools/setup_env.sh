@@ -60,7 +60,7 @@ ros_setup() {
   local missing optional
   missing=$(unimportable rclpy numpy scipy transforms3d yaml tf2_msgs.msg geometry_msgs.msg ament_index_python \
     urdf_parser_py xacro pytest sympy)
-  optional=$(unimportable pinocchio catkin_pkg)
+  optional=$(unimportable pinocchio catkin_pkg numba)
   [ -z "$optional" ] || say "warning: not importable (some tests need them): $optional"
   if [ -n "$missing" ]; then
     die "not importable: $missing. Install the declared dependencies with:
@@ -216,4 +216,25 @@ venv_setup() {
   link_share "$MBS_VENV"
 }
 
-if [ "$MBS_MODE" = ros ]; then ros_setup; else venv_setup; fi
+warm_compiled() {
+  # numba compiles the kernels of mbs_ros/dynamics/compiled.py once (~20 s) into its on-disk cache next to the
+  # source; do it here so that no node or test pays for it. numba keys its cache on the file's mtime, so the
+  # stamp does too (a fresh clone or a checkout that touches the file compiles again, here).
+  local stamp=$1/.mbs_compiled_stamp h py=$2
+  h=$(hash_of mbs_ros/dynamics/compiled.py mbs_ros/dynamics/lie/_base.py \
+    <(stat -c %Y mbs_ros/dynamics/compiled.py; "$py" -c 'import numba; print(numba.__version__)' 2>&1))
+  [ "$(cat "$stamp" 2>/dev/null)" = "$h" ] && return 0
+  "$py" -c 'import numba' 2>/dev/null || { say "warning: numba is not importable: the numpy reference kernels will be used (slow)"; return 0; }
+  say "compiling the numba kernels into their on-disk cache"
+  "$py" -c 'from mbs_ros.dynamics import compiled; print(f"[setup] kernels ready in {compiled.warm_up():.1f} s")' ||
+    die "the numba kernels did not compile"
+  echo "$h" > "$stamp"
+}
+
+if [ "$MBS_MODE" = ros ]; then
+  ros_setup
+  warm_compiled "$MBS_PREFIX" "$MBS_PYTHON"
+else
+  venv_setup
+  warm_compiled "$MBS_VENV" "$MBS_VENV/bin/python"
+fi
