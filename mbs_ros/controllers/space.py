@@ -23,12 +23,45 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dynamics.compiled import _jit
 from ..dynamics.lie._base import LieGroup
 
 __all__ = ["ConfigurationSpace"]
 
 _SERIES_MAX_TERMS = 400
-_INV = [1.0 / (k + 1) for k in range(_SERIES_MAX_TERMS)]
+
+
+@_jit
+def _phi1_series(X, w, max_terms):
+    """``(Σ_k X^k w/(k+1)!, converged)``, stopping after two consecutive terms below 1e-17 of the sum (they decay
+    monotonically once k exceeds the angle). Compiled (the loop is ~100 µs in Python at n = 12)."""
+    n = w.shape[0]
+    term = w.copy()
+    total = w.copy()
+    nxt = np.empty(n)
+    negligible = 0
+    for k in range(1, max_terms):
+        inv = 1.0 / (k + 1)
+        for i in range(n):
+            acc = 0.0
+            for j in range(n):
+                acc += X[i, j] * term[j]
+            nxt[i] = acc * inv
+        tt = 0.0
+        TT = 0.0
+        for i in range(n):
+            term[i] = nxt[i]
+            total[i] += nxt[i]
+            tt += nxt[i] * nxt[i]
+        for i in range(n):
+            TT += total[i] * total[i]
+        if tt <= 1e-34 * TT:
+            negligible += 1
+            if negligible == 2:
+                return total, True
+        else:
+            negligible = 0
+    return total, False
 
 
 def _phi1_block_apply(A: np.ndarray, B: np.ndarray, z: np.ndarray, transpose: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -48,20 +81,8 @@ def _phi1_block_apply(A: np.ndarray, B: np.ndarray, z: np.ndarray, transpose: bo
         X[:n, n:] = B
         X[n:, n:] = A
         term = np.concatenate([np.zeros(n), z])
-    total = term.copy()
-    negligible = 0
-    for k in range(1, _SERIES_MAX_TERMS):
-        term = X @ term
-        term *= _INV[k]
-        total += term
-        # stop after two consecutive negligible terms (they decay monotonically once k exceeds the angle)
-        if term @ term <= 1e-34 * (total @ total):
-            negligible += 1
-            if negligible == 2:
-                break
-        else:
-            negligible = 0
-    else:  # pragma: no cover - needs an astronomically large argument
+    total, converged = _phi1_series(X, term, _SERIES_MAX_TERMS)
+    if not converged:  # pragma: no cover - needs an astronomically large argument
         raise FloatingPointError("dexp derivative series did not converge")
     if transpose:
         return total[:n], total[n:]

@@ -1079,5 +1079,8 @@ def warm_up() -> float:
     c.step(q, v, v, 1e-3)
     c.step(q, v, v, 1e-3, wrench_world=np.zeros(6))
     c.simulate(q, v, v, 1e-3, 1)
+    from ..controllers import space  # the controllers' one compiled series (dexp's derivative)
+
+    space._phi1_series(np.zeros((2, 2)), np.ones(2), 2)
     return time.perf_counter() - t0
 
