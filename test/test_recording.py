@@ -4,11 +4,15 @@ run at once. The files are read back with
 ``rosbags`` (its own MCAP parser, message-definition parser and CDR decoder, nothing shared with the
 writer) and checked against what a live subscriber in this process saw.
 
+Damaged files: the SIGKILL'd recorder's file, files cut at random byte offsets and a file closed with a half-written
+record are checked (``check_file``) and recovered (``recover``) into files mcap's make_reader and rosbags read.
+
 Every wait is for a graph match, a message count, a file size or a process exit, with a timeout.
 """
 
 from __future__ import annotations
 
+import random
 import re
 import signal
 import subprocess
@@ -267,3 +271,187 @@ def test_cli_needs_topics():
     out = subprocess.run([sys.executable, "-m", "mbs_ros.recording", "x.mcap"], capture_output=True, text=True,
                          timeout=60)
     assert out.returncode == 2 and "--topics or --all" in out.stderr
+
+
+# ------------------------------------------------------------------------- damaged files: check, recover
+
+
+def stream_count(path):
+    """Messages the mcap library's plain streaming read finds before the file breaks off (complete chunks)."""
+    n = 0
+    with open(path, "rb") as f:
+        try:
+            for record in StreamReader(f).records:
+                n += type(record).__name__ == "Message"
+        except Exception:  # noqa: BLE001 - the cut-off end
+            pass
+    return n
+
+
+def indexed_messages(path):
+    """[(topic, log_time, data)] through mcap's make_reader (summary and index), in file order."""
+    with open(path, "rb") as f:
+        return [(c.topic, m.log_time, m.data) for _s, c, m in make_reader(f).iter_messages(log_time_order=False)]
+
+
+def test_killed_recorder_is_recovered(run, tmp_path):
+    """kill -9: make_reader and rosbags read nothing; `recover` writes a file both read, holding at least what a
+    streaming read finds, and the odometry the live subscriber saw."""
+    path = run["files"]["sigkill"]
+    with open(path, "rb") as f, pytest.raises(Exception):
+        list(make_reader(f).iter_messages())
+    with pytest.raises(ReaderError):
+        read_bag(path)
+    streamed = stream_count(path)
+    assert streamed >= MIN_ODOM
+    out = tmp_path / "recovered.mcap"
+    res = subprocess.run([sys.executable, "-m", "mbs_ros.recording", "recover", str(path), str(out)],
+                         capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0, res.stderr
+    m = re.search(r"^recovered (\d+) messages on 5 topics \(5 schemas, 5 channels\)", res.stdout, re.M)
+    assert m, res.stdout
+    recovered = int(m.group(1))
+    assert recovered >= streamed
+    assert "lost or damaged: no summary: the file was not closed" in res.stdout, res.stdout
+    assert recovered == len(indexed_messages(out))  # make_reader: summary, index
+    messages, connections, total = read_bag(out)  # rosbags
+    assert total == recovered and {c.topic for c in connections} == set(TOPICS)
+    assert all(c.ext.offered_qos_profiles for c in connections)  # the channels' metadata came along
+    live = {stamp_ns(m.header.stamp): pose_tuple(m.pose.pose) for m in run["odom"]}
+    during = [m for _t, m in messages[f"/{NS}/odom"] if min(live) <= stamp_ns(m.header.stamp) <= max(live)]
+    assert during and all(pose_tuple(m.pose.pose) == live[stamp_ns(m.header.stamp)] for m in during)
+    check = subprocess.run([sys.executable, "-m", "mbs_ros.recording", "check", str(path)], capture_output=True,
+                           text=True, timeout=120)
+    assert check.returncode == 1 and f"{recovered} messages on 5 topics" in check.stdout, check.stdout
+    assert "mbs_ros.recording recover" in check.stderr
+    assert subprocess.run([sys.executable, "-m", "mbs_ros.recording", "check", str(out)],
+                          capture_output=True, timeout=120).returncode == 0
+
+
+def message_layout(path):
+    """[(end offset in the file, topic, log_time, data)] of every message of a complete file, in file order, from
+    its chunk index and mcap's own chunk decoding (for uncompressed chunks the records lie in the file as is)."""
+    from mcap.data_stream import RecordBuilder
+    from mcap.stream_reader import breakup_chunk
+
+    out, chunks = [], []
+    with open(path, "rb") as f:
+        summary = make_reader(f).get_summary()
+        for ci in sorted(summary.chunk_indexes, key=lambda c: c.chunk_start_offset):
+            f.seek(ci.chunk_start_offset)
+            chunk = next(StreamReader(f, skip_magic=True, emit_chunks=True).records)
+            pos = ci.chunk_start_offset + 9 + 8 + 8 + 8 + 4 + 4 + len(chunk.compression) + 8  # its records
+            first = len(out)
+            for record in breakup_chunk(chunk):
+                builder = RecordBuilder()
+                record.write(builder)
+                pos += len(builder.end())
+                if type(record).__name__ == "Message":
+                    out.append((pos, summary.channels[record.channel_id].topic, record.log_time, record.data))
+            chunks.append((ci.chunk_start_offset, ci.chunk_start_offset + ci.chunk_length, first, len(out)))
+    return out, chunks
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+def test_file_cut_anywhere_recovers_every_complete_message(tmp_path, compression):
+    """A file cut at random byte offsets (and in its summary, and one byte short): `recover` gives exactly the
+    messages before the cut, in order and unchanged — for uncompressed chunks every message whose record ends
+    before the cut, for zstd at least every message of a chunk that ends before it — in a file that make_reader
+    reads completely."""
+    from nav_msgs.msg import Odometry as Odom
+    from std_msgs.msg import String
+
+    from mbs_ros.recording import BagWriter, check_file, recover
+
+    path = tmp_path / "full.mcap"
+    rng = random.Random(20240917)
+    with BagWriter(path, compression=compression, chunk_size=3000, flush_period=None) as w:
+        for k in range(600):
+            w.write_message("/chatter", String(data="x" * rng.randint(0, 200)), 1000 + k)
+            if k % 4 == 0:
+                odom = Odom()
+                odom.pose.pose.position.x = float(k)
+                w.write_message("/odom", odom, 1000 + k)
+    layout, chunks = message_layout(path)
+    assert len(layout) == 750 and len(chunks) > 20
+    size = path.stat().st_size
+    data = path.read_bytes()
+    data_end = max(end for _start, end, _first, _last in chunks)
+    cuts = sorted({rng.randrange(100, data_end) for _ in range(10)} | {rng.randrange(data_end, size), size - 1})
+    for cut in cuts:
+        damaged = tmp_path / f"cut{cut}.mcap"
+        damaged.write_bytes(data[:cut])
+        report = check_file(damaged)
+        assert report.damaged, cut
+        out = tmp_path / f"recovered{cut}.mcap"
+        assert recover(damaged, out).message_count == report.message_count
+        got = indexed_messages(out)
+        assert got == [m[1:] for m in layout[:len(got)]], f"cut at {cut}: not the messages before the cut"
+        if compression == "none":
+            assert len(got) == sum(end <= cut for end, *_ in layout), f"cut at {cut}"
+        else:  # whole chunks at least, and nothing from a chunk that starts after the cut
+            assert len(got) >= max([last for _s, end, _f, last in chunks if end <= cut], default=0), f"cut at {cut}"
+            assert len(got) <= max([last for start, _e, _f, last in chunks if start < cut], default=0)
+        assert not check_file(out).damaged
+    _msgs, _conns, total = read_bag(out)  # rosbags reads the last one
+    assert total == len(got)
+
+
+def interrupted_copy(src, dst, monkeypatch, at=-1):
+    """``src`` copied with mcap's Writer the way the recorder wrote before its writer thread: a KeyboardInterrupt
+    lands in the middle of writing message ``at`` (after its channel id: the record's length is never filled
+    in), and the file is then closed normally, summary and all, the half record inside its last chunk."""
+    from mcap.opcode import Opcode
+    from mcap.records import Message
+    from mcap.writer import Writer
+
+    with open(src, "rb") as f:
+        reader = make_reader(f)
+        header = reader.get_header()
+        messages = list(reader.iter_messages(log_time_order=False))
+    cut = at % len(messages)
+
+    def interrupted(self, stream):
+        stream.start_record(Opcode.MESSAGE)
+        stream.write2(self.channel_id)
+        raise KeyboardInterrupt
+
+    with open(dst, "wb") as out:
+        w = Writer(out)
+        w.start(header.profile, header.library)
+        schemas, channels = {0: 0}, {}
+        for k, (schema, channel, message) in enumerate(messages):
+            if schema is not None and schema.id not in schemas:
+                schemas[schema.id] = w.register_schema(schema.name, schema.encoding, schema.data)
+            if channel.id not in channels:
+                channels[channel.id] = w.register_channel(channel.topic, channel.message_encoding,
+                                                          schemas[channel.schema_id], dict(channel.metadata))
+            with monkeypatch.context() as m:
+                if k == cut:
+                    m.setattr(Message, "write", interrupted)
+                try:
+                    w.add_message(channels[channel.id], message.log_time, message.data, message.publish_time,
+                                  message.sequence)
+                except KeyboardInterrupt:
+                    pass
+        w.finish()
+    return messages[:cut] + messages[cut + 1:]
+
+
+def test_half_written_record_is_found_and_dropped(run, tmp_path, monkeypatch):
+    """The file the runner used to call a success: complete summary, a record cut in half in its last chunk.
+    check_file finds it; recover keeps every other message, in a file make_reader and rosbags read."""
+    from mbs_ros.recording import check_file, recover
+
+    damaged = tmp_path / "half_record.mcap"
+    kept = interrupted_copy(run["files"]["sigint"], damaged, monkeypatch)
+    with open(damaged, "rb") as f, pytest.raises(Exception):  # mcap's indexed read stops at it
+        list(make_reader(f).iter_messages())
+    report = check_file(damaged)
+    assert report.damaged and "broken Message record" in report.describe(), report.describe()
+    assert report.message_count == len(kept)
+    out = tmp_path / "repaired.mcap"
+    recover(damaged, out)
+    assert indexed_messages(out) == [(c.topic, m.log_time, m.data) for _s, c, m in kept]
+    assert read_bag(out)[2] == len(kept)
+    assert not check_file(out).damaged and not check_file(run["files"]["sigint"]).damaged
