@@ -9,8 +9,10 @@ Command line (any ``--ros-args`` are passed to the node)::
     python -m mbs_ros.recording recover DAMAGED.mcap OUT.mcap  # every complete message into a complete file
 
 It records until Ctrl-C (SIGINT), SIGTERM or ``--duration`` seconds, then writes the summary and
-index, so the file is complete; exit code 0. In a program, attach a :class:`Recorder` to a node that
-the program spins, and close it (or use it as a context manager)::
+index, so the file is complete; exit code 0. Both signals only end the spin loop (no rclpy signal handlers,
+no ``KeyboardInterrupt``); a second one while the file is completed is ignored (SIGKILL still kills).
+In a program, attach a :class:`Recorder` to a node that the program spins, and close it (or use it as a
+context manager)::
 
     with Recorder(node, "run.mcap", ["/robot1/odom", "/tf"]):
         executor.spin_until_future_complete(done)
@@ -45,7 +47,9 @@ MCAP storage, so ``ros2 bag info/play`` (the file itself, or a folder holding it
 - zstd-compressed chunks (``compression``), each closed once it exceeds ``chunk_size`` bytes or
   ``flush_period`` seconds after its first message, and written to disk at once: a process killed
   with SIGKILL loses at most the last chunk. The summary (statistics, chunk and message indexes) is
-  written on close.
+  written on close. Every write happens in a writer thread of :class:`BagWriter`, so an exception in the
+  thread that receives messages (a ``KeyboardInterrupt`` in a program's main thread) cannot cut a record in
+  half.
 
 Reading back (no ROS needed): :func:`check_file` reads a file completely and reports its messages per topic
 and any damage (no summary, a record cut off by the end of the file, a broken record inside a chunk, a chunk
@@ -61,6 +65,7 @@ import atexit
 import functools
 import importlib
 import os
+import queue
 import re
 import signal
 import struct
@@ -240,8 +245,13 @@ def _header_stamp_reader(msg_class):
 class BagWriter:
     """A rosbag2-compatible MCAP file (see the module docstring): topics, then raw CDR messages.
 
-    Thread-safe. ``close()`` writes the summary; until then, data is on disk up to the last closed
-    chunk (closed after ``chunk_size`` bytes or ``flush_period`` s; ``flush()`` closes one now).
+    Thread-safe. Every ``mcap`` writer call runs in one writer thread of its own, fed through a queue: a
+    ``KeyboardInterrupt`` (or any exception) raised in the calling thread, however it is timed, can never cut a
+    record in half (Python raises signal exceptions in the main thread only). ``write`` only queues; a chunk is
+    closed and written to disk after ``chunk_size`` bytes or ``flush_period`` s (None: only by size),
+    ``flush()`` closes one now and waits for it, ``close()`` writes the summary. ``counts`` are the messages the
+    writer thread has handed to the file (after ``close()``: exactly the file's). The writer thread takes no lock
+    a caller could hold, so nothing a caller's thread does or suffers can stop it from completing the file.
     """
 
     def __init__(self, path: Union[str, os.PathLike], *, compression: str = "zstd",
@@ -252,16 +262,23 @@ class BagWriter:
         self.flush_period = flush_period
         self._lock = threading.RLock()
         self._file = open(self.path, "wb")
-        self._writer = McapWriter(self._file, chunk_size=chunk_size, compression=COMPRESSION[compression])
-        from mbs_ros import __version__
-        self._writer.start(profile=PROFILE, library=f"mbs_ros.recording/{__version__}; {LIBRARY_IDENTIFIER}")
-        self._file.flush()
-        self._schemas: Dict[str, int] = {}
-        self._channels: Dict[str, int] = {}
+        try:
+            self._writer = McapWriter(self._file, chunk_size=chunk_size, compression=COMPRESSION[compression])
+            from mbs_ros import __version__
+            self._writer.start(profile=PROFILE, library=f"mbs_ros.recording/{__version__}; {LIBRARY_IDENTIFIER}")
+            self._file.flush()
+        except BaseException:
+            self._file.close()
+            raise
+        self._schemas: Dict[str, int] = {}  # type -> schema id (writer thread)
+        self._channels: Dict[str, int] = {}  # topic -> channel id (writer thread)
         self.types: Dict[str, str] = {}  # topic -> pkg/msg/Type
         self.counts: Dict[str, int] = {}  # topic -> messages written
-        self._pending_since: Optional[float] = None  # monotonic time of the first unflushed message
         self.closed = False
+        self._error: Optional[BaseException] = None
+        self._queue: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._thread = threading.Thread(target=self._run, name=f"mcap-writer {self.path.name}", daemon=True)
+        self._thread.start()
         _OPEN.add(self)
 
     def add_topic(self, topic: str, type_name, *, offered_qos_profiles: Sequence = (), type_hash: str = "") -> None:
@@ -269,45 +286,35 @@ class BagWriter:
         type_name = _normalise_type(type_name)
         with self._lock:
             self._check_open()
-            if topic in self._channels:
+            if topic in self.types:
                 if self.types[topic] != type_name:
                     raise ValueError(f"{topic} is already recorded as {self.types[topic]}, not {type_name}")
                 return
-            schema_id = self._schemas.get(type_name)
-            if schema_id is None:
-                try:
-                    encoding, text = message_definition(type_name)
-                except DefinitionNotFound:
-                    encoding, text = "", ""  # rosbag2 writes "unknown" and no text; MCAP's "no schema" is ""
-                schema_id = self._writer.register_schema(name=type_name, encoding=encoding, data=text.encode())
-                self._schemas[type_name] = schema_id
+            try:
+                encoding, text = message_definition(type_name)
+            except DefinitionNotFound:
+                encoding, text = "", ""  # rosbag2 writes "unknown" and no text; MCAP's "no schema" is ""
             metadata = {"offered_qos_profiles": qos_profiles_yaml(offered_qos_profiles),
                         "topic_type_hash": type_hash}
-            self._channels[topic] = self._writer.register_channel(
-                topic=topic, message_encoding=MESSAGE_ENCODING, schema_id=schema_id, metadata=metadata)
             self.types[topic] = type_name
             self.counts[topic] = 0
+            self._queue.put((_TOPIC, topic, type_name, encoding, text.encode(), metadata))
 
     def write(self, topic: str, data: bytes, log_time: int, publish_time: Optional[int] = None,
               sequence: int = 0) -> None:
-        """Write one serialised (CDR) message of a registered topic; times in ns."""
+        """Queue one serialised (CDR) message of a registered topic for the file; times in ns."""
         with self._lock:
             self._check_open()
-            self._writer.add_message(channel_id=self._channels[topic], log_time=int(log_time), data=bytes(data),
-                                     publish_time=int(log_time if publish_time is None else publish_time),
-                                     sequence=int(sequence) & 0xFFFFFFFF)
-            self.counts[topic] += 1
-            now = time.monotonic()
-            if self._pending_since is None:
-                self._pending_since = now
-            elif self.flush_period is not None and now - self._pending_since >= self.flush_period:
-                self.flush()
+            if topic not in self.types:
+                raise KeyError(f"{topic} is not a registered topic of {self.path}")
+            self._queue.put((_MESSAGE, topic, int(log_time), bytes(data),
+                             int(log_time if publish_time is None else publish_time), int(sequence) & 0xFFFFFFFF))
 
     def write_message(self, topic: str, msg, log_time: int, publish_time: Optional[int] = None) -> None:
         """Serialise an rclpy message and write it, registering the topic if needed; publish time as
         the recorder chooses it (header stamp if any) when not given."""
         from rclpy.serialization import serialize_message
-        if topic not in self._channels:
+        if topic not in self.types:
             self.add_topic(topic, type(msg))
         data = serialize_message(msg)
         if publish_time is None:
@@ -316,47 +323,97 @@ class BagWriter:
         self.write(topic, data, log_time, publish_time)
 
     def flush(self) -> None:
-        """Close the chunk in progress and hand everything to the OS (survives the process being killed)."""
+        """Close the chunk in progress and hand everything written so far to the OS (it then survives the
+        process being killed); returns once done."""
+        done = threading.Event()
         with self._lock:
             if self.closed:
                 return
-            self._writer.flush()
-            self._file.flush()
-            self._pending_since = None
-
-    def flush_if_due(self) -> None:
-        with self._lock:
-            if (self._pending_since is not None and self.flush_period is not None
-                    and time.monotonic() - self._pending_since >= self.flush_period):
-                self.flush()
+            self._queue.put((_FLUSH, done))
+        while not done.wait(0.1):
+            if not self._thread.is_alive():
+                break
+        self._raise_error()
 
     def close(self) -> None:
-        """Write the summary and indexes and close the file (idempotent)."""
+        """Write the summary and indexes and close the file (idempotent); waits for the writer thread."""
         with self._lock:
-            if self.closed:
-                return
-            self.closed = True
-            try:
-                self._writer.finish()
-                self._file.flush()
-                os.fsync(self._file.fileno())
-            finally:
-                self._file.close()
-                _OPEN.discard(self)
+            if not self.closed:
+                self.closed = True
+                self._queue.put((_CLOSE,))
+        self._thread.join()
+        _OPEN.discard(self)
+        self._raise_error()
 
     @property
     def message_count(self) -> int:
-        return sum(self.counts.values())
+        with self._lock:
+            return sum(self.counts.values())
 
     def _check_open(self) -> None:
+        self._raise_error()
         if self.closed:
             raise ValueError(f"{self.path} is closed")
+
+    def _raise_error(self) -> None:
+        error = self._error  # the writer thread's, e.g. a full disk: every later call raises it
+        if error is not None:
+            raise OSError(f"writing {self.path} failed: {type(error).__name__}: {error}") from error
+
+    # ------------------------------------------------------------------------ the writer thread
+    def _run(self) -> None:
+        w, pending_since = self._writer, None  # monotonic time of the first message of the open chunk
+        try:
+            while True:
+                timeout = None
+                if pending_since is not None and self.flush_period is not None:
+                    timeout = pending_since + self.flush_period - time.monotonic()
+                    if timeout <= 0:  # the open chunk is flush_period old: to disk with it
+                        w.flush()
+                        pending_since = timeout = None
+                try:
+                    item = self._queue.get(timeout=timeout)
+                except queue.Empty:
+                    continue
+                kind = item[0]
+                if kind is _MESSAGE:
+                    _, topic, log_time, data, publish_time, sequence = item
+                    w.add_message(channel_id=self._channels[topic], log_time=log_time, data=data,
+                                  publish_time=publish_time, sequence=sequence)
+                    self.counts[topic] += 1  # only this thread changes a count (no lock: see the class docstring)
+                    if pending_since is None:
+                        pending_since = time.monotonic()
+                elif kind is _TOPIC:
+                    _, topic, type_name, encoding, text, metadata = item
+                    schema_id = self._schemas.get(type_name)
+                    if schema_id is None:
+                        schema_id = self._schemas[type_name] = w.register_schema(
+                            name=type_name, encoding=encoding, data=text)
+                    self._channels[topic] = w.register_channel(
+                        topic=topic, message_encoding=MESSAGE_ENCODING, schema_id=schema_id, metadata=metadata)
+                elif kind is _FLUSH:
+                    w.flush()
+                    pending_since = None
+                    item[1].set()
+                else:  # _CLOSE
+                    w.finish()
+                    self._file.flush()
+                    os.fsync(self._file.fileno())
+                    return
+        except BaseException as e:  # noqa: BLE001 - e.g. disk full: the next call in the caller's thread raises it
+            self._error = e
+            self.closed = True
+        finally:
+            self._file.close()
 
     def __enter__(self) -> "BagWriter":
         return self
 
     def __exit__(self, *exc) -> None:
         self.close()
+
+
+_MESSAGE, _TOPIC, _FLUSH, _CLOSE = "message", "topic", "flush", "close"  # writer-thread commands
 
 
 @atexit.register
@@ -405,10 +462,10 @@ class Recorder:
         self._subscriptions: Dict[str, object] = {}
         self._stamp_readers: Dict[str, object] = {}
         self._warned: set = set()
+        self._closed = False
         self._lock = threading.Lock()
         self._clock = node.get_clock()
         self._discovery_timer = node.create_timer(discovery_period, self.discover)
-        self._flush_timer = node.create_timer(min(flush_period, 1.0) / 2, self.writer.flush_if_due)
         self.discover()
 
     # ------------------------------------------------------------------------------- queries
@@ -433,7 +490,7 @@ class Recorder:
 
     @property
     def closed(self) -> bool:
-        return self.writer.closed
+        return self._closed or self.writer.closed
 
     # ------------------------------------------------------------------------------- discovery
     def discover(self) -> None:
@@ -511,18 +568,21 @@ class Recorder:
         """Stop recording and complete the file (idempotent). Subscriptions and timers are removed
         while the node is still valid."""
         with self._lock:
-            if self.writer.closed:
+            if self._closed:
                 return
-            self.writer.close()
-            for obj in (self._discovery_timer, self._flush_timer, *self._subscriptions.values()):
-                try:
-                    if hasattr(obj, "cancel"):
-                        obj.cancel()
-                        self.node.destroy_timer(obj)
-                    else:
-                        self.node.destroy_subscription(obj)
-                except Exception:  # noqa: BLE001 - the node or its context may be gone already
-                    pass
+            self._closed = True
+            try:
+                self.writer.close()
+            finally:
+                for obj in (self._discovery_timer, *self._subscriptions.values()):
+                    try:
+                        if hasattr(obj, "cancel"):
+                            obj.cancel()
+                            self.node.destroy_timer(obj)
+                        else:
+                            self.node.destroy_subscription(obj)
+                    except Exception:  # noqa: BLE001 - the node or its context may be gone already
+                        pass
 
     def __enter__(self) -> "Recorder":
         return self
@@ -1064,6 +1124,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     import rclpy
     from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.signals import SignalHandlerOptions
     from rclpy.utilities import remove_ros_args
 
     args = _parser().parse_args(remove_ros_args(argv)[1:])
@@ -1072,7 +1133,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.duration is not None and args.duration <= 0:
         _parser().error("--duration must be > 0")
 
-    rclpy.init(args=argv)
+    # SIGINT and SIGTERM only set a flag that the spin loop reads. Neither rclpy's handlers (SIGINT would then
+    # also raise KeyboardInterrupt wherever the main thread is, a subscription callback included) nor Python's
+    # default: an exception raised in the middle of a write used to leave a half-written record in the chunk
+    # that closing the file then wrote out. A second signal while the file is being completed is ignored alike.
+    stop: list = []
+
+    def on_signal(signum, _frame) -> None:
+        stop.append(signum)  # nothing that could raise or block
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("mbs_recorder")
     recorder = None
     done = threading.Event()
@@ -1087,19 +1158,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             node.create_timer(args.duration, done.set)
         executor = SingleThreadedExecutor()
         executor.add_node(node)
-        while not done.is_set() and rclpy.ok():
+        while not stop and not done.is_set() and rclpy.ok():
             try:
                 executor.spin_once(timeout_sec=0.1)
-            except RuntimeError:
-                # rclpy race: a SIGTERM that shuts the context down while spin_once builds its wait set
-                # raises RCLError ("the given context is not valid") instead of ExternalShutdownException
-                if rclpy.ok():
-                    raise
-    except (KeyboardInterrupt, ExternalShutdownException):
-        pass
+            except ExternalShutdownException:
+                break
     finally:
-        # a second Ctrl-C or SIGTERM must not interrupt writing the summary
-        previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
         try:
             if recorder is not None:
                 recorder.close()
