@@ -29,8 +29,10 @@ Topics are subscribed to as they appear in the ROS graph (``get_topic_names_and_
 ``discovery_period``), with a QoS adapted to their publishers as ``ros2 bag record`` does: reliable
 unless a publisher is best effort, transient local if every publisher is (so latched topics such as
 ``robot_description`` are caught). A type given with a topic (``name:pkg/msg/Type`` on the command
-line, a mapping in Python) must match the graph's. Messages arrive raw (``raw=True``) and are written
-as received: never deserialised.
+line, a mapping in Python) must match the graph's. A type is only imported (``pkg.msg``) once the ament index
+lists it among the interfaces of an installed package (:func:`resolve_message_type`); a topic of any other type
+is skipped, with one warning per type. Messages arrive raw (``raw=True``) and are written as received: never
+deserialised.
 
 The file (written by the ``mcap`` library, the format's reference implementation) follows rosbag2's
 MCAP storage, so ``ros2 bag info/play`` (the file itself, or a folder holding it) and Foxglove read it:
@@ -81,7 +83,8 @@ from mcap.writer import LIBRARY_IDENTIFIER, CompressionType
 from mcap.writer import Writer as McapWriter
 
 __all__ = ["BagWriter", "Recorder", "BackgroundRecorder", "DefinitionNotFound", "message_definition", "message_class",
-           "qos_profiles_yaml", "FileReport", "NotMcapError", "check_file", "read_messages", "recover", "main"]
+           "UnknownMessageType", "resolve_message_type", "qos_profiles_yaml", "FileReport", "NotMcapError",
+           "check_file", "read_messages", "recover", "main"]
 
 PROFILE = "ros2"
 MESSAGE_ENCODING = "cdr"
@@ -174,18 +177,69 @@ def message_definition(type_name: str) -> Tuple[str, str]:
     raise DefinitionNotFound(f"{type_name}: {error}")
 
 
-def message_class(type_name: str):
-    """The Python class of ``pkg/msg/Type`` (also ``pkg/Type``)."""
-    parts = type_name.split("/")
+class UnknownMessageType(LookupError):
+    """Not the name of a message type of an installed ROS interface package (nothing was imported)."""
+
+
+# ROS 2 names: packages as REP 144 (lowercase, digits, underscores, a letter first), types as rosidl (PascalCase)
+_ROS_PACKAGE = re.compile(r"^[a-z][a-z0-9_]*$")
+_ROS_TYPE = re.compile(r"^[A-Z][A-Za-z0-9]*$")
+
+
+def _interface_listing(package: str) -> Optional[str]:
+    """The package's ``rosidl_interfaces`` resource (its interface files, one a line) from the ament index, or
+    None if the index does not list the package as an interface package. Reads index files only."""
+    try:
+        from ament_index_python import get_resource
+        return get_resource("rosidl_interfaces", package)[0]
+    except Exception:  # noqa: BLE001 - not in the index, AMENT_PREFIX_PATH unset, or no ament_index_python
+        pass
+    # a venv holding the ROS 2 wheels, used without AMENT_PREFIX_PATH
+    path = Path(sys.prefix) / "share" / "ament_index" / "resource_index" / "rosidl_interfaces" / package
+    try:
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+    except OSError:
+        return None
+
+
+def resolve_message_type(type_name: str) -> Tuple[str, str]:
+    """``(package, Type)`` of ``pkg/msg/Type`` (or ``pkg/Type``) if the ament index lists ``msg/Type.msg`` or
+    ``msg/Type.idl`` among the interfaces of ``pkg``; :class:`UnknownMessageType` otherwise. Imports nothing:
+    a name seen in the ROS graph is checked here before anything is imported for it."""
+    parts = type_name.split("/") if isinstance(type_name, str) else []
     if len(parts) == 2:
         parts = [parts[0], "msg", parts[1]]
-    if len(parts) != 3 or not all(parts):
-        raise ValueError(f"not a message type name: {type_name!r} (expected pkg/msg/Type)")
-    module = importlib.import_module(f"{parts[0]}.{parts[1]}")
+    if len(parts) != 3 or parts[1] != "msg":
+        raise UnknownMessageType(f"{type_name!r} is not a message type name (expected pkg/msg/Type)")
+    package, _, name = parts
+    if not _ROS_PACKAGE.match(package) or not _ROS_TYPE.match(name):
+        raise UnknownMessageType(f"{type_name!r} is not a ROS 2 message type name (package: lowercase, "
+                                 "digits and _; type: PascalCase)")
+    listing = _interface_listing(package)
+    if listing is None:
+        raise UnknownMessageType(f"{package!r} is not an installed ROS interface package (not in the ament "
+                                 "index's rosidl_interfaces)")
+    files = {line.strip() for line in listing.splitlines()}
+    if f"msg/{name}.msg" not in files and f"msg/{name}.idl" not in files:
+        raise UnknownMessageType(f"the interface package {package!r} has no message {name!r}")
+    return package, name
+
+
+def message_class(type_name: str):
+    """The Python class of ``pkg/msg/Type`` (also ``pkg/Type``), imported from ``pkg.msg`` only once the ament
+    index confirms that ``pkg`` is an installed interface package defining ``Type``
+    (:func:`resolve_message_type`); raises :class:`UnknownMessageType` (a ``LookupError``) otherwise."""
+    package, name = resolve_message_type(type_name)
     try:
-        return getattr(module, parts[2])
-    except AttributeError:
-        raise ImportError(f"{parts[0]}.{parts[1]} has no type {parts[2]!r}") from None
+        module = importlib.import_module(f"{package}.msg")
+    except ImportError as e:
+        raise UnknownMessageType(f"{package}.msg cannot be imported ({e}): the package's Python part is "
+                                 "not installed") from None
+    cls = getattr(module, name, None)
+    if not (isinstance(cls, type) and cls.__module__.startswith(f"{package}.msg")
+            and hasattr(cls, "get_fields_and_field_types")):
+        raise UnknownMessageType(f"{package}.msg has no message class {name!r}")
+    return cls
 
 
 def _normalise_type(type_name) -> str:
@@ -462,6 +516,7 @@ class Recorder:
         self._subscriptions: Dict[str, object] = {}
         self._stamp_readers: Dict[str, object] = {}
         self._warned: set = set()
+        self._warned_types: set = set()
         self._closed = False
         self._lock = threading.Lock()
         self._clock = node.get_clock()
@@ -532,8 +587,11 @@ class Recorder:
         from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
         try:
             msg_class = message_class(type_name)
-        except (ImportError, ValueError) as e:
-            self._warn_once(name, f"not recording {name}: cannot import {type_name} ({e})")
+        except UnknownMessageType as e:
+            self._warned.add(name)  # this topic is not looked at again
+            if type_name not in self._warned_types:  # one warning per unknown type
+                self._warned_types.add(type_name)
+                self.node.get_logger().warning(f"not recording {name}: unknown message type {type_name} ({e})")
             return
         infos = [i for i in self.node.get_publishers_info_by_topic(name)]
         if not infos:

@@ -8,6 +8,7 @@ Damaged files: the SIGKILL'd recorder's file, files cut at random byte offsets a
 record are checked (``check_file``) and recovered (``recover``) into files mcap's make_reader and rosbags read.
 KeyboardInterrupts at random moments of a writing main thread, and SIGINT/SIGTERM at random moments of busy
 recorder processes, never leave a damaged file.
+Message types seen in the graph are imported only from installed interface packages (the ament index).
 
 Every wait is for a graph match, a message count, a file size or a process exit, with a timeout.
 """
@@ -544,3 +545,111 @@ def test_signals_at_random_moments_leave_complete_files(tmp_path):
         m = re.search(r"wrote (\d+) messages on 1 topics", r.log_text())
         assert m and int(m.group(1)) == report.message_count == report.counts["/burst"] > 0, r.log_tail()
         assert "Traceback" not in r.log_text()
+
+
+# ----------------------------------------------------------------------------- message types from the graph
+
+
+BOGUS = ["this/msg/X", "os/msg/path", "os/msg/Path", "subprocess/msg/Popen", "antigravity/msg/Fly",
+         "std_msgs/msg/NoSuchType", "std_msgs/srv/Empty", "std_msgs/String/extra", "../msg/X", "std_msgs/msg/os"]
+
+
+def test_message_type_resolution_imports_only_message_packages(monkeypatch):
+    """A type name from the graph is checked in the ament index before anything is imported: a package that is
+    not an installed interface package (this, os, subprocess, ...) or a type it does not define is refused with
+    no import at all; std_msgs/msg/String resolves to its class."""
+    import builtins
+    import importlib
+
+    from mbs_ros import recording
+
+    imported = []
+    real_import, real_import_module = builtins.__import__, importlib.import_module
+
+    def spy_import(name, *args, **kwargs):
+        imported.append(name)
+        return real_import(name, *args, **kwargs)
+
+    def spy_import_module(name, *args, **kwargs):
+        imported.append(name)
+        return real_import_module(name, *args, **kwargs)
+
+    import ament_index_python  # noqa: F401 - loaded before the spies: only what the check imports counts
+    monkeypatch.setattr(builtins, "__import__", spy_import)
+    monkeypatch.setattr(importlib, "import_module", spy_import_module)
+    for name in BOGUS:
+        with pytest.raises(recording.UnknownMessageType):
+            recording.message_class(name)
+        with pytest.raises(LookupError):
+            recording.resolve_message_type(name)
+    tried = [m for m in imported if m.split(".")[0] in {"this", "os", "subprocess", "antigravity"}
+             or m.startswith("std_msgs")]
+    assert tried == [], f"imports attempted for unknown types: {tried}"
+    from std_msgs.msg import String
+
+    assert recording.resolve_message_type("std_msgs/msg/String") == ("std_msgs", "String")
+    assert recording.message_class("std_msgs/msg/String") is String
+    assert recording.message_class("std_msgs/String") is String
+    assert "std_msgs.msg" in imported  # the one import, of a real message package
+
+
+class FakeGraphNode:
+    """Just what a Recorder asks of its node, with a graph advertising bogus types next to a real one."""
+
+    def __init__(self, topics):
+        self.topics, self.warnings, self.subscribed = topics, [], []
+
+    def resolve_topic_name(self, name):
+        return name
+
+    def get_clock(self):
+        return self
+
+    def now(self):
+        return type("T", (), {"nanoseconds": 0})()
+
+    def create_timer(self, _period, _callback):
+        return type("Timer", (), {"cancel": lambda self: None})()
+
+    def destroy_timer(self, _timer):
+        pass
+
+    def get_topic_names_and_types(self):
+        return self.topics
+
+    def get_publishers_info_by_topic(self, _name):
+        return []  # no publisher yet: a real type is subscribed once one appears
+
+    def get_logger(self):
+        return self
+
+    def warning(self, text):
+        self.warnings.append(text)
+
+    def info(self, _text):
+        pass
+
+    def create_subscription(self, *args, **kwargs):
+        self.subscribed.append(args)
+
+
+def test_recorder_skips_unknown_types_with_one_warning(tmp_path, monkeypatch):
+    import importlib
+
+    from mbs_ros.recording import Recorder
+
+    node = FakeGraphNode([("/evil", ["this/msg/X"]), ("/evil_too", ["this/msg/X"]), ("/path", ["os/msg/path"]),
+                          ("/chatter", ["std_msgs/msg/String"])])
+    imported = []
+    real = importlib.import_module
+    monkeypatch.setattr(importlib, "import_module", lambda name, *a: imported.append(name) or real(name, *a))
+    rec = Recorder(node, tmp_path / "fake.mcap", all_topics=True)
+    rec.discover()  # the discovery timer's next rounds: nothing new
+    rec.discover()
+    rec.close()
+    assert sorted(node.warnings) == sorted([
+        "not recording /evil: unknown message type this/msg/X ('this' is not an installed ROS interface package "
+        "(not in the ament index's rosidl_interfaces))",
+        "not recording /path: unknown message type os/msg/path ('os/msg/path' is not a ROS 2 message type name "
+        "(package: lowercase, digits and _; type: PascalCase))"]), node.warnings
+    assert imported == ["std_msgs.msg"] * len(imported) and imported  # only the real type's package
