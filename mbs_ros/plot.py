@@ -26,8 +26,11 @@ new reference message replaces the previous one from the first state sample rece
 Base references are evaluated on SE(3) (exact for se3, schoenflies, se2 and so3 bases, all subgroups
 of SE(3); ``--base-group so3xr3`` for that group).
 
-A file that was not closed (its recorder killed) has no summary: it is read from the start up to the
-last complete chunk, with a note. A file that is not MCAP at all: an error and exit code 2.
+A damaged file — not closed (its recorder killed: no summary), cut short, or with a broken record — is read in
+file order with :func:`mbs_ros.recording.read_messages`, which keeps every complete message; one warning names
+the file, how many messages were read and what was lost, and the plots show what was recovered
+(``python -m mbs_ros.recording recover`` writes it into a complete file). A file that is not MCAP at all: an
+error and exit code 2.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from __future__ import annotations
 import argparse
 import math
 import re
+import struct
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -92,6 +96,7 @@ class Recording:
     path: Path
     message_count: int = 0
     notes: List[str] = field(default_factory=list)
+    warnings: List[str] = field(default_factory=list)  # damage of the file: what was read, what was lost
     topics: Dict[str, str] = field(default_factory=dict)  # topic -> type, every topic in the file
     odom_stamps: Dict[str, np.ndarray] = field(default_factory=dict)  # ns -> (N,) int64, sorted
     odom: Dict[str, np.ndarray] = field(default_factory=dict)  # ns -> (N, 7) [x y z qx qy qz qw]
@@ -166,18 +171,33 @@ class _Progress:
             print(f"{self.label}: done ({self.count} messages)", file=sys.stderr, flush=True)
 
 
+class _IndexUnreadable(PlotError):
+    """The file's summary claims an index, but reading through it failed (damaged data)."""
+
+
+def _damage_warning(path: Path, report, read: int, scope: str) -> str:
+    return (f"{path} is damaged: {report.describe()}. Read {report.message_count} complete messages"
+            + (f" ({read} {scope})" if scope else "")
+            + f"; recover them into a complete file with: python -m mbs_ros.recording recover {path} OUT.mcap")
+
+
 def iter_messages(path, topics: Optional[Sequence[str]] = None, notes: Optional[List[str]] = None,
-                  progress: str = "never") -> Iterator[Tuple[str, str, int, object]]:
-    """``(topic, type, log_time, decoded message)`` of the file, in log-time order when it has an index
-    (``topics``: only these). A file without summary (not closed) is read as a stream up to the last
-    complete record, with a note in ``notes``. Raises :class:`PlotError` if it is not readable MCAP."""
+                  progress: str = "never", *, warnings: Optional[List[str]] = None,
+                  indexed: bool = True) -> Iterator[Tuple[str, str, int, object]]:
+    """``(topic, type, log_time, decoded message)`` of the file (``topics``: only these). An intact file is read
+    through its index, in log-time order (``indexed``). A file without summary is read in file order with
+    :func:`mbs_ros.recording.read_messages`, which keeps every complete message of a damaged file; what was lost
+    goes into ``warnings`` (default: ``notes``), once. Raises :class:`PlotError` if the file is not MCAP, or if
+    its index cannot be read (then read it with ``indexed=False``; :func:`load` does)."""
     from mcap.exceptions import McapError
     from mcap.reader import SeekingReader
-    from mcap.stream_reader import StreamReader
     from mcap_ros2.decoder import DecoderFactory
+
+    from mbs_ros.recording import FileReport, NotMcapError, read_messages
 
     path = Path(path)
     notes = notes if notes is not None else []
+    warnings = warnings if warnings is not None else notes
     try:
         f = open(path, "rb")
     except OSError as e:
@@ -191,7 +211,7 @@ def iter_messages(path, topics: Optional[Sequence[str]] = None, notes: Optional[
         except McapError as e:
             raise PlotError(f"{path} is not an MCAP file ({e})") from e
         try:
-            summary = reader.get_summary()
+            summary = reader.get_summary() if indexed else None
         except Exception:  # noqa: BLE001 - no footer: the writer never closed the file
             summary = None
         wanted = set(topics) if topics is not None else None
@@ -215,50 +235,42 @@ def iter_messages(path, topics: Optional[Sequence[str]] = None, notes: Optional[
             total = sum(n for cid, n in counts.items()
                         if wanted is None or summary.channels[cid].topic in wanted) or None
             bar = _Progress(total, f"reading {path.name}", progress)
+            it = reader.iter_messages(topics=topics, log_time_order=True)
             try:
-                for schema, channel, message in reader.iter_messages(topics=topics, log_time_order=True):
+                while True:
+                    try:
+                        schema, channel, message = next(it)
+                    except StopIteration:
+                        break
+                    except (McapError, EOFError, ValueError, struct.error) as e:  # a chunk it points to is broken
+                        raise _IndexUnreadable(f"{path}: reading through its index failed "
+                                               f"({type(e).__name__}: {e or 'the data ends early'})") from e
                     bar.update()
                     yield channel.topic, schema.name if schema else "", message.log_time, decode(
                         schema, channel, message)
-            except McapError as e:
-                raise PlotError(f"{path}: damaged ({e})") from e
             finally:
                 bar.close()
             return
 
-        # no index: read records in file order until the data ends
-        f.seek(0)
-        schemas, channels, count = {}, {}, 0
-        bar = _Progress(None, f"reading {path.name}", progress)
-        complete = False
-        try:
-            for record in StreamReader(f).records:
-                kind = type(record).__name__
-                if kind == "Schema":
-                    schemas[record.id] = record
-                elif kind == "Channel":
-                    channels[record.id] = record
-                elif kind == "Message":
-                    channel = channels.get(record.channel_id)
-                    if channel is None or (wanted is not None and channel.topic not in wanted):
-                        continue
-                    count += 1
-                    bar.update()
-                    schema = schemas.get(channel.schema_id)
-                    yield channel.topic, schema.name if schema else "", record.log_time, decode(
-                        schema, channel, record)
-                elif kind in ("DataEnd", "Footer"):
-                    complete = True
-        except Exception as e:  # noqa: BLE001 - truncated mid-record: keep what was read
-            if not channels and not count:
-                raise PlotError(f"{path}: no readable data ({type(e).__name__}: {e})") from e
-            notes.append(f"{path.name} ends early (recorder killed?): read {count} messages up to the last "
-                         f"complete chunk")
-        else:
-            if not complete:
-                notes.append(f"{path.name} has no summary: read {count} messages in file order")
-        finally:
-            bar.close()
+    # no summary, or its index failed: every complete message in file order, whatever the damage
+    report = FileReport(path)
+    count = 0
+    bar = _Progress(None, f"reading {path.name}", progress)
+    try:
+        for schema, channel, message in read_messages(path, report):
+            if wanted is not None and channel.topic not in wanted:
+                continue
+            count += 1
+            bar.update()
+            yield channel.topic, schema.name if schema else "", message.log_time, decode(schema, channel, message)
+    except NotMcapError as e:
+        raise PlotError(f"{path}: no readable data ({e})") from e
+    finally:
+        bar.close()
+    if not report.counts and not report.message_count and report.damaged:
+        raise PlotError(f"{path}: no readable data ({report.describe()})")
+    if report.damaged:
+        warnings.append(_damage_warning(path, report, count, "of the topics read" if wanted is not None else ""))
 
 
 def _trajectory(msg, log_time: int, multi_dof: bool) -> Optional[TrajectoryMessage]:
@@ -293,17 +305,29 @@ def _trajectory(msg, log_time: int, multi_dof: bool) -> Optional[TrajectoryMessa
 
 
 def load(path, progress: str = "auto") -> Recording:
-    """Read what the plots need from an MCAP file (see :func:`iter_messages` for the errors)."""
-    rec = Recording(Path(path))
+    """Read what the plots need from an MCAP file (see :func:`iter_messages` for the errors). A damaged file
+    gives what can be recovered, and one entry in ``warnings``."""
+    try:
+        return _load(Path(path), progress, indexed=True)
+    except _IndexUnreadable as e:  # e.g. a broken record in a chunk: read every complete message in file order
+        rec = _load(Path(path), progress, indexed=False)
+        if not rec.warnings:  # the data is intact, its summary or index is not
+            rec.warnings.append(f"{e}: read {rec.message_count} messages in file order instead")
+        return rec
+
+
+def _load(path: Path, progress: str, indexed: bool) -> Recording:
+    rec = Recording(path)
     # first the channel list, to read only the topics the plots use
-    topics = _file_topics(rec.path, rec.notes)
+    topics = _file_topics(rec.path, rec.notes) if indexed else _scan_topics(rec.path)
     rec.topics = topics
     used = [t for t, ty in topics.items()
             if (t == DIAGNOSTICS and ty == DIAGNOSTICS_TYPE) or ((s := _split_topic(t)) and TYPES[s[1]] == ty)]
     odom: Dict[str, list] = {}
     if not used:
         return rec
-    for topic, _type, log_time, msg in iter_messages(rec.path, used, rec.notes, progress):
+    for topic, _type, log_time, msg in iter_messages(rec.path, used, rec.notes, progress, warnings=rec.warnings,
+                                                     indexed=indexed):
         rec.message_count += 1
         if msg is None:
             continue
@@ -363,24 +387,21 @@ def _file_topics(path: Path, notes: List[str]) -> Dict[str, str]:
     except McapError as e:
         raise PlotError(f"{path} is not an MCAP file ({e})") from e
     # unindexed: every topic is read; types come with the messages
-    return _scan_topics(path, notes)
+    return _scan_topics(path)
 
 
-def _scan_topics(path: Path, notes: List[str]) -> Dict[str, str]:
-    from mcap.stream_reader import StreamReader
-    schemas, out = {}, {}
-    with open(path, "rb") as f:
-        try:
-            for record in StreamReader(f).records:
-                kind = type(record).__name__
-                if kind == "Schema":
-                    schemas[record.id] = record.name
-                elif kind == "Channel":
-                    out[record.topic] = schemas.get(record.schema_id, "")
-        except Exception as e:  # noqa: BLE001 - truncated: the channels seen so far
-            if not out:
-                raise PlotError(f"{path}: no readable data ({type(e).__name__}: {e})") from e
-    return out
+def _scan_topics(path: Path) -> Dict[str, str]:
+    """topic -> type of every channel whose definition can be read, by a pass over the whole file."""
+    from mbs_ros.recording import FileReport, NotMcapError, read_messages
+    report = FileReport(path)
+    try:
+        for _ in read_messages(path, report):
+            pass
+    except NotMcapError as e:
+        raise PlotError(f"{path}: no readable data ({e})") from e
+    if not report.topics and report.damaged:
+        raise PlotError(f"{path}: no readable data ({report.describe()})")
+    return dict(report.topics)
 
 
 # ------------------------------------------------------------------------------------------ analysis
@@ -716,6 +737,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except PlotError as e:
         print(f"error: {e}", file=sys.stderr)
         return 2
+    for warning in rec.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
     written = plot_recording(rec, args.out, base_group=args.base_group)
     for note in rec.notes:
         print(f"note: {note}", file=sys.stderr)

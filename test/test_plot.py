@@ -5,6 +5,7 @@ broken files give a clear error (CLI: exit code 2) or, when truncated, what was 
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -240,13 +241,86 @@ def test_truncated_file_gives_the_flushed_messages(tmp_path):
     cut = tmp_path / "cut_short.mcap"
     cut.write_bytes(data[: size * 2 // 3])
     rec = plot.load(cut, progress="never")
-    assert any("ends early" in n for n in rec.notes), rec.notes
+    (warning,) = rec.warnings  # once, naming the file, what was read and what was lost
+    assert str(cut) in warning and "no summary" in warning and "cut off" in warning, warning
+    assert re.search(r"Read \d+ complete messages", warning) and "mbs_ros.recording recover" in warning
     n = len(rec.odom["/arm"])
     assert 0.5 * DURATION * RATE < n < DURATION * RATE
     full = plot.load(path, progress="never")
+    assert full.warnings == []
     np.testing.assert_array_equal(rec.odom["/arm"], full.odom["/arm"][:n])
     assert plot.plot_recording(rec, tmp_path / "png")
     header_only = tmp_path / "header_only.mcap"
     header_only.write_bytes(data[:40])
     with pytest.raises(plot.PlotError, match="no readable data"):
         plot.load(header_only)
+
+
+def interrupted_copy(src, dst, monkeypatch, at=-1):
+    """``src`` copied with mcap's Writer the way the recorder wrote before its writer thread: a KeyboardInterrupt
+    lands in the middle of writing message ``at`` (after its channel id: the record's length is never filled
+    in), and the file is then closed normally, summary and all, the half record inside its last chunk."""
+    from mcap.opcode import Opcode
+    from mcap.reader import make_reader
+    from mcap.records import Message
+    from mcap.writer import Writer
+
+    with open(src, "rb") as f:
+        reader = make_reader(f)
+        header = reader.get_header()
+        messages = list(reader.iter_messages(log_time_order=False))
+    cut = at % len(messages)
+
+    def interrupted(self, stream):
+        stream.start_record(Opcode.MESSAGE)
+        stream.write2(self.channel_id)
+        raise KeyboardInterrupt
+
+    with open(dst, "wb") as out:
+        w = Writer(out)
+        w.start(header.profile, header.library)
+        schemas, channels = {0: 0}, {}
+        for k, (schema, channel, message) in enumerate(messages):
+            if schema is not None and schema.id not in schemas:
+                schemas[schema.id] = w.register_schema(schema.name, schema.encoding, schema.data)
+            if channel.id not in channels:
+                channels[channel.id] = w.register_channel(channel.topic, channel.message_encoding,
+                                                          schemas[channel.schema_id], dict(channel.metadata))
+            with monkeypatch.context() as m:
+                if k == cut:
+                    m.setattr(Message, "write", interrupted)
+                try:
+                    w.add_message(channels[channel.id], message.log_time, message.data, message.publish_time,
+                                  message.sequence)
+                except KeyboardInterrupt:
+                    pass
+        w.finish()
+    return len(messages)
+
+
+def test_file_with_a_half_written_record_warns_once_and_plots(synthetic, tmp_path, monkeypatch):
+    """The hostile tester's file: complete summary, but a record cut in half in the last chunk. The indexed
+    read fails on it (plot used to stop with "damaged ()"); now every complete message is plotted, with one
+    warning."""
+    from mcap.reader import make_reader
+
+    damaged = tmp_path / "half_record.mcap"
+    total = interrupted_copy(synthetic, damaged, monkeypatch)
+    with open(damaged, "rb") as f, pytest.raises(Exception):  # the indexed read of mcap breaks on it
+        list(make_reader(f).iter_messages())
+    rec = plot.load(damaged, progress="never")
+    (warning,) = rec.warnings
+    assert str(damaged) in warning and "broken Message record" in warning, warning
+    assert f"Read {total - 1} complete messages" in warning, warning
+    full = plot.load(synthetic, progress="never")
+    # everything but the interrupted last message (the last /diagnostics or odom) is there, unchanged
+    np.testing.assert_array_equal(rec.odom["/arm"], full.odom["/arm"][:len(rec.odom["/arm"])])
+    assert len(rec.odom["/arm"]) >= len(full.odom["/arm"]) - 1
+    assert rec.message_count == full.message_count - 1
+    out = subprocess.run([sys.executable, "-m", "mbs_ros.plot", str(damaged), "--out", str(tmp_path / "png")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    warnings = [line for line in out.stderr.splitlines() if line.startswith("warning: ")]
+    assert len(warnings) == 1 and str(damaged) in warnings[0], out.stderr
+    assert "damaged ()" not in out.stderr
+    assert len([line for line in out.stdout.splitlines() if line.strip().endswith(".png")]) == 6
