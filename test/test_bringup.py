@@ -7,7 +7,9 @@
   odom, joint_states and /tf are recorded, the controller tracks (the error decays), exit code 0;
 - the manipulator scenario on simulation time in lockstep: ``--duration`` counts /clock seconds;
 - SIGINT or SIGTERM to the runner stops every child cleanly (exit 0, no child left);
-- a node refusing its parameters makes the runner exit non-zero, naming it, with no child left.
+- a node refusing its parameters makes the runner exit non-zero, naming it, with no child left;
+- the recording is read back after the stop: its true count, or (cut short, a half-written record, the recorder
+  SIGKILL'd mid-run) a loud error naming the recover command, and exit code 1.
 
 Each runner test waits for a line of the runner's output or its exit, with a timeout; ROS domain from conftest.
 """
@@ -422,4 +424,103 @@ def test_node_failing_to_start_fails_the_run(run, tmp_path):
     assert rc == 1, r.text
     assert re.search(r"uvms/dynamics_node exited with code [1-9]", r.text), r.text
     assert "integrator must be one of" in r.text  # the end of the node's log
+    assert_gone(r.child_pids())
+
+
+# ------------------------------------------------------------------------- the recording, read back
+
+
+def _string_cdr(text):
+    raw = text.encode() + b"\0"
+    return b"\x00\x01\x00\x00" + len(raw).to_bytes(4, "little") + raw  # CDR little endian: std_msgs/String
+
+
+def _recordings(tmp_path, monkeypatch):
+    """An intact recording, the same cut short (a recorder SIGKILL'd), and the same closed normally with a
+    record cut in half in its last chunk (a KeyboardInterrupt inside mcap's add_message, as before the
+    recorder's writer thread) — the file the runner used to report as a success."""
+    from mcap.opcode import Opcode
+    from mcap.records import Message
+    from mcap.writer import Writer
+
+    from mbs_ros.recording import BagWriter
+
+    intact = tmp_path / "intact.mcap"
+    with BagWriter(intact, chunk_size=2000, flush_period=None) as w:
+        w.add_topic("/chatter", "std_msgs/msg/String")
+        for k in range(300):
+            w.write("/chatter", _string_cdr(f"message {k}"), 1000 + k)
+    cut = tmp_path / "cut.mcap"
+    cut.write_bytes(intact.read_bytes()[: intact.stat().st_size // 2])
+
+    def interrupted(self, stream):
+        stream.start_record(Opcode.MESSAGE)
+        stream.write2(self.channel_id)
+        raise KeyboardInterrupt
+
+    half = tmp_path / "half_record.mcap"
+    with open(half, "wb") as out:
+        w = Writer(out)
+        w.start("ros2", "test")
+        channel = w.register_channel("/chatter", "cdr", w.register_schema("std_msgs/msg/String", "ros2msg",
+                                                                          b"string data\n"))
+        for k in range(300):
+            with monkeypatch.context() as m:
+                if k == 299:
+                    m.setattr(Message, "write", interrupted)
+                try:
+                    w.add_message(channel, 1000 + k, _string_cdr(f"message {k}"), 1000 + k)
+                except KeyboardInterrupt:
+                    pass
+        w.finish()
+    return intact, cut, half
+
+
+def test_runner_reads_the_recording_back(tmp_path, monkeypatch, capsys):
+    """After the stop the runner reads the file back: the true count for an intact file; for a damaged one (cut
+    short, or closed with a half record) a loud error with the recoverable count and the recover command, and
+    exit code 1."""
+    intact, cut, half = _recordings(tmp_path, monkeypatch)
+    scenario = load_scenario("vehicle")
+    for path, damage in ((intact, None), (cut, "no summary"), (half, "broken Message record")):
+        runner = bringup_runner.Runner(scenario, record=path, log_dir=tmp_path / f"logs_{path.stem}",
+                                       out=sys.stdout)
+        result = runner._finish(None)  # nothing ran: only the recording is looked at
+        out, err = capsys.readouterr()
+        if damage is None:
+            assert result.returncode == 0, err
+            assert f"recorded 300 messages on 1 topics to {path} (read back: complete)" in out
+            assert result.recorded == {"/chatter": 300}
+            continue
+        assert result.returncode == 1, out + err
+        assert f"the recording {path} is DAMAGED: " in err and damage in err, err
+        n = sum(result.recorded.values())
+        assert 0 < n < 300 and f"its {n} complete messages on 1 topics can be recovered" in err
+        assert f"python -m mbs_ros.recording recover {path} {tmp_path / (path.stem + '.recovered.mcap')}" in err
+        assert "recorded " not in out
+
+
+def test_killed_recorder_fails_the_run_and_names_recover(run, tmp_path):
+    """kill -9 of the recorder mid-run: the runner exits 1, says the recording is damaged (not "recorded 0
+    messages"), and the command it names recovers a file mcap's make_reader reads."""
+    from mcap.reader import make_reader
+
+    bag = tmp_path / "killed.mcap"
+    r = run("vehicle", "--record", bag, "--log-dir", tmp_path / "logs")  # until stopped
+    r.wait_for(r"^bringup: running: references sent")
+    recorder = int(re.search(r"started recorder \(pid (\d+)\)", r.text).group(1))
+    deadline = time.monotonic() + RUN_TIMEOUT  # flushed chunks on disk (flush period 1 s; header ~100 bytes)
+    while bag.stat().st_size < 2000 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    os.kill(recorder, signal.SIGKILL)
+    assert r.wait() == 1, r.text
+    assert f"the recording {bag} is DAMAGED: no summary" in r.text, r.text
+    assert "recorded 0 messages" not in r.text
+    m = re.search(r"its (\d+) complete messages on \d+ topics can be recovered with:\n\s+(python -m "
+                  r"mbs_ros\.recording recover \S+ (\S+))", r.text)
+    assert m and int(m.group(1)) > 0, r.text
+    out = subprocess.run([sys.executable, *m.group(2).split()[1:]], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    with open(m.group(3), "rb") as f:
+        assert sum(1 for _ in make_reader(f).iter_messages()) == int(m.group(1))
     assert_gone(r.child_pids())

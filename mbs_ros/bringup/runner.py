@@ -19,15 +19,20 @@ Life cycle:
 3. once every reference node has logged ``reference published`` (within ``--startup-timeout``), the run
    proper starts and lasts ``--duration`` seconds (the scenario's ``duration`` by default; simulation seconds,
    read from ``/clock``, when the scenario has ``sim_time``), or until Ctrl-C (SIGINT) or SIGTERM;
-4. everything stops: the recorder first (its file gets its summary), then every node at once: SIGINT (SIGTERM
-   when the runner got SIGTERM: the signal is forwarded), SIGTERM after ``--stop-timeout`` seconds, SIGKILL
-   after 3 more;
-5. with ``--plot DIR``: :mod:`mbs_ros.plot` writes its PNGs of the recording.
+4. everything stops: the recorder first, alone, with SIGINT (SIGTERM when the runner got SIGTERM), and it gets
+   ``max(--stop-timeout, 30)`` seconds to complete its file before SIGKILL (no SIGTERM in between: the recorder
+   treats every signal after the first as already handled); then every node at once: SIGINT (SIGTERM when the
+   runner got SIGTERM: the signal is forwarded), SIGTERM after ``--stop-timeout`` seconds, SIGKILL after 3 more;
+5. the recording is read back completely (:func:`mbs_ros.recording.check_file`): the count reported is the
+   file's; a damaged file (no summary, a cut-off or broken record) is an error naming
+   ``python -m mbs_ros.recording recover``;
+6. with ``--plot DIR``: :mod:`mbs_ros.plot` writes its PNGs of the recording (of what can be recovered from a
+   damaged one).
 
 Exit code 0 when every child ran until it was stopped and then exited 0; 1 when a child failed (exited before
 the stop, e.g. a node refusing its parameters, exited non-zero, or needed SIGTERM/SIGKILL), the references
-were not sent in time, or plotting failed; 2 for a scenario error (the message names the file and the key) or
-a usage error. The last lines of a failed child's log are printed.
+were not sent in time, the recording is missing or damaged, or plotting failed; 2 for a scenario error (the
+message names the file and the key) or a usage error. The last lines of a failed child's log are printed.
 """
 
 from __future__ import annotations
@@ -60,6 +65,7 @@ from mbs_ros.process import NodeProcess, NodeProcessError
 __all__ = ["Runner", "RunResult", "main"]
 
 PUBLISHED = "reference published"
+RECORDER_CLOSE_TIMEOUT = 30.0  # s the recorder gets at least, after its stop signal, to complete its file
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -386,20 +392,24 @@ class Runner:
         running = [c for c in self.children if c.process.running]
         if running:
             self.say(f"stopping ({reason}): " + ", ".join(c.label for c in running))
-        if self.recorder is not None:
-            self._stop_group([self.recorder])  # first: its file ends while everything still runs
+        if self.recorder is not None:  # first: its file ends while everything still runs
+            sig = signal.SIGTERM if self._stop_request == "SIGTERM" else signal.SIGINT
+            self._stop_group([self.recorder], ((sig, max(self.stop_timeout, RECORDER_CLOSE_TIMEOUT)),
+                                               (signal.SIGKILL, 5.0)))
         self._stop_group([c for c in self.children if c is not self.recorder])
         for c in self.children:
             c.process.stop()  # closes the log (a no-op signal-wise: it has exited)
 
-    def _stop_group(self, group: Sequence[Child]) -> None:
-        """Stop children at once: the signal the runner got (SIGTERM) or SIGINT, then SIGTERM, then SIGKILL."""
-        if self._stop_request == "SIGTERM":
-            escalation = ((signal.SIGTERM, self.stop_timeout), (signal.SIGKILL, 5.0))
-        elif self._stop_request == "escalate":  # a second Ctrl-C: no more patience
-            escalation = ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0))
-        else:
-            escalation = ((signal.SIGINT, self.stop_timeout), (signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0))
+    def _stop_group(self, group: Sequence[Child], escalation=None) -> None:
+        """Stop children at once: the signal the runner got (SIGTERM) or SIGINT, then SIGTERM, then SIGKILL (or
+        ``escalation``: (signal, seconds to wait for the exit) pairs)."""
+        if escalation is None:
+            if self._stop_request == "SIGTERM":
+                escalation = ((signal.SIGTERM, self.stop_timeout), (signal.SIGKILL, 5.0))
+            elif self._stop_request == "escalate":  # a second Ctrl-C: no more patience
+                escalation = ((signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0))
+            else:
+                escalation = ((signal.SIGINT, self.stop_timeout), (signal.SIGTERM, 3.0), (signal.SIGKILL, 5.0))
         pending = [c for c in group if c.process.running]
         for sig, timeout in escalation:
             if not pending:
@@ -434,16 +444,13 @@ class Runner:
         self.say("exit codes: " + ", ".join(f"{k} {v}" for k, v in result.children.items()))
         if self.record is not None:
             result.recording = self.record
-            result.recorded = _recorded_counts(self.recorder.process.log_text()) if self.recorder else {}
-            if self.record.is_file():
-                self.say(f"recorded {sum(result.recorded.values())} messages on {len(result.recorded)} topics to "
-                         f"{self.record}")
-            else:
-                self._fail(f"no recording was written to {self.record}")
+            if not self._check_recording(result):
                 failed.append(None)
         if self.plot_dir is not None and self.record is not None and self.record.is_file():
             try:
-                result.plots, result.notes = self._plot()
+                result.plots, result.notes, warnings = self._plot()
+                for warning in warnings:
+                    self.say(f"plot: warning: {warning}")
                 self.say(f"wrote {len(result.plots)} plots to {self.plot_dir}: "
                          + ", ".join(p.name for p in result.plots))
             except Exception as e:  # noqa: BLE001 - reported, and the run counts as failed
@@ -464,7 +471,40 @@ class Runner:
         rec = plot.load(self.record, progress="never")
         group = "so3xr3" if any(r.base_group == "so3xr3" for r in self.scenario.robots) else "se3"
         written = plot.plot_recording(rec, self.plot_dir, base_group=group)
-        return list(written), list(rec.notes)
+        return list(written), list(rec.notes), list(rec.warnings)
+
+    def _check_recording(self, result: RunResult) -> bool:
+        """Read the recording back (every record, then its index): report the file's true message count, or
+        its damage, loudly, with the command that recovers it. False if it is missing or damaged."""
+        from mbs_ros.recording import NotMcapError, check_file
+
+        if not self.record.is_file():
+            self._fail(f"no recording was written to {self.record}")
+            return False
+        try:
+            report = check_file(self.record)
+        except NotMcapError as e:
+            self._fail(f"the recording {self.record} is unreadable: {e}")
+            return False
+        result.recorded = dict(report.counts)
+        logged = _recorded_counts(self.recorder.process.log_text()) if self.recorder is not None else {}
+        if report.damaged:
+            self._fail(recording_damage_message(self.record, report))
+            return False
+        self.say(f"recorded {report.message_count} messages on {len(report.counts)} topics to {self.record} "
+                 "(read back: complete)")
+        if logged and sum(logged.values()) != report.message_count:
+            self.say(f"note: the recorder reported {sum(logged.values())} messages, the file holds "
+                     f"{report.message_count}")
+        return True
+
+
+def recording_damage_message(path: Path, report) -> str:
+    """The runner's error for a damaged recording (a :class:`mbs_ros.recording.FileReport`)."""
+    target = path.with_name(f"{path.stem}.recovered{path.suffix or '.mcap'}")
+    return (f"the recording {path} is DAMAGED: {report.describe()}. ros2 bag, mcap and rosbags will not read it "
+            f"as it is; its {report.message_count} complete messages on {len(report.counts)} topics can be "
+            f"recovered with:\n    python -m mbs_ros.recording recover {path} {target}")
 
 
 def _indent(text: str) -> str:
