@@ -48,15 +48,38 @@ def spatial_inertia(mass: float, inertia_com: np.ndarray, com: np.ndarray) -> np
     return out
 
 
-def _transform_inertia(I, T) -> np.ndarray:
-    """Spatial inertia ``I`` given in frame F, expressed in frame B where ``T = T_B_F``: ``Ad⁻ᵀ I Ad⁻¹``."""
-    R, p = T[:3, :3], T[:3, 3]
-    Ad = np.zeros((6, 6))
-    Ad[:3, :3] = R
-    Ad[3:, 3:] = R
-    Ad[:3, 3:] = hat3(p) @ R
-    Ad_inv = np.linalg.inv(Ad)
-    return Ad_inv.T @ I @ Ad_inv
+_EPS = np.zeros((3, 3, 3))  # Levi-Civita symbol: hat(x)[a, b] = −ε[a, b, k] x[k]
+_EPS[0, 1, 2] = _EPS[1, 2, 0] = _EPS[2, 0, 1] = 1.0
+_EPS[0, 2, 1] = _EPS[2, 1, 0] = _EPS[1, 0, 2] = -1.0
+
+
+def _hats(x) -> np.ndarray:
+    """(n, 3, 3) hat matrices of (n, 3) vectors."""
+    return -np.einsum("abk,nk->nab", _EPS, np.asarray(x, dtype=float).reshape(-1, 3))
+
+
+def _spatial_inertias(mass, inertia_com, com) -> np.ndarray:
+    """:func:`spatial_inertia` of n bodies at once: (n,), (n, 3, 3), (n, 3) -> (n, 6, 6)."""
+    mass = np.asarray(mass, dtype=float)
+    c_hat = _hats(com)
+    m = mass[:, None, None]
+    out = np.zeros((mass.size, 6, 6))
+    out[:, :3, :3] = m * np.eye(3)
+    out[:, :3, 3:] = -m * c_hat
+    out[:, 3:, :3] = m * c_hat
+    out[:, 3:, 3:] = np.asarray(inertia_com, dtype=float) - m * (c_hat @ c_hat)
+    return out
+
+
+def _transform_inertias(I, T) -> np.ndarray:
+    """Spatial inertias ``I`` (n, 6, 6) given in frames F, expressed in frames B where ``T = T_B_F`` (n, 4, 4):
+    ``Ad⁻ᵀ I Ad⁻¹`` with ``Ad⁻ᵀ = [[R, 0], [p̂R, R]]``."""
+    R, p = T[:, :3, :3], T[:, :3, 3]
+    X = np.zeros((len(T), 6, 6))
+    X[:, :3, :3] = R
+    X[:, 3:, 3:] = R
+    X[:, 3:, :3] = _hats(p) @ R
+    return X @ I @ X.transpose(0, 2, 1)
 
 
 @dataclass(frozen=True, eq=False)
@@ -123,16 +146,13 @@ def _make_tree(base, parent, jtypes, axes, placements, inertias, link_names, lin
     nb = len(parent)
     nj = nb - 1
     jtype = np.array([_TYPE_CODE[t] for t in jtypes], dtype=int)
-    iq, iv = [], []
-    k = nqb
-    for j, t in enumerate(jtype):
-        iq.append(k)
-        iv.append(nvb + j)
-        k += 2 if t == CONTINUOUS else 1
-    nq, nv = k, nvb + nj
+    width = np.where(jtype == CONTINUOUS, 2, 1)  # configuration entries of each joint
+    iq = nqb + np.cumsum(width) - width
+    iv = nvb + np.arange(nj)
+    nq, nv = nqb + int(width.sum()), nvb + nj
     axes = np.asarray(axes, dtype=float).reshape(nj, 3)
     placements = np.asarray(placements, dtype=float).reshape(nj, 4, 4)
-    hats = np.array([hat3(a) for a in axes]).reshape(nj, 3, 3)
+    hats = _hats(axes)
     rot = np.array([t != PRISMATIC for t in jtype], dtype=bool)
     PA = np.where(rot[:, None, None], placements[:, :3, :3] @ hats, 0.0)
     PA2 = np.where(rot[:, None, None], placements[:, :3, :3] @ hats @ hats, 0.0)
@@ -140,21 +160,21 @@ def _make_tree(base, parent, jtypes, axes, placements, inertias, link_names, lin
     s_joint = np.where(rot[:, None], np.hstack([np.zeros((nj, 3)), axes]), np.hstack([axes, np.zeros((nj, 3))]))
 
     col_body = np.concatenate([np.zeros(nvb, dtype=int), np.arange(1, nb)])
-    ancestors = []  # ancestors[i]: set of bodies on the path base..i, i included
+    # anc[i, a] = 1 when body a is on the path base..i (i included). Parents come before their children, so each
+    # row is its parent's row plus one entry: n row copies, no set arithmetic.
+    anc = np.zeros((nb, nb))
     for i in range(nb):
-        ancestors.append({i} | (ancestors[parent[i]] if parent[i] >= 0 else set()))
-    support = np.zeros((nb, nv))
-    subtree = np.zeros((nb, nb))
-    for i in range(nb):
-        for a in ancestors[i]:
-            subtree[a, i] = 1.0
-        support[i, :nvb] = 1.0
-        for b in ancestors[i]:
-            if b > 0:
-                support[i, nvb + b - 1] = 1.0
-    related = np.array([[c <= d and col_body[c] in ancestors[col_body[d]] for d in range(nv)] for c in range(nv)],
-                       dtype=bool)
-    related = related.reshape(nv, nv)
+        p = parent[i]
+        if p >= 0:
+            if not 0 <= p < i:
+                raise ValueError(f"body {i}'s parent {p} must come before it")
+            anc[i] = anc[p]
+        anc[i, i] = 1.0
+    subtree = np.ascontiguousarray(anc.T)
+    support = np.ones((nb, nv))
+    support[:, nvb:] = anc[:, 1:]  # column nvb + b − 1 moves body b
+    cols = np.arange(nv)
+    related = (anc[np.ix_(col_body, col_body)].T > 0.5) & (cols[:, None] <= cols[None, :])
 
     inertias = np.asarray(inertias, dtype=float).reshape(nb, 6, 6)
     masses = inertias[:, 0, 0].copy()
@@ -164,16 +184,15 @@ def _make_tree(base, parent, jtypes, axes, placements, inertias, link_names, lin
         return np.flatnonzero(jtype == t)
 
     rev, cont, pris = idx(REVOLUTE), idx(CONTINUOUS), idx(PRISMATIC)
-    iq_arr = np.array(iq, dtype=int)
     lin = np.sort(np.concatenate([rev, pris])).astype(int)
     return Tree(
         nb=nb, nj=nj, nqb=nqb, nvb=nvb, nq=nq, nv=nv,
-        parent=_ro(parent, int), jtype=_ro(jtype, int), axis=_ro(axes), iq=_ro(iq_arr, int), iv=_ro(iv, int),
+        parent=_ro(parent, int), jtype=_ro(jtype, int), axis=_ro(axes), iq=_ro(iq, int), iv=_ro(iv, int),
         placement=_ro(placements), body_inertia=_ro(inertias), body_mass=_ro(masses), body_first_moment=_ro(first),
         X0=_ro(placements), PA=_ro(PA), PA2=_ro(PA2), Pa=_ro(Pa), s_joint=_ro(s_joint),
-        rev=_ro(rev, int), q_rev=_ro(iq_arr[rev], int), cont=_ro(cont, int), q_cont=_ro(iq_arr[cont], int),
-        pris=_ro(pris, int), q_pris=_ro(iq_arr[pris], int),
-        q_lin=_ro(iq_arr[lin], int), v_lin=_ro(np.asarray(iv, dtype=int)[lin], int),
+        rev=_ro(rev, int), q_rev=_ro(iq[rev], int), cont=_ro(cont, int), q_cont=_ro(iq[cont], int),
+        pris=_ro(pris, int), q_pris=_ro(iq[pris], int),
+        q_lin=_ro(iq[lin], int), v_lin=_ro(np.asarray(iv, dtype=int)[lin], int),
         chain=tuple((k, int(parent[k]), k - 1) for k in range(1, nb)),
         col_body=_ro(col_body, int), support=_ro(support), subtree=_ro(subtree), related=_ro(related, bool),
         base_cols=None if base_cols is None else _ro(base_cols, int),
@@ -205,35 +224,46 @@ def build_tree(spec, base: str) -> Tree:
                          "remove the world link or use base='fixed'")
 
     parent = [-1]
-    inertias = [np.zeros((6, 6))]
     body_names = [spec.root]
     jtypes, axes, placements, joint_names = [], [], [], []
     link_names, link_body, T_body_link = [], [], []
 
-    def visit(link_name, body, T_body):
-        link = spec.links[link_name]
+    # Depth-first walk with an explicit stack (a recursion would hit Python's limit on a chain of ~1000 links).
+    # An entry is (joint reaching the link or None for the root, the link, the body of the joint's parent link,
+    # the parent link's pose in that body); children are pushed in reverse name order so that they are popped,
+    # and numbered, in name order, as Pinocchio's recursive reader does.
+    stack = [(None, spec.root, 0, np.eye(4))]
+    while stack:
+        joint, link_name, body, T_parent = stack.pop()
+        if joint is None:
+            T_body = T_parent
+        elif joint.type == "fixed":  # merged into the parent's body
+            T_body = T_parent @ joint.origin
+        else:  # a movable joint starts a new body whose frame is the child link's
+            parent.append(body)
+            body_names.append(link_name)
+            jtypes.append(joint.type)
+            axes.append(joint.axis)
+            placements.append(T_parent @ joint.origin)
+            joint_names.append(joint.name)
+            body, T_body = len(parent) - 1, np.eye(4)
         link_names.append(link_name)
         link_body.append(body)
         T_body_link.append(T_body)
-        if link.mass > 0.0:
-            inertias[body] = inertias[body] + _transform_inertia(spatial_inertia(link.mass, link.inertia, link.com), T_body)
-        for j in children.get(link_name, []):
-            if j.type == "fixed":
-                visit(j.child, body, T_body @ j.origin)
-            else:
-                k = len(parent)
-                parent.append(body)
-                inertias.append(np.zeros((6, 6)))
-                body_names.append(j.child)
-                jtypes.append(j.type)
-                axes.append(j.axis)
-                placements.append(T_body @ j.origin)
-                joint_names.append(j.name)
-                visit(j.child, k, np.eye(4))
+        for j in reversed(children.get(link_name, ())):
+            stack.append((j, j.child, body, T_body))
 
-    visit(spec.root, 0, np.eye(4))
     if len(link_names) != len(spec.links):
         missing = sorted(set(spec.links) - set(link_names))
         raise ValueError(f"links not connected to the root {spec.root!r}: {missing}")
+    # each link's inertia, moved to its body's frame and summed there (links without mass add nothing)
+    links = [spec.links[name] for name in link_names]
+    heavy = np.flatnonzero([link.mass > 0.0 for link in links])
+    inertias = np.zeros((len(parent), 6, 6))
+    if heavy.size:
+        I_link = _spatial_inertias([links[i].mass for i in heavy], [links[i].inertia for i in heavy],
+                                   [links[i].com for i in heavy])
+        T = np.array(T_body_link)[heavy]
+        np.add.at(inertias, np.asarray(link_body)[heavy], _transform_inertias(I_link, T))
     return _make_tree(base, parent, jtypes, axes, placements, inertias, link_names, link_body, T_body_link,
                       joint_names, body_names)
