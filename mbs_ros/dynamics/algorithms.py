@@ -6,14 +6,21 @@ Formulation (Featherstone 2008 ch. 5–6 and seed 004 in body-velocity form, wri
 numpy call over all bodies at once — a per-body Python recursion costs ~1 µs of interpreter time per small numpy
 operation, which is what dominates at n ≤ 18):
 
-* Every twist, wrench and inertia is a *spatial* quantity: world axes, referred to the world origin, linear first.
-  ``Ad_k`` maps body k's frame to it; ``I_k = Ad_k⁻ᵀ I_body,k Ad_k⁻¹``. Being Ad-equivariant, the body-frame
-  equations of seed 004 read the same in these coordinates (``Adᵀ ad~_{Ad⁻ᵀp} Ad = ad~_p``).
-* Motion columns ``S_c``: the base's ``Ad_0 B(q)`` (``B = H`` for the SE(3) subgroups, ``diag(Rᵀ, I)`` for
-  SO(3)×R³), then each joint's axis ``Ad_k s_j``. Body velocities ``V_i = Σ_c support[i, c] S_c v_c`` (the
+* Every twist, wrench and inertia is a *spatial* quantity in the base frame: base axes, referred to the base
+  body's origin, linear first — the coordinates of the inertial frame that coincides with the base at this
+  instant. Body poses are relative to the base (``T_k = T_base,k``, ``T_0 = 1``); ``Ad_k`` maps body k's frame to
+  the base frame and ``I_k = Ad_k⁻ᵀ I_body,k Ad_k⁻¹``. Being Ad-equivariant, the body-frame equations of seed 004
+  read the same in these coordinates (``Adᵀ ad~_{Ad⁻ᵀp} Ad = ad~_p``).
+* The base's world pose ``(R, p)`` enters only through gravity in base axes, ``Rᵀg``, and the SO(3)×R³ velocity
+  map, so nothing loses precision far from the world origin (world-origin coordinates make every moment arm as
+  long as the base's distance from the origin: relative errors grow with its square). World quantities — link
+  poses, the spatial momentum, the potential energy — are converted at the end.
+* Motion columns ``S_c``: the base's ``B(q)`` (``H`` for the SE(3) subgroups, seed 004 eq. 58; ``diag(Rᵀ, I)``
+  for SO(3)×R³), then each joint's axis ``Ad_k s_j``. Body velocities ``V_i = Σ_c support[i, c] S_c v_c`` (the
   Jacobian ``J_i`` is S masked by the support of body i).
-* A joint axis is fixed in its body, so ``Ṡ_c = ad_{V_b(c)} S_c`` (plus ``Ad_0 Ḃ`` for SO(3)×R³).
-* RNEA: ``A_i = Σ_c support[i,c](S_c a_c + Ṡ_c v_c)``, body wrench ``f_i = I_i (A_i − [g; 0]) − ad_{V_i}ᵀ I_i V_i
+* A joint axis is fixed in its body, so ``Ṡ_c = ad_{V_b(c)} S_c``, plus ``Ḃ`` for SO(3)×R³ (column k
+  ``[−ω × Rᵀe_k; 0]``, ω the base's body angular velocity).
+* RNEA: ``A_i = Σ_c support[i,c](S_c a_c + Ṡ_c v_c)``, body wrench ``f_i = I_i (A_i − [Rᵀg; 0]) − ad_{V_i}ᵀ I_i V_i
   − f_ext,i``, subtree sums ``F = subtree · f`` (``F_k`` is what the parent transmits to body k's subtree), and
   ``τ_c = S_cᵀ F_b(c)``.
 * CRBA: composite inertias ``Ic = subtree · I``, ``M_cd = S_cᵀ Ic_b(d) S_d`` for b(c) an ancestor of b(d).
@@ -68,13 +75,15 @@ def _mv(A, x):
 
 # ------------------------------------------------------------------------------------------------- kinematics
 class Kinematics:
-    """Configuration-dependent quantities shared by the kernels: body poses ``T`` (nb, 4, 4), adjoints ``Ad``
-    (nb, 6, 6), motion columns ``S`` (nv, 6) and spatial inertias ``I`` (nb, 6, 6), all in world coordinates."""
+    """Configuration-dependent quantities shared by the kernels, in the base frame (module docstring): body poses
+    relative to the base ``T`` (nb, 4, 4) (``T[0] = 1``), adjoints ``Ad`` (nb, 6, 6), motion columns ``S``
+    (nv, 6) and spatial inertias ``I`` (nb, 6, 6); with the base's world pose ``T_base`` (4, 4) and the gravity
+    in base axes ``gravity`` (3,)."""
 
-    __slots__ = ("T", "Ad", "S", "I")
+    __slots__ = ("T", "Ad", "S", "I", "T_base", "gravity")
 
-    def __init__(self, T, Ad, S, I):
-        self.T, self.Ad, self.S, self.I = T, Ad, S, I
+    def __init__(self, T, Ad, S, I, T_base, gravity):
+        self.T, self.Ad, self.S, self.I, self.T_base, self.gravity = T, Ad, S, I, T_base, gravity
 
 
 def _joint_transforms(tree, q):
@@ -98,12 +107,10 @@ def _joint_transforms(tree, q):
     return X
 
 
-def body_placements(model, q) -> np.ndarray:
-    """World poses (nb, 4, 4) of the bodies (base first, then the child body of each joint)."""
-    tree = model._tree
-    q = np.asarray(q, dtype=float)
+def _relative_placements(tree, q) -> np.ndarray:
+    """Poses (nb, 4, 4) of the bodies in the base body's frame (``T_base,k``; the base's is the identity)."""
     T = np.empty((tree.nb, 4, 4))
-    T[0] = model._base_pose_matrix(q)
+    T[0] = np.eye(4)
     if tree.nj:
         X = _joint_transforms(tree, q)
         matmul = np.matmul
@@ -112,11 +119,18 @@ def body_placements(model, q) -> np.ndarray:
     return T
 
 
+def body_placements(model, q) -> np.ndarray:
+    """World poses (nb, 4, 4) of the bodies (base first, then the child body of each joint)."""
+    q = np.asarray(q, dtype=float)
+    return model._base_pose_matrix(q) @ _relative_placements(model._tree, q)
+
+
 def kinematics(model, q, inertia: bool = True) -> Kinematics:
-    """Poses, adjoints, motion columns and (if ``inertia``) world-frame spatial inertias at q."""
+    """Poses, adjoints, motion columns and (if ``inertia``) spatial inertias at q, in the base frame."""
     tree = model._tree
     q = np.asarray(q, dtype=float)
-    T = body_placements(model, q)
+    T_base = model._base_pose_matrix(q)
+    T = _relative_placements(tree, q)
     nb = tree.nb
     R = T[:, :3, :3]
     B = _batch(_HAT, T[:, :3, 3], 3) @ R  # p̂ R
@@ -127,12 +141,12 @@ def kinematics(model, q, inertia: bool = True) -> Kinematics:
     S = np.empty((tree.nv, 6))
     nvb = tree.nvb
     if nvb:
-        if tree.base_cols is not None:
-            S[:nvb] = Ad[0][:, tree.base_cols].T
-        else:  # SO(3)×R³: Ad_0 diag(Rᵀ, I) = [[I, p̂R], [0, R]]
+        if tree.base_cols is not None:  # B = H: columns of the identity
+            S[:nvb] = np.eye(6)[tree.base_cols]
+        else:  # SO(3)×R³: B = diag(Rᵀ, I), column k < 3 is [Rᵀ e_k; 0], i.e. row k of R
             S[:nvb] = 0.0
-            S[:3, :3] = np.eye(3)
-            S[3:6] = Ad[0][:, 3:].T
+            S[:3, :3] = T_base[:3, :3]
+            S[3:6, 3:] = np.eye(3)
     if tree.nj:
         S[nvb:] = _mv(Ad[1:], tree.s_joint)
     I = None
@@ -142,36 +156,50 @@ def kinematics(model, q, inertia: bool = True) -> Kinematics:
         AdiT[:, 3:, 3:] = R
         AdiT[:, 3:, :3] = B
         I = AdiT @ tree.body_inertia @ AdiT.transpose(0, 2, 1)
-    return Kinematics(T, Ad, S, I)
+    return Kinematics(T, Ad, S, I, T_base, T_base[:3, :3].T @ model.gravity)
 
 
 def link_poses(model, q, kin: Kinematics | None = None) -> np.ndarray:
     """World poses (n_links, 4, 4) of every URDF link, in ``model.link_names`` order."""
     tree = model._tree
-    T = kin.T if kin is not None else body_placements(model, q)
-    return T[tree.link_body] @ tree.T_body_link
+    if kin is None:
+        q = np.asarray(q, dtype=float)
+        T_base, T = model._base_pose_matrix(q), _relative_placements(tree, q)
+    else:
+        T_base, T = kin.T_base, kin.T
+    return T_base @ (T[tree.link_body] @ tree.T_body_link)
+
+
+def _base_rate_columns(V0, S):
+    """(3, 6) rows: the columns of Ḃ of the SO(3)×R³ base, ``[−ω × Rᵀe_k; 0]`` (``d/dt Rᵀ = −ω̂ Rᵀ``), with ω the
+    base's body angular velocity ``V0[3:]`` and ``Rᵀe_k`` the linear part of its column ``S[k]``."""
+    out = np.zeros((3, 6))
+    out[:, :3] = -np.cross(V0[3:], S[:3, :3])
+    return out
 
 
 def _column_rates(model, kin, V):
-    """Ṡ_c (nv, 6): ad_{V_b(c)} S_c, plus Ad_0 Ḃ for the SO(3)×R³ base."""
+    """Ṡ_c (nv, 6): ad_{V_b(c)} S_c, plus Ḃ for the SO(3)×R³ base."""
     tree = model._tree
     AD = _batch(_AD, V, 6)
     P = _mv(AD[tree.col_body], kin.S)
     if tree.nvb and tree.base_cols is None:
-        # Ad_0 Ḃ, Ḃ = [[−ω̂ Rᵀ, 0], [0, 0]]: column k is [−ω_world × e_k; 0]
-        P[:3, :3] -= _batch(_HAT, V[:1, 3:], 3)[0].T
+        P[:3] += _base_rate_columns(V[0], kin.S)
     return AD, P
 
 
 def body_twists(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
-    """Spatial twists (nb, 6) of the bodies: world axes, at the world origin, linear first."""
+    """Twists (nb, 6) of the bodies in the base frame: base axes, at the base origin, linear first (the frame of
+    :func:`kinematics`; ``Ad_{T_base}`` takes them to world axes at the world origin). A body's own body-frame
+    twist is ``Ad_k⁻¹ V_k``."""
     kin = kin or kinematics(model, q, inertia=False)
     return model._tree.support @ (kin.S * np.asarray(v, dtype=float)[:, None])
 
 
 # ---------------------------------------------------------------------------------------------------- dynamics
 def _wrenches(model, kin, v, a, gravity=True, f_ext=None):
-    """Subtree wrenches F (nb, 6), spatial: ``F_k`` is the wrench body k's parent transmits to its subtree."""
+    """Subtree wrenches F (nb, 6) in the base frame: ``F_k`` is the wrench body k's parent transmits to its
+    subtree."""
     tree = model._tree
     S, I = kin.S, kin.I
     if v is None:
@@ -183,12 +211,12 @@ def _wrenches(model, kin, v, a, gravity=True, f_ext=None):
         AD = _batch(_AD, V, 6)
         Sdv = _mv(AD[tree.col_body], Vc)  # ad_{V_b(c)} S_c v_c
         if tree.nvb and tree.base_cols is None:
-            Sdv[:3, :3] -= _batch(_HAT, V[:1, 3:], 3)[0].T * v[:3][:, None]
+            Sdv[:3] += _base_rate_columns(V[0], S) * v[:3, None]
         acc = Sdv if a is None else Sdv + S * a[:, None]
         A = tree.support @ acc
         f = -_mv(AD.transpose(0, 2, 1), _mv(I, V))
     if gravity:
-        A[:, :3] -= model.gravity
+        A[:, :3] -= kin.gravity
     fa = _mv(I, A)
     f = fa if f is None else f + fa
     if f_ext is not None:
@@ -290,13 +318,22 @@ def kinetic_energy(model, q, v, kin: Kinematics | None = None) -> float:
 def potential_energy(model, q, kin: Kinematics | None = None) -> float:
     """−gᵀ Σ m_i c_i (world centres of mass), every body included (a fixed base's too: a constant)."""
     tree = model._tree
-    T = kin.T if kin is not None else body_placements(model, q)
-    first = tree.body_mass[:, None] * T[:, :3, 3] + _mv(T[:, :3, :3], tree.body_first_moment)
-    return -float(model.gravity @ first.sum(axis=0))
+    if kin is None:
+        q = np.asarray(q, dtype=float)
+        T_base, T = model._base_pose_matrix(q), _relative_placements(tree, q)
+    else:
+        T_base, T = kin.T_base, kin.T
+    first = tree.body_mass[:, None] * T[:, :3, 3] + _mv(T[:, :3, :3], tree.body_first_moment)  # m c, base frame
+    first_world = T_base[:3, :3] @ first.sum(axis=0) + tree.body_mass.sum() * T_base[:3, 3]
+    return -float(model.gravity @ first_world)
 
 
 def spatial_momentum(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
-    """Σ_i I_i V_i: world-frame spatial momentum ``[linear; angular about the world origin]``."""
+    """Σ_i I_i V_i: world-frame spatial momentum ``[linear; angular about the world origin]`` (summed in the base
+    frame, then ``Ad_{T_base}⁻ᵀ``)."""
     kin = kin or kinematics(model, q)
     V = body_twists(model, q, v, kin)
-    return _mv(kin.I, V).sum(axis=0)
+    h = _mv(kin.I, V).sum(axis=0)
+    R, p = kin.T_base[:3, :3], kin.T_base[:3, 3]
+    lin = R @ h[:3]
+    return np.concatenate([lin, R @ h[3:] + np.cross(p, lin)])
