@@ -61,6 +61,9 @@ _AD = _scatter([(0, 0, 3, 1.0), (0, 3, 0, 1.0), (3, 3, 3, 1.0)])
 _ADT = _scatter([(0, 3, 0, -1.0), (3, 0, 0, -1.0), (3, 3, 3, -1.0)])
 
 
+_EYE6 = np.eye(6)  # B = H of the SE(3) subgroups: rows of the identity
+
+
 def _batch(spec, x, size):
     rows, cols, src, sgn = spec
     out = np.zeros((x.shape[0], size, size))
@@ -142,7 +145,7 @@ def kinematics(model, q, inertia: bool = True) -> Kinematics:
     nvb = tree.nvb
     if nvb:
         if tree.base_cols is not None:  # B = H: columns of the identity
-            S[:nvb] = np.eye(6)[tree.base_cols]
+            S[:nvb] = _EYE6[tree.base_cols]
         else:  # SO(3)×R³: B = diag(Rᵀ, I), column k < 3 is [Rᵀ e_k; 0], i.e. row k of R
             S[:nvb] = 0.0
             S[:3, :3] = T_base[:3, :3]
@@ -174,7 +177,7 @@ def _base_rate_columns(V0, S):
     """(3, 6) rows: the columns of Ḃ of the SO(3)×R³ base, ``[−ω × Rᵀe_k; 0]`` (``d/dt Rᵀ = −ω̂ Rᵀ``), with ω the
     base's body angular velocity ``V0[3:]`` and ``Rᵀe_k`` the linear part of its column ``S[k]``."""
     out = np.zeros((3, 6))
-    out[:, :3] = -np.cross(V0[3:], S[:3, :3])
+    out[:, :3] = S[:3, :3] @ _batch(_HAT, V0[None, 3:], 3)[0]  # row k: (Rᵀe_k)ᵀ ω̂ = −(ω × Rᵀe_k)ᵀ
     return out
 
 
