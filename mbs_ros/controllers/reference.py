@@ -108,6 +108,30 @@ class Reference:
         r0, r1, r2 = xi - c0 - c1 - c2, T * v1 - c1 - 2 * c2, T * T * a1 - 2 * c2
         return np.array([c0, c1, c2, 10 * r0 - 4 * r1 + 0.5 * r2, -15 * r0 + 7 * r1 - r2, 6 * r0 - 3 * r1 + 0.5 * r2])
 
+    def peak_rates(self, samples: int = 17) -> tuple[np.ndarray, np.ndarray]:
+        """``(max |φ̇|, max |φ̈|)`` per velocity component over every segment, in the interpolation's tangent
+        coordinates (equal to the body-frame velocity and acceleration on the joints and on geodesic rest-to-rest
+        segments), sampled at ``samples`` equally spaced points per segment including both ends. Vectorised over
+        the segments (a bound for a node to check a received reference against, cheap for 10⁴ waypoints); zeros
+        for a single waypoint. The waypoint values themselves are among the samples."""
+        nv = self.nv
+        if not self._coeffs:
+            return np.zeros(nv), np.zeros(nv)
+        C = np.stack(self._coeffs)  # (nseg, deg + 1, nv)
+        T = np.diff(self.times)[:, None, None]
+        deg = C.shape[1] - 1
+        tau = np.linspace(0.0, 1.0, max(2, int(samples)))[:, None]
+        k = np.arange(deg + 1)[None, :]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d1 = np.where(k >= 1, k * tau ** np.maximum(k - 1, 0), 0.0)  # (s, deg + 1)
+            d2 = np.where(k >= 2, k * (k - 1) * tau ** np.maximum(k - 2, 0), 0.0)
+            vel = np.abs(np.einsum("sk,nkv->nsv", d1, C)) / T
+            acc = np.abs(np.einsum("sk,nkv->nsv", d2, C)) / (T * T)
+        vmax, amax = vel.max(axis=(0, 1)), acc.max(axis=(0, 1))
+        vmax[~np.isfinite(vmax)] = np.inf
+        amax[~np.isfinite(amax)] = np.inf
+        return vmax, amax
+
     def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(q_d, v_d, a_d)`` at time t (copies)."""
         t = float(t)
