@@ -3,6 +3,7 @@
 # venv is made. See tools/env.sh; MBS_ENV=venv|ros forces a mode.
 #   make demo           run the demo (python -m mbs_ros.demo)
 #   make test           run the test suite (test/); PYTEST_ARGS="-x test/test_package.py" narrows it
+#   make bench          ours vs Pinocchio and MuJoCo, and the node (python -m mbs_ros.bench); BENCH_ARGS="--quick"
 #   make setup          create/update the environment (idempotent, seconds when nothing changed)
 #   make build          colcon build --symlink-install (COLCON_ARGS adds options); colcon is optional
 #   make clean          remove colcon and pytest outputs; `make distclean` also removes .venv
@@ -10,10 +11,11 @@
 SHELL := /bin/bash
 PYTEST_ARGS ?=
 DEMO_ARGS ?=
+BENCH_ARGS ?=
 COLCON_ARGS ?=
 RUN := bash tools/in_env.sh
 
-.PHONY: demo test setup build clean distclean
+.PHONY: demo test bench setup build clean distclean
 
 setup:
 	@bash tools/setup_env.sh
@@ -25,6 +27,10 @@ demo: setup
 test: setup
 	@$(RUN) python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest ran no test" >&2; exit 1; fi; exit $$rc
+
+# Benchmark: prints ours and the peer side by side (BENCH_ARGS="--quick", "--json", "--only kernels step ...").
+bench: setup
+	$(RUN) python -m mbs_ros.bench $(BENCH_ARGS)
 
 build: setup
 	bash tools/colcon.sh build --symlink-install $(COLCON_ARGS)
