@@ -1,0 +1,372 @@
+"""The ROS-free simulation loop (mbs_ros.dynamics.simulator.Simulator) that the dynamics node runs.
+
+- held commands: a command applies from the next step, is held, times out after cmd_timeout (each channel on its
+  own), and the hooks report every change with the first step it applies to;
+- body- and world-frame wrenches against an independent computation: the numpy reference integrator with the
+  generalised force evaluated per stage from the rotation of the stage (scipy's quaternion -> matrix), on se3,
+  se2 (dropped components) and so3xr3 (whose Bᵀ depends on the rotation);
+- lockstep bookkeeping: expected channels, stamps of the current period, completeness, n steps per period;
+- energy balance: the work of the applied commands agrees with the change of energy to the quadrature's second
+  order error over a driven run of the vehicle-manipulator;
+- reset, pause, a non-finite step, and a run over several base groups.
+
+No ROS here: the comparison of the node's published state with this class is in test_dynamics_node.py.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from mbs_ros.dynamics import Model, step
+from mbs_ros.dynamics.simulator import ZERO_WRENCH, Simulator, WrenchCommand
+
+ROOT = Path(__file__).resolve().parents[1]
+UVMS = ROOT / "config" / "robots" / "uvms_6dof.yaml"
+BODY = dict(mass=1.3, inertia=np.array([[0.05, 0.001, -0.002], [0.001, 0.07, 0.003], [-0.002, 0.003, 0.09]]),
+            com=[0.02, -0.01, 0.03])
+DT = 1e-3
+
+
+@pytest.fixture(scope="module")
+def uvms():
+    return Model.from_yaml(UVMS)
+
+
+def spinning_state(model, rng=None):
+    """A random configuration away from the identity and a velocity with every component set."""
+    rng = np.random.default_rng(7) if rng is None else rng
+    return model.random_configuration(rng, joint_range=1.0), rng.normal(scale=0.5, size=model.nv)
+
+
+def rotation(model, q):
+    """R_world_base from the configuration, independently of the model: scipy for quaternions, yaw otherwise."""
+    if model.base in ("se3", "so3xr3"):
+        return Rotation.from_quat(q[3:7]).as_matrix()
+    if model.base == "so3":
+        return Rotation.from_quat(q[:4]).as_matrix()
+    c, s = (q[2], q[3]) if model.base == "se2" else (q[3], q[4])
+    return Rotation.from_euler("z", np.arctan2(s, c)).as_matrix()
+
+
+def reference_tau(model, frame, W, efforts=None):
+    """Generalised force per stage for the numpy reference: Bᵀ(q) of the wrench in body axes at the stage."""
+    W = np.asarray(W, dtype=float)
+    efforts = np.zeros(0) if efforts is None else np.asarray(efforts, dtype=float)
+
+    def tau(t, q, v):
+        W_body = W
+        if frame == "world":
+            R = rotation(model, q)
+            W_body = np.concatenate([R.T @ W[:3], R.T @ W[3:]])
+        out = model.wrench_to_generalized(q, W_body)[0] if model.group is not None else np.zeros(model.nv)
+        out = np.array(out, dtype=float)
+        if efforts.size:
+            out[model.nv - efforts.size:] += efforts
+        return out
+
+    return tau
+
+
+# ------------------------------------------------------------------------------------------ commands
+
+
+def test_commands_start_next_step_are_held_and_time_out(uvms):
+    q0, v0 = spinning_state(uvms)
+    sim = Simulator(uvms, q0, v0, DT, cmd_timeout=0.010)  # 10 steps
+    wrenches, efforts, timeouts = [], [], []
+    sim.on_wrench_applied = lambda k, cmd: wrenches.append((k, cmd))
+    sim.on_efforts_applied = lambda k, e: efforts.append((k, e.copy()))
+    sim.on_timeout = timeouts.append
+    assert sim.cmd_timeout_steps == 10
+    W = [10.0, -5.0, 20.0, 1.0, 0.5, -2.0]
+    E = np.linspace(-1.0, 1.0, 6)
+    sim.advance(3)
+    sim.set_wrench(W)  # from step 3 on
+    assert sim.applied_wrench.is_zero(), "a command applies from the next step, not at once"
+    sim.advance(5)
+    sim.set_joint_efforts(E)  # from step 8 on
+    sim.advance(20)
+    assert sim.k == 28
+    # the wrench held for steps 3..12, zero from 13; the efforts for 8..17, zero from 18
+    assert [k for k, _ in wrenches] == [0, 3, 13]
+    assert wrenches[0][1].is_zero() and np.array_equal(wrenches[1][1].W, W) and wrenches[1][1].frame == "body"
+    assert wrenches[2][1].is_zero()
+    assert [k for k, _ in efforts] == [0, 8, 18]
+    assert np.array_equal(efforts[1][1], E) and not np.any(efforts[2][1])
+    assert timeouts == ["wrench", "joints"]
+
+    # the same run replayed with the reference integrator and that schedule
+    ref = uvms.with_backend("numpy")
+    q, v = q0, v0
+    for k in range(28):
+        Wk = W if 3 <= k < 13 else np.zeros(6)
+        Ek = E if 8 <= k < 18 else np.zeros(6)
+        q, v = step(ref, q, v, reference_tau(uvms, "body", Wk, Ek), DT)
+    assert np.abs(q - sim.q).max() < 1e-12 and np.abs(v - sim.v).max() < 1e-11
+
+
+def test_a_new_command_restarts_the_timeout_and_zero_timeout_holds_forever(uvms):
+    q0, v0 = uvms.neutral(), np.zeros(uvms.nv)
+    sim = Simulator(uvms, q0, v0, DT, cmd_timeout=0.005)
+    changes = []
+    sim.on_wrench_applied = lambda k, cmd: changes.append((k, cmd.W[2]))
+    sim.set_wrench([0, 0, 1.0, 0, 0, 0])
+    sim.advance(4)
+    sim.set_wrench([0, 0, 2.0, 0, 0, 0])  # step 4: a new command, held until step 9
+    sim.advance(10)
+    assert changes == [(0, 1.0), (4, 2.0), (9, 0.0)]
+    sim.set_cmd_timeout(0.0)
+    sim.set_wrench([0, 0, 3.0, 0, 0, 0])
+    sim.advance(5000)
+    assert changes[-1] == (14, 3.0) and np.array_equal(sim.applied_wrench.W, [0, 0, 3.0, 0, 0, 0])
+    # a runtime change of cmd_timeout applies to the command already held, counted from the step it started (14)
+    sim.set_cmd_timeout(10.0)
+    sim.advance(10014 - sim.k)  # steps up to 10013
+    assert changes[-1] == (14, 3.0)
+    sim.advance(1)
+    assert changes[-1] == (10014, 0.0)
+
+
+def test_commands_are_validated():
+    fixed = Model.from_yaml(ROOT / "config" / "robots" / "arm_6dof_fixed.yaml")
+    sim = Simulator(fixed, fixed.neutral(), np.zeros(fixed.nv), DT)
+    assert sim.expected == ("joints",)
+    with pytest.raises(ValueError, match="fixed base"):
+        sim.set_wrench([1, 0, 0, 0, 0, 0])
+    with pytest.raises(ValueError, match="expected 6"):
+        sim.set_joint_efforts([1.0, 2.0])
+    with pytest.raises(ValueError, match="non-finite"):
+        sim.set_joint_efforts([1.0, np.nan, 0, 0, 0, 0])
+    body = Model.rigid_body("se3", **BODY)
+    sim = Simulator(body, body.neutral(), np.zeros(6), DT)
+    with pytest.raises(ValueError, match="non-finite"):
+        sim.set_wrench([np.inf, 0, 0, 0, 0, 0])
+    with pytest.raises(ValueError, match="frame"):
+        sim.set_wrench([1, 0, 0, 0, 0, 0], frame="mars")
+    with pytest.raises(ValueError, match="integrator"):
+        sim.integrator = "rk5"
+
+
+# ---------------------------------------------------------------------------------- body vs world wrench
+
+
+@pytest.mark.parametrize("base", ["se3", "so3xr3", "schoenflies"])
+def test_body_and_world_wrenches_against_the_reference(base):
+    model = Model.rigid_body(base, gravity=(0.0, 0.0, -9.81), **BODY)
+    q0 = model.configuration_from_pose(np.array([0.5, -1.0, 2.0]),
+                                       Rotation.from_euler("xyz", [0.3, -0.2, 1.1] if base != "schoenflies"
+                                                           else [0, 0, 1.1]).as_quat())
+    V0 = np.array([0.3, -0.2, 0.1, 0.4, -0.6, 0.9]) if base != "schoenflies" else np.array([0.3, -0.2, 0.1, 0, 0, 0.9])
+    v0 = model.velocity_from_twist(q0, V0)
+    W = np.array([3.0, -1.0, 15.0, 0.2, -0.1, 0.3])
+    if base == "schoenflies":
+        W[3:5] = 0.0  # nothing dropped: the comparison is of the applied wrench
+    ref = model.with_backend("numpy")
+    finals = {}
+    for frame in ("body", "world"):
+        sim = Simulator(model, q0, v0, DT)
+        sim.set_wrench(W, frame)
+        sim.advance(400)
+        q, v = q0, v0
+        for _ in range(400):
+            q, v = step(ref, q, v, reference_tau(model, frame, W), DT)
+        assert np.abs(sim.q - q).max() < 1e-11 and np.abs(sim.v - v).max() < 1e-10, (base, frame)
+        # the work of the wrench: its power W_body·V integrated, against the energy change
+        assert abs(sim.diagnostics()["energy_balance_residual"]) < 1e-6 * max(1.0, abs(sim.work))
+        finals[frame] = sim.q
+    assert np.abs(finals["body"] - finals["world"]).max() > 1e-3, "the two frames must differ for a turning body"
+
+
+def test_se2_drops_what_it_cannot_take():
+    model = Model.rigid_body("se2", mass=2.0, inertia=np.diag([0.1, 0.1, 0.2]), gravity=(0, 0, 0))
+    q0 = model.configuration_from_pose(np.zeros(3), Rotation.from_euler("z", 0.7).as_quat())
+    sim = Simulator(model, q0, np.zeros(3), DT)
+    cmd, dropped = sim.wrench_command([1.0, 2.0, 0.5, 2.0, -1.0, 0.3], "body")
+    assert np.allclose(cmd.W, [1.0, 2.0, 0, 0, 0, 0.3]) and np.allclose(dropped, [0, 0, 0.5, 2.0, -1.0, 0])
+    cmd, dropped = sim.wrench_command([1.0, 2.0, 0.5, 0.0, 0.0, 0.3], "world")
+    assert cmd.frame == "world" and np.allclose(cmd.W, [1.0, 2.0, 0, 0, 0, 0.3]) and np.allclose(dropped[2], 0.5)
+    _, dropped = sim.wrench_command([1.0, 2.0, 0.0, 0.0, 0.0, 0.3], "world")
+    assert not np.any(dropped)
+
+
+def test_world_wrench_on_a_robot_and_so3xr3_robot(uvms):
+    """The compiled world-wrench path and the per-stage so3xr3 body force on robots, against the reference."""
+    xacro = uvms.urdf
+    for base in ("se3", "so3xr3"):
+        model = uvms if base == "se3" else Model.from_urdf(xacro, base="so3xr3", gravity=uvms.gravity)
+        q0, v0 = spinning_state(model, np.random.default_rng(3))
+        E = np.array([2.0, -1.0, 0.5, 0.3, -0.2, 0.1])
+        ref = model.with_backend("numpy")
+        for frame in ("body", "world"):
+            W = np.array([40.0, -20.0, 10.0, 3.0, 1.0, -6.0])
+            sim = Simulator(model, q0, v0, DT)
+            sim.set_wrench(W, frame)
+            sim.set_joint_efforts(E)
+            sim.advance(50)
+            q, v = q0, v0
+            for _ in range(50):
+                q, v = step(ref, q, v, reference_tau(model, frame, W, E), DT)
+            assert np.abs(sim.q - q).max() < 1e-11 and np.abs(sim.v - v).max() < 1e-9, (base, frame)
+            # what the node publishes with the state: τ at the current q, the world-axes wrench for the arrows
+            tau = reference_tau(model, frame, W, E)(0.0, sim.q, sim.v)
+            assert np.allclose(sim.generalized_force(), tau, atol=1e-12)
+            F, T = sim.applied_wrench_world()
+            R = rotation(model, sim.q)
+            F_ref, T_ref = (W[:3], W[3:]) if frame == "world" else (R @ W[:3], R @ W[3:])
+            assert np.allclose(F, F_ref, atol=1e-12) and np.allclose(T, T_ref, atol=1e-12)
+            a = ref.forward_dynamics(sim.q, sim.v, tau)
+            assert np.allclose(sim.joint_wrenches(), ref.joint_wrenches(sim.q, sim.v, a), atol=1e-9)
+
+
+# ------------------------------------------------------------------------------------------ lockstep
+
+
+def test_lockstep_bookkeeping(uvms):
+    q0, v0 = uvms.neutral(), np.zeros(uvms.nv)
+    sim = Simulator(uvms, q0, v0, 2e-3, lockstep_steps=5, t0_ns=7_000_000, cmd_timeout=0.001)
+    assert sim.lockstep and sim.expected == ("wrench", "joints") and sim.cmd_timeout_steps == 0
+    assert sim.stamp() == 7_000_000 and sim.dt_ns == 2_000_000
+    assert sim.missing() == ("wrench", "joints") and not sim.period_complete()
+    assert sim.check_stamp("wrench", sim.stamp()) == 0
+    assert sim.check_stamp("joints", sim.stamp() - 1) == -1 and sim.check_stamp("joints", sim.stamp() + 1) == 1
+    assert sim.last_stamp_seen == {"wrench": 7_000_000, "joints": 7_000_001}
+    cmd, _ = sim.wrench_command([0, 0, 5.0, 0, 0, 0])
+    sim.submit("wrench", cmd)
+    assert sim.missing() == ("joints",) and sim.advance_period() == 0 and sim.k == 0
+    sim.submit("joints", np.ones(6))
+    sim.pause()
+    assert sim.advance_period() == 0 and sim.period_complete(), "paused: the period waits with its commands"
+    sim.pause(False)
+    assert sim.advance_period() == 5 and sim.k == 5 and sim.stamp() == 17_000_000
+    assert sim.period_commands == {} and sim.missing() == ("wrench", "joints")
+    assert np.array_equal(sim.applied_wrench.W, cmd.W) and np.array_equal(sim.applied_efforts, np.ones(6))
+    # no timeout in lockstep: the commands stay for the whole period (5 steps > cmd_timeout)
+    sim.submit("wrench", cmd)
+    sim.submit("joints", np.ones(6))
+    sim.reset()
+    assert sim.period_commands == {} and sim.k == 6 and sim.applied_wrench.is_zero()
+    with pytest.raises(ValueError, match="expects"):
+        Simulator(Model.rigid_body("se3", **BODY), np.r_[np.zeros(3), 0, 0, 0, 1.0], np.zeros(6), DT,
+                  lockstep_steps=2).submit("joints", np.ones(1))
+
+
+# -------------------------------------------------------------------------------------- energy balance
+
+
+def driven_run(model, dt, seconds=0.4):
+    """The vehicle-manipulator under a changing body wrench, world wrench and joint efforts; (sim, E - E_ref)."""
+    q0, v0 = spinning_state(model, np.random.default_rng(11))
+    sim = Simulator(model, q0, v0, dt)
+    n = int(round(seconds / dt))
+    for i in range(4):  # four phases, each command another frame or value
+        frame = "world" if i % 2 else "body"
+        sim.set_wrench(np.array([30.0, -10.0, 20.0, 4.0, -2.0, 3.0]) * (1 + i), frame)
+        sim.set_joint_efforts(np.array([5.0, -8.0, 6.0, 2.0, -1.0, 0.5]) * (-1) ** i)
+        sim.advance(n // 4)
+    return sim, sim.energy() - sim.energy_ref
+
+
+def test_work_accounts_for_the_energy_change(uvms):
+    coarse, dE = driven_run(uvms, 2e-3)
+    fine, dE_fine = driven_run(uvms, 1e-3)
+    assert abs(dE) > 10.0, "the commands must do real work"
+    r_coarse = coarse.diagnostics()["energy_balance_residual"]
+    r_fine = fine.diagnostics()["energy_balance_residual"]
+    assert r_coarse == pytest.approx(dE - coarse.work, abs=1e-12)
+    assert abs(r_fine) < 1e-5 * abs(dE_fine), f"residual {r_fine:.3e} J of an energy change of {dE_fine:.3f} J"
+    # second order (the trapezoid on the power): halving dt divides the residual by about 4
+    assert 3.0 < abs(r_coarse / r_fine) < 5.0, (r_coarse, r_fine)
+    assert abs(fine.work - dE_fine) < 1e-5 * abs(dE_fine)
+
+
+def test_free_motion_conserves_energy_and_momentum():
+    model = Model.rigid_body("se3", gravity=(0.0, 0.0, 0.0), **BODY)
+    q0 = model.configuration_from_pose(np.array([1.0, 2.0, 3.0]), Rotation.from_euler("xyz", [0.3, 0.2, 0.1]).as_quat())
+    sim = Simulator(model, q0, model.velocity_from_twist(q0, np.array([0.1, 0.2, 0.3, 1.0, -2.0, 0.5])), DT)
+    sim.advance(2000)
+    d = sim.diagnostics()
+    assert sim.work == 0.0 and abs(d["energy_balance_residual"]) < 1e-9 * d["total_energy_ref"]
+    h = np.array([d["momentum_" + a] for a in ("linear_x", "linear_y", "linear_z", "angular_x", "angular_y",
+                                              "angular_z")])
+    h_ref = np.array([d["momentum_ref_" + a] for a in ("linear_x", "linear_y", "linear_z", "angular_x",
+                                                      "angular_y", "angular_z")])
+    assert np.abs(h - h_ref).max() < 1e-9
+    assert d["steps"] == 2000 and d["sim_time"] == pytest.approx(2.0) and d["base_group"] == "se3"
+
+
+# -------------------------------------------------------------------------------------- reset, pause, NaN
+
+
+def test_reset_and_pause(uvms):
+    q0, v0 = spinning_state(uvms)
+    sim = Simulator(uvms, q0, v0, DT, t0_ns=1000)
+    sim.set_wrench([0, 0, 50.0, 0, 0, 0])
+    sim.advance(100)
+    assert sim.work != 0.0 and not np.allclose(sim.q, q0)
+    sim.pause()
+    assert sim.advance(10) == 0 and sim.k == 100
+    sim.pause(False)
+    sim.reset()
+    assert sim.k == 101 and sim.k_reset == 101 and sim.stamp() == 1000 + 101 * 1_000_000
+    assert np.array_equal(sim.q, q0) and np.array_equal(sim.v, v0) and sim.work == 0.0
+    assert sim.applied_wrench.is_zero() and sim.diagnostics()["steps_since_reset"] == 0
+    sim.advance(1)  # no command after a reset
+    assert sim.applied_wrench is ZERO_WRENCH and sim.work == 0.0
+    # a new initial state
+    q1 = uvms.neutral()
+    sim.reset(q1, np.zeros(uvms.nv))
+    assert np.array_equal(sim.q, q1) and sim.energy() == pytest.approx(sim.energy_ref)
+    # a model change keeps the state and takes the references again
+    heavier = Model.rigid_body("se3", mass=2.0)
+    body = Simulator(Model.rigid_body("se3"), heavier.neutral(), np.array([1.0, 0, 0, 0, 0, 0]), DT)
+    body.set_model(heavier)
+    assert body.energy_ref == pytest.approx(1.0) and body.work == 0.0
+    with pytest.raises(ValueError, match="configuration space"):
+        body.set_model(uvms)
+
+
+def test_a_non_finite_step_is_taken_again_without_commands():
+    model = Model.rigid_body("se3", **BODY)
+    q0 = model.neutral()
+    seen = []
+    sim = Simulator(model, q0, np.zeros(6), DT)
+    sim.on_nonfinite = lambda k, cmd, e: seen.append((k, cmd.W[0]))
+    zero = Simulator(model, q0, np.zeros(6), DT)
+    sim.advance(3)
+    zero.advance(4)
+    sim.set_wrench(WrenchCommand(np.array([1e308, 1e308, 0, 0, 0, 0]), "body"))
+    sim.advance(1)
+    assert seen == [(3, 1e308)] and sim.applied_wrench.is_zero()
+    assert np.array_equal(sim.q, zero.q) and np.array_equal(sim.v, zero.v)
+    assert np.isfinite(sim.work)
+
+
+def test_every_base_group_steps_like_step():
+    """A held body wrench on every group: Simulator.advance is integrators.step with the same force."""
+    for base in ("se3", "schoenflies", "se2", "so3", "so3xr3"):
+        model = Model.rigid_body(base, **BODY)
+        q0 = model.neutral()
+        sim = Simulator(model, q0, np.zeros(model.nv), DT, integrator="heun")
+        W, _ = sim.wrench_command([1.0, 2.0, 3.0, 0.1, 0.2, 0.3])
+        sim.set_wrench(W)
+        sim.advance(20)
+        q, v = q0, np.zeros(model.nv)
+        for _ in range(20):
+            q, v = step(model.with_backend("numpy"), q, v, reference_tau(model, "body", W.W), DT, method="heun")
+        assert np.abs(sim.q - q).max() < 1e-12 and np.abs(sim.v - v).max() < 1e-11, base
+
+
+def test_no_rclpy_in_the_dynamics_package():
+    """mbs_ros.dynamics (the simulator included) imports, and steps, without loading rclpy."""
+    code = ("import sys, numpy as np; from mbs_ros.dynamics.simulator import Simulator; "
+            "from mbs_ros.dynamics import Model; m = Model.rigid_body('se3'); "
+            "s = Simulator(m, m.neutral(), np.zeros(6), 1e-3); s.set_wrench([1, 0, 0, 0, 0, 0]); s.advance(2); "
+            "print(sorted(n for n in sys.modules if n.split('.')[0] in ('rclpy', 'rosidl_runtime_py', 'rcl_interfaces')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]", out
