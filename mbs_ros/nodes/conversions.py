@@ -30,7 +30,6 @@ from geometry_msgs.msg import (
 )
 from nav_msgs.msg import Odometry
 from sensor_msgs.msg import JointState
-from scipy.spatial.transform import Rotation as _Rotation
 from transforms3d import euler as _euler
 from transforms3d import quaternions as _quaternions
 
@@ -201,6 +200,34 @@ def joint_state_msg(
     return m
 
 
+# ------------------------------------------------------------------ filling messages that are kept and reused
+# A node that publishes the same message types at a high rate keeps one message of each and refills it:
+# ``publish`` serialises at once, so reusing a message is safe, and setting fields is ~20x cheaper than building
+# the nested messages anew. The values are plain Python floats (``.tolist()``).
+
+
+def set_stamp(header, stamp_ns: int) -> None:
+    """``header.stamp`` := ``stamp_ns`` (integer ns, >= 0)."""
+    sec, nanosec = divmod(int(stamp_ns), NS_PER_S)
+    stamp = header.stamp
+    stamp.sec, stamp.nanosec = sec, nanosec
+
+
+def set_pose(pose, p: Sequence[float], q_xyzw: Sequence[float]) -> None:
+    """A ``Pose`` (position, orientation) or ``Transform`` (translation, rotation) := position, quaternion."""
+    t = pose.position if hasattr(pose, "position") else pose.translation
+    r = pose.orientation if hasattr(pose, "orientation") else pose.rotation
+    t.x, t.y, t.z = p
+    r.x, r.y, r.z, r.w = q_xyzw
+
+
+def set_pair(msg, first: str, second: str, values: Sequence[float]) -> None:
+    """``msg.<first>`` (x, y, z) := values[0:3], ``msg.<second>`` := values[3:6] (a Twist's linear/angular, a
+    Wrench's force/torque)."""
+    a, b = getattr(msg, first), getattr(msg, second)
+    a.x, a.y, a.z, b.x, b.y, b.z = values
+
+
 # ------------------------------------------------------------------------------------ orientations
 
 
@@ -227,9 +254,28 @@ def rotation_matrix(q_xyzw: Sequence[float]) -> np.ndarray:
 
 
 def quaternion_from_matrix(R: np.ndarray) -> np.ndarray:
-    """``[x, y, z, w]`` (``w >= 0``) of a rotation matrix, or (n, 4) of a stack (n, 3, 3) in one call."""
-    q = _Rotation.from_matrix(np.asarray(R, dtype=float)).as_quat()  # scalar last, as ROS
-    return np.where(q[..., 3:4] < 0.0, -q, q)
+    """``[x, y, z, w]`` (``w >= 0``, unit) of a rotation matrix, or (n, 4) of a stack (n, 3, 3) in one call.
+
+    Shepperd's method: the quaternion is read off the column of the largest of ``(w, x, y, z)``, so every
+    component is as accurate as the matrix (no square root of a small number)."""
+    R = np.asarray(R, dtype=float)
+    rows = R.reshape(-1, 9).tolist()  # a few matrices per call here: plain floats beat numpy's per-call overhead
+    return np.array([_quaternion(*r) for r in rows]).reshape(R.shape[:-2] + (4,))
+
+
+def _quaternion(m00, m01, m02, m10, m11, m12, m20, m21, m22) -> list:
+    tr = m00 + m11 + m22
+    if tr >= m00 and tr >= m11 and tr >= m22:
+        q = [m21 - m12, m02 - m20, m10 - m01, 1.0 + tr]
+    elif m00 >= m11 and m00 >= m22:
+        q = [1.0 + m00 - m11 - m22, m01 + m10, m02 + m20, m21 - m12]
+    elif m11 >= m22:
+        q = [m01 + m10, 1.0 - m00 + m11 - m22, m12 + m21, m02 - m20]
+    else:
+        q = [m02 + m20, m12 + m21, 1.0 - m00 - m11 + m22, m10 - m01]
+    n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
+    n = -n if q[3] < 0.0 else n
+    return [q[0] / n, q[1] / n, q[2] / n, q[3] / n]
 
 
 def inverse_transforms(T: np.ndarray) -> np.ndarray:
