@@ -6,6 +6,7 @@ import json
 import math
 import os
 import platform
+import signal
 import sys
 import time
 import traceback
@@ -346,7 +347,7 @@ def print_summary(run, wall):
     if fails:
         print(f"  agreement: {len(fails)} of {n_checks} rows disagree beyond {run.tol:g}: "
               + "; ".join(f"{r['section']} {r['model']} {r['kernel']} ({r['err']:.1e})" for r in fails))
-    else:
+    elif n_checks:
         print(f"  agreement: all {n_checks} rows within {run.tol:g}")
     for sec, what, why in run.skipped:
         print(f"  skipped {sec} {what}: {why}")
@@ -386,6 +387,8 @@ def parse_args(argv):
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    # SIGTERM unwinds like Ctrl-C does, so that every node process started is stopped (finally blocks, atexit)
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t0 = time.monotonic()
     sections = list(args.only) if args.only else [s for s in SECTIONS if not (args.quick and s == "node")]
     run = Run(args)
