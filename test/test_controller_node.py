@@ -25,6 +25,7 @@ pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs not built into this environ
 
 from geometry_msgs.msg import Transform, Twist, WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray  # noqa: E402
 from trajectory_msgs.msg import (  # noqa: E402
@@ -53,6 +54,7 @@ LAMBDA = 3.0
 KP, KD = LAMBDA ** 2, 2 * LAMBDA
 HORIZON = 3.0  # s of simulation time after the reference starts
 _trapezoid = getattr(np, "trapezoid", None) or np.trapz  # numpy 2 renamed it
+REFERENCE_QOS = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE, durability=DurabilityPolicy.TRANSIENT_LOCAL)
 
 INVALID = {
     "bad_law": (dict(law="sliding_mode"), "law must be one of"),
@@ -228,8 +230,9 @@ def test_end_to_end_tracking(probe, nodes, model):
     joints = Recorder(probe, JointState, "/e2e/joint_states", depth=2000)
     cmd = Recorder(probe, WrenchStamped, "/e2e/cmd_wrench", depth=2000)
     applied = Recorder(probe, WrenchStamped, "/e2e/wrench", depth=4000)
-    base_pub = probe.node.create_publisher(MultiDOFJointTrajectory, "/e2e/base_reference", 10)
-    joint_pub = probe.node.create_publisher(JointTrajectory, "/e2e/joint_reference", 10)
+    # the controller's reference subscriptions are transient local: a volatile publisher would not match
+    base_pub = probe.node.create_publisher(MultiDOFJointTrajectory, "/e2e/base_reference", REFERENCE_QOS)
+    joint_pub = probe.node.create_publisher(JointTrajectory, "/e2e/joint_reference", REFERENCE_QOS)
     probe.spin_until(lambda: base_pub.get_subscription_count() > 0 and joint_pub.get_subscription_count() > 0
                      and len(cmd) > 0 and len(odom) > 0 and len(joints) > 0 and len(applied) > 0,
                      what="both nodes running and connected", alive=alive)

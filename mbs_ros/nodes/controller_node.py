@@ -3,10 +3,12 @@ dynamics of :mod:`mbs_ros.controllers` (computed torque, Slotine–Li passivity-
 
 Run it with ``ros2 run mbs_ros controller_node --ros-args -r __ns:=/uvms --params-file config/uvms_6dof.yaml``
 or, without a ROS install, ``python -m mbs_ros.nodes.controller_node`` with the same arguments. The control laws
-are :mod:`mbs_ros.controllers`; this node only assembles the state, the reference and the commands.
+are :mod:`mbs_ros.controllers`; this node only assembles the state, the reference and the commands, and keeps
+all three within the bounds below: no input can stop it or make it publish a non-finite or unbounded command.
 
 Parameters (model source as ``dynamics_node``: ``robot_description``, ``model_file``, ``base_group``,
-``gravity``, and for a single body ``mass``/``inertia``/``com``; see :mod:`mbs_ros.nodes.model_source`):
+``gravity``, and for a single body ``mass``/``inertia``/``com``; see :mod:`mbs_ros.nodes.model_source`). All are
+read-only; ``use_sim_time`` too (a change at run time is refused with the reason):
 
 - ``mass_scale`` (1.0): multiplies every mass and inertia of the controller's model (a deliberately wrong
   model for robustness tests); centres of mass are kept.
@@ -26,12 +28,22 @@ Parameters (model source as ``dynamics_node``: ``robot_description``, ``model_fi
   waits for. A state received again with the stamp of the last command (the dynamics node sends it again when
   it waited too long) gets the same command again.
 - ``world_frame`` (world), ``base_frame`` (default: as dynamics_node, the robot's base link or base_link).
+- ``max_wrench`` ([] = from the model): ``[force, torque]`` [N, N m], the largest norm of the force and of the
+  torque of ``cmd_wrench``; a larger one is scaled down along its direction. Default ``[100 m/s² × m, 100 N m/kg
+  × m]`` with m the model's total mass: ten g on the whole robot, a guard against absurd commands rather than an
+  actuator model (give the real thrust limits).
+- ``max_effort`` ([] = from the model): one positive number for every joint, or one per joint (``joint_names``
+  order) [N m or N]; each effort is clipped to ±its limit. Default: the URDF's ``<limit effort>`` of the joint
+  (``Model.effort_limits`` when the model has it), else ``100 N m/kg × m`` as for the torque.
+  Every command that had to be saturated is counted (diagnostics below) and reported by a throttled warning.
+- ``max_time_jump`` (5.0 s): the largest forward step between the stamps of consecutive states that is taken
+  as time running on (see Time below).
 
 Topics (relative to the node's namespace):
 
 - sub ``odom`` (``nav_msgs/Odometry``, floating bases) and ``joint_states`` (``sensor_msgs/JointState``,
   robots with joints; mapped by name, other names ignored): the state. Messages with the same stamp are paired
-  into ``(q, v)`` in the model's layout (continuous joints as (cos, sin)); the newest complete pair is used.
+  into ``(q, v)`` in the model's layout (continuous joints as (cos, sin)); each pair is taken as it completes.
 - sub ``joint_reference`` (``trajectory_msgs/JointTrajectory``): joint names mapped by name (an unknown or
   repeated name rejects the message); points with ``time_from_start`` strictly increasing, ``positions`` (rad,
   m), optional ``velocities`` and ``accelerations`` (missing: rest). Joints the message does not name hold
@@ -39,34 +51,85 @@ Topics (relative to the node's namespace):
 - sub ``base_reference`` (``trajectory_msgs/MultiDOFJointTrajectory``, floating bases): no joint name or the
   base frame's name; per point one transform (base pose in ``world_frame``), optional velocity and acceleration
   (body frame, linear first). Poses must be on the base group (e.g. no roll on se2).
+- Both reference subscriptions are reliable and **transient local** (depth 10), as ``reference_node`` publishes:
+  a (re)started controller receives the reference published before it. A publisher must be transient local too
+  (ROS 2 QoS: a volatile publisher does not match a transient-local subscription), e.g. ``ros2 topic pub
+  --qos-durability transient_local``. References are decoded, checked and interpolated on a worker thread, in
+  the order they arrive, so a long one never holds the control loop up (at most 32 wait; beyond that the oldest
+  waiting one is dropped and counted).
 - Both references start at ``header.stamp`` (simulation time, as the state stamps), or at the newest state's
   stamp when it is zero. If the first point's ``time_from_start`` is > 0, the current reference is prepended at
   0, so the reference moves smoothly from where it was. Between points: quintic interpolation on the group
   (:class:`mbs_ros.controllers.Reference`; geodesic rest-to-rest without waypoint velocities); after the last
-  point it is held. Before any reference: the first state received is held (zero velocity). A message arriving
-  before any state is rejected.
+  point it is held. Before any reference: the first state received is held (zero velocity). A reference that
+  arrives before the first state is kept (the newest of each topic) and applied when the first state arrives.
 - pub ``cmd_wrench`` (``geometry_msgs/WrenchStamped``, floating bases): the base generalised force lifted to a
-  body-frame wrench at the base origin ``W = (Bᵀ)⁺ τ_base`` (``H τ_base`` for the SE(3) subgroups),
-  ``frame_id`` the base frame, stamped with the stamp of the state it was computed from.
-- pub ``joint_command`` (``sensor_msgs/JointState``, robots with joints): the joint efforts by name, stamped with
-  the stamp of the state they were computed from (the joints' command channel of lockstep).
+  body-frame wrench at the base origin ``W = (Bᵀ)⁺ τ_base`` (``H τ_base`` for the SE(3) subgroups), saturated
+  by ``max_wrench``, ``frame_id`` the base frame, stamped with the stamp of the state it was computed from.
+- pub ``joint_command`` (``sensor_msgs/JointState``, robots with joints): the joint efforts by name, saturated by
+  ``max_effort``, stamped with the stamp of the state they were computed from (the joints' command channel of
+  lockstep).
 - pub ``cmd_joint_effort`` (``std_msgs/Float64MultiArray``, robots with joints): the same efforts in
   ``joint_names`` order, for consumers of ros2_control's forward command interface (it carries no stamp).
+- pub ``~/diagnostics`` (``diagnostic_msgs/DiagnosticArray``, once a second on the wall clock): one status with
+  counters since start-up: ``commands``, ``saturated_commands``, ``received_<topic>`` and ``rejected_<topic>``
+  for the four inputs,
+  ``dropped_references``, ``control_errors``, ``time_base_changes``, and the limits in force. (Not on
+  ``/diagnostics``, whose statuses ``mbs_ros.plot`` reads as the dynamics node's energy.)
+
+Bounds. Input outside them is rejected with a throttled warning (per topic, with the number rejected since the
+last one) and counted; it never reaches the controller's state or reference:
+
+- stamps: ``sec`` ≥ 0 and ``nanosec`` < 10⁹ (states and reference headers);
+- states: every value finite; base position components |x| ≤ 10⁶ m (``MAX_POSITION``), joint positions
+  |q| ≤ 10⁶ (rad or m); velocity components ≤ 10⁴ (m/s, rad/s; ``MAX_STATE_VELOCITY``); the quaternion's norm in
+  [0.5, 2] (then normalised: zero, non-finite or far from unit norm is not an orientation); a joint named twice;
+  a pose that is not on the base group;
+- references: at most 10⁴ points (``MAX_POINTS``; a message larger than the largest valid one is refused before
+  it is decoded); ``time_from_start`` finite, ≥ 0, ≤ 10⁶ s (``MAX_DURATION``), strictly increasing with
+  segments of at least 1 ms (``MIN_SEGMENT``, the prepended point included); ``header.stamp`` within 10⁶ s of
+  the newest state; base positions |x| ≤ 10⁶ m; joint positions within the URDF's ``[lower, upper]`` widened
+  by 10 % of the range on each side (``JOINT_LIMIT_MARGIN``; at least 0.1), or |q| ≤ 10³ (rad or m;
+  ``MAX_JOINT_REFERENCE``) for continuous joints and joints without limits; waypoint velocities ≤ 10³ m/s or
+  rad/s (``MAX_VELOCITY``) and accelerations ≤ 10⁴ m/s² or rad/s² (``MAX_ACCELERATION``), and so must be the
+  interpolated curve (:meth:`~mbs_ros.controllers.Reference.peak_rates`, in its tangent coordinates): a 1.5 rad
+  step over 1 ns asks for 10¹⁹ rad/s² and is refused. The bounds lie far beyond what the models can do, so
+  that no valid reference is refused, and close enough that every product the laws form stays finite; the
+  saturation then bounds the command.
+
+Time. The stamps of the states are the controller's time base. A complete state stamped at most
+``max_time_jump`` after the last one is taken as it comes. A state older than the last one (a simulation
+restarted or reset its clock) or more than ``max_time_jump`` newer is a discontinuity: it is rejected
+(warning) unless it is the 3rd (``JUMP_CONFIRMATIONS``) of consecutive states that continue each other on the
+new time line; then that time line becomes the time base and the references are re-anchored: shifted by the
+jump, so each continues from the point it had reached (a held reference stays held; a state stamped 2³¹ s once
+is ignored, and a restarted simulation is followed after three states). In lockstep a rejected state is
+answered with a zero command (so a restarted lockstep simulation can advance to its third state).
+
+Failures. Every callback (states, references, timer) catches its exceptions: logged (throttled), counted in
+``control_errors``, and where a command is due and cannot be computed a zero command is published instead.
 """
 
 from __future__ import annotations
 
+import math
 import sys
+import threading
+import time
 import warnings
+from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
+from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType, SetParametersResult
+from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
-from rclpy.qos import QoSProfile
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rclpy.serialization import deserialize_message
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
@@ -81,9 +144,27 @@ from mbs_ros.nodes.runtime import run_node
 
 LAWS = ("computed_torque", "passivity", "pd_gravity")
 WARN_THROTTLE_S = 2.0
-_KEEP_STAMPS = 20  # unpaired odom/joint_states kept while waiting for their partner
+_KEEP_STAMPS = 20  # unpaired odom/joint_states kept (the most recently arrived) while waiting for their partner
 
-__all__ = ["ControllerNode", "ControllerSettings", "ParameterError", "settings_from_values", "make_law", "main"]
+# Bounds of the inputs (see the module docstring).
+MAX_POSITION = 1.0e6  # m: base position components (states and references), joint positions of states
+MAX_STATE_VELOCITY = 1.0e4  # m/s, rad/s: state velocity components
+QUATERNION_NORM = (0.5, 2.0)  # a quaternion's norm must lie in this range (it is then normalised)
+MAX_POINTS = 10_000  # points of a reference
+MAX_DURATION = 1.0e6  # s: time_from_start of a reference; |header.stamp - newest state|
+MIN_SEGMENT = 1.0e-3  # s between consecutive reference points
+MAX_VELOCITY = 1.0e3  # m/s, rad/s: reference velocities (waypoints and interpolated)
+MAX_ACCELERATION = 1.0e4  # m/s^2, rad/s^2: reference accelerations (waypoints and interpolated)
+MAX_JOINT_REFERENCE = 1.0e3  # rad or m: reference positions of joints without URDF limits (continuous ones)
+JOINT_LIMIT_MARGIN = 0.1  # fraction of a joint's URDF range its reference may exceed the range by (>= 0.1)
+JUMP_CONFIRMATIONS = 3  # consecutive states on a new time line before it becomes the time base
+REFERENCE_QUEUE = 32  # references waiting for the worker thread; beyond, the oldest waiting one is dropped
+DEFAULT_LIMIT_ACCELERATION = 100.0  # m/s^2 (force), N m/kg (torque, efforts without a URDF limit) per kg of model
+DIAGNOSTICS_PERIOD_S = 1.0
+_NS = 1_000_000_000
+
+__all__ = ["ControllerNode", "ControllerSettings", "ParameterError", "settings_from_values", "make_law", "main",
+           "command_limits", "reference_position_bounds"]
 
 
 @dataclass(frozen=True)
@@ -106,6 +187,9 @@ class ControllerSettings:
     world_frame: str = "world"
     base_frame: str = "base_link"
     lockstep: bool = False
+    max_wrench: Tuple[float, ...] = ()  # () = from the model
+    max_effort: object = ()  # () = from the model; a number (every joint) or a tuple (one per joint)
+    max_time_jump: float = 5.0
 
 
 DEFAULTS = ControllerSettings()
@@ -136,6 +220,14 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
                  {"read_only": True}),
     "world_frame": ("Fixed frame of odom and base_reference.", {"read_only": True}),
     "base_frame": ("Base frame (as dynamics_node); prefixed with the namespace.", {"read_only": True}),
+    "max_wrench": ("[force, torque]: largest norms [N, N m] of the cmd_wrench force and torque (scaled down "
+                   "beyond). Empty: [100 m/s^2, 100 N m/kg] times the model's total mass.", {"read_only": True}),
+    "max_effort": ("Largest joint effort [N m or N]: one number for every joint or one per joint (joint_names "
+                   "order); clipped beyond. Empty: the URDF <limit effort>, else 100 N m/kg times the total mass.",
+                   {"read_only": True}),
+    "max_time_jump": ("Largest forward step [s] between consecutive state stamps taken as time running on; a "
+                      "larger one, or a step back, becomes the time base only after 3 consecutive states.",
+                      {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
 }
 
 
@@ -169,9 +261,29 @@ def _gain(values, name):
     raise ParameterError(f"{name} must be a positive number or a list of positive numbers, got {v!r}")
 
 
+def _limits(values, name, n: Optional[int]):
+    """``()`` (empty: from the model), a positive finite number (when ``n`` is None: not allowed) or a tuple of
+    positive finite numbers (``n`` of them when given; any length is checked against the model later)."""
+    v = values[name]
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if n is not None:
+            raise ParameterError(f"{name} must be a list of {n} positive numbers (or empty), got {v!r}")
+        x = prm.number(values, name, lo=0.0, lo_open=True)
+        return x
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
+        raise ParameterError(f"{name} must be a positive number or a list of positive numbers (or empty), "
+                             f"got {v!r}")
+    if len(v) == 0:
+        return ()
+    out = prm.vector(values, name, n)
+    if any(not x > 0.0 for x in out):
+        raise ParameterError(f"{name} must be positive, got {list(out)}")
+    return out
+
+
 def settings_from_values(values: Dict[str, object], source: ms.Source) -> ControllerSettings:
-    """Validate raw parameter values; ParameterError with the reason. Gains are checked against the model in
-    :func:`make_law`."""
+    """Validate raw parameter values; ParameterError with the reason. Gains and ``max_effort`` are checked
+    against the model in :func:`make_law` and :func:`command_limits`."""
 
     def text(name, choices=None, allow_empty=False):
         return prm.text(values, name, choices, allow_empty)
@@ -194,6 +306,9 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
         world_frame=text("world_frame"),
         base_frame=text("base_frame"),
         lockstep=prm.flag(values, "lockstep"),
+        max_wrench=_limits(values, "max_wrench", 2),
+        max_effort=_limits(values, "max_effort", None),
+        max_time_jump=prm.number(values, "max_time_jump", lo=0.0, lo_open=True),
     )
     if source.multibody:
         from mbs_ros.nodes.dynamics_node import base_link_of
@@ -238,11 +353,115 @@ def layout_description(model: Model) -> str:
     return f"nv = {model.nv}: {base}, then {joints}"
 
 
+def _urdf_joint_limits(model: Model):
+    """``(total mass, lower, upper, effort)`` from the model's URDF (``model.urdf``), the joint arrays in
+    ``joint_names`` order with NaN where the URDF gives nothing (no ``<limit>``, a continuous joint's range, an
+    effort <= 0). A model without URDF (a single body): its mass and no joints. The URDF is read as
+    :func:`mbs_ros.dynamics.urdf.parse_urdf` reads it (link masses from there), the limits, which it leaves out,
+    from the same ``urdf_parser_py`` objects."""
+    nj = len(model.joint_names)
+    lower, upper, effort = np.full(nj, np.nan), np.full(nj, np.nan), np.full(nj, np.nan)
+    xml = getattr(model, "urdf", None)
+    if not xml:
+        return float(model.mass), lower, upper, effort
+    from urdf_parser_py.urdf import URDF
+
+    from mbs_ros.dynamics.urdf import parse_urdf
+
+    spec = parse_urdf(xml)
+    total = float(sum(link.mass for link in spec.links.values()))
+    robot = URDF.from_xml_string(xml.encode("utf-8"))
+    joints = {j.name: j for j in robot.joints}
+    for i, (name, kind) in enumerate(zip(model.joint_names, model.joint_types)):
+        lim = getattr(joints.get(name), "limit", None)
+        if lim is None:
+            continue
+        e = lim.effort
+        if e is not None and math.isfinite(float(e)) and float(e) > 0.0:
+            effort[i] = float(e)
+        if kind != "continuous" and lim.lower is not None and lim.upper is not None:
+            lo, hi = float(lim.lower), float(lim.upper)
+            if math.isfinite(lo) and math.isfinite(hi) and lo < hi:
+                lower[i], upper[i] = lo, hi
+    return total, lower, upper, effort
+
+
+def command_limits(model: Model, s: ControllerSettings):
+    """``(max_force, max_torque, max_effort (nj,))`` in force: the parameters, or the model's defaults (see the
+    module docstring); ParameterError if ``max_effort`` has the wrong length."""
+    total, _lo, _hi, urdf_effort = _urdf_joint_limits(model)
+    per_kg = DEFAULT_LIMIT_ACCELERATION * max(total, 1e-9)
+    nj = len(model.joint_names)
+    if s.max_wrench:
+        max_force, max_torque = (float(x) for x in s.max_wrench)
+    else:
+        max_force, max_torque = per_kg, per_kg
+    if isinstance(s.max_effort, float):
+        effort = np.full(nj, s.max_effort)
+    elif s.max_effort:
+        if len(s.max_effort) != nj:
+            raise ParameterError(f"max_effort as a list needs one value per joint ({nj}: "
+                                 f"{', '.join(model.joint_names) or 'no joints'}), got {len(s.max_effort)}")
+        effort = np.array(s.max_effort, dtype=float)
+    else:
+        given = getattr(model, "effort_limits", None)
+        effort = urdf_effort.copy()
+        if given is not None:
+            given = np.asarray(given, dtype=float).reshape(-1)
+            if given.shape == (nj,):
+                effort = np.where(np.isfinite(given) & (given > 0.0), given, np.nan)
+        effort = np.where(np.isnan(effort), per_kg, effort)
+    return max_force, max_torque, effort
+
+
+def reference_position_bounds(model: Model) -> Tuple[np.ndarray, np.ndarray]:
+    """Per joint ``(lower, upper)`` a reference position must lie in: the URDF range widened by
+    ``JOINT_LIMIT_MARGIN`` of it on each side (at least 0.1), else ±``MAX_JOINT_REFERENCE``."""
+    _total, lo, hi, _effort = _urdf_joint_limits(model)
+    margin = np.maximum(JOINT_LIMIT_MARGIN * (hi - lo), 0.1)
+    lower = np.where(np.isnan(lo), -MAX_JOINT_REFERENCE, lo - margin)
+    upper = np.where(np.isnan(hi), MAX_JOINT_REFERENCE, hi + margin)
+    return lower, upper
+
+
+class _Rejected(Exception):
+    """An input refused; the message is the reason."""
+
+
+def _stamp_ns(stamp, what: str) -> int:
+    sec, nanosec = int(stamp.sec), int(stamp.nanosec)
+    if sec < 0:
+        raise _Rejected(f"{what} is negative ({sec} s)")
+    if nanosec >= _NS:
+        raise _Rejected(f"{what}.nanosec must be < 1e9, got {nanosec}")
+    return sec * _NS + nanosec
+
+
+def _check_vector(x: np.ndarray, bound: float, what: str, unit: str) -> None:
+    if not np.all(np.isfinite(x)):
+        raise _Rejected(f"{what} must be finite, got {np.array2string(x, threshold=8)}")
+    if x.size and np.abs(x).max() > bound:
+        raise _Rejected(f"{what} must be within ±{bound:g} {unit}, got {np.abs(x).max():.3g}")
+
+
+def _unit_quaternion(quat: np.ndarray, what: str) -> np.ndarray:
+    if not np.all(np.isfinite(quat)):
+        raise _Rejected(f"{what} quaternion must be finite")
+    scale = float(np.abs(quat).max())
+    n = scale * float(np.linalg.norm(quat / scale)) if scale > 0.0 else 0.0  # no overflow for huge entries
+    lo, hi = QUATERNION_NORM
+    if not (lo <= n <= hi):
+        raise _Rejected(f"{what} quaternion norm {n:.3g} is not in [{lo:g}, {hi:g}]")
+    return quat / n
+
+
 class ControllerNode(Node):
     """See the module docstring. Construct, then call :meth:`configure` (raises ParameterError)."""
 
     def __init__(self, node_name: str = "controller_node", **kwargs):
         super().__init__(node_name, **kwargs)
+        self._worker: Optional[threading.Thread] = None
+        self._stop = threading.Event()
 
     def _declare(self, name, default):
         default = list(default) if isinstance(default, tuple) else default
@@ -269,6 +488,7 @@ class ControllerNode(Node):
         s = settings_from_values(values, source)
         model = build_model(s, source)
         law = make_law(model, s)
+        max_force, max_torque, max_effort = command_limits(model, s)
         unknown = sorted(n for n in (getattr(self, "_parameter_overrides", {}) or {})
                          if n not in _PARAMETERS and n != "use_sim_time" and not n.startswith("qos_overrides."))
         if unknown:
@@ -279,97 +499,263 @@ class ControllerNode(Node):
         self.nj = len(self.joint_names)
         self.nq_base, self.nv_base = ms.base_sizes(model)
         self.floating = model.group is not None
+        self.max_force, self.max_torque, self.max_effort = max_force, max_torque, max_effort
+        self._ref_lower, self._ref_upper = reference_position_bounds(model)
+        self._jump_ns = int(round(s.max_time_jump * _NS))
         ns = self.get_namespace()
         self.world_frame = s.world_frame.lstrip("/")
         self.base_frame = cv.prefixed_frame(ns, s.base_frame)
         self._base_names = {s.base_frame, s.base_frame.lstrip("/"), self.base_frame}
 
-        self._odom: Dict[int, tuple] = {}
-        self._joints: Dict[int, tuple] = {}
+        self._odom: "OrderedDict[int, tuple]" = OrderedDict()
+        self._joints: "OrderedDict[int, tuple]" = OrderedDict()
         self.state: Optional[Tuple[int, np.ndarray, np.ndarray]] = None  # (stamp ns, q, v)
         self._state_arrival_ns = 0  # node clock (wall, or /clock with use_sim_time) when the state arrived
         self._stopped = False
         self._last_tau_stamp = None
         self._last_tau = None
-        # references: absolute start (ns) and Reference objects (None until the first state)
+        self._candidate: Optional[Tuple[int, int]] = None  # discontinuity: (newest stamp, states) on a new time line
+        # Reference time = state stamp - offset (ns); a time-base change adds the jump to the offset, so every
+        # reference continues from the point it had reached. References: (start in reference time, Reference).
+        self._offset_ns = 0
         self.base_ref: Optional[Tuple[int, Reference]] = None
         self.joint_ref: Optional[Tuple[int, Reference]] = None
+        self._lock = threading.Lock()  # the worker's reads of (state, offset, reference) and its installs
+        self._queue: deque = deque()  # (topic, serialized message) for the worker, in arrival order
+        self._queue_cv = threading.Condition()
+        inputs = ("odom", "joint_states", "joint_reference", "base_reference")
+        self._counts = {"commands": 0, "saturated_commands": 0, **{f"received_{t}": 0 for t in inputs},
+                        **{f"rejected_{t}": 0 for t in inputs}, "dropped_references": 0, "control_errors": 0,
+                        "time_base_changes": 0}
+        self._count_lock = threading.Lock()
+        self._warned: Dict[str, Tuple[float, int]] = {}  # throttle key -> (wall time of the last warning, since)
+        self._max_bytes = {
+            "joint_reference": MAX_POINTS * (32 * max(self.nj, 1) + 128) + (1 << 20),
+            "base_reference": MAX_POINTS * (32 * 6 + 128) + (1 << 20),
+        }
 
         qos = QoSProfile(depth=10)
         state_qos = QoSProfile(depth=4)  # a controller that lags wants the newest state, not a backlog
+        # as reference_node publishes: a (re)started controller still gets the reference sent before it
+        ref_qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
         self.pub_wrench = self.create_publisher(WrenchStamped, "cmd_wrench", qos) if self.floating else None
         self.pub_effort = self.create_publisher(Float64MultiArray, "cmd_joint_effort", qos) if self.nj else None
         self.pub_joint_command = self.create_publisher(JointState, "joint_command", qos) if self.nj else None
+        self.pub_diagnostics = self.create_publisher(DiagnosticArray, "~/diagnostics", qos)
         if self.floating:
-            self.create_subscription(Odometry, "odom", self._on_odom, state_qos)
-            self.create_subscription(MultiDOFJointTrajectory, "base_reference", self._on_base_reference, qos)
+            self.create_subscription(Odometry, "odom", self._guard(self._on_odom, "odom"), state_qos)
+            self.create_subscription(MultiDOFJointTrajectory, "base_reference",
+                                     self._guard(lambda raw: self._enqueue("base_reference", raw), "base_reference"),
+                                     ref_qos, raw=True)
         if self.nj:
-            self.create_subscription(JointState, "joint_states", self._on_joint_states, state_qos)
-            self.create_subscription(JointTrajectory, "joint_reference", self._on_joint_reference, qos)
+            self.create_subscription(JointState, "joint_states", self._guard(self._on_joint_states, "joint_states"),
+                                     state_qos)
+            self.create_subscription(JointTrajectory, "joint_reference",
+                                     self._guard(lambda raw: self._enqueue("joint_reference", raw), "joint_reference"),
+                                     ref_qos, raw=True)
         # lockstep: one command per complete state, from the state callbacks; otherwise a timer on the node clock
-        self.timer = None if s.lockstep else self.create_timer(1.0 / s.control_rate, self._on_timer)
+        self.timer = None if s.lockstep else self.create_timer(1.0 / s.control_rate,
+                                                               self._guard(self._on_timer, "timer"))
+        self.diagnostics_timer = self.create_timer(DIAGNOSTICS_PERIOD_S, self._guard(self._publish_diagnostics,
+                                                                                     "diagnostics"),
+                                                   clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.add_on_set_parameters_callback(self._on_set_parameters)
+        # the reference worker shares the interpreter with the control loop: switch threads often
+        sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
+        self._worker = threading.Thread(target=self._reference_worker, name="reference_worker", daemon=True)
+        self._worker.start()
         gains = (f"kp {s.kp}, kd {s.kd}" if s.law != "passivity" else f"lambda {s.lambda_}, kd {s.kd}")
         what = source.describe() if source.multibody else f"{s.base_group} body"
         timing = ("lockstep: one command per state, stamped with it" if s.lockstep
                   else f"{s.control_rate:g} Hz, state_timeout {s.state_timeout:g} s")
+        limits = []
+        if self.floating:
+            limits.append(f"max_wrench [{max_force:g} N, {max_torque:g} N m]")
+        if self.nj:
+            limits.append("max_effort [" + ", ".join(f"{x:g}" for x in max_effort) + "]")
         self.get_logger().info(
             f"{s.law} on {what} ({s.base_group} base, {layout_description(model)}), {gains}, mass_scale "
-            f"{s.mass_scale:g}, {timing}")
+            f"{s.mass_scale:g}, {timing}; {', '.join(limits)}")
+
+    def destroy_node(self):
+        self._stop.set()
+        if self._worker is not None:
+            with self._queue_cv:
+                self._queue_cv.notify_all()
+            self._worker.join(timeout=2.0)
+        return super().destroy_node()
+
+    # ------------------------------------------------------------------------------ robustness
+
+    def _count(self, key: str, n: int = 1) -> None:
+        with self._count_lock:
+            self._counts[key] += n
+
+    def _warn(self, key: str, text: str, error: bool = False) -> None:
+        """A warning throttled per ``key`` (one per WARN_THROTTLE_S), with how many were held back since."""
+        now = time.monotonic()
+        last, held = self._warned.get(key, (-math.inf, 0))
+        if now - last < WARN_THROTTLE_S:
+            self._warned[key] = (last, held + 1)
+            return
+        self._warned[key] = (now, 0)
+        if held:
+            text += f" ({held} more since the last report)"
+        if self.context.ok():
+            (self.get_logger().error if error else self.get_logger().warning)(text)
+
+    def _reject(self, topic: str, reason: str) -> None:
+        self._count(f"rejected_{topic}")
+        self._warn(f"rejected_{topic}", f"{topic} rejected: {reason}")
+
+    def _guard(self, fn, what: str):
+        """``fn`` that never raises: an exception is logged (throttled), counted, and answered with a zero
+        command when one is due."""
+
+        def guarded(*args):
+            try:
+                return fn(*args)
+            except Exception as e:  # noqa: BLE001 - the controller must keep running
+                if not self.context.ok():
+                    return None
+                self._count("control_errors")
+                self._warn(f"error_{what}", f"{what} callback failed: {type(e).__name__}: {e}", error=True)
+                if what in ("timer", "odom", "joint_states") and self.state is not None and \
+                        (what == "timer" or self.settings.lockstep):
+                    self._publish_zero(self.state[0])
+            return None
+
+        return guarded
+
+    def _publish_zero(self, stamp: int) -> None:
+        try:
+            self._publish(stamp, np.zeros(self.model.nv), None)
+        except Exception as e:  # noqa: BLE001
+            self._warn("error_zero", f"cannot publish a zero command: {type(e).__name__}: {e}", error=True)
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        for p in params:
+            if p.name == "use_sim_time":
+                return SetParametersResult(
+                    successful=False,
+                    reason="use_sim_time is fixed at start-up: switching between the wall clock and /clock at run "
+                           "time would re-time the control timer and state_timeout under a running loop; restart "
+                           "the node with the other value")
+        return SetParametersResult(successful=True)
+
+    def _publish_diagnostics(self) -> None:
+        with self._count_lock:
+            counts = dict(self._counts)
+        bad = counts["control_errors"] or any(v for k, v in counts.items() if k.startswith("rejected_"))
+        values = dict(counts)
+        values.update(max_force=self.max_force, max_torque=self.max_torque,
+                      max_effort=" ".join(repr(float(x)) for x in self.max_effort),
+                      has_state=self.state is not None)
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.WARN if bad or counts["saturated_commands"] else DiagnosticStatus.OK,
+            name=f"{self.get_fully_qualified_name()}: controller",
+            message=(f"{counts['commands']} commands, {counts['saturated_commands']} saturated, "
+                     f"{sum(v for k, v in counts.items() if k.startswith('rejected_'))} inputs rejected, "
+                     f"{counts['control_errors']} errors"),
+            hardware_id=self.base_frame if self.floating else self.get_namespace(),
+            values=cv.key_values(values))
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.pub_diagnostics.publish(msg)
 
     # --------------------------------------------------------------------------------- state
 
+    @staticmethod
+    def _store(d: "OrderedDict[int, tuple]", stamp: int, value) -> None:
+        d[stamp] = value
+        d.move_to_end(stamp)
+        while len(d) > _KEEP_STAMPS:  # the earliest arrived go first: absurd stamps never crowd out fresh ones
+            d.popitem(last=False)
+
     def _on_odom(self, msg: Odometry) -> None:
-        p, quat = cv.pose_from_msg(msg.pose.pose)
-        V = cv.twist_from_msg(msg.twist.twist)
-        if not (np.all(np.isfinite(p)) and np.all(np.isfinite(quat)) and np.all(np.isfinite(V))):
-            self.get_logger().warning("odom rejected: non-finite values", throttle_duration_sec=WARN_THROTTLE_S)
-            return
-        self._odom[cv.ns_from_time(msg.header.stamp)] = (p, quat, V)
-        self._trim(self._odom)
-        self._assemble()
+        self._count("received_odom")
+        try:
+            stamp = _stamp_ns(msg.header.stamp, "header.stamp")
+            p, quat = cv.pose_from_msg(msg.pose.pose)
+            V = cv.twist_from_msg(msg.twist.twist)
+            _check_vector(p, MAX_POSITION, "position", "m")
+            quat = _unit_quaternion(quat, "orientation")
+            _check_vector(V, MAX_STATE_VELOCITY, "twist", "m/s or rad/s")
+        except _Rejected as e:
+            return self._reject("odom", str(e))
+        self._store(self._odom, stamp, (p, quat, V))
+        self._completed(stamp)
 
     def _on_joint_states(self, msg: JointState) -> None:
-        index = {n: i for i, n in enumerate(msg.name)}
-        missing = [j for j in self.joint_names if j not in index]
-        if missing or len(msg.position) != len(msg.name) or len(msg.velocity) != len(msg.name):
-            self.get_logger().warning(
-                f"joint_states rejected: needs position and velocity of {', '.join(missing or self.joint_names)}",
-                throttle_duration_sec=WARN_THROTTLE_S)
-            return
-        pos = np.array([msg.position[index[j]] for j in self.joint_names], dtype=float)
-        vel = np.array([msg.velocity[index[j]] for j in self.joint_names], dtype=float)
-        if not (np.all(np.isfinite(pos)) and np.all(np.isfinite(vel))):
-            self.get_logger().warning("joint_states rejected: non-finite values",
-                                      throttle_duration_sec=WARN_THROTTLE_S)
-            return
-        self._joints[cv.ns_from_time(msg.header.stamp)] = (pos, vel)
-        self._trim(self._joints)
-        self._assemble()
+        self._count("received_joint_states")
+        try:
+            stamp = _stamp_ns(msg.header.stamp, "header.stamp")
+            names = list(msg.name)
+            index = {n: i for i, n in enumerate(names)}
+            missing = [j for j in self.joint_names if j not in index]
+            if missing or len(msg.position) != len(names) or len(msg.velocity) != len(names):
+                raise _Rejected(f"needs position and velocity of {', '.join(missing or self.joint_names)} "
+                                f"(one per name)")
+            twice = sorted({j for j in self.joint_names if names.count(j) > 1}) if len(index) < len(names) else []
+            if twice:
+                raise _Rejected(f"joint(s) {', '.join(twice)} named twice")
+            pos = np.array([msg.position[index[j]] for j in self.joint_names], dtype=float)
+            vel = np.array([msg.velocity[index[j]] for j in self.joint_names], dtype=float)
+            _check_vector(pos, MAX_POSITION, "position", "rad or m")
+            _check_vector(vel, MAX_STATE_VELOCITY, "velocity", "rad/s or m/s")
+        except _Rejected as e:
+            return self._reject("joint_states", str(e))
+        self._store(self._joints, stamp, (pos, vel))
+        self._completed(stamp)
 
-    @staticmethod
-    def _trim(d: dict) -> None:
-        while len(d) > _KEEP_STAMPS:
-            del d[min(d)]
-
-    def _assemble(self) -> None:
-        """The newest stamp with every part of the state becomes the state."""
-        if self.floating and self.nj:
-            stamps = set(self._odom) & set(self._joints)
-        else:
-            stamps = set(self._odom if self.floating else self._joints)
-        if not stamps:
+    def _completed(self, t: int) -> None:
+        """A part of the state stamped ``t`` arrived: consider the state if it is complete."""
+        if (self.floating and t not in self._odom) or (self.nj and t not in self._joints):
             return
-        t = max(stamps)
-        if self.state is not None and t <= self.state[0]:
-            if self.settings.lockstep and t == self.state[0] and self._last_tau_stamp == t:
+        self._consider(t)
+
+    def _drop(self, t: int) -> None:
+        for d in (self._odom, self._joints):
+            d.pop(t, None)
+
+    def _consider(self, t: int) -> None:
+        last = self.state[0] if self.state is not None else None
+        if last is not None and t == last:
+            self._drop(t)
+            if self.settings.lockstep and self._last_tau_stamp == t:
                 # lockstep: the dynamics node sent this state again (our command may have been lost)
-                for d in (self._odom, self._joints):
-                    d.pop(t, None)
                 self._publish(t, self._last_tau, self.state[1])
             return
+        if last is None or last < t <= last + self._jump_ns:
+            self._candidate = None
+            self._accept(t, None)
+            return
+        # a discontinuity: a step back, or forward by more than max_time_jump
+        c = self._candidate
+        if c is not None and c[0] < t <= c[0] + self._jump_ns:
+            c = (t, c[1] + 1)
+        elif c is None or t != c[0]:
+            c = (t, 1)
+        if c[1] >= JUMP_CONFIRMATIONS:
+            self._candidate = None
+            self._accept(t, t - last)
+            return
+        self._candidate = c
+        self._drop(t)
+        side = "before" if t < last else "after"
+        side_s = abs(t - last) * 1e-9
+        self._reject("odom" if self.floating else "joint_states",
+                     f"state at t = {t * 1e-9:.9f} s is {side_s:.6g} s {side} the last one "
+                     f"(t = {last * 1e-9:.9f} s; max_time_jump {self.settings.max_time_jump:g} s): taken as the new "
+                     f"time base only after {JUMP_CONFIRMATIONS} consecutive states ({c[1]} so far)")
+        if self.settings.lockstep:
+            self._publish_zero(t)
+
+    def _accept(self, t: int, jump: Optional[int]) -> None:
         model = self.model
-        joints = ms.joint_positions_to_q(model, self._joints[t][0]) if self.nj else None
         try:
+            joints = ms.joint_positions_to_q(model, self._joints[t][0]) if self.nj else None
             if self.floating:
                 p, quat, V = self._odom[t]
                 q = model.configuration_from_pose(p, quat, joints=joints)
@@ -377,12 +763,30 @@ class ControllerNode(Node):
             else:
                 q = model.configuration_from_pose(np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]), joints=joints)
                 v = np.zeros(model.nv)
+            if self.nj:
+                v[self.nv_base:] = self._joints[t][1]
+            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+                raise ValueError("non-finite configuration or velocity")
         except ValueError as e:
-            self.get_logger().warning(f"state rejected: {e}", throttle_duration_sec=WARN_THROTTLE_S)
-            return
-        if self.nj:
-            v[self.nv_base:] = self._joints[t][1]
+            self._drop(t)
+            return self._reject("odom" if self.floating else "joint_states", f"state: {e}")
         first = self.state is None
+        if jump is not None:
+            last = self.state[0]
+            with self._lock:
+                self._offset_ns += jump
+            self._last_tau_stamp = self._last_tau = None
+            self._count("time_base_changes")
+            self.get_logger().warning(
+                f"time base changed: the states jumped from t = {last * 1e-9:.9f} s to t = {t * 1e-9:.9f} s "
+                f"({JUMP_CONFIRMATIONS} consecutive states on the new time line): references re-anchored, each "
+                "continues from the point it had reached")
+        if first:  # hold the start-up state until a reference arrives
+            with self._lock:
+                if self.floating:
+                    self.base_ref = (t - self._offset_ns, Reference(model.group, [0.0], [q[: self.nq_base]]))
+                if self.nj:
+                    self.joint_ref = (t - self._offset_ns, Reference(self.nj, [0.0], [self._joint_positions(q)]))
         self.state = (t, q, v)
         clock = self.get_clock()
         self._state_arrival_ns = clock.now().nanoseconds
@@ -390,14 +794,12 @@ class ControllerNode(Node):
             # /clock time: a state may arrive before the /clock message of its own stamp
             self._state_arrival_ns = max(self._state_arrival_ns, t)
         for d in (self._odom, self._joints):
-            for k in [k for k in d if k <= t]:
+            for k in [k for k in d if jump is not None or k <= t]:
                 del d[k]
-        if first:  # hold the start-up state until a reference arrives
-            if self.floating:
-                self.base_ref = (t, Reference(model.group, [0.0], [q[: self.nq_base]]))
-            if self.nj:
-                self.joint_ref = (t, Reference(self.nj, [0.0], [self._joint_positions(q)]))
+        if first:
             self.get_logger().info(f"first state at t = {t * 1e-9:.6f} s: holding it until a reference arrives")
+            with self._queue_cv:
+                self._queue_cv.notify_all()  # references that arrived before it
         if self.settings.lockstep:
             self._command()
 
@@ -407,126 +809,198 @@ class ControllerNode(Node):
     # ----------------------------------------------------------------------------- references
 
     @staticmethod
-    def _eval(ref: Tuple[int, Reference], t_ns: int):
+    def _eval(ref: Tuple[int, Reference], t_ref: int):
+        """The reference at reference time ``t_ref`` (ns)."""
         start, r = ref
-        return r((t_ns - start) * 1e-9)
+        return r((t_ref - start) * 1e-9)
 
     def _desired(self, t_ns: int):
         model = self.model
+        t_ref = t_ns - self._offset_ns
         q_d, v_d, a_d = model.neutral(), np.zeros(model.nv), np.zeros(model.nv)
         if self.floating:
-            qb, vb, ab = self._eval(self.base_ref, t_ns)
+            qb, vb, ab = self._eval(self.base_ref, t_ref)
             q_d[: self.nq_base], v_d[: self.nv_base], a_d[: self.nv_base] = qb, vb, ab
         if self.nj:
-            qj, vj, aj = self._eval(self.joint_ref, t_ns)
+            qj, vj, aj = self._eval(self.joint_ref, t_ref)
             q_d[self.nq_base:] = ms.joint_positions_to_q(model, qj)
             v_d[self.nv_base:], a_d[self.nv_base:] = vj, aj
         return q_d, v_d, a_d
 
-    def _start_of(self, msg) -> Optional[int]:
-        if self.state is None:
-            return None
-        stamp = cv.ns_from_time(msg.header.stamp)
-        return stamp if stamp > 0 else self.state[0]
+    def _enqueue(self, topic: str, raw: bytes) -> None:
+        """Executor thread: hand a serialized reference to the worker (newest per topic before the first
+        state; at most REFERENCE_QUEUE waiting, the oldest dropped beyond)."""
+        self._count(f"received_{topic}")
+        with self._queue_cv:
+            if self.state is None:
+                kept = [item for item in self._queue if item[0] != topic]
+                self._queue.clear()
+                self._queue.extend(kept)
+            elif len(self._queue) >= REFERENCE_QUEUE:
+                dropped_topic, _raw = self._queue.popleft()
+                self._count("dropped_references")
+                self._warn("dropped_references", f"{dropped_topic} dropped: {REFERENCE_QUEUE} references were "
+                                                 "already waiting to be processed")
+            self._queue.append((topic, raw))
+            self._queue_cv.notify_all()
+
+    def _reference_worker(self) -> None:
+        while not self._stop.is_set():
+            with self._queue_cv:
+                while not self._stop.is_set() and (not self._queue or self.state is None):
+                    self._queue_cv.wait(timeout=0.5)
+                if self._stop.is_set():
+                    return
+                topic, raw = self._queue.popleft()
+            try:
+                self._process_reference(topic, raw)
+            except _Rejected as e:
+                self._reject(topic, str(e))
+            except Exception as e:  # noqa: BLE001 - the worker must keep running
+                if not self.context.ok():
+                    return
+                self._count("control_errors")
+                self._count(f"rejected_{topic}")
+                self._warn(f"error_{topic}", f"{topic} rejected: {type(e).__name__}: {e}", error=True)
+
+    def _process_reference(self, topic: str, raw: bytes) -> None:
+        if len(raw) > self._max_bytes[topic]:
+            raise _Rejected(f"{len(raw)} bytes: larger than any valid reference of at most {MAX_POINTS} points "
+                            f"({self._max_bytes[topic]} bytes); not decoded")
+        msg_type = JointTrajectory if topic == "joint_reference" else MultiDOFJointTrajectory
+        msg = deserialize_message(raw, msg_type)
+        n_points = len(msg.points)
+        if not n_points:
+            raise _Rejected("no points")
+        if n_points > MAX_POINTS:
+            raise _Rejected(f"{n_points} points: at most {MAX_POINTS}")
+        with self._lock:
+            state, offset = self.state, self._offset_ns
+            current = self.joint_ref if topic == "joint_reference" else self.base_ref
+        stamp = _stamp_ns(msg.header.stamp, "header.stamp")
+        if stamp and abs(stamp - state[0]) > MAX_DURATION * _NS:
+            raise _Rejected(f"header.stamp t = {stamp * 1e-9:.9f} s is more than {MAX_DURATION:g} s from the "
+                            f"newest state (t = {state[0] * 1e-9:.9f} s)")
+        start_ns = stamp if stamp > 0 else state[0]
+        start = start_ns - offset  # reference time
+        times = self._times(msg.points)
+        if topic == "joint_reference":
+            ref = self._joint_reference(msg, times, start, current)
+        else:
+            ref = self._base_reference(msg, times, start, current, state)
+        vmax, amax = ref.peak_rates()
+        if vmax.max() > MAX_VELOCITY or amax.max() > MAX_ACCELERATION:
+            raise _Rejected(f"the interpolated reference reaches {vmax.max():.3g} m/s or rad/s and {amax.max():.3g} "
+                            f"m/s^2 or rad/s^2 (at most {MAX_VELOCITY:g} and {MAX_ACCELERATION:g}): points too close "
+                            f"for their distance")
+        with self._lock:
+            if topic == "joint_reference":
+                self.joint_ref = (start, ref)
+            else:
+                self.base_ref = (start, ref)
+        self.get_logger().info(f"{topic}: {n_points} points over {ref.end_time:g} s from t = {start_ns * 1e-9:.6f} s")
 
     @staticmethod
     def _times(points) -> np.ndarray:
-        return np.array([p.time_from_start.sec + 1e-9 * p.time_from_start.nanosec for p in points])
+        sec = np.array([p.time_from_start.sec for p in points], dtype=np.int64)
+        nanosec = np.array([p.time_from_start.nanosec for p in points], dtype=np.int64)
+        if np.any(sec < 0):
+            raise _Rejected("time_from_start must not be negative")
+        if np.any(nanosec >= _NS):
+            raise _Rejected("time_from_start.nanosec must be < 1e9")
+        times = sec + 1e-9 * nanosec
+        if times[-1] > MAX_DURATION:
+            raise _Rejected(f"time_from_start up to {times[-1]:g} s: at most {MAX_DURATION:g} s")
+        if np.any(np.diff(times) <= 0.0):
+            raise _Rejected("time_from_start must increase strictly")
+        return times
 
-    def _reject(self, topic: str, reason: str) -> None:
-        self.get_logger().warning(f"{topic} rejected: {reason}", throttle_duration_sec=WARN_THROTTLE_S)
+    @staticmethod
+    def _prepend(times, P, Vel, Acc, cur):
+        """Prepend the current reference at 0 when the first point is later; check the segment durations."""
+        if times[0] > 0.0:
+            times = np.concatenate([[0.0], times])
+            P, Vel, Acc = (np.concatenate([c[None, :], x]) for c, x in zip(cur, (P, Vel, Acc)))
+        if times.size > 1 and np.diff(times).min() < MIN_SEGMENT:
+            raise _Rejected(f"points {np.diff(times).min():.3g} s apart (the prepended current reference at 0 "
+                            f"included): at least {MIN_SEGMENT:g} s")
+        return times, P, Vel, Acc
 
-    def _on_joint_reference(self, msg: JointTrajectory) -> None:
-        start = self._start_of(msg)
-        if start is None:
-            return self._reject("joint_reference", "no state received yet")
+    def _joint_reference(self, msg: JointTrajectory, times, start: int, current) -> Reference:
         names = list(msg.joint_names)
         unknown = [n for n in names if n not in self.joint_names]
         if unknown or len(set(names)) != len(names) or not names:
-            return self._reject("joint_reference", f"joint names {names} must be distinct names among "
-                                                   f"{', '.join(self.joint_names)} (unknown: {unknown})")
-        if not msg.points:
-            return self._reject("joint_reference", "no points")
-        cols = [self.joint_names.index(n) for n in names]
-        times = self._times(msg.points)
-        n = len(names)
-        cur_q, cur_v, cur_a = self._eval(self.joint_ref, start)
-        P, Vel, Acc = [], [], []
-        has_acc = False
+            raise _Rejected(f"joint names {names[:20]} must be distinct names among {', '.join(self.joint_names)} "
+                            f"(unknown: {unknown[:20]})")
+        cols = np.array([self.joint_names.index(n) for n in names])
+        n, N = len(names), len(msg.points)
+        cur_q, cur_v, cur_a = self._eval(current, start)
+        P = np.tile(cur_q, (N, 1))
+        Vel, Acc = np.zeros((N, self.nj)), np.zeros((N, self.nj))
         for i, pt in enumerate(msg.points):
             if len(pt.positions) != n:
-                return self._reject("joint_reference", f"point {i}: {len(pt.positions)} positions for {n} joints")
-            for field in ("velocities", "accelerations"):
-                if len(getattr(pt, field)) not in (0, n):
-                    return self._reject("joint_reference", f"point {i}: {field} must be empty or have {n} values")
-            q, v, a = cur_q.copy(), np.zeros(self.nj), np.zeros(self.nj)
-            q[cols] = pt.positions
-            if len(pt.velocities):
-                v[cols] = pt.velocities
-            if len(pt.accelerations):
-                a[cols] = pt.accelerations
-                has_acc = True
-            P.append(q), Vel.append(v), Acc.append(a)
-        if times[0] > 0.0:
-            times = np.concatenate([[0.0], times])
-            P.insert(0, cur_q), Vel.insert(0, cur_v), Acc.insert(0, cur_a)
-            has_acc = has_acc or bool(np.any(cur_a))
-        if times[0] < 0.0:
-            return self._reject("joint_reference", "time_from_start must not be negative")
+                raise _Rejected(f"point {i}: {len(pt.positions)} positions for {n} joints")
+            P[i, cols] = pt.positions
+            for field, out in (("velocities", Vel), ("accelerations", Acc)):
+                values = getattr(pt, field)
+                if len(values) == n:
+                    out[i, cols] = values
+                elif len(values):
+                    raise _Rejected(f"point {i}: {field} must be empty or have {n} values")
+        lo, hi = self._ref_lower[cols], self._ref_upper[cols]
+        pos = P[:, cols]
+        if not np.all(np.isfinite(pos)):
+            raise _Rejected("positions must be finite")
+        outside = (pos < lo) | (pos > hi)
+        if np.any(outside):
+            i, j = np.argwhere(outside)[0]
+            raise _Rejected(f"point {i}: {names[j]} at {pos[i, j]:.6g} is outside [{lo[j]:.6g}, {hi[j]:.6g}] (its "
+                            "URDF limits widened by 10 %, or ±1e3 without limits)")
+        _check_vector(Vel, MAX_VELOCITY, "velocities", "rad/s or m/s")
+        _check_vector(Acc, MAX_ACCELERATION, "accelerations", "rad/s^2 or m/s^2")
+        has_acc = bool(np.any(Acc)) or bool(np.any(cur_a))
+        times, P, Vel, Acc = self._prepend(times, P, Vel, Acc, (cur_q, cur_v, cur_a))
         try:
-            ref = Reference(self.nj, times, np.array(P), np.array(Vel), np.array(Acc) if has_acc else None)
-        except ValueError as e:
-            return self._reject("joint_reference", str(e))
-        self.joint_ref = (start, ref)
-        self.get_logger().info(f"joint_reference: {len(msg.points)} points over {ref.end_time:g} s from "
-                               f"t = {start * 1e-9:.6f} s")
+            return Reference(self.nj, times, P, Vel, Acc if has_acc else None)
+        except (ValueError, FloatingPointError) as e:
+            raise _Rejected(str(e)) from None
 
-    def _on_base_reference(self, msg: MultiDOFJointTrajectory) -> None:
-        start = self._start_of(msg)
-        if start is None:
-            return self._reject("base_reference", "no state received yet")
+    def _base_reference(self, msg: MultiDOFJointTrajectory, times, start: int, current, state) -> Reference:
         names = list(msg.joint_names)
         if len(names) > 1 or (names and names[0] not in self._base_names):
-            return self._reject("base_reference", f"joint_names must be empty or [{self.base_frame!r}], got {names}")
-        if not msg.points:
-            return self._reject("base_reference", "no points")
+            raise _Rejected(f"joint_names must be empty or [{self.base_frame!r}], got {names[:20]}")
         model = self.model
-        times = self._times(msg.points)
-        cur_q, cur_v, cur_a = self._eval(self.base_ref, start)
-        q_full = self.state[1].copy()
-        P, Vel, Acc = [], [], []
-        has_acc = False
+        cur_q, cur_v, cur_a = self._eval(current, start)
+        q_full = state[1].copy()
+        N = len(msg.points)
+        P = np.empty((N, self.nq_base))
+        Vel, Acc = np.zeros((N, self.nv_base)), np.zeros((N, self.nv_base))
         for i, pt in enumerate(msg.points):
             if len(pt.transforms) != 1 or len(pt.velocities) > 1 or len(pt.accelerations) > 1:
-                return self._reject("base_reference", f"point {i}: needs one transform and at most one velocity "
-                                                      "and acceleration")
+                raise _Rejected(f"point {i}: needs one transform and at most one velocity and acceleration")
             p, quat = cv.transform_from_msg(pt.transforms[0])
             try:
+                _check_vector(p, MAX_POSITION, "position", "m")
+                quat = _unit_quaternion(quat, "rotation")
                 qb = model.configuration_from_pose(p, quat)[: self.nq_base]
                 q_full[: self.nq_base] = qb
-                vb = np.zeros(self.nv_base)
-                ab = np.zeros(self.nv_base)
                 if pt.velocities:
-                    vb = model.velocity_from_twist(q_full, cv.twist_from_msg(pt.velocities[0]))[: self.nv_base]
+                    V = cv.twist_from_msg(pt.velocities[0])
+                    _check_vector(V, MAX_VELOCITY, "velocity", "m/s or rad/s")
+                    Vel[i] = model.velocity_from_twist(q_full, V)[: self.nv_base]
                 if pt.accelerations:
-                    ab = model.velocity_from_twist(q_full, cv.twist_from_msg(pt.accelerations[0]))[: self.nv_base]
-                    has_acc = True
-            except ValueError as e:
-                return self._reject("base_reference", f"point {i}: {e}")
-            P.append(qb), Vel.append(vb), Acc.append(ab)
-        if times[0] > 0.0:
-            times = np.concatenate([[0.0], times])
-            P.insert(0, cur_q), Vel.insert(0, cur_v), Acc.insert(0, cur_a)
-            has_acc = has_acc or bool(np.any(cur_a))
-        if times[0] < 0.0:
-            return self._reject("base_reference", "time_from_start must not be negative")
+                    A = cv.twist_from_msg(pt.accelerations[0])
+                    _check_vector(A, MAX_ACCELERATION, "acceleration", "m/s^2 or rad/s^2")
+                    Acc[i] = model.velocity_from_twist(q_full, A)[: self.nv_base]
+            except (_Rejected, ValueError) as e:
+                raise _Rejected(f"point {i}: {e}") from None
+            P[i] = qb
+        has_acc = bool(np.any(Acc)) or bool(np.any(cur_a))
+        times, P, Vel, Acc = self._prepend(times, P, Vel, Acc, (cur_q, cur_v, cur_a))
         try:
-            ref = Reference(model.group, times, np.array(P), np.array(Vel), np.array(Acc) if has_acc else None)
-        except ValueError as e:
-            return self._reject("base_reference", str(e))
-        self.base_ref = (start, ref)
-        self.get_logger().info(f"base_reference: {len(msg.points)} points over {ref.end_time:g} s from "
-                               f"t = {start * 1e-9:.6f} s")
+            return Reference(model.group, times, P, Vel, Acc if has_acc else None)
+        except (ValueError, FloatingPointError) as e:
+            raise _Rejected(str(e)) from None
 
     # ------------------------------------------------------------------------------- control
 
@@ -535,38 +1009,70 @@ class ControllerNode(Node):
             return
         age = (self.get_clock().now().nanoseconds - self._state_arrival_ns) * 1e-9
         if age > self.settings.state_timeout:
-            self.get_logger().warning(
-                f"state is {age:.3f} s old (state_timeout {self.settings.state_timeout:g} s): not commanding",
-                throttle_duration_sec=WARN_THROTTLE_S)
+            self._warn("stale", f"state is {age:.3f} s old (state_timeout {self.settings.state_timeout:g} s): "
+                                "not commanding")
             if not self._stopped:
-                self._publish(self.state[0], np.zeros(self.model.nv), self.state[1])
                 self._stopped = True
+                self._publish(self.state[0], np.zeros(self.model.nv), self.state[1])
             return
         self._stopped = False
         self._command()
 
     def _command(self) -> None:
-        """Publish the command for the newest state (computed once per state)."""
+        """Publish the command for the newest state (computed once per state; zero if it cannot be)."""
         t, q, v = self.state
         if self._last_tau_stamp != t:
-            q_d, v_d, a_d = self._desired(t)
-            tau = self.law(q, v, q_d, v_d, a_d)
-            if not np.all(np.isfinite(tau)):
-                self.get_logger().error("the control law gave a non-finite command: publishing zero",
-                                        throttle_duration_sec=WARN_THROTTLE_S)
+            try:
+                q_d, v_d, a_d = self._desired(t)
+                tau = np.asarray(self.law(q, v, q_d, v_d, a_d), dtype=float)
+                if not np.all(np.isfinite(tau)):
+                    raise FloatingPointError("the control law gave a non-finite command")
+            except Exception as e:  # noqa: BLE001 - publish a safe command and keep running
+                self._count("control_errors")
+                self._warn("law", f"cannot compute the command ({type(e).__name__}: {e}): publishing zero",
+                           error=True)
                 tau = np.zeros(self.model.nv)
             self._last_tau_stamp, self._last_tau = t, tau
         self._publish(t, self._last_tau, q)
 
-    def _publish(self, stamp: int, tau: np.ndarray, q: np.ndarray) -> None:
+    def _saturate(self, tau: np.ndarray, q: Optional[np.ndarray]):
+        """``(W or None, efforts, saturated)``: the base wrench and the joint efforts within the limits."""
+        saturated = False
+        W = None
+        if self.floating:
+            W = np.zeros(6)
+            if q is not None and np.any(tau[: self.nv_base]):
+                B = self.model.velocity_map(q)  # V_base = B v_base; tau_base = B^T W
+                W = np.linalg.pinv(B.T) @ tau[: self.nv_base]
+                if not np.all(np.isfinite(W)):
+                    raise FloatingPointError("non-finite wrench")
+            for part, limit in ((slice(0, 3), self.max_force), (slice(3, 6), self.max_torque)):
+                n = float(np.linalg.norm(W[part]))
+                if n > limit:
+                    W[part] *= limit / n
+                    saturated = True
+        effort = tau[self.nv_base:]
+        if self.nj:
+            clipped = np.clip(effort, -self.max_effort, self.max_effort)
+            saturated = saturated or bool(np.any(clipped != effort))
+            effort = clipped
+        return W, effort, saturated
+
+    def _publish(self, stamp: int, tau: np.ndarray, q: Optional[np.ndarray]) -> None:
+        W, effort, saturated = self._saturate(np.asarray(tau, dtype=float), q)
+        self._count("commands")
+        if saturated:
+            self._count("saturated_commands")
+            self._warn("saturated", "command saturated (max_wrench "
+                       f"[{self.max_force:g} N, {self.max_torque:g} N m], max_effort "
+                       f"[{', '.join(f'{x:g}' for x in self.max_effort)}]): {self._counts['saturated_commands']} "
+                       f"saturated commands of {self._counts['commands']}")
         if self.pub_wrench is not None:
-            B = self.model.velocity_map(q)  # V_base = B v_base; tau_base = B^T W
-            W = np.linalg.pinv(B.T) @ tau[: self.nv_base]
             self.pub_wrench.publish(cv.wrench_stamped_msg(stamp, self.base_frame, W))
         if self.pub_effort is not None:
-            effort = [float(x) for x in tau[self.nv_base:]]
-            self.pub_joint_command.publish(cv.joint_state_msg(stamp, self.joint_names, effort=effort))
-            self.pub_effort.publish(Float64MultiArray(data=effort))
+            values = [float(x) for x in effort]
+            self.pub_joint_command.publish(cv.joint_state_msg(stamp, self.joint_names, effort=values))
+            self.pub_effort.publish(Float64MultiArray(data=values))
 
 
 # ------------------------------------------------------------------------------------------- main
