@@ -18,9 +18,14 @@ Topics (relative to the node's namespace, as ``controller_node`` has them):
 
 - pub ``base_reference`` (``trajectory_msgs/MultiDOFJointTrajectory``; frame ``world_frame``, no joint name,
   one transform per point, no velocities: rest at each waypoint) and ``joint_reference``
-  (``trajectory_msgs/JointTrajectory``, positions only). QoS: reliable, transient local, depth 1. The
-  controller's subscription (reliable, volatile) is compatible with it, and a late subscriber such as a
-  recorder or a restarted controller still gets the reference.
+  (``trajectory_msgs/JointTrajectory``, positions only). QoS: reliable, transient local, depth 1, as
+  ``controller_node`` subscribes (reliable, transient local): a subscriber that joins later, such as a
+  restarted controller, gets the reference from the DDS history when it matches (a volatile subscriber such
+  as a recorder matches too but only gets what is published after it). Nothing is published again when a new
+  subscriber matches: every subscriber that is already running would receive the reference a second time, and
+  with ``stamp: zero`` a running controller would start it over. A restarted controller keeps the reference
+  until its first state (see ``controller_node``); with ``stamp: state`` it then follows the same trajectory
+  in time (a reference already over is held at its last point).
 - sub ``odom`` / ``joint_states`` (the robot's state, from ``dynamics_node``) and ``cmd_wrench``,
   ``cmd_joint_effort``, ``joint_command`` (the controller's output: evidence that it has a state).
 
