@@ -10,6 +10,7 @@ from __future__ import annotations
 import math
 import signal
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -27,10 +28,12 @@ from std_srvs.srv import SetBool, Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from mbs_ros.dynamics import Model, step  # noqa: E402
+from mbs_ros.dynamics.simulator import Simulator, WrenchCommand  # noqa: E402
 from mbs_ros.nodes import conversions as cv  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
 from ros_helpers import Probe, Recorder, ros_env_defaults, running  # noqa: E402
 
+ROOT = Path(__file__).resolve().parents[1]
 NODE = "mbs_ros.nodes.dynamics_node"
 NAME = "dynamics_node"
 TIMEOUT = 20.0  # generous: late DDS joiners on a loaded machine can take seconds
@@ -173,19 +176,31 @@ def test_wrench_profile_matches_simulate(probe, nodes):
     q = model.configuration_from_pose(p0, quat0)
     v = model.velocity_from_twist(q, cv.twist_from_msg(first.twist.twist))
     dt = dt_ns * 1e-9
-    worst = 0.0
+    # two replays: step() with the force evaluated per stage here (independent of the node's code), and the
+    # node's own Simulator stepped the same way in this process
+    reference = model.with_backend("numpy")
+    sim = Simulator(model, q, v, dt)
+    worst = worst_sim = 0.0
+
+    def error(m, q, v):
+        p, quat = cv.pose_from_msg(m.pose.pose)
+        p_ref, quat_ref = model.pose(q)
+        quat = quat if np.dot(quat, quat_ref) >= 0 else -quat
+        return max(np.abs(p - p_ref).max(), np.abs(quat - quat_ref).max(),
+                   np.abs(cv.twist_from_msg(m.twist.twist) - model.twist(q, v)).max())
+
     for t_ns, m in states[1:]:
         assert (t_ns - t_prev) % dt_ns == 0, "stamps must lie on the integer-nanosecond step grid"
         for k in range((t_ns - t_prev) // dt_ns):
             kind, W = wrench_at(t_prev + k * dt_ns)
-            q, v = step(model, q, v, tau_of(model, kind, W), dt, method="rk4")
+            q, v = step(reference, q, v, tau_of(model, kind, W), dt, method="rk4")
+            sim.set_wrench(WrenchCommand(np.array(W), kind))
+            sim.advance(1)
         t_prev = t_ns
-        p, quat = cv.pose_from_msg(m.pose.pose)
-        p_ref, quat_ref = model.pose(q)
-        quat = quat if np.dot(quat, quat_ref) >= 0 else -quat
-        worst = max(worst, np.abs(p - p_ref).max(), np.abs(quat - quat_ref).max(),
-                    np.abs(cv.twist_from_msg(m.twist.twist) - model.twist(q, v)).max())
+        worst = max(worst, error(m, q, v))
+        worst_sim = max(worst_sim, error(m, sim.q, sim.v))
     assert worst < 1e-9, f"node and step() differ by {worst:.3e}"
+    assert worst_sim < 1e-12, f"node and Simulator differ by {worst_sim:.3e}"
     probe.node.destroy_publisher(pub)
 
 
@@ -268,6 +283,10 @@ def test_runtime_parameter_changes(probe, nodes):
                                 ("inertia", [0.1, 0.0, 0.0, 0.1, 0.0, -0.2], "positive definite"),
                                 ("publish_rate", 400.0, None),  # valid: <= physics_rate 500
                                 ("publish_rate", 600.0, "physics_rate"),
+                                ("wrench_rate", 600.0, "wrench_rate"),
+                                ("markers_rate", 501.0, "markers_rate"),
+                                ("markers_rate", 5.0, None),
+                                ("wrench_rate", 0.0, None),  # off
                                 ("integrator", "rk5", "integrator"),
                                 ("base_group", "se3", "read")):  # read-only
         r = set_param(name, value)
@@ -372,3 +391,118 @@ def test_node_command_line():
         "-r", "odom:=odometry"]
     assert format_parameter_value(np.array([1.5, 2.0])) == "[1.5, 2.0]"
     assert NodeProcess(NODE, namespace="/a").command[1:3] == ["-m", NODE]
+
+
+def test_rate_parameters_are_validated_and_default_to_lean_publishing():
+    from mbs_ros.nodes import dynamics_node as dn
+    from mbs_ros.nodes.model_source import ParameterError
+
+    d = dn.DEFAULTS
+    assert (d.publish_rate, d.wrench_rate, d.markers_rate, d.diagnostics_rate) == (100.0, 100.0, 20.0, 1.0)
+    assert d.use_events_executor is True
+    values = {name: getattr(d, name) for name in dn._PARAMETERS}
+    for name in ("wrench_rate", "markers_rate", "diagnostics_rate"):
+        with pytest.raises(ParameterError, match=f"{name} \\(2000 Hz\\) must not exceed physics_rate"):
+            dn.settings_from_values(dict(values, **{name: 2000.0}))
+        with pytest.raises(ParameterError, match=f"{name} must be >= 0"):
+            dn.settings_from_values(dict(values, **{name: -1.0}))
+        with pytest.raises(ParameterError, match=f"{name} must be a number"):
+            dn.settings_from_values(dict(values, **{name: "fast"}))
+        assert getattr(dn.settings_from_values(dict(values, **{name: 0})), name) == 0.0  # int accepted; 0 = off
+
+
+def test_joint_wrenches_markers_and_diagnostics_cost_nothing_without_subscribers(tmp_path):
+    """In process, on the vehicle-manipulator at 1 kHz: with nobody subscribed, advancing computes no joint
+    wrench, builds no marker and publishes nothing; with one subscriber each on joint_wrenches/joint1, markers and
+    odom, exactly those are published, each at its own rate (counted over 1 s of simulation time)."""
+    import yaml
+    from rclpy.context import Context
+
+    from mbs_ros.nodes import dynamics_node as dn
+
+    ros_env_defaults()
+    params = yaml.safe_load((ROOT / "config" / "uvms_6dof.yaml").read_text())["/**/dynamics_node"]["ros__parameters"]
+    params.update(physics_rate=1000.0, publish_rate=100.0, wrench_rate=50.0, markers_rate=20.0,
+                  diagnostics_rate=10.0, model_file=str(ROOT / "config" / "robots" / "uvms_6dof.yaml"))
+    context = Context()
+    rclpy.init(context=context)
+    node = listener = None
+    try:
+        # the global topics moved into the namespace: the probe of the tests above subscribes to /tf, /diagnostics
+        node = dn.DynamicsNode("lean_dynamics", context=context, namespace="lean",
+                               cli_args=["--ros-args", "-r", "/tf:=/lean/tf", "-r", "/tf_static:=/lean/tf_static",
+                                         "-r", "/diagnostics:=/lean/diagnostics"],
+                               parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
+        node.configure()
+        calls = {"joint_wrenches": 0, "markers": 0}
+        joint_wrenches, link_markers = node.sim.joint_wrenches, node._marker_maker.link_markers
+
+        def counting(name, f):
+            def wrapped(*a, **kw):
+                calls[name] += 1
+                return f(*a, **kw)
+            return wrapped
+
+        node.sim.joint_wrenches = counting("joint_wrenches", joint_wrenches)
+        node._marker_maker.link_markers = counting("markers", link_markers)
+        published = {}
+        for pub in node.publishers:
+            def counted(msg, _publish=pub.publish, _topic=pub.topic_name):
+                published[_topic] = published.get(_topic, 0) + 1
+                _publish(msg)
+            pub.publish = counted
+        node.advance(1000)
+        assert calls == {"joint_wrenches": 0, "markers": 0} and published == {}, (calls, published)
+        assert node.sim.k == 1000
+
+        listener = rclpy.create_node("lean_listener", context=context)
+        from visualization_msgs.msg import MarkerArray
+
+        subs = [listener.create_subscription(WrenchStamped, "/lean/joint_wrenches/joint1", lambda m: None, 10),
+                listener.create_subscription(MarkerArray, "/lean/markers", lambda m: None, 10),
+                listener.create_subscription(Odometry, "/lean/odom", lambda m: None, 10)]
+        wanted = ("/lean/joint_wrenches/joint1", "/lean/markers", "/lean/odom")
+        pubs = {p.topic_name: p for p in node.publishers}
+        deadline = time.monotonic() + TIMEOUT
+        while not all(pubs[t].get_subscription_count() for t in wanted):
+            assert time.monotonic() < deadline, "the in-process subscriptions never matched"
+            time.sleep(0.01)
+        node.advance(1000)  # 1 s: 100 states, 50 joint wrench sets, 20 marker arrays
+        assert calls == {"joint_wrenches": 50, "markers": 20}, calls
+        assert published == {"/lean/joint_wrenches/joint1": 50, "/lean/markers": 20, "/lean/odom": 100}, published
+        assert len(subs) == 3
+    finally:
+        for n in (listener, node):
+            if n is not None:
+                n.destroy_node()
+        rclpy.shutdown(context=context)
+
+
+def test_a_node_process_runs_one_blas_thread():
+    """The dynamics node's module, run as the program (argv[0] dynamics_node), sets one BLAS/OpenMP thread before
+    numpy loads; runtime.limit_threads resizes pools already loaded (threadpoolctl); an explicit
+    OPENBLAS_NUM_THREADS wins; a plain import (a test, a tool) changes nothing."""
+    import os
+    import subprocess
+    import sys
+
+    pytest.importorskip("threadpoolctl")
+    show = ("from threadpoolctl import threadpool_info; "
+            "print(sorted({i['internal_api']: i['num_threads'] for i in threadpool_info()}.items()))")
+    env = {k: v for k, v in os.environ.items() if not k.endswith("_THREADS")}
+
+    def pools(code, **extra):
+        out = subprocess.run([sys.executable, "-c", code + "; " + show], capture_output=True, text=True,
+                             env=dict(env, **extra), check=True).stdout
+        return dict(eval(out))  # noqa: S307 - our own output
+
+    baseline = pools("import numpy")
+    if baseline.get("openblas", 1) < 2:
+        pytest.skip("one core, or a BLAS without a pool: nothing to limit")
+    assert pools("import sys; sys.argv = ['/opt/ros/lib/mbs_ros/dynamics_node']; import mbs_ros.nodes.dynamics_node"
+                 )["openblas"] == 1
+    assert pools("import mbs_ros.nodes.dynamics_node")["openblas"] == baseline["openblas"]
+    assert pools("import numpy; from mbs_ros.nodes.runtime import limit_threads; assert limit_threads(1)"
+                 )["openblas"] == 1
+    assert pools("import numpy; from mbs_ros.nodes.runtime import limit_threads; limit_threads(1)",
+                 OPENBLAS_NUM_THREADS="2")["openblas"] == 2

@@ -222,8 +222,11 @@ def test_every_link_has_tf_and_markers_sit_on_the_links(probe, nodes, uvms):
 def test_reset_clears_the_markers(probe, nodes):
     proc = nodes["viz"]
     markers = Recorder(probe, MarkerArray, "/viz/markers")
-    probe.spin_until(lambda: len(markers) > 0, what="/viz/markers", alive=[proc])
-    assert all(m.action != Marker.DELETEALL for m in markers.messages[-1].markers)
+    # the first array the node publishes to a subscriber clears what an earlier run left (DELETEALL): wait for
+    # the arrays after it, so that a DELETEALL after the reset is the reset's
+    probe.spin_until(lambda: len(markers) > 0 and all(m.action != Marker.DELETEALL
+                                                      for m in markers.messages[-1].markers),
+                     what="/viz/markers without DELETEALL", alive=[proc])
     client = probe.node.create_client(Trigger, "/viz/dynamics_node/reset")
     probe.spin_until(client.service_is_ready, what="the reset service", alive=[proc])
     n = len(markers)
@@ -270,8 +273,9 @@ def test_single_body_shows_its_equivalent_inertia_box(probe, nodes):
         I_box = mass / 12.0 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b])
         R = T_body_box[:3, :3]
         assert np.allclose(R @ I_box @ R.T, inertia, atol=1e-12), "the box's inertia is not the body's"
-        arrows = [m for m in array.markers if m.type == Marker.ARROW]
-        assert all(m.action == Marker.DELETE for m in arrows)  # no wrench applied: no arrows
+        arrows = {m.id: m for m in array.markers if m.ns == "body/base_link/wrench"}
+        assert set(arrows) == {0, 1} and all(m.type == Marker.ARROW for m in arrows.values())
+        assert all(m.action == Marker.DELETE for m in arrows.values())  # no wrench applied: no arrows
 
 
 # ------------------------------------------------------------------------------------ no processes
@@ -332,3 +336,26 @@ def test_shapes_meshes_materials_and_robot_yaml_visuals():
     assert [(s.ns, s.type) for s in shapes] == [("base_link", Marker.CUBE), ("shoulder_link", Marker.CYLINDER),
                                                 ("elbow_link", Marker.CYLINDER)]
     assert shapes[0].scale == (2.5, 1.2, 0.5) and np.allclose(shapes[1].T_link_shape[:3, 3], [0.5, 0, 0])
+
+
+def test_quaternions_of_tf_and_markers_match_scipy():
+    """cv.quaternion_from_matrix (every TF and marker orientation): scipy's quaternion with w >= 0, also next to
+    half turns and the identity, for one matrix and for stacks."""
+    from scipy.spatial.transform import Rotation
+
+    rng = np.random.default_rng(5)
+    axes = rng.normal(size=(300, 3))
+    axes /= np.linalg.norm(axes, axis=1)[:, None]
+    angles = np.concatenate([rng.uniform(0, np.pi, 300), np.full(300, np.pi), np.full(300, np.pi - 1e-9),
+                             np.full(300, 1e-12)])
+    R = Rotation.from_rotvec(np.tile(axes, (4, 1)) * angles[:, None]).as_matrix()
+    q = cv.quaternion_from_matrix(R)
+    ref = Rotation.from_matrix(R).as_quat()
+    ref = np.where(ref[:, 3:4] < 0, -ref, ref)
+    same_sign = np.minimum(np.abs(q - ref).max(axis=1), np.abs(q + ref).max(axis=1))  # w = 0: either sign
+    assert same_sign.max() < 1e-15 and np.all(q[:, 3] >= 0)
+    assert np.abs(q[q[:, 3] > 1e-6] - ref[q[:, 3] > 1e-6]).max() < 1e-15
+    assert np.abs(Rotation.from_quat(q).as_matrix() - R).max() < 1e-15 * 10
+    assert q.shape == (1200, 4) and cv.quaternion_from_matrix(R[0]).shape == (4,)
+    assert cv.quaternion_from_matrix(R.reshape(40, 30, 3, 3)).shape == (40, 30, 4)
+    assert np.array_equal(cv.quaternion_from_matrix(np.eye(3)), [0.0, 0.0, 0.0, 1.0])

@@ -96,6 +96,20 @@ def _is_zero(value) -> bool:
     return value.is_zero() if isinstance(value, WrenchCommand) else not np.any(value)
 
 
+def _world_wrench_power(quat, V, W) -> float:
+    """``F·(R v) + τ·(R ω)`` for ``R`` of the unit quaternion ``[x, y, z, w]``, ``V = [v; ω]``, ``W = [F; τ]`` (plain
+    float lists: a step's worth of numpy calls costs more than this arithmetic)."""
+    x, y, z, w = quat
+    a, b, c, d, e, f = V
+    xx, yy, zz, xy, xz, yz, wx, wy, wz = x * x, y * y, z * z, x * y, x * z, y * z, w * x, w * y, w * z
+    r00, r01, r02 = 1.0 - 2.0 * (yy + zz), 2.0 * (xy - wz), 2.0 * (xz + wy)
+    r10, r11, r12 = 2.0 * (xy + wz), 1.0 - 2.0 * (xx + zz), 2.0 * (yz - wx)
+    r20, r21, r22 = 2.0 * (xz - wy), 2.0 * (yz + wx), 1.0 - 2.0 * (xx + yy)
+    return (W[0] * (r00 * a + r01 * b + r02 * c) + W[1] * (r10 * a + r11 * b + r12 * c)
+            + W[2] * (r20 * a + r21 * b + r22 * c) + W[3] * (r00 * d + r01 * e + r02 * f)
+            + W[4] * (r10 * d + r11 * e + r12 * f) + W[5] * (r20 * d + r21 * e + r22 * f))
+
+
 class Simulator:
     """A model stepped at a fixed rate under held commands. See the module docstring.
 
@@ -384,20 +398,26 @@ class Simulator:
                 W, tau_joints = cmd.W, tau
                 self._tau = lambda t, q, v: model.wrench_to_generalized(q, W)[0] + tau_joints
                 self._W_power = cmd
+        self._W_list = cmd.W.tolist()
         self._force_stale = False
         self._p_end_valid = False
 
     def _power(self, q, v) -> float:
-        """Power [W] of the applied commands at (q, v): ``τ(q)·v``."""
+        """Power [W] of the applied commands at (q, v): ``τ(q)·v``; for the base wrench ``W_body(q)·V``, with ``V``
+        the base twist (``τ_base·v_base = (Bᵀ W)·v_base = W·(B v_base)``)."""
         p = float(self._tau_const @ v)
-        if self._W_power is not None:
-            V = self.model.twist(q, v)
-            W = self._W_power.W
-            if self._W_power.frame == "world":  # (Rᵀ W)·V
-                R = self.model._rotation(q)
-                p += float(W[:3] @ (R @ V[:3]) + W[3:] @ (R @ V[3:]))
+        cmd = self._W_power
+        if cmd is not None:
+            if cmd.frame == "world" and self.model.base == "se3":  # V = v_base; W·[R v; R ω] in plain floats
+                p += _world_wrench_power(q[3:7].tolist(), v[:6].tolist(), self._W_list)
             else:
-                p += float(W @ V)
+                V = self.model.twist(q, v)
+                W = cmd.W
+                if cmd.frame == "world":  # W_world·[R v; R ω]
+                    R = self.model._rotation(q)
+                    p += float(W[:3] @ (R @ V[:3]) + W[3:] @ (R @ V[3:]))
+                else:
+                    p += float(W @ V)
         return p
 
     def _nonfinite(self, k, q0, v0):

@@ -3,7 +3,10 @@
 Run it with ``ros2 run mbs_ros dynamics_node`` or, without a ROS install, ``python -m
 mbs_ros.nodes.dynamics_node --ros-args -r __ns:=/robot1 --params-file config/rigid_body.yaml``
 (``config/uvms_6dof.yaml``, ``config/arm_6dof_fixed.yaml``, ... for robots).
-The physics is :mod:`mbs_ros.dynamics` (``Model``, ``step``); this node only moves data in and out.
+The simulation is :class:`mbs_ros.dynamics.simulator.Simulator` (state, held commands and their timeouts,
+lockstep periods, energy and work bookkeeping; ROS-free, shared with the tests and the benchmark); this node
+declares and checks the parameters, turns messages into its commands, advances it from a timer and publishes its
+state.
 
 Model. ``robot_description`` (URDF XML) or ``model_file`` (URDF, xacro or robot YAML; a relative path is looked
 up in the mbs_ros share directory, then the current directory) name a robot; ``base_group`` puts its root link on
@@ -46,7 +49,8 @@ the URDF's root link and must name it):
   prefixed), position (rad; the angle of a continuous joint, in (-pi, pi]), velocity, effort = the effort
   applied on the step that ended at the stamp.
 - pub ``joint_wrenches/<joint>`` (``geometry_msgs/WrenchStamped``, one per movable joint; characters not
-  allowed in topic names become ``_``): ``Model.joint_wrenches(q, v, a)`` with ``a`` the forward dynamics under
+  allowed in topic names become ``_``; at ``wrench_rate``, computed only while one of them has a subscriber):
+  ``Model.joint_wrenches(q, v, a)`` with ``a`` the forward dynamics under
   the command applied on the step that ended at the stamp: the total wrench ``[F; tau]`` the joint transmits
   from its parent to its child link (actuation included: its component along the axis is the joint effort),
   in the child link's frame (``frame_id`` ``<ns>/<child link>``) at its origin, gravity included.
@@ -67,16 +71,31 @@ the URDF's root link and must name it):
   ``joint_states``. So RViz's RobotModel display works with its "TF Prefix" left empty, and
   ``robot_state_publisher`` fed this URDF publishes the same frames with its ``frame_prefix`` left empty
   (it is not needed: this node publishes /tf itself). See :mod:`mbs_ros.nodes.markers`.
-- pub ``markers`` (``visualization_msgs/MarkerArray``, with every ``odom`` while ``publish_markers``): one
+- pub ``markers`` (``visualization_msgs/MarkerArray``, at ``markers_rate`` while ``publish_markers``): one
   marker per URDF ``<visual>`` (box, cylinder, sphere; a mesh as MESH_RESOURCE with its URI and scale; the
   robot YAML's visuals are URDF visuals), at its visual origin; a link with mass but no visual shows its
   equivalent-inertia box, and so does a single body. ``frame_id`` is ``world_frame`` and each pose is the
   world pose (link pose x visual origin), stamped like ``odom``; ``ns`` is the link's TF frame, ``id`` the
   visual's index in the link (stable). Floating bases add two ARROW markers (``ns`` ``<base>/wrench``, ``id``
   0 force, 1 torque) from the base origin along the applied wrench in world axes, ``marker_wrench_scale``
-  metres per N and per N m (DELETE while zero). The first array after start-up and after a reset begins
-  with a DELETEALL.
+  metres per N and per N m (DELETE while zero). The first array published after start-up and after a reset
+  (arrays are built only while someone subscribes, so: the first one a subscriber gets) begins with a DELETEALL.
 - pub ``/clock`` (``rosgraph_msgs/Clock``, with ``publish_clock``): the simulation time (below).
+
+Rates (outside lockstep; each a whole number of physics steps, ``round(physics_rate / rate)``, on the grid of
+step indices, so that rates that divide each other publish at common stamps): the state -- odom, pose, /tf,
+joint_states, and wrench and joint_effort again -- at ``publish_rate`` (100 Hz); ``joint_wrenches`` at
+``wrench_rate`` (100 Hz), ``markers`` at ``markers_rate`` (20 Hz), /diagnostics at ``diagnostics_rate`` (1 Hz);
+0 turns the last three off. Every topic is built and published only while it has a subscriber
+(``get_subscription_count``), so joint wrenches, markers and diagnostics cost nothing when nobody listens; the
+state messages are kept and refilled rather than built anew. In lockstep the state is published once per control
+period, with joint_wrenches and markers when their step grid was crossed during the period (every period at
+rates >= control_rate). Start-up, reset and pause publish everything at once.
+
+Execution: ``use_events_executor`` (true) spins with ``rclpy.experimental.EventsExecutor`` where this rclpy has it
+(else the single-threaded executor, with a warning). numpy's BLAS and OpenMP pools get one thread (set before
+numpy loads when this module is the program, and by :func:`mbs_ros.nodes.runtime.limit_threads`;
+``OPENBLAS_NUM_THREADS`` etc. in the environment win).
 
 Services: ``~/reset`` (``std_srvs/Trigger``): back to the initial state (time keeps running: the reset
 state gets the next step's stamp), commands cleared. ``~/pause`` (``std_srvs/SetBool``): stop/resume
@@ -120,17 +139,26 @@ is 0, two lockstep runs publish bit-identical state sequences.
 
 from __future__ import annotations
 
-import math
-import re
+import os
 import sys
+
+if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") == "dynamics_node":
+    # This process is the node: one BLAS/OpenMP thread, set before numpy loads its BLAS (runtime.limit_threads
+    # also resizes loaded pools when threadpoolctl is installed). The environment's own choice is kept.
+    for _name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                  "VECLIB_MAXIMUM_THREADS"):
+        os.environ.setdefault(_name, "1")
+
+import re
 import time
 import warnings
+from array import array
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
-from geometry_msgs.msg import PoseStamped, WrenchStamped
+from geometry_msgs.msg import PoseStamped, TransformStamped, WrenchStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import (
     FloatingPointRange,
@@ -149,7 +177,8 @@ from std_msgs.msg import Float64MultiArray, String
 from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import MarkerArray
 
-from mbs_ros.dynamics import Model, step
+from mbs_ros.dynamics import Model
+from mbs_ros.dynamics.simulator import Simulator, WrenchCommand
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import params as prm
 from mbs_ros.nodes import markers as mk
@@ -183,6 +212,11 @@ LOCKSTEP_WATCH_S = 0.05
 LOCKSTEP_RESEND_S = 1.0
 LOCKSTEP_WARN_S = 2.0
 
+# lockstep: the simulator's command channels and the topics they come from
+_CHANNEL = {"cmd_wrench": "wrench", "joint_command": "joints"}
+_TOPIC = {"wrench": "cmd_wrench", "joints": "joint_command"}
+_TIMEOUT_TOPIC = {"wrench": "cmd_wrench", "joints": "cmd_joint_effort"}
+
 __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values", "main"]
 
 
@@ -202,7 +236,9 @@ class Settings:
     gravity: Tuple[float, ...] = (0.0, 0.0, -9.81)
     integrator: str = "rk4"
     physics_rate: float = 1000.0
-    publish_rate: float = 50.0
+    publish_rate: float = 100.0
+    wrench_rate: float = 100.0
+    markers_rate: float = 20.0
     diagnostics_rate: float = 1.0
     initial_position: Tuple[float, ...] = (0.0, 0.0, 0.0)
     initial_rpy: Tuple[float, ...] = (0.0, 0.0, 0.0)
@@ -212,7 +248,7 @@ class Settings:
     world_frame: str = "world"
     base_frame: str = "base_link"
     cmd_timeout: float = 0.5
-    use_events_executor: bool = False
+    use_events_executor: bool = True
     publish_clock: bool = False
     real_time_factor: float = 1.0
     lockstep: bool = False
@@ -255,8 +291,15 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
         "Physics steps per second of simulation time [Hz]; dt is the nearest whole number of ns.",
         {"read_only": True, "floating_point_range": (1.0, 100000.0)}),
     "publish_rate": (
-        "odom/pose/tf/wrench/joint_states/joint_wrenches rate [Hz], <= physics_rate; published every "
-        "round(physics_rate/publish_rate) steps.", {"floating_point_range": (0.001, 100000.0)}),
+        "Rate of the state: odom, pose, /tf, joint_states (and wrench, joint_effort again with it) [Hz], <= "
+        "physics_rate; published every round(physics_rate/publish_rate) steps. Not used in lockstep (once per "
+        "control period).", {"floating_point_range": (0.001, 100000.0)}),
+    "wrench_rate": (
+        "Rate of joint_wrenches/<joint> [Hz], <= physics_rate, every round(physics_rate/wrench_rate) steps; 0 = "
+        "off. Computed only while someone subscribes to one of them.", {"floating_point_range": (0.0, 100000.0)}),
+    "markers_rate": (
+        "Rate of markers [Hz], <= physics_rate, every round(physics_rate/markers_rate) steps (with publish_markers); "
+        "0 = off. Built only while someone subscribes.", {"floating_point_range": (0.0, 100000.0)}),
     "diagnostics_rate": (
         "Energy/momentum bookkeeping rate on /diagnostics [Hz], <= physics_rate; 0 = off.",
         {"floating_point_range": (0.0, 100000.0)}),
@@ -278,8 +321,8 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
         "A cmd_wrench or cmd_joint_effort is held for this long [s of simulation time], then it goes to zero; "
         "0 = hold the last command forever.", {"floating_point_range": (0.0, 1.0e6)}),
     "use_events_executor": (
-        "Spin with rclpy.experimental.EventsExecutor when available (falls back to the single-threaded "
-        "executor).", {"read_only": True}),
+        "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
+        "with a warning); false: always the single-threaded executor.", {"read_only": True}),
     "publish_clock": (
         "Publish the simulation time on /clock (rosgraph_msgs/Clock), so that every node can run with "
         "use_sim_time:=true. One node per ROS graph should publish it.", {"read_only": True}),
@@ -295,7 +338,7 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
         "a whole number.", {"read_only": True, "floating_point_range": (0.001, 100000.0)}),
     "publish_markers": (
         "Publish the bodies' shapes and the applied base wrench as a visualization_msgs/MarkerArray on "
-        "markers, with every state.", {}),
+        "markers, at markers_rate.", {}),
     "marker_wrench_scale": (
         "Length of the wrench arrows on markers [m per N and m per N m], >= 0.",
         {"floating_point_range": (0.0, 1.0e6)}),
@@ -334,6 +377,8 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         integrator=text("integrator", INTEGRATORS),
         physics_rate=number("physics_rate", lo=0.0, lo_open=True, hi=1.0e5),
         publish_rate=number("publish_rate", lo=0.0, lo_open=True),
+        wrench_rate=number("wrench_rate", lo=0.0),
+        markers_rate=number("markers_rate", lo=0.0),
         diagnostics_rate=number("diagnostics_rate", lo=0.0),
         initial_position=vector("initial_position", 3),
         initial_rpy=vector("initial_rpy", 3),
@@ -354,10 +399,10 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
     if s.publish_rate > s.physics_rate:
         raise ParameterError(
             f"publish_rate ({s.publish_rate:g} Hz) must not exceed physics_rate ({s.physics_rate:g} Hz)")
-    if s.diagnostics_rate > s.physics_rate:
-        raise ParameterError(
-            f"diagnostics_rate ({s.diagnostics_rate:g} Hz) must not exceed physics_rate "
-            f"({s.physics_rate:g} Hz)")
+    for name in ("wrench_rate", "markers_rate", "diagnostics_rate"):
+        if getattr(s, name) > s.physics_rate:
+            raise ParameterError(
+                f"{name} ({getattr(s, name):g} Hz) must not exceed physics_rate ({s.physics_rate:g} Hz)")
     if s.lockstep:
         lockstep_steps(s)  # refuses a control period that is not a whole number of physics steps
     if s.world_frame.strip("/") == s.base_frame.strip("/"):
@@ -473,41 +518,17 @@ def topic_token(name: str) -> str:
 # ------------------------------------------------------------------------------------------- node
 
 
-@dataclass(frozen=True)
-class Command:
-    """A wrench as applied: ``W`` after dropping, held in ``frame`` ("body" or "world")."""
-
-    W: np.ndarray
-    frame: str = "body"
-
-    def is_zero(self) -> bool:
-        return not np.any(self.W)
-
-    def same(self, other: "Command") -> bool:
-        return self.frame == other.frame and np.array_equal(self.W, other.W)
-
-
-ZERO = Command(np.zeros(6))
-
-
-class _Held:
-    """A command held from the step it first applies to, for ``cmd_timeout`` (bookkeeping of one input)."""
-
-    def __init__(self, zero):
-        self.zero = zero
-        self.applied = zero  # applied on the last step taken
-        self.pending = None  # received, applied from the next step
-        self.start_k = 0
-        self.timed_out = False
-        self.announced = None  # the last value announced as a change
-
-    def clear(self):
-        self.pending = None
-        self.applied = self.zero
+def _every(physics_rate: float, rate: float) -> int:
+    """Steps between two publications at ``rate`` (0: never)."""
+    return max(1, int(round(physics_rate / rate))) if rate > 0 else 0
 
 
 class DynamicsNode(Node):
-    """See the module docstring. Construct, then call :meth:`configure` (raises ParameterError)."""
+    """See the module docstring. Construct, then call :meth:`configure` (raises ParameterError).
+
+    The simulation itself is ``self.sim``, a :class:`mbs_ros.dynamics.simulator.Simulator`: this class declares and
+    checks the parameters, turns messages into its commands, advances it from a timer (or per lockstep period)
+    and publishes its state."""
 
     def __init__(self, node_name: str = "dynamics_node", **kwargs):
         super().__init__(node_name, **kwargs)
@@ -555,7 +576,6 @@ class DynamicsNode(Node):
             self._warn_inertia(s)
 
         self.settings = s
-        self.model = model
         self.nj = len(model.joint_names)
         self.nv_base = model.nv - self.nj
         prefix_ns = self.get_namespace()
@@ -564,34 +584,28 @@ class DynamicsNode(Node):
         self._prefix = "" if s.base_frame.startswith("/") else cv.frame_prefix(prefix_ns)
         self._body_frames = {"", s.base_frame, s.base_frame.lstrip("/"), self.base_frame}
         self._world_frames = {self.world_frame, "/" + self.world_frame}
-        self._setup_frames()
 
-        # time: t_k = t0 + k * dt, all integer ns
+        # the simulation: t_k = t0 + k * dt, all integer ns
         self.dt_ns = cv.period_ns(s.physics_rate)
         self.dt = self.dt_ns * 1e-9
-        self.t0_ns = self.get_clock().now().nanoseconds  # 0 with use_sim_time and no /clock yet
-        self.k = 0
+        self.lockstep = s.lockstep
+        self.sim = Simulator(model, q0, v0, self.dt, integrator=s.integrator, cmd_timeout=s.cmd_timeout,
+                             lockstep_steps=lockstep_steps(s) if s.lockstep else 0,
+                             t0_ns=self.get_clock().now().nanoseconds)  # 0 with use_sim_time and no /clock yet
+        self.sim.on_wrench_applied = self._publish_wrench
+        self.sim.on_efforts_applied = self._publish_effort
+        self.sim.on_timeout = self._on_command_timeout
+        self.sim.on_nonfinite = self._on_nonfinite_step
+        self._setup_frames()
         self._set_rates(s)
         self._last_clock_stamp = None
         self._last_clock_wall = 0.0
-        # lockstep bookkeeping
-        self.lockstep = s.lockstep
-        self._lockstep_steps = lockstep_steps(s) if s.lockstep else 0
-        self._expected = tuple(name for name, needed in (("cmd_wrench", model.group is not None),
-                                                         ("joint_command", self.nj > 0)) if needed)
-        self._period_cmds: Dict[str, object] = {}  # channel -> command stamped with the current state's stamp
+        self._last_published_k = None
+        self._last_diag_wall = 0.0
+        # lockstep: wall-clock bookkeeping (the periods themselves are the simulator's)
         self._last_input_wall = time.monotonic()
-        self._last_seen: Dict[str, int] = {}  # channel -> stamp of the last command seen on it
         self._last_state_wall = 0.0
         self._graph_counts = ()
-
-        # state and bookkeeping
-        self.q, self.v = q0, v0
-        self._wrench = _Held(ZERO)
-        self._effort = _Held(np.zeros(self.nj))
-        self.paused = False
-        self._k_reset = 0
-        self._rebaseline()
 
         qos = QoSProfile(depth=100)
         self.pub_odom = self.create_publisher(Odometry, "odom", qos)
@@ -604,6 +618,7 @@ class DynamicsNode(Node):
         self.sub_cmd = self.create_subscription(WrenchStamped, "cmd_wrench", self._on_cmd_wrench,
                                                 QoSProfile(depth=10))
         self.sub_joint_command = None
+        self.pub_joint_wrenches = []
         if self.nj:
             self.pub_joint_states = self.create_publisher(JointState, "joint_states", qos)
             self.pub_joint_effort = self.create_publisher(JointState, "joint_effort", qos)
@@ -615,6 +630,7 @@ class DynamicsNode(Node):
             self.sub_joint_command = self.create_subscription(JointState, "joint_command",
                                                               self._on_joint_command, QoSProfile(depth=10))
             self._joint_index = {name: i for i, name in enumerate(model.joint_names)}
+        self._make_messages()
         if self.multibody:
             # The URDF with the link names this node publishes on TF: RViz's RobotModel works with an empty
             # TF prefix, robot_state_publisher with an empty frame_prefix.
@@ -627,7 +643,7 @@ class DynamicsNode(Node):
             static_qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
             self.pub_tf_static = self.create_publisher(TFMessage, "/tf_static", static_qos)
             self.pub_tf_static.publish(TFMessage(transforms=[
-                cv.transform_stamped_msg(self.t0_ns, parent, child, p, quat)
+                cv.transform_stamped_msg(self.sim.t0_ns, parent, child, p, quat)
                 for parent, child, p, quat in self._static_transforms]))
         self.srv_reset = self.create_service(Trigger, "~/reset", self._on_reset)
         self.srv_pause = self.create_service(SetBool, "~/pause", self._on_pause)
@@ -635,12 +651,13 @@ class DynamicsNode(Node):
 
         # wall-clock pacing
         self._anchor()
+        self._spinning = False
         self._max_batch_steps = max(1, int(round(MAX_BATCH_S / self.dt)))
         self.timer = None
         self._steady_clock = RclpyClock(clock_type=ClockType.STEADY_TIME)
         self._make_timer()
 
-        self._publish_state()
+        self._publish_state(everything=True)
         self._publish_diagnostics()
         self._warn_unknown_overrides()
         effective = 1e9 / self.dt_ns
@@ -650,8 +667,8 @@ class DynamicsNode(Node):
         else:
             what = f"{s.base_group} body, mass {s.mass:g} kg"
         if s.lockstep:
-            timing = (f"lockstep: {self._lockstep_steps} steps per control period, waiting for "
-                      f"{' and '.join(self._expected)} stamped with each state, "
+            timing = (f"lockstep: {self.sim.lockstep_steps} steps per control period, waiting for "
+                      f"{' and '.join(_TOPIC[ch] for ch in self.sim.expected)} stamped with each state, "
                       + (f"at most {s.real_time_factor:g}x real time" if s.real_time_factor > 0
                          else "as fast as the controller answers"))
         else:
@@ -661,6 +678,10 @@ class DynamicsNode(Node):
         self.get_logger().info(
             f"{what}, {s.integrator} at {effective:g} Hz (dt = {self.dt_ns} ns), {timing}"
             + (", publishing /clock" if s.publish_clock else ""))
+
+    @property
+    def model(self) -> Model:
+        return self.sim.model
 
     def _total_mass(self) -> float:
         return float(np.sum(self.model._tree.body_mass))
@@ -685,13 +706,29 @@ class DynamicsNode(Node):
         return self._prefix + link
 
     def _setup_frames(self) -> None:
-        """TF layout: link indices of the base and of each joint's parent and child, static transforms."""
+        """TF layout: link indices of the base and of each joint's parent and child, static transforms; where
+        each joint's position sits in q."""
         model = self.model
         self._static_transforms = []
         self._tf_joints = []  # (parent link index, child link index, parent frame, child frame)
         self._joint_child_frames = []
         self._base_link_index = None
         self._world_to_base = True
+        self._base_is_root = True
+        # joint positions from q: revolute/prismatic entries as they are, continuous ones as atan2(sin, cos)
+        nq_joints = sum(2 if t == "continuous" else 1 for t in model.joint_types)
+        lin_j, lin_q, cont_j, cont_q, i = [], [], [], [], model.nq - nq_joints
+        for j, t in enumerate(model.joint_types):
+            if t == "continuous":
+                cont_j.append(j)
+                cont_q.append(i)
+                i += 2
+            else:
+                lin_j.append(j)
+                lin_q.append(i)
+                i += 1
+        self._jpos = (np.array(lin_j, dtype=int), np.array(lin_q, dtype=int), np.array(cont_j, dtype=int),
+                      np.array(cont_q, dtype=int))
         if not self.multibody:
             return
         index = {name: i for i, name in enumerate(model.link_names)}
@@ -715,25 +752,50 @@ class DynamicsNode(Node):
         self._tf_parent = np.array([j[0] for j in self._tf_joints], dtype=int)
         self._tf_child = np.array([j[1] for j in self._tf_joints], dtype=int)
 
+    def _make_messages(self) -> None:
+        """One message per published type, kept and refilled every cycle (publish serialises at once)."""
+        self._odom_msg = Odometry()
+        self._odom_msg.header.frame_id = self.world_frame
+        self._odom_msg.child_frame_id = self.base_frame
+        self._pose_msg = PoseStamped()
+        self._pose_msg.header.frame_id = self.world_frame
+        self._tf_base = None
+        transforms = []
+        if self._world_to_base:
+            self._tf_base = TransformStamped()
+            self._tf_base.header.frame_id, self._tf_base.child_frame_id = self.world_frame, self.base_frame
+            transforms.append(self._tf_base)
+        self._tf_links = []
+        for _pi, _ci, parent, child in self._tf_joints:
+            t = TransformStamped()
+            t.header.frame_id, t.child_frame_id = parent, child
+            self._tf_links.append(t)
+        self._tf_msg = TFMessage(transforms=transforms + self._tf_links)
+        self._wrench_msg = WrenchStamped()
+        if self.nj:
+            names = list(self.model.joint_names)
+            self._joint_state_msg = JointState(name=names)
+            self._effort_msg = JointState(name=names)
+            self._joint_wrench_msgs = []
+            for frame in self._joint_child_frames:
+                m = WrenchStamped()
+                m.header.frame_id = frame
+                self._joint_wrench_msgs.append(m)
+
     def _set_rates(self, s: Settings) -> None:
-        self._publish_every = max(1, int(round(s.physics_rate / s.publish_rate)))
-        self._diag_every = (max(1, int(round(s.physics_rate / s.diagnostics_rate)))
-                            if s.diagnostics_rate > 0 else 0)
-        self._timeout_steps = (int(math.ceil(s.cmd_timeout * 1e9 / self.dt_ns))
-                               if s.cmd_timeout > 0 and not s.lockstep else 0)
+        """Steps between publications (0: never): state, joint wrenches, markers, diagnostics."""
+        self._publish_every = _every(s.physics_rate, s.publish_rate)
+        self._wrench_every = _every(s.physics_rate, s.wrench_rate) if self.nj else 0
+        self._markers_every = _every(s.physics_rate, s.markers_rate) if s.publish_markers else 0
+        self._diag_every = _every(s.physics_rate, s.diagnostics_rate)
+        self._grids = None  # the step grids advance() stops at, from the rates and the subscribers
+        self.sim.set_cmd_timeout(s.cmd_timeout)
         rtf = s.real_time_factor
         self._max_lag_steps = max(1, int(MAX_LAG_S * rtf / self.dt)) if rtf > 0 else 0
 
-    def _rebaseline(self) -> None:
-        """Reference energy and momentum for the bookkeeping; work counted from here."""
-        self.work = 0.0
-        self.kinetic_energy_ref = self.model.kinetic_energy(self.q, self.v)
-        self.energy_ref = self._energy()
-        self.momentum_ref = self.model.spatial_momentum(self.q, self.v)
-
     def _anchor(self) -> None:
         self._anchor_wall_ns = time.monotonic_ns()
-        self._anchor_k = self.k
+        self._anchor_k = self.sim.k
         self._not_before_ns = self._anchor_wall_ns  # lockstep: the next period may start from then
 
     def _make_timer(self) -> None:
@@ -763,17 +825,16 @@ class DynamicsNode(Node):
         self._markers_delete_all = True  # the first array clears what an earlier run left in RViz
 
     def stamp(self, k: Optional[int] = None) -> int:
-        return self.t0_ns + (self.k if k is None else k) * self.dt_ns
-
-    @property
-    def command(self) -> Command:
-        """The wrench of the last step taken."""
-        return self._wrench.applied
+        return self.sim.stamp(k)
 
     # ---------------------------------------------------------------------------- stepping
 
     def _on_timer(self) -> None:
-        if self.paused:  # time stands still; keep the bookkeeping and the clock visible
+        sim = self.sim
+        if not self._spinning:  # the wall clock counts from the first tick, not from the set-up before the spin
+            self._spinning = True
+            self._anchor()
+        if sim.paused:  # time stands still; keep the bookkeeping and the clock visible
             if (self._diag_every
                     and time.monotonic() - self._last_diag_wall >= 1.0 / self.settings.diagnostics_rate):
                 self._publish_diagnostics()
@@ -791,11 +852,11 @@ class DynamicsNode(Node):
         due = self._anchor_k + int((now - self._anchor_wall_ns) * rtf) // self.dt_ns
         # A small batch per callback: when behind, the timer is ready again at once, and the commands that
         # arrived meanwhile are taken between batches instead of after one long open-loop burst.
-        n = min(due - self.k, self._max_batch_steps)
+        n = min(due - sim.k, self._max_batch_steps)
         if n > 0:
             self.advance(n)
             self._publish_clock()
-        behind = due - self.k
+        behind = due - sim.k
         if behind > self._max_lag_steps:
             self.get_logger().warning(
                 f"falling behind the wall clock by {behind * self.dt / rtf:.3f} s: skipping ahead (the simulation "
@@ -803,63 +864,113 @@ class DynamicsNode(Node):
             self._anchor()
 
     def advance(self, steps: int) -> None:
-        """Take ``steps`` physics steps. The one place the simulation advances (timer and lockstep)."""
-        for _ in range(steps):
-            self._step_once()
+        """Take ``steps`` physics steps, publishing what falls due on the way (the state every
+        ``_publish_every`` steps outside lockstep, joint wrenches, markers and diagnostics on their own step
+        grids, each only while someone subscribes). The one place the simulation advances (timer and lockstep)."""
+        sim = self.sim
+        end = sim.k + steps
+        while sim.k < end and not sim.paused:
+            k = sim.k
+            if self._grids is None:  # asked again after every state: subscribers come and go
+                self._grids = self._active_grids()
+            grids = self._grids
+            nxt = min([end] + [(k // every + 1) * every for every in grids])
+            sim.advance(nxt - k)
+            k = sim.k
+            if not self.lockstep:  # lockstep: the state and what goes with it once per period (_try_period)
+                wrenches = bool(self._wrench_every) and k % self._wrench_every == 0
+                markers = bool(self._markers_every) and k % self._markers_every == 0
+                if k % self._publish_every == 0:
+                    self._publish_state(wrenches=wrenches, markers=markers)
+                    self._publish_applied()
+                    self._grids = None
+                else:
+                    if wrenches:
+                        self._publish_joint_wrenches(self.stamp())
+                    if markers:
+                        self._publish_markers(self.stamp())
+            if self._diag_every and k % self._diag_every == 0:
+                self._publish_diagnostics()
+
+    def _active_grids(self) -> list:
+        """Step grids to stop at: the state's (outside lockstep), the diagnostics', and the joint wrenches' and
+        markers' while someone subscribes to them."""
+        grids = []
+        if self._diag_every and self.pub_diag.get_subscription_count():
+            grids.append(self._diag_every)
+        if self.lockstep:
+            return grids
+        grids.append(self._publish_every)
+        if self._wrench_every and self._joint_wrenches_wanted():
+            grids.append(self._wrench_every)
+        if self._markers_every and self.pub_markers.get_subscription_count():
+            grids.append(self._markers_every)
+        return grids
+
+    def _joint_wrenches_wanted(self) -> bool:
+        return any(p.get_subscription_count() for p in self.pub_joint_wrenches)
+
+    def _on_command_timeout(self, channel: str) -> None:
+        self.get_logger().info(f"no {_TIMEOUT_TOPIC[channel]} for {self.settings.cmd_timeout:g} s: applying zero",
+                               throttle_duration_sec=WARN_THROTTLE_S)
+
+    def _on_nonfinite_step(self, k: int, cmd: WrenchCommand, efforts: np.ndarray) -> None:
+        self.get_logger().error(
+            f"the step at t = {self.stamp(k) * 1e-9:.6f} s with wrench {cmd.W.tolist()} ({cmd.frame}) "
+            f"and joint efforts {efforts.tolist()} gave a non-finite state: commands dropped, step taken "
+            "with zero wrench and efforts", throttle_duration_sec=WARN_THROTTLE_S)
 
     # ---------------------------------------------------------------------------- lockstep
 
-    def _lockstep_take(self, channel: str, value) -> None:
-        """A valid command stamped for the current period."""
-        self._period_cmds[channel] = value
-        self._try_period()
-
-    def _lockstep_stamp_ok(self, channel: str, stamp_ns: int) -> bool:
+    def _lockstep_stamp_ok(self, topic: str, stamp_ns: int) -> bool:
         """Lockstep: is a command stamped ``stamp_ns`` for the current period? Logs why not (throttled)."""
         self._last_input_wall = time.monotonic()
-        self._last_seen[channel] = stamp_ns
-        current = self.stamp()
-        if stamp_ns == current:
+        order = self.sim.check_stamp(_CHANNEL[topic], stamp_ns)
+        if order == 0:
             return True
-        if stamp_ns < current:  # an answer to a state sent again, or to the state before a reset
+        current = self.stamp()
+        if order < 0:  # an answer to a state sent again, or to the state before a reset
             self.get_logger().debug(
-                f"lockstep: {channel} stamped {stamp_ns * 1e-9:.9f} s ignored, waiting for {current * 1e-9:.9f} s",
+                f"lockstep: {topic} stamped {stamp_ns * 1e-9:.9f} s ignored, waiting for {current * 1e-9:.9f} s",
                 throttle_duration_sec=WARN_THROTTLE_S)
         else:
             self.get_logger().warning(
-                f"lockstep: {channel} stamped {stamp_ns * 1e-9:.9f} s ignored: it is later than the current state "
+                f"lockstep: {topic} stamped {stamp_ns * 1e-9:.9f} s ignored: it is later than the current state "
                 f"({current * 1e-9:.9f} s); commands must carry the stamp of the state they answer",
                 throttle_duration_sec=WARN_THROTTLE_S)
         return False
 
-    def _period_complete(self) -> bool:
-        return all(ch in self._period_cmds for ch in self._expected)
+    def _lockstep_take(self, topic: str, value) -> None:
+        """A valid command stamped for the current period."""
+        self.sim.submit(_CHANNEL[topic], value)
+        self._try_period()
 
     def _try_period(self) -> None:
         """Lockstep: advance one control period if its commands are all here (and the speed limit allows)."""
-        if self.paused or not self._period_complete():
+        sim = self.sim
+        if sim.paused or not sim.period_complete():
             return
         rtf = self.settings.real_time_factor
         now = time.monotonic_ns()
         if rtf > 0.0 and now < self._not_before_ns:
             return  # the timer tries again
-        n = self._lockstep_steps
-        if "cmd_wrench" in self._period_cmds:
-            self._wrench.pending = self._period_cmds["cmd_wrench"]
-        if "joint_command" in self._period_cmds:
-            self._effort.pending = self._period_cmds["joint_command"]
-        self._period_cmds = {}
+        n = sim.lockstep_steps
+        k0 = sim.k
+        sim.start_period()
+        self._grids = None
         self.advance(n)
         if rtf > 0.0:
             self._not_before_ns = max(self._not_before_ns + int(n * self.dt_ns / rtf), now)
-        self._publish_state()
-        self._publish_wrench(self.k - 1, self.command)
-        if self.nj:
-            self._publish_effort(self.k - 1, self._effort.applied)
+        k1 = sim.k
+        # joint wrenches and markers with the period's state when their step grid was crossed during the period
+        self._publish_state(wrenches=bool(self._wrench_every) and k1 // self._wrench_every > k0 // self._wrench_every,
+                            markers=bool(self._markers_every)
+                            and k1 // self._markers_every > k0 // self._markers_every)
+        self._publish_applied()
 
     def _lockstep_watch(self) -> None:
         """Lockstep timer: pace, send the state again if the commands are late, warn if nothing comes."""
-        if self._period_complete():
+        if self.sim.period_complete():
             self._try_period()
             return
         self._repeat_clock()
@@ -871,8 +982,9 @@ class DynamicsNode(Node):
             self._publish_state(controller_inputs_only=True)  # the same stamp and values again
         quiet = now - self._last_input_wall
         if quiet > LOCKSTEP_WARN_S:
-            missing = [ch for ch in self._expected if ch not in self._period_cmds]
-            seen = ", ".join(f"{ch} {t * 1e-9:.9f} s" for ch, t in sorted(self._last_seen.items())) or "none"
+            missing = [_TOPIC[ch] for ch in self.sim.missing()]
+            seen = ", ".join(f"{_TOPIC[ch]} {t * 1e-9:.9f} s"
+                             for ch, t in sorted(self.sim.last_stamp_seen.items())) or "none"
             self.get_logger().warning(
                 f"lockstep: waiting at t = {self.stamp() * 1e-9:.9f} s for {' and '.join(missing)} stamped with it; "
                 f"no command for {quiet:.1f} s (last stamps seen: {seen}). Is a lockstep controller running?",
@@ -906,197 +1018,148 @@ class DynamicsNode(Node):
         if self.pub_clock is not None and time.monotonic() - self._last_clock_wall > CLOCK_REPEAT_S:
             self._publish_clock(again=True)
 
-    def _step_once(self) -> None:
-        k = self.k
-        cmd = self._for_step(self._wrench, k, "cmd_wrench", Command.is_zero)
-        effort = self._for_step(self._effort, k, "cmd_joint_effort", lambda e: not np.any(e))
-        tau = self._generalized_force(cmd, effort)
-        q0, v0 = self.q, self.v
-        q1, v1 = step(self.model, q0, v0, tau, self.dt, method=self.settings.integrator, t=k * self.dt)
-        if not (np.all(np.isfinite(q1)) and np.all(np.isfinite(v1))):
-            self.get_logger().error(
-                f"the step at t = {self.stamp(k) * 1e-9:.6f} s with wrench {cmd.W.tolist()} ({cmd.frame}) "
-                f"and joint efforts {effort.tolist()} gave a non-finite state: commands dropped, step taken "
-                "with zero wrench and efforts", throttle_duration_sec=WARN_THROTTLE_S)
-            cmd, effort = ZERO, self._effort.zero
-            tau = self._generalized_force(cmd, effort)
-            q1, v1 = step(self.model, q0, v0, tau, self.dt, method=self.settings.integrator, t=k * self.dt)
-            if not (np.all(np.isfinite(q1)) and np.all(np.isfinite(v1))):  # pragma: no cover
-                q1, v1 = q0, v0
-        self._wrench.applied = cmd
-        self._effort.applied = effort
-        if self._wrench.announced is None or not cmd.same(self._wrench.announced):
-            self._publish_wrench(k, cmd)  # stamped with the start of the first step it applies to
-            self._wrench.announced = cmd
-        if self.nj and (self._effort.announced is None or not np.array_equal(effort, self._effort.announced)):
-            self._publish_effort(k, effort)
-            self._effort.announced = effort
-        # work of the applied wrench and efforts over the step (trapezoidal rule on the power tau . v)
-        self.work += 0.5 * self.dt * (self._power(tau, q0, v0) + self._power(tau, q1, v1))
-        self.q, self.v = q1, v1
-        self.k = k + 1
-        if not self.lockstep and self.k % self._publish_every == 0:  # lockstep: once per control period
-            self._publish_state()
-            self._publish_wrench(k, self.command)
-            if self.nj:
-                self._publish_effort(k, self._effort.applied)
-        if self._diag_every and self.k % self._diag_every == 0:
-            self._publish_diagnostics()
-
-    def _for_step(self, held: _Held, k: int, what: str, is_zero):
-        """The value of one input for step k: a pending command starts now; a held one may time out."""
-        if held.pending is not None:
-            value, held.pending = held.pending, None
-            held.start_k = k
-            held.timed_out = False
-            return value
-        value = held.applied
-        if self._timeout_steps and not is_zero(value) and k - held.start_k >= self._timeout_steps:
-            if not held.timed_out:
-                self.get_logger().info(
-                    f"no {what} for {self.settings.cmd_timeout:g} s: applying zero",
-                    throttle_duration_sec=WARN_THROTTLE_S)
-            held.timed_out = True
-            return held.zero
-        return value
-
-    def _generalized_force(self, cmd: Command, effort: Optional[np.ndarray] = None):
-        """Generalized force for ``step``: a constant vector, or a function of the stage's q."""
-        model = self.model
-        tau_joints = np.zeros(model.nv)
-        if effort is not None and effort.size:
-            tau_joints[model.nv - effort.size:] = effort
-        if cmd.is_zero():
-            return tau_joints
-        W = cmd.W.copy()
-        if cmd.frame == "body":
-            return lambda t, q, v: model.wrench_to_generalized(q, W)[0] + tau_joints
-
-        def tau_world(t, q, v):
-            R_world_base = cv.rotation_matrix(model.pose(q)[1])
-            return model.wrench_to_generalized(q, cv.rotate_wrench(R_world_base.T, W))[0] + tau_joints
-
-        return tau_world
-
-    @staticmethod
-    def _power(tau, q, v) -> float:
-        t = tau(0.0, q, v) if callable(tau) else tau
-        return float(np.dot(t, v))
-
-    def _energy(self) -> float:
-        return self.model.kinetic_energy(self.q, self.v) + self.model.potential_energy(self.q)
-
     # -------------------------------------------------------------------------- publishing
 
-    def _publish_state(self, controller_inputs_only: bool = False) -> None:
-        """The state at the current stamp: /clock first, then odom, pose, /tf, joint_states, joint_wrenches and
-        markers. ``controller_inputs_only``: /clock, odom and joint_states only (lockstep sending it again)."""
+    def _publish_state(self, controller_inputs_only: bool = False, everything: bool = False,
+                       wrenches: bool = False, markers: bool = False) -> None:
+        """The state at the current stamp: /clock first, then odom, pose, /tf, joint_states; joint_wrenches with
+        ``wrenches`` and markers with ``markers`` (``everything``: both). Every topic only while someone
+        subscribes to it. ``controller_inputs_only``: /clock, odom and joint_states (lockstep sending it again)."""
         stamp = self.stamp()
         self._publish_clock(again=controller_inputs_only)
         self._last_state_wall = time.monotonic()
-        model, q, v = self.model, self.q, self.v
-        V = model.twist(q, v)
+        sim, model = self.sim, self.model
+        q, v = sim.q, sim.v
         poses = None
-        if self.multibody:
+        tf_wanted = not controller_inputs_only and self.pub_tf.get_subscription_count() > 0
+        if self.multibody and (tf_wanted or not self._base_is_root or (everything or markers)):
             poses = model.link_poses(q)
         if self.multibody and not self._base_is_root:  # a URDF rooted at "world": the base link's fixed pose
             T = poses[self._base_link_index]
-            p, quat = T[:3, 3].copy(), cv.quaternion_from_matrix(T[:3, :3])
+            p, quat = T[:3, 3].tolist(), cv.quaternion_from_matrix(T[:3, :3]).tolist()
         else:
             p, quat = model.pose(q)
-        self.pub_odom.publish(cv.odometry_msg(stamp, self.world_frame, self.base_frame, p, quat, V))
-        if controller_inputs_only:
-            if self.nj:
-                self._publish_joints(stamp, wrenches=False)
-            return
-        self.pub_pose.publish(cv.pose_stamped_msg(stamp, self.world_frame, p, quat))
-        transforms = []
-        if self._world_to_base:
-            transforms.append(cv.transform_stamped_msg(stamp, self.world_frame, self.base_frame, p, quat))
-        if self.multibody:
-            if self._tf_joints:
-                T = cv.inverse_transforms(poses[self._tf_parent]) @ poses[self._tf_child]  # T_parent_child
-                quats = cv.quaternion_from_matrix(T[:, :3, :3])
-                for (_pi, _ci, parent, child), Tj, quat_j in zip(self._tf_joints, T, quats):
-                    transforms.append(cv.transform_stamped_msg(stamp, parent, child, Tj[:3, 3], quat_j))
-        self.pub_tf.publish(TFMessage(transforms=transforms))
-        if self.nj:
-            self._publish_joints(stamp)
-        if self.settings.publish_markers:
-            self._publish_markers(stamp, poses, p, quat)
-        self._last_published_k = self.k
+            p, quat = p.tolist(), quat.tolist()
+        if self.pub_odom.get_subscription_count():
+            m = self._odom_msg
+            cv.set_stamp(m.header, stamp)
+            cv.set_pose(m.pose.pose, p, quat)
+            cv.set_pair(m.twist.twist, "linear", "angular", model.twist(q, v).tolist())
+            self.pub_odom.publish(m)
+        if not controller_inputs_only:
+            if self.pub_pose.get_subscription_count():
+                m = self._pose_msg
+                cv.set_stamp(m.header, stamp)
+                cv.set_pose(m.pose, p, quat)
+                self.pub_pose.publish(m)
+            if tf_wanted:
+                self._publish_tf(stamp, poses, p, quat)
+        if self.nj and self.pub_joint_states.get_subscription_count():
+            self._publish_joint_states(stamp)
+        if not controller_inputs_only:
+            if (everything or wrenches) and self.nj:
+                self._publish_joint_wrenches(stamp)
+            if (everything or markers) and self.settings.publish_markers:
+                self._publish_markers(stamp, poses)
+            self._last_published_k = sim.k
 
-    def _publish_markers(self, stamp: int, poses: Optional[np.ndarray], p, quat) -> None:
-        R = cv.rotation_matrix(quat)
+    def _publish_tf(self, stamp: int, poses: Optional[np.ndarray], p, quat) -> None:
+        if self._tf_base is not None:
+            cv.set_stamp(self._tf_base.header, stamp)
+            cv.set_pose(self._tf_base.transform, p, quat)
+        if self._tf_links:
+            T = cv.inverse_transforms(poses[self._tf_parent]) @ poses[self._tf_child]  # T_parent_child
+            quats = cv.quaternion_from_matrix(T[:, :3, :3]).tolist()
+            positions = T[:, :3, 3].tolist()
+            for t, p_j, quat_j in zip(self._tf_links, positions, quats):
+                cv.set_stamp(t.header, stamp)
+                cv.set_pose(t.transform, p_j, quat_j)
+        self.pub_tf.publish(self._tf_msg)
+
+    def _joint_positions(self, q: np.ndarray) -> np.ndarray:
+        lin_j, lin_q, cont_j, cont_q = self._jpos
+        out = np.empty(self.nj)
+        out[lin_j] = q[lin_q]
+        out[cont_j] = np.arctan2(q[cont_q + 1], q[cont_q])
+        return out
+
+    def _publish_joint_states(self, stamp: int) -> None:
+        sim, m = self.sim, self._joint_state_msg
+        cv.set_stamp(m.header, stamp)
+        m.position = array("d", self._joint_positions(sim.q).tobytes())
+        m.velocity = array("d", sim.v[self.nv_base:].tobytes())
+        m.effort = array("d", np.ascontiguousarray(sim.applied_efforts, dtype=float).tobytes())
+        self.pub_joint_states.publish(m)
+
+    def _publish_joint_wrenches(self, stamp: int) -> None:
+        """joint_wrenches/<joint> of the current state, computed only when someone subscribes to one of them."""
+        wanted = [i for i, pub in enumerate(self.pub_joint_wrenches) if pub.get_subscription_count()]
+        if not wanted:
+            return
+        W = self.sim.joint_wrenches().tolist()
+        for i in wanted:
+            m = self._joint_wrench_msgs[i]
+            cv.set_stamp(m.header, stamp)
+            cv.set_pair(m.wrench, "force", "torque", W[i])
+            self.pub_joint_wrenches[i].publish(m)
+
+    def _publish_markers(self, stamp: int, poses: Optional[np.ndarray] = None) -> None:
+        """markers of the current state, built only when someone subscribes."""
+        if not self.pub_markers.get_subscription_count():
+            return
+        sim, model = self.sim, self.model
+        if poses is None and self.multibody:
+            poses = model.link_poses(sim.q)
+        p, quat = model.pose(sim.q)
         if poses is None:  # a single body: its one "link" is the body frame
             T = np.eye(4)
-            T[:3, :3], T[:3, 3] = R, p
+            T[:3, :3], T[:3, 3] = cv.rotation_matrix(quat), p
             poses = T[None]
+        elif not self._base_is_root:
+            p = poses[self._base_link_index][:3, 3]
         markers = []
         if self._markers_delete_all:
             markers.append(mk.delete_all_marker(self.world_frame, stamp))
             self._markers_delete_all = False
         markers += self._marker_maker.link_markers(stamp, poses)
-        cmd = self.command
-        F, tau = (R @ cmd.W[:3], R @ cmd.W[3:]) if cmd.frame == "body" else (cmd.W[:3], cmd.W[3:])
+        F, tau = sim.applied_wrench_world()
         markers += self._marker_maker.wrench_markers(stamp, p, F, tau, self.settings.marker_wrench_scale)
         self.pub_markers.publish(MarkerArray(markers=markers))
 
-    def _publish_joints(self, stamp: int, wrenches: bool = True) -> None:
-        model, q, v = self.model, self.q, self.v
-        effort = self._effort.applied
-        names = list(model.joint_names)
-        positions = ms.joint_positions_from_q(model, q[model.nq - self._nq_joints():])
-        self.pub_joint_states.publish(cv.joint_state_msg(stamp, names, positions, v[self.nv_base:], effort))
-        if not wrenches:
+    def _publish_applied(self) -> None:
+        """``wrench`` and ``joint_effort`` again with the state, stamped with the start of the last step taken."""
+        k = self.sim.k
+        if k > 0:
+            self._publish_wrench(k - 1, self.sim.applied_wrench)
+            if self.nj:
+                self._publish_effort(k - 1, self.sim.applied_efforts)
+
+    def _publish_wrench(self, k: int, cmd: WrenchCommand) -> None:
+        if not self.pub_wrench.get_subscription_count():
             return
-        tau = self._generalized_force(self.command, effort)
-        tau = tau(0.0, q, v) if callable(tau) else tau
-        a = model.forward_dynamics(q, v, tau)
-        W = model.joint_wrenches(q, v, a)
-        for pub, frame, Wj in zip(self.pub_joint_wrenches, self._joint_child_frames, W):
-            pub.publish(cv.wrench_stamped_msg(stamp, frame, Wj))
-
-    def _nq_joints(self) -> int:
-        return sum(2 if t == "continuous" else 1 for t in self.model.joint_types)
-
-    def _publish_wrench(self, k: int, cmd: Command) -> None:
-        frame = self.base_frame if cmd.frame == "body" else self.world_frame
-        self.pub_wrench.publish(cv.wrench_stamped_msg(self.stamp(k), frame, cmd.W))
+        m = self._wrench_msg
+        cv.set_stamp(m.header, self.stamp(k))
+        m.header.frame_id = self.base_frame if cmd.frame == "body" else self.world_frame
+        cv.set_pair(m.wrench, "force", "torque", cmd.W.tolist())
+        self.pub_wrench.publish(m)
 
     def _publish_effort(self, k: int, effort: np.ndarray) -> None:
-        self.pub_joint_effort.publish(cv.joint_state_msg(self.stamp(k), list(self.model.joint_names),
-                                                         effort=effort))
+        if not self.pub_joint_effort.get_subscription_count():
+            return
+        m = self._effort_msg
+        cv.set_stamp(m.header, self.stamp(k))
+        m.effort = array("d", np.ascontiguousarray(effort, dtype=float).tobytes())
+        self.pub_joint_effort.publish(m)
 
     def _publish_diagnostics(self) -> None:
         self._last_diag_wall = time.monotonic()
-        model, q, v = self.model, self.q, self.v
-        ke = model.kinetic_energy(q, v)
-        pe = model.potential_energy(q)
-        h = model.spatial_momentum(q, v)
-        values = {
-            "sim_time": self.stamp() * 1e-9,
-            "steps": self.k,
-            "steps_since_reset": self.k - self._k_reset,
-            "paused": self.paused,
-            "base_group": self.settings.base_group,
-            "integrator": self.settings.integrator,
-            "kinetic_energy": ke,
-            "potential_energy": pe,
-            "total_energy": ke + pe,
-            "kinetic_energy_ref": self.kinetic_energy_ref,
-            "total_energy_ref": self.energy_ref,
-            "work_applied": self.work,
-            "energy_balance_residual": ke + pe - self.energy_ref - self.work,
-        }
-        for i, axis in enumerate(("linear_x", "linear_y", "linear_z", "angular_x", "angular_y", "angular_z")):
-            values["momentum_" + axis] = float(h[i])
-        for i, axis in enumerate(("linear_x", "linear_y", "linear_z", "angular_x", "angular_y", "angular_z")):
-            values["momentum_ref_" + axis] = float(self.momentum_ref[i])
+        if not self.pub_diag.get_subscription_count():
+            return
+        values = self.sim.diagnostics()
         status = DiagnosticStatus(
             level=DiagnosticStatus.OK,
             name=f"{self.get_fully_qualified_name()}: " + ("multibody" if self.multibody else "rigid body"),
-            message="paused" if self.paused else "running",
+            message="paused" if self.sim.paused else "running",
             hardware_id=self.base_frame,
             values=cv.key_values(values),
         )
@@ -1122,32 +1185,24 @@ class DynamicsNode(Node):
                 throttle_duration_sec=WARN_THROTTLE_S)
             return
         if frame_id in self._body_frames:
-            frame, W_body = "body", W
+            frame = "body"
         elif frame_id in self._world_frames:
             frame = "world"
-            R_world_base = cv.rotation_matrix(self.model.pose(self.q)[1])
-            W_body = cv.rotate_wrench(R_world_base.T, W)
         else:
             self.get_logger().warning(
                 f"cmd_wrench rejected: unknown frame_id {frame_id!r} (use '', {self.base_frame!r} or "
                 f"{self.world_frame!r})", throttle_duration_sec=WARN_THROTTLE_S)
             return
-        _tau, _W_applied, W_dropped = self.model.wrench_to_generalized(self.q, W_body)
-        if np.max(np.abs(W_dropped)) > 1e-12 * max(1.0, float(np.max(np.abs(W_body)))):
+        cmd, dropped = self.sim.wrench_command(W, frame)
+        if np.any(dropped):
             self.get_logger().warning(
                 f"cmd_wrench: a {self.settings.base_group} {'base' if self.multibody else 'body'} cannot take the "
-                f"components {np.round(W_dropped, 12).tolist()} (body frame [F; tau]); dropped them, applying the "
+                f"components {np.round(dropped, 12).tolist()} (body frame [F; tau]); dropped them, applying the "
                 "rest", throttle_duration_sec=WARN_THROTTLE_S)
-            W_body = W_body - W_dropped
-            if frame == "world":
-                W = cv.rotate_wrench(R_world_base, W_body)
-            else:
-                W = W_body
-        cmd = Command(np.array(W, dtype=float), frame)
         if self.lockstep:
             self._lockstep_take("cmd_wrench", cmd)
         else:
-            self._wrench.pending = cmd
+            self.sim.set_wrench(cmd)
 
     def _on_cmd_joint_effort(self, msg: Float64MultiArray) -> None:
         if self.lockstep:
@@ -1166,7 +1221,7 @@ class DynamicsNode(Node):
                 f"cmd_joint_effort rejected: non-finite (NaN/inf) entries {data.tolist()}",
                 throttle_duration_sec=WARN_THROTTLE_S)
             return
-        self._effort.pending = data.copy()
+        self.sim.set_joint_efforts(data)
 
     def _on_joint_command(self, msg: JointState) -> None:
         if self.lockstep and not self._lockstep_stamp_ok("joint_command", cv.ns_from_time(msg.header.stamp)):
@@ -1190,7 +1245,7 @@ class DynamicsNode(Node):
         if self.lockstep:
             self._lockstep_take("joint_command", data)
         else:
-            self._effort.pending = data
+            self.sim.set_joint_efforts(data)
 
     # ---------------------------------------------------------------------------- services
 
@@ -1200,17 +1255,12 @@ class DynamicsNode(Node):
         except ParameterError as e:  # pragma: no cover - validated when set
             response.success, response.message = False, str(e)
             return response
-        # The initial state becomes the state of the next step: stamps never repeat or go back.
-        self.k += 1
-        self.q, self.v = q0, v0
-        self._wrench.clear()  # announced on `wrench` by the next step if it differs
-        self._effort.clear()
-        self._period_cmds = {}  # lockstep: commands for the state before the reset no longer count
-        self._k_reset = self.k
-        self._rebaseline()
+        # The initial state becomes the state of the next step: stamps never repeat or go back. The commands
+        # are cleared (the zero wrench is announced on `wrench` by the next step if it differs).
+        self.sim.reset(q0, v0)
         self._anchor()
         self._markers_delete_all = True
-        self._publish_state()
+        self._publish_state(everything=True)
         self._publish_diagnostics()
         response.success = True
         response.message = f"reset to the initial state at t = {self.stamp() * 1e-9:.9f} s"
@@ -1218,24 +1268,22 @@ class DynamicsNode(Node):
         return response
 
     def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
-        if request.data and not self.paused:
-            self.paused = True
-            if self._last_published_k != self.k:
-                self._publish_state()
-                if self.k > 0:
-                    self._publish_wrench(self.k - 1, self.command)
-                    if self.nj:
-                        self._publish_effort(self.k - 1, self._effort.applied)
+        sim = self.sim
+        if request.data and not sim.paused:
+            sim.pause(True)
+            if self._last_published_k != sim.k:
+                self._publish_state(everything=True)
+                self._publish_applied()
             self._publish_diagnostics()
             response.message = f"paused at t = {self.stamp() * 1e-9:.9f} s"
-        elif not request.data and self.paused:
-            self.paused = False
+        elif not request.data and sim.paused:
+            sim.pause(False)
             self._anchor()
             response.message = f"resumed at t = {self.stamp() * 1e-9:.9f} s"
             if self.lockstep:
                 self._try_period()  # the commands may all be here already
         else:
-            response.message = "already " + ("paused" if self.paused else "running")
+            response.message = "already " + ("paused" if sim.paused else "running")
         response.success = True
         self.get_logger().info(response.message)
         return response
@@ -1265,14 +1313,14 @@ class DynamicsNode(Node):
         old = self.settings
         self.settings = s
         self._set_rates(s)
+        self.sim.integrator = s.integrator
         if s.real_time_factor != old.real_time_factor:
             self._anchor()
             self._make_timer()
         if model is not self.model:
             if not self.multibody:
                 self._warn_inertia(s)
-            self.model = model
-            self._rebaseline()  # same state, new inertia: new energy/momentum reference
+            self.sim.set_model(model)  # same state, new inertia: new energy/momentum reference
             if not self.multibody:
                 self._setup_markers()  # the equivalent-inertia box changes with the inertia
         self.get_logger().info("parameters changed: " + ", ".join(sorted(changed)))

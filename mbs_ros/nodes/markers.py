@@ -178,6 +178,7 @@ class MarkerMaker:
         length = max(sizes) if sizes else 0.5
         self.shaft_diameter = max(0.005, 0.03 * length)
         self._templates: List[Marker] = []  # reused every cycle: publish() serialises at once
+        self._arrows: List[Marker] = []  # likewise, made on first use
         for shape in self.shapes:
             m = Marker(ns=shape.ns, id=shape.id, type=shape.type, action=Marker.ADD)
             m.header.frame_id = self.world_frame
@@ -210,25 +211,26 @@ class MarkerMaker:
 
     def wrench_markers(self, stamp_ns: int, origin, force_world, torque_world, scale: float) -> List[Marker]:
         """Force (id 0) and torque (id 1) arrows from the base origin, ``scale`` metres per N and per N m; a
-        zero (or zero-length) vector deletes its arrow."""
+        zero (or zero-length) vector deletes its arrow. The two markers are kept and refilled every cycle."""
         if not self.wrench_arrows:
             return []
-        stamp = cv.time_from_ns(stamp_ns)
+        if not self._arrows:
+            d = self.shaft_diameter
+            for i, color in enumerate((FORCE_COLOR, TORQUE_COLOR)):
+                m = Marker(ns=self.wrench_ns, id=i, type=Marker.ARROW)
+                m.header.frame_id = self.world_frame
+                m.pose.orientation.w = 1.0
+                m.scale = cv.vector3_msg([d, 2.0 * d, 3.0 * d])
+                m.color.r, m.color.g, m.color.b, m.color.a = color
+                self._arrows.append(m)
         origin = np.asarray(origin, dtype=float)
-        out = []
-        for i, (vec, color) in enumerate(((force_world, FORCE_COLOR), (torque_world, TORQUE_COLOR))):
-            m = Marker(ns=self.wrench_ns, id=i, type=Marker.ARROW)
-            m.header.frame_id = self.world_frame
-            m.header.stamp = stamp
-            m.pose.orientation.w = 1.0
+        for m, vec in zip(self._arrows, (force_world, torque_world)):
+            cv.set_stamp(m.header, stamp_ns)
             tip = origin + scale * np.asarray(vec, dtype=float)
             if not np.all(np.isfinite(tip)) or np.linalg.norm(tip - origin) < 1e-9:
                 m.action = Marker.DELETE
+                m.points = []
             else:
                 m.action = Marker.ADD
                 m.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in (origin, tip)]
-                d = self.shaft_diameter
-                m.scale = cv.vector3_msg([d, 2.0 * d, 3.0 * d])
-                m.color.r, m.color.g, m.color.b, m.color.a = color
-            out.append(m)
-        return out
+        return list(self._arrows)

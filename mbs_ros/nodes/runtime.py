@@ -5,10 +5,14 @@ Exit codes: 2 when ``configure()`` raises one of ``errors`` (the reason is logge
 escapes a callback while spinning (the node logs it there); 0 on SIGINT/SIGTERM, including a signal during
 set-up (which can show up as an RCLError) and an RCLError from a callback that was publishing while the context
 shut down.
+
+Threads: :func:`run_node` first limits numpy's BLAS/OpenMP thread pools to one thread (:func:`limit_threads`): a
+node's matrices are small, and a pool of spinning BLAS threads per node only takes cores from the other nodes.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 import threading
 from typing import Callable, Optional, Tuple, Type
@@ -18,7 +22,35 @@ from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
 from mbs_ros.nodes.model_source import ParameterError
 
-__all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node"]
+__all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES"]
+
+#: Environment variables that size the thread pools of numpy's BLAS (OpenBLAS, MKL, BLIS, Accelerate) and OpenMP.
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS")
+
+
+def limit_threads(n: int = 1) -> bool:
+    """At most ``n`` threads in numpy's BLAS and OpenMP pools, unless the environment chooses otherwise: each
+    variable of :data:`THREAD_VARIABLES` it does not set becomes ``n`` (for the libraries loaded from now on and
+    for child processes), and the pools already loaded are resized to ``OPENBLAS_NUM_THREADS`` /
+    ``OMP_NUM_THREADS`` with threadpoolctl when it is installed (True then). Without threadpoolctl a pool loaded
+    before this call keeps its size: the dynamics node's module therefore sets the same variables before it imports
+    numpy when it is the program being run."""
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, str(n))
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return False
+
+    def size(var):
+        try:
+            return max(1, int(os.environ[var]))
+        except ValueError:
+            return n
+
+    threadpool_limits(limits={"blas": size("OPENBLAS_NUM_THREADS"), "openmp": size("OMP_NUM_THREADS")})
+    return True
 
 
 def try_shutdown() -> None:
@@ -75,7 +107,9 @@ def run_node(factory: Callable[[], "rclpy.node.Node"], args=None, *,
              own_signal_handlers: bool = True) -> int:
     """Construct the node with ``factory()``, call its ``configure()`` and spin it until SIGINT/SIGTERM; the
     process's exit code (see the module docstring). ``make_executor(node)`` defaults to a
-    SingleThreadedExecutor; ``errors`` are the node's invalid-configuration exceptions."""
+    SingleThreadedExecutor; ``errors`` are the node's invalid-configuration exceptions. Threads: see
+    :func:`limit_threads`."""
+    limit_threads(1)
     stop = init_ros(args, own_signal_handlers=own_signal_handlers)
     node = None
     try:
