@@ -55,6 +55,10 @@ def tangent(G, rng, angle=None, size=1.0):
     return x
 
 
+# configuration entries that are a translation V(w) rho (translation first in SE(3), SE(2) and Schoenflies)
+TRANSLATION_IDX = {"se3": [0, 1, 2], "se2": [0, 1], "schoenflies": [0, 1, 2]}
+
+
 def rotation_angle(G, xi):
     return float(np.linalg.norm(xi[ROT_IDX[G.name]]))
 
@@ -198,7 +202,8 @@ def test_exp_log_near_pi(G, gap, rng):
     x = tangent(G, rng, angle=math.pi - gap, size=2.0)
     q = G.exp(x)
     y = G.log(q)
-    assert rotation_angle(G, y) <= math.pi
+    # |w| is formed from rounded components: at exactly pi it may land an ulp or two above
+    assert rotation_angle(G, y) <= math.pi * (1.0 + 4.0 * np.finfo(float).eps)
     if gap:  # still the principal branch: log must return x itself
         assert rel_err(y, x) < 2e-15
     assert_same_element(G, G.exp(y), q, tol=2e-15)  # at exactly pi, -axis is as good
@@ -264,8 +269,13 @@ def test_exp_log_exact(G, angle, rng):
     x = tangent(G, rng, angle=angle, size=1.0)
     ref, mask = mp_exp_config(G, x)
     err = np.abs(G.exp(x) - ref)
-    # componentwise relative error (small rotations keep their digits), absolute for q_w
-    assert np.all(err[~mask] <= 2e-15 * np.abs(ref[~mask])), err / np.abs(ref)
+    # componentwise relative error (small rotations keep their digits), absolute for q_w; a translation
+    # V(w) rho is a sum of terms that can cancel in one component, so it is held to its largest component
+    scale = np.abs(ref)
+    trans = TRANSLATION_IDX.get(G.name, [])
+    if trans:
+        scale[trans] = np.maximum(scale[trans], np.max(np.abs(ref[trans])))
+    assert np.all(err[~mask] <= 2e-15 * scale[~mask]), err / np.abs(ref)
     assert np.all(err[mask] <= 2.5e-16)
     # log of the correctly rounded reference element returns x (principal branch below pi)
     y = G.log(ref)
