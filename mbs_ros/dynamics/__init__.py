@@ -13,9 +13,11 @@ Nothing here imports rclpy. Public API::
 
 The multibody kernels (RNEA, CRBA, structured Coriolis, forward dynamics) are free functions in
 ``mbs_ros.dynamics.algorithms`` taking ``(model, q, v, ...)`` and an optional precomputed ``kin=kinematics(model, q)``
-to share one kinematics pass between several kernels at the same q.
+to share one kinematics pass between several kernels at the same q. :class:`Simulator` is the dynamics node's
+loop without ROS (held commands and their timeouts, lockstep periods, work and energy).
 """
 from .integrators import TABLEAUS, simulate, step
 from .model import BASES, TREE_BASES, Model, spatial_inertia
+from .simulator import Simulator
 
-__all__ = ["Model", "BASES", "TREE_BASES", "spatial_inertia", "simulate", "step", "TABLEAUS"]
+__all__ = ["Model", "BASES", "TREE_BASES", "spatial_inertia", "simulate", "step", "TABLEAUS", "Simulator"]

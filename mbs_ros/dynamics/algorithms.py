@@ -289,7 +289,8 @@ def coriolis_matrix(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
 
 def forward_dynamics(model, q, v, tau, kin: Kinematics | None = None) -> np.ndarray:
     """a = M⁻¹ (τ − C v − g): CRBA and RNEA share the kinematics, then one dense solve (faster in numpy than a
-    Python-level articulated-body recursion at these sizes; see bench/kernels.py)."""
+    Python-level articulated-body recursion at these sizes; the compiled backend runs the O(n) articulated-body
+    algorithm, CompiledModel.aba in compiled.py)."""
     kin = kin or kinematics(model, q)
     rhs = np.asarray(tau, dtype=float) - nonlinear_effects(model, q, v, kin)
     return np.linalg.solve(crba(model, q, kin), rhs)
