@@ -8,7 +8,11 @@
 - lockstep bookkeeping: expected channels, stamps of the current period, completeness, n steps per period;
 - energy balance: the work of the applied commands agrees with the change of energy to the quadrature's second
   order error over a driven run of the vehicle-manipulator;
-- reset, pause, a non-finite step, and a run over several base groups.
+- reset, pause, and a run over several base groups;
+- faults (issue 9): a non-finite step, an exception out of a step, a runaway spin and energy from nowhere each
+  stop the simulation at the last good state with the reason; a reset runs it again. Saturation of absurd
+  wrenches and efforts (on by default, from the model's limits), and the physics-rate check (the fixed arm at
+  2 Hz refused).
 
 No ROS here: the comparison of the node's published state with this class is in test_dynamics_node.py.
 """
@@ -331,20 +335,162 @@ def test_reset_and_pause(uvms):
         body.set_model(uvms)
 
 
-def test_a_non_finite_step_is_taken_again_without_commands():
+def test_a_non_finite_step_pauses_at_the_last_good_state():
+    """Limits off: a 1e308 N wrench makes the next step non-finite (or a runaway); the simulation stops at the state
+    it started from, reports why and when, drops the commands, and runs again after a reset."""
     model = Model.rigid_body("se3", **BODY)
     q0 = model.neutral()
-    seen = []
-    sim = Simulator(model, q0, np.zeros(6), DT)
-    sim.on_nonfinite = lambda k, cmd, e: seen.append((k, cmd.W[0]))
-    zero = Simulator(model, q0, np.zeros(6), DT)
+    faults = []
+    sim = Simulator(model, q0, np.zeros(6), DT, max_wrench=[np.inf, np.inf])
+    sim.on_fault = faults.append
     sim.advance(3)
-    zero.advance(4)
+    q3, v3 = sim.q.copy(), sim.v.copy()
     sim.set_wrench(WrenchCommand(np.array([1e308, 1e308, 0, 0, 0, 0]), "body"))
-    sim.advance(1)
-    assert seen == [(3, 1e308)] and sim.applied_wrench.is_zero()
-    assert np.array_equal(sim.q, zero.q) and np.array_equal(sim.v, zero.v)
-    assert np.isfinite(sim.work)
+    assert sim.advance(10) == 0
+    assert sim.paused and sim.fault is not None and sim.fault.kind in ("nonfinite", "runaway")
+    assert faults == [sim.fault] and sim.fault.k == 3 and sim.fault.stamp_ns == sim.stamp(3)
+    assert sim.k == 3 and np.array_equal(sim.q, q3) and np.array_equal(sim.v, v3)
+    assert sim.applied_wrench.is_zero() and np.isfinite(sim.work) and sim.faults == 1
+    d = sim.diagnostics()
+    assert d["fault"] == sim.fault.reason and d["faults"] == 1
+    assert all(np.isfinite(x) for x in d.values() if isinstance(x, float))
+    sim.pause(False)  # resuming alone does not clear a fault
+    assert sim.paused and sim.advance(5) == 0
+    sim.reset()
+    assert not sim.paused and sim.fault is None and sim.k == 4
+    assert sim.advance(5) == 5 and sim.k == 9 and np.all(np.isfinite(sim.q))
+    sim.pause()
+    sim.reset()  # a pause asked for stays
+    assert sim.paused and sim.advance(1) == 0
+
+
+def test_an_exception_in_a_step_is_caught(monkeypatch):
+    """The issue's `ValueError: math domain error` out of a step: caught, the simulation stops at the state the
+    step started from, and the error is the fault's reason."""
+    import mbs_ros.dynamics.simulator as simulator
+
+    model = Model.rigid_body("se3", **BODY)
+    sim = Simulator(model, model.neutral(), np.zeros(6), DT)
+    sim.set_wrench([0.0, 0.0, 5.0, 0.0, 0.0, 0.1])
+    sim.advance(5)
+    q5, v5 = sim.q.copy(), sim.v.copy()
+    real_step = simulator.step
+
+    def failing(*args, **kwargs):
+        raise ValueError("math domain error")
+
+    monkeypatch.setattr(simulator, "step", failing)
+    assert sim.advance(3) == 0
+    assert sim.fault.kind == "exception" and "ValueError: math domain error" in sim.fault.reason
+    assert sim.fault.k == 5 and np.array_equal(sim.q, q5) and np.array_equal(sim.v, v5)
+    monkeypatch.setattr(simulator, "step", real_step)
+    sim.reset()
+    assert sim.advance(3) == 3 and sim.fault is None
+
+
+def test_saturation_of_wrenches_and_efforts(uvms):
+    """On by default: the model's effort limits (the URDF's <limit effort>) and 100 m/s^2 / 100 N m/kg times the
+    total mass for the wrench; an absurd command is scaled down along its direction, without overflow, counted."""
+    sim = Simulator(uvms, uvms.neutral(), np.zeros(uvms.nv), DT)
+    total = float(np.sum(uvms._tree.body_mass))
+    assert sim.limits.max_force == pytest.approx(100.0 * total) and sim.limits.max_torque == pytest.approx(100.0 * total)
+    assert np.array_equal(sim.limits.max_effort, [150.0, 150.0, 80.0, 30.0, 30.0, 20.0])  # arm_6dof.urdf.xacro
+    for frame in ("body", "world"):
+        W = np.array([1.5e308, -1.5e308, 1.5e308, 1e308, 0.0, -1e308])
+        sim.set_wrench(W, frame)
+        cmd = sim._wrench.pending
+        assert np.linalg.norm(cmd.W[:3]) == pytest.approx(sim.limits.max_force, rel=1e-12)
+        assert np.linalg.norm(cmd.W[3:]) == pytest.approx(sim.limits.max_torque, rel=1e-12)
+        assert np.allclose(cmd.W[:3] / np.linalg.norm(cmd.W[:3]), np.array([1, -1, 1]) / np.sqrt(3))
+    assert sim.saturated == {"wrench": 2, "joints": 0}
+    sim.set_wrench([10.0, 0, 0, 0, 0, 1.0])  # within the limits: untouched, not counted
+    assert np.array_equal(sim._wrench.pending.W, [10.0, 0, 0, 0, 0, 1.0]) and sim.saturated["wrench"] == 2
+    sim.set_joint_efforts([1e12, -1e308, 5.0, 0.0, 31.0, -20.0])
+    assert np.array_equal(sim._efforts.pending, [150.0, -150.0, 5.0, 0.0, 30.0, -20.0])
+    assert sim.saturated["joints"] == 1
+    # a WrenchCommand built elsewhere is saturated too
+    sim.set_wrench(WrenchCommand(np.array([0, 0, 1e300, 0, 0, 0]), "world"))
+    assert sim._wrench.pending.W[2] == pytest.approx(sim.limits.max_force) and sim.saturated["wrench"] == 3
+    sim.advance(10)
+    assert sim.fault is None and np.all(np.isfinite(sim.v))
+    # explicit limits, and inf turning one off
+    sim.set_limits(max_wrench=[50.0, np.inf], max_effort=2.0)
+    sim.set_wrench([0, 0, 100.0, 0, 0, 1e6])
+    assert np.allclose(sim._wrench.pending.W, [0, 0, 50.0, 0, 0, 1e6])
+    sim.set_joint_efforts(np.full(6, -3.0))
+    assert np.array_equal(sim._efforts.pending, np.full(6, -2.0))
+    with pytest.raises(ValueError, match="one value per joint"):
+        sim.set_limits(max_effort=[1.0, 2.0])
+    with pytest.raises(ValueError, match="positive"):
+        sim.set_limits(max_wrench=[0.0, 1.0])
+    # lockstep: the period's commands are saturated as well
+    ls = Simulator(uvms, uvms.neutral(), np.zeros(uvms.nv), DT, lockstep_steps=2)
+    ls.submit("wrench", WrenchCommand(np.array([1e308, 0, 0, 0, 0, 0]), "body"))
+    ls.submit("joints", np.full(6, 1e9))
+    assert ls.period_commands["wrench"].W[0] == pytest.approx(ls.limits.max_force)
+    assert np.array_equal(ls.period_commands["joints"], ls.limits.max_effort)
+
+
+def test_model_effort_limits_are_used_when_the_model_has_them(uvms, monkeypatch):
+    """Model.effort_limits (per joint, inf where none) wins over the URDF; inf falls back to the default."""
+    limits = np.array([10.0, np.inf, 5.0, 1.0, 1.0, 1.0])
+    monkeypatch.setattr(type(uvms), "effort_limits", property(lambda self: limits), raising=False)
+    sim = Simulator(uvms, uvms.neutral(), np.zeros(uvms.nv), DT)
+    total = float(np.sum(uvms._tree.body_mass))
+    assert np.allclose(sim.limits.max_effort, [10.0, 100.0 * total, 5.0, 1.0, 1.0, 1.0])
+
+
+def test_a_runaway_spin_pauses_before_the_integrator_loses_it():
+    """No torque limit: a huge torque spins the body up; the simulation stops once a rate passes 1 rad per step,
+    with every published-able value finite and within the bound."""
+    model = Model.rigid_body("se3", gravity=(0.0, 0.0, 0.0), **BODY)
+    sim = Simulator(model, model.neutral(), np.zeros(6), DT, max_wrench=[np.inf, np.inf])
+    sim.set_wrench([0.0, 0.0, 0.0, 1e3, 0.0, 0.0])  # 2e4 rad/s^2 about x: 1000 rad/s after 50 ms
+    n = sim.advance(10_000)
+    assert 10 < n < 10_000 and sim.fault.kind == "runaway" and "rad per step" in sim.fault.reason
+    assert sim.max_angular_rate == pytest.approx(1000.0)
+    assert np.abs(sim.v).max() <= 1000.0 and np.all(np.isfinite(sim.q))
+    assert sim.fault.stamp_ns == sim.stamp() and sim.fault.k == sim.k
+
+
+def test_energy_from_nowhere_pauses_a_diverging_integrator():
+    """Euler on a pendulum gains energy every period (no command does work): the energy-balance check stops it,
+    before any rate bound; RK4 at the same step keeps running."""
+    from scipy.spatial.transform import Rotation as R
+
+    pendulum = Model.rigid_body("so3", mass=1.0, inertia=np.diag([0.01, 0.01, 0.01]), com=[0, 0, -0.5],
+                                gravity=(0.0, 0.0, -9.81))
+    q0 = pendulum.configuration_from_pose(np.zeros(3), R.from_euler("x", 1.0).as_quat())
+    euler = Simulator(pendulum, q0, np.zeros(3), 0.01, integrator="euler")
+    n = euler.advance(100_000)
+    assert n < 100_000 and euler.fault.kind == "runaway" and "energy balance" in euler.fault.reason
+    assert np.abs(euler.v).max() < euler.max_angular_rate
+    rk4 = Simulator(pendulum, q0, np.zeros(3), 0.01)
+    assert rk4.advance(3 * n) == 3 * n and rk4.fault is None
+
+
+def test_rate_check_refuses_what_is_certainly_unstable():
+    """The issue's fixed arm at 2 Hz (it diverged to 1e52) is refused with rk4; 1 kHz passes without a warning;
+    3 Hz passes with a warning (and the runaway check stops it at once); Euler is refused where its energy
+    doubles per period and warned about at ordinary rates."""
+    from mbs_ros.dynamics.simulator import rate_check
+
+    arm = Model.from_yaml(ROOT / "config" / "robots" / "arm_6dof_fixed.yaml")
+    q0 = arm.configuration_from_pose(np.zeros(3), [0, 0, 0, 1.0], joints=[0.0, -0.6, 1.2, 0.0, 0.6, 0.0])
+    r2 = rate_check(arm, q0, 0.5)
+    assert r2.error is not None and "unstable" in r2.error and 5.0 < r2.omega_gravity < 10.0
+    ok = rate_check(arm, q0, 1e-3)
+    assert ok.error is None and ok.warning is None
+    r3 = rate_check(arm, q0, 1 / 3)
+    assert r3.error is None and "too low" in r3.warning
+    sim = Simulator(arm, q0, np.zeros(6), 1 / 3)
+    assert sim.advance(100) < 100 and sim.fault.kind == "runaway"
+    assert rate_check(arm, q0, 0.02, "euler").error is not None
+    assert "euler adds" in rate_check(arm, q0, 2e-3, "euler").warning
+    # no gravity mode: nothing to refuse (the UVMS is neutrally buoyant); a slow rate is only warned about
+    uvms = Model.from_yaml(UVMS)
+    slow = rate_check(uvms, uvms.neutral(), 0.5)
+    assert slow.omega_gravity == 0.0 and slow.error is None and "full effort" in slow.warning
 
 
 def test_every_base_group_steps_like_step():

@@ -33,6 +33,53 @@ Energy bookkeeping: ``work`` is the work [J] of the applied commands since the r
 model change), by the trapezoid rule on the power ``τ·v`` at the two ends of every step; ``E − E_ref − work`` (the
 balance residual, :meth:`Simulator.diagnostics`) then stays at the integrator's and the quadrature's error (second
 order in dt): a check of the simulation, not a physical quantity.
+
+Saturation (on by default): every command is limited as it is given, as ``controller_node`` limits its own output
+(same parameters, same defaults, :func:`command_limits`): the force and the torque of a base wrench each to a
+largest norm (``max_force`` [N], ``max_torque`` [N m]; a larger one is scaled down along its direction, the norm
+taken without overflow, so a 1e308 N command becomes ``max_force`` along its direction), each joint effort
+clipped to ``±max_effort[i]``. Default limits: the model's joint effort limits (``Model.effort_limits`` where the
+model has it, else the URDF's ``<limit effort>``), and ``DEFAULT_LIMIT_ACCELERATION`` (100 m/s², 100 N m/kg)
+times the model's total mass for the wrench and for joints without an effort limit: a guard against absurd
+commands rather than an actuator model (give the real limits). ``saturated`` counts the saturated commands per
+channel.
+
+Faults (a step never raises, and the state never becomes non-finite or runs away): the simulation stops
+(:attr:`Simulator.fault`, :attr:`Simulator.paused`) and keeps the last good state, the state at ``t_k`` from
+which step k failed, when
+
+- the step raised an exception (e.g. ``ValueError`` out of the model) -- ``kind`` ``"exception"``;
+- it gave a non-finite q or v -- ``"nonfinite"``;
+- it ran away (``"runaway"``), judged per step against bounds relative to the step and the model:
+
+  - an angular rate (a base angular velocity component, a revolute or continuous joint rate) above
+    ``MAX_TURN_PER_STEP / dt`` (1 rad per step; 2 rad/s at 2 Hz, 1000 rad/s at 1 kHz): no integrator here
+    resolves a faster turn (RK4's stability limit on the imaginary axis is 2.83 rad per step, and its error per
+    step already exceeds 1 % at 1 rad), so the motion is numerically meaningless before it becomes non-finite;
+  - a linear rate (base, prismatic joints) above ``MAX_SPEED`` (10⁴ m/s) or any q component beyond
+    ``MAX_POSITION`` (10⁶ m or rad) -- the bounds of ``controller_node``'s state input, so every published state
+    is one a controller takes;
+  - energy from nowhere: every ``energy_check_steps`` steps (0.1 s of simulation time), the balance residual
+    ``|E − E_ref − work|`` above ``ENERGY_RESIDUAL_FACTOR`` (1) times ``|E_ref| + |work| + m_total · 1 J/kg``:
+    energy of the order of all that the initial state and the commands account for appeared that no command
+    did (an integrator diverging, e.g. Euler or a too low rate on an undamped oscillation). Gravity's work is in
+    ``E`` through the potential energy, so gravity and the saturated commands can never trip it.
+
+Commands are cleared with a fault (so a reset does not bring them back). :meth:`Simulator.reset` clears the fault
+and the simulation runs again from the initial state (unless :meth:`Simulator.pause` was asked for as well);
+``pause(False)`` alone does not clear a fault.
+
+Physics rate: :func:`rate_check` estimates the model's fastest gravity mode, ``ω_g = max √|eig(M⁻¹ ∂g/∂q)|`` over
+the initial configuration and 32 sampled ones (joints within ±π, a fixed seed), and the effort-driven rate
+``ω_τ = √(a_max / 1 rad)`` with ``a_max`` the largest angular acceleration the command limits can give at the
+initial configuration (``|M⁻¹| · limits``; 1/ω_τ is about the time to turn 1 rad from rest at full effort). A
+step ``dt`` is refused when the gravity mode's energy more than doubles per period of the mode under the
+integrator (``|R(iω_g dt)|^(4π/(ω_g dt)) > 2``, ``R`` the method's stability polynomial ``Σ_{k≤p} z^k/k!``):
+for RK4 that is ``ω_g·dt`` above 2.89 (its stability limit is 2.83), for RK3 above 1.8 (√3 = 1.73); Heun and
+Euler amplify every undamped oscillation, and are refused above 0.76 and 0.11 (accuracy: doubling per period).
+A warning is given when ``max(ω_g, ω_τ)·dt > 1`` (fewer than ~6 steps per period of the mode, or full effort
+turning a joint by a radian in a few steps: the runaway bound above is then near) or when the gravity mode gains
+more than 1 % energy per period (Euler and Heun at ordinary rates).
 """
 
 from __future__ import annotations
@@ -46,11 +93,147 @@ import numpy as np
 from .integrators import TABLEAUS, step
 from .model import Model
 
-__all__ = ["Simulator", "WrenchCommand", "ZERO_WRENCH", "CHANNELS"]
+__all__ = ["Simulator", "WrenchCommand", "ZERO_WRENCH", "CHANNELS", "Fault", "CommandLimits", "command_limits",
+           "rate_check", "RateCheck", "MAX_TURN_PER_STEP", "MAX_SPEED", "MAX_POSITION", "ENERGY_RESIDUAL_FACTOR",
+           "DEFAULT_LIMIT_ACCELERATION"]
 
 #: Lockstep command channels: the base wrench, the joint efforts.
 CHANNELS = ("wrench", "joints")
 _NEVER = 1 << 62  # a step index no run reaches
+
+# Runaway bounds (module docstring, "Faults").
+MAX_TURN_PER_STEP = 1.0  # rad: largest angular rate x dt
+MAX_SPEED = 1.0e4  # m/s: largest linear rate (base, prismatic joints); also caps angular rates [rad/s]
+MAX_POSITION = 1.0e6  # m or rad: largest |q| component
+ENERGY_RESIDUAL_FACTOR = 1.0  # |E - E_ref - work| <= this x (|E_ref| + |work| + m_total x ENERGY_FLOOR_PER_KG)
+ENERGY_FLOOR_PER_KG = 1.0  # J/kg
+ENERGY_CHECK_S = 0.1  # s of simulation time between two energy-balance checks
+# Default command limits: as controller_node's (DEFAULT_LIMIT_ACCELERATION there), per kg of the model's mass.
+DEFAULT_LIMIT_ACCELERATION = 100.0  # m/s^2 (force), N m/kg (torque, efforts without a model limit)
+# Physics-rate check (module docstring, "Physics rate").
+RATE_SAMPLES = 32
+RATE_WARN = 1.0  # max(omega_g, omega_tau) * dt above this: a warning (MAX_TURN_PER_STEP)
+RATE_WARN_GROWTH = 1.01  # energy growth per period of the gravity mode above this: a warning
+RATE_REFUSE_GROWTH = 2.0  # ... above this: refused
+
+
+@dataclass(frozen=True)
+class Fault:
+    """Why the simulation stopped: ``kind`` (``exception`` | ``nonfinite`` | ``runaway``), the step ``k`` that
+    failed (the state kept is the one at ``stamp_ns = t_k``, from which it started) and a readable reason."""
+
+    kind: str
+    k: int
+    stamp_ns: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class CommandLimits:
+    """Saturation limits: the largest norm of a base wrench's force [N] and torque [N m], and one largest
+    absolute effort per joint [N m or N] (``model.joint_names`` order)."""
+
+    max_force: float
+    max_torque: float
+    max_effort: np.ndarray
+
+
+def _total_mass(model: Model) -> float:
+    tree = getattr(model, "_tree", None)
+    if tree is not None and getattr(tree, "body_mass", None) is not None:
+        return float(np.sum(tree.body_mass))
+    return float(getattr(model, "mass", 1.0))
+
+
+def _model_effort_limits(model: Model) -> np.ndarray:
+    """Per joint effort limits of the model, NaN where it gives none: ``Model.effort_limits`` where the model
+    has it (per joint, or per velocity component: the joints' part), else the URDF's ``<limit effort>`` (> 0)."""
+    nj = len(model.joint_names)
+    out = np.full(nj, np.nan)
+    given = getattr(model, "effort_limits", None)
+    if given is not None:
+        given = np.asarray(given, dtype=float).reshape(-1)
+        if given.shape == (model.nv,):
+            given = given[model.nv - nj:]
+        if given.shape == (nj,):
+            return np.where(np.isfinite(given) & (given > 0.0), given, np.nan)
+    xml = getattr(model, "urdf", None)
+    if nj and xml:
+        import xml.etree.ElementTree as ET
+
+        try:
+            root = ET.fromstring(xml)
+        except ET.ParseError:  # pragma: no cover - the model was built from it
+            return out
+        index = {name: i for i, name in enumerate(model.joint_names)}
+        for joint in root.iter("joint"):
+            i = index.get(joint.get("name"))
+            limit = joint.find("limit")
+            if i is None or limit is None:
+                continue
+            try:
+                e = float(limit.get("effort", "nan"))
+            except ValueError:
+                continue
+            if math.isfinite(e) and e > 0.0:
+                out[i] = e
+    return out
+
+
+def command_limits(model: Model, max_wrench=None, max_effort=None) -> CommandLimits:
+    """The saturation limits in force: ``max_wrench`` ``(force, torque)`` and ``max_effort`` (a number for every
+    joint, or one per joint) as given, else the model's defaults (module docstring, "Saturation"). ValueError for
+    a wrong length or a limit that is not a positive number (``inf`` turns a limit off)."""
+    nj = len(model.joint_names)
+    per_kg = DEFAULT_LIMIT_ACCELERATION * max(_total_mass(model), 1e-9)
+    if max_wrench is None or len(max_wrench) == 0:
+        max_force = max_torque = per_kg
+    else:
+        if len(max_wrench) != 2:
+            raise ValueError(f"max_wrench must be [force, torque], got {list(max_wrench)}")
+        max_force, max_torque = (float(x) for x in max_wrench)
+    if max_effort is None or (not np.isscalar(max_effort) and len(max_effort) == 0):
+        effort = _model_effort_limits(model)
+        effort = np.where(np.isnan(effort), per_kg, effort)
+    elif np.isscalar(max_effort):
+        effort = np.full(nj, float(max_effort))
+    else:
+        effort = np.array(max_effort, dtype=float).reshape(-1)
+        if effort.shape != (nj,):
+            raise ValueError(f"max_effort as a list needs one value per joint ({nj}: "
+                             f"{', '.join(model.joint_names) or 'no joints'}), got {effort.size}")
+    for name, x in (("max_wrench", max_force), ("max_wrench", max_torque), *(("max_effort", e) for e in effort)):
+        if not x > 0.0:  # NaN too
+            raise ValueError(f"{name} limits must be positive, got {x}")
+    effort.setflags(write=False)
+    return CommandLimits(float(max_force), float(max_torque), effort)
+
+
+def _scale_to_norm(x: np.ndarray, limit: float):
+    """``(x scaled down to norm limit along its direction, whether it was)``; the norm without overflow (1e308
+    components have an infinite 2-norm in floating point)."""
+    s = float(np.max(np.abs(x))) if x.size else 0.0
+    if s == 0.0 or not math.isfinite(limit):
+        return x, False
+    u = x / s
+    n_u = math.sqrt(float(u @ u))  # in [1, sqrt(len)]
+    if s <= limit / n_u:
+        return x, False
+    return u * (limit / n_u), True
+
+
+def _angular_components(model: Model) -> np.ndarray:
+    """Which components of v are angular rates [rad/s]: the base's angular twist components, revolute and
+    continuous joints (prismatic joints and linear base components are not)."""
+    nj = len(model.joint_names)
+    nvb = model.nv - nj
+    out = np.zeros(model.nv, dtype=bool)
+    if nvb:
+        B = np.asarray(model.velocity_map(model.neutral()), dtype=float)  # V_base = B v_base, V = [v; ω]
+        out[:nvb] = np.abs(B[3:, :]).sum(axis=0) > 0.0
+    for i, t in enumerate(model.joint_types):
+        out[nvb + i] = t != "prismatic"
+    return out
 
 
 @dataclass(frozen=True)
@@ -124,15 +307,22 @@ class Simulator:
       applies to (its start time is ``stamp(k)``);
     - ``on_efforts_applied(k, efforts)``: likewise for the joint efforts (an (nj,) array);
     - ``on_timeout(channel)``: a held command of ``"wrench"`` or ``"joints"`` timed out (zero from now on);
-    - ``on_nonfinite(k, cmd, efforts)``: step k gave a non-finite state under these commands; they were dropped and
-      the step taken again with zero wrench and efforts.
+    - ``on_fault(fault)``: step ``fault.k`` failed (a :class:`Fault`); the simulation is paused at the last good
+      state and the commands are cleared.
+
+    ``max_wrench`` ``(force, torque)`` and ``max_effort`` (a number or one per joint): the saturation limits
+    (None: the model's defaults, :func:`command_limits`; ``inf`` turns one off). ``energy_check_steps``: steps
+    between two energy-balance checks (None: ``ENERGY_CHECK_S`` of simulation time; 0: never).
 
     State (read it, do not assign to it): ``q``, ``v`` (the state at ``t_k``), ``k`` (steps taken; never goes
-    back, a reset counts as one), ``paused``.
+    back, a reset counts as one), ``paused`` (asked for, or halted by a fault), ``fault`` (None or the
+    :class:`Fault` that halted it), ``faults`` (how many since construction), ``saturated`` (saturated commands
+    per channel since construction), ``limits`` (:class:`CommandLimits`).
     """
 
     def __init__(self, model: Model, q0, v0, dt: float, *, integrator: str = "rk4", cmd_timeout: float = 0.0,
-                 lockstep_steps: int = 0, t0_ns: int = 0):
+                 lockstep_steps: int = 0, t0_ns: int = 0, max_wrench=None, max_effort=None,
+                 energy_check_steps: Optional[int] = None):
         self.dt_ns = max(1, int(round(float(dt) * 1e9)))
         self.dt = self.dt_ns * 1e-9
         self.t0_ns = int(t0_ns)
@@ -143,7 +333,15 @@ class Simulator:
         self.q, self.v = self.q_init.copy(), self.v_init.copy()
         self.k = 0
         self.k_reset = 0
-        self.paused = False
+        self._paused = False
+        self.fault: Optional[Fault] = None
+        self.faults = 0
+        self.saturated = {"wrench": 0, "joints": 0}
+        self.limits = command_limits(model, max_wrench, max_effort)
+        self._angular = _angular_components(model)
+        self._set_caps()
+        self.energy_check_steps = (max(1, int(round(ENERGY_CHECK_S / self.dt))) if energy_check_steps is None
+                                   else int(energy_check_steps))
         self.integrator = integrator
         self.lockstep_steps = int(lockstep_steps)
         #: lockstep channels this model needs: "wrench" if the base floats, "joints" if there are movable joints
@@ -157,7 +355,7 @@ class Simulator:
         self.on_wrench_applied: Optional[Callable] = None
         self.on_efforts_applied: Optional[Callable] = None
         self.on_timeout: Optional[Callable] = None
-        self.on_nonfinite: Optional[Callable] = None
+        self.on_fault: Optional[Callable] = None
         self._timeout_steps = 0
         self.set_cmd_timeout(cmd_timeout)
         self._force_stale = True  # the generalised force must be rebuilt from the applied commands
@@ -181,6 +379,25 @@ class Simulator:
     @property
     def lockstep(self) -> bool:
         return self.lockstep_steps > 0
+
+    @property
+    def paused(self) -> bool:
+        """No step is taken: :meth:`pause` was asked for, or a fault halted the simulation."""
+        return self._paused or self.fault is not None
+
+    def _set_caps(self) -> None:
+        """Per component of v, the largest |rate| before a run counts as a runaway (module docstring)."""
+        angular_cap = min(MAX_SPEED, MAX_TURN_PER_STEP / self.dt)
+        self._v_caps = np.where(self._angular, angular_cap, MAX_SPEED)
+
+    @property
+    def max_angular_rate(self) -> float:
+        """The angular-rate bound of a runaway [rad/s]: ``min(MAX_TURN_PER_STEP / dt, MAX_SPEED)``."""
+        return min(MAX_SPEED, MAX_TURN_PER_STEP / self.dt)
+
+    def set_limits(self, max_wrench=None, max_effort=None) -> None:
+        """New saturation limits (as the constructor's), for commands given from now on."""
+        self.limits = command_limits(self.model, max_wrench, max_effort)
 
     @property
     def cmd_timeout_steps(self) -> int:
@@ -232,6 +449,7 @@ class Simulator:
             raise ValueError(f"non-finite (NaN/inf) wrench components {W.tolist()}")
         if frame not in ("body", "world"):
             raise ValueError(f"frame must be 'body' or 'world', got {frame!r}")
+        W = self._saturate_wrench(W)  # the norms do not depend on the axes: before any rotation can overflow
         R = self.model._rotation(self.q) if frame == "world" else None
         W_body = W if R is None else np.concatenate([R.T @ W[:3], R.T @ W[3:]])
         _tau, _applied, dropped = self.model.wrench_to_generalized(self.q, W_body)
@@ -243,21 +461,41 @@ class Simulator:
         W.setflags(write=False)
         return WrenchCommand(W, frame), dropped
 
+    def _saturate_wrench(self, W: np.ndarray) -> np.ndarray:
+        """``W`` with its force and torque scaled down to ``max_force``/``max_torque`` (counted when it was)."""
+        F, f_sat = _scale_to_norm(W[:3], self.limits.max_force)
+        T, t_sat = _scale_to_norm(W[3:], self.limits.max_torque)
+        if f_sat or t_sat:
+            self.saturated["wrench"] += 1
+            return np.concatenate([F, T])
+        return W
+
     def joint_efforts(self, efforts) -> np.ndarray:
-        """``efforts`` as a read-only (nj,) array; ValueError for a wrong length or non-finite entries."""
+        """``efforts`` as a read-only (nj,) array, clipped to ``±max_effort`` (counted when it was); ValueError
+        for a wrong length or non-finite entries."""
         e = np.array(efforts, dtype=float).reshape(-1)
         if e.shape != (self.nj,):
             raise ValueError(f"{e.size} joint efforts, expected {self.nj} ({', '.join(self.model.joint_names)})")
         if not np.all(np.isfinite(e)):
             raise ValueError(f"non-finite (NaN/inf) joint efforts {e.tolist()}")
+        lim = self.limits.max_effort
+        if np.any(np.abs(e) > lim):
+            e = np.clip(e, -lim, lim)
+            self.saturated["joints"] += 1
         e.setflags(write=False)
         return e
 
     def set_wrench(self, W, frame: str = "body") -> np.ndarray:
         """Hold the base wrench ``W`` (``frame`` axes) from the next step on; returns the dropped components (see
-        :meth:`wrench_command`). A :class:`WrenchCommand` is taken as it is."""
+        :meth:`wrench_command`). A :class:`WrenchCommand` is taken as it is, saturated if it exceeds the limits."""
         if isinstance(W, WrenchCommand):
             cmd, dropped = W, np.zeros(6)
+            if not np.all(np.isfinite(cmd.W)):
+                raise ValueError(f"non-finite (NaN/inf) wrench components {cmd.W.tolist()}")
+            W_sat = self._saturate_wrench(cmd.W)
+            if W_sat is not cmd.W:
+                W_sat.setflags(write=False)
+                cmd = WrenchCommand(W_sat, cmd.frame)
         else:
             cmd, dropped = self.wrench_command(W, frame)
         self._wrench.pending = cmd
@@ -299,7 +537,14 @@ class Simulator:
         the current period (a later one on the same channel replaces it)."""
         if channel not in self.expected:
             raise ValueError(f"this model expects {' and '.join(self.expected) or 'no command'}, not {channel!r}")
-        self.period_commands[channel] = value if channel == "wrench" else self.joint_efforts(value)
+        if channel == "wrench":
+            W = self._saturate_wrench(value.W)
+            if W is not value.W:
+                W.setflags(write=False)
+                value = WrenchCommand(W, value.frame)
+            self.period_commands[channel] = value
+        else:
+            self.period_commands[channel] = self.joint_efforts(value)
 
     def missing(self) -> tuple:
         """Lockstep: the expected channels without a command for the current period."""
@@ -335,25 +580,82 @@ class Simulator:
             return 0
         model, dt, method = self.model, self.dt, self._integrator
         w, e = self._wrench, self._efforts
-        for _ in range(int(n_steps)):
+        caps = self._v_caps
+        every = self.energy_check_steps
+        for taken in range(int(n_steps)):
             k = self.k
-            if w.pending is not None or e.pending is not None or k >= self._next_expiry:
-                self._take_commands(k)
-            if self._force_stale:
-                self._build_force()
             q0, v0 = self.q, self.v
-            q1, v1 = step(model, q0, v0, self._tau, dt, method=method, t=k * dt, wrench_world=self._wrench_world)
-            if not (np.isfinite(q1).all() and np.isfinite(v1).all()):
-                q1, v1 = self._nonfinite(k, q0, v0)
-            if self._announce:
-                self._report(k)
-            p1 = self._power(q1, v1)
-            p0 = self._p_end if self._p_end_valid else self._power(q0, v0)
-            self.work += 0.5 * dt * (p0 + p1)
+            try:
+                if w.pending is not None or e.pending is not None or k >= self._next_expiry:
+                    self._take_commands(k)
+                if self._force_stale:
+                    self._build_force()
+                q1, v1 = step(model, q0, v0, self._tau, dt, method=method, t=k * dt,
+                              wrench_world=self._wrench_world)
+                # NaN fails every comparison: one test for finite and bounded
+                if not ((np.abs(v1) <= caps).all() and (np.abs(q1) <= MAX_POSITION).all()):
+                    self._halt(k, *self._runaway(q1, v1))
+                    return taken
+                if self._announce:
+                    self._report(k)
+                p1 = self._power(q1, v1)
+                p0 = self._p_end if self._p_end_valid else self._power(q0, v0)
+                work = self.work + 0.5 * dt * (p0 + p1)
+                if not math.isfinite(work):
+                    self._halt(k, "nonfinite", f"the work of the commands became {work}")
+                    return taken
+            except Exception as exc:  # noqa: BLE001 - a step never raises: the simulation stops instead
+                self.q, self.v = q0, v0
+                self._halt(k, "exception", f"{type(exc).__name__}: {exc}")
+                return taken
+            self.work = work
             self._p_end, self._p_end_valid = p1, True
             self.q, self.v = q1, v1
             self.k = k + 1
+            if every and (self.k - self.k_reset) % every == 0:
+                reason = self._energy_runaway()
+                if reason is not None:
+                    self._halt(self.k, "runaway", reason)
+                    return taken + 1
         return int(n_steps)
+
+    def _runaway(self, q1, v1):
+        """``(kind, reason)`` for a step result that failed the per-step test."""
+        if not (np.isfinite(q1).all() and np.isfinite(v1).all()):
+            return "nonfinite", "the step gave a non-finite state"
+        over = np.abs(v1) / self._v_caps
+        i = int(np.argmax(over))
+        if over[i] > 1.0:
+            nvb = self.model.nv - self.nj
+            what = (f"joint {self.model.joint_names[i - nvb]} rate" if i >= nvb else f"base velocity component {i}")
+            if self._angular[i]:
+                return "runaway", (f"{what} {v1[i]:.6g} rad/s exceeds {self._v_caps[i]:.6g} rad/s "
+                                   f"({MAX_TURN_PER_STEP:g} rad per step of {self.dt:g} s, or {MAX_SPEED:g})")
+            return "runaway", f"{what} {v1[i]:.6g} m/s exceeds {MAX_SPEED:g} m/s"
+        j = int(np.argmax(np.abs(q1)))
+        return "runaway", f"configuration component {j} = {q1[j]:.6g} beyond {MAX_POSITION:g} (m or rad)"
+
+    def _energy_runaway(self) -> Optional[str]:
+        """The energy-balance test (module docstring); None when it passes."""
+        model = self.model
+        E = model.kinetic_energy(self.q, self.v) + model.potential_energy(self.q)
+        residual = E - self.energy_ref - self.work
+        scale = abs(self.energy_ref) + abs(self.work) + ENERGY_FLOOR_PER_KG * _total_mass(model)
+        if math.isfinite(residual) and abs(residual) <= ENERGY_RESIDUAL_FACTOR * scale:
+            return None
+        return (f"energy balance: E - E_ref - work = {residual:.6g} J exceeds {ENERGY_RESIDUAL_FACTOR:g} x "
+                f"{scale:.6g} J (|E_ref| + |work| + {ENERGY_FLOOR_PER_KG:g} J/kg x mass): energy no command did "
+                f"appeared; the {self._integrator} integrator diverges at dt = {self.dt:g} s")
+
+    def _halt(self, k: int, kind: str, reason: str) -> None:
+        """Stop at the last good state (the current ``q``, ``v``): the fault, commands cleared, the hook."""
+        fault = Fault(kind, k, self.stamp(k), reason)
+        self.fault = fault
+        self.faults += 1
+        self.clear_commands()
+        self._p_end_valid = False
+        if self.on_fault is not None:
+            self.on_fault(fault)
 
     def _expiry(self, start_k: int, value) -> int:
         if not self._timeout_steps or _is_zero(value):
@@ -420,20 +722,6 @@ class Simulator:
                     p += float(W @ V)
         return p
 
-    def _nonfinite(self, k, q0, v0):
-        cmd, efforts = self._wrench.applied, self._efforts.applied
-        if self.on_nonfinite is not None:
-            self.on_nonfinite(k, cmd, efforts)
-        self._wrench.applied, self._efforts.applied = self._wrench.zero, self._efforts.zero
-        self._wrench.expires_k = self._efforts.expires_k = self._next_expiry = _NEVER
-        self._build_force()
-        self._announce = True
-        q1, v1 = step(self.model, q0, v0, self._tau, self.dt, method=self._integrator, t=k * self.dt,
-                      wrench_world=self._wrench_world)
-        if not (np.isfinite(q1).all() and np.isfinite(v1).all()):  # pragma: no cover - the model itself diverges
-            q1, v1 = q0, v0
-        return q1, v1
-
     def _report(self, k: int) -> None:
         """Call the hooks for the applied commands that differ from the last ones reported."""
         w, e = self._wrench, self._efforts
@@ -452,7 +740,8 @@ class Simulator:
     def reset(self, q0=None, v0=None) -> None:
         """Back to the initial state (``q0``, ``v0`` replace it when given) as the state of the next step: ``k``
         goes on by one, so stamps never repeat. Commands are cleared (lockstep: the period's too), the energy and
-        momentum references taken again."""
+        momentum references taken again, a fault cleared (the simulation runs again unless :meth:`pause` was
+        asked for)."""
         if q0 is not None:
             self.q_init = np.array(q0, dtype=float)
         if v0 is not None:
@@ -461,11 +750,13 @@ class Simulator:
         self.q, self.v = self.q_init.copy(), self.v_init.copy()
         self.clear_commands()
         self.k_reset = self.k
+        self.fault = None
         self.rebaseline()
 
     def pause(self, paused: bool = True) -> None:
-        """Stop (or resume) stepping: :meth:`advance` takes no step while paused; commands are still taken in."""
-        self.paused = bool(paused)
+        """Stop (or resume) stepping: :meth:`advance` takes no step while paused; commands are still taken in.
+        Resuming does not clear a fault (:meth:`reset` does)."""
+        self._paused = bool(paused)
 
     # --------------------------------------------------------------------------- outputs of a state
 
@@ -525,6 +816,10 @@ class Simulator:
             "steps": self.k,
             "steps_since_reset": self.k - self.k_reset,
             "paused": self.paused,
+            "fault": self.fault.reason if self.fault is not None else "",
+            "faults": self.faults,
+            "saturated_wrench_commands": self.saturated["wrench"],
+            "saturated_effort_commands": self.saturated["joints"],
             "base_group": model.base,
             "integrator": self._integrator,
             "kinetic_energy": ke,
@@ -541,3 +836,118 @@ class Simulator:
         for i, axis in enumerate(axes):
             values["momentum_ref_" + axis] = float(self.momentum_ref[i])
         return values
+
+
+# ------------------------------------------------------------------------------------------ physics rate
+
+
+@dataclass(frozen=True)
+class RateCheck:
+    """What :func:`rate_check` found: the fastest gravity mode ``omega_gravity`` [rad/s], the effort-driven rate
+    ``omega_effort`` [rad/s], the energy growth per period of the gravity mode under the integrator at ``dt``,
+    ``error`` (the reason to refuse ``dt``, or None) and ``warning`` (or None)."""
+
+    omega_gravity: float
+    omega_effort: float
+    growth_per_period: float
+    error: Optional[str]
+    warning: Optional[str]
+
+
+def _stability_growth(method: str, x: float) -> float:
+    """Energy growth per period of an undamped oscillation ``ω`` with ``x = ω dt`` under ``method``:
+    ``|R(ix)|^(2 · 2π/x)`` with ``R(z) = Σ_{k≤p} z^k / k!`` (explicit RK with as many stages as its order)."""
+    if x <= 0.0:
+        return 1.0
+    order = TABLEAUS[method].order
+    z, term, R = 1j * x, 1.0 + 0j, 1.0 + 0j
+    for k in range(1, order + 1):
+        term = term * z / k
+        R += term
+    log_growth = 2.0 * (2.0 * math.pi / x) * math.log(abs(R))
+    return math.exp(min(log_growth, 700.0))
+
+
+def _gravity_omega(model: Model, q: np.ndarray) -> float:
+    """``max √|eig(M⁻¹ ∂g/∂q)|`` at ``q`` (central differences in the tangent space)."""
+    nv, eps = model.nv, 1e-6
+    K = np.empty((nv, nv))
+    e = np.zeros(nv)
+    for i in range(nv):
+        e[i] = eps
+        K[:, i] = (model.gravity_forces(model.integrate(q, e)) - model.gravity_forces(model.integrate(q, -e))) / (2 * eps)
+        e[i] = 0.0
+    if not np.any(K):
+        return 0.0
+    lam = np.linalg.eigvals(np.linalg.solve(model.mass_matrix(q), K))
+    return float(np.sqrt(np.max(np.abs(lam))))
+
+
+def rate_check(model: Model, q0, dt: float, integrator: str = "rk4", limits: Optional[CommandLimits] = None,
+               samples: int = RATE_SAMPLES) -> RateCheck:
+    """Is the step ``dt`` [s] fast enough for ``model`` under ``integrator``? (module docstring, "Physics rate").
+    ``q0``: the initial configuration; ``limits``: the command limits (default: the model's)."""
+    if integrator not in TABLEAUS:
+        raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(TABLEAUS)}")
+    q0 = np.asarray(q0, dtype=float)
+    limits = command_limits(model) if limits is None else limits
+    omega_g = 0.0
+    if np.any(model.gravity):
+        configs = [q0]
+        rng = np.random.default_rng(20240909)
+        for _ in range(int(samples)):
+            q = model.random_configuration(rng, joint_range=math.pi)
+            if model.group is not None:  # the base where it starts; the joints anywhere
+                nqb = model.nq - sum(2 if t == "continuous" else 1 for t in model.joint_types)
+                q[:nqb] = q0[:nqb]
+            configs.append(q)
+        omega_g = max(_gravity_omega(model, q) for q in configs)
+    # the largest angular acceleration the command limits can give at q0: |M^-1| . limits, angular rows
+    nj = len(model.joint_names)
+    nvb = model.nv - nj
+    lim = np.empty(model.nv)
+    angular = _angular_components(model)
+    lim[:nvb] = np.where(angular[:nvb], limits.max_torque, limits.max_force)
+    lim[nvb:] = limits.max_effort
+    lim = np.where(np.isfinite(lim), lim, 0.0)
+    Minv = np.linalg.inv(model.mass_matrix(q0))
+    acc = np.abs(Minv) @ lim
+    omega_tau = float(math.sqrt(float(np.max(acc[angular])))) if np.any(angular) else 0.0
+    x = omega_g * dt
+    growth = _stability_growth(integrator, x)
+    error = warning = None
+    rate = 1.0 / dt
+    if growth > RATE_REFUSE_GROWTH:
+        lo = _min_rate(integrator, omega_g, RATE_REFUSE_GROWTH)
+        error = (f"physics_rate {rate:g} Hz is unstable for this model with {integrator}: its fastest gravity "
+                 f"mode ({omega_g:.3g} rad/s) gains x{growth:.3g} energy per period (omega*dt = {x:.3g}; "
+                 f"refused above x{RATE_REFUSE_GROWTH:g}); use at least {lo:.3g} Hz"
+                 + (" or rk4" if integrator != "rk4" else ""))
+    else:
+        reasons = []
+        fast = max(omega_g, omega_tau)
+        if fast * dt > RATE_WARN:
+            reasons.append(f"the fastest mode (gravity {omega_g:.3g} rad/s, full effort {omega_tau:.3g} rad/s) "
+                           f"has omega*dt = {fast * dt:.3g} > {RATE_WARN:g}; at least {fast / RATE_WARN:.3g} Hz "
+                           "resolves it")
+        if growth > RATE_WARN_GROWTH:
+            reasons.append(f"{integrator} adds {100 * (growth - 1):.3g} % energy per period of the gravity mode "
+                           f"({omega_g:.3g} rad/s); use rk4 or at least "
+                           f"{_min_rate(integrator, omega_g, RATE_WARN_GROWTH):.3g} Hz")
+        if reasons:
+            warning = f"physics_rate {rate:g} Hz may be too low: " + "; ".join(reasons)
+    return RateCheck(omega_g, omega_tau, growth, error, warning)
+
+
+def _min_rate(integrator: str, omega: float, growth: float) -> float:
+    """The lowest rate [Hz] at which the energy growth per period of ``omega`` stays below ``growth``."""
+    lo, hi = 1e-6, 10.0  # omega*dt bracket
+    if _stability_growth(integrator, lo) > growth:
+        return math.inf
+    for _ in range(100):
+        mid = math.sqrt(lo * hi)
+        if _stability_growth(integrator, mid) > growth:
+            hi = mid
+        else:
+            lo = mid
+    return omega / lo
