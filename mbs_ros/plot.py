@@ -14,7 +14,10 @@ are there (otherwise it prints a note and skips that plot):
 - ``<ns>_tracking.png``: tracking error norms over time (joints; base position and rotation angle);
 - ``<ns>_energy.png``: kinetic, potential and total energy against the start value plus the work of
   the applied wrench, the power balance dE/dt vs applied power, and the residual E − E_ref − W, from the
-  dynamics node's ``/diagnostics`` status (``hardware_id``: ``<ns>/base_link``; name ``<node>: …``).
+  dynamics node's ``/diagnostics`` status (``hardware_id``: ``<ns>/base_link``; name ``<node>: …``). Only
+  statuses that carry the energy keys (:data:`ENERGY_KEYS`, as numbers) are energy records; any other status on
+  ``/diagnostics`` (a controller's counters, a node's error report, another package's status) is ignored, and
+  neither adds a namespace nor moves the time origin.
 
 The root namespace gives files without prefix (``trajectory.png``). Times are header stamps (the
 simulation time), in seconds from the earliest stamp in the file.
@@ -47,7 +50,7 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 
 __all__ = ["PlotError", "Recording", "JointTracking", "BaseTracking", "load", "joint_tracking", "base_tracking",
-           "energy_series", "plot_recording", "main"]
+           "energy_series", "is_energy_status", "plot_recording", "main", "ENERGY_KEYS"]
 
 ODOM, JOINT_STATES, JOINT_REFERENCE, BASE_REFERENCE = "odom", "joint_states", "joint_reference", "base_reference"
 DIAGNOSTICS = "/diagnostics"
@@ -58,6 +61,8 @@ TYPES = {
     BASE_REFERENCE: "trajectory_msgs/msg/MultiDOFJointTrajectory",
 }
 DIAGNOSTICS_TYPE = "diagnostic_msgs/msg/DiagnosticArray"
+#: The keys a /diagnostics status must carry, as numbers, to be an energy record (the dynamics node's bookkeeping).
+ENERGY_KEYS = ("kinetic_energy", "potential_energy", "total_energy")
 PROGRESS_MIN_MESSAGES = 20000  # "auto" shows progress from this many messages on
 
 
@@ -103,7 +108,8 @@ class Recording:
     joint_states: Dict[str, list] = field(default_factory=dict)  # ns -> [(log_time, stamp, names, positions)]
     joint_reference: Dict[str, List[TrajectoryMessage]] = field(default_factory=dict)
     base_reference: Dict[str, List[TrajectoryMessage]] = field(default_factory=dict)
-    diagnostics: Dict[str, list] = field(default_factory=dict)  # status name -> [(stamp, hardware_id, {key: float})]
+    # energy records only (see is_energy_status): status name -> [(stamp, hardware_id, {key: float})]
+    diagnostics: Dict[str, list] = field(default_factory=dict)
 
     @property
     def namespaces(self) -> List[str]:
@@ -117,6 +123,11 @@ class Recording:
         firsts += [min(r[1] for r in rows) for rows in self.joint_states.values() if rows]
         firsts += [min(r[0] for r in rows) for rows in self.diagnostics.values() if rows]
         return min(firsts) if firsts else 0
+
+
+def is_energy_status(values: Dict[str, float]) -> bool:
+    """Whether a status's numeric values (key -> float) are an energy record: every key of :data:`ENERGY_KEYS`."""
+    return all(k in values for k in ENERGY_KEYS)
 
 
 def energy_namespace(status_name: str, rows) -> str:
@@ -340,7 +351,7 @@ def _load(path: Path, progress: str, indexed: bool) -> Recording:
                         values[kv.key] = float(kv.value)
                     except ValueError:
                         pass
-                if "total_energy" in values:
+                if is_energy_status(values):
                     rec.diagnostics.setdefault(status.name, []).append((stamp, status.hardware_id, values))
             continue
         ns, leaf = _split_topic(topic)

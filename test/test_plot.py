@@ -82,10 +82,15 @@ def quat_mul(a, b):
                      aw * bz + ax * by - ay * bx + az * bw, aw * bw - ax * bx - ay * by - az * bz])
 
 
-def write_synthetic(path, *, with_lonely=True, flush_period=None):
+def write_synthetic(path, *, with_lonely=True, flush_period=None, other_statuses=False):
     """/arm: odom, joint_states, joint_reference (2 messages), base_reference, energy diagnostics.
-    /lonely: odom only."""
+    /lonely: odom only. ``other_statuses``: /diagnostics also carries statuses that are not energy records (see
+    :func:`other_statuses`), and the controller's own ~/diagnostics topic is recorded too."""
     w = BagWriter(path, flush_period=flush_period)
+    if other_statuses:  # before any state, with an earlier stamp: must not become the time origin
+        da = DiagnosticArray(status=[other_statuses_at(-5.0)[2]])
+        da.header.stamp = time_msg(T0 - 5 * 10**9)
+        w.write_message("/diagnostics", da, T0 - 5 * 10**9)
     # joint reference 1, received before any state
     jt = JointTrajectory(joint_names=["shoulder", "elbow"])
     jt.header.stamp = time_msg(T0 + int(REF_START * 1e9))
@@ -136,10 +141,35 @@ def write_synthetic(path, *, with_lonely=True, flush_period=None):
                       "base_group": "se3"}
             st = DiagnosticStatus(name="/arm/dynamics_node: rigid body", hardware_id="arm/base_link",
                                   values=[KeyValue(key=key, value=str(v)) for key, v in values.items()])
-            da = DiagnosticArray(status=[st])
+            controller, fault, _monitor = other_statuses_at(t)
+            da = DiagnosticArray(status=[controller, st] if other_statuses else [st])
             da.header.stamp = time_msg(stamp)
             w.write_message("/diagnostics", da, stamp + LATENCY)
+            if other_statuses:
+                unstamped = DiagnosticArray(status=[fault])  # an error report without a stamp
+                w.write_message("/diagnostics", unstamped, stamp + LATENCY)
+                own = DiagnosticArray(status=[controller])
+                own.header.stamp = time_msg(stamp)
+                w.write_message("/arm/controller_node/diagnostics", own, stamp + LATENCY)
     return w
+
+
+def other_statuses_at(t):
+    """Statuses on /diagnostics that are not energy records: the controller's counters (numbers and text), the
+    dynamics node's error report (numbers, no energy), and another package's status that carries a
+    ``total_energy`` figure but not the dynamics node's energy keys."""
+    def status(name, hardware_id, level, values):
+        return DiagnosticStatus(name=name, hardware_id=hardware_id, level=level, message="",
+                                values=[KeyValue(key=k, value=str(v)) for k, v in values.items()])
+
+    controller = status("/arm/controller_node: controller", "arm/base_link", DiagnosticStatus.WARN,
+                        {"commands": int(100 * t), "saturated_commands": 3, "rejected_odom": 0, "control_errors": 0,
+                         "max_force": 100.0, "max_torque": 50.0, "max_effort": "1.0 2.0", "has_state": True})
+    fault = status("/arm/dynamics_node: fault", "arm/base_link", DiagnosticStatus.ERROR,
+                   {"fault": "cmd_wrench non-finite", "faults": 1, "sim_time": t, "steps": int(500 * t)})
+    monitor = status("/battery_monitor: pack", "battery", DiagnosticStatus.OK,
+                     {"total_energy": 5400.0, "voltage": 24.1})
+    return controller, fault, monitor
 
 
 @pytest.fixture(scope="module")
@@ -188,6 +218,27 @@ def test_plots_written_and_missing_topics_noted(synthetic, tmp_path):
     notes = "\n".join(rec.notes)
     assert "/lonely: no energy status" in notes
     assert "/lonely: no reference" in notes
+
+
+def test_other_diagnostic_statuses_are_not_energy_records(synthetic, tmp_path):
+    """Statuses without the energy keys, on /diagnostics beside the energy status or alone (and the controller's
+    ~/diagnostics topic): no extra namespace, no earlier time origin, the same energy series and plots."""
+    path = tmp_path / "with_statuses.mcap"
+    write_synthetic(path, other_statuses=True).close()
+    rec, plain = plot.load(path, progress="never"), plot.load(synthetic, progress="never")
+    assert "/arm/controller_node/diagnostics" in rec.topics
+    assert rec.namespaces == plain.namespaces == ["/arm", "/lonely"]
+    assert list(rec.diagnostics) == ["/arm/dynamics_node: rigid body"]
+    assert rec.t0() == plain.t0() == T0
+    name = "/arm/dynamics_node: rigid body"
+    e, e_plain = plot.energy_series(rec, name), plot.energy_series(plain, name)
+    assert sorted(e) == sorted(e_plain)
+    for key in e:
+        np.testing.assert_array_equal(e[key], e_plain[key], err_msg=key)
+    np.testing.assert_array_equal(plot.joint_tracking(rec, "/arm").t, plot.joint_tracking(plain, "/arm").t)
+    written = plot.plot_recording(rec, tmp_path / "png")
+    assert sorted(p.name for p in written) == sorted(["arm_trajectory.png", "arm_joints.png", "arm_base.png",
+                                                      "arm_tracking.png", "arm_energy.png", "lonely_trajectory.png"])
 
 
 def test_cli(synthetic, tmp_path):
