@@ -10,6 +10,11 @@ Shared by ``dynamics_node`` and ``controller_node`` so that both build the same 
 - neither: a single rigid body described by the ``mass``/``inertia``/``com`` parameters.
 
 Giving both is refused. Nothing here computes physics: it reads files and calls :class:`mbs_ros.dynamics.Model`.
+
+Errors (:class:`ParameterError`, one line) name the parameter, the path and the reason, never a file's or a
+string's content: a file that is not a URDF (``model_file:=/etc/shadow``) is reported by its path and why
+(permission denied, not UTF-8 text, not XML), URDF text by its length. A leading UTF-8 byte-order mark is
+dropped.
 """
 
 from __future__ import annotations
@@ -63,10 +68,19 @@ class Source:
         return f"{self.path} ({self.name})"
 
 
+_BOM = "\ufeff"
+
+
 def resolve_model_file(path: str) -> str:
     """Absolute path of ``model_file``: as given if absolute, else the first of ``<share>/path`` (the mbs_ros
-    share directory from ament_index) and ``./path`` that exists. ParameterError naming the places tried."""
-    path = os.path.expanduser(path.strip())
+    share directory from ament_index) and ``./path`` that exists. ParameterError naming the places tried (or, for
+    a value that is URDF/XML text rather than a path, saying so without quoting it)."""
+    from mbs_ros.dynamics.urdf import looks_like_xml_text
+
+    if looks_like_xml_text(path):
+        raise ParameterError(f"model_file is not a path but text ({len(path)} characters, e.g. URDF XML): give "
+                             "URDF text as robot_description, or the file's path as model_file")
+    path = os.path.expanduser(path.lstrip(_BOM).strip())
     if os.path.isabs(path):
         if os.path.isfile(path):
             return path
@@ -92,10 +106,10 @@ def resolve_model_file(path: str) -> str:
 def load_source(robot_description: str, model_file: str) -> Source:
     """Read the model source named by the parameters (see the module docstring); ParameterError with the reason."""
     from mbs_ros.dynamics.robot_yaml import load_robot
-    from mbs_ros.dynamics.urdf import load_urdf_xml, parse_urdf
+    from mbs_ros.dynamics.urdf import ModelError, load_urdf_xml, parse_urdf
 
-    robot_description = (robot_description or "").strip()
-    model_file = (model_file or "").strip()
+    robot_description = (robot_description or "").lstrip(_BOM).strip()
+    model_file = (model_file or "").lstrip(_BOM).strip()
     if robot_description and model_file:
         raise ParameterError("give either robot_description or model_file, not both")
     if not robot_description and not model_file:
@@ -105,10 +119,13 @@ def load_source(robot_description: str, model_file: str) -> Source:
     path = ""
     if robot_description:
         kind, xml = "robot_description", robot_description
-        if not xml.lstrip().startswith("<"):
-            raise ParameterError("robot_description must be URDF XML text (use model_file for a path)")
+        where = "robot_description"
+        if not xml.startswith("<"):
+            raise ParameterError(f"robot_description ({len(xml)} characters) is not URDF XML text: it does not "
+                                 "start with '<' (use model_file for a path)")
     else:
         path = resolve_model_file(model_file)
+        where = f"model_file {model_file!r}" + (f" ({path})" if os.path.abspath(model_file) != path else "")
         low = path.lower()
         try:
             if low.endswith((".yaml", ".yml")):
@@ -120,13 +137,20 @@ def load_source(robot_description: str, model_file: str) -> Source:
                 xml = load_urdf_xml(path)
         except ParameterError:
             raise
+        except ModelError as e:  # names the file itself: keep the reason only
+            raise ParameterError(f"{where}: {e.reason}") from None
         except Exception as e:  # noqa: BLE001 - robot_yaml, xacro and file errors carry their reason
-            raise ParameterError(f"model_file {model_file!r}: {e}") from None
+            raise ParameterError(f"{where}: {e}") from None
     try:
         spec = parse_urdf(xml)
+    except ModelError as e:
+        # "the URDF text (N characters) is not ..." reads better as the parameter's own, with the length
+        reason = e.reason.replace(f"the URDF text ({len(xml)} characters) is not a valid URDF", "not a valid URDF")
+        if robot_description:
+            where = f"robot_description ({len(xml)} characters)"
+        raise ParameterError(f"{where}: {reason}") from None
     except Exception as e:  # noqa: BLE001
-        raise ParameterError(f"{'robot_description' if robot_description else 'model_file ' + repr(model_file)}: "
-                             f"{e}") from None
+        raise ParameterError(f"{where}: {e}") from None
     joints = tuple((j.name, j.type, j.parent, j.child) for j in spec.joints)
     return Source(kind, path, spec.xml, base, gravity, name or spec.name, spec.root, joints)
 
