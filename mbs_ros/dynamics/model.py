@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 import warnings
 from dataclasses import dataclass, field
 
@@ -40,9 +41,11 @@ from . import algorithms as alg
 from .lie import GROUPS, SE3, hat3
 from .lie._base import LieGroup
 from .compiled import compile_model
-from .tree import CONTINUOUS, PRISMATIC, REVOLUTE, Tree, build_tree, single_body_tree, spatial_inertia
+from .tree import CONTINUOUS, PRISMATIC, REVOLUTE, Tree, build_tree, inertia_pivots, single_body_tree, spatial_inertia
+from .urdf import ModelError, ModelWarning, looks_like_xml_text
 
-__all__ = ["Model", "spatial_inertia", "BASES", "TREE_BASES"]
+__all__ = ["Model", "ModelError", "ModelWarning", "spatial_inertia", "BASES", "TREE_BASES", "MAX_MASS_RATIO",
+           "SINGULAR_TOLERANCE"]
 
 #: Base groups a single rigid body can live on.
 BASES = ("se3", "schoenflies", "se2", "so3", "so3xr3")
@@ -50,6 +53,18 @@ BASES = ("se3", "schoenflies", "se2", "so3", "so3xr3")
 TREE_BASES = ("fixed",) + BASES
 
 _ATOL_POSE = 1e-9
+
+#: Default bound on the ratio of the heaviest to the lightest moving body (bodies as the dynamics sees them: a
+#: link with every link fixed to it; massless bodies not counted). Integrating bodies 10^6 apart in mass with one
+#: step size is already stiff; the widest among the URDFs of example-robot-data is 6.6e3 (single links go to
+#: 1.5e8, but those are frames fixed to heavier links). ``Model.from_urdf(..., max_mass_ratio=None)`` lifts it.
+MAX_MASS_RATIO = 1e6
+#: A joint is singular when the inertia along its motion, with the joints beyond it free (its articulated pivot),
+#: is below this fraction of the larger of its locked-subtree value and — for a rotation — the moment of a solid
+#: sphere of the subtree's mass at the density of osmium (22.6 t/m³, the densest element): no solid object of that
+#: mass is that thin. example-robot-data's robots stay above 0.07; a zero inertia gives ~1e-30.
+SINGULAR_TOLERANCE = 1e-8
+_DENSEST = 22_590.0  # kg/m³, osmium
 
 
 def _check_inertia(mass: float, inertia: np.ndarray) -> None:
@@ -81,6 +96,8 @@ class Model:
     (movable joints, configuration order), ``link_names`` (every URDF link, tree order), ``name``, ``urdf`` (the
     URDF XML it was built from, if any) and, for the base body (the root link with everything fixed to it):
     ``mass``, ``inertia`` (3×3 about its c.o.m.), ``com`` and ``I_b`` (6×6 spatial inertia at its frame).
+    Limits from the URDF: :attr:`effort_limits`, :attr:`velocity_limits` (length ``nv``) and
+    :attr:`position_limits` (per joint).
     """
 
     base: str
@@ -99,6 +116,7 @@ class Model:
     urdf: str | None = field(default=None, repr=False)
     added_mass: np.ndarray | None = field(default=None, repr=False)
     _compiled: object = field(default=None, repr=False)  # compiled.CompiledModel, or None: the numpy reference
+    _limits: tuple | None = field(default=None, repr=False)  # (effort (nv,), velocity (nv,), lower (nj,), upper (nj,))
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -155,35 +173,60 @@ class Model:
 
     @classmethod
     def from_urdf(cls, urdf, base: str = "fixed", gravity=(0.0, 0.0, -9.81), xacro: bool | None = None,
-                  mappings: dict | None = None) -> "Model":
+                  mappings: dict | None = None, max_mass_ratio: float | None = MAX_MASS_RATIO) -> "Model":
         """Model of a URDF robot: the root link is the base body, on the group ``base`` or fixed to the world
         (``"fixed"``; a root link named ``world`` with fixed joints places the robot in the world).
 
         ``urdf`` is the XML text or a path; a path ending in ``.xacro`` (or ``xacro=True``) is expanded by the
         ``xacro`` package with ``mappings`` (``{name: value}``, its ``name:=value`` arguments). Joints: revolute,
         continuous, prismatic and fixed (fixed joints merge the child's inertia into the parent body, as Pinocchio
-        does; every link keeps a frame for :meth:`link_poses`)."""
+        does; every link keeps a frame for :meth:`link_poses`).
+
+        A model that cannot be simulated is refused with a :class:`ModelError` (a ValueError) naming the file
+        (when ``urdf`` is a path), the joint and the link (see :mod:`mbs_ros.dynamics.urdf` for the checks of one
+        link or joint):
+
+        * a singular joint-space mass matrix at the neutral configuration: a joint whose moving links have no
+          mass (a massless end link), or no inertia about its axis (mass on the axis, zero inertia), or whose
+          motion the joints beyond it reproduce without moving mass (coaxial joints with a massless link between
+          them); for a floating base, a robot without mass or without inertia in a direction its base moves.
+          Tolerance: :data:`SINGULAR_TOLERANCE`. A massless link is fine where mass beyond it is carried;
+        * moving bodies whose masses differ by more than ``max_mass_ratio`` (default :data:`MAX_MASS_RATIO`;
+          ``None`` or ``inf``: no bound).
+        """
         from .urdf import parse_urdf
 
         if base not in TREE_BASES:
             raise ValueError(f"unknown base {base!r}; choose one of {', '.join(TREE_BASES)}")
-        spec = parse_urdf(urdf, xacro=xacro, mappings=mappings)
-        tree = build_tree(spec, base)
-        return cls._assemble(base, tree, _gravity(gravity), name=spec.name, urdf=spec.xml)
+        file = None
+        if isinstance(urdf, os.PathLike) or (isinstance(urdf, str) and not looks_like_xml_text(urdf)):
+            file = os.fspath(urdf)
+        try:
+            spec = parse_urdf(urdf, xacro=xacro, mappings=mappings)
+            tree = build_tree(spec, base)
+            _check_tree(tree, base, max_mass_ratio)
+        except ModelError as exc:
+            raise exc.with_file(file) from None
+        model = cls._assemble(base, tree, _gravity(gravity), name=spec.name, urdf=spec.xml)
+        return dataclasses.replace(model, _limits=_joint_limits(tree, spec))
 
     @classmethod
     def from_xacro(cls, path, mappings: dict | None = None, base: str = "fixed",
-                   gravity=(0.0, 0.0, -9.81)) -> "Model":
+                   gravity=(0.0, 0.0, -9.81), max_mass_ratio: float | None = MAX_MASS_RATIO) -> "Model":
         """:meth:`from_urdf` of a xacro file expanded with ``mappings``."""
-        return cls.from_urdf(path, base=base, gravity=gravity, xacro=True, mappings=mappings)
+        return cls.from_urdf(path, base=base, gravity=gravity, xacro=True, mappings=mappings,
+                             max_mass_ratio=max_mass_ratio)
 
     @classmethod
-    def from_yaml(cls, path) -> "Model":
-        """Model of a robot YAML file (schema: :mod:`mbs_ros.dynamics.robot_yaml`)."""
+    def from_yaml(cls, path, max_mass_ratio: float | None = MAX_MASS_RATIO) -> "Model":
+        """Model of a robot YAML file (schema: :mod:`mbs_ros.dynamics.robot_yaml`); errors name the file."""
         from .robot_yaml import load_robot
 
         cfg = load_robot(path)
-        model = cls.from_urdf(cfg.urdf, base=cfg.base, gravity=cfg.gravity)
+        try:
+            model = cls.from_urdf(cfg.urdf, base=cfg.base, gravity=cfg.gravity, max_mass_ratio=max_mass_ratio)
+        except ModelError as exc:
+            raise exc.with_file(os.fspath(path)) from None
         return dataclasses.replace(model, name=cfg.name) if cfg.name else model
 
     @classmethod
@@ -258,6 +301,33 @@ class Model:
     def link_names(self) -> tuple:
         """Every URDF link (fixed-joint children included), in tree order: the order of :meth:`link_poses`."""
         return self._tree.link_names
+
+    @property
+    def effort_limits(self) -> np.ndarray:
+        """(nv,) largest generalised force per velocity component [N m or N]: the URDF's ``<limit effort>`` of each
+        joint, ``inf`` for the base's components and where the URDF gives none (no tag, or ``effort="0"``: see
+        :class:`~mbs_ros.dynamics.urdf.JointSpec`). A copy."""
+        if self._limits is None:
+            return np.full(self.nv, np.inf)
+        return self._limits[0].copy()
+
+    @property
+    def velocity_limits(self) -> np.ndarray:
+        """(nv,) largest speed per velocity component [rad/s or m/s], as :attr:`effort_limits` (``<limit
+        velocity>``; ``inf`` for the base and where none is given)."""
+        if self._limits is None:
+            return np.full(self.nv, np.inf)
+        return self._limits[1].copy()
+
+    @property
+    def position_limits(self) -> tuple:
+        """``(lower, upper)``, each (n_joints,) in ``joint_names`` order — one position per joint as
+        ``joint_states`` has them (an angle for continuous joints), not q's layout — from ``<limit lower upper>``;
+        ``-inf``/``inf`` for continuous joints and where the URDF gives no range (``lower == upper``)."""
+        nj = len(self.joint_names)
+        if self._limits is None:
+            return np.full(nj, -np.inf), np.full(nj, np.inf)
+        return self._limits[2].copy(), self._limits[3].copy()
 
     @property
     def _single(self) -> bool:
@@ -620,6 +690,115 @@ class Model:
         if self.group is None:
             return np.zeros(0)
         return h if self._H is None else self._H.T @ h
+
+
+def _joint_limits(tree: Tree, spec) -> tuple:
+    by_name = {j.name: j for j in spec.joints}
+    joints = [by_name[name] for name in tree.joint_names]
+    effort = np.full(tree.nv, np.inf)
+    velocity = np.full(tree.nv, np.inf)
+    effort[tree.nvb:] = [j.effort for j in joints]
+    velocity[tree.nvb:] = [j.velocity for j in joints]
+    lower = np.array([j.lower for j in joints], dtype=float)
+    upper = np.array([j.upper for j in joints], dtype=float)
+    for a in (effort, velocity, lower, upper):
+        a.setflags(write=False)
+    return effort, velocity, lower, upper
+
+
+def _sphere_moment(mass: float) -> float:
+    """Moment of inertia about a diameter of a solid sphere of ``mass`` at the density of osmium: the least a
+    solid object of that mass has about every axis through it (a rough floor, used as a scale)."""
+    radius = (3.0 * mass / (4.0 * math.pi * _DENSEST)) ** (1.0 / 3.0)
+    return 0.4 * mass * radius * radius
+
+
+def _names(names, limit: int = 4) -> str:
+    names = [repr(n) for n in names]
+    return ", ".join(names) if len(names) <= limit else ", ".join(names[:limit]) + f" and {len(names) - limit} more"
+
+
+_BASE_DIRECTIONS = ("translation along x", "translation along y", "translation along z", "rotation about x",
+                    "rotation about y", "rotation about z")
+
+
+def _check_tree(tree: Tree, base: str, max_mass_ratio) -> None:
+    """ModelError unless M is positive definite at the neutral configuration and the moving bodies' masses are
+    within ``max_mass_ratio`` (see :meth:`Model.from_urdf`)."""
+    D, M_diag, IA0, IC0, m_sub = inertia_pivots(tree)
+    tol = SINGULAR_TOLERANCE
+
+    def links_of(body):
+        return [n for n, b in zip(tree.link_names, tree.link_body) if b == body]
+
+    def subtree_links(body):
+        bodies = set(np.flatnonzero(np.asarray(tree.subtree)[body] > 0.5).tolist())
+        return [n for n, b in zip(tree.link_names, tree.link_body) if b in bodies]
+
+    # deepest joints first: their error is the cause, the ones nearer the base inherit it
+    for j in range(tree.nj - 1, -1, -1):
+        k = j + 1
+        name, jtype, child = tree.joint_names[j], tree.joint_types[j], tree.body_names[k]
+        rotation = jtype != "prismatic"
+        along = "about its axis" if rotation else "along its axis"
+        if m_sub[k] <= 0.0:
+            raise ModelError(
+                f"joint {name!r} ({jtype}) moves only massless links ({_names(subtree_links(k))}): the joint-space "
+                "mass matrix is singular (no torque gives a defined acceleration); give link "
+                f"{child!r} an <inertial> with mass, or make the joint fixed", joint=name, link=child)
+        ref = max(M_diag[j], _sphere_moment(m_sub[k]) if rotation else m_sub[k])
+        if D[j] >= tol * ref:
+            continue
+        if M_diag[j] < tol * ref:
+            unit = "kg m²" if rotation else "kg"
+            raise ModelError(
+                f"joint {name!r} ({jtype}): the links it moves ({_names(subtree_links(k))}; {m_sub[k]:.6g} kg) have "
+                f"no inertia {along} ({M_diag[j]:.3g} {unit}, against {ref:.3g} for a solid sphere of that mass "
+                "of the densest metal): the joint-space mass matrix is singular; give link "
+                f"{child!r} its inertia (<inertia>), or move its centre of mass off the axis",
+                joint=name, link=child)
+        raise ModelError(
+            f"joint {name!r} ({jtype}): with the joints beyond it free, moving it moves no mass ({D[j]:.3g} of "
+            f"{M_diag[j]:.3g} remains): the joints beyond link {child!r} ({tree.body_mass[k]:.6g} kg) reproduce its "
+            "motion, so the joint-space mass matrix is singular (e.g. coaxial joints with a massless link between "
+            f"them); give link {child!r} mass and inertia, or make one of the joints fixed", joint=name, link=child)
+
+    root = tree.body_names[0]
+    if base != "fixed":
+        cols = np.arange(6) if tree.base_cols is None else np.asarray(tree.base_cols, dtype=int)
+        total = float(m_sub[0])
+        if total <= 0.0:
+            raise ModelError(f"the robot has no mass: its {base} base (link {root!r}) cannot be simulated; "
+                             "give its links an <inertial> with mass", link=root)
+        P = IA0[np.ix_(cols, cols)]
+        ref = np.maximum(np.diag(IC0)[cols], np.where(cols < 3, total, _sphere_moment(total)))
+        S = P / np.sqrt(np.outer(ref, ref))
+        w, V = np.linalg.eigh(0.5 * (S + S.T))
+        if w[0] < tol:
+            dirs = [_BASE_DIRECTIONS[c] for c, x in zip(cols, V[:, 0]) if abs(x) > 0.3 * np.abs(V[:, 0]).max()]
+            raise ModelError(
+                f"the {base} base (link {root!r}, {tree.body_mass[0]:.6g} kg with the links fixed to it): with the "
+                f"joints free, the robot has no inertia for {' with '.join(dirs)}, so the mass matrix is singular; "
+                f"give link {root!r} mass and inertia", link=root)
+
+    if max_mass_ratio is None or not math.isfinite(float(max_mass_ratio)):
+        return
+    moving = np.arange(0 if base != "fixed" else 1, tree.nb)
+    masses = np.asarray(tree.body_mass)[moving]
+    heavy = moving[masses > 0.0]
+    if heavy.size < 2:
+        return
+    m = np.asarray(tree.body_mass)[heavy]
+    light_b, heavy_b = int(heavy[np.argmin(m)]), int(heavy[np.argmax(m)])
+    ratio = float(m.max() / m.min())
+    if ratio > float(max_mass_ratio):
+        light = tree.body_names[light_b]
+        joint = tree.joint_names[light_b - 1] if light_b > 0 else None
+        raise ModelError(
+            f"link {light!r} ({m.min():.6g} kg{' with the links fixed to it' if len(links_of(light_b)) > 1 else ''}) "
+            f"is {ratio:.3g} times lighter than link {tree.body_names[heavy_b]!r} ({m.max():.6g} kg): beyond "
+            f"max_mass_ratio={float(max_mass_ratio):g} (one step size cannot integrate both; fix the masses, or "
+            "pass max_mass_ratio=None to Model.from_urdf to allow it)", link=light, joint=joint)
 
 
 def _gravity(gravity) -> np.ndarray:

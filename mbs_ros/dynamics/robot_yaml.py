@@ -33,7 +33,11 @@ or the robot inline (URDF's content in YAML; SI units, angles in rad)::
           limit: {lower: -3.14, upper: 3.14, effort: 100, velocity: 5}   # optional
 
 A broken file raises :class:`RobotConfigError` naming the file and the key, e.g.
-``config/arm.yaml: robot.joints[2].axis: expected 3 numbers``. Inline robots are turned into URDF text
+``config/arm.yaml: robot.joints[2].axis: expected 3 numbers``; a robot that cannot be simulated (a massless end
+link, ...) is refused by :meth:`~mbs_ros.dynamics.Model.from_yaml` with a ``ModelError`` naming the file and the
+link. ``limit`` becomes the URDF's ``<limit>``: ``Model.effort_limits``, ``velocity_limits`` and
+``position_limits`` (a revolute or prismatic joint without one gets lower/upper ±π and effort/velocity 1e6, as
+URDF requires the tag). Inline robots are turned into URDF text
 (``RobotConfig.urdf``), so that everything downstream — the model, ``robot_description`` — sees one format.
 """
 from __future__ import annotations
@@ -110,10 +114,14 @@ def load_robot(path) -> RobotConfig:
     """Read and check a robot YAML file (see the module docstring)."""
     r = _Reader(path)
     try:
-        with open(path, encoding="utf-8") as f:
+        with open(path, encoding="utf-8-sig") as f:  # -sig: a leading byte-order mark is dropped
             doc = yaml.safe_load(f)
     except FileNotFoundError:
         raise RobotConfigError(f"{path}: file not found") from None
+    except PermissionError:
+        raise RobotConfigError(f"{path}: cannot read it: permission denied") from None
+    except UnicodeDecodeError as exc:  # never the content: the byte's position only
+        raise RobotConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except yaml.YAMLError as exc:
         raise RobotConfigError(f"{path}: invalid YAML: {exc}") from None
     if not isinstance(doc, dict) or "robot" not in doc:

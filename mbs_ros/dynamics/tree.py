@@ -19,8 +19,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .lie import GROUPS, hat3
+from .urdf import ModelError
 
-__all__ = ["Tree", "build_tree", "single_body_tree", "REVOLUTE", "PRISMATIC", "CONTINUOUS", "spatial_inertia"]
+__all__ = ["Tree", "build_tree", "single_body_tree", "REVOLUTE", "PRISMATIC", "CONTINUOUS", "spatial_inertia",
+           "inertia_pivots"]
 
 REVOLUTE, PRISMATIC, CONTINUOUS = 0, 1, 2
 _TYPE_CODE = {"revolute": REVOLUTE, "prismatic": PRISMATIC, "continuous": CONTINUOUS}
@@ -220,7 +222,7 @@ def build_tree(spec, base: str) -> Tree:
         lst.sort(key=lambda j: j.name)  # Pinocchio's URDF reader visits children in joint-name order
 
     if spec.root == "world" and base != "fixed":
-        raise ValueError("the URDF's root link is 'world': a floating base cannot be attached to the world; "
+        raise ModelError("the URDF's root link is 'world': a floating base cannot be attached to the world; "
                          "remove the world link or use base='fixed'")
 
     parent = [-1]
@@ -255,7 +257,7 @@ def build_tree(spec, base: str) -> Tree:
 
     if len(link_names) != len(spec.links):
         missing = sorted(set(spec.links) - set(link_names))
-        raise ValueError(f"links not connected to the root {spec.root!r}: {missing}")
+        raise ModelError(f"links not connected to the root {spec.root!r}: {missing}", link=missing[0])
     # each link's inertia, moved to its body's frame and summed there (links without mass add nothing)
     links = [spec.links[name] for name in link_names]
     heavy = np.flatnonzero([link.mass > 0.0 for link in links])
@@ -267,3 +269,37 @@ def build_tree(spec, base: str) -> Tree:
         np.add.at(inertias, np.asarray(link_body)[heavy], _transform_inertias(I_link, T))
     return _make_tree(base, parent, jtypes, axes, placements, inertias, link_names, link_body, T_body_link,
                       joint_names, body_names)
+
+
+def inertia_pivots(tree: Tree):
+    """What the mass matrix at the neutral configuration (every joint at 0) needs to be positive definite, in one
+    pass from the leaves to the base (Featherstone's articulated-body recursion, 2008 §7.2), O(n).
+
+    Returns ``(D, M_diag, IA_base, IC_base, subtree_mass)``: for each joint ``j`` the articulated pivot
+    ``D[j] = sᵀ IA s`` — the inertia its child body presents along the joint's motion when every joint beyond it
+    is free — and the diagonal entry ``M_diag[j] = sᵀ IC s`` of M (every joint beyond it locked); the base body's
+    articulated and composite spatial inertias (6×6, base frame); and each body's subtree mass. With positive
+    semi-definite link inertias, M at that configuration is positive definite exactly when every ``D[j] > 0`` and,
+    for a floating base, the base's directions of ``IA_base`` are (the ABA's pivots are the factorisation
+    ``M = Lᵀ D L``). A ``D[j]`` of (next to) zero is returned as is: the recursion then continues with that joint
+    locked, so the pivots of the joints nearer the base stay meaningful."""
+    nb = tree.nb
+    IA = np.array(tree.body_inertia, dtype=float)
+    IC = IA.copy()
+    D = np.zeros(tree.nj)
+    M_diag = np.zeros(tree.nj)
+    for k in range(nb - 1, 0, -1):
+        j, p = k - 1, int(tree.parent[k])
+        s = tree.s_joint[j]
+        U = IA[k] @ s
+        D[j] = float(s @ U)
+        M_diag[j] = float(s @ IC[k] @ s)
+        Ia = IA[k]
+        scale = max(M_diag[j], 0.0)
+        if D[j] > 1e-12 * scale and D[j] > 0.0:
+            Ia = Ia - np.outer(U, U) / D[j]
+        T = tree.placement[j][None]
+        IA[p] += _transform_inertias(Ia[None], T)[0]
+        IC[p] += _transform_inertias(IC[k][None], T)[0]
+    subtree_mass = np.asarray(tree.subtree) @ np.asarray(tree.body_mass)
+    return D, M_diag, IA[0], IC[0], subtree_mass
