@@ -1,0 +1,374 @@
+"""Issue 9, the model side: URDF joint limits on the Model, physically impossible models refused at load with the
+file, joint and link named, and model sources that never put a file's content into an error.
+
+Expectations are independent of our code: limits are the numbers written in the URDF/YAML text of each test (or
+read from the robot file with a YAML parser); singular models are built so that the joint-space mass matrix is
+singular in closed form (a massless end link gives a zero row, two coaxial joints with a massless link between
+them give two equal columns, ...), and their well-posed neighbours are checked against closed-form M entries
+(a point mass m at distance d from a revolute axis: M = m d²).
+"""
+import math
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+import yaml
+
+from mbs_ros.dynamics import Model
+from mbs_ros.dynamics.model import MAX_MASS_RATIO, ModelError, ModelWarning
+from mbs_ros.dynamics.urdf import load_urdf_xml, parse_urdf
+from mbs_ros.nodes import model_source as ms
+
+ROOT = Path(__file__).resolve().parents[1]
+SECRET = "hunter2-SECRET-7f3a"
+BOX = 'ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"'
+
+
+def link(name, mass=None, inertia=BOX, xyz="0 0 0"):
+    if mass is None:
+        return f'<link name="{name}"/>'
+    return (f'<link name="{name}"><inertial><origin xyz="{xyz}"/><mass value="{mass!r}"/><inertia {inertia}/>'
+            f'</inertial></link>')
+
+
+def joint(name, parent, child, jtype="revolute", axis="0 0 1", xyz="0 0 0", limit='lower="-2" upper="2" '
+          'effort="10" velocity="3"'):
+    lim = f"<limit {limit}/>" if limit else ""
+    return (f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/><child link="{child}"/>'
+            f'<origin xyz="{xyz}"/><axis xyz="{axis}"/>{lim}</joint>')
+
+
+def robot(*parts, name="r"):
+    return f'<robot name="{name}">' + "".join(parts) + "</robot>"
+
+
+# ------------------------------------------------------------------------------------------------ limits
+LIMITS_URDF = robot(
+    link("base_link", 5.0), link("a", 1.0, xyz="0.2 0 0"), link("b", 1.0, xyz="0.2 0 0"),
+    link("c", 1.0, xyz="0.2 0 0"), link("d", 1.0, xyz="0.2 0 0"), link("e", 1.0, xyz="0.2 0 0"),
+    # XML order differs from the name order the model numbers joints in (Pinocchio's depth-first, by name)
+    joint("z_rev", "base_link", "a", limit='lower="-1.5" upper="2.5" effort="42" velocity="3.5"'),
+    joint("y_pris", "a", "b", "prismatic", axis="1 0 0", xyz="0.4 0 0",
+          limit='lower="0.1" upper="0.3" effort="120" velocity="0.25"'),
+    joint("x_cont", "b", "c", "continuous", axis="0 1 0", xyz="0.4 0 0", limit='effort="7" velocity="9"'),
+    joint("w_zero", "c", "d", xyz="0.4 0 0", limit='lower="0" upper="0" effort="0" velocity="0"'),
+    joint("v_none", "base_link", "e", "continuous", axis="1 0 0", xyz="0 0.4 0", limit=""),  # a second branch
+)
+# per joint, from the text above: effort, velocity, lower, upper ("0" and an absent tag: none)
+LIMITS = {"z_rev": (42, 3.5, -1.5, 2.5), "y_pris": (120, 0.25, 0.1, 0.3),
+          "x_cont": (7, 9, -math.inf, math.inf), "w_zero": (math.inf,) * 2 + (-math.inf, math.inf),
+          "v_none": (math.inf,) * 2 + (-math.inf, math.inf)}
+
+
+@pytest.mark.parametrize("base,nvb", [("fixed", 0), ("se3", 6), ("se2", 3), ("schoenflies", 4)])
+def test_limits_are_the_urdf_numbers_in_velocity_order(base, nvb):
+    model = Model.from_urdf(LIMITS_URDF, base=base)
+    names = model.joint_names
+    assert sorted(names) == sorted(LIMITS) and list(names) != list(LIMITS)  # the reordering is exercised
+    assert model.effort_limits.shape == model.velocity_limits.shape == (model.nv,) and model.nv == nvb + 5
+    assert np.all(np.isinf(model.effort_limits[:nvb])) and np.all(np.isinf(model.velocity_limits[:nvb]))
+    np.testing.assert_array_equal(model.effort_limits[nvb:], [LIMITS[n][0] for n in names])
+    np.testing.assert_array_equal(model.velocity_limits[nvb:], [LIMITS[n][1] for n in names])
+    lower, upper = model.position_limits
+    np.testing.assert_array_equal(lower, [LIMITS[n][2] for n in names])
+    np.testing.assert_array_equal(upper, [LIMITS[n][3] for n in names])
+
+
+def test_limits_are_copies_and_a_rigid_body_has_none():
+    model = Model.from_urdf(LIMITS_URDF)
+    model.effort_limits[0] = -1.0
+    assert model.effort_limits[0] > 0
+    body = Model.rigid_body("se3")
+    assert body.effort_limits.shape == (6,) and np.all(np.isinf(body.effort_limits))
+    assert np.all(np.isinf(body.velocity_limits))
+    assert body.position_limits[0].shape == (0,)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT / "config" / "robots").glob("*.yaml")))
+def test_robot_files_give_their_limits(name):
+    """Every robot of config/robots loads (the new checks refuse none of them) and its limits are the file's."""
+    path = ROOT / "config" / "robots" / name
+    model = Model.from_yaml(path)
+    doc = yaml.safe_load(path.read_text())["robot"]
+    if "joints" in doc:
+        given = {j["name"]: j.get("limit", {}) for j in doc["joints"] if j["type"] != "fixed"}
+    else:  # a xacro file: its expanded URDF, read by the standard library's XML parser
+        import xml.etree.ElementTree as ET
+
+        root = ET.fromstring(model.urdf)
+        given = {j.get("name"): {k: float(v) for k, v in j.find("limit").attrib.items()}
+                 for j in root.findall("joint") if j.get("type") != "fixed"}
+    nvb = model.nv - len(model.joint_names)
+    assert np.all(np.isinf(model.effort_limits[:nvb]))
+    for i, jn in enumerate(model.joint_names):
+        assert model.effort_limits[nvb + i] == pytest.approx(given[jn]["effort"], rel=1e-15)
+        assert model.velocity_limits[nvb + i] == pytest.approx(given[jn]["velocity"], rel=1e-15)
+        assert model.position_limits[0][i] == pytest.approx(given[jn]["lower"], rel=1e-15)
+        assert model.position_limits[1][i] == pytest.approx(given[jn]["upper"], rel=1e-15)
+
+
+@pytest.mark.parametrize("limit,message", [
+    ('lower="-1" upper="1" effort="-5" velocity="1"', "effort"),
+    ('lower="-1" upper="1" effort="5" velocity="-1"', "velocity"),
+    ('lower="1" upper="-1" effort="5" velocity="1"', "lower"),
+    ('lower="nan" upper="1" effort="5" velocity="1"', "NaN"),
+])
+def test_absurd_limits_are_refused_naming_the_joint(limit, message):
+    urdf = robot(link("base_link", 1.0), link("a", 1.0, xyz="0.1 0 0"), joint("elbow", "base_link", "a", limit=limit))
+    with pytest.raises(ModelError, match=message) as info:
+        Model.from_urdf(urdf)
+    assert info.value.joint == "elbow" and "'elbow'" in str(info.value)
+
+
+# ------------------------------------------------------------------------------------ impossible models
+def arm(tip_link, tip_joint="revolute", tip_axis="0 0 1", tip_xyz="0.5 0 0"):
+    """base_link -j1(z)-> l1 (1 kg, c.o.m. 0.25 m out) -j2-> ``tip_link``."""
+    return robot(link("base_link"), link("l1", 1.0, xyz="0.25 0 0"), tip_link,
+                 joint("j1", "base_link", "l1"), joint("j2", "l1", "tip", tip_joint, axis=tip_axis, xyz=tip_xyz))
+
+
+def refused(urdf, **kw) -> ModelError:
+    with pytest.raises(ModelError) as info:
+        Model.from_urdf(urdf, **kw)
+    return info.value
+
+
+@pytest.mark.parametrize("jtype", ["revolute", "continuous", "prismatic"])
+def test_a_massless_end_link_is_refused_naming_joint_and_link(jtype):
+    """M's row of j2 is zero (no mass moves with it): singular in closed form."""
+    err = refused(arm(link("tip"), jtype))
+    assert (err.joint, err.link) == ("j2", "tip")
+    assert "'j2'" in str(err) and "'tip'" in str(err) and "massless" in str(err)
+
+
+def test_a_point_mass_on_the_axis_is_refused_off_the_axis_it_is_a_pendulum():
+    """A 2 kg link with zero inertia: on the joint's axis it has no inertia about it (M_22 = 0); 0.5 m off the
+    axis it is the textbook point-mass pendulum, M_22 = m d² = 0.5 kg m², which must load."""
+    zero = 'ixx="0" ixy="0" ixz="0" iyy="0" iyz="0" izz="0"'
+    err = refused(arm(link("tip", 2.0, inertia=zero)))
+    assert (err.joint, err.link) == ("j2", "tip") and "no inertia about its axis" in str(err)
+    model = Model.from_urdf(arm(link("tip", 2.0, inertia=zero, xyz="0.5 0 0")))
+    M = model.mass_matrix(model.neutral())
+    assert M[1, 1] == pytest.approx(2.0 * 0.5**2, rel=1e-14)
+    assert np.linalg.eigvalsh(M)[0] > 0
+
+
+def test_a_tiny_inertia_on_the_axis_is_refused_but_a_thin_real_part_is_not():
+    """1e-12 kg m² for 2 kg on the axis is no solid object; a 2 kg steel rod of 1 cm radius spinning about its
+    own axis (½ m r² = 1e-4 kg m²) is."""
+    err = refused(arm(link("tip", 2.0, inertia='ixx="1e-12" ixy="0" ixz="0" iyy="1e-12" iyz="0" izz="1e-12"')))
+    assert err.link == "tip"
+    rod = 'ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="1e-4"'
+    model = Model.from_urdf(arm(link("tip", 2.0, inertia=rod)))
+    assert model.mass_matrix(model.neutral())[1, 1] == pytest.approx(1e-4, rel=1e-12)
+
+
+def test_coaxial_joints_with_a_massless_link_between_them_are_refused():
+    """j1 and j2 both about z through the same point, l1 massless: M's two columns are equal (both rotate the tip
+    alike), so M is singular although every diagonal entry is positive. The inner joint and link are named."""
+    urdf = robot(link("base_link"), link("l1"), link("tip", 1.0, xyz="0.3 0 0"),
+                 joint("j1", "base_link", "l1"), joint("j2", "l1", "tip"))
+    err = refused(urdf)
+    assert (err.joint, err.link) == ("j1", "l1") and "reproduce its motion" in str(err)
+
+
+def test_a_massless_link_between_crossed_joints_is_fine():
+    """A universal joint (z then y, massless link between, as humanoid URDFs model hips): M is positive definite;
+    its entries are the tip's inertia about the two axes, in closed form."""
+    urdf = robot(link("base_link"), link("l1"), link("tip", 1.0, xyz="0 0 0"),
+                 joint("j1", "base_link", "l1"), joint("j2", "l1", "tip", axis="0 1 0"))
+    model = Model.from_urdf(urdf)
+    M = model.mass_matrix(model.neutral())
+    np.testing.assert_allclose(M, [[0.02, 0.0], [0.0, 0.02]], rtol=0, atol=1e-15)  # izz, iyy of BOX
+
+
+def test_a_massless_floating_base_whose_rotation_a_joint_reproduces_is_refused():
+    """se3 base without mass, one link on a revolute about the base's z axis through its origin: the base's yaw
+    and the joint move the link alike (equal columns of M)."""
+    urdf = robot(link("base_link"), link("l1", 1.0, xyz="0.2 0 0"), joint("j1", "base_link", "l1"))
+    err = refused(urdf, base="se3")
+    assert err.link == "base_link" and "rotation about z" in str(err)
+    assert Model.from_urdf(urdf, base="fixed").nv == 1  # on a fixed base the same robot is fine
+
+
+def test_a_robot_without_mass_is_refused_on_a_floating_base():
+    err = refused(robot(link("base_link")), base="se2")
+    assert err.link == "base_link" and "no mass" in str(err)
+
+
+def test_a_mass_ratio_beyond_the_bound_is_refused_unless_allowed():
+    """1000 kg and 1e-6 kg moving bodies (ratio 1e9 > MAX_MASS_RATIO = 1e6): refused naming the light link;
+    max_mass_ratio lifts it. Links fixed to a heavier body do not count (TALOS has 1 g frames on 10 kg links)."""
+    assert MAX_MASS_RATIO == 1e6
+    heavy_light = arm(link("tip", 1e-6, inertia='ixx="1e-9" ixy="0" ixz="0" iyy="1e-9" iyz="0" izz="1e-9"',
+                           xyz="0.1 0 0")).replace('<mass value="1.0"/>', '<mass value="1000.0"/>')
+    err = refused(heavy_light)
+    assert err.link == "tip" and err.joint == "j2" and "1e+09" in str(err) and "max_mass_ratio" in str(err)
+    for bound in (None, math.inf, 2e9):
+        assert Model.from_urdf(heavy_light, max_mass_ratio=bound).nv == 2
+    assert refused(heavy_light, max_mass_ratio=1e8).link == "tip"
+    sensor = robot(link("base_link"), link("l1", 10.0, xyz="0.2 0 0"), link("cam", 1e-6, xyz="0.1 0 0"),
+                   joint("j1", "base_link", "l1"), joint("mount", "l1", "cam", "fixed", limit=""))
+    assert Model.from_urdf(sensor).nv == 1
+
+
+def test_negative_mass_and_non_psd_inertia_name_the_link_and_the_file(tmp_path):
+    bad_mass = arm(link("tip", -1.0, xyz="0.1 0 0"))
+    path = tmp_path / "neg.urdf"
+    path.write_text(bad_mass)
+    err = refused(str(path))
+    assert err.link == "tip" and str(err).startswith(f"{path}: ") and err.file == str(path)
+    err = refused(arm(link("tip", 1.0, inertia='ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="-1"')))
+    assert err.link == "tip" and "positive semi-definite" in str(err)
+
+
+def test_a_triangle_inequality_violation_warns_naming_the_link():
+    """Principal moments 1, 1, 3 (3 > 1 + 1): no real body, but widely used URDFs have such links; it loads."""
+    urdf = arm(link("tip", 1.0, inertia='ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="3"', xyz="0.1 0 0"))
+    with pytest.warns(ModelWarning, match="'tip'.*triangle"):
+        Model.from_urdf(urdf)
+
+
+def test_yaml_robot_errors_name_the_yaml_file(tmp_path):
+    path = tmp_path / "arm.yaml"
+    path.write_text("robot:\n  links:\n    - {name: base_link, mass: 1.0, inertia: [1, 0, 0, 1, 0, 1]}\n"
+                    "    - {name: tip}\n  joints:\n"
+                    "    - {name: j1, type: revolute, parent: base_link, child: tip, axis: [0, 0, 1]}\n")
+    with pytest.raises(ModelError) as info:
+        Model.from_yaml(path)
+    assert str(info.value).startswith(f"{path}: ") and info.value.link == "tip"
+    with pytest.raises(ms.ParameterError, match=r"arm\.yaml.*'tip'"):
+        source = ms.load_source("", str(path))
+        ms.build_multibody(source, "fixed", (0, 0, -9.81))
+
+
+def _example_robot(relpath):
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_scale import example_robot_urdf
+
+    path = example_robot_urdf(relpath)
+    if path is None:
+        pytest.skip("example-robot-data is not installed")
+    return path
+
+
+@pytest.mark.parametrize("relpath,base", [("ur_description/urdf/ur5_robot.urdf", "fixed"),
+                                          ("talos_data/robots/talos_full_v2.urdf", "se3"),
+                                          ("talos_data/robots/talos_reduced.urdf", "se3")])
+def test_real_robots_still_load_with_their_limits(relpath, base):
+    import xml.etree.ElementTree as ET
+
+    path = _example_robot(relpath)
+    model = Model.from_urdf(path, base=base)
+    joints = {j.get("name"): j.find("limit") for j in ET.parse(path).getroot().findall("joint")}
+    nvb = model.nv - len(model.joint_names)
+    for i, name in enumerate(model.joint_names):
+        effort = float(joints[name].get("effort"))
+        assert model.effort_limits[nvb + i] == (effort if effort > 0 else math.inf)
+
+
+def test_romeo_with_its_massless_thumb_tip_is_refused():
+    """example-robot-data's romeo.urdf has a revolute joint moving a link without <inertial>: a real instance of
+    the issue, whose mass matrix is singular."""
+    err = refused(str(_example_robot("romeo_description/urdf/romeo.urdf")), base="se3")
+    assert err.link is not None and err.joint is not None and "romeo.urdf: " in str(err)
+
+
+# --------------------------------------------------------------------------- sources: BOM, paths, secrets
+def test_a_byte_order_mark_is_dropped_from_text_and_files(tmp_path):
+    text = "\ufeff" + '<?xml version="1.0"?>' + LIMITS_URDF
+    path = tmp_path / "bom.urdf"
+    path.write_text(text, encoding="utf-8")
+    for source in (text, str(path), path):
+        assert Model.from_urdf(source).joint_names == Model.from_urdf(LIMITS_URDF).joint_names
+    assert not load_urdf_xml(str(path)).startswith("\ufeff")
+    assert ms.load_source(text, "").name == "r"
+    assert ms.load_source("", str(path)).name == "r"
+    ypath = tmp_path / "bom.yaml"
+    ypath.write_text("\ufeffrobot:\n  urdf: bom.urdf\n", encoding="utf-8")
+    assert Model.from_yaml(ypath).nv == 5
+
+
+def test_a_missing_file_is_named_by_its_path_only():
+    with pytest.raises(FileNotFoundError) as info:
+        Model.from_urdf("/nonexistent/dir/robot.urdf")
+    assert str(info.value) == "URDF file not found: /nonexistent/dir/robot.urdf"
+
+
+def _secret_file(tmp_path, name="shadow"):
+    path = tmp_path / name
+    path.write_text(f"root:{SECRET}:19000:0:99999:7:::\nbob:{SECRET}x:19000:0:99999:7:::\n")
+    return path
+
+
+@pytest.mark.parametrize("name", ["shadow", "robot.urdf", "robot.xacro"])
+def test_a_file_that_is_not_urdf_is_named_never_quoted(tmp_path, name):
+    """The issue's ``model_file:=/etc/shadow`` (readable here as root) printed the whole file."""
+    path = _secret_file(tmp_path, name)
+    with pytest.raises(ms.ParameterError) as info:
+        ms.load_source("", str(path))
+    text = str(info.value)
+    assert SECRET not in text and str(path) in text and "\n" not in text
+    for call in (lambda: Model.from_urdf(str(path)), lambda: parse_urdf(str(path))):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert SECRET not in str(info.value) and str(path) in str(info.value)
+
+
+def test_an_unreadable_file_says_permission_denied(tmp_path, monkeypatch):
+    path = _secret_file(tmp_path, "robot.urdf")
+    real_open = open
+
+    def deny(file, *args, **kw):
+        if os.fspath(file) == str(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return real_open(file, *args, **kw)
+
+    monkeypatch.setattr("builtins.open", deny)
+    with pytest.raises(ms.ParameterError) as info:
+        ms.load_source("", str(path))
+    assert str(info.value) == f"model_file {str(path)!r}: cannot read it: permission denied"
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root reads any file")
+def test_an_unreadable_file_on_disk_says_permission_denied(tmp_path):
+    path = _secret_file(tmp_path, "robot.urdf")
+    path.chmod(0)
+    with pytest.raises(ms.ParameterError, match="permission denied") as info:
+        ms.load_source("", str(path))
+    assert SECRET not in str(info.value)
+
+
+def test_text_is_described_by_its_length_never_quoted():
+    secret_text = f"root:{SECRET}:19000\nbob:{SECRET}"
+    with pytest.raises(ms.ParameterError) as info:
+        ms.load_source(secret_text, "")
+    assert SECRET not in str(info.value) and f"({len(secret_text)} characters)" in str(info.value)
+    with pytest.raises(ms.ParameterError) as info:  # URDF text given as model_file: not called a path
+        ms.load_source("", LIMITS_URDF)
+    assert "not a path" in str(info.value) and "z_rev" not in str(info.value)
+    broken = f'<robot name="x"><link name="a"><{SECRET}>'
+    for call in (lambda: ms.load_source(broken, ""), lambda: Model.from_urdf(f"{SECRET}\n{SECRET}")):
+        with pytest.raises(ValueError) as info:
+            call()
+        assert SECRET not in str(info.value)
+
+
+def test_the_node_logs_one_content_free_line(tmp_path):
+    """The dynamics node started on a secret file and on a massless end link: exit code 2 and one FATAL line
+    naming the path (and the link), without the file's content, no traceback."""
+    secret = _secret_file(tmp_path, "shadow")
+    massless = tmp_path / "massless.urdf"
+    massless.write_text(arm(link("tip")))
+    for path, expected in ((secret, "not a valid URDF"), (massless, "'tip'")):
+        run = subprocess.run([sys.executable, "-m", "mbs_ros.nodes.dynamics_node", "--ros-args", "-p",
+                              f"model_file:={path}"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+        out = run.stdout + run.stderr
+        fatal = [line for line in out.splitlines() if "FATAL" in line]
+        assert run.returncode == 2, out
+        assert len(fatal) == 1 and str(path) in fatal[0] and expected in fatal[0], out
+        assert SECRET not in out and "Traceback" not in out and "Singular matrix" not in out
