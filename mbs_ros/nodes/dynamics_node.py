@@ -32,8 +32,8 @@ the URDF's root link and must name it):
 - sub ``cmd_joint_effort`` (``std_msgs/Float64MultiArray``, robots with movable joints): one effort per joint
   in ``joint_names`` order [N m or N], as ros2_control's forward command controllers send (``layout`` is
   ignored). Wrong length, NaN or infinite entries: rejected with a throttled warning. Applied from the next
-  step, held like ``cmd_wrench`` (its own ``cmd_timeout``). No effort limit is enforced. Ignored in lockstep
-  (it carries no stamp; one info message says so).
+  step, held like ``cmd_wrench`` (its own ``cmd_timeout``), clipped to ``max_effort`` (Robustness below).
+  Ignored in lockstep (it carries no stamp; one info message says so).
 - sub ``joint_command`` (``sensor_msgs/JointState``, robots with movable joints; as Isaac Sim's): ``effort`` by
   ``name`` [N m or N]; ``position``/``velocity`` are ignored; joints the message does not name get zero
   effort. An unknown or repeated name, a missing effort, NaN or infinite entries: rejected with a throttled
@@ -98,9 +98,52 @@ numpy loads when this module is the program, and by :func:`mbs_ros.nodes.runtime
 ``OPENBLAS_NUM_THREADS`` etc. in the environment win).
 
 Services: ``~/reset`` (``std_srvs/Trigger``): back to the initial state (time keeps running: the reset
-state gets the next step's stamp), commands cleared. ``~/pause`` (``std_srvs/SetBool``): stop/resume
+state gets the next step's stamp), commands cleared, a fault (below) cleared: the simulation runs again
+(unless it was also paused through ``~/pause``). ``~/pause`` (``std_srvs/SetBool``): stop/resume
 stepping; simulation time stops while paused, and state topics are not published (the state at
-which it stops is published once).
+which it stops is published once). Resuming a simulation halted by a fault is refused (success false, the
+reason): call ``~/reset``.
+
+Robustness (issue 9): no input stops the node, and it never publishes a non-finite value.
+
+- Every callback (subscriptions, services, timer) catches its exceptions: logged (throttled), counted
+  (``callback_errors`` on /diagnostics).
+- Inputs: a ``cmd_wrench``, ``cmd_joint_effort`` or ``joint_command`` with NaN/Inf, a wrong length, unknown or
+  repeated joint names, a wrong ``frame_id``, or an invalid ``header.stamp`` (``sec`` < 0, ``nanosec`` >= 10⁹)
+  is rejected with a warning throttled per topic and reason (one per 2 s, with how many were held back) and
+  counted (``received_<topic>``, ``rejected_<topic>``); it never reaches the simulation. Valid stamps are
+  otherwise ignored outside lockstep.
+- Saturation (on by default): ``max_wrench`` ``[force, torque]`` [N, N m] bounds the norms of the base wrench's
+  force and torque (a larger one is scaled down along its direction), ``max_effort`` (one number, or one per
+  joint) clips each joint effort; empty (the default) = from the model, as ``controller_node`` does: the
+  URDF's ``<limit effort>`` (``Model.effort_limits``), else 100 N m/kg x the total mass, and 100 m/s² / 100 N
+  m/kg x the total mass for the wrench. Saturated commands are counted (``saturated_wrench_commands``,
+  ``saturated_effort_commands``) and reported by a throttled warning; the ``wrench`` and ``joint_effort``
+  topics publish what is applied, after saturation.
+- Faults: a step that raises, gives a non-finite state, or runs away (an angular rate above 1 rad per step,
+  i.e. ``physics_rate`` rad/s, capped at 10⁴; a linear rate above 10⁴ m/s; a configuration component beyond
+  10⁶ m or rad; every 0.1 s of simulation time, energy no command did of the order of all the energy the
+  initial state and the commands account for -- :mod:`mbs_ros.dynamics.simulator`, "Faults") halts the
+  simulation at the last good state, the state from which the failing step started: commands cleared, that
+  state published once, an ERROR on /diagnostics at once and then at ``diagnostics_rate`` (``message``: the
+  reason and the simulation time; ``fault``, ``faults`` among the values), an error in the log. ``~/reset``
+  resumes from the initial state.
+- Physics rate: at start-up, and when ``integrator``, ``gravity``, ``max_wrench`` or ``max_effort`` change,
+  :func:`mbs_ros.dynamics.simulator.rate_check` estimates the fastest gravity mode ``ω_g`` (the largest
+  ``√|eig(M⁻¹ ∂g/∂q)|`` at the initial configuration and 32 sampled ones) and the full-effort rate ``ω_τ``; a
+  ``physics_rate`` at which the gravity mode's energy more than doubles per period under the integrator
+  (RK4: ``ω_g dt`` > 2.89, just past its stability limit 2.83; Euler: > 0.11) is refused (the node does not
+  start; a runtime change is refused), and one with ``max(ω_g, ω_τ) dt`` > 1, or a gravity mode gaining > 1 %
+  energy per period, is warned about. The fixed arm (``config/arm_6dof_fixed.yaml``, ``ω_g`` ≈ 6.7 rad/s) is
+  refused below 2.3 Hz with rk4.
+- Parameters: a change that would make the node unsafe is refused with the reason (``set_parameters`` returns
+  ``successful = false``): ``cmd_timeout`` 0 at run time (0, hold forever, is only accepted at start-up: a
+  controller that dies would otherwise push for ever) or outside ``(0, 60]`` s; ``publish_rate`` below
+  0.1 Hz or above ``physics_rate``; ``|gravity|`` above 10³ m/s²; ``initial_joint_positions`` outside the
+  URDF's ``[lower, upper]`` (joints without limits: |q| <= 10³); ``initial_position`` beyond 10⁶ m,
+  ``initial_rpy`` beyond 10³ rad; initial velocities beyond the runaway bounds; ``mass`` outside
+  [10⁻⁶, 10⁹] kg, principal moments of ``inertia`` outside [10⁻¹², 10⁹] kg m², ``com`` beyond 10³ m; and
+  the physics-rate refusal above.
 
 Time: ``t_k = t0 + k * dt`` in integer nanoseconds, ``dt`` = the integer-nanosecond period nearest
 ``1 / physics_rate``, ``t0`` = the node's ROS clock at start-up: the wall clock, or with ``use_sim_time:=true``
@@ -149,6 +192,7 @@ if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") =
                   "VECLIB_MAXIMUM_THREADS"):
         os.environ.setdefault(_name, "1")
 
+import math
 import re
 import time
 import warnings
@@ -178,7 +222,9 @@ from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import MarkerArray
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics.simulator import Simulator, WrenchCommand
+from mbs_ros.dynamics.simulator import CommandLimits, Fault, RateCheck, Simulator, WrenchCommand
+from mbs_ros.dynamics.simulator import command_limits as sim_command_limits
+from mbs_ros.dynamics.simulator import rate_check, velocity_bounds
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import params as prm
 from mbs_ros.nodes import markers as mk
@@ -211,6 +257,17 @@ CLOCK_REPEAT_S = 0.5
 LOCKSTEP_WATCH_S = 0.05
 LOCKSTEP_RESEND_S = 1.0
 LOCKSTEP_WARN_S = 2.0
+
+# Parameter bounds (module docstring, "Robustness").
+MIN_PUBLISH_RATE = 0.1  # Hz
+MAX_CMD_TIMEOUT = 60.0  # s of simulation time
+MAX_GRAVITY = 1.0e3  # m/s^2, norm
+MAX_JOINT_POSITION = 1.0e3  # rad or m: initial positions of joints without URDF limits
+MAX_INITIAL_POSITION = 1.0e6  # m (the simulator's MAX_POSITION)
+MAX_RPY = 1.0e3  # rad
+MASS_RANGE = (1.0e-6, 1.0e9)  # kg
+INERTIA_RANGE = (1.0e-12, 1.0e9)  # kg m^2, principal moments
+MAX_COM = 1.0e3  # m
 
 # lockstep: the simulator's command channels and the topics they come from
 _CHANNEL = {"cmd_wrench": "wrench", "joint_command": "joints"}
@@ -255,6 +312,8 @@ class Settings:
     control_rate: float = 100.0
     publish_markers: bool = True
     marker_wrench_scale: float = 0.01
+    max_wrench: Tuple[float, ...] = ()  # () = from the model
+    max_effort: object = ()  # () = from the model; a number (every joint) or a tuple (one per joint)
 
     @property
     def inertia_matrix(self) -> np.ndarray:
@@ -279,21 +338,24 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
     "base_group": (
         "Configuration group of the base: " + ", ".join(BASE_GROUPS) + "; a robot also fixed. Default: the robot "
         "YAML's base, fixed for a URDF, se3 for a single body.", {"read_only": True}),
-    "mass": ("Mass [kg], > 0 (single body only).", {"floating_point_range": (0.0, 1.0e9)}),
+    "mass": ("Mass [kg], in [1e-6, 1e9] (single body only).", {"floating_point_range": (0.0, 1.0e9)}),
     "inertia": (
         "Inertia about the centre of mass in body axes [kg m^2], as URDF: [ixx, ixy, ixz, iyy, iyz, izz]; "
-        "must be positive definite (a warning if it violates the triangle inequality). Single body only.", {}),
-    "com": ("Centre of mass in the body frame [m], as URDF: [x, y, z]. Single body only.", {}),
-    "gravity": ("Acceleration of gravity in the world frame [m/s^2]: [x, y, z] (default: the robot YAML's, "
-                "else [0, 0, -9.81]).", {}),
+        "must be positive definite with principal moments in [1e-12, 1e9] (a warning if it violates the triangle "
+        "inequality). Single body only.", {}),
+    "com": ("Centre of mass in the body frame [m], as URDF: [x, y, z], each |x| <= 1e3. Single body only.", {}),
+    "gravity": ("Acceleration of gravity in the world frame [m/s^2]: [x, y, z], norm <= 1e3 (default: the robot "
+                "YAML's, else [0, 0, -9.81]).", {}),
     "integrator": ("Lie-group integrator: " + ", ".join(INTEGRATORS) + ".", {}),
     "physics_rate": (
-        "Physics steps per second of simulation time [Hz]; dt is the nearest whole number of ns.",
+        "Physics steps per second of simulation time [Hz]; dt is the nearest whole number of ns. Refused when "
+        "the model's fastest gravity mode is unstable under the integrator at this rate; a warning when it is "
+        "barely resolved (see the node's docstring, Robustness).",
         {"read_only": True, "floating_point_range": (1.0, 100000.0)}),
     "publish_rate": (
-        "Rate of the state: odom, pose, /tf, joint_states (and wrench, joint_effort again with it) [Hz], <= "
-        "physics_rate; published every round(physics_rate/publish_rate) steps. Not used in lockstep (once per "
-        "control period).", {"floating_point_range": (0.001, 100000.0)}),
+        "Rate of the state: odom, pose, /tf, joint_states (and wrench, joint_effort again with it) [Hz], in "
+        "[0.1, physics_rate]; published every round(physics_rate/publish_rate) steps. Not used in lockstep (once "
+        "per control period).", {"floating_point_range": (0.001, 100000.0)}),
     "wrench_rate": (
         "Rate of joint_wrenches/<joint> [Hz], <= physics_rate, every round(physics_rate/wrench_rate) steps; 0 = "
         "off. Computed only while someone subscribes to one of them.", {"floating_point_range": (0.0, 100000.0)}),
@@ -303,23 +365,27 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
     "diagnostics_rate": (
         "Energy/momentum bookkeeping rate on /diagnostics [Hz], <= physics_rate; 0 = off.",
         {"floating_point_range": (0.0, 100000.0)}),
-    "initial_position": ("Initial position of the base in the world [m]; used at start-up and reset.", {}),
+    "initial_position": ("Initial position of the base in the world [m], each |x| <= 1e6; used at start-up and "
+                         "reset.", {}),
     "initial_rpy": (
-        "Initial roll, pitch, yaw [rad] (fixed axes x, y, z, as URDF); human-facing input only, "
+        "Initial roll, pitch, yaw [rad] (fixed axes x, y, z, as URDF), each |x| <= 1e3; human-facing input only, "
         "converted to a rotation at once.", {}),
-    "initial_twist": ("Initial body-frame twist [vx, vy, vz, wx, wy, wz] (linear first) [m/s, rad/s].", {}),
+    "initial_twist": ("Initial body-frame twist [vx, vy, vz, wx, wy, wz] (linear first) [m/s, rad/s], within the "
+                      "runaway bounds (1e4 m/s; physics_rate rad/s, at most 1e4).", {}),
     "initial_joint_positions": (
         "Initial joint positions in joint_names order [rad or m; the angle of a continuous joint]; "
-        "empty = zeros.", {}),
+        "empty = zeros. Within the URDF's [lower, upper]; joints without limits: |q| <= 1e3.", {}),
     "initial_joint_velocities": (
-        "Initial joint velocities in joint_names order [rad/s or m/s]; empty = zeros.", {}),
+        "Initial joint velocities in joint_names order [rad/s or m/s]; empty = zeros. Within the runaway bounds "
+        "(as initial_twist).", {}),
     "world_frame": ("Fixed frame of odom, pose and tf.", {"read_only": True}),
     "base_frame": (
         "Base frame; prefixed with the node namespace (robot1/base_link). A leading '/' means no prefix (for "
         "every link of a robot). For a robot it names the URDF's root link (the default).", {"read_only": True}),
     "cmd_timeout": (
         "A cmd_wrench or cmd_joint_effort is held for this long [s of simulation time], then it goes to zero; "
-        "0 = hold the last command forever.", {"floating_point_range": (0.0, 1.0e6)}),
+        "in (0, 60]. 0 = hold the last command forever, accepted at start-up only (for replays): a change to 0 "
+        "at run time is refused.", {"floating_point_range": (0.0, 1.0e6)}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
         "with a warning); false: always the single-threaded executor.", {"read_only": True}),
@@ -342,6 +408,14 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
     "marker_wrench_scale": (
         "Length of the wrench arrows on markers [m per N and m per N m], >= 0.",
         {"floating_point_range": (0.0, 1.0e6)}),
+    "max_wrench": (
+        "[force, torque]: largest norms [N, N m] of the applied base wrench's force and torque (a larger one is "
+        "scaled down along its direction; counted). Empty: [100 m/s^2, 100 N m/kg] times the model's total mass "
+        "(as controller_node).", {}),
+    "max_effort": (
+        "Largest joint effort [N m or N]: one number for every joint or one per joint (joint_names order); "
+        "clipped beyond (counted). Empty: the URDF <limit effort>, else 100 N m/kg times the total mass (as "
+        "controller_node).", {}),
 }
 
 _INERTIAL = ("mass", "inertia", "com", "gravity")
@@ -362,6 +436,9 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
     def vector(name, n):
         return prm.vector(values, name, n)
 
+    def bounded(name, n, bound, norm=False):
+        return prm.bounded_vector(values, name, n, bound, norm)
+
     def flag(name):
         return prm.flag(values, name)
 
@@ -370,24 +447,24 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         robot_description=text("robot_description", allow_empty=True),
         model_file=text("model_file", allow_empty=True),
         base_group=text("base_group", TREE_BASE_GROUPS if multibody else BASE_GROUPS),
-        mass=number("mass", lo=0.0, lo_open=True),
+        mass=number("mass", lo=MASS_RANGE[0], hi=MASS_RANGE[1]),
         inertia=vector("inertia", 6),
-        com=vector("com", 3),
-        gravity=vector("gravity", 3),
+        com=bounded("com", 3, MAX_COM),
+        gravity=bounded("gravity", 3, MAX_GRAVITY, norm=True),
         integrator=text("integrator", INTEGRATORS),
         physics_rate=number("physics_rate", lo=0.0, lo_open=True, hi=1.0e5),
-        publish_rate=number("publish_rate", lo=0.0, lo_open=True),
+        publish_rate=number("publish_rate", lo=MIN_PUBLISH_RATE),
         wrench_rate=number("wrench_rate", lo=0.0),
         markers_rate=number("markers_rate", lo=0.0),
         diagnostics_rate=number("diagnostics_rate", lo=0.0),
-        initial_position=vector("initial_position", 3),
-        initial_rpy=vector("initial_rpy", 3),
+        initial_position=bounded("initial_position", 3, MAX_INITIAL_POSITION),
+        initial_rpy=bounded("initial_rpy", 3, MAX_RPY),
         initial_twist=vector("initial_twist", 6),
         initial_joint_positions=vector("initial_joint_positions", None),
         initial_joint_velocities=vector("initial_joint_velocities", None),
         world_frame=text("world_frame"),
         base_frame=text("base_frame"),
-        cmd_timeout=number("cmd_timeout", lo=0.0),
+        cmd_timeout=number("cmd_timeout", lo=0.0, hi=MAX_CMD_TIMEOUT),
         use_events_executor=flag("use_events_executor"),
         publish_clock=flag("publish_clock"),
         real_time_factor=number("real_time_factor", lo=0.0),
@@ -395,6 +472,8 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         control_rate=number("control_rate", lo=0.0, lo_open=True),
         publish_markers=flag("publish_markers"),
         marker_wrench_scale=number("marker_wrench_scale", lo=0.0),
+        max_wrench=prm.limits(values, "max_wrench", 2),
+        max_effort=prm.limits(values, "max_effort", None),
     )
     if s.publish_rate > s.physics_rate:
         raise ParameterError(
@@ -415,6 +494,57 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
     else:
         check_inertia(s.inertia_matrix)
     return s
+
+
+def check_runtime_change(old: Settings, new: Settings, changed) -> None:
+    """Changes refused at run time only (ParameterError with the reason); see the module docstring."""
+    if "cmd_timeout" in changed and new.cmd_timeout == 0.0:
+        raise ParameterError(
+            "cmd_timeout 0 (hold the last command forever) is refused at run time: a controller that stops or dies "
+            f"would push for ever with its last command; choose a timeout in (0, {MAX_CMD_TIMEOUT:g}] s")
+
+
+def command_limits(model: Model, s: Settings) -> CommandLimits:
+    """The saturation limits of the settings on ``model`` (empty = the model's); ParameterError with the reason."""
+    try:
+        return sim_command_limits(model, s.max_wrench or None,
+                                  s.max_effort if isinstance(s.max_effort, float) else (s.max_effort or None))
+    except ValueError as e:
+        raise ParameterError(str(e)) from None
+
+
+def check_rate(model: Model, s: Settings, q0, limits: CommandLimits) -> RateCheck:
+    """:func:`mbs_ros.dynamics.simulator.rate_check` at the settings' physics rate and integrator; ParameterError
+    when it refuses the rate."""
+    result = rate_check(model, q0, cv.period_ns(s.physics_rate) * 1e-9, s.integrator, limits)
+    if result.error:
+        raise ParameterError(result.error)
+    return result
+
+
+def joint_position_limits(model: Model) -> Tuple[np.ndarray, np.ndarray]:
+    """Per joint ``(lower, upper)`` from the model's URDF (``<limit lower upper>`` of revolute and prismatic
+    joints), ``∓MAX_JOINT_POSITION`` where it gives none (continuous joints, no limit tag)."""
+    nj = len(model.joint_names)
+    lower, upper = np.full(nj, -MAX_JOINT_POSITION), np.full(nj, MAX_JOINT_POSITION)
+    xml = getattr(model, "urdf", None)
+    if not nj or not xml:
+        return lower, upper
+    import xml.etree.ElementTree as ET
+
+    index = {name: i for i, name in enumerate(model.joint_names)}
+    for joint in ET.fromstring(xml).iter("joint"):
+        i = index.get(joint.get("name"))
+        limit = joint.find("limit")
+        if i is None or limit is None or model.joint_types[i] == "continuous":
+            continue
+        try:
+            lo, hi = float(limit.get("lower", "nan")), float(limit.get("upper", "nan"))
+        except ValueError:
+            continue
+        if np.isfinite(lo) and np.isfinite(hi) and lo < hi:
+            lower[i], upper[i] = lo, hi
+    return lower, upper
 
 
 def lockstep_steps(s: Settings) -> int:
@@ -438,12 +568,17 @@ def base_link_of(source: ms.Source) -> str:
 
 
 def check_inertia(inertia: np.ndarray) -> Optional[str]:
-    """Raise :class:`ParameterError` unless positive definite; return a warning if the principal moments
-    violate the triangle inequality (no real body has them, but some papers use them)."""
+    """Raise :class:`ParameterError` unless positive definite with principal moments in ``INERTIA_RANGE``; return
+    a warning if the principal moments violate the triangle inequality (no real body has them, but some papers
+    use them)."""
     eig = np.linalg.eigvalsh(inertia)
     if not eig[0] > 0.0:
         raise ParameterError(
             "inertia must be positive definite; its principal moments are "
+            + ", ".join(f"{e:.6g}" for e in eig))
+    if eig[0] < INERTIA_RANGE[0] or eig[-1] > INERTIA_RANGE[1]:
+        raise ParameterError(
+            f"inertia: principal moments must lie in [{INERTIA_RANGE[0]:g}, {INERTIA_RANGE[1]:g}] kg m^2, got "
             + ", ".join(f"{e:.6g}" for e in eig))
     a, b, c = eig
     if c > a + b + 1e-12 * c:
@@ -475,6 +610,16 @@ def initial_state(model: Model, s: Settings) -> Tuple[np.ndarray, np.ndarray]:
     joints = None
     if nj:
         angles = s.initial_joint_positions or (0.0,) * nj
+        if s.initial_joint_positions:
+            lower, upper = joint_position_limits(model)
+            a = np.asarray(angles, dtype=float)
+            tol = 1e-9 * np.maximum(1.0, upper - lower)
+            bad = [f"{n} = {x:g} outside [{lo:g}, {hi:g}]" for n, x, lo, hi, ok in
+                   zip(model.joint_names, a, lower, upper, (a >= lower - tol) & (a <= upper + tol)) if not ok]
+            if bad:
+                raise ParameterError("initial_joint_positions: " + ", ".join(bad)
+                                     + " (the URDF's limits; joints without limits: |q| <= "
+                                     f"{MAX_JOINT_POSITION:g})")
         joints = ms.joint_positions_to_q(model, angles)
     try:
         q0 = model.configuration_from_pose(np.array(s.initial_position),
@@ -488,6 +633,13 @@ def initial_state(model: Model, s: Settings) -> Tuple[np.ndarray, np.ndarray]:
     if nj and s.initial_joint_velocities:
         v0 = np.array(v0, dtype=float)
         v0[model.nv - nj:] = s.initial_joint_velocities
+    caps = velocity_bounds(model, cv.period_ns(s.physics_rate) * 1e-9)
+    over = np.abs(v0) > caps
+    if np.any(over):
+        i = int(np.argmax(over))
+        name = ("initial_joint_velocities" if i >= model.nv - nj else "initial_twist")
+        raise ParameterError(f"{name}: velocity component {i} = {v0[i]:g} exceeds the runaway bound {caps[i]:g} "
+                             f"(1 rad per physics step for angular rates, at most 1e4; 1e4 m/s)")
     return q0, v0
 
 
@@ -560,6 +712,8 @@ class DynamicsNode(Node):
         s = settings_from_values(values, source)
         model = build_model(s, source)
         q0, v0 = initial_state(model, s)
+        limits = command_limits(model, s)
+        rate = check_rate(model, s, q0, limits)  # refuses a physics rate the integrator cannot hold
         if TFMessage is None:
             raise ParameterError("tf2_msgs is not installed: cannot publish /tf")
         if s.lockstep and model.group is None and not model.joint_names:
@@ -591,11 +745,19 @@ class DynamicsNode(Node):
         self.lockstep = s.lockstep
         self.sim = Simulator(model, q0, v0, self.dt, integrator=s.integrator, cmd_timeout=s.cmd_timeout,
                              lockstep_steps=lockstep_steps(s) if s.lockstep else 0,
-                             t0_ns=self.get_clock().now().nanoseconds)  # 0 with use_sim_time and no /clock yet
+                             t0_ns=self.get_clock().now().nanoseconds,  # 0 with use_sim_time and no /clock yet
+                             max_wrench=(limits.max_force, limits.max_torque), max_effort=limits.max_effort)
         self.sim.on_wrench_applied = self._publish_wrench
         self.sim.on_efforts_applied = self._publish_effort
         self.sim.on_timeout = self._on_command_timeout
-        self.sim.on_nonfinite = self._on_nonfinite_step
+        self.sim.on_fault = self._on_fault
+        self._rate = rate
+        self._new_fault: Optional[Fault] = None
+        inputs = ["cmd_wrench"] + (["cmd_joint_effort", "joint_command"] if self.nj else [])
+        self._counts = {**{f"received_{t}": 0 for t in inputs}, **{f"rejected_{t}": 0 for t in inputs},
+                        "callback_errors": 0}
+        self._reported = {}  # counts (and saturations) at the last diagnostics: what is new since
+        self._warned: Dict[str, Tuple[float, int]] = {}  # throttle key -> (wall time of the last warning, held)
         self._setup_frames()
         self._set_rates(s)
         self._last_clock_stamp = None
@@ -615,8 +777,8 @@ class DynamicsNode(Node):
         self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", QoSProfile(depth=10))
         self.pub_clock = self.create_publisher(Clock, "/clock", QoSProfile(depth=10)) if s.publish_clock else None
         self.pub_markers = self.create_publisher(MarkerArray, "markers", QoSProfile(depth=10))
-        self.sub_cmd = self.create_subscription(WrenchStamped, "cmd_wrench", self._on_cmd_wrench,
-                                                QoSProfile(depth=10))
+        self.sub_cmd = self.create_subscription(WrenchStamped, "cmd_wrench",
+                                                self._guard(self._on_cmd_wrench, "cmd_wrench"), QoSProfile(depth=10))
         self.sub_joint_command = None
         self.pub_joint_wrenches = []
         if self.nj:
@@ -625,10 +787,12 @@ class DynamicsNode(Node):
             self.pub_joint_wrenches = [
                 self.create_publisher(WrenchStamped, "joint_wrenches/" + topic_token(j), qos)
                 for j in model.joint_names]
-            self.sub_effort = self.create_subscription(Float64MultiArray, "cmd_joint_effort",
-                                                       self._on_cmd_joint_effort, QoSProfile(depth=10))
-            self.sub_joint_command = self.create_subscription(JointState, "joint_command",
-                                                              self._on_joint_command, QoSProfile(depth=10))
+            self.sub_effort = self.create_subscription(
+                Float64MultiArray, "cmd_joint_effort", self._guard(self._on_cmd_joint_effort, "cmd_joint_effort"),
+                QoSProfile(depth=10))
+            self.sub_joint_command = self.create_subscription(
+                JointState, "joint_command", self._guard(self._on_joint_command, "joint_command"),
+                QoSProfile(depth=10))
             self._joint_index = {name: i for i, name in enumerate(model.joint_names)}
         self._make_messages()
         if self.multibody:
@@ -645,8 +809,8 @@ class DynamicsNode(Node):
             self.pub_tf_static.publish(TFMessage(transforms=[
                 cv.transform_stamped_msg(self.sim.t0_ns, parent, child, p, quat)
                 for parent, child, p, quat in self._static_transforms]))
-        self.srv_reset = self.create_service(Trigger, "~/reset", self._on_reset)
-        self.srv_pause = self.create_service(SetBool, "~/pause", self._on_pause)
+        self.srv_reset = self.create_service(Trigger, "~/reset", self._guard_service(self._on_reset, "reset"))
+        self.srv_pause = self.create_service(SetBool, "~/pause", self._guard_service(self._on_pause, "pause"))
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         # wall-clock pacing
@@ -677,11 +841,100 @@ class DynamicsNode(Node):
                          else "as fast as possible") + f", cmd_timeout {s.cmd_timeout:g} s")
         self.get_logger().info(
             f"{what}, {s.integrator} at {effective:g} Hz (dt = {self.dt_ns} ns), {timing}"
-            + (", publishing /clock" if s.publish_clock else ""))
+            + (", publishing /clock" if s.publish_clock else "") + f"; {self._limits_text()}; fastest modes: "
+            f"gravity {rate.omega_gravity:.3g} rad/s, full effort {rate.omega_effort:.3g} rad/s; runaway beyond "
+            f"{self.sim.max_angular_rate:g} rad/s")
+        if rate.warning:
+            self.get_logger().warning(rate.warning)
 
     @property
     def model(self) -> Model:
         return self.sim.model
+
+    # ------------------------------------------------------------------------------ robustness
+
+    def _limits_text(self) -> str:
+        lim = self.sim.limits
+        parts = []
+        if self.model.group is not None:
+            parts.append(f"max_wrench [{lim.max_force:g} N, {lim.max_torque:g} N m]")
+        if self.nj:
+            parts.append("max_effort [" + ", ".join(f"{x:g}" for x in lim.max_effort) + "]")
+        return ", ".join(parts) or "no command limits (nothing to command)"
+
+    def _warn(self, key: str, text: str, error: bool = False) -> None:
+        """A warning throttled per ``key`` (one per WARN_THROTTLE_S of wall clock), with how many were held back."""
+        now = time.monotonic()
+        last, held = self._warned.get(key, (-math.inf, 0))
+        if now - last < WARN_THROTTLE_S:
+            self._warned[key] = (last, held + 1)
+            return
+        self._warned[key] = (now, 0)
+        if held:
+            text += f" ({held} more since the last report)"
+        if not self.context.ok():
+            return
+        try:  # rclpy wants one severity per call site: two sites
+            if error:
+                self.get_logger().error(text)
+            else:
+                self.get_logger().warning(text)
+        except Exception:  # noqa: BLE001 - a log line is never worth the node
+            pass
+
+    def _reject(self, topic: str, kind: str, reason: str) -> None:
+        """An input rejected: counted, and a warning throttled per topic and kind of reason."""
+        self._counts[f"rejected_{topic}"] += 1
+        self._warn(f"{topic}:{kind}", f"{topic} rejected: {reason}")
+
+    def _guard(self, fn, what: str):
+        """``fn`` that never raises: an exception is logged (throttled) and counted."""
+
+        def guarded(*args):
+            try:
+                return fn(*args)
+            except Exception as e:  # noqa: BLE001 - no input may stop the node
+                if not self.context.ok():
+                    return None
+                self._counts["callback_errors"] += 1
+                self._warn(f"error_{what}", f"{what} callback failed: {type(e).__name__}: {e}", error=True)
+            return None
+
+        if what == "timer":  # rclpy passes a TimerInfo to a timer callback that takes an argument
+            return lambda: guarded()
+        return lambda msg: guarded(msg)
+
+    def _guard_service(self, fn, what: str):
+        """A service callback that never raises: an exception is the response's reason."""
+
+        def guarded(request, response):
+            try:
+                return fn(request, response)
+            except Exception as e:  # noqa: BLE001
+                self._counts["callback_errors"] += 1
+                self._warn(f"error_{what}", f"{what} failed: {type(e).__name__}: {e}", error=True)
+                response.success = False
+                response.message = f"{what} failed: {type(e).__name__}: {e}"
+                return response
+
+        return guarded
+
+    def _on_fault(self, fault: Fault) -> None:
+        """Simulator hook (inside its advance): remember the fault; :meth:`advance` reports it."""
+        self._new_fault = fault
+
+    def _report_fault(self) -> None:
+        """A fault just halted the simulation: the last good state once, an ERROR on /diagnostics, the log."""
+        fault, self._new_fault = self._new_fault, None
+        if fault is None:
+            return
+        self._warn("fault", f"simulation halted at t = {fault.stamp_ns * 1e-9:.9f} s (step {fault.k}): "
+                   f"{fault.reason}; commands cleared, the state at that time is kept; call ~/reset to resume",
+                   error=True)
+        self._grids = None
+        self._publish_state(everything=True)
+        self._publish_applied()
+        self._publish_diagnostics()
 
     def _total_mass(self) -> float:
         return float(np.sum(self.model._tree.body_mass))
@@ -808,7 +1061,7 @@ class DynamicsNode(Node):
         else:  # rtf 0: a callback as often as the executor can, one batch each
             period = max(self.dt / rtf, 1.0 / MAX_TICK_RATE_HZ) if rtf > 0 else 0.0
         # On the steady clock: this node makes the simulation time, even when it runs with use_sim_time.
-        self.timer = self.create_timer(period, self._on_timer, clock=self._steady_clock)
+        self.timer = self.create_timer(period, self._guard(self._on_timer, "timer"), clock=self._steady_clock)
 
     def _setup_markers(self) -> None:
         s = self.settings
@@ -876,6 +1129,9 @@ class DynamicsNode(Node):
             grids = self._grids
             nxt = min([end] + [(k // every + 1) * every for every in grids])
             sim.advance(nxt - k)
+            if self._new_fault is not None:
+                self._report_fault()
+                break
             k = sim.k
             if not self.lockstep:  # lockstep: the state and what goes with it once per period (_try_period)
                 wrenches = bool(self._wrench_every) and k % self._wrench_every == 0
@@ -914,11 +1170,6 @@ class DynamicsNode(Node):
         self.get_logger().info(f"no {_TIMEOUT_TOPIC[channel]} for {self.settings.cmd_timeout:g} s: applying zero",
                                throttle_duration_sec=WARN_THROTTLE_S)
 
-    def _on_nonfinite_step(self, k: int, cmd: WrenchCommand, efforts: np.ndarray) -> None:
-        self.get_logger().error(
-            f"the step at t = {self.stamp(k) * 1e-9:.6f} s with wrench {cmd.W.tolist()} ({cmd.frame}) "
-            f"and joint efforts {efforts.tolist()} gave a non-finite state: commands dropped, step taken "
-            "with zero wrench and efforts", throttle_duration_sec=WARN_THROTTLE_S)
 
     # ---------------------------------------------------------------------------- lockstep
 
@@ -1155,11 +1406,34 @@ class DynamicsNode(Node):
         self._last_diag_wall = time.monotonic()
         if not self.pub_diag.get_subscription_count():
             return
-        values = self.sim.diagnostics()
+        sim = self.sim
+        values = sim.diagnostics()
+        counts = dict(self._counts)
+        values.update(counts)
+        lim = sim.limits
+        values.update(max_force=lim.max_force, max_torque=lim.max_torque,
+                      max_effort=" ".join(repr(float(x)) for x in lim.max_effort),
+                      max_angular_rate=sim.max_angular_rate, omega_gravity=self._rate.omega_gravity,
+                      omega_effort=self._rate.omega_effort)
+        # what is new since the last report: rejected inputs, saturated commands, callback errors
+        now = {k: v for k, v in counts.items() if not k.startswith("received_")}
+        now.update(saturated_wrench_commands=sim.saturated["wrench"], saturated_effort_commands=sim.saturated["joints"])
+        new = {k: v - self._reported.get(k, 0) for k, v in now.items() if v - self._reported.get(k, 0) > 0}
+        self._reported = now
+        if sim.fault is not None:
+            f = sim.fault
+            level = DiagnosticStatus.ERROR
+            message = (f"halted at t = {f.stamp_ns * 1e-9:.9f} s (step {f.k}, {f.kind}): {f.reason}; the state at "
+                       "that time is kept; call ~/reset")
+        else:
+            level = DiagnosticStatus.WARN if new else DiagnosticStatus.OK
+            message = "paused" if sim.paused else "running"
+            if new:
+                message += " (since the last report: " + ", ".join(f"{k} +{v}" for k, v in sorted(new.items())) + ")"
         status = DiagnosticStatus(
-            level=DiagnosticStatus.OK,
+            level=level,
             name=f"{self.get_fully_qualified_name()}: " + ("multibody" if self.multibody else "rigid body"),
-            message="paused" if self.sim.paused else "running",
+            message=message,
             hardware_id=self.base_frame,
             values=cv.key_values(values),
         )
@@ -1169,42 +1443,58 @@ class DynamicsNode(Node):
 
     # ------------------------------------------------------------------------------- input
 
+    def _stamp_error(self, stamp) -> Optional[str]:
+        """Why a ``header.stamp`` is not a time (None when it is one)."""
+        if stamp.sec < 0 or stamp.nanosec >= 1_000_000_000:
+            return f"invalid header.stamp (sec {stamp.sec}, nanosec {stamp.nanosec}: needs sec >= 0, nanosec < 1e9)"
+        return None
+
+    def _saturation_warning(self, channel: str, before: int) -> None:
+        if self.sim.saturated[channel] > before:
+            self._warn(f"saturated_{channel}",
+                       f"{'cmd_wrench' if channel == 'wrench' else 'joint effort command'} saturated ({self._limits_text()}): "
+                       f"{self.sim.saturated[channel]} saturated since start-up")
+
     def _on_cmd_wrench(self, msg: WrenchStamped) -> None:
+        self._counts["received_cmd_wrench"] += 1
         W = cv.wrench_from_msg(msg.wrench)
         frame_id = msg.header.frame_id
         if self.model.group is None:
-            self.get_logger().warning(
-                "cmd_wrench rejected: the base is fixed (base_group fixed) and takes no wrench; drive the joints "
-                "with cmd_joint_effort or joint_command", throttle_duration_sec=WARN_THROTTLE_S)
+            self._reject("cmd_wrench", "fixed", "the base is fixed (base_group fixed) and takes no wrench; drive "
+                         "the joints with cmd_joint_effort or joint_command")
+            return
+        error = self._stamp_error(msg.header.stamp)
+        if error:
+            self._reject("cmd_wrench", "stamp", error)
             return
         if self.lockstep and not self._lockstep_stamp_ok("cmd_wrench", cv.ns_from_time(msg.header.stamp)):
             return
         if not np.all(np.isfinite(W)):
-            self.get_logger().warning(
-                f"cmd_wrench rejected: non-finite (NaN/inf) components {W.tolist()}",
-                throttle_duration_sec=WARN_THROTTLE_S)
+            self._reject("cmd_wrench", "nonfinite", f"non-finite (NaN/inf) components {W.tolist()}")
             return
         if frame_id in self._body_frames:
             frame = "body"
         elif frame_id in self._world_frames:
             frame = "world"
         else:
-            self.get_logger().warning(
-                f"cmd_wrench rejected: unknown frame_id {frame_id!r} (use '', {self.base_frame!r} or "
-                f"{self.world_frame!r})", throttle_duration_sec=WARN_THROTTLE_S)
+            self._reject("cmd_wrench", "frame", f"unknown frame_id {frame_id[:100]!r} (use '', {self.base_frame!r} "
+                         f"or {self.world_frame!r})")
             return
+        before = self.sim.saturated["wrench"]
         cmd, dropped = self.sim.wrench_command(W, frame)
+        self._saturation_warning("wrench", before)
         if np.any(dropped):
-            self.get_logger().warning(
-                f"cmd_wrench: a {self.settings.base_group} {'base' if self.multibody else 'body'} cannot take the "
-                f"components {np.round(dropped, 12).tolist()} (body frame [F; tau]); dropped them, applying the "
-                "rest", throttle_duration_sec=WARN_THROTTLE_S)
+            self._warn("cmd_wrench:dropped",
+                       f"cmd_wrench: a {self.settings.base_group} {'base' if self.multibody else 'body'} cannot take "
+                       f"the components {np.round(dropped, 12).tolist()} (body frame [F; tau]); dropped them, "
+                       "applying the rest")
         if self.lockstep:
             self._lockstep_take("cmd_wrench", cmd)
         else:
             self.sim.set_wrench(cmd)
 
     def _on_cmd_joint_effort(self, msg: Float64MultiArray) -> None:
+        self._counts["received_cmd_joint_effort"] += 1
         if self.lockstep:
             self.get_logger().info(
                 "lockstep: cmd_joint_effort is ignored (it carries no stamp); joint efforts come from joint_command "
@@ -1212,40 +1502,44 @@ class DynamicsNode(Node):
             return
         data = np.asarray(msg.data, dtype=float)
         if data.shape != (self.nj,):
-            self.get_logger().warning(
-                f"cmd_joint_effort rejected: {data.size} values, expected {self.nj} (one per joint, in the order "
-                f"{', '.join(self.model.joint_names)})", throttle_duration_sec=WARN_THROTTLE_S)
+            self._reject("cmd_joint_effort", "length", f"{data.size} values, expected {self.nj} (one per joint, in "
+                         f"the order {', '.join(self.model.joint_names)})")
             return
         if not np.all(np.isfinite(data)):
-            self.get_logger().warning(
-                f"cmd_joint_effort rejected: non-finite (NaN/inf) entries {data.tolist()}",
-                throttle_duration_sec=WARN_THROTTLE_S)
+            self._reject("cmd_joint_effort", "nonfinite", f"non-finite (NaN/inf) entries {data.tolist()}")
             return
+        before = self.sim.saturated["joints"]
         self.sim.set_joint_efforts(data)
+        self._saturation_warning("joints", before)
 
     def _on_joint_command(self, msg: JointState) -> None:
+        self._counts["received_joint_command"] += 1
+        error = self._stamp_error(msg.header.stamp)
+        if error:
+            self._reject("joint_command", "stamp", error)
+            return
         if self.lockstep and not self._lockstep_stamp_ok("joint_command", cv.ns_from_time(msg.header.stamp)):
             return
         names = list(msg.name)
         unknown = [n for n in names if n not in self._joint_index]
         if not names or len(msg.effort) != len(names) or unknown or len(set(names)) != len(names):
-            self.get_logger().warning(
-                f"joint_command rejected: needs one effort per name, names distinct and among "
-                f"{', '.join(self.model.joint_names)} (got {len(names)} names, {len(msg.effort)} efforts"
-                + (f", unknown {unknown}" if unknown else "") + ")", throttle_duration_sec=WARN_THROTTLE_S)
+            self._reject("joint_command", "names",
+                         f"needs one effort per name, names distinct and among {', '.join(self.model.joint_names)} "
+                         f"(got {len(names)} names, {len(msg.effort)} efforts"
+                         + (f", unknown {[u[:100] for u in unknown[:5]]}" if unknown else "") + ")")
             return
         effort = np.asarray(msg.effort, dtype=float)
         if not np.all(np.isfinite(effort)):
-            self.get_logger().warning(
-                f"joint_command rejected: non-finite (NaN/inf) efforts {effort.tolist()}",
-                throttle_duration_sec=WARN_THROTTLE_S)
+            self._reject("joint_command", "nonfinite", f"non-finite (NaN/inf) efforts {effort.tolist()}")
             return
         data = np.zeros(self.nj)
         data[[self._joint_index[n] for n in names]] = effort  # joints not named: zero
+        before = self.sim.saturated["joints"]
         if self.lockstep:
             self._lockstep_take("joint_command", data)
         else:
             self.sim.set_joint_efforts(data)
+        self._saturation_warning("joints", before)
 
     # ---------------------------------------------------------------------------- services
 
@@ -1257,13 +1551,16 @@ class DynamicsNode(Node):
             return response
         # The initial state becomes the state of the next step: stamps never repeat or go back. The commands
         # are cleared (the zero wrench is announced on `wrench` by the next step if it differs).
+        fault = self.sim.fault
         self.sim.reset(q0, v0)
         self._anchor()
         self._markers_delete_all = True
         self._publish_state(everything=True)
         self._publish_diagnostics()
         response.success = True
-        response.message = f"reset to the initial state at t = {self.stamp() * 1e-9:.9f} s"
+        response.message = f"reset to the initial state at t = {self.stamp() * 1e-9:.9f} s" + (
+            f" (the fault at t = {fault.stamp_ns * 1e-9:.9f} s cleared"
+            + (", still paused: ~/pause false resumes)" if self.sim.paused else ", running)") if fault else "")
         self.get_logger().info(response.message)
         return response
 
@@ -1276,6 +1573,14 @@ class DynamicsNode(Node):
                 self._publish_applied()
             self._publish_diagnostics()
             response.message = f"paused at t = {self.stamp() * 1e-9:.9f} s"
+        elif not request.data and sim.fault is not None:
+            sim.pause(False)  # the pause asked for ends; the fault holds until a reset
+            f = sim.fault
+            response.success = False
+            response.message = (f"halted by a fault at t = {f.stamp_ns * 1e-9:.9f} s ({f.reason}); call ~/reset to "
+                                "resume from the initial state")
+            self.get_logger().warning(response.message)
+            return response
         elif not request.data and sim.paused:
             sim.pause(False)
             self._anchor()
@@ -1305,8 +1610,13 @@ class DynamicsNode(Node):
                     f"{', '.join(sorted(changed & set(_SINGLE_BODY_ONLY)))}: single-body parameters; this node's "
                     f"model comes from {self.source.describe()}")
             s = settings_from_values(values, self.source)
+            check_runtime_change(self.settings, s, changed)
             model = build_model(s, self.source) if changed & set(_INERTIAL) else self.model
-            initial_state(model, s)  # the initial pose/twist/joints must stay valid
+            q0, _v0 = initial_state(model, s)  # the initial pose/twist/joints must stay valid
+            limits = command_limits(model, s)
+            rate = self._rate
+            if changed & {"integrator", "gravity", "mass", "inertia", "com", "max_wrench", "max_effort"}:
+                rate = check_rate(model, s, q0, limits)
         except ParameterError as e:
             self.get_logger().warning(f"parameter change refused: {e}")
             return SetParametersResult(successful=False, reason=str(e))
@@ -1314,6 +1624,13 @@ class DynamicsNode(Node):
         self.settings = s
         self._set_rates(s)
         self.sim.integrator = s.integrator
+        if changed & {"max_wrench", "max_effort"}:
+            self.sim.set_limits((limits.max_force, limits.max_torque), limits.max_effort)
+            self.get_logger().info("command limits: " + self._limits_text())
+        if rate is not self._rate:
+            self._rate = rate
+            if rate.warning:
+                self.get_logger().warning(rate.warning)
         if s.real_time_factor != old.real_time_factor:
             self._anchor()
             self._make_timer()

@@ -7,7 +7,7 @@ from typing import Mapping, Optional, Sequence
 
 from mbs_ros.nodes.model_source import ParameterError
 
-__all__ = ["text", "number", "vector", "flag"]
+__all__ = ["text", "number", "vector", "flag", "positive_list", "limits", "bounded_vector"]
 
 
 def text(values: Mapping, name: str, choices: Optional[Sequence[str]] = None, allow_empty: bool = False) -> str:
@@ -57,3 +57,41 @@ def flag(values: Mapping, name: str) -> bool:
     if not isinstance(v, bool):
         raise ParameterError(f"{name} must be true or false, got {v!r}")
     return v
+
+
+def bounded_vector(values: Mapping, name: str, n: Optional[int], bound: float, norm: bool = False) -> tuple:
+    """:func:`vector`, and every component (``norm``: the Euclidean norm) at most ``bound`` in magnitude."""
+    out = vector(values, name, n)
+    size = math.sqrt(sum(x * x for x in out)) if norm else max((abs(x) for x in out), default=0.0)
+    if size > bound:
+        raise ParameterError(f"{name} must have {'a norm' if norm else 'every component'} <= {bound:g}, got "
+                             f"{list(out)}")
+    return out
+
+
+def positive_list(values: Mapping, name: str, n: Optional[int] = None) -> tuple:
+    """``()`` for an empty list, else a list of ``n`` (any number when None) positive finite numbers."""
+    v = values[name]
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
+        raise ParameterError(f"{name} must be a list of positive numbers (or empty), got {v!r}")
+    if len(v) == 0:
+        return ()
+    out = vector(values, name, n)
+    if any(not x > 0.0 for x in out):
+        raise ParameterError(f"{name} must be positive, got {list(out)}")
+    return out
+
+
+def limits(values: Mapping, name: str, n: Optional[int]):
+    """Command limits as ``controller_node`` and ``dynamics_node`` take them: ``()`` (empty: from the model), a
+    positive finite number (only when ``n`` is None: the same for every element) or a list of positive finite
+    numbers (``n`` of them when given; any length is checked against the model later)."""
+    v = values[name]
+    if isinstance(v, (int, float)) and not isinstance(v, bool):
+        if n is not None:
+            raise ParameterError(f"{name} must be a list of {n} positive numbers (or empty), got {v!r}")
+        return number(values, name, lo=0.0, lo_open=True)
+    if isinstance(v, (str, bytes)) or not hasattr(v, "__len__"):
+        raise ParameterError(f"{name} must be a positive number or a list of positive numbers (or empty), "
+                             f"got {v!r}")
+    return positive_list(values, name, n)
