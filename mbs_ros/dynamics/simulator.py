@@ -94,7 +94,7 @@ from .integrators import TABLEAUS, step
 from .model import Model
 
 __all__ = ["Simulator", "WrenchCommand", "ZERO_WRENCH", "CHANNELS", "Fault", "CommandLimits", "command_limits",
-           "rate_check", "RateCheck", "MAX_TURN_PER_STEP", "MAX_SPEED", "MAX_POSITION", "ENERGY_RESIDUAL_FACTOR",
+           "rate_check", "RateCheck", "velocity_bounds", "MAX_TURN_PER_STEP", "MAX_SPEED", "MAX_POSITION", "ENERGY_RESIDUAL_FACTOR",
            "DEFAULT_LIMIT_ACCELERATION"]
 
 #: Lockstep command channels: the base wrench, the joint efforts.
@@ -222,6 +222,12 @@ def _scale_to_norm(x: np.ndarray, limit: float):
     return u * (limit / n_u), True
 
 
+def velocity_bounds(model: Model, dt: float) -> np.ndarray:
+    """Per component of v, the largest |rate| before a run counts as a runaway (module docstring, "Faults"):
+    ``min(MAX_TURN_PER_STEP / dt, MAX_SPEED)`` [rad/s] for angular components, ``MAX_SPEED`` [m/s] for linear ones."""
+    return np.where(_angular_components(model), min(MAX_SPEED, MAX_TURN_PER_STEP / float(dt)), MAX_SPEED)
+
+
 def _angular_components(model: Model) -> np.ndarray:
     """Which components of v are angular rates [rad/s]: the base's angular twist components, revolute and
     continuous joints (prismatic joints and linear base components are not)."""
@@ -339,7 +345,7 @@ class Simulator:
         self.saturated = {"wrench": 0, "joints": 0}
         self.limits = command_limits(model, max_wrench, max_effort)
         self._angular = _angular_components(model)
-        self._set_caps()
+        self._v_caps = velocity_bounds(model, self.dt)
         self.energy_check_steps = (max(1, int(round(ENERGY_CHECK_S / self.dt))) if energy_check_steps is None
                                    else int(energy_check_steps))
         self.integrator = integrator
@@ -385,10 +391,6 @@ class Simulator:
         """No step is taken: :meth:`pause` was asked for, or a fault halted the simulation."""
         return self._paused or self.fault is not None
 
-    def _set_caps(self) -> None:
-        """Per component of v, the largest |rate| before a run counts as a runaway (module docstring)."""
-        angular_cap = min(MAX_SPEED, MAX_TURN_PER_STEP / self.dt)
-        self._v_caps = np.where(self._angular, angular_cap, MAX_SPEED)
 
     @property
     def max_angular_rate(self) -> float:
@@ -585,6 +587,7 @@ class Simulator:
         for taken in range(int(n_steps)):
             k = self.k
             q0, v0 = self.q, self.v
+            fault = None
             try:
                 if w.pending is not None or e.pending is not None or k >= self._next_expiry:
                     self._take_commands(k)
@@ -594,19 +597,19 @@ class Simulator:
                               wrench_world=self._wrench_world)
                 # NaN fails every comparison: one test for finite and bounded
                 if not ((np.abs(v1) <= caps).all() and (np.abs(q1) <= MAX_POSITION).all()):
-                    self._halt(k, *self._runaway(q1, v1))
-                    return taken
-                if self._announce:
-                    self._report(k)
-                p1 = self._power(q1, v1)
-                p0 = self._p_end if self._p_end_valid else self._power(q0, v0)
-                work = self.work + 0.5 * dt * (p0 + p1)
-                if not math.isfinite(work):
-                    self._halt(k, "nonfinite", f"the work of the commands became {work}")
-                    return taken
+                    fault = self._runaway(q1, v1)
+                else:
+                    if self._announce:
+                        self._report(k)
+                    p1 = self._power(q1, v1)
+                    p0 = self._p_end if self._p_end_valid else self._power(q0, v0)
+                    work = self.work + 0.5 * dt * (p0 + p1)
+                    if not math.isfinite(work):
+                        fault = ("nonfinite", f"the work of the commands became {work}")
             except Exception as exc:  # noqa: BLE001 - a step never raises: the simulation stops instead
-                self.q, self.v = q0, v0
-                self._halt(k, "exception", f"{type(exc).__name__}: {exc}")
+                fault = ("exception", f"{type(exc).__name__}: {exc}")
+            if fault is not None:
+                self._halt(k, *fault)  # the state stays (q0, v0) at t_k
                 return taken
             self.work = work
             self._p_end, self._p_end_valid = p1, True

@@ -527,6 +527,12 @@ def joint_position_limits(model: Model) -> Tuple[np.ndarray, np.ndarray]:
     joints), ``∓MAX_JOINT_POSITION`` where it gives none (continuous joints, no limit tag)."""
     nj = len(model.joint_names)
     lower, upper = np.full(nj, -MAX_JOINT_POSITION), np.full(nj, MAX_JOINT_POSITION)
+    given = getattr(model, "position_limits", None)  # Model's own reading of the URDF, where it has one
+    if given is not None:
+        lo, hi = (np.asarray(x, dtype=float).reshape(-1) for x in given)
+        if lo.shape == hi.shape == (nj,):
+            ok = np.isfinite(lo) & np.isfinite(hi) & (lo < hi)
+            return np.where(ok, lo, lower), np.where(ok, hi, upper)
     xml = getattr(model, "urdf", None)
     if not nj or not xml:
         return lower, upper
