@@ -4,7 +4,8 @@ A scenario (``config/scenarios/*.yaml``) names robots and global settings; :func
 checks it (every error is a :class:`ScenarioError` naming the file and the key), and :func:`node_specs` turns it
 into :class:`NodeSpec` s (package, executable, module, name, namespace, parameters, remappings) that
 ``launch_ros.actions.Node`` (launch files) and :mod:`mbs_ros.process` (``python -m mbs_ros.bringup``) start.
-Nothing here imports rclpy or launch.
+Nothing here imports launch; rclpy only through the node modules, which :func:`declared_parameters` imports when
+a scenario is checked.
 
 Schema (keys not listed are errors; SI units; optional keys keep the node defaults)::
 
@@ -31,8 +32,8 @@ Schema (keys not listed are errors; SI units; optional keys keep the node defaul
           twist: [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]   # body frame, linear first
           joint_positions: [0.0, 0.6, -1.2, 0.0, 0.6, 0.0]   # joint_names order
           joint_velocities: [...]
-        controller:                    # controller_node: law and gains (any other of its parameters too);
-          law: computed_torque         #   false: no controller for this robot
+        controller:                    # controller_node: law and gains (any other of its parameters too, e.g.
+          law: computed_torque         #   max_wrench, max_effort, max_time_jump); false: no controller
           kp: 9.0                      # scalar or one per velocity component (base first, then joints)
           kd: 6.0
         dynamics: {integrator: rk4}    # any other dynamics_node parameter
@@ -51,6 +52,14 @@ directory), then beside the scenario file, then in the current directory; nodes 
 starts (see :mod:`mbs_ros.nodes.reference_node`); a first waypoint later than 0 starts from the current state.
 Every robot is checked against its model: joint counts, the base group (a fixed base has no initial pose or
 base reference; an se2 base stays in z = 0 with yaw only), gain lengths.
+
+The keys of ``controller`` and ``dynamics`` (and of a ``params`` file's sections) must be parameters the node
+declares: the names are read from the node modules' ``_PARAMETERS`` when the scenario is checked (one source of
+truth: a parameter added to a node can be set from a scenario at once), plus ``use_sim_time``; a typo is an error
+with a guess (``robots[0].controller.kpp: unknown controller_node parameter (did you mean 'kp'?)``), a parameter
+of the other node says where it belongs. Their values are checked by the nodes. The file itself is read with
+:func:`mbs_ros.bringup.paramsfile.read_yaml`: a byte-order mark at the start is fine; YAML syntax, encoding
+errors and a mark inside the file are one line, ``file:line:column: reason``.
 """
 
 from __future__ import annotations
@@ -66,9 +75,11 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import yaml
 
+from mbs_ros.bringup.paramsfile import YamlFileError, flatten, read_params_file, read_yaml
+
 __all__ = ["ScenarioError", "Scenario", "Robot", "Waypoint", "NodeSpec", "load_scenario", "node_specs",
            "scenario_path", "list_scenarios", "package_root", "resolve_path", "record_topics",
-           "DEFAULT_RECORD", "PACKAGE", "LAWS"]
+           "DEFAULT_RECORD", "PACKAGE", "LAWS", "declared_parameters"]
 
 PACKAGE = "mbs_ros"
 LAWS = ("computed_torque", "passivity", "pd_gravity")
@@ -101,13 +112,16 @@ _MANAGED = ("model_file", "robot_description", "base_group", "use_sim_time", "pu
 
 class ScenarioError(ValueError):
     """A scenario that cannot be run: ``file`` and ``key`` (a dotted path such as ``robots[0].initial.rpy``)
-    name where, the message says why."""
+    name where, the message (one line) says why. Errors of the file itself (YAML syntax, encoding) have no key but
+    a ``line`` and ``column`` (1-based): ``file:line:column: reason``."""
 
-    def __init__(self, file, key: str, reason: str):
+    def __init__(self, file, key: str, reason: str, line: Optional[int] = None, column: Optional[int] = None):
         self.file = str(file)
         self.key = key
         self.reason = reason
-        super().__init__(f"{self.file}: {key}: {reason}" if key else f"{self.file}: {reason}")
+        self.line, self.column = line, column
+        where = self.file if line is None else f"{self.file}:{line}" + (f":{column}" if column is not None else "")
+        super().__init__(f"{where}: {key}: {reason}" if key else f"{where}: {reason}")
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -345,11 +359,9 @@ def load_scenario(path: Union[str, os.PathLike], *, count: Optional[int] = None,
         raise ScenarioError(path, "", str(e)) from None
     c = _Checker(path)
     try:
-        doc = yaml.safe_load(path.read_text())
-    except yaml.YAMLError as e:
-        c.fail("", f"not valid YAML: {e}")
-    except OSError as e:
-        c.fail("", f"cannot read: {e}")
+        doc = read_yaml(path)
+    except YamlFileError as e:  # syntax, encoding, a byte-order mark inside: one line with the place
+        raise ScenarioError(path, "", e.reason, e.line, e.column) from None
     if not isinstance(doc, Mapping):
         c.fail("", f"must be a mapping with a 'robots' list, got {_show(doc)}")
     doc = dict(doc)
@@ -445,37 +457,68 @@ def _robots(c: _Checker, doc, key: str, count: Optional[int], g: dict) -> List[R
     return out
 
 
-def _flatten(d: Mapping, prefix: str = "") -> Dict[str, object]:
-    out = {}
-    for k, v in d.items():
-        name = f"{prefix}.{k}" if prefix else str(k)
-        if isinstance(v, Mapping):
-            out.update(_flatten(v, name))
-        else:
-            out[name] = v
-    return out
+def declared_parameters(role: str) -> Tuple[str, ...]:
+    """The parameters node ``role`` (dynamics, controller, reference) takes: the names its module declares (its
+    ``_PARAMETERS``, read now, so that a parameter added to a node is accepted at once), plus ``use_sim_time``,
+    which every rclpy node has. Imports the node's module (and so rclpy)."""
+    import importlib
+
+    module = importlib.import_module(NODES[role][1])
+    return tuple(module._PARAMETERS) + tuple(n for n in ("use_sim_time",) if n not in module._PARAMETERS)
+
+
+def _unknown_parameter(name: str, role: str, allowed: Sequence[str], other: Optional[str] = None,
+                       other_allowed: Sequence[str] = (), section: str = "") -> str:
+    """Why node ``role`` does not take parameter ``name``: the other node's (``other``), or did you mean …"""
+    node = NODES[role][2]
+    if other is not None and name in other_allowed:
+        where = f" (put it under '{section}')" if section else ""
+        return f"not a {node} parameter: a {NODES[other][2]} one{where}"
+    candidates = [n for n in allowed if n not in _MANAGED]
+    close = difflib.get_close_matches(name, candidates, n=1)
+    if close:
+        return f"unknown {node} parameter (did you mean {close[0]!r}?)"
+    return f"unknown {node} parameter (it takes: {', '.join(sorted(candidates))})"
 
 
 def _params_file_sections(c: _Checker, path: Path, key: str, namespace: str) -> Dict[str, Dict[str, object]]:
     """{node name: parameters} of a ROS parameter file, for dynamics_node and controller_node in ``namespace``,
-    with the rules rcl applies (``/**`` for every node; ``/**/name``, ``name``, ``/ns/name`` for one)."""
+    with the rules rcl applies (``/**`` for every node; ``/**/name``, ``name``, ``/ns/name`` for one).
+
+    Checked as the scenario's own keys are: a parameter in a section for one node must be one it declares; in a
+    section for every node (``/**``) one that either declares, and each node gets only its own."""
     try:
-        doc = yaml.safe_load(path.read_text())
-    except (OSError, yaml.YAMLError) as e:
-        c.fail(key, f"cannot read parameter file {path}: {e}")
-    if not isinstance(doc, Mapping):
-        c.fail(key, f"{path} is not a ROS parameter file (a mapping of node names to ros__parameters)")
+        sections = read_params_file(path)
+    except YamlFileError as e:
+        c.fail(key, f"parameter file {e}")
+    declared = {node: declared_parameters(role) for role, (_e, _m, node) in NODES.items() if role != "reference"}
+    roles = {node: role for role, (_e, _m, node) in NODES.items()}
     out = {}
     for node in ("dynamics_node", "controller_node"):
         merged: Dict[str, object] = {}
-        wanted = ("/**", "**", f"/**/{node}", f"**/{node}", node, f"/{node}", f"{namespace}/{node}")
-        for section, body in doc.items():
-            if str(section) in wanted:
-                if not isinstance(body, Mapping) or not isinstance(body.get("ros__parameters"), Mapping):
-                    c.fail(key, f"{path}: section {section!r} has no ros__parameters mapping")
-                merged.update(_flatten(body["ros__parameters"]))
+        wildcard = ("/**", "**")
+        wanted = wildcard + (f"/**/{node}", f"**/{node}", node, f"/{node}", f"{namespace}/{node}")
+        for section, params in sections.items():
+            if section not in wanted:
+                continue
+            for name, value in flatten(params).items():
+                if name in declared[node] or name.startswith("qos_overrides."):
+                    merged[name] = value
+                elif section not in wildcard:
+                    other = next(n for n in declared if n != node)
+                    c.fail(key, f"{path}: {section}: {name}: " + _unknown_parameter(
+                        name, roles[node], declared[node], roles[other], declared[other]))
+                elif not any(name in d for d in declared.values()):
+                    guess = _did_you_mean(name, sorted(set().union(*declared.values())))
+                    c.fail(key, f"{path}: {section}: {name}: unknown parameter of every node (dynamics_node, "
+                                f"controller_node){guess}")
         out[node] = merged
     return out
+
+
+def _did_you_mean(name: str, names: Sequence[str]) -> str:
+    close = difflib.get_close_matches(name, names, n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float, ...], g: dict) -> Robot:
@@ -487,6 +530,7 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
                                for part in namespace.strip("/").split("/")):
         c.fail(_join(key, "namespace"), f"{namespace!r} is not a valid ROS namespace (letters, digits and _, "
                                         "each part starting with a letter)")
+    declared = {role: declared_parameters(role) for role in ("dynamics", "controller")}
     dyn: Dict[str, object] = {}
     ctl: Dict[str, object] = {}
     if doc.get("params") is not None:
@@ -575,6 +619,9 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
         for k in controller:
             if k in _MANAGED:
                 c.fail(_join(ckey, k), "set by the scenario (model, base_group, sim_time, lockstep)")
+            if k not in declared["controller"]:
+                c.fail(_join(ckey, k), _unknown_parameter(k, "controller", declared["controller"], "dynamics",
+                                                          declared["dynamics"], _join(key, "dynamics")))
         ctl.update(controller)
         law = ctl.get("law", "computed_torque")
         if law not in LAWS:
@@ -598,6 +645,9 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
     for k in extra:
         if k in _MANAGED or k.startswith("initial_"):
             c.fail(_join(dkey, k), "set by the scenario (model, base_group, initial, sim_time, lockstep)")
+        if k not in declared["dynamics"]:
+            c.fail(_join(dkey, k), _unknown_parameter(k, "dynamics", declared["dynamics"], "controller",
+                                                      declared["controller"], _join(key, "controller")))
     dyn.update(extra)
 
     # --- remappings

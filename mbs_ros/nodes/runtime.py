@@ -6,6 +6,14 @@ escapes a callback while spinning (the node logs it there); 0 on SIGINT/SIGTERM,
 set-up (which can show up as an RCLError) and an RCLError from a callback that was publishing while the context
 shut down.
 
+Command line: before ``rclpy.init``, :func:`run_node` reads every ``--params-file`` of the ``--ros-args`` with
+:func:`mbs_ros.bringup.paramsfile.read_params_file`; a missing, unreadable, non-UTF-8, malformed (YAML syntax) or
+mis-shaped file (not node -> ``ros__parameters`` -> values, an empty or mixed-type list, all of which rcl either
+refuses with a traceback or silently misreads) is one line on stderr,
+``[FATAL] [<node>]: --params-file FILE:LINE:COLUMN: reason``, and exit code 2. A file with a byte-order mark is
+read (rcl reads it too). Any other ``RCLError`` of ``rclpy.init`` (e.g. a malformed ``-r`` or ``-p`` argument)
+is also one line and exit code 2.
+
 Threads: :func:`run_node` first limits numpy's BLAS/OpenMP thread pools to one thread (:func:`limit_threads`): a
 node's matrices are small, and a pool of spinning BLAS threads per node only takes cores from the other nodes.
 """
@@ -13,16 +21,26 @@ node's matrices are small, and a pool of spinning BLAS threads per node only tak
 from __future__ import annotations
 
 import os
+import re
 import signal
+import sys
 import threading
-from typing import Callable, Optional, Tuple, Type
+from typing import Callable, List, Optional, Sequence, Tuple, Type
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
 
+try:
+    from rclpy._rclpy_pybind11 import RCLError
+except ImportError:  # pragma: no cover - other rclpy layouts
+    RCLError = RuntimeError
+
 from mbs_ros.nodes.model_source import ParameterError
 
-__all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES"]
+__all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
+           "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS"]
+
+EXIT_BAD_ARGUMENTS = 2  # as for invalid parameters
 
 #: Environment variables that size the thread pools of numpy's BLAS (OpenBLAS, MKL, BLIS, Accelerate) and OpenMP.
 THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
@@ -51,6 +69,55 @@ def limit_threads(n: int = 1) -> bool:
 
     threadpool_limits(limits={"blas": size("OPENBLAS_NUM_THREADS"), "openmp": size("OMP_NUM_THREADS")})
     return True
+
+
+def params_files(argv: Sequence[str]) -> List[str]:
+    """The ``--params-file`` paths of a command line, as rcl finds them: inside ``--ros-args`` sections (each
+    up to ``--`` or the end)."""
+    files: List[str] = []
+    in_ros = False
+    argv = list(argv)
+    i = 0
+    while i < len(argv):
+        a = argv[i]
+        if a == "--ros-args":
+            in_ros = True
+        elif a == "--":
+            in_ros = False
+        elif in_ros and a == "--params-file" and i + 1 < len(argv):
+            files.append(argv[i + 1])
+            i += 1
+        i += 1
+    return files
+
+
+def check_command_line(argv: Sequence[str]) -> Optional[str]:
+    """None if every ``--params-file`` of ``argv`` can be read as rcl should read it; else the one-line reason
+    (``--params-file FILE:LINE:COLUMN: …``)."""
+    from mbs_ros.bringup.paramsfile import YamlFileError, read_params_file  # ROS-free, no launch
+
+    for path in params_files(argv):
+        try:
+            read_params_file(path)
+        except YamlFileError as e:
+            return f"--params-file {e}"
+    return None
+
+
+def _rcl_reason(e: BaseException) -> str:
+    """rcl's error text on one line, without its C source locations (``, at /…/parse.c:776``)."""
+    text = " ".join(str(e).split())
+    return re.sub(r",? at \S+\.c:\d+", "", text).strip()
+
+
+def _node_label(factory) -> str:
+    module = getattr(factory, "__module__", "") or ""
+    name = module.rsplit(".", 1)[-1] if module and module != "__main__" else ""
+    return name or os.path.splitext(os.path.basename(sys.argv[0] if sys.argv else ""))[0] or "node"
+
+
+def _fatal(factory, text: str) -> None:
+    print(f"[FATAL] [{_node_label(factory)}]: {text}", file=sys.stderr, flush=True)
 
 
 def try_shutdown() -> None:
@@ -110,7 +177,15 @@ def run_node(factory: Callable[[], "rclpy.node.Node"], args=None, *,
     SingleThreadedExecutor; ``errors`` are the node's invalid-configuration exceptions. Threads: see
     :func:`limit_threads`."""
     limit_threads(1)
-    stop = init_ros(args, own_signal_handlers=own_signal_handlers)
+    problem = check_command_line(sys.argv if args is None else args)
+    if problem is not None:
+        _fatal(factory, problem)
+        return EXIT_BAD_ARGUMENTS
+    try:
+        stop = init_ros(args, own_signal_handlers=own_signal_handlers)
+    except RCLError as e:  # what the check above does not cover: rcl's own refusal of the arguments
+        _fatal(factory, f"cannot start: {_rcl_reason(e)}")
+        return EXIT_BAD_ARGUMENTS
     node = None
     try:
         node = factory()
