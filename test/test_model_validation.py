@@ -269,6 +269,9 @@ def test_real_robots_still_load_with_their_limits(relpath, base):
     for i, name in enumerate(model.joint_names):
         effort = float(joints[name].get("effort"))
         assert model.effort_limits[nvb + i] == (effort if effort > 0 else math.inf)
+    # the total mass is every link's <mass value>, read here by ElementTree
+    masses = [float(m.get("value")) for m in ET.parse(path).getroot().iter("mass")]
+    assert model.total_mass == pytest.approx(sum(masses), rel=1e-12)
 
 
 def test_romeo_with_its_massless_thumb_tip_is_refused():

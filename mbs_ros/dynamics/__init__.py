@@ -17,7 +17,7 @@ to share one kinematics pass between several kernels at the same q. :class:`Simu
 loop without ROS (held commands and their timeouts, lockstep periods, work and energy).
 """
 from .integrators import TABLEAUS, simulate, step
-from .model import BASES, TREE_BASES, Model, spatial_inertia
+from .model import BASES, TREE_BASES, Model, ModelError, ModelWarning, spatial_inertia
 from .simulator import Simulator
 
-__all__ = ["Model", "BASES", "TREE_BASES", "spatial_inertia", "simulate", "step", "TABLEAUS", "Simulator"]
+__all__ = ["Model", "ModelError", "ModelWarning", "BASES", "TREE_BASES", "spatial_inertia", "simulate", "step", "TABLEAUS", "Simulator"]

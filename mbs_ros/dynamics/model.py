@@ -312,6 +312,11 @@ class Model:
         return self._limits[0].copy()
 
     @property
+    def total_mass(self) -> float:
+        """Mass of every body of the model [kg] (the base and all links; ``mass`` alone for a single body)."""
+        return float(self.mass) if self._single else float(self._tree.body_inertia[:, 0, 0].sum())
+
+    @property
     def velocity_limits(self) -> np.ndarray:
         """(nv,) largest speed per velocity component [rad/s or m/s], as :attr:`effort_limits` (``<limit
         velocity>``; ``inf`` for the base and where none is given)."""

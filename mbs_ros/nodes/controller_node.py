@@ -359,43 +359,22 @@ def layout_description(model: Model) -> str:
     return f"nv = {model.nv}: {base}, then {joints}"
 
 
-def _urdf_joint_limits(model: Model):
-    """``(total mass, lower, upper, effort)`` from the model's URDF (``model.urdf``), the joint arrays in
-    ``joint_names`` order with NaN where the URDF gives nothing (no ``<limit>``, a continuous joint's range, an
-    effort <= 0). A model without URDF (a single body): its mass and no joints. The URDF is read as
-    :func:`mbs_ros.dynamics.urdf.parse_urdf` reads it (link masses from there), the limits, which it leaves out,
-    from the same ``urdf_parser_py`` objects."""
+def _joint_limits(model: Model):
+    """``(total mass, lower, upper, effort)``, the joint arrays in ``joint_names`` order with NaN where the model
+    gives nothing (no ``<limit>``, a continuous joint's range, ``effort="0"``): :attr:`Model.position_limits` and
+    the joints' part of :attr:`Model.effort_limits`."""
     nj = len(model.joint_names)
-    lower, upper, effort = np.full(nj, np.nan), np.full(nj, np.nan), np.full(nj, np.nan)
-    xml = getattr(model, "urdf", None)
-    if not xml:
-        return float(model.mass), lower, upper, effort
-    from urdf_parser_py.urdf import URDF
-
-    from mbs_ros.dynamics.urdf import parse_urdf
-
-    spec = parse_urdf(xml)
-    total = float(sum(link.mass for link in spec.links.values()))
-    robot = URDF.from_xml_string(xml.encode("utf-8"))
-    joints = {j.name: j for j in robot.joints}
-    for i, (name, kind) in enumerate(zip(model.joint_names, model.joint_types)):
-        lim = getattr(joints.get(name), "limit", None)
-        if lim is None:
-            continue
-        e = lim.effort
-        if e is not None and math.isfinite(float(e)) and float(e) > 0.0:
-            effort[i] = float(e)
-        if kind != "continuous" and lim.lower is not None and lim.upper is not None:
-            lo, hi = float(lim.lower), float(lim.upper)
-            if math.isfinite(lo) and math.isfinite(hi) and lo < hi:
-                lower[i], upper[i] = lo, hi
-    return total, lower, upper, effort
+    effort = np.asarray(model.effort_limits, dtype=float)[model.nv - nj:]
+    lower, upper = (np.asarray(x, dtype=float) for x in model.position_limits)
+    ranged = np.isfinite(lower) & np.isfinite(upper) & (lower < upper)
+    return (model.total_mass, np.where(ranged, lower, np.nan), np.where(ranged, upper, np.nan),
+            np.where(np.isfinite(effort) & (effort > 0.0), effort, np.nan))
 
 
 def command_limits(model: Model, s: ControllerSettings):
     """``(max_force, max_torque, max_effort (nj,))`` in force: the parameters, or the model's defaults (see the
     module docstring); ParameterError if ``max_effort`` has the wrong length."""
-    total, _lo, _hi, urdf_effort = _urdf_joint_limits(model)
+    total, _lo, _hi, model_effort = _joint_limits(model)
     per_kg = DEFAULT_LIMIT_ACCELERATION * max(total, 1e-9)
     nj = len(model.joint_names)
     if s.max_wrench:
@@ -410,20 +389,14 @@ def command_limits(model: Model, s: ControllerSettings):
                                  f"{', '.join(model.joint_names) or 'no joints'}), got {len(s.max_effort)}")
         effort = np.array(s.max_effort, dtype=float)
     else:
-        given = getattr(model, "effort_limits", None)
-        effort = urdf_effort.copy()
-        if given is not None:
-            given = np.asarray(given, dtype=float).reshape(-1)
-            if given.shape == (nj,):
-                effort = np.where(np.isfinite(given) & (given > 0.0), given, np.nan)
-        effort = np.where(np.isnan(effort), per_kg, effort)
+        effort = np.where(np.isnan(model_effort), per_kg, model_effort)
     return max_force, max_torque, effort
 
 
 def reference_position_bounds(model: Model) -> Tuple[np.ndarray, np.ndarray]:
     """Per joint ``(lower, upper)`` a reference position must lie in: the URDF range widened by
     ``JOINT_LIMIT_MARGIN`` of it on each side (at least 0.1), else ±``MAX_JOINT_REFERENCE``."""
-    _total, lo, hi, _effort = _urdf_joint_limits(model)
+    _total, lo, hi, _effort = _joint_limits(model)
     margin = np.maximum(JOINT_LIMIT_MARGIN * (hi - lo), 0.1)
     lower = np.where(np.isnan(lo), -MAX_JOINT_REFERENCE, lo - margin)
     upper = np.where(np.isnan(hi), MAX_JOINT_REFERENCE, hi + margin)
