@@ -192,7 +192,6 @@ if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") =
                   "VECLIB_MAXIMUM_THREADS"):
         os.environ.setdefault(_name, "1")
 
-import math
 import re
 import time
 import warnings
@@ -230,6 +229,7 @@ from mbs_ros.nodes import params as prm
 from mbs_ros.nodes import markers as mk
 from mbs_ros.nodes import model_source as ms
 from mbs_ros.nodes.model_source import ParameterError
+from mbs_ros.nodes.ratelimit import RateLimitedLog
 from mbs_ros.nodes.runtime import run_node
 
 try:  # tf2_msgs is not on PyPI: the set-up builds it; a ROS install has it.
@@ -690,6 +690,7 @@ class DynamicsNode(Node):
 
     def __init__(self, node_name: str = "dynamics_node", **kwargs):
         super().__init__(node_name, **kwargs)
+        self._logs = RateLimitedLog(self.get_logger(), WARN_THROTTLE_S)  # per key, free while held back
 
     # ------------------------------------------------------------------------------ set-up
 
@@ -763,7 +764,6 @@ class DynamicsNode(Node):
         self._counts = {**{f"received_{t}": 0 for t in inputs}, **{f"rejected_{t}": 0 for t in inputs},
                         "callback_errors": 0}
         self._reported = {}  # counts (and saturations) at the last diagnostics: what is new since
-        self._warned: Dict[str, Tuple[float, int]] = {}  # throttle key -> (wall time of the last warning, held)
         self._setup_frames()
         self._set_rates(s)
         self._last_clock_stamp = None
@@ -869,22 +869,12 @@ class DynamicsNode(Node):
         return ", ".join(parts) or "no command limits (nothing to command)"
 
     def _warn(self, key: str, text: str, error: bool = False) -> None:
-        """A warning throttled per ``key`` (one per WARN_THROTTLE_S of wall clock), with how many were held back."""
-        now = time.monotonic()
-        last, held = self._warned.get(key, (-math.inf, 0))
-        if now - last < WARN_THROTTLE_S:
-            self._warned[key] = (last, held + 1)
-            return
-        self._warned[key] = (now, 0)
-        if held:
-            text += f" ({held} more since the last report)"
+        """A warning throttled per ``key`` (one per WARN_THROTTLE_S of wall clock), with how many were held back;
+        free while held back (:mod:`mbs_ros.nodes.ratelimit`: rclpy's own throttle costs ms per call)."""
         if not self.context.ok():
             return
-        try:  # rclpy wants one severity per call site: two sites
-            if error:
-                self.get_logger().error(text)
-            else:
-                self.get_logger().warning(text)
+        try:
+            (self._logs.error if error else self._logs.warning)(key, text)
         except Exception:  # noqa: BLE001 - a log line is never worth the node
             pass
 
@@ -1117,9 +1107,8 @@ class DynamicsNode(Node):
             self._publish_clock()
         behind = due - sim.k
         if behind > self._max_lag_steps:
-            self.get_logger().warning(
-                f"falling behind the wall clock by {behind * self.dt / rtf:.3f} s: skipping ahead (the simulation "
-                f"runs slower than real_time_factor {rtf:g})", throttle_duration_sec=WARN_THROTTLE_S)
+            self._warn("behind", f"falling behind the wall clock by {behind * self.dt / rtf:.3f} s: skipping ahead "
+                       f"(the simulation runs slower than real_time_factor {rtf:g})")
             self._anchor()
 
     def advance(self, steps: int) -> None:
@@ -1173,8 +1162,8 @@ class DynamicsNode(Node):
         return any(p.get_subscription_count() for p in self.pub_joint_wrenches)
 
     def _on_command_timeout(self, channel: str) -> None:
-        self.get_logger().info(f"no {_TIMEOUT_TOPIC[channel]} for {self.settings.cmd_timeout:g} s: applying zero",
-                               throttle_duration_sec=WARN_THROTTLE_S)
+        self._logs.info(f"timeout_{channel}",
+                        lambda: f"no {_TIMEOUT_TOPIC[channel]} for {self.settings.cmd_timeout:g} s: applying zero")
 
 
     # ---------------------------------------------------------------------------- lockstep
@@ -1191,10 +1180,9 @@ class DynamicsNode(Node):
                 f"lockstep: {topic} stamped {stamp_ns * 1e-9:.9f} s ignored, waiting for {current * 1e-9:.9f} s",
                 throttle_duration_sec=WARN_THROTTLE_S)
         else:
-            self.get_logger().warning(
-                f"lockstep: {topic} stamped {stamp_ns * 1e-9:.9f} s ignored: it is later than the current state "
-                f"({current * 1e-9:.9f} s); commands must carry the stamp of the state they answer",
-                throttle_duration_sec=WARN_THROTTLE_S)
+            self._warn(f"lockstep_late_{topic}",
+                       f"lockstep: {topic} stamped {stamp_ns * 1e-9:.9f} s ignored: it is later than the current state "
+                       f"({current * 1e-9:.9f} s); commands must carry the stamp of the state they answer")
         return False
 
     def _lockstep_take(self, topic: str, value) -> None:
@@ -1242,10 +1230,11 @@ class DynamicsNode(Node):
             missing = [_TOPIC[ch] for ch in self.sim.missing()]
             seen = ", ".join(f"{_TOPIC[ch]} {t * 1e-9:.9f} s"
                              for ch, t in sorted(self.sim.last_stamp_seen.items())) or "none"
-            self.get_logger().warning(
+            self._logs.warning(
+                "lockstep_waiting",
                 f"lockstep: waiting at t = {self.stamp() * 1e-9:.9f} s for {' and '.join(missing)} stamped with it; "
                 f"no command for {quiet:.1f} s (last stamps seen: {seen}). Is a lockstep controller running?",
-                throttle_duration_sec=max(WARN_THROTTLE_S, LOCKSTEP_WARN_S))
+                period=max(WARN_THROTTLE_S, LOCKSTEP_WARN_S))
 
     def _graph_counts_now(self) -> tuple:
         """Matched endpoints of the lockstep loop: state subscribers, command publishers."""
@@ -1502,9 +1491,10 @@ class DynamicsNode(Node):
     def _on_cmd_joint_effort(self, msg: Float64MultiArray) -> None:
         self._counts["received_cmd_joint_effort"] += 1
         if self.lockstep:
-            self.get_logger().info(
+            self._logs.info_once(
+                "lockstep_cmd_joint_effort",
                 "lockstep: cmd_joint_effort is ignored (it carries no stamp); joint efforts come from joint_command "
-                "(sensor_msgs/JointState, efforts by name, stamped with the state they answer)", once=True)
+                "(sensor_msgs/JointState, efforts by name, stamped with the state they answer)")
             return
         data = np.asarray(msg.data, dtype=float)
         if data.shape != (self.nj,):
