@@ -126,7 +126,6 @@ from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType, SetParametersResult
 from rclpy.clock import Clock, ClockType
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
@@ -141,7 +140,7 @@ from mbs_ros.nodes import model_source as ms
 from mbs_ros.nodes import params as prm
 from mbs_ros.nodes.model_source import ParameterError
 from mbs_ros.nodes.ratelimit import RateLimitedLog
-from mbs_ros.nodes.runtime import run_node
+from mbs_ros.nodes.runtime import run_node, settings_executor
 
 LAWS = ("computed_torque", "passivity", "pd_gravity")
 WARN_THROTTLE_S = 2.0
@@ -1053,21 +1052,8 @@ class ControllerNode(Node):
 # ------------------------------------------------------------------------------------------- main
 
 
-def _make_executor(node: "ControllerNode"):
-    """rclpy's EventsExecutor: the single-threaded executor rebuilds its wait set for every message (a third of
-    the controller's CPU time in lockstep in a profile; with this executor the controller's CPU share in the
-    benchmark's lockstep run fell from 92 % to 48 % of a core)."""
-    if node.settings.use_events_executor:
-        try:
-            from rclpy.experimental import EventsExecutor
-            return EventsExecutor()
-        except ImportError:
-            node.get_logger().warning("EventsExecutor not available here: using SingleThreadedExecutor")
-    return SingleThreadedExecutor()
-
-
 def main(args=None) -> int:
-    return run_node(ControllerNode, args, make_executor=_make_executor)
+    return run_node(ControllerNode, args, make_executor=settings_executor)
 
 
 if __name__ == "__main__":

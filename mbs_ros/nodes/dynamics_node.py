@@ -211,7 +211,6 @@ from rcl_interfaces.msg import (
 )
 from rclpy.clock import Clock as RclpyClock
 from rclpy.clock import ClockType
-from rclpy.executors import SingleThreadedExecutor
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rosgraph_msgs.msg import Clock
@@ -230,7 +229,7 @@ from mbs_ros.nodes import markers as mk
 from mbs_ros.nodes import model_source as ms
 from mbs_ros.nodes.model_source import ParameterError
 from mbs_ros.nodes.ratelimit import RateLimitedLog
-from mbs_ros.nodes.runtime import run_node
+from mbs_ros.nodes.runtime import run_node, settings_executor
 
 try:  # tf2_msgs is not on PyPI: the set-up builds it; a ROS install has it.
     from tf2_msgs.msg import TFMessage
@@ -1643,18 +1642,8 @@ class DynamicsNode(Node):
 # ------------------------------------------------------------------------------------------- main
 
 
-def _make_executor(node: DynamicsNode):
-    if node.settings.use_events_executor:
-        try:
-            from rclpy.experimental import EventsExecutor
-            return EventsExecutor()
-        except ImportError:
-            node.get_logger().warning("EventsExecutor not available here: using SingleThreadedExecutor")
-    return SingleThreadedExecutor()
-
-
 def main(args=None) -> int:
-    return run_node(DynamicsNode, args, make_executor=_make_executor)
+    return run_node(DynamicsNode, args, make_executor=settings_executor)
 
 
 if __name__ == "__main__":
