@@ -65,3 +65,15 @@ def test_once_is_once_and_a_period_must_be_positive():
     assert log.lines == [("I", "hello")]
     with pytest.raises(ValueError, match="period"):
         RateLimitedLog(log, period=0.0)
+
+
+def test_every_severity_with_a_real_rclpy_logger():
+    """rclpy keys a call site by the caller's frame and raises when one site logs at two severities: each of
+    warning/error/info must reach rclpy from a line of its own."""
+    rclpy_logging = pytest.importorskip("rclpy.logging")
+    rl = RateLimitedLog(rclpy_logging.get_logger("test_ratelimit"), period=1e-9)
+    for i in range(3):
+        assert rl.info("a", "info line")
+        assert rl.warning("b", "warning line")
+        assert rl.error("c", "error line")
+        assert rl.info_once("d", "once") == (i == 0)

@@ -42,30 +42,30 @@ class RateLimitedLog:
         self._next[key] = now + period
         return True
 
-    def _emit(self, method, key: str, text: Text) -> None:
+    def _line(self, key: str, text: Text) -> str:
         line = text() if callable(text) else text
         n = self._suppressed.pop(key, 0)
-        if n:
-            line += f" ({n} more like this since the last one)"
-        method(line)
+        return line + f" ({n} more like this since the last one)" if n else line
 
+    # One call of the logger per severity, each on its own line: rclpy keys a call site by the caller's frame and
+    # raises "Logger severity cannot be changed between calls" when one site logs at two severities.
     def warning(self, key: str, text: Text, period: float | None = None) -> bool:
         """Log ``text`` as a warning unless ``key`` was logged less than ``period`` s ago; True if printed."""
         if not self._due(key, self.period if period is None else period):
             return False
-        self._emit(self.logger.warning, key, text)
+        self.logger.warning(self._line(key, text))
         return True
 
     def error(self, key: str, text: Text, period: float | None = None) -> bool:
         if not self._due(key, self.period if period is None else period):
             return False
-        self._emit(self.logger.error, key, text)
+        self.logger.error(self._line(key, text))
         return True
 
     def info(self, key: str, text: Text, period: float | None = None) -> bool:
         if not self._due(key, self.period if period is None else period):
             return False
-        self._emit(self.logger.info, key, text)
+        self.logger.info(self._line(key, text))
         return True
 
     def info_once(self, key: str, text: Text) -> bool:
