@@ -375,3 +375,30 @@ def test_the_node_logs_one_content_free_line(tmp_path):
         assert run.returncode == 2, out
         assert len(fatal) == 1 and str(path) in fatal[0] and expected in fatal[0], out
         assert SECRET not in out and "Traceback" not in out and "Singular matrix" not in out
+
+
+def test_the_nodes_refuse_a_mass_ratio_unless_their_parameter_lifts_it(tmp_path):
+    """dynamics_node and controller_node on a 1e9 mass ratio: exit code 2 naming the light link and
+    max_mass_ratio; with ``max_mass_ratio:=0`` (no bound) the dynamics node builds the model and runs until it is
+    stopped (SIGINT, exit code 0)."""
+    path = tmp_path / "heavy_light.urdf"
+    path.write_text(arm(link("tip", 1e-6, inertia='ixx="1e-9" ixy="0" ixz="0" iyy="1e-9" iyz="0" izz="1e-9"',
+                             xyz="0.1 0 0")).replace('<mass value="1.0"/>', '<mass value="1000.0"/>'))
+    for module in ("mbs_ros.nodes.dynamics_node", "mbs_ros.nodes.controller_node"):
+        run = subprocess.run([sys.executable, "-m", module, "--ros-args", "-p", f"model_file:={path}"],
+                             capture_output=True, text=True, timeout=120, cwd=ROOT)
+        out = run.stdout + run.stderr
+        fatal = [line for line in out.splitlines() if "FATAL" in line]
+        assert run.returncode == 2, out
+        assert len(fatal) == 1 and "'tip'" in fatal[0] and "max_mass_ratio" in fatal[0], out
+    from mbs_ros.process import NodeProcess
+
+    proc = NodeProcess("mbs_ros.nodes.dynamics_node", name="ratio_node", namespace="ratio",
+                       parameters=dict(model_file=str(path), max_mass_ratio=0.0, physics_rate=100.0),
+                       log_file=tmp_path / "ratio.log")
+    proc.start()
+    try:
+        assert proc.wait_for_log("rk4 at 100 Hz", timeout=120), proc.log_text()
+    finally:
+        rc = proc.stop()
+    assert rc == 0, proc.log_text()

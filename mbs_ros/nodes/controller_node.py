@@ -135,6 +135,7 @@ from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
 
 from mbs_ros.controllers import ComputedTorque, PassivityBased, PDGravity, Reference
 from mbs_ros.dynamics import Model
+from mbs_ros.dynamics.model import MAX_MASS_RATIO
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import model_source as ms
 from mbs_ros.nodes import params as prm
@@ -191,6 +192,7 @@ class ControllerSettings:
     max_effort: object = ()  # () = from the model; a number (every joint) or a tuple (one per joint)
     max_time_jump: float = 5.0
     use_events_executor: bool = True
+    max_mass_ratio: float = MAX_MASS_RATIO
 
 
 DEFAULTS = ControllerSettings()
@@ -229,6 +231,7 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
     "max_time_jump": ("Largest forward step [s] between consecutive state stamps taken as time running on; a "
                       "larger one, or a step back, becomes the time base only after 3 consecutive states.",
                       {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
+    "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, {"read_only": True}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
         "with a warning); false: always the single-threaded executor (as dynamics_node).", {"read_only": True}),
@@ -311,6 +314,7 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
         base_frame=text("base_frame"),
         lockstep=prm.flag(values, "lockstep"),
         use_events_executor=prm.flag(values, "use_events_executor"),
+        max_mass_ratio=prm.number(values, "max_mass_ratio", lo=0.0),
         max_wrench=_limits(values, "max_wrench", 2),
         max_effort=_limits(values, "max_effort", None),
         max_time_jump=prm.number(values, "max_time_jump", lo=0.0, lo_open=True),
@@ -326,7 +330,8 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
 
 def build_model(s: ControllerSettings, source: ms.Source) -> Model:
     if source.multibody:
-        return ms.build_multibody(source, s.base_group, s.gravity, mass_scale=s.mass_scale)
+        return ms.build_multibody(source, s.base_group, s.gravity, mass_scale=s.mass_scale,
+                                  max_mass_ratio=s.max_mass_ratio)
     ixx, ixy, ixz, iyy, iyz, izz = s.inertia
     inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]) * s.mass_scale
     try:

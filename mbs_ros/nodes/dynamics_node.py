@@ -220,6 +220,7 @@ from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import MarkerArray
 
 from mbs_ros.dynamics import Model
+from mbs_ros.dynamics.model import MAX_MASS_RATIO
 from mbs_ros.dynamics.simulator import CommandLimits, Fault, RateCheck, Simulator, WrenchCommand
 from mbs_ros.dynamics.simulator import command_limits as sim_command_limits
 from mbs_ros.dynamics.simulator import rate_check, velocity_bounds
@@ -305,6 +306,7 @@ class Settings:
     base_frame: str = "base_link"
     cmd_timeout: float = 0.5
     use_events_executor: bool = True
+    max_mass_ratio: float = MAX_MASS_RATIO
     publish_clock: bool = False
     real_time_factor: float = 1.0
     lockstep: bool = False
@@ -385,6 +387,7 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
         "A cmd_wrench or cmd_joint_effort is held for this long [s of simulation time], then it goes to zero; "
         "in (0, 60]. 0 = hold the last command forever, accepted at start-up only (for replays): a change to 0 "
         "at run time is refused.", {"floating_point_range": (0.0, 1.0e6)}),
+    "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, {"read_only": True}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
         "with a warning); false: always the single-threaded executor.", {"read_only": True}),
@@ -464,6 +467,7 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         world_frame=text("world_frame"),
         base_frame=text("base_frame"),
         cmd_timeout=number("cmd_timeout", lo=0.0, hi=MAX_CMD_TIMEOUT),
+        max_mass_ratio=number("max_mass_ratio", lo=0.0),
         use_events_executor=flag("use_events_executor"),
         publish_clock=flag("publish_clock"),
         real_time_factor=number("real_time_factor", lo=0.0),
@@ -594,7 +598,7 @@ def check_inertia(inertia: np.ndarray) -> Optional[str]:
 
 def build_model(s: Settings, source: Optional[ms.Source] = None) -> Model:
     if source is not None and source.multibody:
-        return ms.build_multibody(source, s.base_group, s.gravity)
+        return ms.build_multibody(source, s.base_group, s.gravity, max_mass_ratio=s.max_mass_ratio)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the triangle-inequality warning is logged by the node

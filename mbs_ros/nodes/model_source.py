@@ -28,7 +28,7 @@ from typing import Optional, Tuple
 import numpy as np
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics.model import BASES, TREE_BASES
+from mbs_ros.dynamics.model import BASES, MAX_MASS_RATIO, TREE_BASES
 
 __all__ = ["ParameterError", "Source", "load_source", "resolve_model_file", "scale_urdf_inertia",
            "build_multibody", "BASES", "TREE_BASES", "PACKAGE"]
@@ -173,15 +173,24 @@ def scale_urdf_inertia(xml: str, scale: float) -> str:
     return ET.tostring(root, encoding="unicode")
 
 
-def build_multibody(source: Source, base: str, gravity, mass_scale: float = 1.0) -> Model:
-    """The multibody :class:`Model` of a loaded source on ``base`` (one of TREE_BASES)."""
+MASS_RATIO_DESCRIPTION = (
+    f"Largest ratio of two moving bodies' masses a robot model may have ({MAX_MASS_RATIO:g}: beyond it a step size "
+    "that suits the light body is far too small for the heavy one, or the reverse, and the mass matrix is nearly "
+    "singular); 0 = no bound. A robot beyond it is refused at start-up naming the two bodies.")
+
+
+def build_multibody(source: Source, base: str, gravity, mass_scale: float = 1.0,
+                    max_mass_ratio: float = MAX_MASS_RATIO) -> Model:
+    """The multibody :class:`Model` of a loaded source on ``base`` (one of TREE_BASES); ``max_mass_ratio`` 0 lifts
+    the model's mass-ratio bound."""
     if base not in TREE_BASES:
         raise ParameterError(f"base_group must be one of {', '.join(TREE_BASES)}, got {base!r}")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # triangle-inequality warnings: the URDF author's choice
             return Model.from_urdf(scale_urdf_inertia(source.urdf, mass_scale), base=base,
-                                   gravity=np.asarray(gravity, dtype=float))
+                                   gravity=np.asarray(gravity, dtype=float),
+                                   max_mass_ratio=float(max_mass_ratio) if max_mass_ratio > 0 else None)
     except Exception as e:  # noqa: BLE001 - the model's ValueErrors carry the reason
         raise ParameterError(f"cannot build the {base} model of {source.describe()}: {e}") from None
 
