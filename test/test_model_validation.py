@@ -230,7 +230,120 @@ def test_a_triangle_inequality_violation_warns_naming_the_link():
     """Principal moments 1, 1, 3 (3 > 1 + 1): no real body, but widely used URDFs have such links; it loads."""
     urdf = arm(link("tip", 1.0, inertia='ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="3"', xyz="0.1 0 0"))
     with pytest.warns(ModelWarning, match="'tip'.*triangle"):
-        Model.from_urdf(urdf)
+        model = Model.from_urdf(urdf)
+    assert len(model.load_report) == 1 and "triangle" in model.load_report[0]
+
+
+# ------------------------------------------------------------------ issue 10: a tolerant loader, one report
+def loads_with_report(urdf, **kw):
+    """``(model, warnings)``: the model and every warning its load issued."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = Model.from_urdf(urdf, **kw)
+    return model, caught
+
+
+def test_an_inertia_within_rounding_of_psd_is_projected_and_reported_once():
+    """A 1 µg tip (fixed to l1, like TIAGo's antennas) whose principal moments are -1e-9, 2e-8, 3e-8 kg m²: the
+    negative one is 5e-8 of the robot's largest moment (0.02, the BOX of l1), within INERTIA_TOLERANCE (1e-6). Its
+    nearest positive semi-definite inertia is diag(0, 2e-8, 3e-8); the load warns once, naming the link."""
+    urdf = arm(link("tip", 1e-6, inertia='ixx="-1e-9" ixy="0" ixz="0" iyy="2e-8" iyz="0" izz="3e-8"'), "fixed")
+    spec = parse_urdf(urdf, warn=False)
+    np.testing.assert_array_equal(spec.links["tip"].inertia, np.diag([0.0, 2e-8, 3e-8]))
+    assert spec.links["tip"].mass == 1e-6
+    model, caught = loads_with_report(urdf)
+    assert len(caught) == 1 and caught[0].category is ModelWarning
+    assert len(model.load_report) == 1 and model.load_report == spec.report
+    item = model.load_report[0]
+    assert item.startswith("link 'tip'") and "projected" in item and "positive semi-definite" in item
+    assert item in str(caught[0].message)
+    # merged into l1 through the fixed joint: M = izz_l1 + m d² + izz_tip + m_tip d_tip² about j1 (z)
+    M = model.mass_matrix(np.zeros(model.nq))
+    assert M[0, 0] == pytest.approx(0.02 + 1.0 * 0.25**2 + 3e-8 + 1e-6 * 0.5**2, rel=1e-12)
+
+
+@pytest.mark.parametrize("ixx", ["-1e-5", "-1"])
+def test_an_inertia_clearly_not_psd_is_still_refused(ixx):
+    """-1e-5 is 5e-4 of the robot's largest moment (0.02): beyond INERTIA_TOLERANCE, refused naming the link."""
+    err = refused(arm(link("tip", 1.0, inertia=f'ixx="{ixx}" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"',
+                          xyz="0.1 0 0")))
+    assert err.link == "tip" and "positive semi-definite" in str(err) and "1e-06" in str(err)
+
+
+DECORATED = robot(
+    '<material name="grey"><color rgba="0.5 0.5 0.5 1"/><texture/></material>',
+    '<link name="base_link" custom="1"><inertial><origin xyz="0 0 0"/><mass value="5"/><inertia ' + BOX + '/>'
+    '</inertial><visual name="v"><geometry><mesh filename="x.stl"/></geometry><material name="m"><texture/>'
+    '</material></visual><collision name="c"><geometry><box size="1 1 1"/></geometry><material name="c"/>'
+    '</collision><contact><lateral_friction value="1"/></contact><self_filter/></link>',
+    '<link name="l1"><inertial><origin xyz="0.25 0 0"/><mass value="1"/><inertia ' + BOX + '/></inertial>'
+    '<visual><geometry><mesh/></geometry></visual><sensor name="imu" type="imu"/></link>',
+    '<link name="l2"><inertial><origin xyz="0.25 0 0"/><mass value="1"/><inertia ' + BOX + '/></inertial></link>',
+    '<joint name="j1" type="revolute" dont_collapse="true"><parent link="base_link"/><child link="l1"/>'
+    '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="10" velocity="3" current="4"/>'
+    '<dynamics damping="0.1" K="3" mu_viscous="2"/><calibration rising="0" reference_position="1"/>'
+    '<safety_controller k_velocity="1"/></joint>',
+    '<joint name="j2" type="revolute"><parent link="l1"/><child link="l2"/><origin xyz="0.5 0 0"/>'
+    '<axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="10" velocity="3"/><mimic joint="j1"/></joint>',
+    '<transmission type="pr2_mechanism_model/WristTransmission" name="wrist"><actuator name="a"/>'
+    '<flexJoint name="j1" mechanical_reduction="1"/></transmission>',
+    '<transmission name="t_new"><type>transmission_interface/SimpleTransmission</type><joint name="j1">'
+    '<hardwareInterface>EffortJointInterface</hardwareInterface><role>x</role></joint></transmission>',
+    '<transmission name="t_typeless"><joint name="j1"/></transmission>',
+    '<gazebo reference="l1"><mu1>0.2</mu1></gazebo><ros2_control name="x" type="system"/><anything/>',
+)
+
+
+def test_what_is_not_dynamics_never_fails_a_load_nor_prints(capfd):
+    """Empty <texture/>s, meshes without a file, old- and new-style transmissions, one without a type, gazebo,
+    ros2_control, sensors and unknown tags and attributes (those urdf_parser_py prints 'Unknown tag' lines for):
+    the load prints nothing and issues one warning, listing the malformed decoration and the mimic joint; the
+    dynamics are those of the same robot without them (closed form at q = 0: M = [[Iz + m d1² + Iz + m d2², ...]])."""
+    capfd.readouterr()
+    model, caught = loads_with_report(DECORATED)
+    assert capfd.readouterr() == ("", "")
+    assert len(caught) == 1 and caught[0].category is ModelWarning
+    report = model.load_report
+    assert isinstance(report, tuple) and all(isinstance(r, str) for r in report)
+    assert any(r.startswith("<texture> without a filename (2;") for r in report)
+    assert any(r.startswith("<mesh> without a filename (1; link 'l1')") for r in report)
+    assert any(r.startswith("<transmission> without a type (1; transmission 't_typeless')") for r in report)
+    assert any(r.startswith("joint 'j2': <mimic> not simulated") for r in report)
+    assert len(report) == 4, report
+    assert all(r in str(caught[0].message) for r in report)
+    # d1 = 0.25 (l1's c.o.m. from j1), l2's c.o.m. 0.75 from j1 and 0.25 from j2
+    M = model.mass_matrix(np.zeros(2))
+    np.testing.assert_allclose(M, [[0.02 + 0.25**2 + 0.02 + 0.75**2, 0.02 + 0.75 * 0.25],
+                                   [0.02 + 0.75 * 0.25, 0.02 + 0.25**2]], rtol=1e-12)
+    assert model.effort_limits.tolist() == [10.0, 10.0]
+
+
+def test_a_clean_urdf_has_an_empty_report_and_no_warning():
+    model, caught = loads_with_report(LIMITS_URDF)
+    assert model.load_report == () and caught == []
+    assert Model.rigid_body().load_report == ()
+
+
+def test_parse_urdf_reports_and_warns_only_when_told():
+    """The Model's load warns; parse_urdf (also read for markers and the nodes' checks) only with warn=True."""
+    urdf = arm(link("tip", 1.0, inertia='ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="3"', xyz="0.1 0 0"))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        assert len(parse_urdf(urdf).report) == 1
+        parse_urdf(urdf, warn=True)
+    assert len(caught) == 1 and "'tip'" in str(caught[0].message)
+
+
+def test_a_massless_link_with_inertia_is_simulated_as_given_and_reported():
+    """Bolt's feet in example-robot-data: mass 0, inertia not 0. Pinocchio keeps the inertia; so do we (M = izz
+    about the joint's axis), with a note."""
+    urdf = robot(link("base_link", 1.0), link("tip", 0.0, inertia='ixx="0.1" ixy="0" ixz="0" iyy="0.2" iyz="0" '
+                                                                 'izz="0.3"'),
+                 joint("j1", "base_link", "tip"))
+    model, caught = loads_with_report(urdf)
+    assert model.mass_matrix(np.zeros(1)) == pytest.approx(np.array([[0.3]]), rel=1e-15)
+    assert len(model.load_report) == 1 and model.load_report[0].startswith("link 'tip': mass 0")
+    assert len(caught) == 1
 
 
 def test_yaml_robot_errors_name_the_yaml_file(tmp_path):

@@ -97,7 +97,9 @@ class Model:
     URDF XML it was built from, if any) and, for the base body (the root link with everything fixed to it):
     ``mass``, ``inertia`` (3×3 about its c.o.m.), ``com`` and ``I_b`` (6×6 spatial inertia at its frame).
     Limits from the URDF: :attr:`effort_limits`, :attr:`velocity_limits` (length ``nv``) and
-    :attr:`position_limits` (per joint).
+    :attr:`position_limits` (per joint). ``load_report``: what loading the URDF repaired, left out or found
+    implausible, a tuple of short strings each naming its link or joint (empty for a clean file, and for models
+    not built from a URDF); see :mod:`mbs_ros.dynamics.urdf` and :meth:`from_urdf`.
     """
 
     base: str
@@ -117,6 +119,7 @@ class Model:
     added_mass: np.ndarray | None = field(default=None, repr=False)
     _compiled: object = field(default=None, repr=False)  # compiled.CompiledModel, or None: the numpy reference
     _limits: tuple | None = field(default=None, repr=False)  # (effort (nv,), velocity (nv,), lower (nj,), upper (nj,))
+    load_report: tuple = field(default=(), repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -193,8 +196,14 @@ class Model:
           Tolerance: :data:`SINGULAR_TOLERANCE`. A massless link is fine where mass beyond it is carried;
         * moving bodies whose masses differ by more than ``max_mass_ratio`` (default :data:`MAX_MASS_RATIO`;
           ``None`` or ``inf``: no bound).
+
+        What does not affect the dynamics (visuals, collisions, materials, transmissions, gazebo and other
+        extension tags) is not parsed, so it never fails a load and prints nothing. What the loader repaired (an
+        inertia within rounding of positive semi-definite, projected), left out although it may matter
+        (``<mimic>``) or found implausible (triangle inequality, malformed decoration) is :attr:`load_report` and
+        is issued once, as one :class:`ModelWarning` listing the items, when the model loads.
         """
-        from .urdf import parse_urdf
+        from .urdf import parse_urdf, report_message
 
         if base not in TREE_BASES:
             raise ValueError(f"unknown base {base!r}; choose one of {', '.join(TREE_BASES)}")
@@ -202,13 +211,15 @@ class Model:
         if isinstance(urdf, os.PathLike) or (isinstance(urdf, str) and not looks_like_xml_text(urdf)):
             file = os.fspath(urdf)
         try:
-            spec = parse_urdf(urdf, xacro=xacro, mappings=mappings)
+            spec = parse_urdf(urdf, xacro=xacro, mappings=mappings, warn=False)
             tree = build_tree(spec, base)
             _check_tree(tree, base, max_mass_ratio)
         except ModelError as exc:
             raise exc.with_file(file) from None
         model = cls._assemble(base, tree, _gravity(gravity), name=spec.name, urdf=spec.xml)
-        return dataclasses.replace(model, _limits=_joint_limits(tree, spec))
+        if spec.report:
+            warnings.warn(report_message(spec.report, file or spec.name), ModelWarning, stacklevel=2)
+        return dataclasses.replace(model, _limits=_joint_limits(tree, spec), load_report=spec.report)
 
     @classmethod
     def from_xacro(cls, path, mappings: dict | None = None, base: str = "fixed",
@@ -746,7 +757,8 @@ def _check_tree(tree: Tree, base: str, max_mass_ratio) -> None:
         name, jtype, child = tree.joint_names[j], tree.joint_types[j], tree.body_names[k]
         rotation = jtype != "prismatic"
         along = "about its axis" if rotation else "along its axis"
-        if m_sub[k] <= 0.0:
+        # a massless link may still have a rotational inertia (Bolt's feet): regular if it is not negligible
+        if m_sub[k] <= 0.0 and not (rotation and M_diag[j] > tol * float(np.max(M_diag))):
             raise ModelError(
                 f"joint {name!r} ({jtype}) moves only massless links ({_names(subtree_links(k))}): the joint-space "
                 "mass matrix is singular (no torque gives a defined acceleration); give link "

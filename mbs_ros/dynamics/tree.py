@@ -258,9 +258,10 @@ def build_tree(spec, base: str) -> Tree:
     if len(link_names) != len(spec.links):
         missing = sorted(set(spec.links) - set(link_names))
         raise ModelError(f"links not connected to the root {spec.root!r}: {missing}", link=missing[0])
-    # each link's inertia, moved to its body's frame and summed there (links without mass add nothing)
+    # each link's inertia, moved to its body's frame and summed there (links without mass or inertia add nothing;
+    # a massless link with a rotational inertia keeps it, as the file says and Pinocchio reads it)
     links = [spec.links[name] for name in link_names]
-    heavy = np.flatnonzero([link.mass > 0.0 for link in links])
+    heavy = np.flatnonzero([link.mass > 0.0 or np.any(link.inertia) for link in links])
     inertias = np.zeros((len(parent), 6, 6))
     if heavy.size:
         I_link = _spatial_inertias([links[i].mass for i in heavy], [links[i].inertia for i in heavy],

@@ -4,14 +4,36 @@ Parsing is done by the ROS parser ``urdf_parser_py`` (PyPI ``urdfdom-py``), xacr
 package; this module only reads their objects. What is kept: every link's inertial (mass, centre of mass and the
 inertia about it, rotated into link axes) and every joint's type, parent, child, origin (URDF ``rpy``: fixed axes
 x, y, z, i.e. ``R = Rz(yaw) Ry(pitch) Rx(roll)``) and axis (normalised; URDF's default ``1 0 0``), and its
-``<limit>`` (see :class:`JointSpec`). Visuals, collisions and dynamics tags are ignored by the dynamics.
+``<limit>`` (see :class:`JointSpec`).
+
+Tolerant of everything that is not dynamics: only the elements and attributes above (plus the robot's name) are
+handed to ``urdf_parser_py``, so visuals, collisions, materials and textures, transmissions of any style, gazebo,
+ros2_control, sensors and any other extension tag or attribute are never parsed: they cannot fail a load (an empty
+``<texture/>``, an old-style ``WristTransmission``) and nothing is printed (``urdf_parser_py`` writes "Unknown tag"
+lines to stderr through its ``on_error`` hook; whatever it might still report is collected instead). Joint
+``<dynamics>``, ``<calibration>`` and ``<safety_controller>`` are not read either (nothing here simulates them).
+
+What the loader repairs, leaves out although it may matter, or finds implausible is collected in
+:attr:`RobotSpec.report` (``Model.load_report``): a tuple of short strings, each naming the link or joint, and
+issued once per ``Model`` load as a single :class:`ModelWarning` (:func:`parse_urdf` only with ``warn=True``):
+
+* an inertia that is not positive semi-definite by at most :data:`INERTIA_TOLERANCE` (relative to the largest
+  principal moment of any link of the robot: below what the file's digits can mean for the robot, e.g. the 1 µg
+  antennas of example-robot-data's TIAGo, −3.5e-8 kg m² against 0.55) is projected onto the nearest positive
+  semi-definite inertia (negative principal moments set to 0, the Frobenius-nearest; the link keeps its mass and
+  centre of mass); round-off (≥ −1e-12 × max(1, |I|)) is accepted silently, as before;
+* ``<mimic>``: not simulated, the joint moves independently (Pinocchio's default too);
+* principal moments that violate the triangle inequality (no real body has them): simulated as given — widely
+  used URDFs have such links (example-robot-data's ANYmal, Go1, B1, HyQ, Allegro, Romeo);
+* a malformed element that is not read but that a strict URDF reader refuses (a ``<texture/>`` without a file
+  name, a transmission without a type, a mesh without a file name; a robot without a name);
+* a link with mass 0 but a rotational inertia (no real body): simulated as given, as Pinocchio does;
+* a second ``<inertial>`` in a link (the first is used).
 
 Checks made here, each a :class:`ModelError` naming the file (when the source is a path) and the link or joint:
-a mass that is negative or not finite, an inertia that is not finite or not positive semi-definite (on a link
-with mass), a limit that is negative, not a number, or ``lower > upper``. An inertia whose principal moments
-violate the triangle inequality (no real body has them) only warns (:class:`ModelWarning`): widely used URDFs
-have such links (example-robot-data's ANYmal, Go1, B1, HyQ, Allegro, Romeo) and the equations stay well posed.
-The checks of the whole tree (a singular mass matrix, the mass ratio) are the Model's, see
+a mass that is negative or not finite, an inertia that is not finite or not positive semi-definite beyond the
+tolerance above, a limit that is negative, not a number, or ``lower > upper``. The checks of
+the whole tree (a singular mass matrix, the mass ratio) are the Model's, see
 :meth:`mbs_ros.dynamics.Model.from_urdf`.
 
 Errors never quote the file's content: a path that is not a URDF is reported by its path and the reason.
@@ -27,10 +49,17 @@ import numpy as np
 from transforms3d.euler import euler2mat
 
 __all__ = ["LinkSpec", "JointSpec", "RobotSpec", "JOINT_TYPES", "ModelError", "ModelWarning", "parse_urdf",
-           "load_urdf_xml", "origin_matrix", "looks_like_xml_text"]
+           "load_urdf_xml", "origin_matrix", "looks_like_xml_text", "INERTIA_TOLERANCE"]
 
 #: URDF joint types a tree may have.
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
+
+#: A link's inertia whose most negative principal moment is at most this fraction of the largest principal moment
+#: of any link of the robot is projected onto the nearest positive semi-definite one (with a note in the load
+#: report); beyond it the link is refused. URDFs carry about six significant digits, so an error of 1e-6 of the
+#: robot's largest moment is below what the file can express. example-robot-data: TIAGo's 1 µg antennas are at
+#: 6.4e-8 (loaded), romeo_laas_small's 5 kg trunk at 0.22 (refused; its hips at 0.028).
+INERTIA_TOLERANCE = 1e-6
 
 
 class ModelError(ValueError):
@@ -49,8 +78,9 @@ class ModelError(ValueError):
 
 
 class ModelWarning(UserWarning):
-    """A robot description that loads but that no real robot has (e.g. principal moments of inertia that violate
-    the triangle inequality)."""
+    """A robot description that loads, but repaired, with parts left out that may matter, or that no real robot
+    has (e.g. principal moments of inertia that violate the triangle inequality): one per load, listing the items
+    of the load report."""
 
 
 @dataclass(frozen=True)
@@ -95,6 +125,9 @@ class RobotSpec:
     links: dict  # name -> LinkSpec, in URDF order
     joints: tuple  # JointSpec, in URDF order
     xml: str
+    #: What the loader repaired, left out or found implausible, one short string per item naming the link or joint
+    #: (see the module docstring); empty for a clean file.
+    report: tuple = ()
 
 
 def origin_matrix(xyz=None, rpy=None) -> np.ndarray:
@@ -198,22 +231,35 @@ def _short(exc: BaseException, limit: int = 300) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def parse_urdf(source, xacro: bool | None = None, mappings: dict | None = None) -> RobotSpec:
+def parse_urdf(source, xacro: bool | None = None, mappings: dict | None = None, warn: bool = False) -> RobotSpec:
     """Parse ``source`` (see :func:`load_urdf_xml`) with ``urdf_parser_py`` into a :class:`RobotSpec`;
-    :class:`ModelError` (a ValueError) naming the file when ``source`` is a path, and the link or joint."""
+    :class:`ModelError` (a ValueError) naming the file when ``source`` is a path, and the link or joint. The
+    report is :attr:`RobotSpec.report`; with ``warn`` a non-empty one is also issued as one :class:`ModelWarning`
+    (``Model.from_urdf`` issues it itself, so that readers of the same text for other purposes — markers, the
+    nodes' checks — do not repeat it)."""
     path = None
     if isinstance(source, os.PathLike) or (isinstance(source, str) and not looks_like_xml_text(source)):
         path = os.fspath(source)
     xml = load_urdf_xml(source, xacro=xacro, mappings=mappings)
     try:
-        return _parse_xml(xml)
+        spec = _parse_xml(xml)
     except ModelError as exc:
         raise exc.with_file(path) from None
+    if warn and spec.report:
+        warnings.warn(report_message(spec.report, path or spec.name), ModelWarning, stacklevel=2)
+    return spec
 
 
-def _check_well_formed(xml: str) -> None:
-    """ModelError unless ``xml`` is well-formed XML, giving the position only: an XML parser's message quotes tag
-    names from the text, which may be anything (a secret file that happens to start with '<')."""
+def report_message(report, subject: str) -> str:
+    """The one warning of a load report: ``subject`` (the file, or the robot's name) and the items, one a line."""
+    n = len(report)
+    return f"{subject}: loaded with {n} note{'s' if n != 1 else ''}:\n" + "\n".join(f"  - {r}" for r in report)
+
+
+def _check_well_formed(xml: str):
+    """The root element of ``xml``; ModelError unless it is well-formed XML with a ``<robot>`` root, giving the
+    position only: an XML parser's message quotes tag names from the text, which may be anything (a secret file
+    that happens to start with '<')."""
     import xml.etree.ElementTree as ET
 
     try:
@@ -224,6 +270,97 @@ def _check_well_formed(xml: str) -> None:
                          f"{column})") from None
     if root.tag != "robot":
         raise ModelError(f"{_describe_text(xml)} is not a valid URDF: its root element is not <robot>")
+    return root
+
+
+# What is handed to urdf_parser_py: {element: attributes kept}, children by parent. Nothing else is parsed.
+_LINK_KEEP = {"inertial": ()}
+_INERTIAL_KEEP = {"origin": ("xyz", "rpy"), "mass": ("value",),
+                  "inertia": ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
+_JOINT_KEEP = {"parent": ("link",), "child": ("link",), "origin": ("xyz", "rpy"), "axis": ("xyz",),
+               "limit": ("lower", "upper", "effort", "velocity")}
+
+
+def _copy(parent, element, attributes):
+    import xml.etree.ElementTree as ET
+
+    return ET.SubElement(parent, element.tag, {k: element.get(k) for k in attributes if element.get(k) is not None})
+
+
+def _dynamics_xml(root) -> tuple:
+    """``(xml, report)``: the parts of the URDF ``root`` the dynamics reads (see the module docstring), as XML text
+    for urdf_parser_py, and the report items found on the way (mimic, malformed decoration, a second inertial)."""
+    import xml.etree.ElementTree as ET
+
+    report = []
+    name = root.get("name")
+    if not name:
+        report.append("the robot has no name (URDF requires one): called 'robot'")
+    out = ET.Element("robot", {"name": name or "robot"})
+    mimics = []
+    for link in root.findall("link"):
+        new = _copy(out, link, ("name",))
+        inertials = link.findall("inertial")
+        if len(inertials) > 1:
+            report.append(f"link {link.get('name')!r}: {len(inertials)} <inertial> elements, the first is used")
+        if inertials:
+            inertial = _copy(new, inertials[0], ())
+            for tag, attributes in _INERTIAL_KEEP.items():
+                e = inertials[0].find(tag)
+                if e is not None:
+                    _copy(inertial, e, attributes)
+    for joint in root.findall("joint"):
+        new = _copy(out, joint, ("name", "type"))
+        for tag, attributes in _JOINT_KEEP.items():
+            e = joint.find(tag)
+            if e is not None:
+                _copy(new, e, attributes)
+        if joint.find("mimic") is not None and joint.get("type") != "fixed":
+            mimics.append(joint.get("name"))
+    if mimics:
+        report.append(f"joint{'s' if len(mimics) > 1 else ''} {_names(mimics)}: <mimic> not simulated (each moves "
+                      "independently)")
+    report.extend(_malformed_decoration(root))
+    return ET.tostring(out, encoding="unicode"), report
+
+
+def _names(names, limit: int = 4) -> str:
+    names = [repr(n) for n in names]
+    return ", ".join(names) if len(names) <= limit else ", ".join(names[:limit]) + f" and {len(names) - limit} more"
+
+
+def _malformed_decoration(root) -> list:
+    """Report items for elements the dynamics does not read but that a strict URDF reader (urdfdom,
+    urdf_parser_py) refuses, as seen in real files: each kind once, with the links or transmissions that have it."""
+    found = {}
+
+    def add(kind, where):
+        found.setdefault(kind, []).append(where)
+
+    def materials(materials, where):
+        for material in materials:
+            for texture in material.findall("texture"):
+                if not texture.get("filename"):
+                    add("<texture> without a filename", where)
+
+    for link in root.findall("link"):
+        where = f"link {link.get('name')!r}"
+        for tag in ("visual", "collision"):
+            for element in link.findall(tag):
+                materials(element.findall("material"), where)
+                for mesh in element.iter("mesh"):
+                    if not mesh.get("filename"):
+                        add("<mesh> without a filename", where)
+    materials(root.findall("material"), "the robot")
+    for transmission in root.findall("transmission"):
+        if not (transmission.get("type") or (transmission.findtext("type") or "").strip()):
+            add("<transmission> without a type", f"transmission {transmission.get('name')!r}")
+    out = []
+    for kind, where in found.items():
+        unique = list(dict.fromkeys(where))
+        shown = ", ".join(unique[:4]) + (f" and {len(unique) - 4} more" if len(unique) > 4 else "")
+        out.append(f"{kind} ({len(where)}; {shown}): not read (not dynamics), ignored")
+    return out
 
 
 def _parse_xml(xml: str) -> RobotSpec:
@@ -232,11 +369,14 @@ def _parse_xml(xml: str) -> RobotSpec:
     xml = _strip_bom(xml)
     if not xml.lstrip().startswith("<"):
         raise ModelError(f"{_describe_text(xml)} is not a valid URDF: it is not XML (it does not start with '<')")
-    _check_well_formed(xml)
+    dynamics_xml, report = _dynamics_xml(_check_well_formed(xml))
+    said = []
     try:
-        robot = URDF.from_xml_string(xml.encode("utf-8"))
+        with _quiet_parser(said):
+            robot = URDF.from_xml_string(dynamics_xml.encode("utf-8"))
     except Exception as exc:  # noqa: BLE001 - the parser raises bare Exceptions and lxml errors
         raise ModelError(f"not a valid URDF: {_short(exc)}") from None
+    report.extend(f"urdf_parser_py: {_short(m, 200)}" for m in dict.fromkeys(said))
     if not robot.links:
         raise ModelError("not a valid URDF: no link")
 
@@ -245,6 +385,7 @@ def _parse_xml(xml: str) -> RobotSpec:
         if link.name in links:
             raise ModelError(f"link {link.name!r} defined twice", link=link.name)
         links[link.name] = _link_spec(link)
+    report[:0] = _check_inertias(links)
     joints = []
     seen = set()
     for joint in robot.joints:
@@ -258,7 +399,71 @@ def _parse_xml(xml: str) -> RobotSpec:
         raise ModelError(f"expected one root link, found {roots}")
     if len(children) != len(joints):
         raise ModelError("a link is the child of two joints (closed loops are not supported)")
-    return RobotSpec(robot.name or "robot", roots[0], links, tuple(joints), xml)
+    return RobotSpec(robot.name or "robot", roots[0], links, tuple(joints), xml, tuple(report))
+
+
+class _quiet_parser:
+    """Within it, urdf_parser_py's ``on_error`` messages ("Unknown tag ...", printed to stderr by default) are
+    appended to ``said`` instead. The hook is a module global of the parser: restored on exit."""
+
+    def __init__(self, said: list):
+        self.said = said
+
+    def __enter__(self):
+        from urdf_parser_py import xml_reflection
+        from urdf_parser_py.xml_reflection import core
+
+        self._modules = (core, xml_reflection)
+        self._saved = [getattr(m, "on_error", None) for m in self._modules]
+        for m in self._modules:
+            m.on_error = self.said.append
+        return self
+
+    def __exit__(self, *exc):
+        for m, hook in zip(self._modules, self._saved):
+            m.on_error = hook
+        return False
+
+
+def _fmt(values) -> str:
+    return "[" + ", ".join(f"{float(x):.3g}" for x in values) + "]"
+
+
+def _check_inertias(links: dict) -> list:
+    """Refuse (ModelError) or project the links' inertias that are not positive semi-definite, see
+    :data:`INERTIA_TOLERANCE` (``links`` updated in place); report items for projections and triangle-inequality
+    violations."""
+    eigs = {name: np.linalg.eigh(spec.inertia) for name, spec in links.items()
+            if spec.mass > 0.0 or np.any(spec.inertia)}
+    scale = max((float(w[-1]) for w, _ in eigs.values()), default=0.0)
+    report = []
+    for name, (w, V) in eigs.items():
+        spec = links[name]
+        J = spec.inertia
+        if w[0] < -1e-12 * max(1.0, np.abs(J).max()):
+            ratio = -float(w[0]) / scale if scale > 0.0 else math.inf
+            if not ratio <= INERTIA_TOLERANCE:
+                raise ModelError(
+                    f"link {name!r}: inertia must be positive semi-definite, principal moments {w.tolist()} (the "
+                    f"negative one is {ratio:.2g} of the largest principal moment of the robot's links, beyond the "
+                    f"{INERTIA_TOLERANCE:g} taken for rounding)", link=name)
+            clipped = np.maximum(w, 0.0)
+            J_new = (V * clipped) @ V.T
+            links[name] = LinkSpec(name, spec.mass, spec.com, 0.5 * (J_new + J_new.T))
+            report.append(f"link {name!r} ({spec.mass:.3g} kg): inertia not positive semi-definite, principal "
+                          f"moments {_fmt(w)} kg m² (the negative one {ratio:.2g} of the robot's largest, within "
+                          f"{INERTIA_TOLERANCE:g}): projected onto the nearest positive semi-definite inertia, "
+                          f"moments {_fmt(clipped)}")
+            continue
+        if spec.mass == 0.0 and w[-1] > 1e-12 * max(1.0, np.abs(J).max()):
+            report.append(f"link {name!r}: mass 0 with principal moments of inertia {_fmt(w)} kg m² (no body without "
+                          "mass has inertia); simulated as given")
+            continue
+        a, b, c = w
+        if c > a + b + 1e-9 * c + 1e-12 * max(1.0, np.abs(J).max()):  # round-off of a point mass is no violation
+            report.append(f"link {name!r}: principal moments of inertia {_fmt(w)} violate the triangle inequality "
+                          "(no real body has them); simulated as given")
+    return report
 
 
 def _link_spec(link) -> LinkSpec:
@@ -278,16 +483,7 @@ def _link_spec(link) -> LinkSpec:
     J = R @ J @ R.T
     if not (np.all(np.isfinite(J)) and np.all(np.isfinite(T))):
         raise ModelError(f"link {link.name!r}: inertia and its origin must be finite", link=link.name)
-    J = 0.5 * (J + J.T)
-    if mass > 0.0:
-        eig = np.linalg.eigvalsh(J)
-        if eig[0] < -1e-12 * max(1.0, np.abs(J).max()):
-            raise ModelError(f"link {link.name!r}: inertia must be positive semi-definite, principal moments "
-                             f"{eig.tolist()}", link=link.name)
-        a, b, c = eig
-        if c > a + b + 1e-9 * c:
-            warnings.warn(f"link {link.name!r}: principal moments of inertia {eig.tolist()} violate the triangle "
-                          "inequality (no real body has them); simulating anyway", ModelWarning, stacklevel=4)
+    J = 0.5 * (J + J.T)  # positive semi-definiteness: _check_inertias, against the whole robot's scale
     return LinkSpec(link.name, mass, T[:3, 3].copy(), J)
 
 
