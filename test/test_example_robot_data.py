@@ -14,7 +14,8 @@ in :data:`PINOCCHIO_REFUSES`, and we must refuse them too. A file whose root lin
 world on purpose: on the se3 base we refuse it, naming that link (Pinocchio adds a free-flyer above ``world``).
 A file in none of these cases that either side refuses fails.
 
-The figures of the issue's report: ``python -m pytest -q test/test_example_robot_data.py -s -k worst``.
+The figures of the issue's report (the worst error per quantity, printed last): ``python -m pytest -q -s
+test/test_example_robot_data.py``.
 """
 import warnings
 import zlib
