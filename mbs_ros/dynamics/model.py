@@ -33,6 +33,7 @@ import dataclasses
 import math
 import os
 import warnings
+from types import MappingProxyType
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -120,6 +121,9 @@ class Model:
     _compiled: object = field(default=None, repr=False)  # compiled.CompiledModel, or None: the numpy reference
     _limits: tuple | None = field(default=None, repr=False)  # (effort (nv,), velocity (nv,), lower (nj,), upper (nj,))
     load_report: tuple = field(default=(), repr=False)
+    #: The joints locked at load (``from_urdf(..., locked_joints=...)``): ``{joint name: position}`` (rad or m),
+    #: read-only, in the URDF's joint order; empty when none is.
+    locked_joints: MappingProxyType = field(default_factory=lambda: MappingProxyType({}), repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -176,7 +180,8 @@ class Model:
 
     @classmethod
     def from_urdf(cls, urdf, base: str = "fixed", gravity=(0.0, 0.0, -9.81), xacro: bool | None = None,
-                  mappings: dict | None = None, max_mass_ratio: float | None = MAX_MASS_RATIO) -> "Model":
+                  mappings: dict | None = None, max_mass_ratio: float | None = MAX_MASS_RATIO,
+                  locked_joints=None) -> "Model":
         """Model of a URDF robot: the root link is the base body, on the group ``base`` or fixed to the world
         (``"fixed"``; a root link named ``world`` with fixed joints places the robot in the world).
 
@@ -202,8 +207,15 @@ class Model:
         inertia within rounding of positive semi-definite, projected), left out although it may matter
         (``<mimic>``) or found implausible (triangle inequality, malformed decoration) is :attr:`load_report` and
         is issued once, as one :class:`ModelWarning` listing the items, when the model loads.
+
+        ``locked_joints`` (Pinocchio's ``buildReducedModel``): ``{joint name: position}`` (rad for revolute and
+        continuous joints, m for prismatic ones); each becomes a fixed joint at that position (its origin times
+        the joint's motion there), so its child merges into its parent's body, before the checks above: a hand
+        or gripper without mass can be frozen. They leave ``joint_names``, ``nq`` and ``nv``; :attr:`locked_joints`
+        keeps them. ModelError naming the joint for an unknown or fixed joint, a position not finite or outside
+        the joint's ``<limit>``.
         """
-        from .urdf import parse_urdf, report_message
+        from .urdf import lock_joints, parse_urdf, report_message
 
         if base not in TREE_BASES:
             raise ValueError(f"unknown base {base!r}; choose one of {', '.join(TREE_BASES)}")
@@ -212,30 +224,35 @@ class Model:
             file = os.fspath(urdf)
         try:
             spec = parse_urdf(urdf, xacro=xacro, mappings=mappings, warn=False)
+            spec, locked = lock_joints(spec, locked_joints)
             tree = build_tree(spec, base)
-            _check_tree(tree, base, max_mass_ratio)
+            _check_tree(tree, base, max_mass_ratio, {j.name: (j.lower, j.upper) for j in spec.joints})
         except ModelError as exc:
             raise exc.with_file(file) from None
         model = cls._assemble(base, tree, _gravity(gravity), name=spec.name, urdf=spec.xml)
         if spec.report:
             warnings.warn(report_message(spec.report, file or spec.name), ModelWarning, stacklevel=2)
-        return dataclasses.replace(model, _limits=_joint_limits(tree, spec), load_report=spec.report)
+        return dataclasses.replace(model, _limits=_joint_limits(tree, spec), load_report=spec.report,
+                                   locked_joints=MappingProxyType(locked))
 
     @classmethod
     def from_xacro(cls, path, mappings: dict | None = None, base: str = "fixed",
-                   gravity=(0.0, 0.0, -9.81), max_mass_ratio: float | None = MAX_MASS_RATIO) -> "Model":
+                   gravity=(0.0, 0.0, -9.81), max_mass_ratio: float | None = MAX_MASS_RATIO,
+                   locked_joints=None) -> "Model":
         """:meth:`from_urdf` of a xacro file expanded with ``mappings``."""
         return cls.from_urdf(path, base=base, gravity=gravity, xacro=True, mappings=mappings,
-                             max_mass_ratio=max_mass_ratio)
+                             max_mass_ratio=max_mass_ratio, locked_joints=locked_joints)
 
     @classmethod
-    def from_yaml(cls, path, max_mass_ratio: float | None = MAX_MASS_RATIO) -> "Model":
-        """Model of a robot YAML file (schema: :mod:`mbs_ros.dynamics.robot_yaml`); errors name the file."""
+    def from_yaml(cls, path, max_mass_ratio: float | None = MAX_MASS_RATIO, locked_joints=None) -> "Model":
+        """Model of a robot YAML file (schema: :mod:`mbs_ros.dynamics.robot_yaml`); errors name the file.
+        ``locked_joints`` as in :meth:`from_urdf`."""
         from .robot_yaml import load_robot
 
         cfg = load_robot(path)
         try:
-            model = cls.from_urdf(cfg.urdf, base=cfg.base, gravity=cfg.gravity, max_mass_ratio=max_mass_ratio)
+            model = cls.from_urdf(cfg.urdf, base=cfg.base, gravity=cfg.gravity, max_mass_ratio=max_mass_ratio,
+                                  locked_joints=locked_joints)
         except ModelError as exc:
             raise exc.with_file(os.fspath(path)) from None
         return dataclasses.replace(model, name=cfg.name) if cfg.name else model
@@ -738,9 +755,31 @@ _BASE_DIRECTIONS = ("translation along x", "translation along y", "translation a
                     "rotation about y", "rotation about z")
 
 
-def _check_tree(tree: Tree, base: str, max_mass_ratio) -> None:
+def _lock_hint(names, ranges) -> str:
+    """The advice of a singular joint's error: lock ``names`` (at 0, or the end of its range nearer 0)."""
+    ranges = ranges or {}
+
+    def position(name):
+        lower, upper = ranges.get(name, (-math.inf, math.inf))
+        return min(max(0.0, lower), upper)
+
+    shown = ", ".join(f"{n!r}: {position(n)!r}" for n in names)
+    return (f"lock {'them' if len(names) > 1 else 'it'} with locked_joints={{{shown}}} (Model.from_urdf) or the "
+            "nodes' locked_joints parameter")
+
+
+def _massless_joints(tree: Tree, M_diag, m_sub) -> list:
+    """The movable joints whose subtree has no mass (and, for a rotation, no inertia about the axis either)."""
+    top = float(np.max(M_diag)) if len(M_diag) else 0.0
+    return [tree.joint_names[j] for j in range(tree.nj)
+            if m_sub[j + 1] <= 0.0 and not (tree.joint_types[j] != "prismatic"
+                                            and M_diag[j] > SINGULAR_TOLERANCE * top)]
+
+
+def _check_tree(tree: Tree, base: str, max_mass_ratio, ranges=None) -> None:
     """ModelError unless M is positive definite at the neutral configuration and the moving bodies' masses are
-    within ``max_mass_ratio`` (see :meth:`Model.from_urdf`)."""
+    within ``max_mass_ratio`` (see :meth:`Model.from_urdf`). ``ranges``: ``{joint: (lower, upper)}``, for the
+    positions the errors suggest locking a joint at."""
     D, M_diag, IA0, IC0, m_sub = inertia_pivots(tree)
     tol = SINGULAR_TOLERANCE
 
@@ -759,10 +798,14 @@ def _check_tree(tree: Tree, base: str, max_mass_ratio) -> None:
         along = "about its axis" if rotation else "along its axis"
         # a massless link may still have a rotational inertia (Bolt's feet): regular if it is not negligible
         if m_sub[k] <= 0.0 and not (rotation and M_diag[j] > tol * float(np.max(M_diag))):
+            massless = _massless_joints(tree, M_diag, m_sub)
+            others = len(massless) - 1
             raise ModelError(
                 f"joint {name!r} ({jtype}) moves only massless links ({_names(subtree_links(k))}): the joint-space "
-                "mass matrix is singular (no torque gives a defined acceleration); give link "
-                f"{child!r} an <inertial> with mass, or make the joint fixed", joint=name, link=child)
+                "mass matrix is singular (no torque gives a defined acceleration)"
+                + (f"; so do {others} more joint{'s' if others > 1 else ''} of the robot" if others else "")
+                + f"; give link {child!r} an <inertial> with mass, make the joint fixed, or "
+                + _lock_hint(massless, ranges), joint=name, link=child)
         ref = max(M_diag[j], _sphere_moment(m_sub[k]) if rotation else m_sub[k])
         if D[j] >= tol * ref:
             continue
@@ -772,13 +815,14 @@ def _check_tree(tree: Tree, base: str, max_mass_ratio) -> None:
                 f"joint {name!r} ({jtype}): the links it moves ({_names(subtree_links(k))}; {m_sub[k]:.6g} kg) have "
                 f"no inertia {along} ({M_diag[j]:.3g} {unit}, against {ref:.3g} for a solid sphere of that mass "
                 "of the densest metal): the joint-space mass matrix is singular; give link "
-                f"{child!r} its inertia (<inertia>), or move its centre of mass off the axis",
-                joint=name, link=child)
+                f"{child!r} its inertia (<inertia>), move its centre of mass off the axis, or "
+                + _lock_hint([name], ranges), joint=name, link=child)
         raise ModelError(
             f"joint {name!r} ({jtype}): with the joints beyond it free, moving it moves no mass ({D[j]:.3g} of "
             f"{M_diag[j]:.3g} remains): the joints beyond link {child!r} ({tree.body_mass[k]:.6g} kg) reproduce its "
             "motion, so the joint-space mass matrix is singular (e.g. coaxial joints with a massless link between "
-            f"them); give link {child!r} mass and inertia, or make one of the joints fixed", joint=name, link=child)
+            f"them); give link {child!r} mass and inertia, make one of the joints fixed, or "
+            + _lock_hint([name], ranges), joint=name, link=child)
 
     root = tree.body_names[0]
     if base != "fixed":

@@ -40,6 +40,7 @@ Errors never quote the file's content: a path that is not a URDF is reported by 
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import warnings
@@ -49,7 +50,8 @@ import numpy as np
 from transforms3d.euler import euler2mat
 
 __all__ = ["LinkSpec", "JointSpec", "RobotSpec", "JOINT_TYPES", "ModelError", "ModelWarning", "parse_urdf",
-           "load_urdf_xml", "origin_matrix", "looks_like_xml_text", "INERTIA_TOLERANCE"]
+           "load_urdf_xml", "origin_matrix", "looks_like_xml_text", "INERTIA_TOLERANCE", "lock_joints",
+           "joint_motion"]
 
 #: URDF joint types a tree may have.
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
@@ -544,3 +546,61 @@ def _limits(joint):
         raise ModelError(f"joint {joint.name!r}: <limit lower=\"{lower!r}\"> is above upper=\"{upper!r}\"",
                          joint=joint.name)
     return rates[0], rates[1], lower, upper
+
+
+def joint_motion(joint: JointSpec, value: float) -> np.ndarray:
+    """4×4 motion of ``joint`` at position ``value`` in its own frame: ``exp(axis · value)`` — a rotation by
+    ``value`` rad about the axis (revolute, continuous), a translation by ``value`` m along it (prismatic)."""
+    T = np.eye(4)
+    a = np.asarray(joint.axis, dtype=float)
+    if joint.type == "prismatic":
+        T[:3, 3] = a * value
+    else:
+        K = np.array([[0.0, -a[2], a[1]], [a[2], 0.0, -a[0]], [-a[1], a[0], 0.0]])
+        T[:3, :3] = np.eye(3) + math.sin(value) * K + (1.0 - math.cos(value)) * (K @ K)
+    return T
+
+
+def lock_joints(spec: RobotSpec, locked) -> tuple:
+    """``(spec', locked')``: ``spec`` with each joint of ``locked`` (a mapping ``{joint name: position}``, an angle
+    [rad] for revolute and continuous joints, metres for prismatic ones) made a fixed joint whose origin includes
+    its motion at that position (``origin · exp(axis · value)``), so that its child merges into the parent body as
+    any fixed joint's does (Pinocchio's ``buildReducedModel``); ``locked'`` is ``{name: float position}`` in the
+    file's joint order. ModelError naming the joint for a name that is no joint of the robot, a joint that is
+    fixed already, a position that is not a finite number or outside the joint's ``<limit lower upper>``."""
+    if locked is None:
+        return spec, {}
+    if not hasattr(locked, "items"):
+        raise ModelError(f"locked_joints must be a mapping {{joint name: position}}, got {type(locked).__name__}")
+    by_name = {j.name: j for j in spec.joints}
+    values = {}
+    for name, value in locked.items():
+        joint = by_name.get(name)
+        if joint is None:
+            movable = [j.name for j in spec.joints if j.type != "fixed"]
+            raise ModelError(f"locked_joints: the robot has no joint {name!r} (its movable joints: "
+                             f"{_names(movable, 8) or 'none'})", joint=str(name))
+        if joint.type == "fixed":
+            raise ModelError(f"locked_joints: joint {name!r} is a fixed joint already (only revolute, continuous "
+                             "and prismatic joints can be locked)", joint=name)
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise ModelError(f"locked_joints: the position of joint {name!r} is not a number", joint=name) from None
+        if not math.isfinite(x):
+            raise ModelError(f"locked_joints: the position of joint {name!r} must be finite, got {x!r}", joint=name)
+        if not joint.lower <= x <= joint.upper:
+            unit = "m" if joint.type == "prismatic" else "rad"
+            raise ModelError(f"locked_joints: the position {x!r} {unit} of joint {name!r} is outside its <limit> "
+                             f"range [{joint.lower!r}, {joint.upper!r}]", joint=name)
+        values[name] = x
+    if not values:
+        return spec, {}
+    joints = []
+    for j in spec.joints:
+        if j.name in values:
+            origin = j.origin @ joint_motion(j, values[j.name])
+            j = JointSpec(j.name, "fixed", j.parent, j.child, origin, j.axis)
+        joints.append(j)
+    ordered = {j.name: values[j.name] for j in spec.joints if j.name in values}
+    return dataclasses.replace(spec, joints=tuple(joints)), ordered
