@@ -137,6 +137,7 @@ from mbs_ros.controllers import ComputedTorque, PassivityBased, PDGravity, Refer
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.model import MAX_MASS_RATIO
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes import dynamics_node as _dn
 from mbs_ros.nodes import model_source as ms
 from mbs_ros.nodes import params as prm
 from mbs_ros.nodes.model_source import ParameterError
@@ -193,6 +194,8 @@ class ControllerSettings:
     max_time_jump: float = 5.0
     use_events_executor: bool = True
     max_mass_ratio: float = MAX_MASS_RATIO
+    locked_joints: Tuple[str, ...] = ()  # as dynamics_node's: joints frozen at load
+    locked_joint_positions: Tuple[float, ...] = ()
 
 
 DEFAULTS = ControllerSettings()
@@ -232,6 +235,8 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
                       "larger one, or a step back, becomes the time base only after 3 consecutive states.",
                       {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
     "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, {"read_only": True}),
+    "locked_joints": (_dn.LOCKED_JOINTS_DESCRIPTION + " As dynamics_node's (the same list).", {"read_only": True}),
+    "locked_joint_positions": (_dn.LOCKED_POSITIONS_DESCRIPTION, {"read_only": True}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
         "with a warning); false: always the single-threaded executor (as dynamics_node).", {"read_only": True}),
@@ -295,6 +300,7 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
     def text(name, choices=None, allow_empty=False):
         return prm.text(values, name, choices, allow_empty)
 
+    locked = _dn.locked_joints_setting(values, source.multibody)
     s = ControllerSettings(
         robot_description=text("robot_description", allow_empty=True),
         model_file=text("model_file", allow_empty=True),
@@ -315,6 +321,8 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
         lockstep=prm.flag(values, "lockstep"),
         use_events_executor=prm.flag(values, "use_events_executor"),
         max_mass_ratio=prm.number(values, "max_mass_ratio", lo=0.0),
+        locked_joints=locked[0],
+        locked_joint_positions=locked[1],
         max_wrench=_limits(values, "max_wrench", 2),
         max_effort=_limits(values, "max_effort", None),
         max_time_jump=prm.number(values, "max_time_jump", lo=0.0, lo_open=True),
@@ -331,7 +339,8 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
 def build_model(s: ControllerSettings, source: ms.Source) -> Model:
     if source.multibody:
         return ms.build_multibody(source, s.base_group, s.gravity, mass_scale=s.mass_scale,
-                                  max_mass_ratio=s.max_mass_ratio)
+                                  max_mass_ratio=s.max_mass_ratio,
+                                  locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)))
     ixx, ixy, ixz, iyy, iyz, izz = s.inertia
     inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]) * s.mass_scale
     try:

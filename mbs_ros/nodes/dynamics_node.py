@@ -307,6 +307,8 @@ class Settings:
     cmd_timeout: float = 0.5
     use_events_executor: bool = True
     max_mass_ratio: float = MAX_MASS_RATIO
+    locked_joints: Tuple[str, ...] = ()  # joints frozen at load (Model.from_urdf's locked_joints)
+    locked_joint_positions: Tuple[float, ...] = ()  # one per locked joint (zeros when given empty)
     publish_clock: bool = False
     real_time_factor: float = 1.0
     lockstep: bool = False
@@ -327,6 +329,39 @@ class Settings:
 
 
 DEFAULTS = Settings()
+
+LOCKED_JOINTS_DESCRIPTION = (
+    "Joints of the robot frozen at load (Pinocchio's buildReducedModel): each becomes a fixed joint at its "
+    "locked_joint_positions entry, e.g. a massless hand or a gripper; they leave joint_names. Robots only.")
+LOCKED_POSITIONS_DESCRIPTION = (
+    "Positions of locked_joints, same order and length [rad or m], within each joint's URDF <limit>; empty = "
+    "zeros.")
+
+
+def locked_joints_setting(values: Dict[str, object], multibody: bool) -> Tuple[tuple, tuple]:
+    """``(names, positions)`` of the ``locked_joints`` and ``locked_joint_positions`` parameters (positions
+    filled with zeros when empty); ParameterError for a name that is not a non-empty string, a repeated name,
+    lengths that differ, or joints locked on a single body. Whether each names a joint of the robot, and its range,
+    the model checks (:func:`mbs_ros.nodes.model_source.build_multibody`)."""
+    names = values.get("locked_joints", ())
+    if isinstance(names, (str, bytes)) or not hasattr(names, "__len__") \
+            or any(not isinstance(n, str) or not n.strip() for n in names):
+        raise ParameterError(f"locked_joints must be a list of joint names, got {names!r}")
+    names = tuple(n.strip() for n in names)
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ParameterError(f"locked_joints names {', '.join(map(repr, repeated))} more than once")
+    positions = values.get("locked_joint_positions", ())
+    empty = hasattr(positions, "__len__") and not isinstance(positions, (str, bytes)) and len(positions) == 0
+    positions = () if empty else prm.vector({"locked_joint_positions": positions}, "locked_joint_positions", None)
+    if positions and len(positions) != len(names):
+        raise ParameterError(f"locked_joint_positions must have one entry per locked joint ({len(names)}: "
+                             f"{', '.join(names) or 'none'}) or be empty, got {len(positions)}")
+    if names and not multibody:
+        raise ParameterError("locked_joints: a single rigid body has no joints (robot_description or model_file "
+                             "gives a robot)")
+    return names, positions or (0.0,) * len(names)
+
 
 # name -> (description, extra descriptor fields)
 _PARAMETERS: Dict[str, Tuple[str, dict]] = {
@@ -388,6 +423,8 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
         "in (0, 60]. 0 = hold the last command forever, accepted at start-up only (for replays): a change to 0 "
         "at run time is refused.", {"floating_point_range": (0.0, 1.0e6)}),
     "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, {"read_only": True}),
+    "locked_joints": (LOCKED_JOINTS_DESCRIPTION, {"read_only": True}),
+    "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, {"read_only": True}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
         "with a warning); false: always the single-threaded executor.", {"read_only": True}),
@@ -445,6 +482,7 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         return prm.flag(values, name)
 
     multibody = source is not None and source.multibody
+    locked = locked_joints_setting(values, multibody)
     s = Settings(
         robot_description=text("robot_description", allow_empty=True),
         model_file=text("model_file", allow_empty=True),
@@ -468,6 +506,8 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         base_frame=text("base_frame"),
         cmd_timeout=number("cmd_timeout", lo=0.0, hi=MAX_CMD_TIMEOUT),
         max_mass_ratio=number("max_mass_ratio", lo=0.0),
+        locked_joints=locked[0],
+        locked_joint_positions=locked[1],
         use_events_executor=flag("use_events_executor"),
         publish_clock=flag("publish_clock"),
         real_time_factor=number("real_time_factor", lo=0.0),
@@ -598,7 +638,8 @@ def check_inertia(inertia: np.ndarray) -> Optional[str]:
 
 def build_model(s: Settings, source: Optional[ms.Source] = None) -> Model:
     if source is not None and source.multibody:
-        return ms.build_multibody(source, s.base_group, s.gravity, max_mass_ratio=s.max_mass_ratio)
+        return ms.build_multibody(source, s.base_group, s.gravity, max_mass_ratio=s.max_mass_ratio,
+                                  locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the triangle-inequality warning is logged by the node
