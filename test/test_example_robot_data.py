@@ -57,11 +57,12 @@ REFUSED = {
     "icub_description/robots/icub.urdf": (
         ("joint", "neck_roll"),
         "neck_pitch, neck_roll and neck_yaw meet through massless links: with the joints beyond it free, moving "
-        "neck_roll moves no mass (M singular; icub_reduced, without them, loads)"),
+        "neck_roll moves no mass (M singular; icub_reduced, without them, loads; so does icub.urdf with the "
+        "locked_joints the error suggests, test_locked_joints.py)"),
     "romeo_description/urdf/romeo.urdf": (
         ("joint", None),
-        "24 finger/thumb joints move links without <inertial> (massless): M singular (locked joints would make "
-        "it loadable: later work)"),
+        "24 finger/thumb joints move links without <inertial> (massless): M singular; the error suggests "
+        "locking them, and with those locked_joints it loads (test_locked_joints.py)"),
     "romeo_description/urdf/romeo_laas_small.urdf": (
         ("link", "body"),
         "the trunk's inertia has principal moments [-0.021, 0.052, 0.099] kg m²: clearly not positive "
@@ -143,6 +144,8 @@ def test_loads_where_pinocchio_does_and_agrees(relpath, base, capfd):
         assert str(ours).startswith(f"{path}: ")
         named = ours.joint if kind == "joint" else ours.link
         assert named is not None and (name is None or named == name), str(ours)
+        if kind == "joint":  # a singular joint's error suggests the locks that would load the robot
+            assert f"locked_joints={{'" in str(ours) and repr(named) in str(ours).split("locked_joints=")[1]
         M = pin.crba(pm, pd, pin.neutral(pm))
         w = np.linalg.eigvalsh(np.triu(M) + np.triu(M, 1).T)
         assert w[0] < 1e-12 * w[-1], f"Pinocchio's M of {relpath} is regular (eigenvalues {w[0]:.3g}..{w[-1]:.3g})"

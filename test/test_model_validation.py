@@ -143,6 +143,7 @@ def test_a_massless_end_link_is_refused_naming_joint_and_link(jtype):
     err = refused(arm(link("tip"), jtype))
     assert (err.joint, err.link) == ("j2", "tip")
     assert "'j2'" in str(err) and "'tip'" in str(err) and "massless" in str(err)
+    assert "locked_joints={'j2': 0.0}" in str(err)  # the way to load it unchanged: freeze the joint
 
 
 def test_a_point_mass_on_the_axis_is_refused_off_the_axis_it_is_a_pendulum():
