@@ -107,6 +107,14 @@ def test_a_continuous_joint_locks_at_any_angle_and_xacro_yaml_take_the_argument(
     path.write_text(urdf)
     assert Model.from_xacro(path, locked_joints={"j2": 7.0}).joint_names == ("j1",)
     assert Model.from_urdf(urdf).locked_joints == {}  # nothing locked: empty
+    yaml_path = tmp_path / "arm.yaml"
+    yaml_path.write_text("robot:\n  links:\n    - {name: base_link, mass: 1.0, inertia: [1, 0, 0, 1, 0, 1]}\n"
+                         "    - {name: l1, mass: 1.0, inertia: [1, 0, 0, 1, 0, 1]}\n    - {name: tip}\n  joints:\n"
+                         "    - {name: j1, type: revolute, parent: base_link, child: l1, axis: [0, 0, 1]}\n"
+                         "    - {name: j2, type: revolute, parent: l1, child: tip, axis: [0, 0, 1]}\n")
+    with pytest.raises(ModelError, match="locked_joints=\\{'j2'"):
+        Model.from_yaml(yaml_path)
+    assert Model.from_yaml(yaml_path, locked_joints={"j2": 0.1}).joint_names == ("j1",)
 
 
 # --------------------------------------------------------------------------- errors

@@ -100,7 +100,8 @@ class Model:
     Limits from the URDF: :attr:`effort_limits`, :attr:`velocity_limits` (length ``nv``) and
     :attr:`position_limits` (per joint). ``load_report``: what loading the URDF repaired, left out or found
     implausible, a tuple of short strings each naming its link or joint (empty for a clean file, and for models
-    not built from a URDF); see :mod:`mbs_ros.dynamics.urdf` and :meth:`from_urdf`.
+    not built from a URDF); see :mod:`mbs_ros.dynamics.urdf` and :meth:`from_urdf`. ``locked_joints``: the joints
+    frozen at load, ``{name: position}`` (read-only; not in ``joint_names``), see :meth:`from_urdf`.
     """
 
     base: str
