@@ -136,16 +136,20 @@ def test_wrench_profile_matches_simulate(probe, nodes):
         ([0.0, 0.3, 0.0, 0.05, 0.0, 0.0], "profile/base_link"),
         ([0.0, 0.0, 0.0, 0.0, 0.0, 0.0], ""),
     ]
+
+    def odom_after(stamp_ns):
+        # by stamp, not by arrival: under load odometry published before a wrench can arrive after its echo
+        return sum(1 for m in odom.messages if cv.ns_from_time(m.header.stamp) > stamp_ns)
+
     for W, frame in profile:
         send(pub, W, frame)
         held_in = "world" if frame == "world" else "profile/base_link"
         probe.spin_until(lambda: wrench.messages[-1].header.frame_id == held_in
                          and np.array_equal(cv.wrench_from_msg(wrench.messages[-1].wrench), W),
                          what=f"wrench {W} ({frame or 'body'}) applied", alive=[proc])
-        n = len(odom)
-        probe.spin_until(lambda: len(odom) >= n + 6, what="odom while a wrench is held", alive=[proc])
-    n = len(odom)
-    probe.spin_until(lambda: len(odom) >= n + 3, what="odom after the profile", alive=[proc])
+        since = cv.ns_from_time(wrench.messages[-1].header.stamp)
+        probe.spin_until(lambda: odom_after(since) >= 6, what="odom while a wrench is held", alive=[proc])
+    probe.spin_until(lambda: odom_after(since) >= 9, what="odom after the profile", alive=[proc])
 
     dt_ns = cv.period_ns(PROFILE["physics_rate"])
     base = "profile/base_link"
