@@ -297,9 +297,32 @@ def test_the_dynamics_node_runs_a_massless_hand_locked_by_its_parameters(tmp_pat
                        parameters=dict(model_file=str(path), physics_rate=100.0,
                                        locked_joints=["wrist", "finger_joint"], locked_joint_positions=[0.5, 0.0]),
                        log_file=tmp_path / "locked.log")
+    pytest.importorskip("rclpy")
+    from sensor_msgs.msg import JointState
+    from tf2_msgs.msg import TFMessage
+
+    from ros_helpers import Probe, Recorder
+
     proc.start()
     try:
         assert proc.wait_for_log("rk4 at 100 Hz", timeout=120), proc.log_text()
+        with Probe("test_locked_probe", 60.0) as probe:
+            joints = Recorder(probe, JointState, "/locked/joint_states")
+            tf = Recorder(probe, TFMessage, "/tf")
+            probe.spin_until(lambda: len(joints) > 0 and any(
+                t.child_frame_id == "locked/palm" for m in tf.messages for t in m.transforms),
+                what="/locked/joint_states and the palm's /tf", alive=[proc])
+            palm = [t.transform for m in tf.messages for t in m.transforms if t.child_frame_id == "locked/palm"]
     finally:
         rc = proc.stop()
     assert rc == 0, proc.log_text()
+    # the locked joints follow the moving one at their lock, still, with no effort (a JointState consumer such
+    # as robot_state_publisher sees every joint of the URDF)
+    m = joints.messages[-1]
+    assert list(m.name) == ["j1", "wrist", "finger_joint"]
+    assert list(m.position[1:]) == [0.5, 0.0] and list(m.velocity[1:]) == [0.0, 0.0]
+    assert list(m.effort[1:]) == [0.0, 0.0] and len(m.effort) == 3
+    # and /tf carries the locked wrist at its lock: locked/l1 -> locked/palm is 0.5 m along x, rotated 0.5 rad about x
+    r = palm[-1].rotation
+    assert (palm[-1].translation.x, palm[-1].translation.y, palm[-1].translation.z) == pytest.approx((0.5, 0, 0))
+    assert (r.x, r.y, r.z, r.w) == pytest.approx((math.sin(0.25), 0.0, 0.0, math.cos(0.25)), abs=1e-12)

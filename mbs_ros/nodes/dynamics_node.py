@@ -47,7 +47,8 @@ the URDF's root link and must name it):
   named ``world`` is ``world_frame`` itself (then world -> base is a fixed joint on ``/tf_static``).
 - pub ``joint_states`` (``sensor_msgs/JointState``, robots with movable joints): URDF joint names (not
   prefixed), position (rad; the angle of a continuous joint, in (-pi, pi]), velocity, effort = the effort
-  applied on the step that ended at the stamp.
+  applied on the step that ended at the stamp; then the ``locked_joints``, at their lock with zero velocity and
+  effort.
 - pub ``joint_wrenches/<joint>`` (``geometry_msgs/WrenchStamped``, one per movable joint; characters not
   allowed in topic names become ``_``; at ``wrench_rate``, computed only while one of them has a subscriber):
   ``Model.joint_wrenches(q, v, a)`` with ``a`` the forward dynamics under
@@ -1067,7 +1068,11 @@ class DynamicsNode(Node):
         self._wrench_msg = WrenchStamped()
         if self.nj:
             names = list(self.model.joint_names)
-            self._joint_state_msg = JointState(name=names)
+            # locked joints (Model.locked_joints) follow the moving ones at their fixed position, with zero
+            # velocity and effort, so a JointState consumer sees every joint the URDF moves
+            locked = dict(self.model.locked_joints)
+            self._locked_tail = (np.array(list(locked.values()), dtype=float), np.zeros(len(locked)))
+            self._joint_state_msg = JointState(name=names + list(locked))
             self._effort_msg = JointState(name=names)
             self._joint_wrench_msgs = []
             for frame in self._joint_child_frames:
@@ -1376,9 +1381,15 @@ class DynamicsNode(Node):
     def _publish_joint_states(self, stamp: int) -> None:
         sim, m = self.sim, self._joint_state_msg
         cv.set_stamp(m.header, stamp)
-        m.position = array("d", self._joint_positions(sim.q).tobytes())
-        m.velocity = array("d", sim.v[self.nv_base:].tobytes())
-        m.effort = array("d", np.ascontiguousarray(sim.applied_efforts, dtype=float).tobytes())
+        position, velocity = self._joint_positions(sim.q), sim.v[self.nv_base:]
+        effort = np.ascontiguousarray(sim.applied_efforts, dtype=float)
+        locked_position, zeros = self._locked_tail
+        if zeros.size:
+            position = np.concatenate((position, locked_position))
+            velocity, effort = np.concatenate((velocity, zeros)), np.concatenate((effort, zeros))
+        m.position = array("d", position.tobytes())
+        m.velocity = array("d", np.ascontiguousarray(velocity).tobytes())
+        m.effort = array("d", effort.tobytes())
         self.pub_joint_states.publish(m)
 
     def _publish_joint_wrenches(self, stamp: int) -> None:
