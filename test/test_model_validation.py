@@ -516,3 +516,23 @@ def test_the_nodes_refuse_a_mass_ratio_unless_their_parameter_lifts_it(tmp_path)
     finally:
         rc = proc.stop()
     assert rc == 0, proc.log_text()
+
+
+def test_the_dynamics_node_logs_the_load_report_once(tmp_path):
+    """A URDF whose tip breaks the triangle inequality loads with one note; the dynamics node says so in one
+    warning line naming the file and the link, and runs."""
+    from mbs_ros.process import NodeProcess
+
+    path = tmp_path / "triangle.urdf"
+    path.write_text(arm(link("tip", 1.0, inertia='ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="3"', xyz="0.1 0 0")))
+    proc = NodeProcess("mbs_ros.nodes.dynamics_node", name="report_node", namespace="report",
+                       parameters=dict(model_file=str(path), physics_rate=100.0), log_file=tmp_path / "report.log")
+    proc.start()
+    try:
+        assert proc.wait_for_log("rk4 at 100 Hz", timeout=120), proc.log_text()
+    finally:
+        rc = proc.stop()
+    assert rc == 0, proc.log_text()
+    notes = [line for line in proc.log_text().splitlines() if "loaded with" in line]
+    assert len(notes) == 1 and "WARN" in notes[0], proc.log_text()
+    assert str(path) in notes[0] and "1 note:" in notes[0] and "'tip'" in notes[0] and "triangle" in notes[0]

@@ -778,6 +778,10 @@ class DynamicsNode(Node):
             if overridden:
                 self.get_logger().warning(
                     f"{', '.join(overridden)}: ignored, the model comes from {source.describe()}")
+            if model.load_report:  # what the tolerant loader repaired, left out or found implausible: one line
+                n = len(model.load_report)
+                self.get_logger().warning(f"{source.describe()} loaded with {n} note{'s' if n > 1 else ''}: "
+                                          + "; ".join(model.load_report))
         else:
             self._warn_inertia(s)
 
