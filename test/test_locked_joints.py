@@ -26,24 +26,12 @@ from mbs_ros.nodes import model_source as ms
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
+import urdf_text  # noqa: E402
+from urdf_text import joint, robot  # noqa: E402
 
 
 def link(name, mass=None, izz=0.02, xyz="0 0 0"):
-    if mass is None:
-        return f'<link name="{name}"/>'
-    return (f'<link name="{name}"><inertial><origin xyz="{xyz}"/><mass value="{mass!r}"/><inertia ixx="0.02" '
-            f'ixy="0" ixz="0" iyy="0.02" iyz="0" izz="{izz!r}"/></inertial></link>')
-
-
-def joint(name, parent, child, jtype="revolute", axis="0 0 1", xyz="0 0 0", limit='lower="-2" upper="2" '
-          'effort="10" velocity="3"'):
-    lim = f"<limit {limit}/>" if limit else ""
-    return (f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/><child link="{child}"/>'
-            f'<origin xyz="{xyz}"/><axis xyz="{axis}"/>{lim}</joint>')
-
-
-def robot(*parts, name="r"):
-    return f'<robot name="{name}">' + "".join(parts) + "</robot>"
+    return urdf_text.link(name, mass, f'ixx="0.02" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="{izz!r}"', xyz)
 
 
 # Two links on z axes: l1 (m1, c.o.m. a out, izz1) at j1, l2 (m2, c.o.m. b out, izz2) at j2, L out on l1.

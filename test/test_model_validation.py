@@ -23,27 +23,11 @@ from mbs_ros.dynamics.model import MAX_MASS_RATIO, ModelError, ModelWarning
 from mbs_ros.dynamics.urdf import load_urdf_xml, parse_urdf
 from mbs_ros.nodes import model_source as ms
 
+sys.path.insert(0, str(Path(__file__).parent))
+from urdf_text import BOX, joint, link, robot  # noqa: E402
+
 ROOT = Path(__file__).resolve().parents[1]
 SECRET = "hunter2-SECRET-7f3a"
-BOX = 'ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"'
-
-
-def link(name, mass=None, inertia=BOX, xyz="0 0 0"):
-    if mass is None:
-        return f'<link name="{name}"/>'
-    return (f'<link name="{name}"><inertial><origin xyz="{xyz}"/><mass value="{mass!r}"/><inertia {inertia}/>'
-            f'</inertial></link>')
-
-
-def joint(name, parent, child, jtype="revolute", axis="0 0 1", xyz="0 0 0", limit='lower="-2" upper="2" '
-          'effort="10" velocity="3"'):
-    lim = f"<limit {limit}/>" if limit else ""
-    return (f'<joint name="{name}" type="{jtype}"><parent link="{parent}"/><child link="{child}"/>'
-            f'<origin xyz="{xyz}"/><axis xyz="{axis}"/>{lim}</joint>')
-
-
-def robot(*parts, name="r"):
-    return f'<robot name="{name}">' + "".join(parts) + "</robot>"
 
 
 # ------------------------------------------------------------------------------------------------ limits
@@ -505,34 +489,30 @@ def test_the_nodes_refuse_a_mass_ratio_unless_their_parameter_lifts_it(tmp_path)
         fatal = [line for line in out.splitlines() if "FATAL" in line]
         assert run.returncode == 2, out
         assert len(fatal) == 1 and "'tip'" in fatal[0] and "max_mass_ratio" in fatal[0], out
+    run_dynamics_node(tmp_path, "ratio", model_file=str(path), max_mass_ratio=0.0)
+
+
+def run_dynamics_node(tmp_path, ns, **parameters):
+    """Start the dynamics node at 100 Hz, wait until it runs, stop it (SIGINT, exit code 0); returns its log."""
     from mbs_ros.process import NodeProcess
 
-    proc = NodeProcess("mbs_ros.nodes.dynamics_node", name="ratio_node", namespace="ratio",
-                       parameters=dict(model_file=str(path), max_mass_ratio=0.0, physics_rate=100.0),
-                       log_file=tmp_path / "ratio.log")
+    proc = NodeProcess("mbs_ros.nodes.dynamics_node", name=f"{ns}_node", namespace=ns,
+                       parameters=dict(physics_rate=100.0, **parameters), log_file=tmp_path / f"{ns}.log")
     proc.start()
     try:
         assert proc.wait_for_log("rk4 at 100 Hz", timeout=120), proc.log_text()
     finally:
         rc = proc.stop()
     assert rc == 0, proc.log_text()
+    return proc.log_text()
 
 
 def test_the_dynamics_node_logs_the_load_report_once(tmp_path):
     """A URDF whose tip breaks the triangle inequality loads with one note; the dynamics node says so in one
     warning line naming the file and the link, and runs."""
-    from mbs_ros.process import NodeProcess
-
     path = tmp_path / "triangle.urdf"
     path.write_text(arm(link("tip", 1.0, inertia='ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="3"', xyz="0.1 0 0")))
-    proc = NodeProcess("mbs_ros.nodes.dynamics_node", name="report_node", namespace="report",
-                       parameters=dict(model_file=str(path), physics_rate=100.0), log_file=tmp_path / "report.log")
-    proc.start()
-    try:
-        assert proc.wait_for_log("rk4 at 100 Hz", timeout=120), proc.log_text()
-    finally:
-        rc = proc.stop()
-    assert rc == 0, proc.log_text()
-    notes = [line for line in proc.log_text().splitlines() if "loaded with" in line]
-    assert len(notes) == 1 and "WARN" in notes[0], proc.log_text()
+    log = run_dynamics_node(tmp_path, "report", model_file=str(path))
+    notes = [line for line in log.splitlines() if "loaded with" in line]
+    assert len(notes) == 1 and "WARN" in notes[0], log
     assert str(path) in notes[0] and "1 note:" in notes[0] and "'tip'" in notes[0] and "triangle" in notes[0]
