@@ -9,6 +9,7 @@ them give two equal columns, ...), and their well-posed neighbours are checked a
 """
 import math
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -342,6 +343,42 @@ def test_yaml_robot_errors_name_the_yaml_file(tmp_path):
     with pytest.raises(ms.ParameterError, match=r"arm\.yaml.*'tip'"):
         source = ms.load_source("", str(path))
         ms.build_multibody(source, "fixed", (0, 0, -9.81))
+
+
+ARM_YAML = ("robot:\n  links:\n    - {name: base_link, mass: 1.0, inertia: [1, 0, 0, 1, 0, 1]}\n"
+            "    - {name: tip, mass: 2.0, inertia: [0.1, 0, 0, 0.1, 0, 0.1], com: [0.5, 0, 0]}\n  joints:\n"
+            "    - {name: j1, type: revolute, parent: base_link, child: tip, axis: [0, 0, 1]}\n")
+
+
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16", "utf-32"])
+def test_a_yaml_robot_in_any_encoding_with_a_byte_order_mark_loads(tmp_path, encoding):
+    """PyYAML (and rcl's libyaml) take UTF-8/16/32 by their byte-order mark; so does the robot reader. The tip's
+    2 kg at 0.5 m with izz 0.1: M = 0.1 + 2 * 0.5² = 0.6."""
+    path = tmp_path / "arm.yaml"
+    path.write_bytes(ARM_YAML.encode(encoding))
+    assert Model.from_yaml(path).mass_matrix(np.zeros(1))[0, 0] == pytest.approx(0.6, rel=1e-14)
+
+
+@pytest.mark.parametrize("data, reason", [
+    (b"robot:\n  name: caf\xe9\n", r":2:\d+: not UTF-8 text: byte 0xe9"),
+    (b"robot:\n  links: [\n  joints: x\n" + SECRET.encode(), r":\d+:\d+: not valid YAML"),
+])
+def test_a_broken_yaml_robot_or_reference_is_one_line_naming_file_and_place(tmp_path, data, reason):
+    """A robot YAML file and a reference_node reference_file: undecodable bytes or bad YAML are one line with the
+    file, line and column (never a traceback, never the content)."""
+    path = tmp_path / "arm.yaml"
+    path.write_bytes(data)
+    with pytest.raises(ValueError) as info:
+        Model.from_yaml(path)
+    text = str(info.value)
+    assert "\n" not in text and SECRET not in text and re.search(re.escape(str(path)) + reason, text), text
+    pytest.importorskip("rclpy")
+    from mbs_ros.nodes.reference_node import ReferenceError, waypoints_from_file
+
+    with pytest.raises(ReferenceError) as info:
+        waypoints_from_file(str(path))
+    text = str(info.value)
+    assert "\n" not in text and SECRET not in text and re.search(re.escape(str(path)) + reason, text), text
 
 
 def _example_robot(relpath):

@@ -47,7 +47,7 @@ import os
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-import yaml
+from mbs_ros.yamlfile import YamlFileError, read_yaml
 
 __all__ = ["RobotConfig", "RobotConfigError", "load_robot", "robot_to_urdf"]
 
@@ -113,17 +113,10 @@ class _Reader:
 def load_robot(path) -> RobotConfig:
     """Read and check a robot YAML file (see the module docstring)."""
     r = _Reader(path)
-    try:
-        with open(path, encoding="utf-8-sig") as f:  # -sig: a leading byte-order mark is dropped
-            doc = yaml.safe_load(f)
-    except FileNotFoundError:
-        raise RobotConfigError(f"{path}: file not found") from None
-    except PermissionError:
-        raise RobotConfigError(f"{path}: cannot read it: permission denied") from None
-    except UnicodeDecodeError as exc:  # never the content: the byte's position only
-        raise RobotConfigError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except yaml.YAMLError as exc:
-        raise RobotConfigError(f"{path}: invalid YAML: {exc}") from None
+    try:  # one line, never the content: UTF-8/16/32 by their byte-order mark, the place of a YAML error
+        doc = read_yaml(path)
+    except YamlFileError as exc:
+        raise RobotConfigError(str(exc)) from None
     if not isinstance(doc, dict) or "robot" not in doc:
         r.fail("robot", "missing (the file must have a top-level 'robot' mapping)")
     robot = r.mapping(doc["robot"], "robot",

@@ -163,13 +163,12 @@ def waypoints_from_values(values: Dict[str, object]) -> Waypoints:
 
 def waypoints_from_file(path: str) -> Waypoints:
     """Waypoints from a YAML file with the scenario's reference keys (top level, or under ``reference:``)."""
-    import yaml
+    from mbs_ros.yamlfile import YamlFileError, read_yaml
 
-    try:
-        with open(path) as f:
-            doc = yaml.safe_load(f)
-    except (OSError, yaml.YAMLError) as e:
-        raise ReferenceError(f"reference_file {path!r}: {e}") from None
+    try:  # one line, never the content: UTF-8/16/32 by their byte-order mark, the place of a YAML error
+        doc = read_yaml(path)
+    except YamlFileError as e:
+        raise ReferenceError(f"reference_file {e}") from None
     if isinstance(doc, dict) and isinstance(doc.get("reference"), dict):
         doc = doc["reference"]
     if not isinstance(doc, dict) or not (set(doc) & {"base", "joints"}) or set(doc) - {"base", "joints",
