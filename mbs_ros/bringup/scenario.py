@@ -23,9 +23,11 @@ Schema (keys not listed are errors; SI units; optional keys keep the node defaul
       - namespace: uvms                # required; a fleet template uses "{i}" (1, 2, ...): "uvms{i}"
         count: 3                       # fleet template only: this many copies (launch argument count:=N)
         offset: [0.0, 4.0, 0.0]        # fleet template only: copy i is shifted by (i - 1) * offset [m]
-        model: config/robots/uvms_6dof.yaml   # robot file (URDF, xacro or robot YAML) -> model_file
+        model: config/robots/uvms_6dof.yaml   # robot file (URDF, xacro or robot YAML; a path or a package:// URI)
+                                              # -> model_file
         params: config/uvms_6dof.yaml  # and/or a parameter file with dynamics_node/controller_node sections
         base_group: se3                # fixed | se3 | schoenflies | se2 | so3 | so3xr3 (default: the robot file's)
+        locked_joints: {gripper_joint: 0.02}   # joints held fixed at a position (both nodes; Model locked_joints)
         initial:                       # -> dynamics_node initial_* parameters
           position: [0.0, 0.0, -5.0]   # m, world
           rpy: [0.0, 0.0, 0.0]         # rad (input only)
@@ -76,6 +78,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import yaml
 
 from mbs_ros.bringup.paramsfile import YamlFileError, flatten, read_params_file, read_yaml
+from mbs_ros.packages import is_uri, resolve_uri
 
 __all__ = ["ScenarioError", "Scenario", "Robot", "Waypoint", "NodeSpec", "load_scenario", "node_specs",
            "scenario_path", "list_scenarios", "package_root", "resolve_path", "record_topics",
@@ -99,15 +102,16 @@ NODES = {
 
 _GLOBAL_KEYS = ("name", "description", "physics_rate", "publish_rate", "control_rate", "sim_time",
                 "real_time_factor", "lockstep", "duration", "record", "robots")
-_ROBOT_KEYS = ("namespace", "count", "offset", "model", "params", "base_group", "initial", "controller",
-               "dynamics", "remappings", "reference")
+_ROBOT_KEYS = ("namespace", "count", "offset", "model", "params", "base_group", "locked_joints", "initial",
+               "controller", "dynamics", "remappings", "reference")
 _INITIAL_KEYS = {"position": "initial_position", "rpy": "initial_rpy", "twist": "initial_twist",
                  "joint_positions": "initial_joint_positions", "joint_velocities": "initial_joint_velocities"}
 _REFERENCE_KEYS = ("base", "joints", "joint_names")
 _BASE_WAYPOINT_KEYS = ("time", "position", "rpy")
 _JOINT_WAYPOINT_KEYS = ("time", "positions")
 # keys the scenario sets itself: not allowed in the free-form controller/dynamics mappings
-_MANAGED = ("model_file", "robot_description", "base_group", "use_sim_time", "publish_clock", "lockstep")
+_MANAGED = ("model_file", "robot_description", "base_group", "use_sim_time", "publish_clock", "lockstep",
+            "locked_joints", "locked_joint_positions")
 
 
 class ScenarioError(ValueError):
@@ -544,16 +548,27 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
         ctl.update(sections["controller_node"])
     model_key = _join(key, "model")
     if doc.get("model") is not None:
-        found = resolve_path(c.text(doc["model"], model_key), beside=c.path)
-        if found is None:
-            c.fail(model_key, f"robot file {doc['model']!r} not found (looked in the package, beside the scenario "
-                              "and in the current directory)")
-        dyn["model_file"] = ctl["model_file"] = str(found)
+        text = c.text(doc["model"], model_key).strip()
+        if is_uri(text):  # package://PKG/PATH or file:///PATH: handed to the nodes as it is, resolved there too
+            resolved = resolve_uri(text)
+            if resolved.path is None:
+                c.fail(model_key, f"robot file {text!r}: {resolved.reason}")
+            dyn["model_file"] = ctl["model_file"] = text
+        else:
+            found = resolve_path(text, beside=c.path)
+            if found is None:
+                c.fail(model_key, f"robot file {doc['model']!r} not found (looked in the package, beside the "
+                                  "scenario and in the current directory)")
+            dyn["model_file"] = ctl["model_file"] = str(found)
     else:
         if not dyn.get("model_file") and not dyn.get("robot_description"):
             c.fail(model_key, "missing: give the robot file (model) or a parameter file (params) naming one")
         for params in (dyn, ctl):  # from the params file: resolve it as the scenario would
-            if params.get("model_file"):
+            if params.get("model_file") and is_uri(str(params["model_file"]).strip()):
+                resolved = resolve_uri(str(params["model_file"]).strip())
+                if resolved.path is None:
+                    c.fail(_join(key, "params"), f"its model_file {params['model_file']!r}: {resolved.reason}")
+            elif params.get("model_file"):
                 found = resolve_path(str(params["model_file"]), beside=c.path)
                 if found is None:
                     c.fail(_join(key, "params"), f"its model_file {params['model_file']!r} was not found")
@@ -575,8 +590,22 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
         c.fail(base_key, f"must be one of {', '.join(BASE_GROUPS)}, got {_show(base)}")
     dyn["base_group"] = ctl["base_group"] = base
     gravity = dyn.get("gravity", ms.default_gravity(source))
+    # --- locked joints: {name: position} here, the nodes' two parallel parameters (ROS parameters are no maps)
+    lkey = _join(key, "locked_joints")
+    if doc.get("locked_joints") is not None:
+        locks = c.mapping(doc["locked_joints"], lkey, ())
+        for name, value in locks.items():
+            c.number(value, _join(lkey, str(name)))
+        dyn["locked_joints"] = ctl["locked_joints"] = [str(n) for n in locks]
+        dyn["locked_joint_positions"] = ctl["locked_joint_positions"] = [float(v) for v in locks.values()]
+    names = list(dyn.get("locked_joints") or ())
+    positions = list(dyn.get("locked_joint_positions") or ()) or [0.0] * len(names)
+    if len(positions) != len(names):
+        c.fail(_join(key, "params"), f"locked_joint_positions has {len(positions)} entries for {len(names)} "
+                                     "locked_joints")
+    locked = dict(zip(names, (float(v) for v in positions))) or None
     try:
-        model = ms.build_multibody(source, base, gravity)
+        model = ms.build_multibody(source, base, gravity, locked_joints=locked)
     except ms.ParameterError as e:
         c.fail(base_key if doc.get("base_group") is not None else model_key, str(e))
     joints = tuple(model.joint_names)

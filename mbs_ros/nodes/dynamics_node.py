@@ -782,6 +782,11 @@ class DynamicsNode(Node):
                 n = len(model.load_report)
                 self.get_logger().warning(f"{source.describe()} loaded with {n} note{'s' if n > 1 else ''}: "
                                           + "; ".join(model.load_report))
+            # mesh filenames RViz resolves (file:// for packages outside the ament index and plain paths); one
+            # warning, at start, for those nothing resolves
+            self._visual_urdf, meshes = ms.meshes_for_rviz(source)
+            if meshes:
+                self.get_logger().warning(meshes)
         else:
             self._warn_inertia(s)
 
@@ -856,7 +861,7 @@ class DynamicsNode(Node):
             latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                                  reliability=ReliabilityPolicy.RELIABLE)
             self.pub_robot_description = self.create_publisher(String, "robot_description", latched)
-            self.pub_robot_description.publish(String(data=mk.prefixed_urdf(source.urdf, self._frame)))
+            self.pub_robot_description.publish(String(data=mk.prefixed_urdf(self._visual_urdf, self._frame)))
         self._setup_markers()
         if self._static_transforms:
             static_qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
@@ -1119,7 +1124,7 @@ class DynamicsNode(Node):
 
             spec = parse_urdf(self.source.urdf)
             inertials = {name: (l.mass, l.com, l.inertia) for name, l in spec.links.items()}
-            shapes = mk.shapes_from_urdf(self.source.urdf, self.model.link_names, self._frame, inertials)
+            shapes = mk.shapes_from_urdf(self._visual_urdf, self.model.link_names, self._frame, inertials)
         else:
             shapes = mk.rigid_body_shapes(s.mass, s.inertia_matrix, s.com, self.base_frame)
         self._marker_maker = mk.MarkerMaker(shapes, self.world_frame, self.base_frame,

@@ -89,6 +89,51 @@ def _color(material, materials: dict) -> tuple:
     return tuple(float(c) for c in rgba)
 
 
+# what a marker reads of a URDF: each kind of geometry with the attributes it needs
+_GEOMETRY = {"box": ("size",), "cylinder": ("radius", "length"), "sphere": ("radius",), "mesh": ("filename",)}
+
+
+def _visual_xml(xml: str) -> str:
+    """The URDF reduced to what the markers read (links' visuals: origin, geometry, material name and colour;
+    named materials' colours), so that what urdf_parser_py refuses elsewhere (textures without a file, old-style
+    transmissions, an XML encoding declaration, extension tags) never stops the markers. A visual whose geometry
+    lacks a required attribute is left out."""
+    root = ET.fromstring(xml)
+    out = ET.Element("robot", {"name": root.get("name") or "robot"})
+
+    def copy(parent, element, attributes):
+        return ET.SubElement(parent, element.tag, {k: element.get(k) for k in attributes
+                                                   if element.get(k) is not None})
+
+    def material(parent, m):
+        new = copy(parent, m, ("name",))
+        color = m.find("color")
+        if color is not None and color.get("rgba"):
+            copy(new, color, ("rgba",))
+
+    for m in root.findall("material"):
+        if m.get("name"):
+            material(out, m)
+    for link in root.findall("link"):
+        new_link = copy(out, link, ("name",))
+        for visual in link.findall("visual"):
+            geometry = visual.find("geometry")
+            shape = next((g for g in (geometry if geometry is not None else ())
+                          if g.tag in _GEOMETRY and all(g.get(a) for a in _GEOMETRY[g.tag])), None)
+            if shape is None:
+                continue
+            new = copy(new_link, visual, ("name",))
+            origin = visual.find("origin")
+            if origin is not None:
+                copy(new, origin, ("xyz", "rpy"))
+            copy(ET.SubElement(new, "geometry"), shape, _GEOMETRY[shape.tag] + (("scale",) if shape.tag == "mesh"
+                                                                                  else ()))
+            m = visual.find("material")
+            if m is not None:
+                material(new, m)
+    return ET.tostring(out, encoding="unicode")
+
+
 def shapes_from_urdf(xml: str, link_names: Sequence[str], frame_of: Callable[[str], str],
                      inertials: Optional[dict] = None) -> List[Shape]:
     """The marker shapes of a URDF. ``link_names``: the model's link order (the order of ``link_poses``);
@@ -96,7 +141,10 @@ def shapes_from_urdf(xml: str, link_names: Sequence[str], frame_of: Callable[[st
     inertia about the com in link axes), for the equivalent-inertia box of links without a visual."""
     from urdf_parser_py.urdf import URDF, Box, Cylinder, Mesh, Sphere
 
-    robot = URDF.from_xml_string(xml)
+    from mbs_ros.dynamics.urdf import _quiet_parser
+
+    with _quiet_parser([]):  # urdf_parser_py prints what it does not know; the markers need none of it
+        robot = URDF.from_xml_string(_visual_xml(xml))
     materials = {m.name: m for m in (robot.materials or []) if getattr(m, "name", None)}
     index = {name: i for i, name in enumerate(link_names)}
     shapes: List[Shape] = []

@@ -6,7 +6,8 @@ Shared by ``dynamics_node`` and ``controller_node`` so that both build the same 
 - ``model_file`` (string): a URDF (``.urdf``), xacro (``.xacro``, expanded without arguments) or robot YAML
   (``.yaml``/``.yml``, schema in :mod:`mbs_ros.dynamics.robot_yaml`; it may carry its own base group, gravity and
   xacro arguments) file. A relative path is looked up in the package's share directory (found through
-  ``ament_index_python``, e.g. ``config/robots/uvms_6dof.yaml``), then in the current directory;
+  ``ament_index_python``, e.g. ``config/robots/uvms_6dof.yaml``), then in the current directory; a
+  ``package://PKG/PATH`` or ``file://`` URI as :mod:`mbs_ros.packages` resolves it;
 - neither: a single rigid body described by the ``mass``/``inertia``/``com`` parameters.
 
 Giving both is refused. Nothing here computes physics: it reads files and calls :class:`mbs_ros.dynamics.Model`.
@@ -29,9 +30,10 @@ import numpy as np
 
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.model import BASES, MAX_MASS_RATIO, TREE_BASES
+from mbs_ros.packages import is_uri, resolve_uri
 
 __all__ = ["ParameterError", "Source", "load_source", "resolve_model_file", "scale_urdf_inertia",
-           "build_multibody", "BASES", "TREE_BASES", "PACKAGE"]
+           "build_multibody", "meshes_for_rviz", "BASES", "TREE_BASES", "PACKAGE"]
 
 PACKAGE = "mbs_ros"
 
@@ -72,15 +74,22 @@ _BOM = "\ufeff"
 
 
 def resolve_model_file(path: str) -> str:
-    """Absolute path of ``model_file``: as given if absolute, else the first of ``<share>/path`` (the mbs_ros
-    share directory from ament_index) and ``./path`` that exists. ParameterError naming the places tried (or, for
+    """Absolute path of ``model_file``: a ``package://`` or ``file://`` URI resolved by
+    :func:`mbs_ros.packages.resolve_uri`; a path as given if absolute, else the first of ``<share>/path`` (the
+    mbs_ros share directory from ament_index) and ``./path`` that exists. ParameterError naming the places tried (or, for
     a value that is URDF/XML text rather than a path, saying so without quoting it)."""
     from mbs_ros.dynamics.urdf import looks_like_xml_text
 
     if looks_like_xml_text(path):
         raise ParameterError(f"model_file is not a path but text ({len(path)} characters, e.g. URDF XML): give "
                              "URDF text as robot_description, or the file's path as model_file")
-    path = os.path.expanduser(path.lstrip(_BOM).strip())
+    path = path.lstrip(_BOM).strip()
+    if is_uri(path):  # package://PKG/PATH (ament index, then pip prefixes) or file:///PATH
+        found = resolve_uri(path)
+        if found.path is None:
+            raise ParameterError(f"model_file {path!r}: {found.reason}")
+        return found.path
+    path = os.path.expanduser(path)
     if os.path.isabs(path):
         if os.path.isfile(path):
             return path
@@ -153,6 +162,40 @@ def load_source(robot_description: str, model_file: str) -> Source:
         raise ParameterError(f"{where}: {e}") from None
     joints = tuple((j.name, j.type, j.parent, j.child) for j in spec.joints)
     return Source(kind, path, spec.xml, base, gravity, name or spec.name, spec.root, joints)
+
+
+def meshes_for_rviz(source: Source, limit: int = 3) -> Tuple[Optional[str], str]:
+    """``(urdf, warning)``: the robot's URDF with every mesh filename (visual and collision) made one RViz resolves,
+    and one line about those it cannot ('' when none). A ``package://`` URI found through the ament index stays as it is; one
+    whose package is found only outside it (a pip wheel's prefix, :func:`mbs_ros.packages.resolve_uri`) and a plain
+    path (relative ones beside the model file) that exists become ``file://`` URIs of the file, so RViz and our
+    markers show them on this machine; a URI or path that does not resolve is kept and named in the warning (at most
+    ``limit`` of them, then a count). ``urdf`` is None for a single rigid body."""
+    if source.urdf is None:
+        return None, ""
+    try:
+        root = ET.fromstring(source.urdf.lstrip(_BOM))
+    except ET.ParseError:
+        return source.urdf, ""
+    base_dir = os.path.dirname(source.path) if source.path else None
+    missing, rewritten = [], 0
+    for mesh in root.iter("mesh"):  # visual and collision geometry: RViz shows either
+        uri = (mesh.get("filename") or "").strip()
+        found = resolve_uri(uri, base_dir) if uri else None
+        if found is None or found.path is None:
+            missing.append(f"{uri} ({found.reason})" if uri else "(empty filename)")
+        elif not is_uri(uri) or (uri.startswith("package://") and not found.ament):
+            mesh.set("filename", "file://" + found.path)
+            rewritten += 1
+    if not missing and not rewritten:
+        return source.urdf, ""
+    xml = '<?xml version="1.0"?>\n' + ET.tostring(root, encoding="unicode") if rewritten else source.urdf
+    if not missing:
+        return xml, ""
+    names = sorted(set(missing))
+    shown = "; ".join(names[:limit]) + (f" and {len(names) - limit} more" if len(names) > limit else "")
+    return xml, (f"RViz will not show {len(missing)} mesh{'es' if len(missing) > 1 else ''} of "
+                 f"{source.describe()}: {shown}")
 
 
 def scale_urdf_inertia(xml: str, scale: float) -> str:
