@@ -202,7 +202,8 @@ DEFAULTS = ControllerSettings()
 
 _PARAMETERS: Dict[str, Tuple[str, dict]] = {
     "robot_description": ("URDF XML of the robot (as dynamics_node).", {"read_only": True}),
-    "model_file": ("URDF, xacro or robot YAML file (as dynamics_node).", {"read_only": True}),
+    "model_file": ("URDF, xacro or robot YAML file, or a package:// or file:// URI (as dynamics_node).",
+                   {"read_only": True}),
     "base_group": ("Base group (as dynamics_node): " + ", ".join(ms.TREE_BASES) + ".", {"read_only": True}),
     "mass": ("Single body only: mass [kg].", {"read_only": True}),
     "inertia": ("Single body only: [ixx, ixy, ixz, iyy, iyz, izz] about the c.o.m. [kg m^2].", {"read_only": True}),

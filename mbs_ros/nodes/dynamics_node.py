@@ -370,7 +370,8 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
         "URDF XML of a robot (as robot_state_publisher takes it); empty: see model_file.", {"read_only": True}),
     "model_file": (
         "URDF, xacro or robot YAML file of a robot; a relative path is looked up in the mbs_ros share directory, "
-        "then the current directory. Neither this nor robot_description: a single rigid body (mass, inertia, "
+        "then the current directory; a package://PKG/PATH URI through the ament index, then pip's install "
+        "prefixes; file:///PATH. Neither this nor robot_description: a single rigid body (mass, inertia, "
         "com).", {"read_only": True}),
     "base_group": (
         "Configuration group of the base: " + ", ".join(BASE_GROUPS) + "; a robot also fixed. Default: the robot "
