@@ -314,3 +314,21 @@ def test_the_dynamics_node_runs_a_massless_hand_locked_by_its_parameters(tmp_pat
     r = palm[-1].rotation
     assert (palm[-1].translation.x, palm[-1].translation.y, palm[-1].translation.z) == pytest.approx((0.5, 0, 0))
     assert (r.x, r.y, r.z, r.w) == pytest.approx((math.sin(0.25), 0.0, 0.0, math.cos(0.25)), abs=1e-12)
+
+
+def test_a_locked_mimic_joint_leaves_the_mimic_note():
+    """The load report's <mimic> note names the joints that move independently: a locked one does not."""
+    def gripper(*locks):
+        text = robot(link("base", 1.0), link("a", 1.0, xyz="0.1 0 0"), link("b", 1.0, xyz="0.1 0 0"),
+                     link("c", 1.0, xyz="0.1 0 0"), joint("ja", "base", "a"),
+                     joint("jb", "base", "b", jtype="prismatic").replace("</joint>", '<mimic joint="ja"/></joint>'),
+                     joint("jc", "base", "c", jtype="prismatic").replace("</joint>", '<mimic joint="ja"/></joint>'))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = Model.from_urdf(text, locked_joints={name: 0.0 for name in locks})
+        return model.load_report, len(caught)
+
+    assert gripper() == (("joints 'jb', 'jc': <mimic> not simulated (each moves independently)",), 1)
+    assert gripper("jb") == (("joint 'jc': <mimic> not simulated (each moves independently)",), 1)
+    assert gripper("jb", "jc") == ((), 0)
+    assert gripper("ja") == (("joints 'jb', 'jc': <mimic> not simulated (each moves independently)",), 1)

@@ -320,10 +320,22 @@ def _dynamics_xml(root) -> tuple:
         if joint.find("mimic") is not None and joint.get("type") != "fixed":
             mimics.append(joint.get("name"))
     if mimics:
-        report.append(f"joint{'s' if len(mimics) > 1 else ''} {_names(mimics)}: <mimic> not simulated (each moves "
-                      "independently)")
+        report.append(_mimic_item(mimics))
     report.extend(_malformed_decoration(root))
     return ET.tostring(out, encoding="unicode"), report
+
+
+def _mimic_item(mimics) -> str:
+    """The report item of the movable joints that carry a ``<mimic>`` (not simulated as mimics)."""
+    return (f"joint{'s' if len(mimics) > 1 else ''} {_names(mimics)}: <mimic> not simulated (each moves "
+            "independently)")
+
+
+def _mimic_joints(xml: str) -> list:
+    import xml.etree.ElementTree as ET
+
+    return [j.get("name") for j in ET.fromstring(xml).findall("joint")
+            if j.find("mimic") is not None and j.get("type") != "fixed"]
 
 
 def _names(names, limit: int = 4) -> str:
@@ -603,4 +615,11 @@ def lock_joints(spec: RobotSpec, locked) -> tuple:
             j = JointSpec(j.name, "fixed", j.parent, j.child, origin, j.axis)
         joints.append(j)
     ordered = {j.name: values[j.name] for j in spec.joints if j.name in values}
-    return dataclasses.replace(spec, joints=tuple(joints)), ordered
+    report = spec.report
+    mimics = _mimic_joints(spec.xml)
+    if any(name in values for name in mimics):  # a locked mimic joint is not an independent one: say only the rest
+        rest = [name for name in mimics if name not in values]
+        before = _mimic_item(mimics)
+        report = tuple((_mimic_item(rest) if item == before else item) for item in report
+                       if item != before or rest)
+    return dataclasses.replace(spec, joints=tuple(joints), report=report), ordered
