@@ -5,7 +5,9 @@ Parametrised over every ``.urdf`` under the package's ``robots`` directory, on a
 and issuing at most one :class:`ModelWarning`, whose items are ``Model.load_report`` — with Pinocchio's joint
 order and sizes (continuous joints as ``(cos θ, sin θ)`` in both), and M, C v + g, RNEA and forward dynamics agree
 at random states (relative to the largest entry of Pinocchio's result), for both backends (compiled and numpy). Pinocchio's free-flyer and our se3 base
-share the configuration and velocity layout, so no conversion is needed.
+share the configuration and velocity layout, so no conversion is needed. A robot with <mimic> joints is compared
+with Pinocchio's mimic model (``mimic=True``; forward dynamics by its M and C v + g, as its aba has no mimic
+support); where Pinocchio refuses that (TALOS), our independent-mimic model against its plain one.
 
 A refusal is never a silent skip: the files we refuse on purpose are listed in :data:`REFUSED` with the link or
 joint our ModelError names and the reason, and for each the test checks that Pinocchio's mass matrix at the
@@ -78,10 +80,10 @@ N_STATES = 2
 WORST = {}  # (quantity) -> (error, file, base): the report's figures
 
 
-def pin_model(path, base):
+def pin_model(path, base, mimic=False):
     if base == "fixed":
-        return pin.buildModelFromUrdf(str(path))
-    return pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer())
+        return pin.buildModelFromUrdf(str(path), mimic)
+    return pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer(), mimic)
 
 
 def root_link(path) -> str:
@@ -155,10 +157,25 @@ def test_loads_where_pinocchio_does_and_agrees(relpath, base, capfd):
         assert isinstance(ours, ModelError) and "root link is 'world'" in str(ours), ours
         return
     assert not isinstance(ours, ModelError), f"we refuse {relpath}, which Pinocchio loads: {ours}"
+    mimic = bool(ours.mimic_joints)
+    if mimic:  # ours follows <mimic> (the default): so does Pinocchio's model built with mimic=True
+        try:
+            pm = pin_model(path, base, mimic=True)
+        except Exception:  # noqa: BLE001 - Pinocchio wants each master before its mimics in its joint order
+            # (TALOS): the reduced model is checked against the constrained full model in test_mimic.py; here
+            # the independent one against Pinocchio's
+            mimic = False
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                ours = Model.from_urdf(str(path), base=base, mimic="independent")
+        pd = pm.createData()
 
     first = 1 if base == "fixed" else 2
     assert (ours.nq, ours.nv) == (pm.nq, pm.nv)
-    assert ours.joint_names == tuple(pm.names[first:])
+    names = tuple(pm.names[first:])
+    if mimic:  # Pinocchio keeps the mimic joints' names among its joints
+        names = tuple(n for n in names if n not in ours.mimic_joints)
+    assert ours.joint_names == names
     if ours.nv == 0:  # a lone body fixed to the world (hector's quadrotor_base, iris_simple): nothing moves
         assert len(ours.link_names) >= 1 and ours.mass_matrix(np.zeros(0)).shape == (0, 0)
         return
@@ -171,7 +188,8 @@ def test_loads_where_pinocchio_does_and_agrees(relpath, base, capfd):
         M_pin = np.triu(M_pin) + np.triu(M_pin, 1).T
         nle_pin = pin.nonLinearEffects(pm, pd, q, v).copy()
         rnea_pin = pin.rnea(pm, pd, q, v, a).copy()
-        aba_pin = pin.aba(pm, pd, q, v, tau).copy()
+        # Pinocchio's aba has no mimic support: its M and C v + g solved
+        aba_pin = np.linalg.solve(M_pin, tau - nle_pin) if mimic else pin.aba(pm, pd, q, v, tau).copy()
         for model in (ours, ours.with_backend("numpy")):
             errors = {
                 "M": rel_err(model.mass_matrix(q), M_pin),

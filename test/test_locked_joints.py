@@ -181,7 +181,7 @@ def _suggested(path):
 def _random_locks(path, pattern, rng):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        full = Model.from_urdf(str(path))
+        full = Model.from_urdf(str(path), mimic="independent")  # every movable joint, mimic ones too
     lower, upper = full.position_limits
     out = {}
     for name, lo, hi in zip(full.joint_names, lower, upper):
@@ -317,7 +317,8 @@ def test_the_dynamics_node_runs_a_massless_hand_locked_by_its_parameters(tmp_pat
 
 
 def test_a_locked_mimic_joint_leaves_the_mimic_note():
-    """The load report's <mimic> note names the joints that move independently: a locked one does not."""
+    """With mimic="independent" the load report's <mimic> note names the joints that move on their own: a locked
+    one does not."""
     def gripper(*locks):
         text = robot(link("base", 1.0), link("a", 1.0, xyz="0.1 0 0"), link("b", 1.0, xyz="0.1 0 0"),
                      link("c", 1.0, xyz="0.1 0 0"), joint("ja", "base", "a"),
@@ -325,7 +326,7 @@ def test_a_locked_mimic_joint_leaves_the_mimic_note():
                      joint("jc", "base", "c", jtype="prismatic").replace("</joint>", '<mimic joint="ja"/></joint>'))
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model = Model.from_urdf(text, locked_joints={name: 0.0 for name in locks})
+            model = Model.from_urdf(text, locked_joints={name: 0.0 for name in locks}, mimic="independent")
         return model.load_report, len(caught)
 
     assert gripper() == (("joints 'jb', 'jc': <mimic> not simulated (each moves independently)",), 1)

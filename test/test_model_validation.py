@@ -286,7 +286,7 @@ def test_what_is_not_dynamics_never_fails_a_load_nor_prints(capfd):
     the load prints nothing and issues one warning, listing the malformed decoration and the mimic joint; the
     dynamics are those of the same robot without them (closed form at q = 0: M = [[Iz + m d1² + Iz + m d2², ...]])."""
     capfd.readouterr()
-    model, caught = loads_with_report(DECORATED)
+    model, caught = loads_with_report(DECORATED, mimic="independent")
     assert capfd.readouterr() == ("", "")
     assert len(caught) == 1 and caught[0].category is ModelWarning
     report = model.load_report
@@ -302,6 +302,11 @@ def test_what_is_not_dynamics_never_fails_a_load_nor_prints(capfd):
     np.testing.assert_allclose(M, [[0.02 + 0.25**2 + 0.02 + 0.75**2, 0.02 + 0.75 * 0.25],
                                    [0.02 + 0.75 * 0.25, 0.02 + 0.25**2]], rtol=1e-12)
     assert model.effort_limits.tolist() == [10.0, 10.0]
+    # by default j2 follows j1 (q2 = q1): one coordinate, M = [1 1] M_full [1 1]^T, and no mimic note
+    reduced, caught = loads_with_report(DECORATED)
+    assert len(reduced.load_report) == 3 and not any("mimic" in r for r in reduced.load_report)
+    assert reduced.mimic_joints == {"j2": ("j1", 1.0, 0.0)} and reduced.joint_names == ("j1",)
+    np.testing.assert_allclose(reduced.mass_matrix(np.zeros(1)), [[M.sum()]], rtol=1e-12)
 
 
 def test_a_clean_urdf_has_an_empty_report_and_no_warning():

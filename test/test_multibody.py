@@ -98,7 +98,8 @@ class Pair:
 
     def __init__(self, urdf, base, gravity=(0.0, 0.0, -9.81)):
         self.base = base
-        self.ours = Model.from_urdf(urdf, base=base, gravity=gravity)
+        # Pinocchio's model without mimic support: every <mimic> joint (TALOS's grippers) moves on its own in both
+        self.ours = Model.from_urdf(urdf, base=base, gravity=gravity, mimic="independent")
         self.pm = pin_model(urdf, base, np.asarray(gravity, dtype=float))
         self.pd = self.pm.createData()
         assert (self.ours.nq, self.ours.nv) == (self.pm.nq, self.pm.nv)

@@ -28,6 +28,7 @@ Schema (keys not listed are errors; SI units; optional keys keep the node defaul
         params: config/uvms_6dof.yaml  # and/or a parameter file with dynamics_node/controller_node sections
         base_group: se3                # fixed | se3 | schoenflies | se2 | so3 | so3xr3 (default: the robot file's)
         locked_joints: {gripper_joint: 0.02}   # joints held fixed at a position (both nodes; Model locked_joints)
+        mimic: reduce                  # URDF <mimic> joints follow their master (default) | independent
         initial:                       # -> dynamics_node initial_* parameters
           position: [0.0, 0.0, -5.0]   # m, world
           rpy: [0.0, 0.0, 0.0]         # rad (input only)
@@ -102,7 +103,7 @@ NODES = {
 
 _GLOBAL_KEYS = ("name", "description", "physics_rate", "publish_rate", "control_rate", "sim_time",
                 "real_time_factor", "lockstep", "duration", "record", "robots")
-_ROBOT_KEYS = ("namespace", "count", "offset", "model", "params", "base_group", "locked_joints", "initial",
+_ROBOT_KEYS = ("namespace", "count", "offset", "model", "params", "base_group", "locked_joints", "mimic", "initial",
                "controller", "dynamics", "remappings", "reference")
 _INITIAL_KEYS = {"position": "initial_position", "rpy": "initial_rpy", "twist": "initial_twist",
                  "joint_positions": "initial_joint_positions", "joint_velocities": "initial_joint_velocities"}
@@ -111,7 +112,7 @@ _BASE_WAYPOINT_KEYS = ("time", "position", "rpy")
 _JOINT_WAYPOINT_KEYS = ("time", "positions")
 # keys the scenario sets itself: not allowed in the free-form controller/dynamics mappings
 _MANAGED = ("model_file", "robot_description", "base_group", "use_sim_time", "publish_clock", "lockstep",
-            "locked_joints", "locked_joint_positions")
+            "locked_joints", "locked_joint_positions", "mimic")
 
 
 class ScenarioError(ValueError):
@@ -604,8 +605,14 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
         c.fail(_join(key, "params"), f"locked_joint_positions has {len(positions)} entries for {len(names)} "
                                      "locked_joints")
     locked = dict(zip(names, (float(v) for v in positions))) or None
+    if doc.get("mimic") is not None:
+        mkey = _join(key, "mimic")
+        if doc["mimic"] not in ("reduce", "independent"):
+            c.fail(mkey, f"must be reduce or independent, got {_show(doc['mimic'])}")
+        dyn["mimic"] = ctl["mimic"] = doc["mimic"]
+    mimic = str(dyn.get("mimic", "reduce"))
     try:
-        model = ms.build_multibody(source, base, gravity, locked_joints=locked)
+        model = ms.build_multibody(source, base, gravity, locked_joints=locked, mimic=mimic)
     except ms.ParameterError as e:
         c.fail(base_key if doc.get("base_group") is not None else model_key, str(e))
     joints = tuple(model.joint_names)

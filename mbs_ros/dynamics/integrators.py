@@ -124,9 +124,9 @@ def simulate(model, q0, v0, tau: Torque, dt: float, steps: int, method: str = "r
     if steps < 0:
         raise ValueError("steps must be >= 0")
     t = t0 + dt * np.arange(steps + 1)
-    compiled = getattr(model, "_compiled", None)
-    if compiled is not None and not callable(tau) and np.ndim(tau) == 1:
-        qs, vs = compiled.simulate(q0, v0, tau, dt, steps, method)
+    fast = getattr(model, "_fast_simulate", None)
+    if fast is not None and not callable(tau) and np.ndim(tau) == 1:
+        qs, vs = fast(q0, v0, tau, dt, steps, method)
         return t, qs, vs
     qs = np.empty((steps + 1, model.nq))
     vs = np.empty((steps + 1, model.nv))

@@ -125,6 +125,7 @@ class Model:
     #: The joints locked at load (``from_urdf(..., locked_joints=...)``): ``{joint name: position}`` (rad or m),
     #: read-only, in the URDF's joint order; empty when none is.
     locked_joints: MappingProxyType = field(default_factory=lambda: MappingProxyType({}), repr=False)
+    _mimic: object = field(default=None, repr=False)  # mimic.Mimic: the reduction by mimic joints, or None
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -182,7 +183,7 @@ class Model:
     @classmethod
     def from_urdf(cls, urdf, base: str = "fixed", gravity=(0.0, 0.0, -9.81), xacro: bool | None = None,
                   mappings: dict | None = None, max_mass_ratio: float | None = MAX_MASS_RATIO,
-                  locked_joints=None) -> "Model":
+                  locked_joints=None, mimic: str = "reduce") -> "Model":
         """Model of a URDF robot: the root link is the base body, on the group ``base`` or fixed to the world
         (``"fixed"``; a root link named ``world`` with fixed joints places the robot in the world).
 
@@ -214,46 +215,63 @@ class Model:
         the joint's motion there), so its child merges into its parent's body, before the checks above: a hand
         or gripper without mass can be frozen. They leave ``joint_names``, ``nq`` and ``nv``; :attr:`locked_joints`
         keeps them. ModelError naming the joint for an unknown or fixed joint, a position not finite or outside
-        the joint's ``<limit>``.
+        the joint's ``<limit>``. A joint mimicking a locked joint is locked at ``multiplier · lock + offset``.
+
+        ``mimic``: ``"reduce"`` (default; Pinocchio 3's and ros2_control's treatment): a revolute or prismatic joint
+        with ``<mimic joint multiplier offset>`` follows its master, ``q = multiplier · q_master + offset``, and
+        leaves the independent coordinates (``joint_names``, ``nq``, ``nv`` shrink; M, C, g, RNEA and forward
+        dynamics are those of the reduced coordinates, see :mod:`mbs_ros.dynamics.mimic`; :attr:`mimic_joints`
+        lists them). A mimic that cannot be simulated so (its master missing, fixed or continuous) stays
+        independent and is reported. ``"independent"``: every mimic joint moves on its own (reported).
         """
-        from .urdf import lock_joints, parse_urdf, report_message
+        from .mimic import mimic_elements, reduce_model
+        from .urdf import MIMIC_NOTE, lock_joints, parse_urdf, report_message
 
         if base not in TREE_BASES:
             raise ValueError(f"unknown base {base!r}; choose one of {', '.join(TREE_BASES)}")
+        if mimic not in ("reduce", "independent"):
+            raise ValueError(f"mimic must be 'reduce' or 'independent', got {mimic!r}")
         file = None
         if isinstance(urdf, os.PathLike) or (isinstance(urdf, str) and not looks_like_xml_text(urdf)):
             file = os.fspath(urdf)
         try:
             spec = parse_urdf(urdf, xacro=xacro, mappings=mappings, warn=False)
+            mimics = mimic_elements(spec.xml) if mimic == "reduce" else []
+            locked_joints = _lock_mimics_of_locked(locked_joints, mimics)
             spec, locked = lock_joints(spec, locked_joints)
             tree = build_tree(spec, base)
             _check_tree(tree, base, max_mass_ratio, {j.name: (j.lower, j.upper) for j in spec.joints})
         except ModelError as exc:
             raise exc.with_file(file) from None
         model = cls._assemble(base, tree, _gravity(gravity), name=spec.name, urdf=spec.xml)
-        if spec.report:
-            warnings.warn(report_message(spec.report, file or spec.name), ModelWarning, stacklevel=2)
-        return dataclasses.replace(model, _limits=_joint_limits(tree, spec), load_report=spec.report,
-                                   locked_joints=MappingProxyType(locked))
+        model = dataclasses.replace(model, _limits=_joint_limits(tree, spec), locked_joints=MappingProxyType(locked))
+        report = spec.report
+        if mimic == "reduce":  # the generic "not simulated" note gives way to one per mimic that stays independent
+            model, mimic_report = reduce_model(model, mimics, locked)
+            report = tuple(r for r in report if MIMIC_NOTE not in r) + mimic_report
+        if report:
+            warnings.warn(report_message(report, file or spec.name), ModelWarning, stacklevel=2)
+        return dataclasses.replace(model, load_report=report)
 
     @classmethod
     def from_xacro(cls, path, mappings: dict | None = None, base: str = "fixed",
                    gravity=(0.0, 0.0, -9.81), max_mass_ratio: float | None = MAX_MASS_RATIO,
-                   locked_joints=None) -> "Model":
+                   locked_joints=None, mimic: str = "reduce") -> "Model":
         """:meth:`from_urdf` of a xacro file expanded with ``mappings``."""
         return cls.from_urdf(path, base=base, gravity=gravity, xacro=True, mappings=mappings,
-                             max_mass_ratio=max_mass_ratio, locked_joints=locked_joints)
+                             max_mass_ratio=max_mass_ratio, locked_joints=locked_joints, mimic=mimic)
 
     @classmethod
-    def from_yaml(cls, path, max_mass_ratio: float | None = MAX_MASS_RATIO, locked_joints=None) -> "Model":
+    def from_yaml(cls, path, max_mass_ratio: float | None = MAX_MASS_RATIO, locked_joints=None,
+                  mimic: str = "reduce") -> "Model":
         """Model of a robot YAML file (schema: :mod:`mbs_ros.dynamics.robot_yaml`); errors name the file.
-        ``locked_joints`` as in :meth:`from_urdf`."""
+        ``locked_joints`` and ``mimic`` as in :meth:`from_urdf`."""
         from .robot_yaml import load_robot
 
         cfg = load_robot(path)
         try:
             model = cls.from_urdf(cfg.urdf, base=cfg.base, gravity=cfg.gravity, max_mass_ratio=max_mass_ratio,
-                                  locked_joints=locked_joints)
+                                  locked_joints=locked_joints, mimic=mimic)
         except ModelError as exc:
             raise exc.with_file(os.fspath(path)) from None
         return dataclasses.replace(model, name=cfg.name) if cfg.name else model
@@ -290,6 +308,9 @@ class Model:
         """The same model computed by ``backend`` (``"compiled"`` or ``"numpy"``); ValueError where the compiled
         path is unavailable (numba missing, or a rigid body with added mass, whose gravity acts on the rigid mass
         only)."""
+        if self._mimic is not None:  # the full tree's backend; the reduction is plain numpy around it
+            full = self._mimic.full.with_backend(backend)
+            return dataclasses.replace(self, _compiled=full._compiled, _mimic=self._mimic.with_full(full))
         if backend == "numpy":
             return dataclasses.replace(self, _compiled=None)
         if backend != "compiled":
@@ -306,25 +327,50 @@ class Model:
     @property
     def _fast_step(self):
         """The compiled Munthe-Kaas step (``integrators.step`` takes it for array-valued tau), or None."""
-        return None if self._compiled is None else self._compiled.step
+        return None if self._compiled is None or self._mimic is not None else self._compiled.step
+
+    @property
+    def _fast_simulate(self):
+        """The compiled ``simulate`` loop (``integrators.simulate`` takes it for a held tau), or None."""
+        return None if self._compiled is None or self._mimic is not None else self._compiled.simulate
 
     # ------------------------------------------------------------------ sizes and names
     @property
     def nq(self) -> int:
-        return self._tree.nq
+        return self._tree.nq if self._mimic is None else self._mimic.nq
 
     @property
     def nv(self) -> int:
-        return self._tree.nv
+        return self._tree.nv if self._mimic is None else self._mimic.nv
 
     @property
     def joint_names(self) -> tuple:
-        """Movable joints, in configuration order (``q``/``v`` entries after the base's)."""
-        return self._tree.joint_names
+        """Movable joints, in configuration order (``q``/``v`` entries after the base's); mimic joints (see
+        :attr:`mimic_joints`) are not among them."""
+        return self._tree.joint_names if self._mimic is None else self._mimic.joint_names
 
     @property
     def joint_types(self) -> tuple:
-        return self._tree.joint_types
+        return self._tree.joint_types if self._mimic is None else self._mimic.joint_types
+
+    @property
+    def mimic_joints(self) -> dict:
+        """``{mimic joint: (master, multiplier, offset)}``, ``q = multiplier · q_master + offset``, in the full
+        tree's configuration order; empty without mimic joints (or with ``mimic="independent"``)."""
+        if self._mimic is None:
+            return {}
+        return {n: (m.master, m.multiplier, m.offset) for n, m in self._mimic.joints.items()}
+
+    def mimic_joint_states(self, q: np.ndarray, v: np.ndarray, a=None):
+        """``(positions, velocities, efforts)`` of the :attr:`mimic_joints` (their order) at the state: ``m q + o``,
+        ``m v``, and the effort each carries along the motion with acceleration ``a`` (its entry of the full
+        tree's inverse dynamics; zeros without ``a``)."""
+        if self._mimic is None:
+            return np.zeros(0), np.zeros(0), np.zeros(0)
+        mm = self._mimic
+        qf, vf = mm.q_full(np.asarray(q, dtype=float)), mm.v_full(v)
+        efforts = np.zeros(mm.iv_mimic.size) if a is None else mm.full_efforts(q, v, a)[mm.iv_mimic]
+        return qf[mm.iq_mimic], vf[mm.iv_mimic], efforts
 
     @property
     def link_names(self) -> tuple:
@@ -369,6 +415,8 @@ class Model:
 
     def neutral(self) -> np.ndarray:
         """The identity configuration (Pinocchio's ``neutral``): base at the identity, joints at 0."""
+        if self._mimic is not None:
+            return self._mimic.neutral()
         tree = self._tree
         if self._single:
             return self.group.identity()
@@ -380,6 +428,8 @@ class Model:
 
     def random_configuration(self, rng: np.random.Generator, joint_range: float = math.pi) -> np.ndarray:
         """A random configuration: the base group's ``random``, joint positions uniform in ±joint_range."""
+        if self._mimic is not None:
+            return self._mimic.random_configuration(rng, joint_range)
         tree = self._tree
         q = self.neutral()
         if tree.nqb:
@@ -512,6 +562,8 @@ class Model:
         ``integrate``)."""
         if self._single:
             return self.group.integrate(q, np.asarray(v, dtype=float) * dt)
+        if self._mimic is not None:
+            return self._mimic.integrate(q, v, dt)
         tree = self._tree
         q = np.asarray(q, dtype=float)
         v = np.asarray(v, dtype=float) * dt
@@ -533,6 +585,8 @@ class Model:
         """``log(q0⁻¹ q1)``, the tangent vector taking q0 to q1 in unit time (Pinocchio's ``difference``)."""
         if self._single:
             return self.group.log(self.group.compose(self.group.inverse(q0), q1))
+        if self._mimic is not None:
+            return self._mimic.difference(q0, q1)
         tree = self._tree
         q0 = np.asarray(q0, dtype=float)
         q1 = np.asarray(q1, dtype=float)
@@ -552,6 +606,8 @@ class Model:
         the base group's, identity for the joints."""
         if self._single:
             return self.group.dexp_inv(xi)
+        if self._mimic is not None:
+            return self._mimic.dexp_inv(xi)
         tree = self._tree
         out = np.eye(tree.nv)
         if tree.nvb:
@@ -562,6 +618,8 @@ class Model:
     def link_poses(self, q: np.ndarray) -> np.ndarray:
         """World poses of every URDF link, an (n_links, 4, 4) array of homogeneous matrices in ``link_names``
         order (``T_world_link``; a link's frame is its URDF frame, i.e. its parent joint's frame)."""
+        if self._mimic is not None:
+            return self._mimic.link_poses(q)
         if self._compiled is not None:
             tree = self._tree
             return self._compiled.body_poses(q)[tree.link_body] @ tree.T_body_link
@@ -576,6 +634,8 @@ class Model:
         """M(q): CRBA for a tree; ``Bᵀ I_b B`` for one body (seed 004 eq. 60), constant on SE(3) subgroups."""
         if self._single and self._M is not None:  # constant: q may be None
             return self._M.copy()
+        if self._mimic is not None:
+            return self._mimic.mass_matrix(q)
         if self._compiled is not None:
             return self._compiled.crba(q)
         if not self._single:
@@ -586,6 +646,8 @@ class Model:
     def coriolis_matrix(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """C(q, v) = Σ_i J_iᵀ (I_i J̇_i + ad~_{I_i V_i} J_i); for one body ``Bᵀ (I_b Ḃ + ad~_{I_b B v} B)``, seed 004
         eq. 57 ``Hᵀ ad~_{I_b H v} H`` for constant B = H."""
+        if self._mimic is not None:
+            return self._mimic.coriolis_matrix(q, v)
         if self._compiled is not None and q is not None:  # one body on a subgroup: C needs no q (None allowed)
             return self._compiled.coriolis_matrix(q, v)
         if not self._single:
@@ -606,6 +668,8 @@ class Model:
 
     def gravity_forces(self, q: np.ndarray) -> np.ndarray:
         """g(q) = −Σ J_iᵀ W_gravity,i, the generalised gravity force on the left-hand side of the equations."""
+        if self._mimic is not None:
+            return self._mimic.gravity_forces(q)
         if self._compiled is not None:
             return self._compiled.gravity_forces(q)
         if not self._single:
@@ -615,6 +679,8 @@ class Model:
     def nonlinear_effects(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """C(q, v) v + g(q) (RNEA with zero acceleration); for one body ``Bᵀ(I_b Ḃ v − ad_Vᵀ I_b V) + g``
         (seed 004 eq. 76), ``−ad_Vᵀ p = ad~_p V``."""
+        if self._mimic is not None:
+            return self._mimic.nonlinear_effects(q, v)
         if self._compiled is not None:
             return self._compiled.nonlinear_effects(q, v)
         if not self._single:
@@ -631,6 +697,8 @@ class Model:
     def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, f_ext=None) -> np.ndarray:
         """v̇ = M⁻¹(τ − C v − g) (seed 004 eq. 48). ``f_ext``: external wrenches per body, as in
         :meth:`inverse_dynamics` (then ``M v̇ = τ − RNEA(q, v, 0, f_ext)``)."""
+        if self._mimic is not None:
+            return self._mimic.forward_dynamics(q, v, tau, f_ext)
         if self._compiled is not None:
             return self._compiled.aba(q, v, tau, f_ext)
         if f_ext is not None:
@@ -645,7 +713,10 @@ class Model:
 
     def inverse_dynamics(self, q: np.ndarray, v: np.ndarray, a: np.ndarray, f_ext=None) -> np.ndarray:
         """τ = M v̇ + C v + g (RNEA for a tree). ``f_ext`` (optional, (n_bodies, 6)): a wrench on each body in its
-        own frame at its origin, linear first — body 0 is the base, body k the child of joint k − 1."""
+        own frame at its origin, linear first — body 0 is the base, body k the child of joint k − 1 (of the full
+        tree, mimic joints included)."""
+        if self._mimic is not None:
+            return self._mimic.inverse_dynamics(q, v, a, f_ext)
         if self._compiled is not None:
             return self._compiled.rnea(q, v, a, f_ext)
         if not self._single or f_ext is not None:
@@ -660,13 +731,18 @@ class Model:
         axis is the joint effort of inverse dynamics) — what TITOP's joint blocks output. With ``tau`` (the (nv,)
         generalised forces actually applied): the actuation ``s_j τ_j`` is taken off, leaving the pure reaction
         (constraint) wrench; along the joint's free direction it is 0 when ``a = forward_dynamics(q, v, tau)``.
-        ``f_ext`` as in :meth:`inverse_dynamics`."""
+        ``f_ext`` as in :meth:`inverse_dynamics`. With mimic joints: the rows of ``joint_names`` (see
+        :meth:`mbs_ros.dynamics.mimic.Mimic.joint_wrenches` for ``tau``)."""
+        if self._mimic is not None:
+            return self._mimic.joint_wrenches(q, v, a, tau=tau, f_ext=f_ext)
         if self._compiled is not None:
             return self._compiled.joint_wrenches(q, v, a, tau=tau, f_ext=f_ext)
         return alg.joint_wrenches(self, q, v, a, tau=tau, f_ext=f_ext)
 
     def all_terms(self, q: np.ndarray, v: np.ndarray):
         """``(M, C v + g, g)`` at (q, v) in one call (the dynamics part of Pinocchio's ``computeAllTerms``)."""
+        if self._mimic is not None:
+            return self._mimic.all_terms(q, v)
         if self._compiled is not None:
             return self._compiled.all_terms(q, v)
         return self.mass_matrix(q), self.nonlinear_effects(q, v), self.gravity_forces(q)
@@ -693,6 +769,8 @@ class Model:
 
     def kinetic_energy(self, q: np.ndarray, v: np.ndarray) -> float:
         """½ vᵀ M v."""
+        if self._mimic is not None:
+            return self._mimic.kinetic_energy(q, v)
         if not self._single:
             return alg.kinetic_energy(self, q, v)
         V = self.twist(q, v)
@@ -700,6 +778,8 @@ class Model:
 
     def potential_energy(self, q: np.ndarray) -> float:
         """−gᵀ Σ m_i p_com,i, with p_com,i the world position of each body's centre of mass."""
+        if self._mimic is not None:
+            return self._mimic.potential_energy(q)
         if not self._single:
             return alg.potential_energy(self, q)
         T = self.group.pose_matrix(q)
@@ -709,6 +789,8 @@ class Model:
     def spatial_momentum(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """World-frame spatial momentum of the whole system ``Σ Ad_{g_i⁻¹}ᵀ I_i V_i``: ``[linear; angular about
         the world origin]``."""
+        if self._mimic is not None:
+            return self._mimic.spatial_momentum(q, v)
         if not self._single:
             return alg.spatial_momentum(self, q, v)
         T = self.group.pose_matrix(q)
@@ -724,6 +806,25 @@ class Model:
         if self.group is None:
             return np.zeros(0)
         return h if self._H is None else self._H.T @ h
+
+
+def _lock_mimics_of_locked(locked, mimics) -> dict | None:
+    """``locked`` with every mimic joint whose master is locked (directly or up its chain) locked at
+    ``multiplier · lock + offset``; explicit locks win."""
+    if not locked or not mimics or not hasattr(locked, "items"):
+        return locked
+    out = dict(locked)
+    changed = True
+    while changed:
+        changed = False
+        for m in mimics:
+            if m.name not in out and m.master in out:
+                try:
+                    out[m.name] = m.multiplier * float(out[m.master]) + m.offset
+                except (TypeError, ValueError):
+                    continue  # lock_joints names the bad position
+                changed = True
+    return out
 
 
 def _joint_limits(tree: Tree, spec) -> tuple:

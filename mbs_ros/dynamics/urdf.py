@@ -325,10 +325,13 @@ def _dynamics_xml(root) -> tuple:
     return ET.tostring(out, encoding="unicode"), report
 
 
+#: What the report item of :func:`_mimic_item` says (Model.from_urdf's mimic="reduce" replaces it).
+MIMIC_NOTE = "<mimic> not simulated (each moves independently)"
+
+
 def _mimic_item(mimics) -> str:
     """The report item of the movable joints that carry a ``<mimic>`` (not simulated as mimics)."""
-    return (f"joint{'s' if len(mimics) > 1 else ''} {_names(mimics)}: <mimic> not simulated (each moves "
-            "independently)")
+    return f"joint{'s' if len(mimics) > 1 else ''} {_names(mimics)}: {MIMIC_NOTE}"
 
 
 def _mimic_joints(xml: str) -> list:

@@ -196,6 +196,7 @@ class ControllerSettings:
     max_mass_ratio: float = MAX_MASS_RATIO
     locked_joints: Tuple[str, ...] = ()  # as dynamics_node's: joints frozen at load
     locked_joint_positions: Tuple[float, ...] = ()
+    mimic: str = "reduce"  # as dynamics_node's
 
 
 DEFAULTS = ControllerSettings()
@@ -238,6 +239,7 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
     "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, {"read_only": True}),
     "locked_joints": (_dn.LOCKED_JOINTS_DESCRIPTION + " As dynamics_node's (the same list).", {"read_only": True}),
     "locked_joint_positions": (_dn.LOCKED_POSITIONS_DESCRIPTION, {"read_only": True}),
+    "mimic": (_dn.MIMIC_DESCRIPTION + " As dynamics_node's.", {"read_only": True}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
         "with a warning); false: always the single-threaded executor (as dynamics_node).", {"read_only": True}),
@@ -324,6 +326,7 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
         max_mass_ratio=prm.number(values, "max_mass_ratio", lo=0.0),
         locked_joints=locked[0],
         locked_joint_positions=locked[1],
+        mimic=text("mimic", _dn.MIMIC_MODES),
         max_wrench=_limits(values, "max_wrench", 2),
         max_effort=_limits(values, "max_effort", None),
         max_time_jump=prm.number(values, "max_time_jump", lo=0.0, lo_open=True),
@@ -341,7 +344,8 @@ def build_model(s: ControllerSettings, source: ms.Source) -> Model:
     if source.multibody:
         return ms.build_multibody(source, s.base_group, s.gravity, mass_scale=s.mass_scale,
                                   max_mass_ratio=s.max_mass_ratio,
-                                  locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)))
+                                  locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)),
+                                  mimic=s.mimic)
     ixx, ixy, ixz, iyy, iyz, izz = s.inertia
     inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]) * s.mass_scale
     try:

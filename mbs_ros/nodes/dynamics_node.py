@@ -47,8 +47,9 @@ the URDF's root link and must name it):
   named ``world`` is ``world_frame`` itself (then world -> base is a fixed joint on ``/tf_static``).
 - pub ``joint_states`` (``sensor_msgs/JointState``, robots with movable joints): URDF joint names (not
   prefixed), position (rad; the angle of a continuous joint, in (-pi, pi]), velocity, effort = the effort
-  applied on the step that ended at the stamp; then the ``locked_joints``, at their lock with zero velocity and
-  effort.
+  applied on the step that ended at the stamp; then the mimic joints (``Model.mimic_joints``) with their derived
+  position and velocity and the effort each carries under the applied commands; then the ``locked_joints``, at
+  their lock with zero velocity and effort.
 - pub ``joint_wrenches/<joint>`` (``geometry_msgs/WrenchStamped``, one per movable joint; characters not
   allowed in topic names become ``_``; at ``wrench_rate``, computed only while one of them has a subscriber):
   ``Model.joint_wrenches(q, v, a)`` with ``a`` the forward dynamics under
@@ -310,6 +311,7 @@ class Settings:
     max_mass_ratio: float = MAX_MASS_RATIO
     locked_joints: Tuple[str, ...] = ()  # joints frozen at load (Model.from_urdf's locked_joints)
     locked_joint_positions: Tuple[float, ...] = ()  # one per locked joint (zeros when given empty)
+    mimic: str = "reduce"  # URDF <mimic> joints: reduce (follow their master) | independent
     publish_clock: bool = False
     real_time_factor: float = 1.0
     lockstep: bool = False
@@ -337,6 +339,10 @@ LOCKED_JOINTS_DESCRIPTION = (
 LOCKED_POSITIONS_DESCRIPTION = (
     "Positions of locked_joints, same order and length [rad or m], within each joint's URDF <limit>; empty = "
     "zeros.")
+MIMIC_MODES = ("reduce", "independent")
+MIMIC_DESCRIPTION = (
+    "URDF <mimic> joints: reduce (q = multiplier * q_master + offset; they leave joint_names, as Pinocchio 3 and "
+    "ros2_control treat them) or independent (each moves on its own). Robots only.")
 
 
 def locked_joints_setting(values: Dict[str, object], multibody: bool) -> Tuple[tuple, tuple]:
@@ -427,6 +433,7 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
     "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, {"read_only": True}),
     "locked_joints": (LOCKED_JOINTS_DESCRIPTION, {"read_only": True}),
     "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, {"read_only": True}),
+    "mimic": (MIMIC_DESCRIPTION, {"read_only": True}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
         "with a warning); false: always the single-threaded executor.", {"read_only": True}),
@@ -510,6 +517,7 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         max_mass_ratio=number("max_mass_ratio", lo=0.0),
         locked_joints=locked[0],
         locked_joint_positions=locked[1],
+        mimic=text("mimic", MIMIC_MODES),
         use_events_executor=flag("use_events_executor"),
         publish_clock=flag("publish_clock"),
         real_time_factor=number("real_time_factor", lo=0.0),
@@ -641,7 +649,7 @@ def check_inertia(inertia: np.ndarray) -> Optional[str]:
 def build_model(s: Settings, source: Optional[ms.Source] = None) -> Model:
     if source is not None and source.multibody:
         return ms.build_multibody(source, s.base_group, s.gravity, max_mass_ratio=s.max_mass_ratio,
-                                  locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)))
+                                  locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)), mimic=s.mimic)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the triangle-inequality warning is logged by the node
@@ -1078,11 +1086,13 @@ class DynamicsNode(Node):
         self._wrench_msg = WrenchStamped()
         if self.nj:
             names = list(self.model.joint_names)
-            # locked joints (Model.locked_joints) follow the moving ones at their fixed position, with zero
-            # velocity and effort, so a JointState consumer sees every joint the URDF moves
+            # mimic joints (Model.mimic_joints) follow the moving ones with their derived position, velocity and
+            # effort, then the locked joints (Model.locked_joints) at their fixed position with zero velocity and
+            # effort, so a JointState consumer sees every joint the URDF moves
+            self._mimic_names = list(self.model.mimic_joints)
             locked = dict(self.model.locked_joints)
             self._locked_tail = (np.array(list(locked.values()), dtype=float), np.zeros(len(locked)))
-            self._joint_state_msg = JointState(name=names + list(locked))
+            self._joint_state_msg = JointState(name=names + self._mimic_names + list(locked))
             self._effort_msg = JointState(name=names)
             self._joint_wrench_msgs = []
             for frame in self._joint_child_frames:
@@ -1393,6 +1403,12 @@ class DynamicsNode(Node):
         cv.set_stamp(m.header, stamp)
         position, velocity = self._joint_positions(sim.q), sim.v[self.nv_base:]
         effort = np.ascontiguousarray(sim.applied_efforts, dtype=float)
+        if self._mimic_names:  # derived: m q + o, m v, and the effort each carries under the applied commands
+            q, v = sim.q, sim.v
+            a = self.model.forward_dynamics(q, v, sim.generalized_force())
+            mq, mv, me = self.model.mimic_joint_states(q, v, a)
+            position, velocity, effort = (np.concatenate((position, mq)), np.concatenate((velocity, mv)),
+                                          np.concatenate((effort, me)))
         locked_position, zeros = self._locked_tail
         if zeros.size:
             position = np.concatenate((position, locked_position))

@@ -223,10 +223,10 @@ MASS_RATIO_DESCRIPTION = (
 
 
 def build_multibody(source: Source, base: str, gravity, mass_scale: float = 1.0,
-                    max_mass_ratio: float = MAX_MASS_RATIO, locked_joints=None) -> Model:
+                    max_mass_ratio: float = MAX_MASS_RATIO, locked_joints=None, mimic: str = "reduce") -> Model:
     """The multibody :class:`Model` of a loaded source on ``base`` (one of TREE_BASES); ``max_mass_ratio`` 0 lifts
     the model's mass-ratio bound; ``locked_joints`` ``{joint name: position}``: joints made fixed at that position
-    (see :meth:`Model.from_urdf`)."""
+    (see :meth:`Model.from_urdf`); ``mimic``: ``reduce`` or ``independent`` (the same)."""
     if base not in TREE_BASES:
         raise ParameterError(f"base_group must be one of {', '.join(TREE_BASES)}, got {base!r}")
     try:
@@ -235,7 +235,7 @@ def build_multibody(source: Source, base: str, gravity, mass_scale: float = 1.0,
             return Model.from_urdf(scale_urdf_inertia(source.urdf, mass_scale), base=base,
                                    gravity=np.asarray(gravity, dtype=float),
                                    max_mass_ratio=float(max_mass_ratio) if max_mass_ratio > 0 else None,
-                                   locked_joints=locked_joints or None)
+                                   locked_joints=locked_joints or None, mimic=mimic)
     except Exception as e:  # noqa: BLE001 - the model's ValueErrors carry the reason
         raise ParameterError(f"cannot build the {base} model of {source.describe()}: {e}") from None
 
