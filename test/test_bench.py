@@ -122,3 +122,20 @@ def test_a_disagreement_fails_the_run():
     doc = json.loads(proc.stdout)
     assert proc.returncode == 1 and not doc["agreement_ok"]
     assert doc["rows"] and not any(r["agree"] for r in doc["rows"] if r["err"] > 0)
+
+
+@pytest.mark.parametrize("single", [False, True], ids=["EventsExecutor", "SingleThreadedExecutor"])
+def test_the_floor_echo_answers_every_message(single, tmp_path):
+    """The node section's floor: the echo process (mbs_ros.bench.echo) answers each of 30 messages, one at a time,
+    and stops cleanly; the figures are well-formed (a count and an order of the quantiles, never a time bound)."""
+    pytest.importorskip("rclpy")
+    from mbs_ros.bench import node
+
+    probe = node.Probe("test_floor_probe")
+    try:
+        out = node.floor(probe, "/floor_test", tmp_path, 30, single=single)
+    finally:
+        probe.close()
+    assert out["exit_code"] == 0 and out["messages"] == 27
+    assert out["executor"] == ("SingleThreadedExecutor" if single else "EventsExecutor")
+    assert 0 < out["median_ms"] <= out["p99_ms"] and out["lockstep_rtf_bound"] > 0

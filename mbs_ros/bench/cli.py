@@ -302,6 +302,12 @@ def print_scaling(run):
     sys.stdout.flush()
 
 
+def _node_control_rate() -> float:
+    from .node import CONTROL_RATE
+
+    return CONTROL_RATE
+
+
 def print_node(run):
     n = run.node
     if n is None:
@@ -315,6 +321,14 @@ def print_node(run):
         print(f"  real time, 12-DOF vehicle-manipulator at {rt['requested_hz']:g} Hz, publishing at "
               f"{rt['publish_rate_hz']:g} Hz: {rt['physics_rate_hz']:.1f} steps per wall second, node CPU "
               f"{100 * rt['cpu_share']:.0f} % of one core (target {rt['target']}) {_verdict(rt['met'])}")
+    for fl in n.get("floor", []):
+        if "error" in fl:
+            print(f"  floor: FAILED: {fl['error']}")
+        else:
+            print(f"  floor: one Odometry through an rclpy echo process ({fl['executor']}): median "
+                  f"{fl['median_ms']:.3f} ms, p99 {fl['p99_ms']:.3f} ms over {fl['messages']} messages; one such "
+                  f"exchange per {1e3 / _node_control_rate():g} ms period bounds the lockstep real-time factor at "
+                  f"{fl['lockstep_rtf_bound']:.1f}")
     ls = n.get("lockstep", {})
     if "error" in ls:
         print(f"  lockstep: FAILED: {ls['error']}")

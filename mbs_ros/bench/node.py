@@ -10,6 +10,10 @@ bringup runner start it), the 12-DOF vehicle-manipulator of ``config/uvms_6dof.y
   ``use_sim_time``. The real-time factor = advance of the ``/diagnostics`` stamps (simulation time, published
   every 0.1 s of it) / wall time between their receptions here: the only subscription of this process then, so
   that measuring adds no load to the loop.
+- **floor** (information, no target): one ``nav_msgs/Odometry`` at a time through an rclpy process that only
+  answers it (:mod:`mbs_ros.bench.echo`), with the EventsExecutor and with the SingleThreadedExecutor: the
+  least one state -> command exchange between two rclpy processes costs here, and so the largest lockstep
+  real-time factor at ``control_rate`` that one exchange per period would allow.
 - **round trip**, then, in the same lockstep run: this process also subscribes (best effort, serialized messages:
   no deserialization) to ``odom``, ``joint_states``, ``cmd_wrench`` and ``joint_command``. For each period t:
   (the later DDS reception time here of ``cmd_wrench`` and ``joint_command`` stamped t) − (the later reception time
@@ -276,6 +280,50 @@ def _round_trip(probe, ns, procs, window_s, warmup_s, subs):
                 target=f"< {TARGET_RTT_MS:g} ms median", met=bool(med < TARGET_RTT_MS))
 
 
+def floor(probe, ns, log_dir, count, single=False):
+    """The round trip of one ``nav_msgs/Odometry`` through :mod:`mbs_ros.bench.echo` (an rclpy node process that
+    only answers; ``single``: with the SingleThreadedExecutor, else the EventsExecutor our nodes use), one at a
+    time, ``count`` times: from just before this process publishes to the middleware's reception time of the
+    answer here. The least a state -> command exchange between two rclpy processes costs on this machine."""
+    from nav_msgs.msg import Odometry
+    from rclpy.qos import QoSProfile, ReliabilityPolicy
+
+    from mbs_ros.process import NodeProcess
+
+    executor = "SingleThreadedExecutor" if single else "EventsExecutor"
+    echo = NodeProcess("mbs_ros.bench.echo", name="echo", namespace=ns, args=["--single"] if single else [],
+                       log_file=Path(log_dir) / f"echo_{executor}.log")
+    qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+    pub = probe.node.create_publisher(Odometry, f"{ns}/ping", qos)
+    got = {}
+
+    def on(data, info=None):
+        got[cdr_stamp(data)] = (info or {}).get("received_timestamp") or time.time_ns()
+
+    sub = probe.node.create_subscription(Odometry, f"{ns}/pong", on, qos, raw=True)
+    rtt_ns = []
+    try:
+        echo.start()
+        probe.spin_until(lambda: pub.get_subscription_count() > 0 and sub.get_publisher_count() > 0,
+                         START_TIMEOUT, "the echo node", alive=[echo])
+        msg = Odometry()
+        for i in range(count):
+            msg.header.stamp.sec = i + 1
+            sent = time.time_ns()
+            pub.publish(msg)
+            key = (i + 1) * 1_000_000_000
+            probe.spin_until(lambda: key in got, 10.0, f"echo {i}", alive=[echo])
+            rtt_ns.append(got[key] - sent)
+    finally:
+        rc = echo.stop()
+        probe.node.destroy_subscription(sub)
+        probe.node.destroy_publisher(pub)
+    rtt_ms = np.array(rtt_ns[count // 10:], dtype=float) * 1e-6  # the first tenth warms up
+    med = float(np.median(rtt_ms))
+    return dict(executor=executor, median_ms=med, p99_ms=float(np.percentile(rtt_ms, 99)), messages=int(rtt_ms.size),
+                exit_code=rc, lockstep_rtf_bound=(1.0 / CONTROL_RATE) / (med * 1e-3))
+
+
 def run(quick: bool, log_dir=None, progress=print) -> dict:
     """The node section: a dict with ``realtime``, ``lockstep`` and ``round_trip`` (each a result or
     ``{"error": ...}``) and the ROS environment used."""
@@ -296,6 +344,13 @@ def run(quick: bool, log_dir=None, progress=print) -> dict:
             result["realtime"] = realtime(probe, ns, log_dir, window_s, warmup_s)
         except Exception as e:  # noqa: BLE001
             result["realtime"] = {"error": f"{type(e).__name__}: {e}"}
+        progress("node: the rclpy floor (an echo process) ...")
+        result["floor"] = []
+        for single in (False, True):
+            try:
+                result["floor"].append(floor(probe, ns, log_dir, 300 if quick else 2000, single=single))
+            except Exception as e:  # noqa: BLE001 - information only: no target
+                result["floor"].append({"error": f"{type(e).__name__}: {e}"})
         progress("node: lockstep and round trip ...")
         try:
             result.update(lockstep(probe, ns, log_dir, window_s, warmup_s))
