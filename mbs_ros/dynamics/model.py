@@ -102,6 +102,7 @@ class Model:
     implausible, a tuple of short strings each naming its link or joint (empty for a clean file, and for models
     not built from a URDF); see :mod:`mbs_ros.dynamics.urdf` and :meth:`from_urdf`. ``locked_joints``: the joints
     frozen at load, ``{name: position}`` (read-only; not in ``joint_names``), see :meth:`from_urdf`.
+    :attr:`mimic_joints`: the joints that follow a master (``<mimic>``; not in ``joint_names``).
     """
 
     base: str
