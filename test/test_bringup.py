@@ -391,6 +391,19 @@ def test_runner_tracks_records_and_plots(run, tmp_path):
     assert "figure" in demo.table(list(rows.values())).splitlines()[0]
 
 
+def test_the_duration_counts_from_the_reference_start_the_reference_node_logs():
+    """With sim_time the runner starts --duration at the later of its /clock reading and the start the reference
+    nodes name (a backlog of /clock messages once left the runner 0.9 s of simulation time behind, and a 2 s run
+    covered 1.09 s of the reference)."""
+    line = ("[INFO] [1.2] [arm.reference_node]: reference published: joint_reference (3 points), starting at "
+            "t = 3.090000 s")
+    assert bringup_runner.reference_start_ns("other\n" + line + "\n") == 3_090_000_000
+    zero = ("[INFO] [1.2] [x.reference_node]: reference published: base_reference (2 points), stamp 0 (the "
+            "controller starts it at its newest state, t ~ 12.5 s)")
+    assert bringup_runner.reference_start_ns(zero) == 12_500_000_000
+    assert bringup_runner.reference_start_ns("[INFO] starting") is None
+
+
 def test_sim_time_lockstep_duration_is_simulation_time(run, tmp_path):
     """manipulator.yaml runs on /clock in lockstep; as fast as possible here, --duration counts /clock seconds."""
     from mbs_ros import plot

@@ -65,6 +65,8 @@ from mbs_ros.process import NodeProcess, NodeProcessError
 __all__ = ["Runner", "RunResult", "main"]
 
 PUBLISHED = "reference published"
+# the simulation time a reference node's "reference published" line names (its start: the state it answered)
+_REFERENCE_START = re.compile(r"reference published: .*(?:starting at t = |t ~ )(\d+(?:\.\d*)?) s")
 RECORDER_CLOSE_TIMEOUT = 30.0  # s the recorder gets at least, after its stop signal, to complete its file
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -112,6 +114,13 @@ def _session_command(module: str) -> object:
     return [setsid, sys.executable, "-m", module] if setsid else module
 
 
+def reference_start_ns(log_text: str) -> Optional[int]:
+    """The simulation time (ns) at which a reference node's reference starts, from its ``reference published``
+    log line; None without one."""
+    m = _REFERENCE_START.search(log_text)
+    return None if m is None else int(round(float(m.group(1)) * 1e9))
+
+
 class _Graph:
     """The runner's own view of the ROS graph, from a private rclpy context spun in a thread (no signal
     handlers): which controllers subscribe their state yet, and the newest /clock time (sim-time durations)."""
@@ -130,7 +139,9 @@ class _Graph:
         if watch_clock:
             from rosgraph_msgs.msg import Clock
 
-            self.node.create_subscription(Clock, "/clock", self._on_clock, QoSProfile(depth=10))
+            # depth 1: the newest /clock time, not a backlog of older ones (the clock can run far faster than
+            # real time, and this thread is starved while the nodes start)
+            self.node.create_subscription(Clock, "/clock", self._on_clock, QoSProfile(depth=1))
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._stop = threading.Event()
@@ -362,7 +373,10 @@ class Runner:
                                "publish it)")
                     return None
                 time.sleep(0.02)
-            start = clock.now_ns
+            # from the references' own start: the /clock value seen here can lag the state a reference node
+            # answered (a backlog of /clock messages when the simulation runs far faster than real time)
+            start = max([clock.now_ns] + [t for t in (reference_start_ns(c.process.log_text()) for c in refs)
+                                          if t is not None])
         else:
             start = time.monotonic_ns()
         what = "references sent" if refs else "nodes started"
