@@ -53,14 +53,27 @@ class Probe:
         while time.monotonic() < deadline:
             self.executor.spin_once(timeout_sec=0.005)
 
-    def call(self, srv_type, name, request, timeout=None, alive=()):
-        """Call a service once it is ready; the response."""
+    def call(self, srv_type, name, request, timeout=None, alive=(), resend_after=None):
+        """Call a service once it is ready; the response. ``resend_after`` (s; idempotent services only, e.g.
+        get_parameters): send the request again while no response came for that long, within ``timeout`` — a
+        client whose response reader is not matched yet when the server answers loses the response (DDS
+        discovery), which a wait for ``service_is_ready`` does not rule out."""
         client = self.node.create_client(srv_type, name)
+        timeout = self.timeout if timeout is None else timeout
         try:
             self.spin_until(client.service_is_ready, timeout, f"service {name}", alive)
-            future = client.call_async(request)
-            self.spin_until(future.done, timeout, f"response of {name}", alive)
-            return future.result()
+            deadline = time.monotonic() + timeout
+            while True:
+                future = client.call_async(request)
+                wait = timeout if resend_after is None else min(resend_after, max(0.0, deadline - time.monotonic()))
+                try:
+                    self.spin_until(future.done, wait, f"response of {name}", alive)
+                    return future.result()
+                except AssertionError:
+                    client.remove_pending_request(future)
+                    if resend_after is None or time.monotonic() >= deadline:
+                        raise AssertionError(f"timed out after {timeout} s waiting for the response of {name}") \
+                            from None
         finally:
             self.node.destroy_client(client)
 

@@ -303,7 +303,7 @@ def test_runtime_parameter_changes(probe, nodes):
     r = set_param("mass", 2.5)
     assert r.successful, r.reason
     got = probe.call(GetParameters, "/planar/dynamics_node/get_parameters",
-                     GetParameters.Request(names=["mass", "base_group"]))
+                     GetParameters.Request(names=["mass", "base_group"]), resend_after=5.0)
     assert got.values[0].double_value == 2.5 and got.values[1].string_value == "se2"
     assert proc.running
 

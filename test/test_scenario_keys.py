@@ -196,6 +196,7 @@ def test_limits_set_in_the_scenario_reach_the_nodes(tmp_path):
         for role, wanted in (("controller", ctl_set), ("dynamics", dyn_set)):
             names = sorted(wanted)
             got = probe.call(GetParameters, f"/{ns}/{role}_node/get_parameters", GetParameters.Request(names=names),
+                             resend_after=5.0,
                              alive=list(procs.values()))
             assert {n: value(v) for n, v in zip(names, got.values)} == wanted, role
         for p in procs.values():

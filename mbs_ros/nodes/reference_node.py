@@ -390,8 +390,9 @@ class ReferenceNode(Node):
 
 
 def main(args=None) -> int:
-    # rclpy's own SIGINT/SIGTERM handlers, as this node always had
-    return run_node(ReferenceNode, args, errors=(ReferenceError,), own_signal_handlers=False)
+    # our own SIGINT/SIGTERM handlers (a flag the spin loop checks), as the dynamics and controller nodes: with
+    # rclpy's, an idle reference node once outlived SIGINT and SIGTERM (13 s) and needed SIGKILL in a CI run
+    return run_node(ReferenceNode, args, errors=(ReferenceError,))
 
 
 if __name__ == "__main__":
