@@ -418,7 +418,9 @@ def test_sim_time_lockstep_duration_is_simulation_time(run, tmp_path):
     (ref,) = rec.joint_reference["/arm"]
     assert ref.stamp > 0  # reference_node stamps it with the state it starts from
     last = max(row[1] for row in rec.joint_states["/arm"])
-    assert 2.0 <= (last - ref.stamp) * 1e-9 < 10.0
+    # the runner stops the recorder first once its /clock reaches the reference's start + 2 s: the states still in
+    # flight to the recorder then are not in the file (20 ms of simulation time short in one CI run)
+    assert 1.5 <= (last - ref.stamp) * 1e-9 < 10.0
     joints = plot.joint_tracking(rec, "/arm")
     err = joints.error_norm[~np.isnan(joints.error_norm)]
     assert err[0] > 0.3 and err[-1] < 0.1 * err[0], err
