@@ -79,6 +79,7 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import yaml
 
 from mbs_ros.bringup.paramsfile import YamlFileError, flatten, read_params_file, read_yaml
+from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.packages import is_uri, resolve_uri
 
 __all__ = ["ScenarioError", "Scenario", "Robot", "Waypoint", "NodeSpec", "load_scenario", "node_specs",
@@ -526,6 +527,16 @@ def _did_you_mean(name: str, names: Sequence[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def _model_file(text: str, beside: Optional[Path]) -> Tuple[Optional[str], str]:
+    """``(model_file value, reason)``: a package:// or file:// URI as written (the nodes resolve it too) once it
+    resolves here, a path as the absolute path :func:`resolve_path` finds; ``(None, why)`` when neither does."""
+    if is_uri(text):
+        resolved = resolve_uri(text)
+        return (text if resolved.path is not None else None), resolved.reason
+    found = resolve_path(text, beside=beside)
+    return (str(found) if found is not None else None), "not found"
+
+
 def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float, ...], g: dict) -> Robot:
     from mbs_ros.nodes import model_source as ms  # ROS-free: reads URDF/xacro/YAML, builds the Model
 
@@ -550,30 +561,23 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
     model_key = _join(key, "model")
     if doc.get("model") is not None:
         text = c.text(doc["model"], model_key).strip()
-        if is_uri(text):  # package://PKG/PATH or file:///PATH: handed to the nodes as it is, resolved there too
-            resolved = resolve_uri(text)
-            if resolved.path is None:
-                c.fail(model_key, f"robot file {text!r}: {resolved.reason}")
-            dyn["model_file"] = ctl["model_file"] = text
-        else:
-            found = resolve_path(text, beside=c.path)
-            if found is None:
-                c.fail(model_key, f"robot file {doc['model']!r} not found (looked in the package, beside the "
-                                  "scenario and in the current directory)")
-            dyn["model_file"] = ctl["model_file"] = str(found)
+        value, why = _model_file(text, c.path)
+        if value is None:
+            c.fail(model_key, f"robot file {text!r}: {why}" if is_uri(text) else
+                   f"robot file {doc['model']!r} not found (looked in the package, beside the scenario and in the "
+                   "current directory)")
+        dyn["model_file"] = ctl["model_file"] = value
     else:
         if not dyn.get("model_file") and not dyn.get("robot_description"):
             c.fail(model_key, "missing: give the robot file (model) or a parameter file (params) naming one")
         for params in (dyn, ctl):  # from the params file: resolve it as the scenario would
-            if params.get("model_file") and is_uri(str(params["model_file"]).strip()):
-                resolved = resolve_uri(str(params["model_file"]).strip())
-                if resolved.path is None:
-                    c.fail(_join(key, "params"), f"its model_file {params['model_file']!r}: {resolved.reason}")
-            elif params.get("model_file"):
-                found = resolve_path(str(params["model_file"]), beside=c.path)
-                if found is None:
-                    c.fail(_join(key, "params"), f"its model_file {params['model_file']!r} was not found")
-                params["model_file"] = str(found)
+            if params.get("model_file"):
+                text = str(params["model_file"]).strip()
+                value, why = _model_file(text, c.path)
+                if value is None:
+                    c.fail(_join(key, "params"), f"its model_file {params['model_file']!r}: {why}" if is_uri(text)
+                           else f"its model_file {params['model_file']!r} was not found")
+                params["model_file"] = value
         ctl.setdefault("model_file", dyn.get("model_file", ""))
         if dyn.get("robot_description"):
             ctl.setdefault("robot_description", dyn["robot_description"])
@@ -607,7 +611,7 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
     locked = dict(zip(names, (float(v) for v in positions))) or None
     if doc.get("mimic") is not None:
         mkey = _join(key, "mimic")
-        if doc["mimic"] not in ("reduce", "independent"):
+        if doc["mimic"] not in MIMIC_MODES:
             c.fail(mkey, f"must be reduce or independent, got {_show(doc['mimic'])}")
         dyn["mimic"] = ctl["mimic"] = doc["mimic"]
     mimic = str(dyn.get("mimic", "reduce"))

@@ -23,7 +23,10 @@ from dataclasses import dataclass
 import numpy as np
 
 
-__all__ = ["MimicJoint", "Mimic", "mimic_elements", "reduce_model"]
+__all__ = ["MimicJoint", "Mimic", "MIMIC_MODES", "mimic_elements", "reduce_model"]
+
+#: How a model treats URDF ``<mimic>`` joints (``Model.from_urdf(..., mimic=...)``, the nodes' and scenarios' key).
+MIMIC_MODES = ("reduce", "independent")
 
 
 @dataclass(frozen=True)

@@ -225,12 +225,12 @@ class Model:
         lists them). A mimic that cannot be simulated so (its master missing, fixed or continuous) stays
         independent and is reported. ``"independent"``: every mimic joint moves on its own (reported).
         """
-        from .mimic import mimic_elements, reduce_model
+        from .mimic import MIMIC_MODES, mimic_elements, reduce_model
         from .urdf import MIMIC_NOTE, lock_joints, parse_urdf, report_message
 
         if base not in TREE_BASES:
             raise ValueError(f"unknown base {base!r}; choose one of {', '.join(TREE_BASES)}")
-        if mimic not in ("reduce", "independent"):
+        if mimic not in MIMIC_MODES:
             raise ValueError(f"mimic must be 'reduce' or 'independent', got {mimic!r}")
         file = None
         if isinstance(urdf, os.PathLike) or (isinstance(urdf, str) and not looks_like_xml_text(urdf)):

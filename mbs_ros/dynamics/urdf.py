@@ -334,13 +334,6 @@ def _mimic_item(mimics) -> str:
     return f"joint{'s' if len(mimics) > 1 else ''} {_names(mimics)}: {MIMIC_NOTE}"
 
 
-def _mimic_joints(xml: str) -> list:
-    import xml.etree.ElementTree as ET
-
-    return [j.get("name") for j in ET.fromstring(xml).findall("joint")
-            if j.find("mimic") is not None and j.get("type") != "fixed"]
-
-
 def _names(names, limit: int = 4) -> str:
     names = [repr(n) for n in names]
     return ", ".join(names) if len(names) <= limit else ", ".join(names[:limit]) + f" and {len(names) - limit} more"
@@ -619,7 +612,9 @@ def lock_joints(spec: RobotSpec, locked) -> tuple:
         joints.append(j)
     ordered = {j.name: values[j.name] for j in spec.joints if j.name in values}
     report = spec.report
-    mimics = _mimic_joints(spec.xml)
+    from .mimic import mimic_elements
+
+    mimics = [m.name for m in mimic_elements(spec.xml)]
     if any(name in values for name in mimics):  # a locked mimic joint is not an independent one: say only the rest
         rest = [name for name in mimics if name not in values]
         before = _mimic_item(mimics)

@@ -134,6 +134,7 @@ from std_msgs.msg import Float64MultiArray
 from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
 
 from mbs_ros.controllers import ComputedTorque, PassivityBased, PDGravity, Reference
+from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.model import MAX_MASS_RATIO
 from mbs_ros.nodes import conversions as cv
@@ -326,7 +327,7 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
         max_mass_ratio=prm.number(values, "max_mass_ratio", lo=0.0),
         locked_joints=locked[0],
         locked_joint_positions=locked[1],
-        mimic=text("mimic", _dn.MIMIC_MODES),
+        mimic=text("mimic", MIMIC_MODES),
         max_wrench=_limits(values, "max_wrench", 2),
         max_effort=_limits(values, "max_effort", None),
         max_time_jump=prm.number(values, "max_time_jump", lo=0.0, lo_open=True),

@@ -222,6 +222,7 @@ from std_srvs.srv import SetBool, Trigger
 from visualization_msgs.msg import MarkerArray
 
 from mbs_ros.dynamics import Model
+from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.dynamics.model import MAX_MASS_RATIO
 from mbs_ros.dynamics.simulator import CommandLimits, Fault, RateCheck, Simulator, WrenchCommand
 from mbs_ros.dynamics.simulator import command_limits as sim_command_limits
@@ -339,7 +340,6 @@ LOCKED_JOINTS_DESCRIPTION = (
 LOCKED_POSITIONS_DESCRIPTION = (
     "Positions of locked_joints, same order and length [rad or m], within each joint's URDF <limit>; empty = "
     "zeros.")
-MIMIC_MODES = ("reduce", "independent")
 MIMIC_DESCRIPTION = (
     "URDF <mimic> joints: reduce (q = multiplier * q_master + offset; they leave joint_names, as Pinocchio 3 and "
     "ros2_control treat them) or independent (each moves on its own). Robots only.")
