@@ -45,7 +45,14 @@ __all__ = ["AVAILABLE", "CompiledModel", "compile_model", "warm_up"]
 
 BASE_CODES = {"fixed": 0, "se3": 1, "schoenflies": 2, "se2": 3, "so3": 4, "so3xr3": 5}
 # fm row layout (float64, one row per body, row 0 = the base: gravity in its first three entries)
-_R0, _P0, _PA, _PA2, _PAX, _S, _FW = 0, 9, 12, 21, 30, 33, 40
+_R0, _P0, _PA, _PA2, _PAX, _S = 0, 9, 12, 21, 30, 33
+# passive elements (passive.py): per body D = M_A[:, :3] + ρ∇[1; ĉ_b] (6×3), the added mass M_A (6×6), the joint's
+# [stiffness, rest, damping, friction, friction velocity]; row 0 cols 3..8: the current U and its rate U̇ (world).
+# Rows nb + e: damping element e [body, R (9), p (3), D_lin (36), D_quad (6)].
+_HD, _HMA, _JP, _FW = 40, 58, 94, 99
+_EB, _ER, _EP, _EDL, _EDQ = 0, 1, 10, 13, 49
+# im[_HDR, 7]: passive flags; im[_COLS, 7]: the number of damping elements
+_F_FLUID, _F_CURRENT, _F_ELEMS, _F_JOINTS = 1, 2, 4, 8
 # im: row 0 header [code, nb, nj, nq, nv, nqb, nvb, 0], row 1 base columns (-1 padded), row 2 + k: body k
 # [parent, jtype, iq, iv]
 _HDR, _COLS, _BODY = 0, 1, 2
@@ -353,6 +360,28 @@ def _gravity_base(fm, Rw, out):
 
 
 @_jit
+def _body_vectors(im, fm, Rw, Rr, G):
+    """G[i] = [R_world_iᵀ g, R_world_iᵀ U, R_world_iᵀ U̇]: gravity, the current and its rate in each body's axes."""
+    nb = im[_HDR, 1]
+    for r in range(3):
+        for m in range(3):
+            G[0, 3 * m + r] = Rw[0, r] * fm[0, 3 * m] + Rw[1, r] * fm[0, 3 * m + 1] + Rw[2, r] * fm[0, 3 * m + 2]
+    for i in range(1, nb):
+        lam = im[_BODY + i, 0]
+        for m in range(3):
+            for r in range(3):
+                G[i, 3 * m + r] = (Rr[i, 0, r] * G[lam, 3 * m] + Rr[i, 1, r] * G[lam, 3 * m + 1]
+                                   + Rr[i, 2, r] * G[lam, 3 * m + 2])
+
+
+@_jit
+def _add_fluid_weight(fm, i, G, F):
+    """F[i] += D_i g_i: gravity taken off the added mass, buoyancy added (passive.py's module docstring)."""
+    for r in range(6):
+        F[i, r] += fm[i, _HD + 3 * r] * G[i, 0] + fm[i, _HD + 3 * r + 1] * G[i, 1] + fm[i, _HD + 3 * r + 2] * G[i, 2]
+
+
+@_jit
 def _alloc(nb):
     """Per-call workspace: relative poses, base pose and columns, and (nb, 6) rows for twists, accelerations,
     wrenches and the ABA quantities."""
@@ -414,6 +443,11 @@ def _rnea_core(im, fm, I6, q, v, a, fext, flags, tau, F):
         if use_f:
             for r in range(6):
                 F[i, r] -= fext[i, r]
+    if im[_HDR, 7] & _F_FLUID:
+        G = np.empty((nb, 9))
+        _body_vectors(im, fm, Rw, Rr, G)
+        for i in range(nb):
+            _add_fluid_weight(fm, i, G, F)
     for i in range(nb - 1, 0, -1):
         lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
         tau[iv] = _dot6(fm[i, _S:_S + 6], F[i])
@@ -514,6 +548,11 @@ def _aba_core(im, fm, I6, q, v, tau, fext, use_f, qdd):
         if use_f:
             for r in range(6):
                 pA[i, r] -= fext[i, r]
+    if im[_HDR, 7] & _F_FLUID:
+        G = np.empty((nb, 9))
+        _body_vectors(im, fm, Rw, Rr, G)
+        for i in range(nb):
+            _add_fluid_weight(fm, i, G, pA)
     for i in range(nb - 1, 0, -1):
         lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
         s = fm[i, _S:_S + 6]
@@ -648,6 +687,104 @@ def _coriolis_core(im, fm, I6, q, v, C):
         _mv6(Nc[0], Sb[l], t6)
         for k in range(nvb):
             C[k, l] = _dot6(Sb[k], F1) + _dot6(Sb[k], t6)
+
+
+# ------------------------------------------------------------------------------------------ passive forces
+@_jit
+def _passive_core(im, fm, q, v, springs, tau, pw):
+    """τ_p (passive.py's module docstring): the current's loads and hydrodynamic damping on each body, projected
+    as in RNEA, and the joints' springs (if ``springs``), dampers and friction. pw[0] = the dissipated power."""
+    nb, nvb, nv = im[_HDR, 1], im[_HDR, 6], im[_HDR, 4]
+    flags = im[_HDR, 7]
+    for k in range(nv):
+        tau[k] = 0.0
+    pw[0] = 0.0
+    if flags & (_F_CURRENT | _F_ELEMS):
+        Rr, pr, Rw, pwo, Sb, vec, tmp = _alloc(nb)
+        V, F = vec[0], vec[1]
+        t6, h, hr, Vr, w = vec[2, 0], vec[2, 1], vec[2, 2], vec[2, 3], vec[2, 4]
+        G = np.empty((nb, 9))
+        Re = np.empty((3, 3))
+        _joint_poses(im, fm, q, Rr, pr)
+        _base_pose(im[_HDR, 0], q, Rw, pwo)
+        _base_columns(im, Rw, Sb)
+        _base_velocity(im, Sb, v, V[0])
+        for i in range(1, nb):
+            lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
+            _to_child(Rr[i], pr[i], V[lam], V[i])
+            for r in range(6):
+                V[i, r] += fm[i, _S + r] * v[iv]
+        _body_vectors(im, fm, Rw, Rr, G)
+        for i in range(nb):
+            for r in range(6):
+                F[i, r] = 0.0
+        if flags & _F_CURRENT:
+            for i in range(nb):
+                u0, u1, u2 = G[i, 3], G[i, 4], G[i, 5]
+                for r in range(6):
+                    Vr[r] = V[i, r]
+                Vr[0] -= u0
+                Vr[1] -= u1
+                Vr[2] -= u2
+                for r in range(6):
+                    a = 0.0
+                    b = 0.0
+                    for c in range(6):
+                        m = fm[i, _HMA + 6 * r + c]
+                        a += m * V[i, c]
+                        b += m * Vr[c]
+                    h[r] = a
+                    hr[r] = b
+                c0, c1, c2 = _cross(V[i, 3], V[i, 4], V[i, 5], u0, u1, u2)  # ω × u
+                _bias_force(V[i], h, t6)
+                for r in range(6):
+                    F[i, r] += t6[r] - (fm[i, _HMA + 6 * r] * c0 + fm[i, _HMA + 6 * r + 1] * c1
+                                        + fm[i, _HMA + 6 * r + 2] * c2)
+                    F[i, r] += (fm[i, _HD + 3 * r] * G[i, 6] + fm[i, _HD + 3 * r + 1] * G[i, 7]
+                                + fm[i, _HD + 3 * r + 2] * G[i, 8])
+                _bias_force(Vr, hr, t6)
+                for r in range(6):
+                    F[i, r] -= t6[r]
+        for e in range(im[_COLS, 7]):
+            row = nb + e
+            i = int(fm[row, _EB])
+            for a in range(3):
+                for b in range(3):
+                    Re[a, b] = fm[row, _ER + 3 * a + b]
+            _to_child(Re, fm[row, _EP:_EP + 3], V[i], Vr)
+            for r in range(3):
+                Vr[r] -= Re[0, r] * G[i, 3] + Re[1, r] * G[i, 4] + Re[2, r] * G[i, 5]
+            p = 0.0
+            for r in range(6):
+                acc = fm[row, _EDQ + r] * abs(Vr[r]) * Vr[r]
+                for c in range(6):
+                    acc += fm[row, _EDL + 6 * r + c] * Vr[c]
+                w[r] = acc
+                p += acc * Vr[r]
+            pw[0] += p
+            _force_to_parent(Re, fm[row, _EP:_EP + 3], w, t6)
+            for r in range(6):
+                F[i, r] -= t6[r]
+        for i in range(nb - 1, 0, -1):
+            lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
+            tau[iv] += _dot6(fm[i, _S:_S + 6], F[i])
+            _force_to_parent(Rr[i], pr[i], F[i], t6)
+            for r in range(6):
+                F[lam, r] += t6[r]
+        for k in range(nvb):
+            tau[k] += _dot6(Sb[k], F[0])
+    if flags & _F_JOINTS:
+        for i in range(1, nb):
+            jt, iq, iv = im[_BODY + i, 1], im[_BODY + i, 2], im[_BODY + i, 3]
+            th = math.atan2(q[iq + 1], q[iq]) if jt == 2 else q[iq]
+            rate = v[iv]
+            k, rest, d, f, vf = (fm[i, _JP], fm[i, _JP + 1], fm[i, _JP + 2], fm[i, _JP + 3], fm[i, _JP + 4])
+            fr = f * math.tanh(rate / vf) if f > 0.0 else 0.0
+            t = -d * rate - fr
+            if springs:
+                t -= k * (th - rest)
+            pw[0] += d * rate * rate + fr * rate
+            tau[iv] += t
 
 
 # ------------------------------------------------------------------------------------------ the Lie-group step
@@ -802,6 +939,8 @@ def _step_core(im, fm, I6, q, v, taus, W, has_W, dt, A, b, q_out, v_out):
     vj = np.empty(nv)
     qj = np.empty(nq)
     tj = np.empty(nv)
+    tp = np.empty(nv)
+    pwd = np.empty(1)
     dummy = np.empty((1, 6))
     for j in range(ns):
         if j == 0:
@@ -829,6 +968,10 @@ def _step_core(im, fm, I6, q, v, taus, W, has_W, dt, A, b, q_out, v_out):
             tj[k] = row[k]
         if has_W:
             _world_wrench_tau(im, qj, W, tj)
+        if im[_HDR, 7] & (_F_CURRENT | _F_ELEMS | _F_JOINTS):
+            _passive_core(im, fm, qj, vj, True, tp, pwd)
+            for k in range(nv):
+                tj[k] += tp[k]
         _aba_core(im, fm, I6, qj, vj, tj, dummy, False, accs[j])
     for k in range(nv):
         sp = 0.0
@@ -903,7 +1046,7 @@ class CompiledModel:
 
     __slots__ = ("im", "fm", "I6", "nq", "nv", "nb", "_tableaus")
 
-    def __init__(self, base, tree, gravity):
+    def __init__(self, base, tree, gravity, passive=None):
         nb, nj = tree.nb, tree.nj
         im = np.full((nb + 2, 8), -1, dtype=np.int64)
         im[_HDR] = [BASE_CODES[base], nb, nj, tree.nq, tree.nv, tree.nqb, tree.nvb, 0]
@@ -913,15 +1056,45 @@ class CompiledModel:
         im[_BODY + 1:, 1] = tree.jtype
         im[_BODY + 1:, 2] = tree.iq
         im[_BODY + 1:, 3] = tree.iv
-        fm = np.zeros((nb, _FW))
+        ne = 0 if passive is None else int(passive.elem_body.size)
+        fm = np.zeros((nb + ne, _FW))
         fm[0, :3] = gravity
         if nj:
-            fm[1:, _R0:_R0 + 9] = tree.placement[:, :3, :3].reshape(nj, 9)
-            fm[1:, _P0:_P0 + 3] = tree.placement[:, :3, 3]
-            fm[1:, _PA:_PA + 9] = tree.PA.reshape(nj, 9)
-            fm[1:, _PA2:_PA2 + 9] = tree.PA2.reshape(nj, 9)
-            fm[1:, _PAX:_PAX + 3] = tree.Pa
-            fm[1:, _S:_S + 6] = tree.s_joint
+            fm[1:nb, _R0:_R0 + 9] = tree.placement[:, :3, :3].reshape(nj, 9)
+            fm[1:nb, _P0:_P0 + 3] = tree.placement[:, :3, 3]
+            fm[1:nb, _PA:_PA + 9] = tree.PA.reshape(nj, 9)
+            fm[1:nb, _PA2:_PA2 + 9] = tree.PA2.reshape(nj, 9)
+            fm[1:nb, _PAX:_PAX + 3] = tree.Pa
+            fm[1:nb, _S:_S + 6] = tree.s_joint
+        if passive is not None:
+            flags = 0
+            if passive.has_fluid:
+                flags |= _F_FLUID
+                fm[:nb, _HD:_HD + 18] = passive.D.reshape(nb, 18)
+                fm[:nb, _HMA:_HMA + 36] = passive.added_mass.reshape(nb, 36)
+            if passive.has_current:
+                flags |= _F_CURRENT
+            fm[0, 3:6] = passive.current
+            fm[0, 6:9] = passive.current_rate
+            if ne:
+                flags |= _F_ELEMS
+                fm[nb:, _EB] = passive.elem_body
+                fm[nb:, _ER:_ER + 9] = passive.T_body_elem[:, :3, :3].reshape(ne, 9)
+                fm[nb:, _EP:_EP + 3] = passive.T_body_elem[:, :3, 3]
+                fm[nb:, _EDL:_EDL + 36] = passive.D_lin.reshape(ne, 36)
+                fm[nb:, _EDQ:_EDQ + 6] = passive.D_quad
+            if nj and (passive.stiffness.any() or passive.damping.any() or passive.friction.any()):
+                flags |= _F_JOINTS
+                fm[1:nb, _JP] = passive.stiffness
+                fm[1:nb, _JP + 1] = passive.rest
+                fm[1:nb, _JP + 2] = passive.damping
+                fm[1:nb, _JP + 3] = passive.friction
+                fm[1:nb, _JP + 4] = np.where(passive.friction_velocity > 0, passive.friction_velocity, 1.0)
+            im[_HDR, 7] = flags
+            im[_COLS, 7] = ne
+        else:
+            im[_HDR, 7] = 0
+            im[_COLS, 7] = 0
         self.im, self.fm = im, fm
         self.I6 = np.ascontiguousarray(tree.body_inertia, dtype=np.float64).copy()
         self.nq, self.nv, self.nb = tree.nq, tree.nv, nb
@@ -995,8 +1168,31 @@ class CompiledModel:
         if tau is not None:
             tau = np.asarray(tau, dtype=float).reshape(self.nv)
             nvb = int(self.im[_HDR, 6])
-            W -= self.fm[1:, _S:_S + 6] * tau[nvb:, None]
+            W -= self.fm[1:self.nb, _S:_S + 6] * tau[nvb:, None]
         return W
+
+    def passive(self, q, v, springs=True):
+        """``(τ_p (nv,), dissipated power [W])``: the passive forces of passive.py at (q, v)."""
+        tau = np.empty(self.nv)
+        pw = np.empty(1)
+        _passive_core(self.im, self.fm, _f64(q, self.nq), _f64(v, self.nv), bool(springs), tau, pw)
+        return tau, float(pw[0])
+
+    def with_current(self, velocity, rate):
+        """A copy whose current is ``velocity`` and ``rate`` (world axes; the kernels' arrays otherwise shared)."""
+        out = CompiledModel.__new__(CompiledModel)
+        for name in CompiledModel.__slots__:
+            setattr(out, name, getattr(self, name))
+        out.fm = self.fm.copy()
+        out.im = self.im.copy()
+        out.fm[0, 3:6] = velocity
+        out.fm[0, 6:9] = rate
+        if self.im[_HDR, 7] & _F_FLUID:
+            if np.any(velocity) or np.any(rate):
+                out.im[_HDR, 7] |= _F_CURRENT
+            else:
+                out.im[_HDR, 7] &= ~_F_CURRENT
+        return out
 
     def body_poses(self, q):
         T = np.empty((self.nb, 4, 4))
@@ -1043,10 +1239,10 @@ class CompiledModel:
         return qs, vs
 
 
-def compile_model(base, tree, gravity):
-    """A :class:`CompiledModel` of a tree on ``base``, or None where numba is unavailable (or the environment sets
-    ``MBS_BACKEND=numpy``)."""
-    return CompiledModel(base, tree, gravity) if AVAILABLE else None
+def compile_model(base, tree, gravity, passive=None):
+    """A :class:`CompiledModel` of a tree on ``base`` (with its :class:`~.passive.Passive`, if any), or None where
+    numba is unavailable (or the environment sets ``MBS_BACKEND=numpy``)."""
+    return CompiledModel(base, tree, gravity, passive) if AVAILABLE else None
 
 
 def warm_up() -> float:
@@ -1079,6 +1275,7 @@ def warm_up() -> float:
     c.step(q, v, v, 1e-3)
     c.step(q, v, v, 1e-3, wrench_world=np.zeros(6))
     c.simulate(q, v, v, 1e-3, 1)
+    c.passive(q, v)
     from ..controllers import space  # the controllers' one compiled series (dexp's derivative)
 
     space._phi1_series(np.zeros((2, 2)), np.ones(2), 2)

@@ -61,7 +61,8 @@ def step(model, q: np.ndarray, v: np.ndarray, tau: Torque, dt: float, method: st
     axes and mapped by ``Bᵀ`` (:meth:`Model.wrench_to_generalized`; components the base cannot take are
     dropped) and added to ``tau``. ``method`` is one of ``euler`` (Lie–Euler), ``heun``, ``rk3``, ``rk4``
     (RKMK4). A :class:`~mbs_ros.dynamics.Model` with the compiled fast path takes the whole step in one compiled
-    call unless ``tau`` is a function.
+    call unless ``tau`` is a function. A model's passive forces (:meth:`Model.passive_forces`: joint springs and
+    friction, the water's damping and current) are added to ``tau`` at every stage.
     """
     tab = _tableau(method)
     fast = getattr(model, "_fast_step", None)
@@ -96,6 +97,7 @@ def _with_world_wrench(model, tab: Tableau, tau, wrench_world):
 
 def _step(model, tab: Tableau, q, v, tau, dt, t):
     const_tau = None if callable(tau) else np.asarray(tau, dtype=float)
+    passive = getattr(model, "_passive_active", False)
     ks, accs = [], []
     for j, a_row in enumerate(tab.A):
         if j == 0:
@@ -106,6 +108,8 @@ def _step(model, tab: Tableau, q, v, tau, dt, t):
             q_j = model.integrate(q, psi)
             k_j = model.dexp_inv(-psi) @ v_j
         tau_j = const_tau if const_tau is not None else tau(t + tab.c[j] * dt, q_j, v_j)
+        if passive:  # springs, dampers, friction, the water's loads: M v̇ + C v + g = τ + τ_p (passive.py)
+            tau_j = tau_j + model.passive_forces(q_j, v_j)
         ks.append(k_j)
         accs.append(model.forward_dynamics(q_j, v_j, tau_j))
     phi = dt * sum(b * k for b, k in zip(tab.b, ks))

@@ -127,6 +127,9 @@ class Model:
     #: read-only, in the URDF's joint order; empty when none is.
     locked_joints: MappingProxyType = field(default_factory=lambda: MappingProxyType({}), repr=False)
     _mimic: object = field(default=None, repr=False)  # mimic.Mimic: the reduction by mimic joints, or None
+    #: The passive elements (:class:`~mbs_ros.dynamics.passive.Passive`: added mass, buoyancy, hydrodynamic
+    #: damping, the current, joint springs/dampers/friction, thrusters), or None.
+    passive: object = field(default=None, repr=False)
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -173,18 +176,20 @@ class Model:
             raise ValueError("added_mass must be symmetric")
         if np.linalg.eigvalsh(I_b + M_A)[0] <= 0.0:
             raise ValueError("rigid-body inertia plus added_mass must be positive definite")
-        model = cls._assemble(base, single_body_tree(base, I_b + M_A), gravity, name="rigid_body")
-        com_hat = hat3(com)
-        for a in (M_A, inertia, com, com_hat):
-            a.setflags(write=False)
-        # Gravity acts on the rigid mass only, which the tree (rigid + added inertia) cannot express: closed forms.
-        return dataclasses.replace(model, mass=mass, inertia=inertia, com=com, _com_hat=com_hat, added_mass=M_A,
-                                   _compiled=None)
+        from .passive import LinkHydro, build_passive
+
+        tree = single_body_tree(base, I_b)
+        passive = build_passive(tree, {"base_link": LinkHydro("base_link", np.eye(4), M_A, np.zeros((6, 6)),
+                                                              np.zeros(6))}, {}, [])
+        M_A.setflags(write=False)
+        model = cls._assemble(base, tree, gravity, name="rigid_body", passive=passive)
+        return dataclasses.replace(model, added_mass=M_A)
 
     @classmethod
     def from_urdf(cls, urdf, base: str = "fixed", gravity=(0.0, 0.0, -9.81), xacro: bool | None = None,
                   mappings: dict | None = None, max_mass_ratio: float | None = MAX_MASS_RATIO,
-                  locked_joints=None, mimic: str = "reduce") -> "Model":
+                  locked_joints=None, mimic: str = "reduce", fluid_density: float | None = None,
+                  current=None) -> "Model":
         """Model of a URDF robot: the root link is the base body, on the group ``base`` or fixed to the world
         (``"fixed"``; a root link named ``world`` with fixed joints places the robot in the world).
 
@@ -224,8 +229,15 @@ class Model:
         dynamics are those of the reduced coordinates, see :mod:`mbs_ros.dynamics.mimic`; :attr:`mimic_joints`
         lists them). A mimic that cannot be simulated so (its master missing, fixed or continuous) stays
         independent and is reported. ``"independent"``: every mimic joint moves on its own (reported).
+
+        Bodies in water, joint springs and friction, thrusters: the URDF extensions of
+        :mod:`mbs_ros.dynamics.passive` (``<hydrodynamics>`` in a link, ``<dynamics>`` of a joint, ``<thruster>``),
+        read into :attr:`passive`. ``fluid_density`` [kg/m³] (default 1000) is the density of links whose
+        ``<hydrodynamics>`` names none; ``current`` an initial uniform current (world axes, m/s), see
+        :meth:`with_current`.
         """
         from .mimic import MIMIC_MODES, mimic_elements, reduce_model
+        from .passive import WATER_DENSITY, build_passive, parse_extensions
         from .urdf import MIMIC_NOTE, lock_joints, parse_urdf, report_message
 
         if base not in TREE_BASES:
@@ -241,10 +253,15 @@ class Model:
             locked_joints = _lock_mimics_of_locked(locked_joints, mimics)
             spec, locked = lock_joints(spec, locked_joints)
             tree = build_tree(spec, base)
-            _check_tree(tree, base, max_mass_ratio, {j.name: (j.lower, j.upper) for j in spec.joints})
+            hydro, joint_dynamics, thrusters = parse_extensions(spec.xml)
+            passive = build_passive(tree, hydro, joint_dynamics, thrusters,
+                                    WATER_DENSITY if fluid_density is None else fluid_density,
+                                    (0.0, 0.0, 0.0) if current is None else current)
+            _check_tree(_kinetic_tree(tree, passive), base, max_mass_ratio,
+                        {j.name: (j.lower, j.upper) for j in spec.joints})
         except ModelError as exc:
             raise exc.with_file(file) from None
-        model = cls._assemble(base, tree, _gravity(gravity), name=spec.name, urdf=spec.xml)
+        model = cls._assemble(base, tree, _gravity(gravity), name=spec.name, urdf=spec.xml, passive=passive)
         model = dataclasses.replace(model, _limits=_joint_limits(tree, spec), locked_joints=MappingProxyType(locked))
         report = spec.report
         if mimic == "reduce":  # the generic "not simulated" note gives way to one per mimic that stays independent
@@ -278,13 +295,18 @@ class Model:
         return dataclasses.replace(model, name=cfg.name) if cfg.name else model
 
     @classmethod
-    def _assemble(cls, base: str, tree: Tree, gravity: np.ndarray, name: str, urdf: str | None = None) -> "Model":
+    def _assemble(cls, base: str, tree: Tree, gravity: np.ndarray, name: str, urdf: str | None = None,
+                  passive=None) -> "Model":
+        """The model of a rigid ``tree``; with ``passive``, its added mass joins the bodies' inertias (``I_b`` and
+        the kernels' inertia) while ``mass``, ``com`` and ``inertia`` stay the rigid body's."""
         group = None if base == "fixed" else GROUPS[base]
+        I_rigid = np.array(tree.body_inertia[0])
+        tree = _kinetic_tree(tree, passive)
         I_b = np.array(tree.body_inertia[0])
-        mass = float(I_b[0, 0])
+        mass = float(I_rigid[0, 0])
         com = np.array(tree.body_first_moment[0]) / mass if mass > 0 else np.zeros(3)
         com_hat = hat3(com)
-        inertia = I_b[3:, 3:] + mass * (com_hat @ com_hat)
+        inertia = I_rigid[3:, 3:] + mass * (com_hat @ com_hat)
         H = M = M_inv = None
         if group is not None and group.H is not None:
             H = np.asarray(group.H, dtype=float)
@@ -296,7 +318,7 @@ class Model:
                 a.setflags(write=False)
         return cls(base=base, group=group, mass=mass, inertia=inertia, com=com, gravity=gravity, I_b=I_b,
                    _com_hat=com_hat, _H=H, _M=M, _M_inv=M_inv, _tree=tree, name=name, urdf=urdf,
-                   _compiled=compile_model(base, tree, gravity))
+                   _compiled=compile_model(base, tree, gravity, passive), passive=passive)
 
     # ------------------------------------------------------------------ backends
     @property
@@ -307,8 +329,7 @@ class Model:
 
     def with_backend(self, backend: str) -> "Model":
         """The same model computed by ``backend`` (``"compiled"`` or ``"numpy"``); ValueError where the compiled
-        path is unavailable (numba missing, or a rigid body with added mass, whose gravity acts on the rigid mass
-        only)."""
+        path is unavailable (numba missing)."""
         if self._mimic is not None:  # the full tree's backend; the reduction is plain numpy around it
             full = self._mimic.full.with_backend(backend)
             return dataclasses.replace(self, _compiled=full._compiled, _mimic=self._mimic.with_full(full))
@@ -318,9 +339,7 @@ class Model:
             raise ValueError(f"unknown backend {backend!r}; choose compiled or numpy")
         if self._compiled is not None:
             return self
-        if self.added_mass is not None:
-            raise ValueError("a rigid body with added_mass has no compiled path (gravity acts on the rigid mass)")
-        compiled = compile_model(self.base, self._tree, self.gravity)
+        compiled = compile_model(self.base, self._tree, self.gravity, self.passive)
         if compiled is None:
             raise ValueError("the compiled backend needs numba (pip install numba, or the distro's python3-numba)")
         return dataclasses.replace(self, _compiled=compiled)
@@ -390,7 +409,7 @@ class Model:
     @property
     def total_mass(self) -> float:
         """Mass of every body of the model [kg] (the base and all links; ``mass`` alone for a single body)."""
-        return float(self.mass) if self._single else float(self._tree.body_inertia[:, 0, 0].sum())
+        return float(self.mass) if self._single else float(self._tree.body_mass.sum())
 
     @property
     def velocity_limits(self) -> np.ndarray:
@@ -663,9 +682,16 @@ class Model:
         return C
 
     def _gravity_wrench(self, q: np.ndarray) -> np.ndarray:
-        """Body-frame wrench of gravity at the body origin: ``[Rᵀ m g; c × Rᵀ m g]``."""
-        F = self.mass * (self._rotation(q).T @ self.gravity)
-        return np.concatenate([F, self._com_hat @ F])
+        """Body-frame wrench of gravity (and buoyancy) at the body origin: ``[Rᵀ m g; c × Rᵀ m g]`` minus
+        ``[ρ∇ Rᵀg; c_b × ρ∇ Rᵀg]``."""
+        g_b = self._rotation(q).T @ self.gravity
+        F = self.mass * g_b
+        W = np.concatenate([F, self._com_hat @ F])
+        P = self.passive
+        if P is not None and P.displaced[0]:
+            W[:3] -= P.displaced[0] * g_b
+            W[3:] -= np.cross(P.displaced_moment[0], g_b)
+        return W
 
     def gravity_forces(self, q: np.ndarray) -> np.ndarray:
         """g(q) = −Σ J_iᵀ W_gravity,i, the generalised gravity force on the left-hand side of the equations."""
@@ -748,6 +774,69 @@ class Model:
             return self._compiled.all_terms(q, v)
         return self.mass_matrix(q), self.nonlinear_effects(q, v), self.gravity_forces(q)
 
+    # ------------------------------------------------------------------ passive elements
+    @property
+    def _passive_active(self) -> bool:
+        P = self.passive
+        return P is not None and P.active
+
+    def passive_forces(self, q: np.ndarray, v: np.ndarray, springs: bool = True) -> np.ndarray:
+        """τ_p (nv,): joint springs (unless ``springs`` is False), dampers and friction, hydrodynamic damping and the
+        current's loads (:mod:`mbs_ros.dynamics.passive`); the simulation solves ``M v̇ + C v + g = τ + τ_p``."""
+        return self._passive_terms(q, v, springs)[0]
+
+    def _passive_terms(self, q, v, springs: bool = True):
+        """``(τ_p, dissipated power [W])``."""
+        if self._mimic is not None:
+            mm = self._mimic
+            tau, p = mm.full._passive_terms(mm.q_full(np.asarray(q, dtype=float)), mm.v_full(v), springs)
+            return mm.Gt @ tau, p
+        if not self._passive_active:
+            return np.zeros(self.nv), 0.0
+        if self._compiled is not None:
+            return self._compiled.passive(q, v, springs)
+        from .passive import energy_ports, passive_forces
+
+        tau = passive_forces(self, q, v, springs)
+        return tau, sum(energy_ports(self, q, v)["dissipators"].values())
+
+    def with_current(self, velocity, rate=(0.0, 0.0, 0.0)) -> "Model":
+        """The same model in a uniform current of ``velocity`` [m/s] changing at ``rate`` [m/s²] (world axes);
+        without hydrodynamics it has no effect."""
+        P = self.passive
+        if P is None:
+            return self
+        P = P.with_current(velocity, rate)
+        compiled = None if self._compiled is None else self._compiled.with_current(P.current, P.current_rate)
+        out = dataclasses.replace(self, passive=P, _compiled=compiled)
+        if self._mimic is not None:
+            out = dataclasses.replace(out, _mimic=self._mimic.with_full(self._mimic.full.with_current(velocity, rate)))
+        return out
+
+    @property
+    def thruster_names(self) -> tuple:
+        """The thrusters (``<thruster>``), in URDF order."""
+        return () if self.passive is None else self.passive.thruster_names
+
+    @property
+    def thruster_matrix(self) -> np.ndarray:
+        """(6, n_thrusters): the base-frame wrench ``[d; r × d]`` of one newton of each thruster."""
+        return np.zeros((6, 0)) if self.passive is None else self.passive.B_thrust.copy()
+
+    @property
+    def thrust_limits(self) -> tuple:
+        """``(lower, upper)`` thrust of each thruster [N]."""
+        if self.passive is None:
+            return np.zeros(0), np.zeros(0)
+        return self.passive.thrust_lower.copy(), self.passive.thrust_upper.copy()
+
+    def energy_ports(self, q, v, efforts=None, wrench=None, thrust=None, temperature=None) -> dict:
+        """Port-level energy bookkeeping at a state: :func:`mbs_ros.dynamics.passive.energy_ports`."""
+        from .passive import ENVIRONMENT_TEMPERATURE, energy_ports
+
+        return energy_ports(self, q, v, efforts, wrench, thrust,
+                            ENVIRONMENT_TEMPERATURE if temperature is None else temperature)
+
     # ------------------------------------------------------------------ wrenches, energy, momentum
     def wrench_to_generalized(self, q: np.ndarray, W: np.ndarray):
         """Generalised force of a base-frame wrench ``W = [F; τ]`` at the base origin: ``(τ (nv,), W_applied,
@@ -778,14 +867,20 @@ class Model:
         return 0.5 * float(V @ self.I_b @ V)
 
     def potential_energy(self, q: np.ndarray) -> float:
-        """−gᵀ Σ m_i p_com,i, with p_com,i the world position of each body's centre of mass."""
+        """−gᵀ Σ m_i p_com,i, with p_com,i the world position of each body's centre of mass; with
+        :attr:`passive`, plus buoyancy's ``gᵀ Σ ρ∇ c_b`` and the joint springs' ``Σ ½k(θ − θ₀)²``."""
         if self._mimic is not None:
             return self._mimic.potential_energy(q)
+        extra = 0.0
+        if self.passive is not None:
+            from .passive import buoyancy_energy, spring_energy
+
+            extra = buoyancy_energy(self, q) + spring_energy(self, q)
         if not self._single:
-            return alg.potential_energy(self, q)
+            return alg.potential_energy(self, q) + extra
         T = self.group.pose_matrix(q)
         p_com = T[:3, :3] @ self.com + T[:3, 3]
-        return -self.mass * float(self.gravity @ p_com)
+        return -self.mass * float(self.gravity @ p_com) + extra
 
     def spatial_momentum(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """World-frame spatial momentum of the whole system ``Σ Ad_{g_i⁻¹}ᵀ I_i V_i``: ``[linear; angular about
@@ -807,6 +902,15 @@ class Model:
         if self.group is None:
             return np.zeros(0)
         return h if self._H is None else self._H.T @ h
+
+
+def _kinetic_tree(tree: Tree, passive) -> Tree:
+    """``tree`` with each body's added mass in its inertia (the kinetic energy's), masses and first moments kept."""
+    if passive is None or not passive.added_mass.any():
+        return tree
+    inertia = np.array(tree.body_inertia) + passive.added_mass
+    inertia.setflags(write=False)
+    return dataclasses.replace(tree, body_inertia=inertia)
 
 
 def _lock_mimics_of_locked(locked, mimics) -> dict | None:
