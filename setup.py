@@ -19,7 +19,8 @@ def tree(src):
 setup(
     name=package_name,
     version="0.1.0",
-    packages=find_packages(exclude=["test", "test.*"]),
+    # mbs_ros_msgs/ is a package of its own (ament_cmake, generated Python): never part of this one.
+    packages=find_packages(exclude=["test", "test.*", "mbs_ros_msgs", "mbs_ros_msgs.*"]),
     data_files=[
         ("share/ament_index/resource_index/packages", ["resource/" + package_name]),
         ("share/" + package_name, ["package.xml"]),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # colcon in the project environment: a sourced ROS 2's own colcon, or (without ROS 2) colcon installed into
-# .venv from requirements-colcon.txt on first use. `make build` calls `tools/colcon.sh build --symlink-install`.
+# .venv from requirements-colcon.txt on first use. `make build` calls `tools/colcon.sh build --symlink-install`,
+# which builds mbs_ros_msgs/ and then mbs_ros (see the base paths below).
 set -euo pipefail
 # shellcheck source=tools/env.sh
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
@@ -18,4 +19,26 @@ else
   command -v colcon >/dev/null 2>&1 ||
     { echo "[colcon] no colcon on PATH (Debian/Ubuntu: apt-get install python3-colcon-common-extensions)" >&2; exit 1; }
 fi
-exec colcon "$@"
+# colcon does not look inside a directory that is itself a package, and this checkout's root is one (mbs_ros):
+# a verb that discovers packages, given no --base-paths or --paths of the caller's, gets both packages, the root
+# and mbs_ros_msgs/ (our interfaces, ament_cmake).
+args=("$@")
+own_paths=false
+for a in "$@"; do
+  case "$a" in --base-paths | --base-paths=* | --paths | --paths=*) own_paths=true ;; esac
+done
+if ! $own_paths; then
+  i=0
+  while [ "$i" -lt ${#args[@]} ]; do
+    case "${args[$i]}" in
+      --log-base | --log-level) i=$((i + 2)); continue ;;  # colcon's options before the verb that take a value
+      -*) ;;
+      build | test | list | graph | info)
+        args=("${args[@]:0:i+1}" --base-paths . mbs_ros_msgs "${args[@]:i+1}")
+        break ;;
+      *) break ;;
+    esac
+    i=$((i + 1))
+  done
+fi
+exec colcon "${args[@]}"

@@ -4,11 +4,14 @@
 # Two modes (MBS_ENV=auto|ros|venv overrides the detection; auto is the default):
 #   ros   a sourced ROS 2 (ROS_DISTRO set and the system python3 imports rclpy from outside .venv):
 #         the distro's python3, messages (tf2_msgs too) and Python packages; mbs_ros from this checkout via
-#         PYTHONPATH, and a small ament prefix (build/dev_prefix) whose share/mbs_ros links back to it.
-#   venv  no ROS 2: .venv, made by tools/setup_env.sh from the ROS 2 wheels on PyPI, with tf2_msgs built
-#         into it and mbs_ros installed editable; share/mbs_ros inside .venv links back to this checkout.
-# Exports: MBS_ROOT, MBS_MODE, MBS_VENV, MBS_PREFIX (the ament prefix holding mbs_ros), MBS_PYTHON,
-# and AMENT_PREFIX_PATH (+ PATH in venv mode, PYTHONPATH in ros mode).
+#         PYTHONPATH, and a small ament prefix (build/dev_prefix) whose share/mbs_ros links back to it and
+#         into which tools/setup_env.sh builds mbs_ros_msgs (its lib/pythonX.Y/site-packages on PYTHONPATH,
+#         its lib on LD_LIBRARY_PATH, for the Python modules and the type support libraries they load).
+#   venv  no ROS 2: .venv, made by tools/setup_env.sh from the ROS 2 wheels on PyPI, with tf2_msgs and
+#         mbs_ros_msgs built into it and mbs_ros installed editable; share/mbs_ros inside .venv links back to
+#         this checkout.
+# Exports: MBS_ROOT, MBS_MODE, MBS_VENV, MBS_PREFIX (the ament prefix holding mbs_ros and mbs_ros_msgs),
+# MBS_PYTHON, and AMENT_PREFIX_PATH (+ PATH in venv mode, PYTHONPATH and LD_LIBRARY_PATH in ros mode).
 
 MBS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MBS_VENV=${MBS_VENV:-$MBS_ROOT/.venv}
@@ -32,7 +35,11 @@ esac
 if [ "$MBS_MODE" = ros ]; then
   MBS_PREFIX=$MBS_ROOT/build/dev_prefix
   MBS_PYTHON=$(command -v python3)
-  export PYTHONPATH=$MBS_ROOT${PYTHONPATH:+:$PYTHONPATH}
+  # The dir tools/setup_env.sh installs mbs_ros_msgs' Python package into (it passes this one to cmake).
+  _mbs_pyver=$("$MBS_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  export PYTHONPATH=$MBS_ROOT:$MBS_PREFIX/lib/python$_mbs_pyver/site-packages${PYTHONPATH:+:$PYTHONPATH}
+  export LD_LIBRARY_PATH=$MBS_PREFIX/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+  unset _mbs_pyver
 else
   MBS_PREFIX=$MBS_VENV
   MBS_PYTHON=$MBS_VENV/bin/python

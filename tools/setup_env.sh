@@ -2,17 +2,21 @@
 # Sets up the environment `make test` and `make demo` run in (called by `make setup`). Idempotent: a second
 # run does no network work and takes about a second.
 #
-# With a sourced ROS 2 (see tools/env.sh): checks that the distro provides what package.xml declares and
-# links build/dev_prefix/share/mbs_ros to this checkout. Creates no venv.
+# With a sourced ROS 2 (see tools/env.sh): checks that the distro provides what package.xml declares, builds
+# our interface package mbs_ros_msgs/ against the distro into build/dev_prefix with cmake (skipped while
+# build/dev_prefix/.mbs_msgs_stamp matches a hash of mbs_ros_msgs/, the distro, its python and the build steps)
+# and links build/dev_prefix/share/mbs_ros to this checkout. Creates no venv.
 #
 # Without ROS 2: creates .venv and
 #   1. pip installs requirements-dev.txt (ROS 2 kilted wheels, numerics, test tools, interface build tools);
 #   2. patches the wheels' exported cmake files, which name the wheel builder's Python and numpy include dirs;
 #   3. builds tf2_msgs (on no reachable registry) into .venv with cmake, from upstream's one-line definition,
-#      and checks that its type hash is upstream's, so real tf2/RViz peers accept our /tf;
+#      and checks that its type hash is upstream's, so real tf2/RViz peers accept our /tf; then builds our own
+#      interface package mbs_ros_msgs/ (EnergyPorts) the same way and checks that it imports and publishes;
 #   4. pip installs this package editable, without touching the network;
 #   5. links .venv/share/mbs_ros/{package.xml,launch,config} and the ament index entry to this checkout.
-# Steps 1-3 are skipped while .venv/.mbs_env_stamp matches a hash of the requirement files and this script,
+# Steps 1-3 are skipped while .venv/.mbs_env_stamp matches a hash of the requirement files, this script and
+# the files under mbs_ros_msgs/ (so an edited .msg is rebuilt),
 # step 4 while .venv/.mbs_pkg_stamp matches a hash of setup.py, setup.cfg and the checkout's path.
 #
 # Environment: MBS_ENV=auto|ros|venv, MBS_VENV (default .venv), PYTHON (interpreter for a new venv).
@@ -64,10 +68,36 @@ ros_setup() {
   [ -z "$optional" ] || say "warning: not importable (some tests need them): $optional"
   if [ -n "$missing" ]; then
     die "not importable: $missing. Install the declared dependencies with:
-    rosdep install --from-paths $MBS_ROOT --ignore-src -y
+    rosdep install --from-paths $MBS_ROOT $MBS_ROOT/mbs_ros_msgs --ignore-src -y
 or run without ROS: MBS_ENV=venv make test"
   fi
+  ros_build_mbs_ros_msgs
   link_share "$MBS_PREFIX"
+}
+
+ros_build_mbs_ros_msgs() {
+  # mbs_ros_msgs into $MBS_PREFIX, against the sourced distro (its cmake, generators and python). tools/env.sh
+  # puts $MBS_PREFIX/lib/pythonX.Y/site-packages on PYTHONPATH and $MBS_PREFIX/lib on LD_LIBRARY_PATH; the
+  # install dir is given to cmake so that both agree.
+  local stamp=$MBS_PREFIX/.mbs_msgs_stamp pyver h
+  pyver=$("$MBS_PYTHON" -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+  h=$(hash_of <(msgs_files) "${MSGS_FILES[@]}" \
+    <(echo "$ROS_DISTRO $MBS_PYTHON $pyver"; declare -f ros_build_mbs_ros_msgs build_mbs_ros_msgs cmake_install))
+  if [ "$(cat "$stamp" 2>/dev/null)" = "$h" ] &&
+     [ -f "$MBS_PREFIX/lib/python$pyver/site-packages/mbs_ros_msgs/__init__.py" ]; then
+    return 0
+  fi
+  command -v cmake >/dev/null 2>&1 ||
+    die "cmake is needed to build mbs_ros_msgs (Debian/Ubuntu: apt-get install cmake, or ros-dev-tools)"
+  command -v c++ >/dev/null 2>&1 && command -v cc >/dev/null 2>&1 ||
+    die "a C/C++ compiler is needed to build mbs_ros_msgs (Debian/Ubuntu: apt-get install build-essential)"
+  rm -f "$stamp"
+  # The distro's prefixes (AMENT_PREFIX_PATH, which holds them and $MBS_PREFIX) for cmake's find_package too.
+  build_mbs_ros_msgs "$MBS_PREFIX" "$MBS_PYTHON" \
+    "CMAKE_PREFIX_PATH=$AMENT_PREFIX_PATH${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}" \
+    -- -DPYTHON_INSTALL_DIR="lib/python$pyver/site-packages"
+  check_mbs_ros_msgs
+  echo "$h" > "$stamp"
 }
 
 pick_python() {
@@ -88,9 +118,14 @@ pip_q() {
 
 hash_of() { cat "$@" | sha256sum | cut -d' ' -f1; }
 
+# The files of our interface package (relative paths, sorted): their names and contents go into the stamps.
+msgs_files() { LC_ALL=C find mbs_ros_msgs -type f ! -name '*.pyc' ! -path '*/__pycache__/*' | LC_ALL=C sort; }
+mapfile -t MSGS_FILES < <(msgs_files)
+[ ${#MSGS_FILES[@]} -gt 0 ] || die "no mbs_ros_msgs/ in $MBS_ROOT"
+
 check_build_tools() {
   command -v c++ >/dev/null 2>&1 && command -v cc >/dev/null 2>&1 ||
-    die "a C/C++ compiler is needed to build tf2_msgs (Debian/Ubuntu: apt-get install build-essential)"
+    die "a C/C++ compiler is needed to build tf2_msgs and mbs_ros_msgs (Debian/Ubuntu: apt-get install build-essential)"
   local inc
   inc=$("$MBS_VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["include"])')
   [ -f "$inc/Python.h" ] || die "Python headers missing in $inc (Debian/Ubuntu: apt-get install python3-dev)"
@@ -148,39 +183,91 @@ rosidl_generate_interfaces(${PROJECT_NAME} "msg/TFMessage.msg" DEPENDENCIES buil
 ament_export_dependencies(rosidl_default_runtime)
 ament_package()
 CMAKE
-  say "building tf2_msgs into $MBS_VENV (log: $bld.log)"
-  local t0=$SECONDS
-  if ! (export AMENT_PREFIX_PATH=$MBS_VENV CMAKE_PREFIX_PATH=$MBS_VENV
-        cmake -S "$src" -B "$bld" -DCMAKE_INSTALL_PREFIX="$MBS_VENV" -DBUILD_TESTING=OFF \
-          -DPython3_EXECUTABLE="$MBS_VENV/bin/python" -DCMAKE_BUILD_TYPE=Release &&
+  cmake_install tf2_msgs "$src" "$bld" "$MBS_VENV" "$MBS_VENV/bin/python" \
+    "AMENT_PREFIX_PATH=$MBS_VENV" "CMAKE_PREFIX_PATH=$MBS_VENV"
+}
+
+cmake_install() {
+  # cmake_install NAME SRC BUILD PREFIX PYTHON [VAR=VALUE...] [-- CMAKE_ARGS...]: configures, builds and installs
+  # the ament_cmake package in SRC into PREFIX with PYTHON, the VAR=VALUE pairs exported; log: BUILD.log.
+  local name=$1 src=$2 bld=$3 prefix=$4 python=$5 t0=$SECONDS
+  shift 5
+  local vars=() args=()
+  while [ $# -gt 0 ] && [ "$1" != -- ]; do vars+=("$1"); shift; done
+  [ $# -gt 0 ] && shift
+  args=("$@")
+  mkdir -p "$(dirname "$bld")"
+  say "building $name into $prefix (log: $bld.log)"
+  if ! (for v in "${vars[@]}"; do export "${v?}"; done
+        cmake -S "$src" -B "$bld" -DCMAKE_INSTALL_PREFIX="$prefix" -DBUILD_TESTING=OFF \
+          -DPython3_EXECUTABLE="$python" -DCMAKE_BUILD_TYPE=Release "${args[@]}" &&
         cmake --build "$bld" -j "$(nproc 2>/dev/null || echo 2)" &&
         cmake --install "$bld") > "$bld.log" 2>&1; then
     tail -n 40 "$bld.log" >&2
-    die "tf2_msgs build failed (full log: $bld.log)"
+    die "$name build failed (full log: $bld.log)"
   fi
-  say "tf2_msgs built in $((SECONDS - t0)) s"
+  say "$name built in $((SECONDS - t0)) s"
 }
 
-check_tf2_msgs() {
-  # From a clean environment (nothing sourced), import it and read the type hash rmw announces for it.
-  local got
-  got=$(env -u AMENT_PREFIX_PATH -u CMAKE_PREFIX_PATH ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST \
-    FASTDDS_BUILTIN_TRANSPORTS=UDPv4 ROS_DOMAIN_ID=$(( $$ % 100 + 1 )) "$MBS_VENV/bin/python" -c '
+build_mbs_ros_msgs() {
+  # build_mbs_ros_msgs PREFIX PYTHON [VAR=VALUE...] [-- CMAKE_ARGS...]: mbs_ros_msgs/ of this checkout into
+  # PREFIX, from a fresh build tree in PREFIX/build/mbs_ros_msgs. The files the previous build installed go
+  # first, so that a renamed or removed .msg leaves no stale type behind.
+  local prefix=$1 bld=$1/build/mbs_ros_msgs/build
+  [ -f "$bld/install_manifest.txt" ] && xargs -r -d '\n' rm -f -- < "$bld/install_manifest.txt"
+  rm -rf "$prefix/build/mbs_ros_msgs"
+  cmake_install mbs_ros_msgs "$MBS_ROOT/mbs_ros_msgs" "$bld" "$@"
+}
+
+announced_type() {
+  # announced_type MODULE CLASS [VAR=VALUE...]: publishes MODULE.CLASS with $MBS_PYTHON (in an environment with
+  # the VAR=VALUE settings, loopback-only discovery and a domain of its own) and prints the topic type name and
+  # type hash the rmw announces for it.
+  local module=$1 cls=$2
+  shift 2
+  env "$@" ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST FASTDDS_BUILTIN_TRANSPORTS=UDPv4 \
+    ROS_DOMAIN_ID=$(( $$ % 100 + 1 )) "$MBS_PYTHON" -c '
+import importlib, sys
 import rclpy
-from tf2_msgs.msg import TFMessage
+msg_type = getattr(importlib.import_module(sys.argv[1]), sys.argv[2])
+topic = "/mbs_setup_check_" + sys.argv[1].split(".")[0]
 rclpy.init()
-node = rclpy.create_node("mbs_setup_tf2_msgs_check")
-node.create_publisher(TFMessage, "/mbs_setup_tf2_msgs_check", 1)
-print(node.get_publishers_info_by_topic("/mbs_setup_tf2_msgs_check")[0].topic_type_hash)
+node = rclpy.create_node("mbs_setup_type_check")
+node.create_publisher(msg_type, topic, 1)
+info = node.get_publishers_info_by_topic(topic)[0]
+print(info.topic_type, info.topic_type_hash)
 node.destroy_node()
-rclpy.shutdown()') || die "tf2_msgs does not import or publish from $MBS_VENV"
-  [ "$got" = "$TF2_TYPE_HASH" ] || die "tf2_msgs/msg/TFMessage type hash $got differs from upstream's $TF2_TYPE_HASH"
+rclpy.shutdown()' "$module" "$cls"
+}
+
+# A clean environment: nothing sourced, the venv alone.
+CLEAN_ENV=(-u AMENT_PREFIX_PATH -u CMAKE_PREFIX_PATH)
+
+check_tf2_msgs() {
+  # From a clean environment, import it and read the type hash rmw announces for it.
+  local got
+  got=$(announced_type tf2_msgs.msg TFMessage "${CLEAN_ENV[@]}") ||
+    die "tf2_msgs does not import or publish from $MBS_VENV"
+  [ "${got#* }" = "$TF2_TYPE_HASH" ] ||
+    die "tf2_msgs/msg/TFMessage type hash ${got#* } differs from upstream's $TF2_TYPE_HASH"
   say "tf2_msgs imports without sourcing anything; type hash is upstream's"
+}
+
+check_mbs_ros_msgs() {
+  # Import and publish EnergyPorts: in venv mode from a clean environment, in ros mode in the one
+  # tools/env.sh makes (the distro's, with $MBS_PREFIX's python and lib dirs).
+  local got env_args=()
+  [ "$MBS_MODE" = venv ] && env_args=("${CLEAN_ENV[@]}")
+  got=$(announced_type mbs_ros_msgs.msg EnergyPorts "${env_args[@]}") ||
+    die "mbs_ros_msgs does not import or publish from $MBS_PREFIX (build log: $MBS_PREFIX/build/mbs_ros_msgs/build.log)"
+  [ "${got%% *}" = mbs_ros_msgs/msg/EnergyPorts ] ||
+    die "a publisher of mbs_ros_msgs.msg.EnergyPorts announces the type '${got%% *}'"
+  say "mbs_ros_msgs imports and publishes ${got%% *}"
 }
 
 venv_setup() {
   local env_hash pkg_hash
-  env_hash=$(hash_of requirements.txt requirements-dev.txt tools/setup_env.sh)
+  env_hash=$(hash_of requirements.txt requirements-dev.txt tools/setup_env.sh <(msgs_files) "${MSGS_FILES[@]}")
   pkg_hash=$(hash_of setup.py setup.cfg <(echo "$MBS_ROOT"))
 
   if [ ! -x "$MBS_VENV/bin/python" ]; then
@@ -201,6 +288,8 @@ venv_setup() {
     patch_cmake_exports
     build_tf2_msgs
     check_tf2_msgs
+    build_mbs_ros_msgs "$MBS_VENV" "$MBS_VENV/bin/python" "AMENT_PREFIX_PATH=$MBS_VENV" "CMAKE_PREFIX_PATH=$MBS_VENV"
+    check_mbs_ros_msgs
     echo "$env_hash" > "$MBS_VENV/.mbs_env_stamp"
     rm -f "$MBS_VENV/.mbs_pkg_stamp"
     say "environment ready in $((SECONDS - t0)) s"
