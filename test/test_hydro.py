@@ -330,3 +330,36 @@ def test_bad_joint_dynamics_and_thrusters_are_refused_with_the_name():
         Model.from_urdf(base.format(t="continuous", d="", x='<thruster name="t" link="b"/>'), base="se3")
     with pytest.raises(ModelError, match="thruster 't'.*nowhere"):
         Model.from_urdf(base.format(t="continuous", d="", x='<thruster name="t" link="nowhere"/>'), base="se3")
+
+
+def _rov_with_thrusters(seed=3):
+    return uvms_urdf(seed, joint_dynamics=True).replace('</robot>', (
+        '<thruster name="t1" link="pod"><origin xyz="0 0.1 0"/><axis xyz="1 0 0"/><limit lower="-40" upper="50"/>'
+        '<time_constant value="0.1"/></thruster><thruster name="t2" link="base_link"><axis xyz="0 0 1"/>'
+        '<limit lower="-40" upper="50"/><time_constant value="0.05"/></thruster></robot>'))
+
+
+def test_simulator_balances_energy_with_thrusters_current_and_dampers():
+    from mbs_ros.dynamics.simulator import Simulator
+
+    model = Model.from_urdf(_rov_with_thrusters(), base="se3").with_current([0.2, 0.1, 0.0])
+    sim = Simulator(model, model.neutral(), np.zeros(model.nv), 1e-3)
+    assert sim.expected == ("thrusters", "joints")  # lockstep drives a thruster vehicle by its thrusters
+    sim.set_thrusts([80.0, -20.0])  # t1 saturates at 50 N
+    assert sim.saturated["thrusters"] == 1
+    sim.set_joint_efforts([0.5, -0.2, 0.1, 0.3])
+    sim.advance(1)
+    # the first step applies the exact mean of the lag from 0 towards the command
+    np.testing.assert_allclose(sim.thrust, [50 * (1 - math.exp(-0.01)), -20 * (1 - math.exp(-0.02))], rtol=1e-12)
+    sim.advance(1999)
+    sim.set_current([0.0, -0.3, 0.1], [0.01, 0.0, 0.0])
+    sim.advance(2000)
+    d = sim.diagnostics()
+    assert sim.fault is None
+    assert d["dissipated_energy"] > 10.0 and d["work_applied"] > 10.0
+    assert abs(d["energy_balance_residual"]) < 1e-6 * (d["dissipated_energy"] + abs(d["work_applied"]))
+    np.testing.assert_allclose(sim.thrust, [50.0, -20.0], rtol=1e-6)  # 40 and 80 time constants later
+    # the port bookkeeping at the state: the thrusters' power is their thrust times the speed along them
+    ports = model.energy_ports(sim.q, sim.v, thrust=sim.thrust)
+    VT = model.thruster_matrix.T @ model.twist(sim.q, sim.v)
+    assert ports["ports"]["thruster/t1"] == pytest.approx(sim.thrust[0] * VT[0])

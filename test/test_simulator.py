@@ -402,7 +402,7 @@ def test_saturation_of_wrenches_and_efforts(uvms):
         assert np.linalg.norm(cmd.W[:3]) == pytest.approx(sim.limits.max_force, rel=1e-12)
         assert np.linalg.norm(cmd.W[3:]) == pytest.approx(sim.limits.max_torque, rel=1e-12)
         assert np.allclose(cmd.W[:3] / np.linalg.norm(cmd.W[:3]), np.array([1, -1, 1]) / np.sqrt(3))
-    assert sim.saturated == {"wrench": 2, "joints": 0}
+    assert sim.saturated == {"wrench": 2, "joints": 0, "thrusters": 0}
     sim.set_wrench([10.0, 0, 0, 0, 0, 1.0])  # within the limits: untouched, not counted
     assert np.array_equal(sim._wrench.pending.W, [10.0, 0, 0, 0, 0, 1.0]) and sim.saturated["wrench"] == 2
     sim.set_joint_efforts([1e12, -1e308, 5.0, 0.0, 31.0, -20.0])

@@ -92,13 +92,14 @@ import numpy as np
 
 from .integrators import TABLEAUS, step
 from .model import Model
+from .passive import thrust_response
 
 __all__ = ["Simulator", "WrenchCommand", "ZERO_WRENCH", "CHANNELS", "Fault", "CommandLimits", "command_limits",
            "rate_check", "RateCheck", "velocity_bounds", "MAX_TURN_PER_STEP", "MAX_SPEED", "MAX_POSITION", "ENERGY_RESIDUAL_FACTOR",
            "DEFAULT_LIMIT_ACCELERATION"]
 
-#: Lockstep command channels: the base wrench, the joint efforts.
-CHANNELS = ("wrench", "joints")
+#: Lockstep command channels: the base wrench, the joint efforts, the thrusters' thrusts.
+CHANNELS = ("wrench", "joints", "thrusters")
 _NEVER = 1 << 62  # a step index no run reaches
 
 # Runaway bounds (module docstring, "Faults").
@@ -342,7 +343,15 @@ class Simulator:
         self._paused = False
         self.fault: Optional[Fault] = None
         self.faults = 0
-        self.saturated = {"wrench": 0, "joints": 0}
+        self.saturated = {"wrench": 0, "joints": 0, "thrusters": 0}
+        self.nt = len(model.thruster_names)
+        if self.nt and model.group is not None and model._H is None:
+            raise ValueError("thrusters need a base group whose velocity map is constant (se3, schoenflies, se2, so3), "
+                             f"not {model.base}")
+        self.thrust = np.zeros(self.nt)  # the thrusters' thrust at t_k [N] (first-order lag behind the command)
+        self._thrust_mean = np.zeros(self.nt)  # the mean thrust over the last step (what it applied)
+        self._thrust_settled = True  # thrust == command and the step's mean is it: nothing to integrate
+        self._thrust_factors = None
         self.limits = command_limits(model, max_wrench, max_effort)
         self._angular = _angular_components(model)
         self._v_caps = velocity_bounds(model, self.dt)
@@ -350,14 +359,17 @@ class Simulator:
                                    else int(energy_check_steps))
         self.integrator = integrator
         self.lockstep_steps = int(lockstep_steps)
-        #: lockstep channels this model needs: "wrench" if the base floats, "joints" if there are movable joints
-        self.expected = tuple(ch for ch, needed in (("wrench", model.group is not None), ("joints", self.nj > 0))
-                              if needed)
+        #: lockstep channels this model needs: "thrusters" if it has thrusters, else "wrench" if the base floats;
+        #: "joints" if there are movable joints
+        self.expected = tuple(ch for ch, needed in (("wrench", model.group is not None and not self.nt),
+                                                    ("thrusters", self.nt > 0), ("joints", self.nj > 0)) if needed)
         self.period_commands: Dict[str, object] = {}  # lockstep: channel -> command for the current period
         self.last_stamp_seen: Dict[str, int] = {}  # lockstep: channel -> stamp [ns] of the last command offered
         self._wrench = _Held(ZERO_WRENCH)
         self._efforts = _Held(np.zeros(self.nj))
         self._efforts.zero.setflags(write=False)
+        self._thrusts = _Held(np.zeros(self.nt))
+        self._thrusts.zero.setflags(write=False)
         self.on_wrench_applied: Optional[Callable] = None
         self.on_efforts_applied: Optional[Callable] = None
         self.on_timeout: Optional[Callable] = None
@@ -414,18 +426,25 @@ class Simulator:
             raise ValueError(f"cmd_timeout must be a finite number >= 0, got {seconds}")
         self._timeout_steps = (int(math.ceil(seconds * 1e9 / self.dt_ns))
                                if seconds > 0.0 and not self.lockstep else 0)
-        for held in (self._wrench, self._efforts):
+        for held in (self._wrench, self._efforts, self._thrusts):
             held.expires_k = self._expiry(held.start_k, held.applied)
-        self._next_expiry = min(self._wrench.expires_k, self._efforts.expires_k)
+        self._next_expiry = min(self._wrench.expires_k, self._efforts.expires_k, self._thrusts.expires_k)
 
     def set_model(self, model: Model) -> None:
         """Simulate ``model`` (same configuration space, e.g. new inertial parameters) from the current state on;
         the energy and momentum references are taken again."""
-        if (model.nq, model.nv, model.joint_names) != (self.model.nq, self.model.nv, self.model.joint_names):
-            raise ValueError("set_model needs a model with the same configuration space")
+        if (model.nq, model.nv, model.joint_names, model.thruster_names) != (
+                self.model.nq, self.model.nv, self.model.joint_names, self.model.thruster_names):
+            raise ValueError("set_model needs a model with the same configuration space and thrusters")
         self.model = model
         self._force_stale = True
         self.rebaseline()
+
+    def set_current(self, velocity, rate=(0.0, 0.0, 0.0)) -> None:
+        """The water's uniform current from the next step on: ``velocity`` [m/s] and its ``rate`` [m/s²], world axes
+        (:meth:`Model.with_current`); the energy references stay (the current's power is a port of the balance)."""
+        self.model = self.model.with_current(velocity, rate)
+        self._passive_end = None
 
     # ----------------------------------------------------------------------------------------- time
 
@@ -507,6 +526,31 @@ class Simulator:
         """Hold the joint efforts (``model.joint_names`` order) from the next step on."""
         self._efforts.pending = self.joint_efforts(efforts)
 
+    def thrust_commands(self, thrusts) -> np.ndarray:
+        """``thrusts`` [N] as a read-only (nt,) array clipped to each thruster's limits (counted when it was);
+        ValueError for a wrong length or non-finite entries."""
+        u = np.array(thrusts, dtype=float).reshape(-1)
+        if u.shape != (self.nt,):
+            raise ValueError(f"{u.size} thrusts, expected {self.nt} ({', '.join(self.model.thruster_names)})")
+        if not np.all(np.isfinite(u)):
+            raise ValueError(f"non-finite (NaN/inf) thrusts {u.tolist()}")
+        lo, hi = self.model.thrust_limits
+        if np.any(u < lo) or np.any(u > hi):
+            u = np.clip(u, lo, hi)
+            self.saturated["thrusters"] += 1
+        u.setflags(write=False)
+        return u
+
+    def set_thrusts(self, thrusts) -> None:
+        """Command the thrusters (``model.thruster_names`` order, N) from the next step on; each follows its command
+        with its first-order lag (:func:`~mbs_ros.dynamics.passive.thrust_response`, exact over each step)."""
+        self._thrusts.pending = self.thrust_commands(thrusts)
+
+    @property
+    def applied_thrust_commands(self) -> np.ndarray:
+        """The thrust commands held on the last step (the thrusters lag behind them: :attr:`thrust`)."""
+        return self._thrusts.applied
+
     @property
     def applied_wrench(self) -> WrenchCommand:
         """The wrench applied on the last step taken (zero after a reset)."""
@@ -521,6 +565,8 @@ class Simulator:
         """Zero wrench and efforts from the next step; pending and lockstep commands dropped."""
         self._wrench.clear()
         self._efforts.clear()
+        self._thrusts.clear()
+        self._thrust_settled = not self.nt
         self._next_expiry = _NEVER
         self.period_commands = {}
         self._force_stale = self._announce = True
@@ -545,6 +591,8 @@ class Simulator:
                 W.setflags(write=False)
                 value = WrenchCommand(W, value.frame)
             self.period_commands[channel] = value
+        elif channel == "thrusters":
+            self.period_commands[channel] = self.thrust_commands(value)
         else:
             self.period_commands[channel] = self.joint_efforts(value)
 
@@ -565,6 +613,8 @@ class Simulator:
             self._wrench.pending = cmds["wrench"]
         if "joints" in cmds:
             self._efforts.pending = cmds["joints"]
+        if "thrusters" in cmds:
+            self._thrusts.pending = cmds["thrusters"]
         return True
 
     def advance_period(self) -> int:
@@ -584,13 +634,29 @@ class Simulator:
         w, e = self._wrench, self._efforts
         caps = self._v_caps
         every = self.energy_check_steps
+        passive = model._passive_active
+        nt = self.nt
         for taken in range(int(n_steps)):
             k = self.k
             q0, v0 = self.q, self.v
             fault = None
             try:
-                if w.pending is not None or e.pending is not None or k >= self._next_expiry:
+                if (w.pending is not None or e.pending is not None or self._thrusts.pending is not None
+                        or k >= self._next_expiry):
                     self._take_commands(k)
+                thrust_end = None
+                if nt and not self._thrust_settled:
+                    u = self._thrusts.applied
+                    if self._thrust_factors is None:  # (decay, mean factor) of each lag over one step
+                        self._thrust_factors = thrust_response(np.ones(nt), np.zeros(nt),
+                                                               model.passive.time_constants, dt)
+                    decay, mean_factor = self._thrust_factors
+                    gap = self.thrust - u
+                    thrust_end, thrust_mean = u + gap * decay, u + gap * mean_factor
+                    if np.all(np.abs(thrust_end - u) <= 1e-9 * (1.0 + np.abs(u))):  # within a nanonewton per N
+                        thrust_end = u.copy()
+                    self._thrust_mean = thrust_mean
+                    self._force_stale = True
                 if self._force_stale:
                     self._build_force()
                 q1, v1 = step(model, q0, v0, self._tau, dt, method=method, t=k * dt,
@@ -604,6 +670,11 @@ class Simulator:
                     p1 = self._power(q1, v1)
                     p0 = self._p_end if self._p_end_valid else self._power(q0, v0)
                     work = self.work + 0.5 * dt * (p0 + p1)
+                    if passive:  # the passive loads' work (no springs: stored) and what the dissipators took
+                        pp1, pd1 = self._passive_power(q1, v1)
+                        pp0, pd0 = self._passive_end if self._passive_end is not None else self._passive_power(q0, v0)
+                        passive_work = self.passive_work + 0.5 * dt * (pp0 + pp1)
+                        dissipated = self.dissipated + 0.5 * dt * (pd0 + pd1)
                     if not math.isfinite(work):
                         fault = ("nonfinite", f"the work of the commands became {work}")
             except Exception as exc:  # noqa: BLE001 - a step never raises: the simulation stops instead
@@ -612,6 +683,13 @@ class Simulator:
                 self._halt(k, *fault)  # the state stays (q0, v0) at t_k
                 return taken
             self.work = work
+            if passive:
+                self.passive_work, self.dissipated = passive_work, dissipated
+                self._passive_end = (pp1, pd1)
+            if thrust_end is not None:
+                self.thrust = thrust_end
+                self._thrust_settled = np.array_equal(thrust_end, self._thrusts.applied) and np.array_equal(
+                    self._thrust_mean, thrust_end)
             self._p_end, self._p_end_valid = p1, True
             self.q, self.v = q1, v1
             self.k = k + 1
@@ -638,12 +716,19 @@ class Simulator:
         j = int(np.argmax(np.abs(q1)))
         return "runaway", f"configuration component {j} = {q1[j]:.6g} beyond {MAX_POSITION:g} (m or rad)"
 
+    def _passive_power(self, q, v):
+        """``(v·τ_p without springs, dissipated power)`` [W] at (q, v): the passive loads' power on the model (the
+        springs' is in the potential energy) and the dissipators' (:meth:`Model.passive_forces`)."""
+        tau, p_diss = self.model._passive_terms(q, v, springs=False)
+        return float(tau @ v), p_diss
+
     def _energy_runaway(self) -> Optional[str]:
         """The energy-balance test (module docstring); None when it passes."""
         model = self.model
         E = model.kinetic_energy(self.q, self.v) + model.potential_energy(self.q)
-        residual = E - self.energy_ref - self.work
-        scale = abs(self.energy_ref) + abs(self.work) + ENERGY_FLOOR_PER_KG * _total_mass(model)
+        residual = E - self.energy_ref - self.work - self.passive_work
+        scale = (abs(self.energy_ref) + abs(self.work) + abs(self.passive_work) + self.dissipated
+                 + ENERGY_FLOOR_PER_KG * _total_mass(model))
         if math.isfinite(residual) and abs(residual) <= ENERGY_RESIDUAL_FACTOR * scale:
             return None
         return (f"energy balance: E - E_ref - work = {residual:.6g} J exceeds {ENERGY_RESIDUAL_FACTOR:g} x "
@@ -667,7 +752,7 @@ class Simulator:
 
     def _take_commands(self, k: int) -> None:
         """Step k: pending commands start, held ones past their expiry become zero."""
-        for channel, held in (("wrench", self._wrench), ("joints", self._efforts)):
+        for channel, held in (("wrench", self._wrench), ("joints", self._efforts), ("thrusters", self._thrusts)):
             if held.pending is not None:
                 held.applied, held.pending = held.pending, None
                 held.start_k = k
@@ -680,7 +765,9 @@ class Simulator:
             else:
                 continue
             self._force_stale = self._announce = True
-        self._next_expiry = min(self._wrench.expires_k, self._efforts.expires_k)
+            if channel == "thrusters":
+                self._thrust_settled = False
+        self._next_expiry = min(self._wrench.expires_k, self._efforts.expires_k, self._thrusts.expires_k)
 
     def _build_force(self) -> None:
         """The generalised force of the applied commands, in the forms ``step`` takes: ``_tau`` (a constant (nv,)
@@ -690,6 +777,8 @@ class Simulator:
         tau = np.zeros(model.nv)
         if self.nj:
             tau[model.nv - self.nj:] = self._efforts.applied
+        if self.nt and np.any(self._thrust_mean):  # the thrusters' base wrench: constant B, one vector (__init__)
+            tau = tau + model.wrench_to_generalized(self.q, model.passive.B_thrust @ self._thrust_mean)[0]
         self._wrench_world = None
         self._W_power = None  # (W, frame) whose power is taken from the base twist
         self._tau = self._tau_const = tau
@@ -751,6 +840,9 @@ class Simulator:
             self.v_init = np.array(v0, dtype=float)
         self.k += 1
         self.q, self.v = self.q_init.copy(), self.v_init.copy()
+        self.thrust = np.zeros(self.nt)
+        self._thrust_mean = np.zeros(self.nt)
+        self._thrust_settled = True
         self.clear_commands()
         self.k_reset = self.k
         self.fault = None
@@ -767,6 +859,9 @@ class Simulator:
         """Take the current state as the energy and momentum reference; the work counts from here."""
         model, q, v = self.model, self.q, self.v
         self.work = 0.0
+        self.passive_work = 0.0  # ∫ v·τ_p (springs excluded) [J]: what the passive loads did
+        self.dissipated = 0.0  # ∫ dissipated power [J]
+        self._passive_end = None
         self.kinetic_energy_ref = model.kinetic_energy(q, v)
         self.energy_ref = self.kinetic_energy_ref + model.potential_energy(q)
         self.momentum_ref = model.spatial_momentum(q, v)
@@ -831,8 +926,11 @@ class Simulator:
             "kinetic_energy_ref": self.kinetic_energy_ref,
             "total_energy_ref": self.energy_ref,
             "work_applied": self.work,
-            "energy_balance_residual": ke + pe - self.energy_ref - self.work,
+            "energy_balance_residual": ke + pe - self.energy_ref - self.work - self.passive_work,
         }
+        if model._passive_active:
+            values.update(passive_work=self.passive_work, dissipated_energy=self.dissipated,
+                          current_supplied_energy=self.passive_work + self.dissipated)
         axes = ("linear_x", "linear_y", "linear_z", "angular_x", "angular_y", "angular_z")
         for i, axis in enumerate(axes):
             values["momentum_" + axis] = float(h[i])
