@@ -363,3 +363,44 @@ def test_simulator_balances_energy_with_thrusters_current_and_dampers():
     ports = model.energy_ports(sim.q, sim.v, thrust=sim.thrust)
     VT = model.thruster_matrix.T @ model.twist(sim.q, sim.v)
     assert ports["ports"]["thruster/t1"] == pytest.approx(sim.thrust[0] * VT[0])
+
+
+def test_robot_yaml_sections_are_the_urdf_extensions(tmp_path):
+    from mbs_ros.dynamics.robot_yaml import RobotConfigError
+
+    text = """
+robot:
+  name: sub
+  base: se3
+  fluid: {density: 1025.0}
+  links:
+    - {name: hull, mass: 10.0, inertia: [0.2, 0, 0, 0.3, 0, 0.4]}
+    - {name: fin, mass: 0.5, com: [0.1, 0, 0], inertia: [0.001, 0, 0, 0.002, 0, 0.002]}
+  joints:
+    - {name: fin_joint, type: revolute, parent: hull, child: fin, origin: {xyz: [-0.5, 0, 0]}, axis: [0, 0, 1]}
+  hydrodynamics:
+    hull: {added_mass: [2, 8, 8, 0.05, 0.3, 0.3], linear_damping: [5, 10, 10, 1, 2, 2],
+           quadratic_damping: [10, 40, 40, 1, 4, 4], volume: 0.0099, center_of_buoyancy: [0, 0, 0.02]}
+    fin: {added_mass: [0.01, 0.3, 0.01, 0, 0, 0.002], volume: 0.0004, density: 1000.0}
+  joint_dynamics:
+    fin_joint: {damping: 0.2, friction: 0.05, stiffness: 3.0, rest: 0.1}
+  thrusters:
+    - {name: aft, link: hull, position: [-0.6, 0, 0], direction: [1, 0, 0], min_thrust: -30, max_thrust: 40,
+       time_constant: 0.2}
+"""
+    path = tmp_path / "sub.yaml"
+    path.write_text(text)
+    model = Model.from_yaml(path)
+    P = model.passive
+    assert P.density == 1025.0 and model.thruster_names == ("aft",)
+    assert P.displaced[0] == pytest.approx(1025.0 * 0.0099) and P.displaced[1] == pytest.approx(1000.0 * 0.0004)
+    assert (P.stiffness[0], P.rest[0], P.damping[0], P.friction[0]) == (3.0, 0.1, 0.2, 0.05)
+    q = model.neutral()
+    M = model.mass_matrix(q)
+    assert M[0, 0] == pytest.approx(10.5 + 2 + 0.01)  # surge: both rigid masses and both added masses
+    for bad, key in (("quadratic_damping: [10, 40, 40, 1, 4, 4]", "quadratic_damping: [10, 40]"),
+                     ("hull: {added_mass", "hul: {added_mass"), ("direction: [1, 0, 0]", "direction: [0, 0, 0]")):
+        path.write_text(text.replace(bad, key))
+        with pytest.raises((RobotConfigError, ModelError)) as info:
+            Model.from_yaml(path)
+        assert str(path) in str(info.value)

@@ -289,7 +289,7 @@ class Model:
         cfg = load_robot(path)
         try:
             model = cls.from_urdf(cfg.urdf, base=cfg.base, gravity=cfg.gravity, max_mass_ratio=max_mass_ratio,
-                                  locked_joints=locked_joints, mimic=mimic)
+                                  locked_joints=locked_joints, mimic=mimic, fluid_density=cfg.fluid_density)
         except ModelError as exc:
             raise exc.with_file(os.fspath(path)) from None
         return dataclasses.replace(model, name=cfg.name) if cfg.name else model

@@ -32,6 +32,25 @@ or the robot inline (URDF's content in YAML; SI units, angles in rad)::
           axis: [0.0, 0.0, 1.0]               # in the joint frame (any non-zero vector; normalised)
           limit: {lower: -3.14, upper: 3.14, effort: 100, velocity: 5}   # optional
 
+Either form may add bodies in water, joint springs/friction and thrusters (:mod:`mbs_ros.dynamics.passive`; they
+become its URDF extension elements, so a URDF file can carry them itself instead)::
+
+      fluid: {density: 1025.0}              # kg/m³ of links that name none (default 1000)
+      hydrodynamics:                        # per link, Fossen's notation, positive values
+        base_link:
+          origin: {xyz: [0, 0, 0], rpy: [0, 0, 0]}   # frame the values are written in (default: the link's)
+          added_mass: [6 or 36 numbers]     # M_A [kg, kg m, kg m²], linear first, diagonal or row-major
+          linear_damping: [6 or 36 numbers] # D_L [N s/m, N m s/rad]
+          quadratic_damping: [6 numbers]    # D_Q [N s²/m², N m s²/rad²]
+          volume: 0.0134                    # displaced volume [m³]
+          center_of_buoyancy: [0, 0, 0.01]  # in that frame [m]
+          density: 1025.0                   # optional, this link's fluid
+      joint_dynamics:
+        joint1: {damping: 0.1, friction: 0.2, friction_velocity: 0.01, stiffness: 5.0, rest: 0.0}
+      thrusters:
+        - {name: t1, link: base_link, position: [0.15, 0.1, 0], direction: [0.707, -0.707, 0],
+           min_thrust: -40.0, max_thrust: 50.0, time_constant: 0.1}
+
 A broken file raises :class:`RobotConfigError` naming the file and the key, e.g.
 ``config/arm.yaml: robot.joints[2].axis: expected 3 numbers``; a robot that cannot be simulated (a massless end
 link, ...) is refused by :meth:`~mbs_ros.dynamics.Model.from_yaml` with a ``ModelError`` naming the file and the
@@ -65,6 +84,7 @@ class RobotConfig:
     base: str
     gravity: tuple
     urdf: str  # URDF XML text
+    fluid_density: float | None = None
 
 
 class _Reader:
@@ -120,16 +140,99 @@ def load_robot(path) -> RobotConfig:
     if not isinstance(doc, dict) or "robot" not in doc:
         r.fail("robot", "missing (the file must have a top-level 'robot' mapping)")
     robot = r.mapping(doc["robot"], "robot",
-                      ("name", "base", "gravity", "urdf", "xacro_args", "links", "joints"))
+                      ("name", "base", "gravity", "urdf", "xacro_args", "links", "joints", "fluid", "hydrodynamics",
+                       "joint_dynamics", "thrusters"))
     base = r.choice(robot.get("base", "fixed"), "robot.base", _BASES)
     gravity = tuple(r.numbers(robot.get("gravity", [0.0, 0.0, -9.81]), "robot.gravity", 3))
     has_file, has_inline = "urdf" in robot, ("links" in robot or "joints" in robot)
     if has_file == has_inline:
         r.fail("robot", "give either 'urdf' (a URDF/xacro file) or 'links' and 'joints' (inline), not both")
     if has_file:
-        return _from_file(r, robot, base, gravity)
-    name = r.name(robot.get("name", os.path.splitext(os.path.basename(str(path)))[0]), "robot.name")
-    return RobotConfig(name, base, gravity, robot_to_urdf(r, name, robot))
+        cfg = _from_file(r, robot, base, gravity)
+    else:
+        name = r.name(robot.get("name", os.path.splitext(os.path.basename(str(path)))[0]), "robot.name")
+        cfg = RobotConfig(name, base, gravity, robot_to_urdf(r, name, robot))
+    density = None
+    if "fluid" in robot:
+        fluid = r.mapping(robot["fluid"], "robot.fluid", ("density",))
+        if "density" in fluid:
+            density = r.number(fluid["density"], "robot.fluid.density", positive=True)
+    xml = _with_passive(r, robot, cfg.urdf)
+    return RobotConfig(cfg.name, cfg.base, cfg.gravity, xml, density)
+
+
+def _with_passive(r, robot, xml: str) -> str:
+    """``xml`` with the robot's ``hydrodynamics``, ``joint_dynamics`` and ``thrusters`` as URDF extension elements
+    (:mod:`mbs_ros.dynamics.passive`); unchanged when it has none."""
+    if not any(k in robot for k in ("hydrodynamics", "joint_dynamics", "thrusters")):
+        return xml
+    root = ET.fromstring(xml)
+    links = {el.get("name"): el for el in root.findall("link")}
+    joints = {el.get("name"): el for el in root.findall("joint")}
+    hydro = robot.get("hydrodynamics", {})
+    r.mapping(hydro, "robot.hydrodynamics", tuple(links))
+    for lname, h in hydro.items():
+        key = f"robot.hydrodynamics.{lname}"
+        h = r.mapping(h, key, ("origin", "added_mass", "linear_damping", "quadratic_damping", "volume",
+                               "center_of_buoyancy", "density"))
+        old = links[lname].find("hydrodynamics")
+        if old is not None:
+            links[lname].remove(old)
+        el = ET.SubElement(links[lname], "hydrodynamics")
+        if "density" in h:
+            el.set("density", repr(r.number(h["density"], f"{key}.density", positive=True)))
+        if "origin" in h:
+            xyz, rpy = _origin(r, h["origin"], f"{key}.origin")
+            ET.SubElement(el, "origin", xyz=_fmt(xyz), rpy=_fmt(rpy))
+        for k, sizes in (("added_mass", (6, 36)), ("linear_damping", (6, 36)), ("quadratic_damping", (6,))):
+            if k in h:
+                v = h[k]
+                if not isinstance(v, (list, tuple)) or len(v) not in sizes:
+                    r.fail(f"{key}.{k}", f"expected {' or '.join(map(str, sizes))} numbers, got {v!r}")
+                ET.SubElement(el, k).text = _fmt(r.numbers(v, f"{key}.{k}", len(v)))
+        if "volume" in h or "center_of_buoyancy" in h:
+            ET.SubElement(el, "buoyancy", volume=repr(r.number(h.get("volume", 0.0), f"{key}.volume", minimum=0.0)),
+                          xyz=_fmt(r.numbers(h.get("center_of_buoyancy", [0, 0, 0]), f"{key}.center_of_buoyancy",
+                                             3)))
+    jd = robot.get("joint_dynamics", {})
+    r.mapping(jd, "robot.joint_dynamics", tuple(joints))
+    names = {"damping": "damping", "friction": "friction", "friction_velocity": "friction_velocity",
+             "stiffness": "spring_stiffness", "rest": "spring_reference"}
+    for jname, d in jd.items():
+        key = f"robot.joint_dynamics.{jname}"
+        d = r.mapping(d, key, tuple(names))
+        el = joints[jname].find("dynamics")
+        if el is None:
+            el = ET.SubElement(joints[jname], "dynamics")
+        for k, attr in names.items():
+            if k in d:
+                el.set(attr, repr(r.number(d[k], f"{key}.{k}", minimum=None if k == "rest" else 0.0)))
+    thrusters = robot.get("thrusters", [])
+    if not isinstance(thrusters, list):
+        r.fail("robot.thrusters", "expected a list of thrusters")
+    for i, t in enumerate(thrusters):
+        key = f"robot.thrusters[{i}]"
+        t = r.mapping(t, key, ("name", "link", "position", "direction", "min_thrust", "max_thrust",
+                               "time_constant"), ("name", "link", "direction"))
+        if r.name(t["link"], f"{key}.link") not in links:
+            r.fail(f"{key}.link", f"no link named {t['link']!r}")
+        el = ET.SubElement(root, "thruster", name=r.name(t["name"], f"{key}.name"), link=t["link"])
+        ET.SubElement(el, "origin", xyz=_fmt(r.numbers(t.get("position", [0, 0, 0]), f"{key}.position", 3)))
+        d = r.numbers(t["direction"], f"{key}.direction", 3)
+        if math.hypot(*d) < 1e-12:
+            r.fail(f"{key}.direction", "must be a non-zero vector")
+        ET.SubElement(el, "axis", xyz=_fmt(d))
+        lim = {}
+        if "min_thrust" in t:
+            lim["lower"] = repr(r.number(t["min_thrust"], f"{key}.min_thrust"))
+        if "max_thrust" in t:
+            lim["upper"] = repr(r.number(t["max_thrust"], f"{key}.max_thrust"))
+        if lim:
+            ET.SubElement(el, "limit", **lim)
+        if "time_constant" in t:
+            ET.SubElement(el, "time_constant", value=repr(r.number(t["time_constant"], f"{key}.time_constant",
+                                                                   minimum=0.0)))
+    return ET.tostring(root, encoding="unicode")
 
 
 def _from_file(r, robot, base, gravity) -> RobotConfig:
