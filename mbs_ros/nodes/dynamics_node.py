@@ -83,6 +83,25 @@ the URDF's root link and must name it):
   metres per N and per N m (DELETE while zero). The first array published after start-up and after a reset
   (arrays are built only while someone subscribes, so: the first one a subscriber gets) begins with a DELETEALL.
 - pub ``/clock`` (``rosgraph_msgs/Clock``, with ``publish_clock``): the simulation time (below).
+- pub ``energy`` (``mbs_ros_msgs/EnergyPorts``, at ``energy_rate``, built only while subscribed): the port-level
+  bookkeeping after EPHS (seed 000; :func:`mbs_ros.dynamics.passive.energy_ports`) of the state at the stamp:
+  each storage's energy (``kinetic`` — bodies and entrained water —, ``gravity``, ``buoyancy``,
+  ``spring/<joint>``), the power into the system through each port (``effort/<joint>``, ``wrench``,
+  ``thruster/<name>``, ``current``), each dissipator's power (``damper/<joint>``, ``friction/<joint>``,
+  ``hydrodynamic_damping/<link>``), the entropy production at ``environment_temperature``, and the integrals since
+  the reference state with the balance residual ``E − E_ref − supplied + dissipated``.
+
+Bodies in water, joint springs and friction, thrusters (:mod:`mbs_ros.dynamics.passive`): a model whose URDF or
+robot YAML has them is simulated with them (``M v̇ + C v + g = τ + τ_p``). ``current`` and ``current_rate``
+(settable at run time) set the water's uniform current. A vehicle with thrusters also takes:
+
+- sub ``cmd_thrust`` (``std_msgs/Float64MultiArray``): one thrust per thruster [N] in ``Model.thruster_names``
+  order (the URDF's), clipped to each ``<limit>``; held like ``cmd_wrench`` (``cmd_timeout``); each thruster
+  follows its command with its first-order lag. Ignored in lockstep (no stamp).
+- sub ``thruster_command`` (``sensor_msgs/JointState``): thrust by ``name`` in ``effort`` [N]; thrusters not named
+  get 0. In lockstep the thrusters' channel (then a thruster vehicle's base is driven by its thrusters: the
+  period waits for ``thruster_command`` instead of ``cmd_wrench``).
+- pub ``thrust`` (``sensor_msgs/JointState``, name and effort): each thruster's thrust at the stamp, with the state.
 
 Rates (outside lockstep; each a whole number of physics steps, ``round(physics_rate / rate)``, on the grid of
 step indices, so that rates that divide each other publish at common stamps): the state -- odom, pose, /tf,
@@ -235,6 +254,11 @@ from mbs_ros.nodes.model_source import ParameterError
 from mbs_ros.nodes.ratelimit import RateLimitedLog
 from mbs_ros.nodes.runtime import run_node, settings_executor
 
+try:  # our interface package (mbs_ros_msgs/, built by make setup / colcon)
+    from mbs_ros_msgs.msg import EnergyPorts
+except ImportError:  # pragma: no cover - without it the node runs, with no energy topic (a warning says so)
+    EnergyPorts = None
+
 try:  # tf2_msgs is not on PyPI: the set-up builds it; a ROS install has it.
     from tf2_msgs.msg import TFMessage
 except ImportError:  # pragma: no cover - reported at start-up
@@ -273,9 +297,10 @@ INERTIA_RANGE = (1.0e-12, 1.0e9)  # kg m^2, principal moments
 MAX_COM = 1.0e3  # m
 
 # lockstep: the simulator's command channels and the topics they come from
-_CHANNEL = {"cmd_wrench": "wrench", "joint_command": "joints"}
-_TOPIC = {"wrench": "cmd_wrench", "joints": "joint_command"}
-_TIMEOUT_TOPIC = {"wrench": "cmd_wrench", "joints": "cmd_joint_effort"}
+_CHANNEL = {"cmd_wrench": "wrench", "joint_command": "joints", "thruster_command": "thrusters"}
+_TOPIC = {"wrench": "cmd_wrench", "joints": "joint_command", "thrusters": "thruster_command"}
+_TIMEOUT_TOPIC = {"wrench": "cmd_wrench", "joints": "cmd_joint_effort", "thrusters": "cmd_thrust"}
+MAX_CURRENT = 100.0  # m/s (and m/s² for its rate), per component
 
 __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values", "main"]
 
@@ -321,6 +346,11 @@ class Settings:
     marker_wrench_scale: float = 0.01
     max_wrench: Tuple[float, ...] = ()  # () = from the model
     max_effort: object = ()  # () = from the model; a number (every joint) or a tuple (one per joint)
+    fluid_density: float = 0.0  # kg/m³; 0 = the robot YAML's fluid.density, else 1000
+    current: Tuple[float, ...] = (0.0, 0.0, 0.0)  # the water's current, world axes [m/s]
+    current_rate: Tuple[float, ...] = (0.0, 0.0, 0.0)  # its rate of change [m/s²]
+    environment_temperature: float = 288.15  # K, θ₀ of the entropy production
+    energy_rate: float = 10.0  # Hz, the energy topic
 
     @property
     def inertia_matrix(self) -> np.ndarray:
@@ -464,6 +494,21 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
         "Largest joint effort [N m or N]: one number for every joint or one per joint (joint_names order); "
         "clipped beyond (counted). Empty: the URDF <limit effort>, else 100 N m/kg times the total mass (as "
         "controller_node).", {}),
+    "fluid_density": (
+        "Density of the water [kg/m^3] for links whose <hydrodynamics> names none; 0 = the robot YAML's "
+        "fluid.density, else 1000.", {"read_only": True, "floating_point_range": (0.0, 1.0e5)}),
+    "current": (
+        "Uniform ocean current [m/s], world axes: hydrodynamic loads use each link's velocity relative to the "
+        "water (mbs_ros.dynamics.passive). Settable at run time; no effect without <hydrodynamics>.", {}),
+    "current_rate": (
+        "Rate of change of the current [m/s^2], world axes (the water's acceleration pushes the added mass and "
+        "the displaced volume). The current itself changes only when set.", {}),
+    "environment_temperature": (
+        "Temperature theta_0 [K] of the environment the dissipated power goes to: entropy production = "
+        "dissipated power / theta_0 (energy topic).", {"floating_point_range": (0.0, 1.0e4)}),
+    "energy_rate": (
+        "Rate of the energy topic (mbs_ros_msgs/EnergyPorts: storages, ports, dissipators, entropy) [Hz], <= "
+        "physics_rate; 0 = off. Built only while someone subscribes.", {"floating_point_range": (0.0, 100000.0)}),
 }
 
 _INERTIAL = ("mass", "inertia", "com", "gravity")
@@ -527,11 +572,16 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         marker_wrench_scale=number("marker_wrench_scale", lo=0.0),
         max_wrench=prm.limits(values, "max_wrench", 2),
         max_effort=prm.limits(values, "max_effort", None),
+        fluid_density=number("fluid_density", lo=0.0, hi=1.0e5),
+        current=bounded("current", 3, MAX_CURRENT),
+        current_rate=bounded("current_rate", 3, MAX_CURRENT),
+        environment_temperature=number("environment_temperature", lo=0.0, lo_open=True, hi=1.0e4),
+        energy_rate=number("energy_rate", lo=0.0),
     )
     if s.publish_rate > s.physics_rate:
         raise ParameterError(
             f"publish_rate ({s.publish_rate:g} Hz) must not exceed physics_rate ({s.physics_rate:g} Hz)")
-    for name in ("wrench_rate", "markers_rate", "diagnostics_rate"):
+    for name in ("wrench_rate", "markers_rate", "diagnostics_rate", "energy_rate"):
         if getattr(s, name) > s.physics_rate:
             raise ParameterError(
                 f"{name} ({getattr(s, name):g} Hz) must not exceed physics_rate ({s.physics_rate:g} Hz)")
@@ -648,8 +698,10 @@ def check_inertia(inertia: np.ndarray) -> Optional[str]:
 
 def build_model(s: Settings, source: Optional[ms.Source] = None) -> Model:
     if source is not None and source.multibody:
-        return ms.build_multibody(source, s.base_group, s.gravity, max_mass_ratio=s.max_mass_ratio,
-                                  locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)), mimic=s.mimic)
+        model = ms.build_multibody(source, s.base_group, s.gravity, max_mass_ratio=s.max_mass_ratio,
+                                   locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)),
+                                   mimic=s.mimic, fluid_density=s.fluid_density)
+        return model.with_current(s.current, s.current_rate)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # the triangle-inequality warning is logged by the node
@@ -823,7 +875,9 @@ class DynamicsNode(Node):
         self.sim.on_fault = self._on_fault
         self._rate = rate
         self._new_fault: Optional[Fault] = None
-        inputs = ["cmd_wrench"] + (["cmd_joint_effort", "joint_command"] if self.nj else [])
+        self.nt = len(model.thruster_names)
+        inputs = (["cmd_wrench"] + (["cmd_joint_effort", "joint_command"] if self.nj else [])
+                  + (["cmd_thrust", "thruster_command"] if self.nt else []))
         self._counts = {**{f"received_{t}": 0 for t in inputs}, **{f"rejected_{t}": 0 for t in inputs},
                         "callback_errors": 0}
         self._reported = {}  # counts (and saturations) at the last diagnostics: what is new since
@@ -849,6 +903,23 @@ class DynamicsNode(Node):
         self.sub_cmd = self.create_subscription(WrenchStamped, "cmd_wrench",
                                                 self._guard(self._on_cmd_wrench, "cmd_wrench"), QoSProfile(depth=10))
         self.sub_joint_command = None
+        self.sub_thruster_command = None
+        self.pub_energy = None
+        if EnergyPorts is not None:
+            self.pub_energy = self.create_publisher(EnergyPorts, "energy", QoSProfile(depth=10))
+            self._energy_msg = EnergyPorts()
+            self._energy_msg.header.frame_id = self.world_frame
+        else:
+            self.get_logger().warning("mbs_ros_msgs is not importable: no energy topic (make setup builds it)")
+        if self.nt:
+            self.pub_thrust = self.create_publisher(JointState, "thrust", qos)
+            self._thrust_msg = JointState(name=list(model.thruster_names))
+            self.sub_thrust = self.create_subscription(
+                Float64MultiArray, "cmd_thrust", self._guard(self._on_cmd_thrust, "cmd_thrust"), QoSProfile(depth=10))
+            self.sub_thruster_command = self.create_subscription(
+                JointState, "thruster_command", self._guard(self._on_thruster_command, "thruster_command"),
+                QoSProfile(depth=10))
+            self._thruster_index = {name: i for i, name in enumerate(model.thruster_names)}
         self.pub_joint_wrenches = []
         if self.nj:
             self.pub_joint_states = self.create_publisher(JointState, "joint_states", qos)
@@ -929,6 +1000,9 @@ class DynamicsNode(Node):
             parts.append(f"max_wrench [{lim.max_force:g} N, {lim.max_torque:g} N m]")
         if self.nj:
             parts.append("max_effort [" + ", ".join(f"{x:g}" for x in lim.max_effort) + "]")
+        if getattr(self, "nt", 0):
+            lo, hi = self.model.thrust_limits
+            parts.append("thrust [" + ", ".join(f"{a:g}..{b:g}" for a, b in zip(lo, hi)) + "] N")
         return ", ".join(parts) or "no command limits (nothing to command)"
 
     def _warn(self, key: str, text: str, error: bool = False) -> None:
@@ -1106,6 +1180,7 @@ class DynamicsNode(Node):
         self._wrench_every = _every(s.physics_rate, s.wrench_rate) if self.nj else 0
         self._markers_every = _every(s.physics_rate, s.markers_rate) if s.publish_markers else 0
         self._diag_every = _every(s.physics_rate, s.diagnostics_rate)
+        self._energy_every = _every(s.physics_rate, s.energy_rate) if EnergyPorts is not None else 0
         self._grids = None  # the step grids advance() stops at, from the rates and the subscribers
         self.sim.set_cmd_timeout(s.cmd_timeout)
         rtf = s.real_time_factor
@@ -1211,6 +1286,8 @@ class DynamicsNode(Node):
                         self._publish_markers(self.stamp())
             if self._diag_every and k % self._diag_every == 0:
                 self._publish_diagnostics()
+            if self._energy_every and k % self._energy_every == 0:
+                self._publish_energy()
 
     def _active_grids(self) -> list:
         """Step grids to stop at: the state's (outside lockstep), the diagnostics', and the joint wrenches' and
@@ -1218,6 +1295,8 @@ class DynamicsNode(Node):
         grids = []
         if self._diag_every and self.pub_diag.get_subscription_count():
             grids.append(self._diag_every)
+        if self._energy_every and self.pub_energy.get_subscription_count():
+            grids.append(self._energy_every)
         if self.lockstep:
             return grids
         grids.append(self._publish_every)
@@ -1310,7 +1389,7 @@ class DynamicsNode(Node):
         counts = [self.pub_odom.get_subscription_count()]
         if self.nj:
             counts.append(self.pub_joint_states.get_subscription_count())
-        for sub in (self.sub_cmd, self.sub_joint_command):
+        for sub in (self.sub_cmd, self.sub_joint_command, self.sub_thruster_command):
             if sub is None:
                 continue
             count = getattr(sub, "get_publisher_count", None)  # rclpy >= Iron; graph count before
@@ -1371,6 +1450,11 @@ class DynamicsNode(Node):
                 self._publish_tf(stamp, poses, p, quat)
         if self.nj and self.pub_joint_states.get_subscription_count():
             self._publish_joint_states(stamp)
+        if self.nt and self.pub_thrust.get_subscription_count():
+            m = self._thrust_msg
+            cv.set_stamp(m.header, stamp)
+            m.effort = array("d", np.ascontiguousarray(sim.thrust, dtype=float).tobytes())
+            self.pub_thrust.publish(m)
         if not controller_inputs_only:
             if (everything or wrenches) and self.nj:
                 self._publish_joint_wrenches(stamp)
@@ -1478,6 +1562,48 @@ class DynamicsNode(Node):
         m.effort = array("d", np.ascontiguousarray(effort, dtype=float).tobytes())
         self.pub_joint_effort.publish(m)
 
+    def energy_report(self) -> dict:
+        """The port-level bookkeeping of the current state (:meth:`Model.energy_ports`) with the simulator's
+        integrals: what the energy topic carries."""
+        sim, model = self.sim, self.model
+        q, v = sim.q, sim.v
+        wrench = None
+        if model.group is not None:
+            cmd = sim.applied_wrench
+            W = cmd.W
+            if cmd.frame == "world":
+                R = model._rotation(q)
+                W = np.concatenate([R.T @ W[:3], R.T @ W[3:]])
+            wrench = W
+        report = model.energy_ports(q, v, efforts=sim.applied_efforts if self.nj else None, wrench=wrench,
+                                    thrust=sim.thrust if self.nt else None,
+                                    temperature=self.settings.environment_temperature)
+        theta = report["temperature"]
+        total = sum(report["storages"].values())
+        supplied = sim.work + sim.passive_work + sim.dissipated
+        report.update(total_energy=total, supplied_energy=supplied, dissipated_energy=sim.dissipated,
+                      entropy_produced=sim.dissipated / theta,
+                      balance_residual=total - sim.energy_ref - supplied + sim.dissipated)
+        return report
+
+    def _publish_energy(self) -> None:
+        if self.pub_energy is None or not self.pub_energy.get_subscription_count():
+            return
+        r = self.energy_report()
+        m = self._energy_msg
+        cv.set_stamp(m.header, self.stamp())
+        m.environment_temperature = r["temperature"]
+        m.storage_names = list(r["storages"])
+        m.storage_energy = [float(x) for x in r["storages"].values()]
+        m.port_names = list(r["ports"])
+        m.port_power = [float(x) for x in r["ports"].values()]
+        m.dissipator_names = list(r["dissipators"])
+        m.dissipated_power = [float(x) for x in r["dissipators"].values()]
+        for key in ("total_energy", "supplied_energy", "dissipated_energy", "entropy_production",
+                    "entropy_produced", "balance_residual"):
+            setattr(m, key, float(r[key]))
+        self.pub_energy.publish(m)
+
     def _publish_diagnostics(self) -> None:
         self._last_diag_wall = time.monotonic()
         if not self.pub_diag.get_subscription_count():
@@ -1494,6 +1620,9 @@ class DynamicsNode(Node):
         # what is new since the last report: rejected inputs, saturated commands, callback errors
         now = {k: v for k, v in counts.items() if not k.startswith("received_")}
         now.update(saturated_wrench_commands=sim.saturated["wrench"], saturated_effort_commands=sim.saturated["joints"])
+        if self.nt:
+            now.update(saturated_thrust_commands=sim.saturated["thrusters"])
+            values.update(saturated_thrust_commands=sim.saturated["thrusters"])
         new = {k: v - self._reported.get(k, 0) for k, v in now.items() if v - self._reported.get(k, 0) > 0}
         self._reported = now
         if sim.fault is not None:
@@ -1528,7 +1657,8 @@ class DynamicsNode(Node):
     def _saturation_warning(self, channel: str, before: int) -> None:
         if self.sim.saturated[channel] > before:
             self._warn(f"saturated_{channel}",
-                       f"{'cmd_wrench' if channel == 'wrench' else 'joint effort command'} saturated ({self._limits_text()}): "
+                       f"{ {'wrench': 'cmd_wrench', 'joints': 'joint effort command'}.get(channel, 'thrust command')} "
+                       f"saturated ({self._limits_text()}): "
                        f"{self.sim.saturated[channel]} saturated since start-up")
 
     def _on_cmd_wrench(self, msg: WrenchStamped) -> None:
@@ -1588,6 +1718,53 @@ class DynamicsNode(Node):
         before = self.sim.saturated["joints"]
         self.sim.set_joint_efforts(data)
         self._saturation_warning("joints", before)
+
+    def _on_cmd_thrust(self, msg: Float64MultiArray) -> None:
+        self._counts["received_cmd_thrust"] += 1
+        if self.lockstep:
+            self._logs.info("cmd_thrust_lockstep",
+                            "lockstep: cmd_thrust carries no stamp and is ignored; send thruster_command")
+            return
+        data = np.asarray(msg.data, dtype=float)
+        if data.size != self.nt:
+            self._reject("cmd_thrust", "length", f"{data.size} values, expected {self.nt} (one per thruster, in "
+                         f"{', '.join(self.model.thruster_names)} order)")
+            return
+        if not np.all(np.isfinite(data)):
+            self._reject("cmd_thrust", "nonfinite", f"non-finite (NaN/inf) thrusts {data.tolist()}")
+            return
+        before = self.sim.saturated["thrusters"]
+        self.sim.set_thrusts(data)
+        self._saturation_warning("thrusters", before)
+
+    def _on_thruster_command(self, msg: JointState) -> None:
+        self._counts["received_thruster_command"] += 1
+        error = self._stamp_error(msg.header.stamp)
+        if error:
+            self._reject("thruster_command", "stamp", error)
+            return
+        if self.lockstep and not self._lockstep_stamp_ok("thruster_command", cv.ns_from_time(msg.header.stamp)):
+            return
+        names = list(msg.name)
+        unknown = [n for n in names if n not in self._thruster_index]
+        if not names or len(msg.effort) != len(names) or unknown or len(set(names)) != len(names):
+            self._reject("thruster_command", "names",
+                         f"needs one effort (thrust, N) per name, names distinct and among "
+                         f"{', '.join(self.model.thruster_names)} (got {len(names)} names, {len(msg.effort)} efforts"
+                         + (f", unknown {[u[:100] for u in unknown[:5]]}" if unknown else "") + ")")
+            return
+        thrust = np.asarray(msg.effort, dtype=float)
+        if not np.all(np.isfinite(thrust)):
+            self._reject("thruster_command", "nonfinite", f"non-finite (NaN/inf) thrusts {thrust.tolist()}")
+            return
+        data = np.zeros(self.nt)
+        data[[self._thruster_index[n] for n in names]] = thrust
+        before = self.sim.saturated["thrusters"]
+        if self.lockstep:
+            self._lockstep_take("thruster_command", data)
+        else:
+            self.sim.set_thrusts(data)
+        self._saturation_warning("thrusters", before)
 
     def _on_joint_command(self, msg: JointState) -> None:
         self._counts["received_joint_command"] += 1
@@ -1711,6 +1888,8 @@ class DynamicsNode(Node):
         if s.real_time_factor != old.real_time_factor:
             self._anchor()
             self._make_timer()
+        if changed & {"current", "current_rate"} and model is self.model:
+            self.sim.set_current(s.current, s.current_rate)
         if model is not self.model:
             if not self.multibody:
                 self._warn_inertia(s)

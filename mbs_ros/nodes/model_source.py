@@ -57,6 +57,7 @@ class Source:
     name: str = ""
     root_link: str = "base_link"
     joints: Tuple[Tuple[str, str, str, str], ...] = ()
+    fluid_density: Optional[float] = None  # a robot YAML's fluid.density
 
     @property
     def multibody(self) -> bool:
@@ -123,7 +124,7 @@ def load_source(robot_description: str, model_file: str) -> Source:
         raise ParameterError("give either robot_description or model_file, not both")
     if not robot_description and not model_file:
         return Source("rigid_body")
-    base = gravity = None
+    base = gravity = density = None
     name = ""
     path = ""
     if robot_description:
@@ -141,6 +142,7 @@ def load_source(robot_description: str, model_file: str) -> Source:
                 kind = "yaml"
                 cfg = load_robot(path)
                 xml, base, gravity, name = cfg.urdf, cfg.base, tuple(cfg.gravity), cfg.name
+                density = cfg.fluid_density
             else:
                 kind = "xacro" if low.endswith(".xacro") else "urdf"
                 xml = load_urdf_xml(path)
@@ -161,7 +163,7 @@ def load_source(robot_description: str, model_file: str) -> Source:
     except Exception as e:  # noqa: BLE001
         raise ParameterError(f"{where}: {e}") from None
     joints = tuple((j.name, j.type, j.parent, j.child) for j in spec.joints)
-    return Source(kind, path, spec.xml, base, gravity, name or spec.name, spec.root, joints)
+    return Source(kind, path, spec.xml, base, gravity, name or spec.name, spec.root, joints, density)
 
 
 def meshes_for_rviz(source: Source, limit: int = 3) -> Tuple[Optional[str], str]:
@@ -223,10 +225,13 @@ MASS_RATIO_DESCRIPTION = (
 
 
 def build_multibody(source: Source, base: str, gravity, mass_scale: float = 1.0,
-                    max_mass_ratio: float = MAX_MASS_RATIO, locked_joints=None, mimic: str = "reduce") -> Model:
+                    max_mass_ratio: float = MAX_MASS_RATIO, locked_joints=None, mimic: str = "reduce",
+                    fluid_density: float = 0.0, current=None) -> Model:
     """The multibody :class:`Model` of a loaded source on ``base`` (one of TREE_BASES); ``max_mass_ratio`` 0 lifts
     the model's mass-ratio bound; ``locked_joints`` ``{joint name: position}``: joints made fixed at that position
-    (see :meth:`Model.from_urdf`); ``mimic``: ``reduce`` or ``independent`` (the same)."""
+    (see :meth:`Model.from_urdf`); ``mimic``: ``reduce`` or ``independent`` (the same); ``fluid_density`` > 0
+    [kg/m³] overrides the robot YAML's (default 1000) for links whose ``<hydrodynamics>`` names none; ``current``
+    the water's current (world axes, m/s)."""
     if base not in TREE_BASES:
         raise ParameterError(f"base_group must be one of {', '.join(TREE_BASES)}, got {base!r}")
     try:
@@ -235,7 +240,9 @@ def build_multibody(source: Source, base: str, gravity, mass_scale: float = 1.0,
             return Model.from_urdf(scale_urdf_inertia(source.urdf, mass_scale), base=base,
                                    gravity=np.asarray(gravity, dtype=float),
                                    max_mass_ratio=float(max_mass_ratio) if max_mass_ratio > 0 else None,
-                                   locked_joints=locked_joints or None, mimic=mimic)
+                                   locked_joints=locked_joints or None, mimic=mimic,
+                                   fluid_density=fluid_density if fluid_density > 0 else source.fluid_density,
+                                   current=current)
     except Exception as e:  # noqa: BLE001 - the model's ValueErrors carry the reason
         raise ParameterError(f"cannot build the {base} model of {source.describe()}: {e}") from None
 
