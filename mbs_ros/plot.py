@@ -12,6 +12,10 @@ are there (otherwise it prints a note and skips that plot):
 - ``<ns>_base.png``: base position and orientation error against ``<ns>/base_reference``
   (``trajectory_msgs/MultiDOFJointTrajectory``, first transform of each point);
 - ``<ns>_tracking.png``: tracking error norms over time (joints; base position and rotation angle);
+- ``<ns>_ports.png``: the port-level bookkeeping of ``<ns>/energy`` (``mbs_ros_msgs/EnergyPorts``, after EPHS):
+  the power through every port (into the system: thrusters, joint efforts, the base wrench, the current) and
+  every dissipator (drawn negative: hydrodynamic damping per link, joint dampers and friction), the storages
+  against their start values, the balance residual ``E − E_ref − ∫(P_in − P_diss)`` and the entropy produced;
 - ``<ns>_energy.png``: kinetic, potential and total energy against the start value plus the work of
   the applied wrench, the power balance dE/dt vs applied power, and the residual E − E_ref − W, from the
   dynamics node's ``/diagnostics`` status (``hardware_id``: ``<ns>/base_link``; name ``<node>: …``). Only
@@ -50,15 +54,17 @@ from typing import Dict, Iterator, List, Optional, Sequence, Tuple
 import numpy as np
 
 __all__ = ["PlotError", "Recording", "JointTracking", "BaseTracking", "load", "joint_tracking", "base_tracking",
-           "energy_series", "is_energy_status", "plot_recording", "main", "ENERGY_KEYS"]
+           "energy_series", "ports_series", "is_energy_status", "plot_recording", "main", "ENERGY_KEYS"]
 
 ODOM, JOINT_STATES, JOINT_REFERENCE, BASE_REFERENCE = "odom", "joint_states", "joint_reference", "base_reference"
+ENERGY = "energy"
 DIAGNOSTICS = "/diagnostics"
 TYPES = {
     ODOM: "nav_msgs/msg/Odometry",
     JOINT_STATES: "sensor_msgs/msg/JointState",
     JOINT_REFERENCE: "trajectory_msgs/msg/JointTrajectory",
     BASE_REFERENCE: "trajectory_msgs/msg/MultiDOFJointTrajectory",
+    ENERGY: "mbs_ros_msgs/msg/EnergyPorts",
 }
 DIAGNOSTICS_TYPE = "diagnostic_msgs/msg/DiagnosticArray"
 #: The keys a /diagnostics status must carry, as numbers, to be an energy record (the dynamics node's bookkeeping).
@@ -110,11 +116,14 @@ class Recording:
     base_reference: Dict[str, List[TrajectoryMessage]] = field(default_factory=dict)
     # energy records only (see is_energy_status): status name -> [(stamp, hardware_id, {key: float})]
     diagnostics: Dict[str, list] = field(default_factory=dict)
+    # <ns>/energy (EnergyPorts): ns -> [(stamp, {storage: J}, {port: W}, {dissipator: W}, {scalar: value})]
+    energy_ports: Dict[str, list] = field(default_factory=dict)
 
     @property
     def namespaces(self) -> List[str]:
         found = set(self.odom) | set(self.joint_states) | set(self.joint_reference) | set(self.base_reference)
         found |= {energy_namespace(name, rows) for name, rows in self.diagnostics.items()}
+        found |= set(self.energy_ports)
         return sorted(found)
 
     def t0(self) -> int:
@@ -122,6 +131,7 @@ class Recording:
         firsts = [int(a[0]) for a in self.odom_stamps.values() if len(a)]
         firsts += [min(r[1] for r in rows) for rows in self.joint_states.values() if rows]
         firsts += [min(r[0] for r in rows) for rows in self.diagnostics.values() if rows]
+        firsts += [min(r[0] for r in rows) for rows in self.energy_ports.values() if rows]
         return min(firsts) if firsts else 0
 
 
@@ -355,6 +365,13 @@ def _load(path: Path, progress: str, indexed: bool) -> Recording:
                     rec.diagnostics.setdefault(status.name, []).append((stamp, status.hardware_id, values))
             continue
         ns, leaf = _split_topic(topic)
+        if leaf == ENERGY:
+            scalars = {k: float(getattr(msg, k)) for k in _PORT_SCALARS}
+            rec.energy_ports.setdefault(ns, []).append((
+                _stamp_ns(msg.header.stamp), dict(zip(msg.storage_names, map(float, msg.storage_energy))),
+                dict(zip(msg.port_names, map(float, msg.port_power))),
+                dict(zip(msg.dissipator_names, map(float, msg.dissipated_power))), scalars))
+            continue
         if leaf == ODOM:
             p, q = msg.pose.pose.position, msg.pose.pose.orientation
             odom.setdefault(ns, []).append((_stamp_ns(msg.header.stamp), p.x, p.y, p.z, q.x, q.y, q.z, q.w))
@@ -531,6 +548,30 @@ def base_tracking(rec: Recording, ns: str, base_group: str = "se3") -> Optional[
     return BaseTracking((stamps - rec.t0()) * 1e-9, p, p_ref, pos_err, rot_err)
 
 
+_PORT_SCALARS = ("environment_temperature", "total_energy", "supplied_energy", "dissipated_energy",
+                 "entropy_production", "entropy_produced", "balance_residual")
+
+
+def ports_series(rec: Recording, ns: str) -> Optional[Dict[str, object]]:
+    """The ``<ns>/energy`` records as arrays, sorted by stamp (duplicates dropped): ``t`` [s], ``storages``,
+    ``ports``, ``dissipators`` ({name: (N,) array}, NaN where a record lacks the name) and every scalar field."""
+    rows = sorted(rec.energy_ports.get(ns, []), key=lambda r: r[0])
+    keep, stamps = [], []
+    for r in rows:
+        if not stamps or r[0] != stamps[-1]:
+            stamps.append(r[0])
+            keep.append(r)
+    if not keep:
+        return None
+    out: Dict[str, object] = {"t": (np.array(stamps, dtype=np.int64) - rec.t0()) * 1e-9}
+    for i, group in ((1, "storages"), (2, "ports"), (3, "dissipators")):
+        names = list(dict.fromkeys(n for r in keep for n in r[i]))
+        out[group] = {n: np.array([r[i].get(n, np.nan) for r in keep]) for n in names}
+    for k in _PORT_SCALARS:
+        out[k] = np.array([r[4][k] for r in keep])
+    return out
+
+
 def energy_series(rec: Recording, status_name: str) -> Dict[str, np.ndarray]:
     """Arrays ``t`` [s] and every numeric key of a status, sorted by stamp, duplicates dropped; plus the
     power balance ``power`` (dE/dt) and ``applied_power`` (dW/dt) when there are two samples or more."""
@@ -693,6 +734,10 @@ def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Opti
         elif joints is not None or ns in rec.odom:
             notes.append(f"{label}: no reference ({ns}/joint_reference, {ns}/base_reference): "
                          f"tracking-error plot skipped")
+        # --- per-port power flows (EnergyPorts)
+        ports = ports_series(rec, ns)
+        if ports is not None:
+            _plot_ports(ports, label, out / f"{pre}ports.png", written)
         # --- energy
         names = energy_by_ns.get(ns, [])
         if not names:
@@ -726,6 +771,46 @@ def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Opti
             suffix = "" if k == 0 else f"_{k + 1}"
             _save(fig, out / f"{pre}energy{suffix}.png", written)
     return written
+
+
+def _plot_ports(e: Dict[str, object], label: str, path: Path, written: List[Path]) -> None:
+    """``<ns>_ports.png``: port and dissipator powers, storages, residual and entropy (module docstring)."""
+    t = e["t"]
+    fig, ax = _figure(4, 1, height=2.4, width=10.0)
+    a = ax[0, 0]
+    for name, p in e["ports"].items():
+        a.plot(t, p, lw=1, label=name)
+    for name, p in e["dissipators"].items():
+        a.plot(t, -p, lw=1, ls="--", label=f"−{name}")
+    a.axhline(0.0, color="k", lw=0.5)
+    a.set(ylabel="power [W]", title="power into the system through each port (dissipators negative, dashed)")
+    a.legend(loc="upper left", fontsize="x-small", ncol=4)
+    a = ax[1, 0]
+    total_in = sum(np.nan_to_num(p) for p in e["ports"].values()) if e["ports"] else np.zeros_like(t)
+    total_diss = sum(np.nan_to_num(p) for p in e["dissipators"].values()) if e["dissipators"] else np.zeros_like(t)
+    a.plot(t, total_in, label="Σ ports")
+    a.plot(t, total_diss, label="Σ dissipated")
+    if len(t) >= 2:
+        a.plot(t, np.gradient(e["total_energy"], t), "k--", lw=1, label="dE/dt")
+    a.set(ylabel="power [W]", title="balance: dE/dt = Σ ports − Σ dissipated")
+    a.legend(loc="best", fontsize="small")
+    a = ax[2, 0]
+    for name, E in e["storages"].items():
+        a.plot(t, E - E[0], label=name)
+    a.set(ylabel="E − E(0) [J]", title="storages")
+    a.legend(loc="best", fontsize="small")
+    a = ax[3, 0]
+    a.plot(t, e["balance_residual"], label="residual E − E_ref − ∫(P_in − P_diss) [J]")
+    b = a.twinx()
+    b.plot(t, e["entropy_produced"], color="tab:red", lw=1, label="entropy produced [J/K]")
+    b.set(ylabel="entropy [J/K]")
+    a.set(ylabel="residual [J]", xlabel="t [s]")
+    lines = a.get_lines() + b.get_lines()
+    a.legend(lines, [ln.get_label() for ln in lines], loc="best", fontsize="small")
+    for x in ax[:, 0]:
+        x.grid(True, alpha=0.3)
+    fig.suptitle(f"{label}: energy ports (EPHS)")
+    _save(fig, path, written)
 
 
 # ----------------------------------------------------------------------------------------------- CLI

@@ -953,6 +953,30 @@ class RateCheck:
     growth_per_period: float
     error: Optional[str]
     warning: Optional[str]
+    #: the fastest decay rate of the passive damping at the initial state [1/s]: ``max |eig(M⁻¹ ∂(−τ_p)/∂v)|`` at
+    #: rest (joint dampers, the slope ``f/v_f`` of smoothed friction, linear hydrodynamic damping)
+    damping_rate: float = 0.0
+
+
+#: Largest ``λ dt`` on the negative real axis each explicit method is stable for (``|R(−x)| ≤ 1``).
+REAL_AXIS_LIMIT = {"euler": 2.0, "heun": 2.0, "rk3": 2.5127, "rk4": 2.7853}
+
+
+def _damping_rate(model: Model, q: np.ndarray) -> float:
+    """``max |eig(M⁻¹ ∂(−τ_p)/∂v)|`` at ``(q, 0)`` (central differences in v): how fast the stiffest passive damper
+    stops its mode [1/s]."""
+    if not model._passive_active:
+        return 0.0
+    nv, eps = model.nv, 1e-7
+    Cd = np.empty((nv, nv))
+    e = np.zeros(nv)
+    for i in range(nv):
+        e[i] = eps
+        Cd[:, i] = -(model.passive_forces(q, e) - model.passive_forces(q, -e)) / (2 * eps)
+        e[i] = 0.0
+    if not np.any(Cd):
+        return 0.0
+    return float(np.max(np.abs(np.linalg.eigvals(np.linalg.solve(model.mass_matrix(q), Cd)))))
 
 
 def _stability_growth(method: str, x: float) -> float:
@@ -1018,7 +1042,15 @@ def rate_check(model: Model, q0, dt: float, integrator: str = "rk4", limits: Opt
     growth = _stability_growth(integrator, x)
     error = warning = None
     rate = 1.0 / dt
-    if growth > RATE_REFUSE_GROWTH:
+    lam = _damping_rate(model, q0)
+    lam_limit = REAL_AXIS_LIMIT[integrator]
+    if lam * dt > lam_limit:
+        error = (f"physics_rate {rate:g} Hz is unstable for this model with {integrator}: its stiffest passive "
+                 f"damping (joint damping, the slope friction/friction_velocity of joint friction, or linear "
+                 f"hydrodynamic damping) stops its mode at {lam:.3g} 1/s, and {integrator} diverges beyond "
+                 f"lambda*dt = {lam_limit:g} (here {lam * dt:.3g}); use at least {lam / lam_limit:.3g} Hz, less "
+                 "damping, or a larger friction_velocity")
+    elif growth > RATE_REFUSE_GROWTH:
         lo = _min_rate(integrator, omega_g, RATE_REFUSE_GROWTH)
         error = (f"physics_rate {rate:g} Hz is unstable for this model with {integrator}: its fastest gravity "
                  f"mode ({omega_g:.3g} rad/s) gains x{growth:.3g} energy per period (omega*dt = {x:.3g}; "
@@ -1031,13 +1063,16 @@ def rate_check(model: Model, q0, dt: float, integrator: str = "rk4", limits: Opt
             reasons.append(f"the fastest mode (gravity {omega_g:.3g} rad/s, full effort {omega_tau:.3g} rad/s) "
                            f"has omega*dt = {fast * dt:.3g} > {RATE_WARN:g}; at least {fast / RATE_WARN:.3g} Hz "
                            "resolves it")
+        if lam * dt > 0.5 * lam_limit:
+            reasons.append(f"the stiffest passive damping ({lam:.3g} 1/s) has lambda*dt = {lam * dt:.3g}, near "
+                           f"{integrator}'s stability limit {lam_limit:g}; at least {2 * lam / lam_limit:.3g} Hz")
         if growth > RATE_WARN_GROWTH:
             reasons.append(f"{integrator} adds {100 * (growth - 1):.3g} % energy per period of the gravity mode "
                            f"({omega_g:.3g} rad/s); use rk4 or at least "
                            f"{_min_rate(integrator, omega_g, RATE_WARN_GROWTH):.3g} Hz")
         if reasons:
             warning = f"physics_rate {rate:g} Hz may be too low: " + "; ".join(reasons)
-    return RateCheck(omega_g, omega_tau, growth, error, warning)
+    return RateCheck(omega_g, omega_tau, growth, error, warning, lam)
 
 
 def _min_rate(integrator: str, omega: float, growth: float) -> float:

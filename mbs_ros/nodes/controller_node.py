@@ -66,6 +66,15 @@ Topics (relative to the node's namespace):
 - pub ``cmd_wrench`` (``geometry_msgs/WrenchStamped``, floating bases): the base generalised force lifted to a
   body-frame wrench at the base origin ``W = (Bᵀ)⁺ τ_base`` (``H τ_base`` for the SE(3) subgroups), saturated
   by ``max_wrench``, ``frame_id`` the base frame, stamped with the stamp of the state it was computed from.
+- with thrusters (a model whose URDF or robot YAML declares them, ``allocate_thrusters`` true): instead of
+  ``cmd_wrench``, pub ``thruster_command`` (``sensor_msgs/JointState``, thrust [N] by thruster name in ``effort``,
+  stamped with the state: the thrusters' lockstep channel) and ``cmd_thrust`` (``std_msgs/Float64MultiArray``, the
+  same in ``Model.thruster_names`` order): the saturated wrench mapped to thrusts by the weighted pseudo-inverse
+  with saturation redistributed (:mod:`mbs_ros.controllers.allocation`; ``thruster_weights``), counted as
+  saturated when a thruster had to be held at a limit.
+- ``compensate_passive`` (true): the command also cancels the model's passive forces ``τ_p(q, v)`` (joint springs,
+  dampers, friction, hydrodynamic damping and the current's loads, :meth:`Model.passive_forces`), so computed
+  torque linearises the damped vehicle as it does the rigid one.
 - pub ``joint_command`` (``sensor_msgs/JointState``, robots with joints): the joint efforts by name, saturated by
   ``max_effort``, stamped with the stamp of the state they were computed from (the joints' command channel of
   lockstep).
@@ -198,6 +207,9 @@ class ControllerSettings:
     locked_joints: Tuple[str, ...] = ()  # as dynamics_node's: joints frozen at load
     locked_joint_positions: Tuple[float, ...] = ()
     mimic: str = "reduce"  # as dynamics_node's
+    allocate_thrusters: bool = True  # a model with thrusters: thrusts on thruster_command instead of cmd_wrench
+    thruster_weights: Tuple[float, ...] = ()  # () = all 1
+    compensate_passive: bool = True  # add −τ_p(q, v) (damping, friction, springs, the water's loads)
 
 
 DEFAULTS = ControllerSettings()
@@ -241,6 +253,15 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
     "locked_joints": (_dn.LOCKED_JOINTS_DESCRIPTION + " As dynamics_node's (the same list).", {"read_only": True}),
     "locked_joint_positions": (_dn.LOCKED_POSITIONS_DESCRIPTION, {"read_only": True}),
     "mimic": (_dn.MIMIC_DESCRIPTION + " As dynamics_node's.", {"read_only": True}),
+    "allocate_thrusters": (
+        "A model with thrusters: map the base wrench to thrusts (weighted pseudo-inverse with saturation "
+        "redistributed, mbs_ros.controllers.allocation) and publish them on thruster_command and cmd_thrust "
+        "instead of cmd_wrench.", {"read_only": True}),
+    "thruster_weights": (
+        "Allocation weights, one per thruster (the cost is sum w_k T_k^2); empty = all 1.", {"read_only": True}),
+    "compensate_passive": (
+        "Add -tau_p(q, v): cancel the model's passive forces (joint springs, dampers and friction, hydrodynamic "
+        "damping and the current's loads) as computed torque cancels C v + g.", {"read_only": True}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
         "with a warning); false: always the single-threaded executor (as dynamics_node).", {"read_only": True}),
@@ -331,6 +352,9 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
         max_wrench=_limits(values, "max_wrench", 2),
         max_effort=_limits(values, "max_effort", None),
         max_time_jump=prm.number(values, "max_time_jump", lo=0.0, lo_open=True),
+        allocate_thrusters=prm.flag(values, "allocate_thrusters"),
+        thruster_weights=prm.vector(values, "thruster_weights", None),
+        compensate_passive=prm.flag(values, "compensate_passive"),
     )
     if source.multibody:
         from mbs_ros.nodes.dynamics_node import base_link_of
@@ -537,7 +561,31 @@ class ControllerNode(Node):
         # as reference_node publishes: a (re)started controller still gets the reference sent before it
         ref_qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
-        self.pub_wrench = self.create_publisher(WrenchStamped, "cmd_wrench", qos) if self.floating else None
+        self.allocation = None
+        self._thrusts = np.zeros(len(model.thruster_names))
+        if self.floating and model.thruster_names and s.allocate_thrusters:
+            from mbs_ros.controllers.allocation import ThrusterAllocation
+
+            names = model.thruster_names
+            if s.thruster_weights and len(s.thruster_weights) != len(names):
+                raise ParameterError(f"thruster_weights must have one entry per thruster ({len(names)}: "
+                                     f"{', '.join(names)}) or be empty, got {len(s.thruster_weights)}")
+            lo, hi = model.thrust_limits
+            rows = np.flatnonzero(np.abs(model.velocity_map(model.neutral())).sum(axis=1) > 0.5)
+            try:
+                self.allocation = ThrusterAllocation(model.thruster_matrix, lo, hi,
+                                                     s.thruster_weights or None, rows)
+            except ValueError as e:
+                raise ParameterError(f"allocate_thrusters: {e}") from None
+            if self.allocation.missing_directions:
+                self.get_logger().warning(
+                    f"the {len(names)} thrusters span {len(rows) - self.allocation.missing_directions} of the "
+                    f"{len(rows)} wrench directions of the {model.base} base: the rest of the command is not given "
+                    "(an underactuated vehicle)")
+            self.pub_thruster_command = self.create_publisher(JointState, "thruster_command", qos)
+            self.pub_thrust = self.create_publisher(Float64MultiArray, "cmd_thrust", qos)
+        self.pub_wrench = (self.create_publisher(WrenchStamped, "cmd_wrench", qos)
+                           if self.floating and self.allocation is None else None)
         self.pub_effort = self.create_publisher(Float64MultiArray, "cmd_joint_effort", qos) if self.nj else None
         self.pub_joint_command = self.create_publisher(JointState, "joint_command", qos) if self.nj else None
         self.pub_diagnostics = self.create_publisher(DiagnosticArray, "~/diagnostics", qos)
@@ -1019,6 +1067,8 @@ class ControllerNode(Node):
             try:
                 q_d, v_d, a_d = self._desired(t)
                 tau = np.asarray(self.law(q, v, q_d, v_d, a_d), dtype=float)
+                if self.settings.compensate_passive and self.model._passive_active:
+                    tau = tau - self.model.passive_forces(q, v)
                 if not np.all(np.isfinite(tau)):
                     raise FloatingPointError("the control law gave a non-finite command")
             except Exception as e:  # noqa: BLE001 - publish a safe command and keep running
@@ -1045,6 +1095,10 @@ class ControllerNode(Node):
                 if n > limit:
                     W[part] *= limit / n
                     saturated = True
+            if self.allocation is not None:
+                alloc = self.allocation(W)
+                self._thrusts = alloc.thrust
+                saturated = saturated or alloc.saturated
         effort = tau[self.nv_base:]
         if self.nj:
             clipped = np.clip(effort, -self.max_effort, self.max_effort)
@@ -1063,6 +1117,11 @@ class ControllerNode(Node):
                        f"saturated commands of {self._counts['commands']}")
         if self.pub_wrench is not None:
             self.pub_wrench.publish(cv.wrench_stamped_msg(stamp, self.base_frame, W))
+        if self.allocation is not None:
+            thrust = [float(x) for x in self._thrusts]
+            self.pub_thruster_command.publish(cv.joint_state_msg(stamp, list(self.model.thruster_names),
+                                                                 effort=thrust))
+            self.pub_thrust.publish(Float64MultiArray(data=thrust))
         if self.pub_effort is not None:
             values = [float(x) for x in effort]
             self.pub_joint_command.publish(cv.joint_state_msg(stamp, self.joint_names, effort=values))
