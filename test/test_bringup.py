@@ -16,6 +16,7 @@ Each runner test waits for a line of the runner's output or its exit, with a tim
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import signal
@@ -586,3 +587,42 @@ def test_killed_recorder_fails_the_run_and_names_recover(run, tmp_path):
     with open(m.group(3), "rb") as f:
         assert sum(1 for _ in make_reader(f).iter_messages()) == int(m.group(1))
     assert_gone(r.child_pids())
+
+
+def test_rov_scenario_holds_station_and_balances_its_energy_ports(run, tmp_path):
+    """rov_alpha5.yaml (issue 11): the BlueROV2-Heavy-like vehicle with its arm in a current, lockstep on simulation
+    time. The thrusters hold depth and heading while the arm moves; the energy topic's port bookkeeping balances
+    (residual at the integrator's level), dissipators and entropy production are non-negative."""
+    from mbs_ros import plot
+
+    bag, logs = tmp_path / "rov.mcap", tmp_path / "logs"
+    r = run("rov_alpha5", "--set", "real_time_factor=0", "--duration", 6, "--record", bag, "--log-dir", logs)
+    assert r.wait() == 0, r.text
+    assert set(r.exit_codes().values()) == {0}, r.text
+    for log in logs.glob("*.log"):
+        text = log.read_text()
+        assert "Traceback" not in text, log
+        bad = [line for line in text.splitlines() if re.match(r"\[(WARN|ERROR|FATAL)\]", line)
+               and "lockstep: waiting at t = 0.0" not in line]
+        assert not bad, (log, bad)
+    rec = plot.load(bag, progress="never")
+    e = plot.ports_series(rec, "/rov")
+    assert e is not None and len(e["t"]) > 50, rec.topics
+    assert {f"thruster/t{i}" for i in range(1, 9)} | {"current"} <= set(e["ports"])
+    assert "hydrodynamic_damping/base_link" in e["dissipators"] and "buoyancy" in e["storages"]
+    flows = e["supplied_energy"][-1] + e["dissipated_energy"][-1]
+    assert flows > 1.0, flows  # the arm and the current did work and the water took it
+    assert np.abs(e["balance_residual"]).max() < 1e-5 * flows + 1e-6, (np.abs(e["balance_residual"]).max(), flows)
+    for name, p in e["dissipators"].items():
+        assert np.nanmin(p) >= -1e-12, name
+    assert np.all(np.diff(e["entropy_produced"]) >= -1e-15) and e["entropy_produced"][-1] > 0
+    assert np.all(e["entropy_production"] >= 0)
+    base = plot.base_tracking(rec, "/rov")
+    p_err = base.position_error[~np.isnan(base.position_error)]
+    r_err = base.rotation_error[~np.isnan(base.rotation_error)]
+    assert len(p_err) > 50 and p_err.max() < 0.1 and r_err.max() < math.radians(3), (p_err.max(), r_err.max())
+    joints = plot.joint_tracking(rec, "/rov")
+    err = joints.error_norm[~np.isnan(joints.error_norm)]
+    assert len(err) > 50 and err.max() < 0.3, err.max()
+    written = plot.plot_recording(rec, tmp_path / "plots")
+    assert tmp_path / "plots" / "rov_ports.png" in written
