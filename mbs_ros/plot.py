@@ -531,7 +531,10 @@ def base_tracking(rec: Recording, ns: str, base_group: str = "se3") -> Optional[
     # odom carries no receive time here: activate each reference from its stamp (or its receive time)
     refs = sorted(refs, key=lambda r: r.log_time)
     objects = [_reference_object(group, r) for r in refs]
-    starts = np.array([r.stamp or r.log_time for r in refs], dtype=np.int64)
+    # a zero stamp is "from the state at hand": its receive time where that is on the stamps' clock, else (receive
+    # times on the wall clock, stamps on simulation time from 0: a lockstep run on sim time) the first state
+    starts = np.array([r.stamp or (r.log_time if r.log_time <= stamps[-1] else stamps[0]) for r in refs],
+                      dtype=np.int64)
     idx = np.searchsorted(starts, stamps, side="right") - 1
     N = len(odom)
     pose_ref = np.full((N, 7), np.nan)

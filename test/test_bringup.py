@@ -626,3 +626,31 @@ def test_rov_scenario_holds_station_and_balances_its_energy_ports(run, tmp_path)
     assert len(err) > 50 and err.max() < 0.3, err.max()
     written = plot.plot_recording(rec, tmp_path / "plots")
     assert tmp_path / "plots" / "rov_ports.png" in written
+
+
+def test_vessel_scenario_holds_heading_with_two_propellers(run, tmp_path):
+    """vessel.yaml (issue 11): the Otter USV on SE(2) (Fossen's 3-DOF model) surges 12 m holding its heading, then
+    turns on the spot; its two propellers give surge and yaw (the controller warns that sway is not actuated)."""
+    from mbs_ros import plot
+
+    bag, logs = tmp_path / "vessel.mcap", tmp_path / "logs"
+    r = run("vessel", "--set", "real_time_factor=0", "--record", bag, "--log-dir", logs)
+    assert r.wait() == 0, r.text
+    assert set(r.exit_codes().values()) == {0}, r.text
+    warned = []
+    for log in logs.glob("*.log"):
+        text = log.read_text()
+        assert "Traceback" not in text, log
+        warned += [line for line in text.splitlines() if re.match(r"\[(WARN|ERROR|FATAL)\]", line)
+                   and "lockstep: waiting at t = 0.0" not in line]
+    assert len(warned) == 1 and "span 2 of the 3 wrench directions" in warned[0], warned
+    rec = plot.load(bag, progress="never")
+    base = plot.base_tracking(rec, "/otter")
+    ok = ~np.isnan(base.position_error)
+    assert ok.sum() > 500 and base.t[ok][-1] > 29.0
+    assert base.position_error[ok].max() < 0.05 and base.rotation_error[ok].max() < math.radians(2)
+    assert base.p[-1, 0] == pytest.approx(12.0, abs=0.02)  # the run's end: 12 m on, turned by 45°
+    e = plot.ports_series(rec, "/otter")
+    assert [n for n in e["ports"] if n.startswith("thruster/")] == ["thruster/port", "thruster/starboard"]
+    flows = e["supplied_energy"][-1] + e["dissipated_energy"][-1]
+    assert np.abs(e["balance_residual"]).max() < 1e-5 * flows + 1e-6

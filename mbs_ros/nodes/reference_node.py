@@ -27,7 +27,8 @@ Topics (relative to the node's namespace, as ``controller_node`` has them):
   until its first state (see ``controller_node``); with ``stamp: state`` it then follows the same trajectory
   in time (a reference already over is held at its last point).
 - sub ``odom`` / ``joint_states`` (the robot's state, from ``dynamics_node``) and ``cmd_wrench``,
-  ``cmd_joint_effort``, ``joint_command`` (the controller's output: evidence that it has a state).
+  ``cmd_joint_effort``, ``joint_command``, ``thruster_command``, ``cmd_thrust`` (the controller's output:
+  evidence that it has a state).
 
 When. ``controller_node`` rejects a reference that arrives before its first state, so this node publishes once
 every reference topic has ``min_subscribers`` matched subscriptions (the controller, plus a recorder when
@@ -265,7 +266,8 @@ class ReferenceNode(Node):
         if wps.has_joints:
             self._subs.append(self.create_subscription(JointState, "joint_states", self._on_joint_states, qos))
         for msg_type, topic in ((WrenchStamped, "cmd_wrench"), (Float64MultiArray, "cmd_joint_effort"),
-                                (JointState, "joint_command")):
+                                (JointState, "joint_command"), (JointState, "thruster_command"),
+                                (Float64MultiArray, "cmd_thrust")):
             self._subs.append(self.create_subscription(msg_type, topic, self._on_command, qos))
         # a wall-clock (steady) timer: it runs before the first /clock, and whatever use_sim_time says
         self.timer = self.create_timer(CHECK_PERIOD_S, self._on_timer, clock=Clock(clock_type=ClockType.STEADY_TIME))
