@@ -1737,28 +1737,36 @@ class DynamicsNode(Node):
         self.sim.set_thrusts(data)
         self._saturation_warning("thrusters", before)
 
-    def _on_thruster_command(self, msg: JointState) -> None:
-        self._counts["received_thruster_command"] += 1
+    def _named_values(self, topic: str, msg: JointState, index: Dict[str, int], what: str, unit: str = ""):
+        """The ``effort`` of a stamped JointState command by ``name`` as an array in ``index`` order (names not
+        given: 0), or None when it is rejected (stamp, lockstep period, names, non-finite values; reasons logged)."""
+        self._counts[f"received_{topic}"] += 1
         error = self._stamp_error(msg.header.stamp)
         if error:
-            self._reject("thruster_command", "stamp", error)
-            return
-        if self.lockstep and not self._lockstep_stamp_ok("thruster_command", cv.ns_from_time(msg.header.stamp)):
-            return
+            self._reject(topic, "stamp", error)
+            return None
+        if self.lockstep and not self._lockstep_stamp_ok(topic, cv.ns_from_time(msg.header.stamp)):
+            return None
         names = list(msg.name)
-        unknown = [n for n in names if n not in self._thruster_index]
+        unknown = [n for n in names if n not in index]
         if not names or len(msg.effort) != len(names) or unknown or len(set(names)) != len(names):
-            self._reject("thruster_command", "names",
-                         f"needs one effort (thrust, N) per name, names distinct and among "
-                         f"{', '.join(self.model.thruster_names)} (got {len(names)} names, {len(msg.effort)} efforts"
+            self._reject(topic, "names",
+                         f"needs one effort{unit} per name, names distinct and among {', '.join(index)} "
+                         f"(got {len(names)} names, {len(msg.effort)} efforts"
                          + (f", unknown {[u[:100] for u in unknown[:5]]}" if unknown else "") + ")")
+            return None
+        values = np.asarray(msg.effort, dtype=float)
+        if not np.all(np.isfinite(values)):
+            self._reject(topic, "nonfinite", f"non-finite (NaN/inf) {what} {values.tolist()}")
+            return None
+        data = np.zeros(len(index))
+        data[[index[n] for n in names]] = values
+        return data
+
+    def _on_thruster_command(self, msg: JointState) -> None:
+        data = self._named_values("thruster_command", msg, self._thruster_index, "thrusts", " (thrust, N)")
+        if data is None:
             return
-        thrust = np.asarray(msg.effort, dtype=float)
-        if not np.all(np.isfinite(thrust)):
-            self._reject("thruster_command", "nonfinite", f"non-finite (NaN/inf) thrusts {thrust.tolist()}")
-            return
-        data = np.zeros(self.nt)
-        data[[self._thruster_index[n] for n in names]] = thrust
         before = self.sim.saturated["thrusters"]
         if self.lockstep:
             self._lockstep_take("thruster_command", data)
@@ -1767,27 +1775,9 @@ class DynamicsNode(Node):
         self._saturation_warning("thrusters", before)
 
     def _on_joint_command(self, msg: JointState) -> None:
-        self._counts["received_joint_command"] += 1
-        error = self._stamp_error(msg.header.stamp)
-        if error:
-            self._reject("joint_command", "stamp", error)
+        data = self._named_values("joint_command", msg, self._joint_index, "efforts")  # joints not named: zero
+        if data is None:
             return
-        if self.lockstep and not self._lockstep_stamp_ok("joint_command", cv.ns_from_time(msg.header.stamp)):
-            return
-        names = list(msg.name)
-        unknown = [n for n in names if n not in self._joint_index]
-        if not names or len(msg.effort) != len(names) or unknown or len(set(names)) != len(names):
-            self._reject("joint_command", "names",
-                         f"needs one effort per name, names distinct and among {', '.join(self.model.joint_names)} "
-                         f"(got {len(names)} names, {len(msg.effort)} efforts"
-                         + (f", unknown {[u[:100] for u in unknown[:5]]}" if unknown else "") + ")")
-            return
-        effort = np.asarray(msg.effort, dtype=float)
-        if not np.all(np.isfinite(effort)):
-            self._reject("joint_command", "nonfinite", f"non-finite (NaN/inf) efforts {effort.tolist()}")
-            return
-        data = np.zeros(self.nj)
-        data[[self._joint_index[n] for n in names]] = effort  # joints not named: zero
         before = self.sim.saturated["joints"]
         if self.lockstep:
             self._lockstep_take("joint_command", data)
