@@ -262,7 +262,9 @@ check_mbs_ros_msgs() {
     die "mbs_ros_msgs does not import or publish from $MBS_PREFIX (build log: $MBS_PREFIX/build/mbs_ros_msgs/build.log)"
   [ "${got%% *}" = mbs_ros_msgs/msg/EnergyPorts ] ||
     die "a publisher of mbs_ros_msgs.msg.EnergyPorts announces the type '${got%% *}'"
-  say "mbs_ros_msgs imports and publishes ${got%% *}"
+  env "${env_args[@]}" "$MBS_PYTHON" -c 'from mbs_ros_msgs.srv import Step; Step.Response(step_index=1)' ||
+    die "mbs_ros_msgs.srv.Step does not import from $MBS_PREFIX (build log: $MBS_PREFIX/build/mbs_ros_msgs/build.log)"
+  say "mbs_ros_msgs imports and publishes ${got%% *}; its Step service imports"
 }
 
 venv_setup() {
