@@ -1,4 +1,4 @@
-"""``python -m mbs_ros.bringup SCENARIO [--duration S] [--record FILE] [--plot DIR]``: see
+"""``python -m mbs_ros.bringup SCENARIO [--duration S] [--record FILE] [--plot DIR] [--foxglove [PORT]]``: see
 :mod:`mbs_ros.bringup.runner`."""
 
 import sys

@@ -184,8 +184,9 @@ class Runner:
     def __init__(self, scenario: Scenario, *, duration: Optional[float] = None, record: Optional[os.PathLike] = None,
                  plot: Optional[os.PathLike] = None, log_dir: Optional[os.PathLike] = None,
                  startup_timeout: float = 60.0, stop_timeout: float = 10.0, out: TextIO = sys.stdout,
-                 quiet: bool = False):
+                 quiet: bool = False, foxglove: Optional[int] = None):
         self.scenario = scenario
+        self.foxglove = foxglove  # port of the Foxglove WebSocket bridge (mbs_ros.bringup.foxglove_bridge), or None
         self.duration = duration if duration is not None else scenario.duration
         self.plot_dir = Path(plot) if plot is not None else None
         if record is None and self.plot_dir is not None:
@@ -229,6 +230,9 @@ class Runner:
             graph = _Graph(watch_clock=sim_clock)
             if self.record is not None:
                 self._start_recorder()
+            if self.foxglove is not None:
+                from mbs_ros.bringup.foxglove_bridge import start_for_runner
+                start_for_runner(self, self.foxglove)
             # controllers first; each dynamics node once its controller listens (a robot under gravity must not
             # fall while its controller still imports numpy); each reference node once the recorder records its
             # robot's state (so that the recording holds the whole reference)
@@ -240,7 +244,7 @@ class Runner:
                     if spec.role == role and self._failure is None and self._stop_request is None:
                         if ready(graph, spec):
                             self._start_node(spec)
-            if len(self.children) == len(self.specs) + (self.recorder is not None):
+            if sum(c.spec is not None for c in self.children) == len(self.specs):
                 started_at = self._wait_until_running(graph if sim_clock else None)
             if started_at is not None:
                 self._run_for(graph if sim_clock else None, started_at)
@@ -568,6 +572,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", type=Path, default=None, metavar="DIR",
                    help="afterwards, write PNG plots of the recording into DIR (records into DIR/recording.mcap "
                         "without --record)")
+    p.add_argument("--foxglove", type=int, nargs="?", const=8765, default=None, metavar="PORT",
+                   help="serve the run live over the Foxglove WebSocket protocol (Foxglove, Lichtblick) on "
+                        "ws://localhost:PORT (default 8765); layouts in config/foxglove/")
     p.add_argument("--count", type=int, default=None, metavar="N", help="fleet scenarios: this many robots per "
                                                                         "fleet template")
     p.add_argument("--set", type=_parse_set, action="append", default=[], metavar="KEY=VALUE",
@@ -605,7 +612,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return EXIT_OK
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     runner = Runner(scenario, duration=args.duration, record=args.record, plot=args.plot, log_dir=args.log_dir,
-                    startup_timeout=args.startup_timeout, stop_timeout=args.stop_timeout, quiet=args.quiet)
+                    startup_timeout=args.startup_timeout, stop_timeout=args.stop_timeout, quiet=args.quiet,
+                    foxglove=args.foxglove)
     result = runner.run()
     return result.returncode
 

@@ -1,0 +1,397 @@
+"""A live view without RViz: ROS 2 topics served over the Foxglove WebSocket protocol (Foxglove, Lichtblick).
+
+Command line (any ``--ros-args`` are passed to the node)::
+
+    python -m mbs_ros.bringup.foxglove_bridge --topics /tf /tf_static /uvms/robot_description /uvms/odom ...
+    python -m mbs_ros.bringup.foxglove_bridge --all [--port 8765] [--host 127.0.0.1]
+    python -m mbs_ros.bringup SCENARIO --foxglove [PORT]      # the runner starts it with the scenario's topics
+
+then in Foxglove or Lichtblick: "Open connection" → "Foxglove WebSocket" → ``ws://localhost:8765``, and import
+the scenario's layout from ``config/foxglove/`` (:mod:`mbs_ros.bringup.foxglove_layout`). The server is the
+``foxglove-sdk`` library's (PyPI ``foxglove-sdk``; WebSocket subprotocol ``foxglove.sdk.v1``, which Foxglove and
+Lichtblick releases from December 2025 on speak: older Lichtblick releases speak only ``foxglove.websocket.v1``).
+
+What a client sees: one channel per topic as soon as the topic has a publisher in the ROS graph (polled every
+``--discovery-period`` s), named as the topic, message encoding ``cdr``, schema ``pkg/msg/Type`` of encoding
+``ros2msg`` whose text is the type's full definition as rosbag2 stores it in MCAP
+(:func:`mbs_ros.recording.message_definition`): what Foxglove decodes ROS 2 channels with, and what its 3D panel
+recognises TF, markers and URDF topics by. Messages are forwarded as they arrive (rclpy ``raw=True``: the
+serialised CDR, never deserialised), stamped with the bridge's ROS clock (simulation time under
+``use_sim_time``, which the runner sets for ``sim_time`` scenarios; the server then also sends that time to the
+clients, at most 50 times a second, the protocol's ``time`` capability, so the client's clock is the simulation's).
+
+ROS subscriptions follow the clients: a topic is subscribed to while a client subscribes to its channel (the
+dynamics node builds a topic only while someone listens), except transient-local topics (``/tf_static``,
+``robot_description``), which are subscribed to from the start and whose last message per publisher is kept and
+sent again to every client that subscribes later (the protocol has no latching; other clients already subscribed
+get it again, harmlessly), and ``/clock`` under simulation time. QoS as the recorder's: reliable unless a
+publisher is best effort, transient local if every publisher is.
+
+Meshes: a client's ``package://`` asset requests (URDF and marker meshes) are answered with the file from the
+package's share directory (:func:`mbs_ros.packages.share_directory`), nothing outside it; ``file://`` is refused.
+
+The bridge binds ``--host`` 127.0.0.1 by default (this machine only); ``--host 0.0.0.0`` serves the network.
+SIGINT and SIGTERM stop it cleanly (exit code 0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import os
+import queue
+import re
+import signal
+import struct
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Dict, List, Optional, Sequence, Set
+
+__all__ = ["Bridge", "FOXGLOVE_TOPICS", "DEFAULT_PORT", "SUBPROTOCOL", "foxglove_topics", "start_for_runner", "main"]
+
+DEFAULT_PORT = 8765
+SUBPROTOCOL = "foxglove.sdk.v1"
+#: what the runner serves for each robot (relative names) and globally: the 3D view (TF, the URDF, markers), the
+#: plots (odom, joint_states, energy) and /diagnostics; /clock is added for sim_time scenarios.
+FOXGLOVE_TOPICS = ("robot_description", "markers", "odom", "joint_states", "energy", "/tf", "/tf_static",
+                   "/diagnostics")
+_EXCLUDED_BY_ALL = re.compile(r"^/(rosout|parameter_events)$")
+
+
+def foxglove_topics(scenario) -> List[str]:
+    """Absolute topic names the runner's bridge serves for a scenario: :data:`FOXGLOVE_TOPICS` in every robot's
+    namespace, plus ``/clock`` with ``sim_time``."""
+    from mbs_ros.bringup.scenario import record_topics
+
+    return record_topics(scenario, FOXGLOVE_TOPICS)
+
+
+def start_for_runner(runner, port: int):
+    """Start the bridge as a child of a :class:`mbs_ros.bringup.runner.Runner` (its topics, its log directory,
+    simulation time with ``sim_time``); it is stopped with the nodes. Returns the runner's ``Child``."""
+    from mbs_ros.bringup.runner import Child, _session_command
+    from mbs_ros.process import NodeProcess
+
+    topics = foxglove_topics(runner.scenario)
+    params = {"use_sim_time": True} if runner.scenario.sim_time else None
+    proc = NodeProcess(_session_command("mbs_ros.bringup.foxglove_bridge"), name="foxglove_bridge",
+                       args=["--port", str(port), "--topics", *topics], parameters=params,
+                       log_file=runner.log_dir / "foxglove_bridge.log", label="foxglove_bridge")
+    child = Child("foxglove_bridge", proc)
+    runner.children.append(child)
+    proc.start()
+    layout = f"config/foxglove/{runner.scenario.name}.json"
+    runner.say(f"started foxglove_bridge (pid {proc.pid}): ws://localhost:{port} for {len(topics)} topics; in "
+               f"Foxglove or Lichtblick: Open connection > Foxglove WebSocket, layout {layout}")
+    return child
+
+
+# ------------------------------------------------------------------------------------------------ bridge
+
+@dataclass
+class _Topic:
+    name: str
+    type_name: str
+    channel: object  # foxglove.Channel
+    qos: object
+    msg_class: object
+    latched: bool  # transient local: always subscribed, the last message per publisher kept and replayed
+    always: bool  # subscribed whether or not a client listens
+    subscription: object = None
+    clients: Set[int] = field(default_factory=set)
+    cache: Dict[bytes, bytes] = field(default_factory=dict)  # publisher gid -> last message (latched topics)
+    count: int = 0
+
+
+class Bridge:
+    """Serves topics of the ROS graph, through ``node``, over the Foxglove WebSocket protocol (see the module
+    docstring). Spinning ``node`` drives it (discovery, messages, subscription changes); :meth:`close` stops the
+    server. ``topics``: absolute or relative names (resolved in the node's namespace); ``all_topics``: every
+    topic but hidden ones, /rosout and /parameter_events."""
+
+    def __init__(self, node, topics: Sequence[str] = (), *, all_topics: bool = False, host: str = "127.0.0.1",
+                 port: int = DEFAULT_PORT, name: str = "mbs_ros", discovery_period: float = 0.5, depth: int = 10):
+        import foxglove
+        from foxglove.websocket import Capability
+
+        self.node = node
+        self.requested = {node.resolve_topic_name(t) for t in topics}
+        if not self.requested and not all_topics:
+            raise ValueError("nothing to serve: give topics or all_topics=True")
+        self.all_topics = all_topics
+        self.depth = int(depth)
+        self.sim_time = bool(node.get_parameter("use_sim_time").value)
+        self.topics: Dict[str, _Topic] = {}
+        self._by_channel: Dict[int, _Topic] = {}
+        self._skipped: Set[str] = set()
+        self._lock = threading.Lock()
+        self._requests: "queue.SimpleQueue" = queue.SimpleQueue()
+        self._clock = node.get_clock()
+        self._refused_assets: Set[str] = set()
+        self._time_sent = (0, -1.0)  # (simulation time, monotonic wall time) of the last time message
+        self._context = foxglove.Context()
+        self._guard = node.create_guard_condition(self._apply_requests)
+        capabilities = [Capability.Time] if self.sim_time else []
+        self.server = foxglove.start_server(name=name, host=host, port=port, capabilities=capabilities,
+                                            server_listener=self, asset_handler=self._asset,
+                                            context=self._context)
+        self.port = self.server.port
+        self._timer = node.create_timer(discovery_period, self.discover)
+        self.discover()
+
+    # ------------------------------------------------------------------------- queries (any thread)
+    @property
+    def advertised(self) -> Dict[str, str]:
+        """topic -> type of the channels advertised so far."""
+        with self._lock:
+            return {t.name: t.type_name for t in self.topics.values()}
+
+    @property
+    def missing(self) -> List[str]:
+        with self._lock:
+            return sorted(self.requested - set(self.topics) - self._skipped)
+
+    # ------------------------------------------------------------------------- discovery (executor thread)
+    def discover(self) -> None:
+        from mbs_ros.recording import UnknownMessageType, message_class
+
+        for name, types in self.node.get_topic_names_and_types():
+            if name in self.topics or name in self._skipped:
+                continue
+            if name not in self.requested and not (
+                    self.all_topics and not any(p.startswith("_") for p in name.split("/"))
+                    and not _EXCLUDED_BY_ALL.match(name)):
+                continue
+            type_name = types[0]
+            try:
+                msg_class = message_class(type_name)
+            except UnknownMessageType as e:
+                self._skip(name, f"not serving {name}: unknown message type {type_name} ({e})")
+                continue
+            infos = self.node.get_publishers_info_by_topic(name)
+            if infos:  # only subscribers so far: wait for a publisher, whose QoS decides ours
+                self._advertise(name, type_name, msg_class, infos)
+        if not self.all_topics and not self.missing:
+            self._timer.cancel()
+
+    def _skip(self, name: str, why: str) -> None:
+        self._skipped.add(name)
+        self.node.get_logger().warning(why)
+
+    def _advertise(self, name: str, type_name: str, msg_class, infos) -> None:
+        from foxglove import Channel, Schema
+        from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
+
+        from mbs_ros.recording import DefinitionNotFound, message_definition
+
+        try:
+            encoding, text = message_definition(type_name)
+        except DefinitionNotFound as e:
+            self._skip(name, f"not serving {name}: no message definition for {type_name} ({e}); Foxglove cannot "
+                             "decode CDR without one")
+            return
+        offered = [i.qos_profile for i in infos]
+        reliable = all(q.reliability == ReliabilityPolicy.RELIABLE for q in offered)
+        latched = all(q.durability == DurabilityPolicy.TRANSIENT_LOCAL for q in offered)
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=self.depth,
+                         reliability=ReliabilityPolicy.RELIABLE if reliable else ReliabilityPolicy.BEST_EFFORT,
+                         durability=DurabilityPolicy.TRANSIENT_LOCAL if latched else DurabilityPolicy.VOLATILE)
+        channel = Channel(name, schema=Schema(name=type_name, encoding=encoding, data=text.encode("utf-8")),
+                          message_encoding="cdr", context=self._context)
+        t = _Topic(name=name, type_name=type_name, channel=channel, qos=qos, msg_class=msg_class, latched=latched,
+                   always=latched or (self.sim_time and name == "/clock"))
+        with self._lock:
+            self.topics[name] = t
+            self._by_channel[channel.id()] = t
+        self.node.get_logger().info(f"advertising {name} ({type_name}, {encoding}, "
+                                    f"{'transient local' if latched else 'volatile'})")
+        if t.always:
+            self._subscribe(t)
+
+    # ------------------------------------------------------------------ subscriptions (executor thread)
+    def _subscribe(self, t: _Topic) -> None:
+        if t.subscription is None:
+            t.subscription = self.node.create_subscription(t.msg_class, t.name, functools.partial(self._on_message, t),
+                                                           t.qos, raw=True)
+
+    def _unsubscribe(self, t: _Topic) -> None:
+        if t.subscription is not None:
+            self.node.destroy_subscription(t.subscription)
+            t.subscription = None
+
+    def _apply_requests(self) -> None:
+        """The guard condition's callback: subscribe/unsubscribe as the clients' subscriptions changed."""
+        while True:
+            try:
+                t = self._requests.get_nowait()
+            except queue.Empty:
+                return
+            with self._lock:
+                wanted = bool(t.clients) or t.always
+            if wanted:
+                self._subscribe(t)
+            else:
+                self._unsubscribe(t)
+
+    def _on_message(self, t: _Topic, data: bytes, info) -> None:
+        now = self._clock.now().nanoseconds
+        data = bytes(data)
+        if t.latched:
+            gid = info.get("publisher_gid") if isinstance(info, dict) else None
+            key = bytes(gid.get("data", b"")) if isinstance(gid, dict) else b""
+            with self._lock:
+                t.cache[key] = data
+        t.count += 1
+        t.channel.log(data, log_time=now)
+        if self.sim_time and t.name == "/clock" and len(data) >= 12:
+            sec, nsec = struct.unpack_from("<iI" if data[1] & 1 else ">iI", data, 4)
+            stamp, wall = sec * 1_000_000_000 + nsec, time.monotonic()
+            # at most 50 time messages a second (/clock can come every physics step), any jump back at once
+            if wall - self._time_sent[1] >= 0.02 or stamp < self._time_sent[0]:
+                self._time_sent = (stamp, wall)
+                self.server.broadcast_time(stamp)
+
+    # ------------------------------------------------------------------ server listener (SDK threads)
+    def on_subscribe(self, client, channel) -> None:
+        with self._lock:
+            t = self._by_channel.get(channel.id)
+            if t is None:
+                return
+            t.clients.add(client.id)
+            replay = list(t.cache.values()) if t.latched else []
+        now = self._clock.now().nanoseconds
+        for data in replay:  # the protocol has no latching: this client gets the last message of each publisher
+            t.channel.log(data, log_time=now)
+        self._requests.put(t)
+        self._guard.trigger()
+
+    def on_unsubscribe(self, client, channel) -> None:
+        with self._lock:
+            t = self._by_channel.get(channel.id)
+            if t is None:
+                return
+            t.clients.discard(client.id)
+        self._requests.put(t)
+        self._guard.trigger()
+
+    def _asset(self, uri: str) -> Optional[bytes]:
+        """A client's fetchAsset: ``package://PKG/PATH`` from PKG's share directory, nothing outside it."""
+        from mbs_ros.packages import share_directory
+
+        path = None
+        if uri.startswith("package://"):
+            package, _, rel = uri[len("package://"):].partition("/")
+            share = share_directory(package)[0] if package and rel else None
+            if share is not None:
+                root = os.path.realpath(share)
+                candidate = os.path.realpath(os.path.join(root, rel))
+                if candidate.startswith(root + os.sep) and os.path.isfile(candidate):
+                    path = candidate
+        if path is None:
+            if uri not in self._refused_assets:
+                self._refused_assets.add(uri)
+                self.node.get_logger().warning(f"asset {uri!r} not served (package:// files in a package's share "
+                                               "directory only)")
+            return None
+        with open(path, "rb") as f:
+            return f.read()
+
+    # ------------------------------------------------------------------------------------ end
+    def close(self) -> None:
+        try:
+            self.server.stop()
+        finally:
+            self._timer.cancel()
+            with self._lock:
+                topics = list(self.topics.values())
+            for t in topics:
+                try:
+                    self._unsubscribe(t)
+                    t.channel.close()
+                except Exception:  # noqa: BLE001 - the node may be gone already
+                    pass
+
+
+# ----------------------------------------------------------------------------------------------- CLI
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m mbs_ros.bringup.foxglove_bridge",
+                                description="Serve ROS 2 topics over the Foxglove WebSocket protocol (Foxglove, "
+                                            "Lichtblick): a live view without RViz. ROS arguments after --ros-args.")
+    p.add_argument("--topics", nargs="+", default=[], metavar="TOPIC", help="topics to serve")
+    p.add_argument("--all", action="store_true", help="every topic (not hidden ones, /rosout, /parameter_events)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"TCP port (default {DEFAULT_PORT}; 0: any free "
+                                                                  "port, logged)")
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--discovery-period", type=float, default=0.5, metavar="S",
+                   help="how often the ROS graph is polled for the topics (default 0.5 s)")
+    return p
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    argv = list(sys.argv if argv is None else argv)
+    try:
+        import foxglove  # noqa: F401
+    except ImportError as e:
+        print(f"foxglove_bridge: error: the foxglove-sdk package is not installed ({e}); `make setup` installs it "
+              "(requirements.txt), or: pip install foxglove-sdk", file=sys.stderr, flush=True)
+        return 2
+    import rclpy
+    from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
+    from rclpy.signals import SignalHandlerOptions
+    from rclpy.utilities import remove_ros_args
+
+    parser = _parser()
+    args = parser.parse_args(remove_ros_args(argv)[1:])
+    if not args.topics and not args.all:
+        parser.error("give --topics or --all")
+    if not 0 <= args.port <= 65535:
+        parser.error("--port must be in 0..65535")
+    if not args.discovery_period > 0:
+        parser.error("--discovery-period must be > 0")
+
+    stop: list = []
+
+    def on_signal(signum, _frame) -> None:
+        stop.append(signum)
+
+    previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
+    node = rclpy.create_node("foxglove_bridge")
+    bridge = None
+    try:
+        try:
+            bridge = Bridge(node, args.topics, all_topics=args.all, host=args.host, port=args.port,
+                            discovery_period=args.discovery_period)
+        except RuntimeError as e:  # the SDK's error, e.g. the port is in use
+            node.get_logger().error(f"cannot serve on {args.host}:{args.port}: {e}")
+            return 1
+        what = "all topics" if args.all else " ".join(sorted(bridge.requested))
+        node.get_logger().info(f"serving ws://{args.host}:{bridge.port} (WebSocket subprotocol {SUBPROTOCOL}"
+                               f"{', simulation time' if bridge.sim_time else ''}): {what}")
+        executor = SingleThreadedExecutor()
+        executor.add_node(node)
+        while not stop and rclpy.ok():
+            try:
+                executor.spin_once(timeout_sec=0.1)
+            except ExternalShutdownException:
+                break
+    finally:
+        try:
+            if bridge is not None:
+                bridge.close()
+                counts = {t.name: t.count for t in bridge.topics.values()}
+                lines = "".join(f"\n  {k}: {v}" for k, v in sorted(counts.items()))
+                print(f"forwarded {sum(counts.values())} messages on {len(counts)} topics{lines}", flush=True)
+            node.destroy_node()
+            rclpy.try_shutdown()
+        finally:
+            for s, h in previous.items():
+                signal.signal(s, h)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
