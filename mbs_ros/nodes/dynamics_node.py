@@ -122,8 +122,19 @@ Services: ``~/reset`` (``std_srvs/Trigger``): back to the initial state (time ke
 state gets the next step's stamp), commands cleared, a fault (below) cleared: the simulation runs again
 (unless it was also paused through ``~/pause``). ``~/pause`` (``std_srvs/SetBool``): stop/resume
 stepping; simulation time stops while paused, and state topics are not published (the state at
-which it stops is published once). Resuming a simulation halted by a fault is refused (success false, the
-reason): call ``~/reset``.
+which it stops is published once, and again, same stamp, whenever a subscriber of odom or joint_states or a command
+publisher matches, so that a node started meanwhile gets it). Resuming a simulation halted by a fault is refused
+(success false, the reason): call ``~/reset``. ``start_paused`` (false) starts the node paused at ``t0``.
+``~/step`` (``mbs_ros_msgs/Step``, as Gazebo's ``multi_step``): ``steps`` physics steps of a paused simulation,
+with the commands held as when running (taken in while paused, ``cmd_timeout`` counted in simulation time),
+publishing on the way what falls due on the rate grids and the state it stops at (as a pause does); the reply has
+``sim_time`` (the stamp of that state) and ``step_index`` (``k``, with ``t = t0 + k dt``); ``steps`` 0 steps
+nothing and tells the time. Refused (success false, nothing stepped, the reason in ``message``) while running,
+after a fault, or beyond 10⁶ steps per request (they run inside the service call). In lockstep it takes one
+control period at a time (``steps`` = ``physics_rate / control_rate``), and only once the commands stamped with
+the current state have arrived (refused otherwise: call again when the controller has answered the state the
+last step published). The same parameters, the same commands and the same steps give bit-identical states
+(nothing depends on the wall clock but when commands arrive, and ``~/step`` fixes that).
 
 Robustness (issue 9): no input stops the node, and it never publishes a non-finite value.
 
@@ -195,10 +206,10 @@ joint_states at ``t_k`` again (unchanged, same stamp) after 1 s or at once when 
 a message was lost before discovery completed), and warns (throttled) after 2 s without any command. There is
 no command timeout in lockstep, and ``publish_rate`` does not apply: the state is published once per control
 period. ``real_time_factor`` is a maximum speed (a period starts no earlier than the wall clock allows; 0 =
-as fast as the controller answers). Pause holds the periods (commands are still collected); resume takes the
-waiting period if its commands are all there; reset publishes the initial state at the next step's stamp and
-drops the commands collected for the old one. With the same parameters, and ``use_sim_time`` so that ``t0``
-is 0, two lockstep runs publish bit-identical state sequences.
+as fast as the controller answers). Pause holds the periods (commands are still collected, and ``~/step`` takes
+one whose commands are all there); resume takes the waiting period if its commands are all there; reset publishes
+the initial state at the next step's stamp and drops the commands collected for the old one. With the same
+parameters, and ``use_sim_time`` so that ``t0`` is 0, two lockstep runs publish bit-identical state sequences.
 """
 
 from __future__ import annotations
@@ -258,6 +269,10 @@ try:  # our interface package (mbs_ros_msgs/, built by make setup / colcon)
     from mbs_ros_msgs.msg import EnergyPorts
 except ImportError:  # pragma: no cover - without it the node runs, with no energy topic (a warning says so)
     EnergyPorts = None
+try:  # the ~/step service's type (mbs_ros_msgs/srv/Step); an older build of the package has only EnergyPorts
+    from mbs_ros_msgs.srv import Step
+except ImportError:  # pragma: no cover - without it: no ~/step (a warning says so)
+    Step = None
 
 try:  # tf2_msgs is not on PyPI: the set-up builds it; a ROS install has it.
     from tf2_msgs.msg import TFMessage
@@ -284,6 +299,8 @@ CLOCK_REPEAT_S = 0.5
 LOCKSTEP_WATCH_S = 0.05
 LOCKSTEP_RESEND_S = 1.0
 LOCKSTEP_WARN_S = 2.0
+# ~/step: at most this many physics steps per request (the steps run inside the service callback)
+MAX_STEP_REQUEST = 1_000_000
 
 # Parameter bounds (module docstring, "Robustness").
 MIN_PUBLISH_RATE = 0.1  # Hz
@@ -351,6 +368,7 @@ class Settings:
     current_rate: Tuple[float, ...] = (0.0, 0.0, 0.0)  # its rate of change [m/s²]
     environment_temperature: float = 288.15  # K, θ₀ of the entropy production
     energy_rate: float = 10.0  # Hz, the energy topic
+    start_paused: bool = False  # start paused at t0 (~/pause false or ~/step advance it)
 
     @property
     def inertia_matrix(self) -> np.ndarray:
@@ -509,6 +527,11 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
     "energy_rate": (
         "Rate of the energy topic (mbs_ros_msgs/EnergyPorts: storages, ports, dissipators, entropy) [Hz], <= "
         "physics_rate; 0 = off. Built only while someone subscribes.", {"floating_point_range": (0.0, 100000.0)}),
+    "start_paused": (
+        "Start paused at t0: the initial state is published (again whenever a new subscriber of the state or a "
+        "new command publisher matches) and time stands still until ~/pause false, or ~/step advances it. The "
+        "scenario runner starts a lockstep run on simulation time so, and resumes it once the controller holds "
+        "its reference.", {"read_only": True}),
 }
 
 _INERTIAL = ("mass", "inertia", "com", "gravity")
@@ -577,6 +600,7 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         current_rate=bounded("current_rate", 3, MAX_CURRENT),
         environment_temperature=number("environment_temperature", lo=0.0, lo_open=True, hi=1.0e4),
         energy_rate=number("energy_rate", lo=0.0),
+        start_paused=flag("start_paused"),
     )
     if s.publish_rate > s.physics_rate:
         raise ParameterError(
@@ -873,6 +897,8 @@ class DynamicsNode(Node):
         self.sim.on_efforts_applied = self._publish_effort
         self.sim.on_timeout = self._on_command_timeout
         self.sim.on_fault = self._on_fault
+        if s.start_paused:
+            self.sim.pause(True)
         self._rate = rate
         self._new_fault: Optional[Fault] = None
         self.nt = len(model.thruster_names)
@@ -951,6 +977,12 @@ class DynamicsNode(Node):
                 for parent, child, p, quat in self._static_transforms]))
         self.srv_reset = self.create_service(Trigger, "~/reset", self._guard_service(self._on_reset, "reset"))
         self.srv_pause = self.create_service(SetBool, "~/pause", self._guard_service(self._on_pause, "pause"))
+        self.srv_step = None
+        if Step is not None:
+            self.srv_step = self.create_service(Step, "~/step", self._guard_service(self._on_step, "step"))
+        else:
+            self.get_logger().warning("mbs_ros_msgs has no Step service (an older build): no ~/step (make setup "
+                                      "builds it)")
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         # wall-clock pacing
@@ -963,6 +995,7 @@ class DynamicsNode(Node):
 
         self._publish_state(everything=True)
         self._publish_diagnostics()
+        self._graph_counts = self._graph_counts_now()  # who had the state: later matches get it again (waiting)
         self._warn_unknown_overrides()
         effective = 1e9 / self.dt_ns
         if self.multibody:
@@ -981,7 +1014,10 @@ class DynamicsNode(Node):
                          else "as fast as possible") + f", cmd_timeout {s.cmd_timeout:g} s")
         self.get_logger().info(
             f"{what}, {s.integrator} at {effective:g} Hz (dt = {self.dt_ns} ns), {timing}"
-            + (", publishing /clock" if s.publish_clock else "") + f"; {self._limits_text()}; fastest modes: "
+            + (", publishing /clock" if s.publish_clock else "")
+            + (f"; paused at t = {self.stamp() * 1e-9:.9f} s (start_paused: ~/pause false resumes, ~/step steps)"
+               if s.start_paused else "")
+            + f"; {self._limits_text()}; fastest modes: "
             f"gravity {rate.omega_gravity:.3g} rad/s, full effort {rate.omega_effort:.3g} rad/s; runaway beyond "
             f"{self.sim.max_angular_rate:g} rad/s")
         if rate.warning:
@@ -1232,6 +1268,7 @@ class DynamicsNode(Node):
                     and time.monotonic() - self._last_diag_wall >= 1.0 / self.settings.diagnostics_rate):
                 self._publish_diagnostics()
             self._repeat_clock()
+            self._paused_watch()
             return
         if self.lockstep:
             self._lockstep_watch()
@@ -1347,19 +1384,33 @@ class DynamicsNode(Node):
         now = time.monotonic_ns()
         if rtf > 0.0 and now < self._not_before_ns:
             return  # the timer tries again
-        n = sim.lockstep_steps
+        self._take_period()
+        if rtf > 0.0:
+            self._not_before_ns = max(self._not_before_ns + int(sim.lockstep_steps * self.dt_ns / rtf), now)
+
+    def _take_period(self) -> None:
+        """Lockstep: the control period whose commands are all here (the caller checked), then its state."""
+        sim = self.sim
         k0 = sim.k
         sim.start_period()
         self._grids = None
-        self.advance(n)
-        if rtf > 0.0:
-            self._not_before_ns = max(self._not_before_ns + int(n * self.dt_ns / rtf), now)
+        self.advance(sim.lockstep_steps)
         k1 = sim.k
         # joint wrenches and markers with the period's state when their step grid was crossed during the period
         self._publish_state(wrenches=bool(self._wrench_every) and k1 // self._wrench_every > k0 // self._wrench_every,
                             markers=bool(self._markers_every)
                             and k1 // self._markers_every > k0 // self._markers_every)
         self._publish_applied()
+
+    def _paused_watch(self) -> None:
+        """Paused: the state again (same stamp, everything) when a subscriber of odom or joint_states or a command
+        publisher matched since it was last sent, so that a node started while the time stands still (a controller,
+        a reference node, a recorder; start_paused) gets the state it would otherwise wait for."""
+        counts = self._graph_counts_now()
+        grew = any(c > old for c, old in zip(counts, self._graph_counts))
+        self._graph_counts = counts
+        if grew:
+            self._publish_state(everything=True)
 
     def _lockstep_watch(self) -> None:
         """Lockstep timer: pace, send the state again if the commands are late, warn if nothing comes."""
@@ -1816,6 +1867,7 @@ class DynamicsNode(Node):
                 self._publish_state(everything=True)
                 self._publish_applied()
             self._publish_diagnostics()
+            self._graph_counts = self._graph_counts_now()  # those matched later get the state again
             response.message = f"paused at t = {self.stamp() * 1e-9:.9f} s"
         elif not request.data and sim.fault is not None:
             sim.pause(False)  # the pause asked for ends; the fault holds until a reset
@@ -1835,6 +1887,52 @@ class DynamicsNode(Node):
             response.message = "already " + ("paused" if sim.paused else "running")
         response.success = True
         self.get_logger().info(response.message)
+        return response
+
+    def _on_step(self, request, response):
+        """``~/step`` (mbs_ros_msgs/Step): ``request.steps`` physics steps of a paused simulation (lockstep: one
+        control period whose commands have arrived); see the module docstring, "Services"."""
+        sim = self.sim
+        n = int(request.steps)
+        k0 = sim.k
+        why = None
+        if sim.fault is not None:
+            f = sim.fault
+            why = f"halted by a fault at t = {f.stamp_ns * 1e-9:.9f} s ({f.reason}); call ~/reset"
+        elif not sim.paused:
+            why = "not paused: ~/step advances a paused simulation (~/pause true first, or start_paused)"
+        elif self.lockstep and n not in (0, sim.lockstep_steps):
+            why = (f"lockstep: one control period at a time, steps {sim.lockstep_steps} (physics_rate / control_rate) "
+                   f"or 0, not {n}: the next period needs the controller's answer to the state this one publishes")
+        elif self.lockstep and n and not sim.period_complete():
+            why = (f"lockstep: the period at t = {self.stamp() * 1e-9:.9f} s still waits for "
+                   f"{' and '.join(_TOPIC[ch] for ch in sim.missing())} stamped with it; call again once the "
+                   "controller has answered that state")
+        elif n > MAX_STEP_REQUEST:
+            why = f"{n} steps: at most {MAX_STEP_REQUEST} per request (they are taken inside the service call)"
+        if why is None and n:
+            sim.pause(False)
+            try:
+                if self.lockstep:
+                    self._take_period()
+                else:
+                    self.advance(n)
+            finally:
+                sim.pause(True)
+            if self._last_published_k != sim.k:  # as a pause: the state it stopped at
+                self._publish_state(everything=True)
+                self._publish_applied()
+            self._publish_diagnostics()
+        taken = sim.k - k0
+        response.sim_time = cv.time_from_ns(self.stamp())
+        response.step_index = sim.k
+        if why is None and sim.fault is not None:
+            f = sim.fault
+            why = (f"halted by a fault after {taken} of {n} steps, at t = {f.stamp_ns * 1e-9:.9f} s ({f.reason}); "
+                   "call ~/reset")
+        response.success = why is None
+        response.message = why or f"{taken} steps to t = {self.stamp() * 1e-9:.9f} s (step {sim.k})"
+        self.get_logger().debug(f"~/step: {response.message}")
         return response
 
     # -------------------------------------------------------------------------- parameters
