@@ -284,9 +284,9 @@ class Bridge:
         if uri.startswith("package://"):
             package, _, rel = uri[len("package://"):].partition("/")
             share = share_directory(package)[0] if package and rel else None
-            if share is not None:
-                root = os.path.realpath(share)
-                candidate = os.path.realpath(os.path.join(root, rel))
+            if share is not None:  # lexically inside the share directory (whose files may be symlinks: colcon's
+                root = os.path.normpath(share)  # --symlink-install), no ".." out of it
+                candidate = os.path.normpath(os.path.join(root, rel))
                 if candidate.startswith(root + os.sep) and os.path.isfile(candidate):
                     path = candidate
         if path is None:

@@ -1,0 +1,159 @@
+"""Foxglove/Lichtblick layouts for the scenarios: ``config/foxglove/<scenario>.json``.
+
+``python -m mbs_ros.bringup.foxglove_layout SCENARIO ... [-o DIR]`` writes them (``--all``: every scenario in
+``config/scenarios``; ``--check``: exit 1 if a shipped file differs from what its scenario gives now). In Foxglove
+or Lichtblick: Layouts menu → "Import from file…" (Lichtblick: the "Import layout" button of the Layouts sidebar),
+then connect to the bridge (``python -m mbs_ros.bringup SCENARIO --foxglove``) or open a recording.
+
+The file is the layout JSON both apps export and import (``configById`` of the panels by ``<PanelType>!<id>``,
+``layout`` the mosaic tree of panel ids, ``globalVariables``, ``userNodes``, ``playbackConfig``):
+
+- ``3D!scene``: display frame ``world`` (camera not following), a grid on it, TF, each robot's URDF from its
+  ``<ns>/robot_description`` topic (a custom URDF layer, source "topic"; frame prefix empty: the published URDF
+  already names the links ``<ns>/<link>``, as on /tf) and its ``<ns>/markers``;
+- ``Plot!state``: the first robot's base position (``odom``) and joint positions (``joint_states``, one series per
+  joint, labelled with its name), against the header stamps;
+- ``Plot!ports``: the first robot's port powers (``energy.port_power[i]``, labelled with the port names the
+  dynamics node gives that model: ``effort/<joint>``, ``wrench``, ``thruster/<name>``, ``current``);
+- ``RawMessages!energy``: the first robot's ``energy`` message (storages, ports, dissipators by name; balance).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Dict, List, Optional, Sequence
+
+__all__ = ["layout", "layout_text", "port_names", "layout_path", "main"]
+
+_GRID = {"layerId": "foxglove.Grid", "instanceId": "grid", "label": "Grid (world)", "visible": True,
+         "frameLocked": True, "frameId": "world", "size": 20, "divisions": 20, "lineWidth": 1,
+         "color": "#9e9e9e80", "position": [0, 0, 0], "rotation": [0, 0, 0], "order": 1}
+_CAMERA = {"perspective": True, "distance": 6.0, "phi": 60.0, "thetaOffset": 45.0, "target": [0, 0, 0],
+           "targetOffset": [0, 0, 0], "targetOrientation": [0, 0, 0, 1], "fovy": 45.0, "near": 0.01, "far": 5000.0}
+_PLOT = {"showXAxisLabels": True, "showYAxisLabels": True, "showLegend": True, "legendDisplay": "floating",
+         "showPlotValuesInLegend": False, "isSynced": True, "xAxisVal": "timestamp", "sidebarDimension": 240}
+
+
+def layout_path(scenario_name: str, root: Optional[Path] = None) -> Path:
+    """Where the scenario's layout is shipped: ``config/foxglove/<name>.json``."""
+    from mbs_ros.bringup.scenario import package_root
+
+    return (root or package_root() or Path.cwd()) / "config" / "foxglove" / f"{scenario_name}.json"
+
+
+def port_names(robot) -> List[str]:
+    """The names of the robot's energy ports, in the order the dynamics node publishes them (``energy``'s
+    ``port_names``): :meth:`Model.energy_ports` of the model the node builds, at rest."""
+    import numpy as np
+
+    from mbs_ros.nodes import model_source as ms
+
+    dyn = robot.dynamics
+    source = ms.load_source(str(dyn.get("robot_description", "") or ""), str(dyn.get("model_file", "") or ""))
+    names = list(dyn.get("locked_joints") or ())
+    positions = list(dyn.get("locked_joint_positions") or ()) or [0.0] * len(names)
+    model = ms.build_multibody(source, robot.base_group, ms.default_gravity(source), max_mass_ratio=0.0,
+                               locked_joints=dict(zip(names, positions)) or None, mimic=str(dyn.get("mimic", "reduce")),
+                               fluid_density=float(dyn.get("fluid_density", 0.0) or 0.0))
+    model = model.with_current(tuple(dyn.get("current", (0.0, 0.0, 0.0))),
+                               tuple(dyn.get("current_rate", (0.0, 0.0, 0.0))))
+    nj = len(model.joint_names)
+    nt = len(model.passive.thruster_names) if model.passive is not None else 0
+    report = model.energy_ports(model.neutral(), np.zeros(model.nv), efforts=np.zeros(nj) if nj else None,
+                                wrench=np.zeros(6) if model.group is not None else None,
+                                thrust=np.zeros(nt) if nt else None)
+    return list(report["ports"])
+
+
+def _path(value: str, label: str) -> Dict[str, object]:
+    return {"value": value, "enabled": True, "timestampMethod": "headerStamp", "label": label}
+
+
+def layout(scenario) -> Dict[str, object]:
+    """The layout of a scenario (see the module docstring), as a JSON-able dict."""
+    robots = scenario.robots
+    first = robots[0]
+    ns = first.namespace
+    layers = {"grid": dict(_GRID)}
+    topics = {}
+    for i, r in enumerate(robots):
+        layers[f"urdf{r.namespace.replace('/', '_')}"] = {
+            "layerId": "foxglove.Urdf", "instanceId": f"urdf{r.namespace.replace('/', '_')}",
+            "label": f"{r.name} (robot_description)", "visible": True, "frameLocked": True, "sourceType": "topic",
+            "topic": f"{r.namespace}/robot_description", "url": "", "filePath": "", "parameter": "",
+            "framePrefix": "", "displayMode": "auto", "fallbackColor": "#b0b4ba", "order": 2 + i}
+        topics[f"{r.namespace}/markers"] = {"visible": True}
+    three_d = {"cameraState": dict(_CAMERA), "followMode": "follow-none", "followTf": "world",
+               "scene": {"transforms": {"showLabel": False}}, "transforms": {}, "topics": topics, "layers": layers,
+               "publish": {"type": "point", "poseTopic": "/move_base_simple/goal", "pointTopic": "/clicked_point",
+                           "poseEstimateTopic": "/initialpose", "poseEstimateXDeviation": 0.5,
+                           "poseEstimateYDeviation": 0.5, "poseEstimateThetaDeviation": 0.26179939},
+               "imageMode": {}, "foxglovePanelTitle": f"{scenario.name}: TF, URDF, markers"}
+    state = []
+    if first.floating:
+        axes = ("x", "y") if first.base_group == "se2" else ("x", "y", "z")
+        state += [_path(f"{ns}/odom.pose.pose.position.{a}", f"base {a} [m]") for a in axes]
+    state += [_path(f"{ns}/joint_states.position[{i}]", name) for i, name in enumerate(first.joint_names)]
+    ports = [_path(f"{ns}/energy.port_power[{i}]", name) for i, name in enumerate(port_names(first))]
+    config_by_id = {
+        "3D!scene": three_d,
+        "Plot!state": {"paths": state, **_PLOT, "foxglovePanelTitle": f"{first.name}: base position, joint positions"},
+        "Plot!ports": {"paths": ports, **_PLOT, "foxglovePanelTitle": f"{first.name}: port power into the system [W]"},
+        "RawMessages!energy": {"topicPath": f"{ns}/energy", "diffEnabled": False, "diffMethod": "custom",
+                               "diffTopicPath": "", "showFullMessageForDiff": False,
+                               "foxglovePanelTitle": f"{first.name}: energy ports"},
+    }
+    mosaic = {"direction": "row", "first": "3D!scene", "splitPercentage": 55,
+              "second": {"direction": "column", "first": "Plot!state", "splitPercentage": 34,
+                         "second": {"direction": "column", "first": "Plot!ports", "second": "RawMessages!energy",
+                                    "splitPercentage": 50}}}
+    return {"configById": config_by_id, "globalVariables": {}, "userNodes": {}, "playbackConfig": {"speed": 1.0},
+            "layout": mosaic}
+
+
+def layout_text(scenario) -> str:
+    return json.dumps(layout(scenario), indent=2) + "\n"
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    from mbs_ros.bringup.scenario import ScenarioError, list_scenarios, load_scenario
+
+    p = argparse.ArgumentParser(prog="python -m mbs_ros.bringup.foxglove_layout",
+                                description="Write Foxglove/Lichtblick layouts for scenarios (config/foxglove/).")
+    p.add_argument("scenarios", nargs="*", help="scenario files or names (config/scenarios)")
+    p.add_argument("--all", action="store_true", help="every scenario in config/scenarios")
+    p.add_argument("-o", "--out", type=Path, default=None, metavar="DIR",
+                   help="directory to write <scenario>.json into (default config/foxglove)")
+    p.add_argument("--check", action="store_true",
+                   help="write nothing; exit 1 if a layout file there differs from what its scenario gives")
+    args = p.parse_args(argv)
+    names = list(args.scenarios) + ([str(s) for s in list_scenarios()] if args.all else [])
+    if not names:
+        p.error("give scenarios or --all")
+    stale = 0
+    for name in names:
+        try:
+            scenario = load_scenario(name)
+        except ScenarioError as e:
+            print(f"foxglove_layout: scenario error: {e}", file=sys.stderr)
+            return 2
+        target = (args.out / f"{scenario.name}.json") if args.out is not None else layout_path(scenario.name)
+        text = layout_text(scenario)
+        if args.check:
+            current = target.read_text(encoding="utf-8") if target.is_file() else None
+            if current != text:
+                stale += 1
+                print(f"{target}: {'missing' if current is None else 'differs from'} the layout of {name}; "
+                      f"regenerate: python -m mbs_ros.bringup.foxglove_layout {scenario.name}", file=sys.stderr)
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        print(f"wrote {target}")
+    return 1 if stale else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
