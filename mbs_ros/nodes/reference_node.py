@@ -45,6 +45,13 @@ Start time (``stamp``):
   exactly the trajectory the controller follows, from the state it starts at.
 - ``zero``: ``header.stamp`` = 0: the controller starts the reference at its own newest state and prepends
   its current reference (see ``controller_node``).
+- ``start_time`` (s of simulation time, >= 0; negative, the default: not set) overrides ``stamp``: ``header.stamp``
+  = ``start_time``, so the reference's times count from a stated time whatever state this node saw, and the node
+  does not wait for the controller's first command (only for the subscribers and a state). The newest state is
+  prepended at 0 only when it is stamped ``start_time`` (else the controller prepends its current reference).
+  The scenario runner sets it to 0 for a lockstep run on simulation time, whose dynamics node waits paused at
+  t = 0 until the controller holds this reference (``mbs_ros.bringup.runner``); ``start_time`` 0 then also means
+  what ``header.stamp`` 0 means to the controller, its newest state, t = 0.
 """
 
 from __future__ import annotations
@@ -91,6 +98,8 @@ _PARAMETERS: Dict[str, Tuple[str, object]] = {
                        "instead of the waypoint parameters.", ""),
     "stamp": ("state: header.stamp = the newest state's stamp, that state prepended at 0 when the first "
               "waypoint is later; zero: header.stamp 0 (the controller starts it at its newest state).", "state"),
+    "start_time": ("Simulation time [s] the reference starts at: header.stamp = start_time (overrides stamp; no "
+                   "wait for the controller's command); negative: not set.", -1.0),
     "min_subscribers": ("Publish once every reference topic has this many matched subscriptions (>= 1).", 1),
     "command_timeout": ("Wait at most this long [s, wall clock] for the controller's first command once the rest "
                         "is ready; then publish anyway, with a warning.", 10.0),
@@ -239,12 +248,14 @@ class ReferenceNode(Node):
                                  "reference_file")
         if v["stamp"] not in STAMP_MODES:
             raise ReferenceError(f"stamp must be one of {', '.join(STAMP_MODES)}, got {v['stamp']!r}")
-        for name, lo in (("min_subscribers", 1), ("command_timeout", 0.0)):
+        for name, lo in (("min_subscribers", 1), ("command_timeout", 0.0), ("start_time", -math.inf)):
             x = v[name]
             if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < lo:
-                raise ReferenceError(f"{name} must be a number >= {lo}, got {x!r}")
+                raise ReferenceError(f"{name} must be a {'finite number' if lo == -math.inf else f'number >= {lo}'}, "
+                                     f"got {x!r}")
         self.wps = wps
         self.stamp_mode = v["stamp"]
+        self.start_time_ns = int(round(float(v["start_time"]) * 1e9)) if v["start_time"] >= 0 else None
         self.min_subscribers = int(v["min_subscribers"])
         self.command_timeout = float(v["command_timeout"])
         self.world_frame = v["world_frame"].strip().lstrip("/") or "world"
@@ -279,8 +290,9 @@ class ReferenceNode(Node):
             what.append(f"joint_reference ({len(wps.joint_times)} waypoints over {wps.joint_times[-1]:g} s: "
                         f"{names})")
         self.get_logger().info(
-            f"waiting to publish {' and '.join(what)}: for {self.min_subscribers} subscriber(s), a state and the "
-            f"controller's first command (stamp: {self.stamp_mode})")
+            f"waiting to publish {' and '.join(what)}: for {self.min_subscribers} subscriber(s), a state"
+            + (f" (start_time: t = {self.start_time_ns * 1e-9:.6f} s)" if self.start_time_ns is not None
+               else f" and the controller's first command (stamp: {self.stamp_mode})"))
 
     # ------------------------------------------------------------------------------------ inputs
 
@@ -326,7 +338,7 @@ class ReferenceNode(Node):
         now = time.monotonic()
         if self._ready_since is None:
             self._ready_since = now
-        if not self._commanded:
+        if not self._commanded and self.start_time_ns is None:
             if now - self._ready_since < self.command_timeout:
                 return
             self.get_logger().warning(
@@ -349,12 +361,17 @@ class ReferenceNode(Node):
             "reference published: "
             + ", ".join(f"{topic} ({len(m.points)} points)" for topic, m in zip(("base_reference", "joint_reference"),
                                                                                msgs) if m is not None)
-            + (f", starting at t = {t:.6f} s" if self.stamp_mode == "state" else
+            + (f", starting at t = {self.start_time_ns * 1e-9:.6f} s (start_time; newest state t = {t:.6f} s)"
+               if self.start_time_ns is not None else
+               f", starting at t = {t:.6f} s" if self.stamp_mode == "state" else
                f", stamp 0 (the controller starts it at its newest state, t ~ {t:.6f} s)"))
 
     def _messages(self, stamp_ns: int, pose, joints):
         wps = self.wps
         header_ns = stamp_ns if self.stamp_mode == "state" else 0
+        prepend = self.stamp_mode == "state"  # the state at 0 when the first waypoint is later
+        if self.start_time_ns is not None:
+            header_ns, prepend = self.start_time_ns, stamp_ns == self.start_time_ns
         base_msg = joint_msg = None
         if wps.has_base:
             base_msg = MultiDOFJointTrajectory()
@@ -362,7 +379,7 @@ class ReferenceNode(Node):
             base_msg.header.frame_id = self.world_frame
             rows = [(t, p, cv.quaternion_from_rpy(rpy)) for t, p, rpy in
                     zip(wps.base_times, wps.base_positions, wps.base_rpy)]
-            if self.stamp_mode == "state" and rows[0][0] > 0.0:
+            if prepend and rows[0][0] > 0.0:
                 rows.insert(0, (0.0, pose[0], pose[1]))
             for t, p, quat in rows:
                 base_msg.points.append(MultiDOFJointTrajectoryPoint(
@@ -380,7 +397,7 @@ class ReferenceNode(Node):
             joint_msg.header.stamp = cv.time_from_ns(header_ns)
             joint_msg.joint_names = names
             rows = list(zip(wps.joint_times, wps.joint_positions))
-            if self.stamp_mode == "state" and rows[0][0] > 0.0:
+            if prepend and rows[0][0] > 0.0:
                 rows.insert(0, (0.0, np.array([joints[n] for n in names])))
             for t, q in rows:
                 joint_msg.points.append(JointTrajectoryPoint(positions=[float(x) for x in q],
