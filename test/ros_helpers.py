@@ -8,7 +8,8 @@ insertion for a test directory without ``__init__.py``), so ``from ros_helpers i
 - :class:`Recorder`: every message of one topic, in arrival order, with the monotonic arrival times;
 - :func:`running`: start node processes at once, stop them all at the end;
 - :func:`ros_env_defaults`: harmless defaults for the isolation ``conftest.py`` sets (if it is absent);
-- :func:`stamp_of`: a message's header stamp in ns.
+- :func:`stamp_of`: a message's header stamp in ns;
+- :func:`exact_fields`: every field of a message, floats by their bytes, to compare two runs bit for bit.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import contextlib
 import os
 import time
 
+import numpy as np
 import rclpy
 from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
@@ -128,3 +130,17 @@ def running(procs):
 
 def stamp_of(m):
     return cv.ns_from_time(m.header.stamp)
+
+
+def exact_fields(msg):
+    """Every field of a message, floats as their bytes (bit-identical, -0.0 != 0.0), for comparing two messages.
+    Not serialize_message: CDR's alignment padding is not initialised, so equal messages can serialize apart."""
+    if hasattr(msg, "get_fields_and_field_types"):
+        return tuple((name, exact_fields(getattr(msg, name))) for name in msg.get_fields_and_field_types())
+    if isinstance(msg, float):
+        return np.float64(msg).tobytes()
+    if isinstance(msg, np.ndarray):
+        return (msg.dtype.str, msg.tobytes())
+    if isinstance(msg, (list, tuple)) or type(msg).__name__ == "array":
+        return tuple(exact_fields(x) for x in msg)
+    return msg

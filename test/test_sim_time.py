@@ -35,7 +35,7 @@ from std_srvs.srv import SetBool, Trigger  # noqa: E402
 from mbs_ros.nodes import conversions as cv  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
 import ros_helpers  # noqa: E402
-from ros_helpers import Probe  # noqa: E402
+from ros_helpers import Probe, exact_fields  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DYNAMICS = "mbs_ros.nodes.dynamics_node"
@@ -273,20 +273,6 @@ def _lockstep_run(ns, tmp_path):
                       parameters=dict(common, lockstep=True), remappings=clock_remap(ns),
                       log_file=tmp_path / f"{ns}_controller.log")
     return dyn, ctl
-
-
-def exact_fields(msg):
-    """Every field of a message, floats as their bytes (bit-identical, -0.0 != 0.0), for comparing two messages.
-    Not serialize_message: CDR's alignment padding is not initialised, so equal messages can serialize apart."""
-    if hasattr(msg, "get_fields_and_field_types"):
-        return tuple((name, exact_fields(getattr(msg, name))) for name in msg.get_fields_and_field_types())
-    if isinstance(msg, float):
-        return np.float64(msg).tobytes()
-    if isinstance(msg, np.ndarray):
-        return (msg.dtype.str, msg.tobytes())
-    if isinstance(msg, (list, tuple)) or type(msg).__name__ == "array":
-        return tuple(exact_fields(x) for x in msg)
-    return msg
 
 
 def test_two_lockstep_runs_are_identical(probe, tmp_path):

@@ -34,7 +34,7 @@ from std_srvs.srv import SetBool  # noqa: E402
 
 from mbs_ros.nodes import conversions as cv  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
-from ros_helpers import Probe, Recorder, running  # noqa: E402
+from ros_helpers import Probe, Recorder, exact_fields, running  # noqa: E402
 
 Step = msgs.Step
 ROOT = Path(__file__).resolve().parents[1]
@@ -50,19 +50,6 @@ DT = 2 * MS  # 500 Hz
 def probe():
     with Probe("test_step_probe", TIMEOUT) as p:
         yield p
-
-
-def exact_fields(msg):
-    """Every field of a message, floats as their bytes (bit-identical, -0.0 != 0.0)."""
-    if hasattr(msg, "get_fields_and_field_types"):
-        return tuple((name, exact_fields(getattr(msg, name))) for name in msg.get_fields_and_field_types())
-    if isinstance(msg, float):
-        return np.float64(msg).tobytes()
-    if isinstance(msg, np.ndarray):
-        return (msg.dtype.str, msg.tobytes())
-    if isinstance(msg, (list, tuple)) or type(msg).__name__ == "array":
-        return tuple(exact_fields(x) for x in msg)
-    return msg
 
 
 def by_stamp(recorder, ns):

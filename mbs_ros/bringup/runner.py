@@ -1,7 +1,8 @@
 """Run a scenario without ``launch``: ``python -m mbs_ros.bringup SCENARIO [--duration S] [--record FILE]
 [--plot DIR]``.
 
-The nodes are the ones :func:`mbs_ros.bringup.node_specs` gives the launch files, started as real processes with
+The nodes are the ones :func:`mbs_ros.bringup.node_specs` gives the launch files (plus the paused start below:
+:func:`runner_specs`), started as real processes with
 :class:`mbs_ros.process.NodeProcess`: ``python -m mbs_ros.nodes.X --ros-args -r __ns:=/ns -r __node:=name
 --params-file <generated YAML>`` (the files and every node's log are in ``--log-dir``, by default a temporary
 directory kept only when something fails). Each child runs in its own session, so a Ctrl-C in the terminal
@@ -16,9 +17,10 @@ Life cycle:
    state (seen in the ROS graph: a robot under gravity must not fall while its controller is still starting),
    then each reference node once the recorder records the robot's state (so the recording holds the whole
    reference);
-3. once every reference node has logged ``reference published`` (within ``--startup-timeout``), the run
-   proper starts and lasts ``--duration`` seconds (the scenario's ``duration`` by default; simulation seconds,
-   read from ``/clock``, when the scenario has ``sim_time``), or until Ctrl-C (SIGINT) or SIGTERM;
+3. once every reference node has logged ``reference published`` (within ``--startup-timeout``), and with a
+   paused start once every paused dynamics node is resumed (below), the run proper starts and lasts
+   ``--duration`` seconds (the scenario's ``duration`` by default; simulation seconds, read from ``/clock``, when
+   the scenario has ``sim_time``: from the references' start), or until Ctrl-C (SIGINT) or SIGTERM;
 4. everything stops: the recorder first, alone, with SIGINT (SIGTERM when the runner got SIGTERM), and it gets
    ``max(--stop-timeout, 30)`` seconds to complete its file before SIGKILL (no SIGTERM in between: the recorder
    treats every signal after the first as already handled); then every node at once: SIGINT (SIGTERM when the
@@ -28,6 +30,22 @@ Life cycle:
    ``python -m mbs_ros.recording recover``;
 6. with ``--plot DIR``: :mod:`mbs_ros.plot` writes its PNGs of the recording (of what can be recovered from a
    damaged one).
+
+The end of every run prints the warnings and errors of the children's logs (:func:`warning_summary`): one line per
+distinct warning (numbers in its text do not make it distinct) with its node, how many times it came (with what a
+rate-limited line says it held back) and its first occurrence, since a successful run deletes the logs.
+
+Reproducible runs (a scenario with ``lockstep`` and ``sim_time``, :func:`paused_start`): every dynamics node
+starts paused at t = 0 (``start_paused``), every reference node stamps its reference with t = 0 (``start_time``),
+and the runner resumes each dynamics node (``~/pause`` false) only once its controller holds the reference: its
+``~/diagnostics`` count the reference received and none rejected (a rejection fails the run), and its log names the
+installed reference (or a later diagnostics message came). So the controller answers the state at t = 0 before
+any reference (holding it) and every later state with the reference started at t = 0, whatever the processes'
+start-up took: two runs record bit-identical states (``test/test_bringup.py``). A dynamics node a scenario starts
+paused itself (``dynamics: {start_paused: true}``) is resumed the same way.
+
+``--print`` writes the parameter files into ``--log-dir`` (default: a new temporary directory, kept) and prints
+each node's command line with their absolute paths, and how to resume a paused start by hand.
 
 Exit code 0 when every child ran until it was stopped and then exited 0; 1 when a child failed (exited before
 the stop, e.g. a node refusing its parameters, exited non-zero, or needed SIGTERM/SIGKILL), the references
@@ -46,7 +64,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, TextIO
 
@@ -104,6 +122,55 @@ class RunResult:
     notes: List[str] = field(default_factory=list)
     log_dir: Optional[Path] = None
     started_at_ns: Optional[int] = None  # simulation or wall time the run proper started
+    warnings: List["LogWarning"] = field(default_factory=list)  # what the children's logs warned of
+
+
+@dataclass
+class LogWarning:
+    """One distinct warning (or error) of a child's log: the numbers in its text do not make it distinct."""
+
+    node: str  # the child's label (arm/dynamics_node, recorder)
+    level: str  # WARN | ERROR | FATAL
+    first: str  # the message of the first occurrence
+    first_time: Optional[float]  # its wall time (s since the epoch), from the log line
+    lines: int = 0  # log lines
+    count: int = 0  # occurrences: the lines, and those a rate-limited line says it held back
+
+    def describe(self, since: Optional[float] = None, width: int = 240) -> str:
+        when = (f", first at +{self.first_time - since:.1f} s" if since is not None and self.first_time is not None
+                else "")
+        text = self.first if len(self.first) <= width else self.first[: width - 3] + "..."
+        return f"{self.node}: {self.count} x {self.level}{when}: {text}"
+
+
+# a node's log line at WARN or above (rcutils' default format), and the count a rate-limited line appends
+_LOG_LINE = re.compile(r"^\[(WARN|ERROR|FATAL)\] \[(\d+(?:\.\d+)?)\] \[[^\]]*\]: (.*)$")
+_HELD_BACK = re.compile(r" \((\d+) more like this since the last one\)$")
+_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
+
+
+def warning_summary(logs: Dict[str, str]) -> List[LogWarning]:
+    """The distinct warnings and errors of node logs (``{label: log text}``), in order of first occurrence: lines
+    at WARN, ERROR or FATAL whose messages agree once every number is replaced (``falling behind the wall clock by
+    0.061 s`` and ``... by 0.2 s`` are one warning), counted with the occurrences a rate-limited line says it held
+    back (``(N more like this since the last one)``)."""
+    found: Dict[tuple, LogWarning] = {}
+    for label, text in logs.items():
+        for line in text.splitlines():
+            m = _LOG_LINE.match(line)
+            if m is None:
+                continue
+            level, stamp, message = m.groups()
+            held = _HELD_BACK.search(message)
+            if held is not None:
+                message = message[: held.start()]
+            key = (label, level, _NUMBER.sub("#", message))
+            w = found.get(key)
+            if w is None:
+                w = found[key] = LogWarning(label, level, message, float(stamp))
+            w.lines += 1
+            w.count += 1 + (int(held.group(1)) if held is not None else 0)
+    return sorted(found.values(), key=lambda w: (w.first_time is None, w.first_time or 0.0))
 
 
 def _session_command(module: str) -> object:
@@ -112,6 +179,28 @@ def _session_command(module: str) -> object:
     that is shutting down. Without ``setsid`` (not Linux), plain ``python -m``."""
     setsid = shutil.which("setsid")
     return [setsid, sys.executable, "-m", module] if setsid else module
+
+
+def paused_start(scenario: Scenario) -> bool:
+    """Whether the runner starts this scenario paused at t = 0 (a lockstep run on simulation time: see the module
+    docstring, "Reproducible runs")."""
+    return scenario.lockstep and scenario.sim_time
+
+
+def runner_specs(scenario: Scenario, *, reference_subscribers: int = 1) -> List[NodeSpec]:
+    """The node specs the runner starts: :func:`mbs_ros.bringup.node_specs` (what the launch files start), and for
+    a :func:`paused_start` scenario every dynamics node with ``start_paused: true`` and every reference node with
+    ``start_time: 0.0``."""
+    specs = node_specs(scenario, reference_subscribers=reference_subscribers)
+    if not paused_start(scenario):
+        return specs
+    extra = {"dynamics": {"start_paused": True}, "reference": {"start_time": 0.0}}
+    return [replace(s, parameters={**s.parameters, **extra.get(s.role, {})}) for s in specs]
+
+
+def params_file_name(spec: NodeSpec) -> str:
+    """The name of a node's parameter file in the log directory (``uvms_dynamics_node.params.yaml``)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", spec.label).strip("_") + ".params.yaml"
 
 
 def reference_start_ns(log_text: str) -> Optional[int]:
@@ -123,9 +212,11 @@ def reference_start_ns(log_text: str) -> Optional[int]:
 
 class _Graph:
     """The runner's own view of the ROS graph, from a private rclpy context spun in a thread (no signal
-    handlers): which controllers subscribe their state yet, and the newest /clock time (sim-time durations)."""
+    handlers): which controllers subscribe their state yet, the newest /clock time (sim-time durations), the
+    newest ``diagnostics`` of the controllers that hold a paused start (how many came, their counters), and clients
+    of the paused dynamics nodes' ``~/pause``."""
 
-    def __init__(self, watch_clock: bool):
+    def __init__(self, watch_clock: bool, diagnostics: Sequence[str] = (), pause: Sequence[str] = ()):
         import rclpy
         from rclpy.context import Context
         from rclpy.executors import SingleThreadedExecutor
@@ -133,6 +224,7 @@ class _Graph:
         from rclpy.signals import SignalHandlerOptions
 
         self.now_ns: Optional[int] = None
+        self.diagnostics: Dict[str, tuple] = {}  # topic -> (messages so far, {key: value} of the newest)
         self.context = Context()
         rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
         self.node = rclpy.create_node("bringup_runner", context=self.context)
@@ -142,6 +234,17 @@ class _Graph:
             # depth 1: the newest /clock time, not a backlog of older ones (the clock can run far faster than
             # real time, and this thread is starved while the nodes start)
             self.node.create_subscription(Clock, "/clock", self._on_clock, QoSProfile(depth=1))
+        if diagnostics:
+            from diagnostic_msgs.msg import DiagnosticArray
+
+            for topic in diagnostics:
+                self.node.create_subscription(DiagnosticArray, topic, lambda m, t=topic: self._on_diagnostics(t, m),
+                                              QoSProfile(depth=10))
+        self.pause_clients = {}
+        if pause:
+            from std_srvs.srv import SetBool
+
+            self.pause_clients = {name: self.node.create_client(SetBool, name) for name in pause}
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
         self._stop = threading.Event()
@@ -150,6 +253,22 @@ class _Graph:
 
     def _on_clock(self, msg) -> None:
         self.now_ns = int(msg.clock.sec) * 1_000_000_000 + int(msg.clock.nanosec)
+
+    def _on_diagnostics(self, topic: str, msg) -> None:
+        from mbs_ros.nodes.conversions import values_from_status
+
+        values = values_from_status(msg.status[0]) if msg.status else {}
+        self.diagnostics[topic] = (self.diagnostics.get(topic, (0, {}))[0] + 1, values)
+
+    def call_pause(self, service: str, paused: bool):
+        """Send ``~/pause`` ``paused`` once the service is there: a future (its result a SetBool response), or
+        None while the service is not ready yet."""
+        from std_srvs.srv import SetBool
+
+        client = self.pause_clients[service]
+        if not client.service_is_ready():
+            return None
+        return client.call_async(SetBool.Request(data=paused))
 
     def _spin(self) -> None:
         while not self._stop.is_set() and self.context.ok():
@@ -206,7 +325,10 @@ class Runner:
         # the reference node waits for the recorder too, when the recorder records the references
         records_refs = self.record is not None and (self.topics is None or any(
             t.endswith(("/joint_reference", "/base_reference")) for t in self.topics))
-        self.specs = node_specs(scenario, reference_subscribers=2 if records_refs else 1)
+        self.specs = runner_specs(scenario, reference_subscribers=2 if records_refs else 1)
+        #: dynamics nodes that start paused (a paused_start scenario, or start_paused in the scenario): resumed once
+        #: their controller holds the reference
+        self.paused = [sp for sp in self.specs if sp.role == "dynamics" and sp.parameters.get("start_paused") is True]
 
     # ------------------------------------------------------------------------------------ output
 
@@ -217,6 +339,7 @@ class Runner:
     # --------------------------------------------------------------------------------------- run
 
     def run(self) -> RunResult:
+        self._t0_wall = time.time()
         if self.log_dir is None:
             self.log_dir = Path(tempfile.mkdtemp(prefix=f"mbs_ros_bringup-{self.scenario.name}-"))
         self.log_dir.mkdir(parents=True, exist_ok=True)
@@ -227,7 +350,9 @@ class Runner:
         try:
             self.say(f"scenario {self.scenario.name} ({self.scenario.path}): {len(self.scenario.robots)} robot(s), "
                      f"{len(self.specs)} node(s); logs and parameter files in {self.log_dir}")
-            graph = _Graph(watch_clock=sim_clock)
+            graph = _Graph(watch_clock=sim_clock, pause=[_pause_service(sp) for sp in self.paused],
+                           diagnostics=[f"{c.namespace}/{c.name}/diagnostics" for c in self.specs
+                                        if c.role == "controller" and any(d.robot == c.robot for d in self.paused)])
             if self.record is not None:
                 self._start_recorder()
             if self.foxglove is not None:
@@ -245,7 +370,7 @@ class Runner:
                         if ready(graph, spec):
                             self._start_node(spec)
             if sum(c.spec is not None for c in self.children) == len(self.specs):
-                started_at = self._wait_until_running(graph if sim_clock else None)
+                started_at = self._wait_until_running(graph if sim_clock else None, graph)
             if started_at is not None:
                 self._run_for(graph if sim_clock else None, started_at)
         except NodeProcessError as e:
@@ -325,8 +450,8 @@ class Runner:
                  + ("all topics" if self.topics is None else " ".join(self.topics)))
 
     def _start_node(self, spec: NodeSpec) -> None:
-        safe = re.sub(r"[^A-Za-z0-9_.-]+", "_", spec.label).strip("_")
-        params = self.log_dir / f"{safe}.params.yaml"
+        params = self.log_dir / params_file_name(spec)
+        safe = params.name[: -len(".params.yaml")]
         params.write_text(spec.params_yaml())
         proc = NodeProcess(_session_command(spec.module), name=spec.name, namespace=spec.namespace,
                            params_file=params, remappings=dict(spec.remappings),
@@ -349,9 +474,10 @@ class Runner:
             self._failure = reason.splitlines()[0]
         print(f"bringup: error: {reason}", file=sys.stderr, flush=True)
 
-    def _wait_until_running(self, clock: Optional["_Graph"]) -> Optional[int]:
-        """Wait for every reference node's ``reference published``; the start time of the run (ns: simulation
-        time with a clock watcher, else monotonic wall time), or None if stopped/failed first."""
+    def _wait_until_running(self, clock: Optional["_Graph"], graph: Optional["_Graph"] = None) -> Optional[int]:
+        """Wait for every reference node's ``reference published`` (and resume the paused dynamics nodes once their
+        controllers hold the references); the start time of the run (ns: simulation time with a clock watcher, else
+        monotonic wall time), or None if stopped/failed first."""
         refs = [c for c in self.children if c.spec is not None and c.spec.role == "reference"]
         deadline = time.monotonic() + self.startup_timeout
         while True:
@@ -381,7 +507,9 @@ class Runner:
             # answered (a backlog of /clock messages when the simulation runs far faster than real time)
             start = max([clock.now_ns] + [t for t in (reference_start_ns(c.process.log_text()) for c in refs)
                                           if t is not None])
-        else:
+        if self.paused and not self._resume_paused(graph):
+            return None
+        if clock is None:
             start = time.monotonic_ns()
         what = "references sent" if refs else "nodes started"
         if self.duration is None:
@@ -390,6 +518,65 @@ class Runner:
             self.say(f"running: {what}; for {self.duration:g} s of "
                      + ("simulation time (/clock)" if clock is not None else "wall-clock time"))
         return start
+
+    def _holds_reference(self, dynamics: NodeSpec, graph: "_Graph"):
+        """A predicate: the robot's controller holds its reference (or the robot has none). From the controller's
+        ``~/diagnostics``: ``received_<topic>`` >= 1 for each reference topic and ``rejected_<topic>`` 0 (a rejection
+        fails the run); then its log's line for the installed reference, or, should that line change, the next
+        diagnostics message after the one that first counted the reference (a second later: the controller installs
+        a reference within milliseconds of receiving it)."""
+        ctl = next((c for c in self.children if c.spec is not None and c.spec.role == "controller"
+                    and c.spec.robot == dynamics.robot), None)
+        ref = next((sp for sp in self.specs if sp.role == "reference" and sp.robot == dynamics.robot), None)
+        if ctl is None or ref is None:
+            return lambda: True
+        topics = [t for t, key in (("joint_reference", "joint_times"), ("base_reference", "base_times"))
+                  if key in ref.parameters]
+        diagnostics = f"{ctl.spec.namespace}/{ctl.spec.name}/diagnostics"
+        first = []  # the number of the diagnostics message that first counted every reference
+
+        def held() -> bool:
+            n, values = graph.diagnostics.get(diagnostics, (0, {}))
+            rejected = [t for t in topics if values.get(f"rejected_{t}", 0) > 0]
+            if rejected:
+                self._fail(f"{ctl.label} rejected its {' and '.join(rejected)}; the end of its log "
+                           f"({ctl.process.log_path}):\n" + _indent(ctl.process.log_tail(10)))
+                return False
+            if not all(values.get(f"received_{t}", 0) >= 1 for t in topics):
+                return False
+            first[:] = first or [n]
+            log = ctl.process.log_text()
+            return n > first[0] or all(re.search(rf"\]: {t}: \d+ points over ", log) for t in topics)
+
+        return held
+
+    def _resume_paused(self, graph: "_Graph") -> bool:
+        """Resume every paused dynamics node (``~/pause`` false) once its controller holds the reference; False if
+        stopped or failed first."""
+        for dyn in self.paused:
+            if not self._wait(self._holds_reference(dyn, graph),
+                              f"{dyn.namespace.strip('/')}/controller_node did not report holding the reference"):
+                return False
+        for dyn in self.paused:
+            service = _pause_service(dyn)
+            future = []
+
+            def resumed() -> bool:
+                if not future:
+                    f = graph.call_pause(service, False)
+                    if f is None:
+                        return False
+                    future.append(f)
+                return future[0].done()
+
+            if not self._wait(resumed, f"no reply of {service}"):
+                return False
+            response = future[0].result()
+            if response is None or not response.success:
+                self._fail(f"{service} refused to resume: {getattr(response, 'message', 'no response')}")
+                return False
+            self.say(f"{dyn.label}: {response.message} (started paused; the controller holds the reference)")
+        return True
 
     def _run_for(self, clock: Optional["_Graph"], start_ns: int) -> None:
         end_ns = None if self.duration is None else start_ns + int(round(self.duration * 1e9))
@@ -460,6 +647,7 @@ class Runner:
                 self._fail(f"{c.label} {how} when stopped; the end of its log ({c.process.log_path}):\n"
                            + _indent(c.process.log_tail(15)))
         self.say("exit codes: " + ", ".join(f"{k} {v}" for k, v in result.children.items()))
+        self._summarise_warnings(result)
         if self.record is not None:
             result.recording = self.record
             if not self._check_recording(result):
@@ -482,6 +670,19 @@ class Runner:
             shutil.rmtree(self.log_dir, ignore_errors=True)
             result.log_dir = None
         return result
+
+    def _summarise_warnings(self, result: RunResult) -> None:
+        """The children's warnings and errors, one line per distinct one (count, first occurrence, node): the logs
+        themselves are deleted after a successful run."""
+        result.warnings = warning_summary({c.label: c.process.log_text() for c in self.children})
+        if not result.warnings:
+            self.say("no warnings in the node logs")
+            return
+        kept = "kept" if self.keep_logs else "deleted after a successful run (--log-dir keeps them)"
+        self.say(f"warnings in the node logs ({kept}): {len(result.warnings)} distinct, "
+                 f"{sum(w.count for w in result.warnings)} in all:")
+        for w in result.warnings:
+            self.say("  " + w.describe(since=getattr(self, "_t0_wall", None)))
 
     def _plot(self):
         from mbs_ros import plot
@@ -517,6 +718,10 @@ class Runner:
         return True
 
 
+def _pause_service(dynamics: NodeSpec) -> str:
+    return f"{dynamics.namespace.rstrip('/')}/{dynamics.name}/pause"
+
+
 def recording_damage_message(path: Path, report) -> str:
     """The runner's error for a damaged recording (a :class:`mbs_ros.recording.FileReport`)."""
     target = path.with_name(f"{path.stem}.recovered{path.suffix or '.mcap'}")
@@ -544,6 +749,40 @@ def _recorded_counts(log: str) -> Dict[str, int]:
 
 
 # ----------------------------------------------------------------------------------------------- CLI
+
+
+def print_commands(scenario: Scenario, log_dir: Optional[os.PathLike] = None, out: Optional[TextIO] = None) -> Path:
+    """``--print``: write the parameter files the runner would write into ``log_dir`` (default: a new temporary
+    directory, kept), and print each node's command line with their absolute paths (pasteable, one shell per
+    node, from any directory), each file's content as comments, and for a paused start how to resume it. Returns
+    the directory."""
+    out = sys.stdout if out is None else out
+    folder = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(
+        prefix=f"mbs_ros_bringup-{scenario.name}-print-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    folder = folder.resolve()
+    order = {"controller": 0, "dynamics": 1, "reference": 2}  # the runner's start order
+    specs = sorted(runner_specs(scenario), key=lambda sp: order.get(sp.role, 3))
+    print(f"# scenario {scenario.name} ({scenario.path}): {len(specs)} node(s); the parameter files are written to "
+          f"{folder}; each command below is complete (run each in a shell of its own, in this order)", file=out)
+    for spec in specs:
+        params = folder / params_file_name(spec)
+        params.write_text(spec.params_yaml())
+        print(f"\n# {spec.label} ({spec.package} {spec.executable}), parameters in {params}:", file=out)
+        for line in spec.params_yaml().splitlines():
+            print(f"#   {line}", file=out)
+        print(" ".join(spec.command(params)), file=out)
+    paused = [sp for sp in specs if sp.role == "dynamics" and sp.parameters.get("start_paused") is True]
+    for spec in paused:
+        print(f"\n# {spec.label} starts paused at t = 0 (start_paused; lockstep on simulation time: the reference "
+              "starts at t = 0, start_time); the runner resumes it once the controller holds the reference "
+              "(received_joint_reference/base_reference on its ~/diagnostics). By hand:", file=out)
+        print(f"#   ros2 service call {_pause_service(spec)} std_srvs/srv/SetBool '{{data: false}}'", file=out)
+        print(f"#   {sys.executable} -c \"import rclpy; from std_srvs.srv import SetBool; rclpy.init(); "
+              f"n = rclpy.create_node('resume'); c = n.create_client(SetBool, '{_pause_service(spec)}'); "
+              "c.wait_for_service(); f = c.call_async(SetBool.Request(data=False)); "
+              "rclpy.spin_until_future_complete(n, f); print(f.result().message)\"", file=out)
+    return folder
 
 
 def _parse_set(text: str):
@@ -587,7 +826,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-timeout", type=float, default=10.0, metavar="S",
                    help="seconds a child gets to exit after SIGINT before SIGTERM (default 10)")
     p.add_argument("--print", dest="dry_run", action="store_true",
-                   help="print the node command lines and parameters, start nothing")
+                   help="write the parameter files (into --log-dir, else a new temporary directory) and print the "
+                        "node command lines with their absolute paths; start nothing")
     p.add_argument("--quiet", action="store_true", help="print errors only")
     return p
 
@@ -605,10 +845,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"bringup: scenario error: {e}", file=sys.stderr)
         return EXIT_USAGE
     if args.dry_run:
-        for spec in node_specs(scenario):
-            print(f"# {spec.label} ({spec.package} {spec.executable})")
-            print(" ".join(spec.command(f"{spec.label.replace('/', '_')}.params.yaml")))
-            print(spec.params_yaml())
+        print_commands(scenario, args.log_dir)
         return EXIT_OK
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     runner = Runner(scenario, duration=args.duration, record=args.record, plot=args.plot, log_dir=args.log_dir,
