@@ -6,7 +6,8 @@ escapes a callback while spinning (the node logs it there); 0 on SIGINT/SIGTERM,
 set-up (which can show up as an RCLError) and an RCLError from a callback that was publishing while the context
 shut down.
 
-Command line: before ``rclpy.init``, :func:`run_node` reads every ``--params-file`` of the ``--ros-args`` with
+Command line: ``-h``/``--help`` before any ``--ros-args`` prints the usage, the node's summary and its parameters and
+exits 0, starting nothing. Before ``rclpy.init``, :func:`run_node` reads every ``--params-file`` of the ``--ros-args`` with
 :func:`mbs_ros.bringup.paramsfile.read_params_file`; a missing, unreadable, non-UTF-8, malformed (YAML syntax) or
 mis-shaped file (not node -> ``ros__parameters`` -> values, an empty or mixed-type list, all of which rcl either
 refuses with a traceback or silently misreads) is one line on stderr,
@@ -104,6 +105,35 @@ def check_command_line(argv: Sequence[str]) -> Optional[str]:
     return None
 
 
+def wants_help(argv: Sequence[str]) -> bool:
+    """``-h``/``--help`` among the program's own arguments (those before ``--ros-args``)."""
+    own = list(argv[1:])
+    if "--ros-args" in own:
+        own = own[:own.index("--ros-args")]
+    return any(a in ("-h", "--help") for a in own)
+
+
+def help_text(factory) -> str:
+    """Usage, the node module's first docstring paragraph and its parameters (``_PARAMETERS``: name ->
+    (description, ...)), for ``--help``."""
+    module = sys.modules.get(getattr(factory, "__module__", ""), None)
+    name = getattr(module, "__name__", "") or ""
+    if name in ("", "__main__"):
+        name = getattr(getattr(module, "__spec__", None), "name", "") or _node_label(factory)
+    lines = [f"usage: python -m {name} [--ros-args [-r __ns:=NS] [-r __node:=NAME] [--params-file FILE] "
+             "[-p NAME:=VALUE] ...]",
+             f"       ros2 run mbs_ros {name.rsplit('.', 1)[-1]} [--ros-args ...]", ""]
+    doc = (getattr(module, "__doc__", "") or "").strip().split("\n\n")[0]
+    if doc:
+        lines += [doc, ""]
+    parameters = getattr(module, "_PARAMETERS", {})
+    if parameters:
+        lines.append("parameters:")
+        for p, spec in parameters.items():
+            lines.append(f"  {p}: {spec[0] if isinstance(spec, tuple) else spec}")
+    return "\n".join(lines)
+
+
 def _rcl_reason(e: BaseException) -> str:
     """rcl's error text on one line, without its C source locations (``, at /…/parse.c:776``)."""
     text = " ".join(str(e).split())
@@ -190,6 +220,9 @@ def run_node(factory: Callable[[], "rclpy.node.Node"], args=None, *,
     SingleThreadedExecutor; ``errors`` are the node's invalid-configuration exceptions. Threads: see
     :func:`limit_threads`."""
     limit_threads(1)
+    if wants_help(sys.argv if args is None else args):  # before rclpy.init: print, start nothing
+        print(help_text(factory))
+        return 0
     problem = check_command_line(sys.argv if args is None else args)
     if problem is not None:
         _fatal(factory, problem)
