@@ -38,6 +38,10 @@ read-only; ``use_sim_time`` too (a change at run time is refused with the reason
   Every command that had to be saturated is counted (diagnostics below) and reported by a throttled warning.
 - ``max_time_jump`` (5.0 s): the largest forward step between the stamps of consecutive states that is taken
   as time running on (see Time below).
+- ``allow_partial_joints_goal`` (false), ``goal_time_tolerance`` (0.0 s, 0 = no limit) and
+  ``stopped_velocity_tolerance`` (0.01 rad/s or m/s): FollowJointTrajectory goals (below), as
+  joint_trajectory_controller's ``allow_partial_joints_goal``, ``constraints.goal_time`` and
+  ``constraints.stopped_velocity_tolerance``.
 
 Topics (relative to the node's namespace):
 
@@ -82,9 +86,41 @@ Topics (relative to the node's namespace):
   ``joint_names`` order, for consumers of ros2_control's forward command interface (it carries no stamp).
 - pub ``~/diagnostics`` (``diagnostic_msgs/DiagnosticArray``, once a second on the wall clock): one status with
   counters since start-up: ``commands``, ``saturated_commands``, ``received_<topic>`` and ``rejected_<topic>``
-  for the four inputs,
+  for the four inputs and ``follow_joint_trajectory`` (goals), ``goals_succeeded``, ``goals_aborted``,
+  ``goals_canceled``,
   ``dropped_references``, ``control_errors``, ``time_base_changes``, and the limits in force. (Not on
   ``/diagnostics``, whose statuses ``mbs_ros.plot`` reads as the dynamics node's energy.)
+
+Action ``~/follow_joint_trajectory`` (``control_msgs/action/FollowJointTrajectory``, robots with joints), beside
+``joint_reference``: the node is the controller, so its name is the controller name of ros2_controllers'
+joint_trajectory_controller (``<controller>/follow_joint_trajectory``); for MoveIt (moveit_simple_controller_manager,
+move_group in the robot's namespace): ``controller_names: [controller_node]``, ``controller_node: {type:
+FollowJointTrajectory, action_ns: follow_joint_trajectory, default: true, joints: [...]}``. It behaves as the kilted
+joint_trajectory_controller with an effort interface:
+
+- a goal is rejected (logged with the reason, counted) before the first state, for a ``multi_dof_trajectory``
+  (the base follows ``base_reference``), for joint names that are not all the controller's (a subset only with
+  ``allow_partial_joints_goal``; the others then hold their reference), no points, a last point with a velocity,
+  a non-zero ``header.stamp`` whose trajectory ends before the newest state, and for everything
+  ``joint_reference`` refuses (the same code decodes and checks it, on the reference worker, in order with the
+  references; effort values are ignored). The trajectory starts at ``header.stamp``, or at the newest state when
+  it is zero, and is interpolated as ``joint_reference`` (a first point after 0 starts from the current reference);
+- tolerances (:mod:`mbs_ros.controllers.tolerances`): ``path_tolerance`` and ``goal_tolerance`` per joint
+  (position, velocity; acceleration is accepted but not checked: no measured acceleration) over the defaults (no
+  position tolerance, goal velocity within ``stopped_velocity_tolerance``), 0 = the default, -1 = not checked;
+  ``goal_time_tolerance`` (0 = the parameter). A tolerance naming an unknown joint or holding an illegal value
+  makes the goal run with the defaults (a warning). Each state (its stamp: simulation time, as the references)
+  is checked: before the trajectory's end the path tolerance (violated: aborted with PATH_TOLERANCE_VIOLATED,
+  the joints hold where the state has them), from its end on the goal tolerance (met: SUCCESSFUL, the last point
+  is held; not met when ``goal_time_tolerance`` > 0 has passed: aborted with GOAL_TOLERANCE_VIOLATED, hold);
+- feedback (``desired``, ``actual``, ``error`` = desired - actual, continuous joints wrapped; ``index`` of the
+  next point; stamped with the state) at most every 0.05 s of wall clock and at the sample that ends the goal;
+- a cancel ends the goal CANCELED and the joints hold where the newest state has them, at rest; a new goal
+  preempts the running one, which is aborted with INVALID_GOAL ("Current goal preempted by new incoming
+  action."); a ``joint_reference`` message that replaces the goal's trajectory aborts it (INVALID_GOAL).
+
+The action server runs in the node's executor (the EventsExecutor or the single-threaded one; both measured):
+its execute callback is a coroutine that awaits the outcome the state callbacks, a cancel or a preemption set.
 
 Bounds. Input outside them is rejected with a throttled warning (per topic, with the number rejected since the
 last one) and counted; it never reaches the controller's state or reference:
@@ -124,25 +160,31 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import time
 import warnings
 from collections import OrderedDict, deque
 from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 import numpy as np
+from builtin_interfaces.msg import Duration
+from control_msgs.action import FollowJointTrajectory
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
 from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType, SetParametersResult
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
 from rclpy.serialization import deserialize_message
+from rclpy.task import Future
 from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
-from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
+from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint, MultiDOFJointTrajectory
 
 from mbs_ros.controllers import ComputedTorque, PassivityBased, PDGravity, Reference
+from mbs_ros.controllers import tolerances as tolerances_
 from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.model import MAX_MASS_RATIO
@@ -173,7 +215,9 @@ JUMP_CONFIRMATIONS = 3  # consecutive states on a new time line before it become
 REFERENCE_QUEUE = 32  # references waiting for the worker thread; beyond, the oldest waiting one is dropped
 DEFAULT_LIMIT_ACCELERATION = 100.0  # m/s^2 (force), N m/kg (torque, efforts without a URDF limit) per kg of model
 DIAGNOSTICS_PERIOD_S = 1.0
+FEEDBACK_PERIOD_S = 0.05  # wall clock between FollowJointTrajectory feedbacks (JTC's action_monitor_rate, 20 Hz)
 _NS = 1_000_000_000
+_FJT = FollowJointTrajectory.Result
 
 __all__ = ["ControllerNode", "ControllerSettings", "ParameterError", "settings_from_values", "make_law", "main",
            "command_limits", "reference_position_bounds"]
@@ -210,6 +254,10 @@ class ControllerSettings:
     allocate_thrusters: bool = True  # a model with thrusters: thrusts on thruster_command instead of cmd_wrench
     thruster_weights: Tuple[float, ...] = ()  # () = all 1
     compensate_passive: bool = True  # add −τ_p(q, v) (damping, friction, springs, the water's loads)
+    # FollowJointTrajectory goals, as joint_trajectory_controller's parameters of the same meaning
+    allow_partial_joints_goal: bool = False
+    goal_time_tolerance: float = 0.0  # JTC constraints.goal_time: 0 = no limit
+    stopped_velocity_tolerance: float = 0.01  # JTC constraints.stopped_velocity_tolerance
 
 
 DEFAULTS = ControllerSettings()
@@ -262,6 +310,17 @@ _PARAMETERS: Dict[str, Tuple[str, dict]] = {
     "compensate_passive": (
         "Add -tau_p(q, v): cancel the model's passive forces (joint springs, dampers and friction, hydrodynamic "
         "damping and the current's loads) as computed torque cancels C v + g.", {"read_only": True}),
+    "allow_partial_joints_goal": (
+        "FollowJointTrajectory: accept goals naming only some of the joints (the others hold their reference), as "
+        "joint_trajectory_controller's parameter.", {"read_only": True}),
+    "goal_time_tolerance": (
+        "FollowJointTrajectory: default time [s] after a trajectory's end within which the joints must meet the "
+        "goal tolerances (joint_trajectory_controller's constraints.goal_time); 0 = no limit.",
+        {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
+    "stopped_velocity_tolerance": (
+        "FollowJointTrajectory: default goal velocity tolerance [rad/s or m/s] of every joint "
+        "(joint_trajectory_controller's constraints.stopped_velocity_tolerance); 0 = not checked.",
+        {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
         "with a warning); false: always the single-threaded executor (as dynamics_node).", {"read_only": True}),
@@ -355,6 +414,9 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
         allocate_thrusters=prm.flag(values, "allocate_thrusters"),
         thruster_weights=prm.vector(values, "thruster_weights", None),
         compensate_passive=prm.flag(values, "compensate_passive"),
+        allow_partial_joints_goal=prm.flag(values, "allow_partial_joints_goal"),
+        goal_time_tolerance=prm.number(values, "goal_time_tolerance", lo=0.0),
+        stopped_velocity_tolerance=prm.number(values, "stopped_velocity_tolerance", lo=0.0),
     )
     if source.multibody:
         from mbs_ros.nodes.dynamics_node import base_link_of
@@ -448,6 +510,22 @@ def reference_position_bounds(model: Model) -> Tuple[np.ndarray, np.ndarray]:
 
 class _Rejected(Exception):
     """An input refused; the message is the reason."""
+
+
+@dataclass
+class _ActiveGoal:
+    """A FollowJointTrajectory goal: its reference (start in reference time, as ``joint_ref``), the
+    ``time_from_start`` of its points [s], its tolerance check, and the future its execute callback awaits:
+    ``(outcome, Result)`` with outcome ``succeed``, ``abort`` or ``canceled``."""
+
+    goal_id: bytes
+    handle: object
+    start: int
+    ref: Reference
+    times: np.ndarray
+    check: tolerances_.TrajectoryCheck
+    future: Future
+    last_feedback: float = -math.inf
 
 
 def _stamp_ns(stamp, what: str) -> int:
@@ -545,10 +623,10 @@ class ControllerNode(Node):
         self._lock = threading.Lock()  # the worker's reads of (state, offset, reference) and its installs
         self._queue: deque = deque()  # (topic, serialized message) for the worker, in arrival order
         self._queue_cv = threading.Condition()
-        inputs = ("odom", "joint_states", "joint_reference", "base_reference")
+        inputs = ("odom", "joint_states", "joint_reference", "base_reference", "follow_joint_trajectory")
         self._counts = {"commands": 0, "saturated_commands": 0, **{f"received_{t}": 0 for t in inputs},
                         **{f"rejected_{t}": 0 for t in inputs}, "dropped_references": 0, "control_errors": 0,
-                        "time_base_changes": 0}
+                        "time_base_changes": 0, "goals_succeeded": 0, "goals_aborted": 0, "goals_canceled": 0}
         self._count_lock = threading.Lock()
         self._logs = RateLimitedLog(self.get_logger(), WARN_THROTTLE_S)  # per key, free while suppressed
         self._max_bytes = {
@@ -600,6 +678,20 @@ class ControllerNode(Node):
             self.create_subscription(JointTrajectory, "joint_reference",
                                      self._guard(lambda raw: self._enqueue("joint_reference", raw), "joint_reference"),
                                      ref_qos, raw=True)
+        # FollowJointTrajectory (robots with joints): ~/follow_joint_trajectory, as joint_trajectory_controller's
+        # <controller name>/follow_joint_trajectory; the goal is checked against each state (_monitor_goal)
+        self._goal: Optional[_ActiveGoal] = None  # the executing goal
+        self._pending_goal = None  # (goal message, _ActiveGoal) between the goal and the accepted callback
+        self._executing: Dict[bytes, _ActiveGoal] = {}  # goal id -> goal, until its execute callback takes it
+        self._wrap = np.array([t == "continuous" for t in model.joint_types], dtype=bool)
+        self._default_tolerances = tolerances_.SegmentTolerances.defaults(
+            self.nj, s.goal_time_tolerance, s.stopped_velocity_tolerance)
+        self.action_server = None
+        if self.nj:
+            self.action_server = ActionServer(
+                self, FollowJointTrajectory, "~/follow_joint_trajectory", execute_callback=self._execute_goal,
+                goal_callback=self._on_goal, handle_accepted_callback=self._on_goal_accepted,
+                cancel_callback=self._on_cancel)
         # lockstep: one command per complete state, from the state callbacks; otherwise a timer on the node clock
         self.timer = None if s.lockstep else self.create_timer(1.0 / s.control_rate,
                                                                self._guard(self._on_timer, "timer"))
@@ -626,6 +718,9 @@ class ControllerNode(Node):
 
     def destroy_node(self):
         self._stop.set()
+        if getattr(self, "action_server", None) is not None:
+            self.action_server.destroy()
+            self.action_server = None
         if self._worker is not None:
             with self._queue_cv:
                 self._queue_cv.notify_all()
@@ -842,6 +937,8 @@ class ControllerNode(Node):
             self.get_logger().info(f"first state at t = {t * 1e-9:.6f} s: holding it until a reference arrives")
             with self._queue_cv:
                 self._queue_cv.notify_all()  # references that arrived before it
+        if self._goal is not None:
+            self._monitor_goal(t, q, v)
         if self.settings.lockstep:
             self._command()
 
@@ -869,9 +966,10 @@ class ControllerNode(Node):
             v_d[self.nv_base:], a_d[self.nv_base:] = vj, aj
         return q_d, v_d, a_d
 
-    def _enqueue(self, topic: str, raw: bytes) -> None:
-        """Executor thread: hand a serialized reference to the worker (newest per topic before the first
-        state; at most REFERENCE_QUEUE waiting, the oldest dropped beyond)."""
+    def _enqueue(self, topic: str, raw) -> None:
+        """Executor thread: hand a serialized reference (or a FollowJointTrajectory goal and the future its answer
+        goes to) to the worker (newest per topic before the first state; at most REFERENCE_QUEUE waiting, the
+        oldest dropped beyond)."""
         self._count(f"received_{topic}")
         with self._queue_cv:
             if self.state is None:
@@ -879,7 +977,9 @@ class ControllerNode(Node):
                 self._queue.clear()
                 self._queue.extend(kept)
             elif len(self._queue) >= REFERENCE_QUEUE:
-                dropped_topic, _raw = self._queue.popleft()
+                dropped_topic, dropped = self._queue.popleft()
+                if dropped_topic == "follow_joint_trajectory":
+                    dropped[1].set_result(_Rejected(f"dropped: {REFERENCE_QUEUE} references were waiting"))
                 self._count("dropped_references")
                 self._warn("dropped_references", f"{dropped_topic} dropped: {REFERENCE_QUEUE} references were "
                                                  "already waiting to be processed")
@@ -894,6 +994,13 @@ class ControllerNode(Node):
                 if self._stop.is_set():
                     return
                 topic, raw = self._queue.popleft()
+            if topic == "follow_joint_trajectory":  # (goal, future): the checked goal, or why not, to _on_goal
+                goal, answer = raw
+                try:
+                    answer.set_result(self._prepare_goal(goal))
+                except Exception as e:  # noqa: BLE001 - _Rejected, or a bug: the goal is refused either way
+                    answer.set_result(e)
+                continue
             try:
                 self._process_reference(topic, raw)
             except _Rejected as e:
@@ -911,14 +1018,27 @@ class ControllerNode(Node):
                             f"({self._max_bytes[topic]} bytes); not decoded")
         msg_type = JointTrajectory if topic == "joint_reference" else MultiDOFJointTrajectory
         msg = deserialize_message(raw, msg_type)
+        with self._lock:
+            state, offset = self.state, self._offset_ns
+            current = self.joint_ref if topic == "joint_reference" else self.base_ref
+        start_ns, start, ref = self._build_reference(topic, msg, state, offset, current)
+        with self._lock:
+            if topic == "joint_reference":
+                self.joint_ref = (start, ref)
+            else:
+                self.base_ref = (start, ref)
+        self.get_logger().info(f"{topic}: {len(msg.points)} points over {ref.end_time:g} s from "
+                               f"t = {start_ns * 1e-9:.6f} s")
+
+    def _build_reference(self, topic: str, msg, state, offset: int, current):
+        """``(start_ns, start in reference time, Reference)`` of a decoded joint_reference (JointTrajectory, also a
+        FollowJointTrajectory goal's trajectory) or base_reference message, checked against the bounds; _Rejected
+        with the reason."""
         n_points = len(msg.points)
         if not n_points:
             raise _Rejected("no points")
         if n_points > MAX_POINTS:
             raise _Rejected(f"{n_points} points: at most {MAX_POINTS}")
-        with self._lock:
-            state, offset = self.state, self._offset_ns
-            current = self.joint_ref if topic == "joint_reference" else self.base_ref
         stamp = _stamp_ns(msg.header.stamp, "header.stamp")
         if stamp and abs(stamp - state[0]) > MAX_DURATION * _NS:
             raise _Rejected(f"header.stamp t = {stamp * 1e-9:.9f} s is more than {MAX_DURATION:g} s from the "
@@ -935,12 +1055,7 @@ class ControllerNode(Node):
             raise _Rejected(f"the interpolated reference reaches {vmax.max():.3g} m/s or rad/s and {amax.max():.3g} "
                             f"m/s^2 or rad/s^2 (at most {MAX_VELOCITY:g} and {MAX_ACCELERATION:g}): points too close "
                             f"for their distance")
-        with self._lock:
-            if topic == "joint_reference":
-                self.joint_ref = (start, ref)
-            else:
-                self.base_ref = (start, ref)
-        self.get_logger().info(f"{topic}: {n_points} points over {ref.end_time:g} s from t = {start_ns * 1e-9:.6f} s")
+        return start_ns, start, ref
 
     @staticmethod
     def _times(points) -> np.ndarray:
@@ -1044,6 +1159,176 @@ class ControllerNode(Node):
         except (ValueError, FloatingPointError) as e:
             raise _Rejected(str(e)) from None
 
+    # ---------------------------------------------------------------------------- FollowJointTrajectory
+
+    async def _on_goal(self, goal) -> GoalResponse:
+        """Accept a goal that joint_trajectory_controller would accept and the joint_reference checks pass. The
+        goal is checked and its reference built on the reference worker (in order with the references, never
+        holding the control loop up: 20 ms for 100 points, 1 s for 10⁴ on this machine); this coroutine waits
+        for the answer. The reference is installed by :meth:`_on_goal_accepted`."""
+        if self.state is None:
+            self._count("received_follow_joint_trajectory")
+            answer = _Rejected("no state received yet")
+        else:
+            future = Future()
+            self._enqueue("follow_joint_trajectory", (goal, future))
+            answer = await future
+        if isinstance(answer, _ActiveGoal):
+            self._pending_goal = (goal, answer)  # _on_goal_accepted follows at once, in this same task
+            return GoalResponse.ACCEPT
+        self._count("rejected_follow_joint_trajectory")
+        if not isinstance(answer, _Rejected):
+            self._count("control_errors")
+            answer = f"{type(answer).__name__}: {answer}"
+        self.get_logger().warning(f"follow_joint_trajectory: goal rejected: {answer}")
+        return GoalResponse.REJECT
+
+    def _prepare_goal(self, goal) -> _ActiveGoal:
+        """Worker thread: a goal checked as joint_trajectory_controller does, its trajectory as joint_reference's,
+        and its tolerances; _Rejected with the reason."""
+        traj = goal.trajectory
+        with self._lock:
+            state, offset, current = self.state, self._offset_ns, self.joint_ref
+        if goal.multi_dof_trajectory.joint_names or goal.multi_dof_trajectory.points:
+            raise _Rejected("multi_dof_trajectory is not supported (the base follows base_reference)")
+        names = list(traj.joint_names)
+        if not self.settings.allow_partial_joints_goal and len(names) != self.nj:
+            raise _Rejected(f"joints {names[:20]} don't match the controller's joints {', '.join(self.joint_names)} "
+                            "(allow_partial_joints_goal is false)")
+        if not names:
+            raise _Rejected("empty joint names")
+        if not traj.points:
+            raise _Rejected("empty trajectory")
+        moving = [x for x in traj.points[-1].velocities if not abs(x) <= tolerances_._EPS]
+        if moving:
+            raise _Rejected(f"the last point's velocities are not zero: {moving[:20]}")
+        start_ns, start, ref = self._build_reference("joint_reference", traj, state, offset, current)
+        if _stamp_ns(traj.header.stamp, "header.stamp") and start_ns + int(ref.end_time * _NS) < state[0]:
+            raise _Rejected(f"the trajectory starting at t = {start_ns * 1e-9:.6f} s ends at "
+                            f"t = {start_ns * 1e-9 + ref.end_time:.6f} s, before the newest state's "
+                            f"t = {state[0] * 1e-9:.6f} s")
+        tolerances, problem = tolerances_.from_goal(
+            self._default_tolerances, self.joint_names,
+            [(t.name, t.position, t.velocity, t.acceleration) for t in goal.path_tolerance],
+            [(t.name, t.position, t.velocity, t.acceleration) for t in goal.goal_tolerance],
+            goal.goal_time_tolerance.sec + goal.goal_time_tolerance.nanosec * 1e-9)
+        if problem:
+            self.get_logger().warning(f"follow_joint_trajectory: {problem}: the goal runs with the default "
+                                      "tolerances (as in joint_trajectory_controller)")
+        return _ActiveGoal(b"", None, start, ref, self._times(traj.points),
+                           tolerances_.TrajectoryCheck(tolerances, ref.end_time), Future())
+
+    def _on_goal_accepted(self, goal_handle) -> None:
+        """Executor thread, right after :meth:`_on_goal` accepted: preempt the running goal (aborted with
+        INVALID_GOAL, as joint_trajectory_controller does) and install the new one's reference."""
+        pending, self._pending_goal = self._pending_goal, None
+        goal_handle.execute()
+        g = pending[1] if pending is not None and pending[0] is goal_handle.request else None
+        if g is None:  # not the goal _on_goal prepared (rclpy calls the two in a row): refuse it
+            g = _ActiveGoal(bytes(goal_handle.goal_id.uuid), goal_handle, 0, None, np.zeros(0), None, Future())
+            g.future.set_result(("abort", _FJT(error_code=_FJT.INVALID_GOAL, error_string="goal not checked")))
+            self._executing[g.goal_id] = g
+            return
+        g.goal_id, g.handle = bytes(goal_handle.goal_id.uuid), goal_handle
+        self._executing[g.goal_id] = g
+        with self._lock:
+            old, self._goal = self._goal, g
+            self.joint_ref = (g.start, g.ref)
+        if old is not None:
+            self._finish(old, "abort", _FJT.INVALID_GOAL, "Current goal preempted by new incoming action.")
+        self.get_logger().info(f"follow_joint_trajectory: goal accepted: {len(g.times)} points over "
+                               f"{g.ref.end_time:g} s from t = {(g.start + self._offset_ns) * 1e-9:.6f} s")
+
+    async def _execute_goal(self, goal_handle):
+        """The goal's execute callback: waits for its outcome (set from the state callbacks, a cancel or a
+        preemption, all on the executor thread) and moves the goal to it."""
+        g = self._executing.pop(bytes(goal_handle.goal_id.uuid), None)
+        if g is None:
+            goal_handle.abort()
+            return _FJT(error_code=_FJT.INVALID_GOAL, error_string="unknown goal")
+        outcome, result = await g.future
+        try:
+            if outcome == "succeed":
+                goal_handle.succeed()
+            elif outcome == "canceled" and goal_handle.is_cancel_requested:
+                goal_handle.canceled()
+            else:
+                goal_handle.abort()
+        except Exception as e:  # noqa: BLE001 - e.g. a transition the goal's state no longer allows
+            self._warn("error_goal", f"follow_joint_trajectory: cannot set the goal's state to {outcome}: {e}")
+        return result
+
+    def _on_cancel(self, goal_handle) -> CancelResponse:
+        """As joint_trajectory_controller: the running goal is canceled and the joints hold their positions."""
+        g = self._goal
+        if g is not None and g.goal_id == bytes(goal_handle.goal_id.uuid):
+            t = self._hold()
+            self._finish(g, "canceled", _FJT.SUCCESSFUL, f"canceled at t = {t * 1e-9:.6f} s: holding position")
+        return CancelResponse.ACCEPT
+
+    def _hold(self) -> int:
+        """Hold the joints where the newest state has them, at rest; that state's stamp."""
+        t, q, _v = self.state
+        with self._lock:
+            self.joint_ref = (t - self._offset_ns, Reference(self.nj, [0.0], [self._joint_positions(q)]))
+        return t
+
+    def _finish(self, g: _ActiveGoal, outcome: str, code: int, text: str) -> None:
+        if self._goal is g:
+            self._goal = None
+        if g.future.done():
+            return
+        g.future.set_result((outcome, _FJT(error_code=code, error_string=text)))
+        self._count({"succeed": "goals_succeeded", "canceled": "goals_canceled"}.get(outcome, "goals_aborted"))
+        if outcome == "succeed":  # one call site per severity (rclpy's logger insists)
+            self.get_logger().info(f"follow_joint_trajectory: goal succeeded: {text}")
+        else:
+            self.get_logger().warning(f"follow_joint_trajectory: goal {outcome}: {text}")
+
+    def _monitor_goal(self, t: int, q: np.ndarray, v: np.ndarray) -> None:
+        """A new state at ``t``: check the running goal's tolerances, publish its feedback (at most every
+        FEEDBACK_PERIOD_S of wall clock) and end it when it succeeded or failed."""
+        g = self._goal
+        if self.joint_ref is None or self.joint_ref[1] is not g.ref:
+            return self._finish(g, "abort", _FJT.INVALID_GOAL, "the trajectory was replaced by a joint_reference "
+                                                               "message")
+        t_rel = (t - self._offset_ns - g.start) * 1e-9
+        q_d, v_d, a_d = g.ref(t_rel)
+        actual, velocity = self._joint_positions(q), v[self.nv_base:]
+        e_pos = tolerances_.joint_error(q_d, actual, self._wrap)
+        e_vel = v_d - velocity
+        status, found = g.check(t_rel, e_pos, e_vel)
+        now = time.monotonic()
+        if status != tolerances_.RUNNING or now - g.last_feedback >= FEEDBACK_PERIOD_S:
+            g.last_feedback = now
+            since = _duration(t - self._offset_ns - g.start)
+            fb = FollowJointTrajectory.Feedback(joint_names=list(self.joint_names),
+                                                index=int(np.searchsorted(g.times, t_rel, side="right")))
+            fb.header.stamp = cv.time_from_ns(t)
+            fb.desired = JointTrajectoryPoint(positions=_floats(q_d), velocities=_floats(v_d),
+                                              accelerations=_floats(a_d), time_from_start=since)
+            fb.actual = JointTrajectoryPoint(positions=_floats(actual), velocities=_floats(velocity),
+                                             time_from_start=since)
+            fb.error = JointTrajectoryPoint(positions=_floats(e_pos), velocities=_floats(e_vel), time_from_start=since)
+            try:
+                g.handle.publish_feedback(fb)
+            except Exception as e:  # noqa: BLE001 - a goal that just ended
+                self._warn("error_feedback", f"follow_joint_trajectory: feedback not published: {e}")
+        details = tolerances_.describe(found, self.joint_names)
+        if status == tolerances_.PATH_VIOLATED:
+            self._hold()
+            self._finish(g, "abort", _FJT.PATH_TOLERANCE_VIOLATED,
+                         f"Aborted due to path tolerance violation at t = {t * 1e-9:.6f} s: {details}")
+        elif status == tolerances_.GOAL_VIOLATED:
+            self._hold()
+            self._finish(g, "abort", _FJT.GOAL_TOLERANCE_VIOLATED,
+                         f"Aborted due to goal_time_tolerance exceeding by {t_rel - g.ref.end_time:.6f} seconds: "
+                         f"{details}")
+        elif status == tolerances_.SUCCEEDED:
+            self._finish(g, "succeed", _FJT.SUCCESSFUL, f"Goal successfully reached! (t = {t * 1e-9:.6f} s, "
+                         f"{t_rel - g.ref.end_time:.3f} s after the trajectory's end; max |position error| "
+                         f"{np.abs(e_pos).max():.3g})")
+
     # ------------------------------------------------------------------------------- control
 
     def _on_timer(self) -> None:
@@ -1126,6 +1411,15 @@ class ControllerNode(Node):
             values = [float(x) for x in effort]
             self.pub_joint_command.publish(cv.joint_state_msg(stamp, self.joint_names, effort=values))
             self.pub_effort.publish(Float64MultiArray(data=values))
+
+
+def _floats(x) -> list:
+    return [float(v) for v in x]
+
+
+def _duration(ns: int) -> Duration:
+    sec, nanosec = divmod(int(ns), _NS)
+    return Duration(sec=sec, nanosec=nanosec)
 
 
 # ------------------------------------------------------------------------------------------- main
