@@ -44,8 +44,9 @@ any reference (holding it) and every later state with the reference started at t
 start-up took: two runs record bit-identical states (``test/test_bringup.py``). A dynamics node a scenario starts
 paused itself (``dynamics: {start_paused: true}``) is resumed the same way.
 
-``--print`` writes the parameter files into ``--log-dir`` (default: a new temporary directory, kept) and prints
-each node's command line with their absolute paths, and how to resume a paused start by hand.
+``--print`` writes the parameter files into ``--log-dir`` (default: ``mbs_ros_bringup-<scenario>-<hash>`` in the
+temporary directory, the same for the same files) and prints each node's command line with their absolute paths,
+and how to resume a paused start by hand.
 
 Exit code 0 when every child ran until it was stopped and then exited 0; 1 when a child failed (exited before
 the stop, e.g. a node refusing its parameters, exited non-zero, or needed SIGTERM/SIGKILL), the references
@@ -56,6 +57,7 @@ message names the file and the key) or a usage error. The last lines of a failed
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import re
 import shutil
@@ -752,17 +754,27 @@ def _recorded_counts(log: str) -> Dict[str, int]:
 
 
 def print_commands(scenario: Scenario, log_dir: Optional[os.PathLike] = None, out: Optional[TextIO] = None) -> Path:
-    """``--print``: write the parameter files the runner would write into ``log_dir`` (default: a new temporary
-    directory, kept), and print each node's command line with their absolute paths (pasteable, one shell per
-    node, from any directory), each file's content as comments, and for a paused start how to resume it. Returns
-    the directory."""
+    """``--print``: write the parameter files the runner would write into ``log_dir`` (default: the temporary
+    directory's ``mbs_ros_bringup-<scenario>-<hash of the files>``, so the same files land in the same place and
+    printing again leaves nothing new behind), and print each node's command line with their absolute paths
+    (pasteable, one shell per node, from any directory), each file's content as comments, and for a paused start
+    how to resume it. Returns the directory."""
     out = sys.stdout if out is None else out
-    folder = Path(log_dir) if log_dir is not None else Path(tempfile.mkdtemp(
-        prefix=f"mbs_ros_bringup-{scenario.name}-print-"))
-    folder.mkdir(parents=True, exist_ok=True)
-    folder = folder.resolve()
     order = {"controller": 0, "dynamics": 1, "reference": 2}  # the runner's start order
     specs = sorted(runner_specs(scenario), key=lambda sp: order.get(sp.role, 3))
+    if log_dir is not None:
+        folder = Path(log_dir)
+        folder.mkdir(parents=True, exist_ok=True)
+    else:
+        digest = hashlib.sha256("".join(params_file_name(sp) + sp.params_yaml() for sp in specs).encode())
+        folder = Path(tempfile.gettempdir()) / f"mbs_ros_bringup-{scenario.name}-{digest.hexdigest()[:12]}"
+        try:
+            folder.mkdir(mode=0o700, exist_ok=True)
+            if folder.is_symlink() or folder.stat().st_uid != os.getuid():
+                raise OSError("not ours")
+        except OSError:  # someone else's: a fresh one
+            folder = Path(tempfile.mkdtemp(prefix=f"mbs_ros_bringup-{scenario.name}-"))
+    folder = folder.resolve()
     print(f"# scenario {scenario.name} ({scenario.path}): {len(specs)} node(s); the parameter files are written to "
           f"{folder}; each command below is complete (run each in a shell of its own, in this order)", file=out)
     for spec in specs:
@@ -826,8 +838,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--stop-timeout", type=float, default=10.0, metavar="S",
                    help="seconds a child gets to exit after SIGINT before SIGTERM (default 10)")
     p.add_argument("--print", dest="dry_run", action="store_true",
-                   help="write the parameter files (into --log-dir, else a new temporary directory) and print the "
-                        "node command lines with their absolute paths; start nothing")
+                   help="write the parameter files (into --log-dir, else a directory in the system's temporary "
+                        "directory named by the scenario and the files' hash) and print the node command lines with "
+                        "their absolute paths; start nothing")
     p.add_argument("--quiet", action="store_true", help="print errors only")
     return p
 
