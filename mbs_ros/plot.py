@@ -6,9 +6,14 @@ ROS installation is needed. For every namespace ``<ns>`` found in the file it wr
 are there (otherwise it prints a note and skips that plot):
 
 - ``<ns>_trajectory.png``: base path in x–y and z over time, from ``<ns>/odom`` (``nav_msgs/Odometry``),
-  with the base reference when there is one;
+  with the base reference when there is one. A base that does not move (a fixed-base arm; or no odom) gets the
+  path of its end effector instead — the origin of the link deepest in the tree (``arm/tool0``), from ``/tf`` +
+  ``/tf_static`` or from the joint states with the Model of the robot's URDF
+  (:func:`mbs_ros.animate.end_effector_path`); the figure names the link and the source;
 - ``<ns>_joints.png``: joint positions from ``<ns>/joint_states`` (``sensor_msgs/JointState``) against the
-  reference from ``<ns>/joint_reference`` (``trajectory_msgs/JointTrajectory``);
+  reference from ``<ns>/joint_reference`` (``trajectory_msgs/JointTrajectory``), each in its unit: rad for
+  revolute and continuous joints, m for prismatic ones, by the joint types of ``<ns>/robot_description`` in the
+  file or of ``--model``; without either the axes read ``[rad or m]`` (and a note says why);
 - ``<ns>_base.png``: base position and orientation error against ``<ns>/base_reference``
   (``trajectory_msgs/MultiDOFJointTrajectory``, first transform of each point);
 - ``<ns>_tracking.png``: tracking error norms over time (joints; base position and rotation angle);
@@ -21,7 +26,15 @@ are there (otherwise it prints a note and skips that plot):
   dynamics node's ``/diagnostics`` status (``hardware_id``: ``<ns>/base_link``; name ``<node>: …``). Only
   statuses that carry the energy keys (:data:`ENERGY_KEYS`, as numbers) are energy records; any other status on
   ``/diagnostics`` (a controller's counters, a node's error report, another package's status) is ignored, and
-  neither adds a namespace nor moves the time origin.
+  neither adds a namespace nor moves the time origin. The total is drawn as a wide pale band under thin kinetic
+  (dashed) and potential (dotted) curves, so both show when one of them is zero. The energies come from the
+  ``<ns>/energy`` topic where the file has it at a higher rate than the status (``energy_rate`` vs the node's
+  ``diagnostics_rate``, 1 Hz by default), else from the status; the titles give the source and its rate, and a
+  series sampled below 20 Hz has a marker at every sample.
+
+Every axis has its unit; the panels of one figure over time share their time axis (zoom one, all follow).
+``python -m mbs_ros.plot FILE --animate OUT.gif|OUT.mp4 [--model SCENARIO|MODEL_FILE]`` draws the robots over
+time instead (with ``--out`` too: both); see :mod:`mbs_ros.animate`.
 
 The root namespace gives files without prefix (``trajectory.png``). Times are header stamps (the
 simulation time), in seconds from the earliest stamp in the file.
@@ -58,13 +71,16 @@ __all__ = ["PlotError", "Recording", "JointTracking", "BaseTracking", "load", "j
 
 ODOM, JOINT_STATES, JOINT_REFERENCE, BASE_REFERENCE = "odom", "joint_states", "joint_reference", "base_reference"
 ENERGY = "energy"
+ROBOT_DESCRIPTION = "robot_description"
 DIAGNOSTICS = "/diagnostics"
+TF, TF_STATIC, TF_TYPE = "/tf", "/tf_static", "tf2_msgs/msg/TFMessage"
 TYPES = {
     ODOM: "nav_msgs/msg/Odometry",
     JOINT_STATES: "sensor_msgs/msg/JointState",
     JOINT_REFERENCE: "trajectory_msgs/msg/JointTrajectory",
     BASE_REFERENCE: "trajectory_msgs/msg/MultiDOFJointTrajectory",
     ENERGY: "mbs_ros_msgs/msg/EnergyPorts",
+    ROBOT_DESCRIPTION: "std_msgs/msg/String",
 }
 DIAGNOSTICS_TYPE = "diagnostic_msgs/msg/DiagnosticArray"
 #: The keys a /diagnostics status must carry, as numbers, to be an energy record (the dynamics node's bookkeeping).
@@ -118,6 +134,11 @@ class Recording:
     diagnostics: Dict[str, list] = field(default_factory=dict)
     # <ns>/energy (EnergyPorts): ns -> [(stamp, {storage: J}, {port: W}, {dissipator: W}, {scalar: value})]
     energy_ports: Dict[str, list] = field(default_factory=dict)
+    # /tf: child frame -> (parent frame, stamps (N,) int64 sorted, poses (N, 7) [x y z qx qy qz qw])
+    tf: Dict[str, tuple] = field(default_factory=dict)
+    tf_static: Dict[str, tuple] = field(default_factory=dict)  # child frame -> (parent frame, (7,) pose)
+    robot_description: Dict[str, str] = field(default_factory=dict)  # ns -> URDF (<ns>/robot_description, last)
+    odom_frames: Dict[str, Tuple[str, str]] = field(default_factory=dict)  # ns -> (frame_id, child_frame_id)
 
     @property
     def namespaces(self) -> List[str]:
@@ -343,8 +364,10 @@ def _load(path: Path, progress: str, indexed: bool) -> Recording:
     topics = _file_topics(rec.path, rec.notes) if indexed else _scan_topics(rec.path)
     rec.topics = topics
     used = [t for t, ty in topics.items()
-            if (t == DIAGNOSTICS and ty == DIAGNOSTICS_TYPE) or ((s := _split_topic(t)) and TYPES[s[1]] == ty)]
+            if (t == DIAGNOSTICS and ty == DIAGNOSTICS_TYPE) or (t in (TF, TF_STATIC) and ty == TF_TYPE)
+            or ((s := _split_topic(t)) and TYPES[s[1]] == ty)]
     odom: Dict[str, list] = {}
+    tf: Dict[str, list] = {}
     if not used:
         return rec
     for topic, _type, log_time, msg in iter_messages(rec.path, used, rec.notes, progress, warnings=rec.warnings,
@@ -364,7 +387,20 @@ def _load(path: Path, progress: str, indexed: bool) -> Recording:
                 if is_energy_status(values):
                     rec.diagnostics.setdefault(status.name, []).append((stamp, status.hardware_id, values))
             continue
+        if topic in (TF, TF_STATIC):
+            for tr in msg.transforms:
+                p, q = tr.transform.translation, tr.transform.rotation
+                pose = (p.x, p.y, p.z, q.x, q.y, q.z, q.w)
+                if topic == TF_STATIC:
+                    rec.tf_static[tr.child_frame_id] = (tr.header.frame_id, np.array(pose, float))
+                else:
+                    tf.setdefault(tr.child_frame_id, []).append((_stamp_ns(tr.header.stamp), tr.header.frame_id,
+                                                                 pose))
+            continue
         ns, leaf = _split_topic(topic)
+        if leaf == ROBOT_DESCRIPTION:
+            rec.robot_description[ns] = str(msg.data)
+            continue
         if leaf == ENERGY:
             scalars = {k: float(getattr(msg, k)) for k in _PORT_SCALARS}
             rec.energy_ports.setdefault(ns, []).append((
@@ -375,6 +411,7 @@ def _load(path: Path, progress: str, indexed: bool) -> Recording:
         if leaf == ODOM:
             p, q = msg.pose.pose.position, msg.pose.pose.orientation
             odom.setdefault(ns, []).append((_stamp_ns(msg.header.stamp), p.x, p.y, p.z, q.x, q.y, q.z, q.w))
+            rec.odom_frames[ns] = (msg.header.frame_id, msg.child_frame_id)
         elif leaf == JOINT_STATES:
             rec.joint_states.setdefault(ns, []).append(
                 (log_time, _stamp_ns(msg.header.stamp), tuple(msg.name), np.array(list(msg.position), float)))
@@ -390,6 +427,10 @@ def _load(path: Path, progress: str, indexed: bool) -> Recording:
         order = np.argsort(stamps, kind="stable")
         rec.odom_stamps[ns] = stamps[order]
         rec.odom[ns] = np.array([r[1:] for r in rows], dtype=float)[order]
+    for child, rows in tf.items():
+        rows.sort(key=lambda r: r[0])
+        rec.tf[child] = (rows[-1][1], np.array([r[0] for r in rows], dtype=np.int64),
+                         np.array([r[2] for r in rows], dtype=float))
     return rec
 
 
@@ -598,18 +639,54 @@ def energy_series(rec: Recording, status_name: str) -> Dict[str, np.ndarray]:
 # ----------------------------------------------------------------------------------------- plotting
 
 
-def _figure(rows: int, cols: int = 1, height: float = 2.6, width: float = 9.0):
+def _figure(rows: int, cols: int = 1, height: float = 2.6, width: float = 9.0, sharex: bool = False):
+    """A figure of rows x cols panels; ``sharex``: one time axis for all (zoom one, all follow; tick labels on
+    the bottom row)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
     fig = Figure(figsize=(width, max(3.0, height * rows)), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(rows, cols, squeeze=False)
+    axes = fig.subplots(rows, cols, squeeze=False, sharex=sharex)
     return fig, axes
 
 
-def _save(fig, path: Path, written: List[Path]) -> None:
+def _save(fig, path: Path, written: List[Path], figures: Optional[Dict[str, object]] = None) -> None:
     fig.savefig(path, dpi=100)
     written.append(path)
+    if figures is not None:  # for callers (tests) that inspect the figures: file name -> Figure
+        figures[path.name] = fig
+
+
+#: unit of a joint position by URDF joint type
+JOINT_UNITS = {"revolute": "rad", "continuous": "rad", "prismatic": "m"}
+UNKNOWN_UNIT = "rad or m"
+
+
+def joint_unit(joint_types: Dict[str, str], name: str) -> str:
+    """The unit of joint ``name``'s position: rad (revolute, continuous), m (prismatic), ``rad or m`` when the
+    type is not known (no robot_description in the file, no --model)."""
+    return JOINT_UNITS.get(joint_types.get(name, ""), UNKNOWN_UNIT)
+
+
+def norm_unit(joint_types: Dict[str, str], names: Sequence[str]) -> str:
+    """The unit of ‖q − q_ref‖ over ``names``: theirs when they share one, else ``rad and m mixed``."""
+    units = {joint_unit(joint_types, n) for n in names}
+    if len(units) == 1:
+        return units.pop()
+    return UNKNOWN_UNIT if UNKNOWN_UNIT in units else "rad and m mixed"
+
+
+def _sample_rate(t) -> Optional[float]:
+    """Median sample rate [Hz] of a time series, None with fewer than two samples."""
+    t = np.asarray(t, float)
+    if len(t) < 2:
+        return None
+    dt = float(np.median(np.diff(t)))
+    return 1.0 / dt if dt > 0 else None
+
+
+#: below this rate a curve is drawn with a marker at every sample (the samples, not the line between them, are data)
+MARKER_RATE = 20.0
 
 
 def _from_zero(ax, values) -> None:
@@ -628,13 +705,20 @@ def _label(ns: str) -> str:
     return ns or "/"
 
 
-def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Optional[List[str]] = None) -> List[Path]:
-    """Write every plot the recording allows into ``out_dir``; returns the files, notes the skipped."""
+def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Optional[List[str]] = None,
+                   model: Optional[str] = None, figures: Optional[Dict[str, object]] = None) -> List[Path]:
+    """Write every plot the recording allows into ``out_dir``; returns the files, notes the skipped. ``model``:
+    ``--model`` (a scenario or model file) for the joint types (axis units) and the end-effector path of a robot
+    whose ``robot_description`` the file lacks; ``figures``: filled with file name -> Figure."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     notes = rec.notes if notes is None else notes
     written: List[Path] = []
     namespaces = rec.namespaces
+    geometry = {}
+    if rec.robot_description or model:
+        from mbs_ros.animate import robots
+        geometry = robots(rec, model, notes)
     if not namespaces:
         notes.append(f"no <ns>/odom, joint_states, joint_reference, base_reference or energy /diagnostics in "
                      f"{rec.path.name}: nothing to plot (topics: {', '.join(sorted(rec.topics)) or 'none'})")
@@ -647,9 +731,20 @@ def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Opti
         base = base_tracking(rec, ns, base_group) if ns in rec.base_reference else None
         # --- trajectory
         odom = rec.odom.get(ns)
-        if odom is None or not len(odom):
+        robot = geometry.get(ns)
+        fixed = odom is None or not len(odom) or float(np.ptp(odom, axis=0).max()) < 1e-9
+        ee = None
+        if fixed and (rec.tf or rec.tf_static or robot is not None):
+            from mbs_ros.animate import end_effector_path
+            ee = end_effector_path(rec, ns, robot)
+        if ee is not None:  # the base does not move: where the arm's end went is the trajectory
+            _plot_end_effector(ee, label, odom, out / f"{pre}trajectory.png", written, figures)
+        elif odom is None or not len(odom):
             notes.append(f"{label}: no {ns}/odom: trajectory plot skipped")
         else:
+            if fixed:
+                notes.append(f"{label}: the base does not move and neither /tf nor a robot_description (or --model) "
+                             "gives its links: no end-effector path")
             t = (rec.odom_stamps[ns] - t0) * 1e-9
             fig, ax = _figure(1, 2, height=4.0, width=11.0)
             a = ax[0, 0]
@@ -669,7 +764,7 @@ def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Opti
             a.set(xlabel="t [s]", ylabel="z [m]", title=f"{label}: height")
             a.legend(loc="best", fontsize="small")
             a.grid(True, alpha=0.3)
-            _save(fig, out / f"{pre}trajectory.png", written)
+            _save(fig, out / f"{pre}trajectory.png", written, figures)
         # --- joints
         joints = joint_tracking(rec, ns)
         if joints is None:
@@ -678,30 +773,37 @@ def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Opti
             elif ns in rec.joint_reference:
                 notes.append(f"{label}: no {ns}/joint_states: joint plot skipped")
         else:
+            types = robot.joint_types if robot is not None else {}
+            if robot is None:
+                notes.append(f"{label}: joint types unknown (no {ns}/robot_description in the file, no --model): "
+                             f"joint axes read [{UNKNOWN_UNIT}]")
             n = len(joints.names)
             cols = 2 if n > 1 else 1
             rows = (n + cols - 1) // cols
-            fig, ax = _figure(rows, cols, height=2.2, width=11.0 if cols == 2 else 9.0)
+            fig, ax = _figure(rows, cols, height=2.2, width=11.0 if cols == 2 else 9.0, sharex=True)
             for i, name in enumerate(joints.names):
                 a = ax[i // cols, i % cols]
                 a.plot(joints.t, joints.q[:, i], label="measured")
                 if np.any(~np.isnan(joints.q_ref[:, i])):
                     a.plot(joints.t, joints.q_ref[:, i], "k--", lw=1, label="reference")
-                a.set(title=name, xlabel="t [s]", ylabel="q")
+                a.set(title=name, ylabel=f"q [{joint_unit(types, name)}]")
+                if i + cols >= n:  # the lowest panel of its column: the time axis
+                    a.set(xlabel="t [s]")
+                    a.xaxis.set_tick_params(labelbottom=True)
                 a.grid(True, alpha=0.3)
                 if i == 0:
                     a.legend(loc="best", fontsize="small")
             for i in range(n, rows * cols):
                 ax[i // cols, i % cols].set_visible(False)
             fig.suptitle(f"{label}: joint positions")
-            _save(fig, out / f"{pre}joints.png", written)
+            _save(fig, out / f"{pre}joints.png", written, figures)
             if ns not in rec.joint_reference:
                 notes.append(f"{label}: no {ns}/joint_reference: joints plotted without reference")
         # --- base vs reference
         if ns in rec.base_reference and base is None:
             notes.append(f"{label}: no {ns}/odom for the base reference: base plot skipped")
         if base is not None:
-            fig, ax = _figure(4, 1, height=2.0)
+            fig, ax = _figure(4, 1, height=2.0, sharex=True)
             for i, axis in enumerate("xyz"):
                 a = ax[i, 0]
                 a.plot(base.t, base.p[:, i], label="measured")
@@ -714,15 +816,17 @@ def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Opti
             _from_zero(ax[3, 0], np.degrees(base.rotation_error))
             ax[3, 0].grid(True, alpha=0.3)
             fig.suptitle(f"{label}: base pose vs reference")
-            _save(fig, out / f"{pre}base.png", written)
+            _save(fig, out / f"{pre}base.png", written, figures)
         # --- tracking errors
         has_joint_err = joints is not None and np.any(~np.isnan(joints.error_norm))
         if has_joint_err or base is not None:
             rows = int(has_joint_err) + (2 if base is not None else 0)
-            fig, ax = _figure(rows, 1, height=2.2)
+            fig, ax = _figure(rows, 1, height=2.2, sharex=True)
             series = []
             if has_joint_err:
-                series.append((joints.t, joints.error_norm, "‖q − q_ref‖", "joints"))
+                referenced = [name for i, name in enumerate(joints.names) if np.any(~np.isnan(joints.q_ref[:, i]))]
+                unit = norm_unit(robot.joint_types if robot is not None else {}, referenced)
+                series.append((joints.t, joints.error_norm, f"‖q − q_ref‖ [{unit}]", "joints"))
             if base is not None:
                 series.append((base.t, base.position_error, "‖p − p_ref‖ [m]", "base position"))
                 series.append((base.t, np.degrees(base.rotation_error), "angle [deg]", "base rotation"))
@@ -733,53 +837,116 @@ def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Opti
                 a.grid(True, alpha=0.3)
             ax[-1, 0].set(xlabel="t [s]")
             fig.suptitle(f"{label}: tracking errors")
-            _save(fig, out / f"{pre}tracking.png", written)
+            _save(fig, out / f"{pre}tracking.png", written, figures)
         elif joints is not None or ns in rec.odom:
             notes.append(f"{label}: no reference ({ns}/joint_reference, {ns}/base_reference): "
                          f"tracking-error plot skipped")
         # --- per-port power flows (EnergyPorts)
         ports = ports_series(rec, ns)
         if ports is not None:
-            _plot_ports(ports, label, out / f"{pre}ports.png", written)
+            _plot_ports(ports, label, out / f"{pre}ports.png", written, figures)
         # --- energy
         names = energy_by_ns.get(ns, [])
         if not names:
             notes.append(f"{label}: no energy status on /diagnostics: energy plot skipped")
         for k, name in enumerate(sorted(names)):
             e = energy_series(rec, name)
-            fig, ax = _figure(3, 1, height=2.3)
-            a = ax[0, 0]
-            for key, lab in (("kinetic_energy", "kinetic"), ("potential_energy", "potential"),
-                             ("total_energy", "total E")):
-                if key in e:
-                    a.plot(e["t"], e[key], label=lab)
-            if "total_energy_ref" in e and "work_applied" in e:
-                a.plot(e["t"], e["total_energy_ref"] + e["work_applied"], "k--", lw=1, label="E_ref + work")
-            a.set(ylabel="energy [J]", title=name)
-            a.legend(loc="best", fontsize="small")
-            a = ax[1, 0]
-            if "power" in e:
-                a.plot(e["t"], e["power"], label="dE/dt")
-                if "applied_power" in e:
-                    a.plot(e["t"], e["applied_power"], "k--", lw=1, label="applied power dW/dt")
-                a.legend(loc="best", fontsize="small")
-            a.set(ylabel="power [W]")
-            a = ax[2, 0]
-            if "energy_balance_residual" in e:
-                a.plot(e["t"], e["energy_balance_residual"])
-            a.set(ylabel="E − E_ref − W [J]", xlabel="t [s]")
-            for a in ax[:, 0]:
-                a.grid(True, alpha=0.3)
-            fig.suptitle(f"{label}: energy and power balance")
             suffix = "" if k == 0 else f"_{k + 1}"
-            _save(fig, out / f"{pre}energy{suffix}.png", written)
+            _plot_energy(e, name, label, ports, out / f"{pre}energy{suffix}.png", written, figures)
     return written
 
 
-def _plot_ports(e: Dict[str, object], label: str, path: Path, written: List[Path]) -> None:
+def _marker(t) -> dict:
+    """A marker at every sample of a sparse series (below :data:`MARKER_RATE`): the dots are the data."""
+    rate = _sample_rate(t)
+    return {"marker": ".", "ms": 4} if rate is not None and rate < MARKER_RATE else {}
+
+
+def _rate_text(t) -> str:
+    rate = _sample_rate(t)
+    return f"{rate:.3g} Hz" if rate is not None else "one sample"
+
+
+def _plot_energy(e: Dict[str, np.ndarray], name: str, label: str, ports: Optional[Dict[str, object]], path: Path,
+                 written: List[Path], figures: Optional[Dict[str, object]]) -> None:
+    """``<ns>_energy.png``: kinetic, potential and total energy (from the ``energy`` topic where the file has it at
+    a higher rate than the /diagnostics status ``name``), E_ref + work, the power balance and the residual. The
+    total is a wide pale band under the thin kinetic (dashed) and potential (dotted) lines, so that each shows
+    when the other is zero; sparse samples get markers; the titles give each source's rate."""
+    fig, ax = _figure(3, 1, height=2.3, sharex=True)
+    a = ax[0, 0]
+    t = e["t"]
+    diag_rate = _sample_rate(t) or 0.0
+    src = {"t": t, "kinetic": e.get("kinetic_energy"), "potential": e.get("potential_energy"),
+           "total": e.get("total_energy")}
+    where = f"/diagnostics at {_rate_text(t)}"
+    if ports is not None and (_sample_rate(ports["t"]) or 0.0) > diag_rate and "kinetic" in ports["storages"]:
+        storages = ports["storages"]
+        potential = [np.nan_to_num(v) for n, v in storages.items() if n != "kinetic"]
+        src = {"t": ports["t"], "kinetic": storages["kinetic"],
+               "potential": sum(potential) if potential else np.zeros_like(ports["t"]), "total": ports["total_energy"]}
+        where = f"the energy topic at {_rate_text(ports['t'])}"
+    mk = _marker(src["t"])
+    if src["total"] is not None:
+        a.plot(src["t"], src["total"], color="tab:green", lw=4.0, alpha=0.35, zorder=1, label="total E", **mk)
+    if src["kinetic"] is not None:
+        a.plot(src["t"], src["kinetic"], color="tab:blue", lw=1.3, ls="--", zorder=3, label="kinetic", **mk)
+    if src["potential"] is not None:
+        a.plot(src["t"], src["potential"], color="tab:orange", lw=1.3, ls=":", zorder=3, label="potential", **mk)
+    if "total_energy_ref" in e and "work_applied" in e:
+        a.plot(t, e["total_energy_ref"] + e["work_applied"], "k--", lw=1, zorder=2, label="E_ref + work",
+               **_marker(t))
+    a.set(ylabel="energy [J]", title=f"{name} (energies from {where})")
+    a.legend(loc="best", fontsize="small")
+    a = ax[1, 0]
+    if "power" in e:
+        a.plot(t, e["power"], label="dE/dt", **_marker(t))
+        if "applied_power" in e:
+            a.plot(t, e["applied_power"], "k--", lw=1, label="applied power dW/dt", **_marker(t))
+        a.legend(loc="best", fontsize="small")
+    a.set(ylabel="power [W]", title=f"power balance (from /diagnostics at {_rate_text(t)}; finite differences)")
+    a = ax[2, 0]
+    if "energy_balance_residual" in e:
+        a.plot(t, e["energy_balance_residual"], **_marker(t))
+    a.set(ylabel="E − E_ref − W [J]", xlabel="t [s]")
+    for a in ax[:, 0]:
+        a.grid(True, alpha=0.3)
+    fig.suptitle(f"{label}: energy and power balance")
+    _save(fig, path, written, figures)
+
+
+def _plot_end_effector(ee, label: str, odom, path: Path, written: List[Path],
+                       figures: Optional[Dict[str, object]]) -> None:
+    """``<ns>_trajectory.png`` of a robot whose base does not move: the end effector's path (x–y, and x, y, z over
+    time), named by its link and where its poses came from."""
+    t, p, frame, source = ee
+    fig, ax = _figure(1, 2, height=4.0, width=11.0)
+    a = ax[0, 0]
+    a.plot(p[:, 0], p[:, 1], color="tab:red", label=f"end effector ({frame})")
+    a.plot(p[0, 0], p[0, 1], "go", label="start")
+    a.plot(p[-1, 0], p[-1, 1], "rs", label="end")
+    if odom is not None and len(odom):
+        a.plot(odom[0, 0], odom[0, 1], "k^", label="base")
+    a.set(xlabel="x [m]", ylabel="y [m]", title=f"{label}: end-effector path (x–y)")
+    a.set_aspect("equal", adjustable="datalim")
+    a.legend(loc="best", fontsize="small")
+    a.grid(True, alpha=0.3)
+    a = ax[0, 1]
+    for i, axis in enumerate("xyz"):
+        a.plot(t, p[:, i], label=axis)
+    a.set(xlabel="t [s]", ylabel="position [m]", title=f"{label}: end effector {frame} over time")
+    a.legend(loc="best", fontsize="small")
+    a.grid(True, alpha=0.3)
+    fig.suptitle(f"{label}: the base does not move; origin of {frame} (the last link), from {source}",
+                 fontsize="medium")
+    _save(fig, path, written, figures)
+
+
+def _plot_ports(e: Dict[str, object], label: str, path: Path, written: List[Path],
+                figures: Optional[Dict[str, object]] = None) -> None:
     """``<ns>_ports.png``: port and dissipator powers, storages, residual and entropy (module docstring)."""
     t = e["t"]
-    fig, ax = _figure(4, 1, height=2.4, width=10.0)
+    fig, ax = _figure(4, 1, height=2.4, width=10.0, sharex=True)
     a = ax[0, 0]
     for name, p in e["ports"].items():
         a.plot(t, p, lw=1, label=name)
@@ -813,7 +980,7 @@ def _plot_ports(e: Dict[str, object], label: str, path: Path, written: List[Path
     for x in ax[:, 0]:
         x.grid(True, alpha=0.3)
     fig.suptitle(f"{label}: energy ports (EPHS)")
-    _save(fig, path, written)
+    _save(fig, path, written, figures)
 
 
 # ----------------------------------------------------------------------------------------------- CLI
@@ -822,10 +989,21 @@ def _plot_ports(e: Dict[str, object], label: str, path: Path, written: List[Path
 def main(argv: Optional[Sequence[str]] = None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m mbs_ros.plot",
-        description="PNG plots of a recorded run (MCAP): base trajectory, joints vs reference, tracking errors, "
-                    "energy and power balance.")
+        description="PNG plots of a recorded run (MCAP): base trajectory (end-effector path for a fixed base), "
+                    "joints vs reference, tracking errors, energy and power balance; --animate: the robot over "
+                    "time as a GIF or MP4.")
     p.add_argument("file", help="an MCAP file (mbs_ros.recording, ros2 bag record -s mcap)")
-    p.add_argument("--out", "-o", default="plots", help="output folder (created; default ./plots)")
+    p.add_argument("--out", "-o", default=None,
+                   help="output folder for the PNGs (created; default ./plots; with --animate only when given)")
+    p.add_argument("--animate", metavar="OUT.gif|OUT.mp4", default=None,
+                   help="draw the robots' links over time into this file (.gif: Pillow; .mp4: needs ffmpeg on "
+                        "PATH), from <ns>/robot_description (else --model, else /tf frames as points)")
+    p.add_argument("--model", metavar="SCENARIO|MODEL_FILE", default=None,
+                   help="the robot when the file has no <ns>/robot_description: a scenario (name or file; its "
+                        "robots by namespace) or a URDF/xacro/robot YAML file (every robot)")
+    p.add_argument("--fps", type=float, default=None, help="animation frames per second (default 15)")
+    p.add_argument("--max-frames", type=int, default=None,
+                   help="at most this many frames (default 150; a longer run is shown faster)")
     p.add_argument("--base-group", choices=["se3", "so3xr3"], default="se3",
                    help="group to interpolate base references on (se3 covers schoenflies, se2, so3)")
     p.add_argument("--progress", choices=["auto", "always", "never"], default="auto",
@@ -838,16 +1016,35 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 2
     for warning in rec.warnings:
         print(f"warning: {warning}", file=sys.stderr)
-    written = plot_recording(rec, args.out, base_group=args.base_group)
-    for note in rec.notes:
+    status = 0
+    # mbs_ros.animate raises mbs_ros.plot's PlotError, not this one when this file runs as __main__
+    from mbs_ros.animate import DEFAULT_FPS, DEFAULT_MAX_FRAMES, AnimationError, animate
+    if args.animate:
+        try:
+            result = animate(rec, args.animate, model=args.model, fps=args.fps or DEFAULT_FPS,
+                             max_frames=args.max_frames or DEFAULT_MAX_FRAMES)
+        except (PlotError, AnimationError) as e:
+            print(f"error: {e}", file=sys.stderr)
+            status = 2
+        else:
+            speed = "real time" if result.speed == 1.0 else f"{result.speed:.3g}x real time"
+            print(f"wrote {result.path}: {result.frames} frames, {result.size[0]}x{result.size[1]} px, "
+                  f"{result.fps:g} fps ({speed})")
+    if args.out is not None or not args.animate:
+        try:
+            written = plot_recording(rec, args.out or "plots", base_group=args.base_group, model=args.model)
+        except (PlotError, AnimationError) as e:  # a --model that cannot be read
+            print(f"error: {e}", file=sys.stderr)
+            return 2
+        if written:
+            print(f"wrote {len(written)} plots:")
+            for path in written:
+                print(f"  {path}")
+        else:
+            print("wrote no plots")
+    for note in dict.fromkeys(rec.notes):
         print(f"note: {note}", file=sys.stderr)
-    if written:
-        print(f"wrote {len(written)} plots:")
-        for path in written:
-            print(f"  {path}")
-    else:
-        print("wrote no plots")
-    return 0
+    return status
 
 
 if __name__ == "__main__":

@@ -378,3 +378,286 @@ def test_file_with_a_half_written_record_warns_once_and_plots(synthetic, tmp_pat
     assert len(warnings) == 1 and str(damaged) in warnings[0], out.stderr
     assert "damaged ()" not in out.stderr
     assert len([line for line in out.stdout.splitlines() if line.strip().endswith(".png")]) == 6
+
+
+# ------------------------------------------------------------------- a fixed-base arm: animation, units, EE path
+
+ARM_URDF = """<?xml version="1.0"?>
+<robot name="bot">
+  <material name="blue"><color rgba="0.2 0.3 0.8 1"/></material>
+  <link name="base_link">
+    <inertial><origin xyz="0 0 0.05"/><mass value="2.0"/>
+      <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial>
+    <visual><origin xyz="0 0 0.05"/><geometry><box size="0.2 0.2 0.1"/></geometry><material name="blue"/></visual>
+  </link>
+  <link name="link1">
+    <inertial><origin xyz="0.25 0 0"/><mass value="1.0"/>
+      <inertia ixx="0.001" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/></inertial>
+    <visual><origin xyz="0.25 0 0" rpy="0 1.5707963267948966 0"/>
+      <geometry><cylinder radius="0.03" length="0.5"/></geometry></visual>
+  </link>
+  <link name="link2">
+    <inertial><mass value="0.5"/><inertia ixx="0.001" ixy="0" ixz="0" iyy="0.001" iyz="0" izz="0.001"/></inertial>
+    <visual><geometry><sphere radius="0.05"/></geometry>
+      <material name="red"><color rgba="0.8 0.1 0.1 1"/></material></visual>
+  </link>
+  <link name="tool">
+    <inertial><mass value="0.2"/><inertia ixx="0.0001" ixy="0" ixz="0" iyy="0.0001" iyz="0" izz="0.0001"/></inertial>
+  </link>
+  <joint name="j1" type="revolute"><parent link="base_link"/><child link="link1"/><origin xyz="0 0 0.1"/>
+    <axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="10" velocity="3"/></joint>
+  <joint name="j2" type="prismatic"><parent link="link1"/><child link="link2"/><origin xyz="0.5 0 0"/>
+    <axis xyz="1 0 0"/><limit lower="0" upper="1" effort="10" velocity="1"/></joint>
+  <joint name="tool_joint" type="fixed"><parent link="link2"/><child link="tool"/><origin xyz="0.3 0 0"/></joint>
+</robot>
+"""
+ARM_RATE, ARM_DURATION = 50, 3.0
+
+
+def arm_q(t):
+    return 0.8 * math.sin(2.0 * t), 0.1 * t
+
+
+def arm_tool(t):
+    """The tool's origin in the world: R_z(j1) [0.8 + j2, 0, 0] + [0, 0, 0.1]."""
+    j1, j2 = arm_q(t)
+    r = 0.8 + j2
+    return np.array([r * math.cos(j1), r * math.sin(j1), 0.1])
+
+
+def _transform(parent, child, stamp, xyz, yaw=0.0):
+    from geometry_msgs.msg import TransformStamped
+    tr = TransformStamped()
+    tr.header.frame_id, tr.child_frame_id = parent, child
+    tr.header.stamp = time_msg(stamp)
+    tr.transform.translation.x, tr.transform.translation.y, tr.transform.translation.z = xyz
+    tr.transform.rotation.z, tr.transform.rotation.w = math.sin(yaw / 2), math.cos(yaw / 2)
+    return tr
+
+
+def write_arm(path, *, description=True, tf=True, odom=True, joint_states=True):
+    """/bot: a fixed arm (ARM_URDF, links prefixed bot/ as the dynamics node publishes them) moving j1 (revolute)
+    and j2 (prismatic) by arm_q, with a joint reference."""
+    from std_msgs.msg import String
+    from tf2_msgs.msg import TFMessage
+
+    from mbs_ros.nodes.markers import prefixed_urdf
+
+    with BagWriter(path) as w:
+        if description:
+            w.write_message("/bot/robot_description", String(data=prefixed_urdf(ARM_URDF, lambda n: "bot/" + n)),
+                            T0 - 1000)
+        if tf:
+            w.write_message("/tf_static", TFMessage(transforms=[_transform("bot/link2", "bot/tool", T0,
+                                                                           (0.3, 0.0, 0.0))]), T0 - 1000)
+        jt = JointTrajectory(joint_names=["j1", "j2"])
+        jt.header.stamp = time_msg(T0)
+        jt.points = [JointTrajectoryPoint(positions=[0.0, 0.0], time_from_start=duration_msg(0.0)),
+                     JointTrajectoryPoint(positions=[0.5, 0.2], time_from_start=duration_msg(2.0))]
+        w.write_message("/bot/joint_reference", jt, T0 - 1000)
+        for k in range(int(ARM_DURATION * ARM_RATE)):
+            stamp = T0 + k * (10**9 // ARM_RATE)
+            t = k / ARM_RATE
+            j1, j2 = arm_q(t)
+            if joint_states:
+                js = JointState(name=["j1", "j2"], position=[j1, j2])
+                js.header.stamp = time_msg(stamp)
+                w.write_message("/bot/joint_states", js, stamp + LATENCY)
+            if odom:
+                od = Odometry()
+                od.header.stamp = time_msg(stamp)
+                od.header.frame_id, od.child_frame_id = "world", "bot/base_link"
+                od.pose.pose.orientation.w = 1.0
+                w.write_message("/bot/odom", od, stamp + LATENCY)
+            if tf:
+                w.write_message("/tf", TFMessage(transforms=[
+                    _transform("world", "bot/base_link", stamp, (0.0, 0.0, 0.0)),
+                    _transform("bot/base_link", "bot/link1", stamp, (0.0, 0.0, 0.1), yaw=j1),
+                    _transform("bot/link1", "bot/link2", stamp, (0.5 + j2, 0.0, 0.0))]), stamp + LATENCY)
+            if k % 10 == 0:  # energy at 5 Hz, no potential energy: the kinetic is the total
+                values = {"kinetic_energy": 1.0 + t, "potential_energy": 0.0, "total_energy": 1.0 + t,
+                          "total_energy_ref": 1.0, "work_applied": t, "energy_balance_residual": 0.0}
+                st = DiagnosticStatus(name="/bot/dynamics_node: multibody", hardware_id="bot/base_link",
+                                      values=[KeyValue(key=key, value=str(v)) for key, v in values.items()])
+                da = DiagnosticArray(status=[st])
+                da.header.stamp = time_msg(stamp)
+                w.write_message("/diagnostics", da, stamp + LATENCY)
+    return path
+
+
+@pytest.fixture(scope="module")
+def arm_file(tmp_path_factory):
+    return write_arm(tmp_path_factory.mktemp("arm") / "arm.mcap")
+
+
+def gif_frames(path):
+    from PIL import Image
+    with Image.open(path) as im:
+        frames = []
+        for k in range(im.n_frames):
+            im.seek(k)
+            frames.append(np.asarray(im.convert("RGB"), dtype=float))
+        return im.size, frames
+
+
+def test_animation_gif_frame_count_size_and_motion(arm_file, tmp_path):
+    from mbs_ros import animate
+    rec = plot.load(arm_file, progress="never")
+    out = tmp_path / "arm.gif"
+    res = animate.animate(rec, out, fps=10, dpi=50)
+    # stamps 0 .. 2.98 s at 10 fps: every 0.1 s in real time
+    expected = int(math.floor((ARM_DURATION - 1 / ARM_RATE) * 10)) + 1
+    assert res.frames == expected and res.speed == 1.0
+    assert res.drawn_as == {"/bot": "shapes from /bot/robot_description"}
+    assert res.sources["/bot"].startswith("/tf")
+    size, frames = gif_frames(out)
+    assert size == res.size == (320, 240)
+    assert len(frames) == expected
+    # the robot moves: the picture below the time stamp differs between frames
+    below = slice(int(0.12 * size[1]), None)
+    diff = [np.abs(frames[0][below] - f[below]).mean() for f in (frames[len(frames) // 2], frames[-1])]
+    assert min(diff) > 0.5, diff
+    # a longer run than max_frames allows: max_frames frames, shown faster
+    res = animate.animate(rec, tmp_path / "fast.gif", fps=10, max_frames=8, dpi=40)
+    assert res.frames == 8 and res.speed == pytest.approx((ARM_DURATION - 1 / ARM_RATE) / 7 * 10)
+    assert len(gif_frames(tmp_path / "fast.gif")[1]) == 8
+
+
+def test_link_poses_from_tf_and_from_the_model_agree_with_the_kinematics(arm_file):
+    from mbs_ros import animate
+    rec = plot.load(arm_file, progress="never")
+    robot = animate.robots(rec)["/bot"]
+    assert robot.joint_types == {"j1": "revolute", "j2": "prismatic", "tool_joint": "fixed"}
+    assert {v.link: v.kind for v in robot.visuals} == {"bot/base_link": "box", "bot/link1": "cylinder",
+                                                       "bot/link2": "sphere", "bot/tool": "box"}  # tool: inertia box
+    stamps = T0 + np.arange(0, int(ARM_DURATION * ARM_RATE), 7) * (10**9 // ARM_RATE)
+    truth = np.array([arm_tool((s - T0) * 1e-9) for s in stamps])
+    for source in ("tf", "model"):
+        poses = animate.link_poses(rec, "/bot", stamps, robot, source=source)
+        assert animate.end_effector(poses) == "bot/tool", source
+        np.testing.assert_allclose(poses.T[:, poses.index("bot/tool"), :3, 3], truth, atol=1e-9, err_msg=source)
+    assert "Model(/bot/robot_description)" in animate.link_poses(rec, "/bot", stamps, robot, "model").source
+
+
+def test_animation_without_robot_description(tmp_path):
+    """No robot_description and no --model: /tf frames as points (with a note), or the base from odom; a --model
+    file gives the shapes back; nothing to pose, an unknown format or mp4 without ffmpeg: a clear error."""
+    from matplotlib import animation as mpl_animation
+
+    from mbs_ros import animate
+    bare = write_arm(tmp_path / "bare.mcap", description=False)
+    rec = plot.load(bare, progress="never")
+    res = animate.animate(rec, tmp_path / "points.gif", fps=5, dpi=40)
+    assert res.drawn_as == {"/bot": "frames as points"}
+    assert any("no /bot/robot_description in the file and no --model: link frames of /tf as points" in n
+               for n in rec.notes), rec.notes
+    assert len(gif_frames(tmp_path / "points.gif")[1]) == res.frames
+    urdf = tmp_path / "bot.urdf"
+    urdf.write_text(ARM_URDF)
+    rec = plot.load(bare, progress="never")
+    res = animate.animate(rec, tmp_path / "model.gif", fps=5, dpi=40, model=str(urdf))
+    assert res.drawn_as == {"/bot": f"shapes from --model {urdf}"}
+    # without /tf: the links from odom + joint_states with the model; without either: the base alone
+    no_tf = write_arm(tmp_path / "no_tf.mcap", tf=False, description=False)
+    res = animate.animate(plot.load(no_tf, progress="never"), tmp_path / "no_tf.gif", fps=5, dpi=40, model=str(urdf))
+    assert res.sources["/bot"].startswith("/bot/odom + /bot/joint_states + Model(--model")
+    res = animate.animate(plot.load(no_tf, progress="never"), tmp_path / "base.gif", fps=5, dpi=40)
+    assert res.sources == {"/bot": "/bot/odom"} and res.drawn_as == {"/bot": "frames as points"}
+    tf_only = write_arm(tmp_path / "tf_only.mcap", description=False, odom=False, joint_states=False)
+    res = animate.animate(plot.load(tf_only, progress="never"), tmp_path / "tf_only.gif", fps=5, dpi=40)
+    assert res.drawn_as == {"/bot": "frames as points"} and res.sources["/bot"] == "/tf + /tf_static"
+    nothing = write_arm(tmp_path / "nothing.mcap", description=False, tf=False, odom=False, joint_states=False)
+    with pytest.raises(animate.AnimationError, match="nothing to animate: no /tf, no <ns>/odom"):
+        animate.animate(plot.load(nothing, progress="never"), tmp_path / "x.gif")
+    with pytest.raises(animate.AnimationError, match="unknown animation format '.avi'"):
+        animate.animate(rec, tmp_path / "x.avi")
+    original = mpl_animation.FFMpegWriter.isAvailable
+    try:
+        mpl_animation.FFMpegWriter.isAvailable = classmethod(lambda cls: False)
+        with pytest.raises(animate.AnimationError, match="needs ffmpeg, which is not on PATH"):
+            animate.animate(rec, tmp_path / "x.mp4")
+    finally:
+        mpl_animation.FFMpegWriter.isAvailable = original
+    assert not (tmp_path / "x.mp4").exists()
+
+
+def test_animate_cli(arm_file, tmp_path):
+    out = subprocess.run([sys.executable, "-m", "mbs_ros.plot", str(arm_file), "--animate", str(tmp_path / "a.gif"),
+                          "--fps", "4", "--max-frames", "6"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "a.gif: 6 frames, 640x480 px, 4 fps" in out.stdout and "wrote no plots" not in out.stdout
+    assert len(gif_frames(tmp_path / "a.gif")[1]) == 6
+    out = subprocess.run([sys.executable, "-m", "mbs_ros.plot", str(arm_file), "--animate", str(tmp_path / "a.avi")],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "error: " in out.stderr and "unknown animation format" in out.stderr
+
+
+def _labels(fig):
+    return [a.get_ylabel() for a in fig.axes if a.get_visible()]
+
+
+def test_axis_units_and_shared_time_axes(arm_file, synthetic, tmp_path):
+    figs = {}
+    plot.plot_recording(plot.load(arm_file, progress="never"), tmp_path / "arm", figures=figs)
+    assert _labels(figs["bot_joints.png"]) == ["q [rad]", "q [m]"]
+    assert _labels(figs["bot_tracking.png"]) == ["‖q − q_ref‖ [rad and m mixed]"]
+    figs_bare = {}
+    rec = plot.load(write_arm(tmp_path / "bare.mcap", description=False), progress="never")
+    plot.plot_recording(rec, tmp_path / "bare", figures=figs_bare)
+    assert _labels(figs_bare["bot_joints.png"]) == ["q [rad or m]"] * 2
+    assert any("joint types unknown" in n for n in rec.notes)
+    plot.plot_recording(plot.load(synthetic, progress="never"), tmp_path / "syn", figures=figs)
+    for name in ("bot_joints.png", "bot_energy.png", "arm_joints.png", "arm_base.png", "arm_tracking.png",
+                 "arm_energy.png"):
+        axes = [a for a in figs[name].axes if a.get_visible()]
+        assert len(axes) > 1, name
+        for a in axes:
+            assert a.get_shared_x_axes().joined(axes[0], a), name
+            assert re.search(r"\[.+\]$", a.get_ylabel()), (name, a.get_ylabel())  # every axis with its unit
+        # the time axis is labelled, with its ticks, under the lowest panel of every column
+        columns = {}
+        for a in axes:
+            x0 = round(a.get_position().x0, 3)
+            if x0 not in columns or a.get_position().y0 < columns[x0].get_position().y0:
+                columns[x0] = a
+        for a in columns.values():
+            assert a.get_xlabel() == "t [s]", name
+            assert any(label.get_visible() for label in a.get_xticklabels()), name
+
+
+def test_energy_curves_stay_visible(arm_file, tmp_path):
+    """Potential 0: the kinetic curve equals the total; it is drawn over it, in another style; 5 Hz samples have
+    markers and the rate is in the title."""
+    figs = {}
+    plot.plot_recording(plot.load(arm_file, progress="never"), tmp_path, figures=figs)
+    a = figs["bot_energy.png"].axes[0]
+    lines = {ln.get_label(): ln for ln in a.get_lines()}
+    total, kinetic = lines["total E"], lines["kinetic"]
+    np.testing.assert_allclose(total.get_ydata(), kinetic.get_ydata())
+    assert kinetic.get_zorder() > total.get_zorder()
+    assert kinetic.get_linestyle() != total.get_linestyle() and total.get_linewidth() > kinetic.get_linewidth()
+    assert kinetic.get_marker() == "."
+    assert "/diagnostics at 5 Hz" in a.get_title()
+
+
+def test_fixed_arm_trajectory_is_the_end_effector_path(arm_file, tmp_path):
+    """The base does not move: the trajectory plot is the path of the last link (from /tf, or from the model
+    without /tf), not a dot."""
+    truth = np.array([arm_tool(k / ARM_RATE) for k in range(int(ARM_DURATION * ARM_RATE))])
+    urdf = tmp_path / "bot.urdf"
+    urdf.write_text(ARM_URDF)
+    cases = {"tf": (arm_file, None), "model": (write_arm(tmp_path / "no_tf.mcap", tf=False), None),
+             "--model": (write_arm(tmp_path / "bare.mcap", tf=False, description=False), str(urdf))}
+    for case, (path, model) in cases.items():
+        figs = {}
+        plot.plot_recording(plot.load(path, progress="never"), tmp_path / case, figures=figs, model=model)
+        fig = figs["bot_trajectory.png"]
+        assert "origin of bot/tool" in fig._suptitle.get_text(), case
+        path_xy = next(ln for ln in fig.axes[0].get_lines() if ln.get_label().startswith("end effector"))
+        xy = np.column_stack([path_xy.get_xdata(), path_xy.get_ydata()])
+        np.testing.assert_allclose(xy, truth[:, :2], atol=1e-9, err_msg=case)
+        assert np.ptp(xy, axis=0).max() > 0.5, case
+    # no /tf and no robot: the old figure, with a note
+    rec = plot.load(cases["--model"][0], progress="never")
+    plot.plot_recording(rec, tmp_path / "none")
+    assert any("the base does not move and neither /tf nor a robot_description" in n for n in rec.notes)
