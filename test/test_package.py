@@ -37,6 +37,10 @@ MODULE_TO_KEY = {
     "psutil": "python3-psutil",
     "example_robot_data": "example-robot-data",
     "mujoco": "python3-mujoco-pip",  # pip: mujoco (no distro package)
+    "mpl_toolkits": "python3-matplotlib",  # part of matplotlib (3D axes of the animation)
+    "PIL": "python3-pil",  # Pillow: GIF frames of the animation
+    "foxglove": "python3-foxglove-sdk-pip",  # pip: foxglove-sdk (no distro package), the live view's server
+    "websockets": "python3-websockets",  # the Foxglove test's WebSocket client
 }
 # ROS packages whose Python module has the package's name (besides *_msgs, *_srvs and *_interfaces).
 ROS_MODULES = {
