@@ -177,7 +177,8 @@ def test_record_topics():
     topics = record_topics(scenario)
     assert topics == ["/uvms1/odom", "/uvms2/odom", "/uvms1/joint_states", "/uvms2/joint_states",
                       "/uvms1/joint_reference", "/uvms2/joint_reference", "/uvms1/base_reference",
-                      "/uvms2/base_reference", "/tf", "/diagnostics"]
+                      "/uvms2/base_reference", "/uvms1/robot_description", "/uvms2/robot_description", "/tf",
+                      "/tf_static", "/diagnostics"]
     scara = load_scenario("scara")  # no record key: the default set, and /clock (sim_time)
     assert record_topics(scara) == [t if t.startswith("/") else f"/scara/{t}" for t in DEFAULT_RECORD] + ["/clock"]
     assert record_topics(scara, "all") is None
