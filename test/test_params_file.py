@@ -82,6 +82,21 @@ def test_directory_and_good_files(tmp_path):
         assert read_params_file(path), path
 
 
+def test_lists_launch_ros_writes_as_tuples_are_lists(tmp_path):
+    """launch_ros writes a Node's parameter dict with yaml.dump after turning its lists into tuples; rcl reads a
+    ``!!python/tuple`` sequence as a list, and so must the check before rclpy.init (it refused every launch)."""
+    import yaml
+
+    text = yaml.dump({"/**": {"ros__parameters": {"inertia": (0.02, 0.0, 0.03), "names": ("a", "b"), "mass": 2.5,
+                                                  "nested": {"gains": (1.0, 2.0)}}}}, default_flow_style=False)
+    assert "!!python/tuple" in text
+    assert read_params_file(write(tmp_path, "launch_ros", text.encode())) == {
+        "/**": {"inertia": [0.02, 0.0, 0.03], "names": ["a", "b"], "mass": 2.5, "nested": {"gains": [1.0, 2.0]}}}
+    mixed = yaml.dump({"/**": {"ros__parameters": {"gains": (1, 2.0)}}})
+    with pytest.raises(YamlFileError, match="mixing integer and double"):
+        read_params_file(write(tmp_path, "mixed", mixed.encode()))
+
+
 # ------------------------------------------------------------------------------ node processes
 
 NODE_CASES = [("controller_node", c) for c in ("missing", "bad_yaml", "top_list", "top_text", "no_ros_parameters",

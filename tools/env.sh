@@ -12,6 +12,7 @@
 #         this checkout.
 # Exports: MBS_ROOT, MBS_MODE, MBS_VENV, MBS_PREFIX (the ament prefix holding mbs_ros and mbs_ros_msgs),
 # MBS_PYTHON, and AMENT_PREFIX_PATH (+ PATH in venv mode, PYTHONPATH and LD_LIBRARY_PATH in ros mode).
+# MBS_PREFIX is also a complete ament prefix for mbs_ros: share/mbs_ros and lib/mbs_ros/<executables>.
 
 MBS_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 MBS_VENV=${MBS_VENV:-$MBS_ROOT/.venv}
@@ -45,5 +46,18 @@ else
   MBS_PYTHON=$MBS_VENV/bin/python
   export PATH=$MBS_VENV/bin:$PATH
 fi
-export AMENT_PREFIX_PATH=$MBS_PREFIX${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}
+# Our prefix goes first, unless a prefix already on AMENT_PREFIX_PATH provides mbs_ros (the caller sourced a
+# colcon install/ of it): that overlay is then found first, as ROS 2 overlays are, and ours comes after it.
+_mbs_overlay=false
+IFS=: read -r -a _mbs_prefixes <<< "${AMENT_PREFIX_PATH:-}"
+for _mbs_p in "${_mbs_prefixes[@]}"; do
+  [ -n "$_mbs_p" ] && [ "$_mbs_p" != "$MBS_PREFIX" ] &&
+    [ -e "$_mbs_p/share/ament_index/resource_index/packages/mbs_ros" ] && _mbs_overlay=true
+done
+if $_mbs_overlay; then
+  export AMENT_PREFIX_PATH=$AMENT_PREFIX_PATH:$MBS_PREFIX
+else
+  export AMENT_PREFIX_PATH=$MBS_PREFIX${AMENT_PREFIX_PATH:+:$AMENT_PREFIX_PATH}
+fi
+unset _mbs_overlay _mbs_prefixes _mbs_p
 export MBS_ROOT MBS_MODE MBS_VENV MBS_PREFIX MBS_PYTHON

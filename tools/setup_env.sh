@@ -16,7 +16,8 @@
 #      that MoveIt and other clients match the controller's action server; then builds our own
 #      interface package mbs_ros_msgs/ (EnergyPorts) the same way and checks that it imports and publishes;
 #   4. pip installs this package editable, without touching the network;
-#   5. links .venv/share/mbs_ros/{package.xml,launch,config} and the ament index entry to this checkout.
+#   5. links .venv/share/mbs_ros/{package.xml,launch,config} and the ament index entry to this checkout, and
+#      writes .venv/lib/mbs_ros/<console script> (what ros2 run and launch_ros start; build/dev_prefix too).
 # Steps 1-3 are skipped while .venv/.mbs_env_stamp matches a hash of the requirement files, this script and
 # the files under mbs_ros_msgs/ (so an edited .msg is rebuilt),
 # step 4 while .venv/.mbs_pkg_stamp matches a hash of setup.py, setup.cfg and the checkout's path.
@@ -185,6 +186,39 @@ link_share() {
   ln -sfn "$MBS_ROOT/config" "$share/config"
   # colcon must not crawl into the prefix and find a second mbs_ros (or the wheels' package.xml files).
   : > "$prefix/COLCON_IGNORE"
+  libexec_scripts "$prefix"
+}
+
+libexec_scripts() {
+  # PREFIX/lib/mbs_ros/<name> for every console script of setup.py, as colcon installs them: ament_index
+  # finds mbs_ros in PREFIX, so `ros2 run` and launch_ros look for its executables there (without them:
+  # "libexec directory '.../lib/mbs_ros' does not exist"). Each runs $MBS_PYTHON; in ros mode it needs the
+  # environment of tools/env.sh (PYTHONPATH, LD_LIBRARY_PATH), as everything else there. Rewritten in place
+  # (a launch starting meanwhile finds every script), names no longer in setup.py removed.
+  "$MBS_PYTHON" - "$MBS_ROOT/setup.py" "$1/lib/mbs_ros" "$MBS_PYTHON" <<'PY'
+import ast, os, sys
+setup_py, libexec, python = sys.argv[1:]
+scripts = {}
+for node in ast.walk(ast.parse(open(setup_py).read())):
+    if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "setup":
+        entry = ast.literal_eval(next(k.value for k in node.keywords if k.arg == "entry_points"))
+        for line in entry["console_scripts"]:
+            name, target = (part.strip() for part in line.split("="))
+            scripts[name] = target.split(":")
+os.makedirs(libexec, exist_ok=True)
+for name, (module, func) in scripts.items():
+    path = os.path.join(libexec, name)
+    text = (f"#!{python}\n# console script '{name}' of mbs_ros for ros2 run and launch_ros (tools/setup_env.sh)\n"
+            f"import sys\nfrom {module} import {func}\nsys.exit({func}())\n")
+    if os.path.isfile(path) and open(path).read() == text and os.access(path, os.X_OK):
+        continue
+    with open(path + ".tmp", "w") as f:
+        f.write(text)
+    os.chmod(path + ".tmp", 0o755)
+    os.replace(path + ".tmp", path)
+for name in set(os.listdir(libexec)) - set(scripts):
+    os.remove(os.path.join(libexec, name))
+PY
 }
 
 unimportable() {

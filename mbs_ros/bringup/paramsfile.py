@@ -12,6 +12,9 @@ takes UTF-8, UTF-16 and UTF-32 by their BOM. rcl reads such parameter files too 
 The nodes' start-up (:func:`mbs_ros.nodes.runtime.run_node`) checks every ``--params-file`` with
 :func:`read_params_file` before ``rclpy.init``; the scenario loader reads scenarios with :func:`read_yaml` and a
 robot's ``params`` file with :func:`read_params_file`. Nothing here imports rclpy.
+
+A list tagged ``!!python/tuple`` is a list, as rcl reads it: launch_ros writes every list parameter of a
+``Node(parameters=[{...}])`` that way (``yaml.dump`` of the tuples it normalises lists to).
 """
 
 from __future__ import annotations
@@ -27,6 +30,23 @@ __all__ = ["YamlFileError", "read_yaml", "read_params_file", "flatten", "PARAMS_
 
 PARAMS_KEY = "ros__parameters"
 _SHAPE = "expected a mapping of node names to {ros__parameters: {name: value}}"
+
+
+_TUPLE_TAG = "tag:yaml.org,2002:python/tuple"
+
+
+def _tuples_as_lists(node: yaml.Node) -> yaml.Node:
+    """``node`` with every ``!!python/tuple`` sequence retagged as a plain sequence (in place)."""
+    if isinstance(node, yaml.SequenceNode):
+        if node.tag == _TUPLE_TAG:
+            node.tag = "tag:yaml.org,2002:seq"
+        for item in node.value:
+            _tuples_as_lists(item)
+    elif isinstance(node, yaml.MappingNode):
+        for k, v in node.value:
+            _tuples_as_lists(k)
+            _tuples_as_lists(v)
+    return node
 
 
 def _fail(path, node: yaml.Node, reason: str) -> YamlFileError:
@@ -95,7 +115,7 @@ def read_params_file(path: Union[str, os.PathLike]) -> Dict[str, dict]:
     docstring)."""
     text = read_text(path)
     out: Dict[str, dict] = {}
-    for doc in compose_all(path, text):
+    for doc in map(_tuples_as_lists, compose_all(path, text)):
         if isinstance(doc, yaml.ScalarNode) and doc.value == "" and doc.tag.endswith(":null"):
             continue
         if not isinstance(doc, yaml.MappingNode):
