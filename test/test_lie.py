@@ -2,8 +2,9 @@
 
 References are independent of the code under test: scipy.linalg.expm, 50-term power series and
 Bernoulli series evaluated in mpmath at 30 digits, sympy series for the Taylor coefficients, finite
-differences, and the formulas printed in seeds 001/004 (with the typos listed in
-/work/shared/notes fixed).
+differences, and the formulas printed in seeds 001/004 (Müller & Terze's dexp⁻¹, eqs. (10)-(11); From's ad~, eqs. 68,
+73, 83: README, "The papers' studies"), with a misprint corrected where a test says so (From's Table 1 sign of ad~
+on SO(3); his eq. 68 is right).
 """
 
 import math

@@ -212,3 +212,18 @@ def test_layout_names_existing_files():
             else:
                 missing.append(name)
     assert not missing, f"README.md's layout names what is not in the repository: {missing}"
+
+
+def test_sources_cite_what_a_reader_can_open():
+    """No comment or docstring points at a file outside the repository: a design document that is not in it, or
+    an absolute path of the machine that built it."""
+    pattern = re.compile(r"DESIGN\.md|/home/[a-z]|/work/[a-z]")
+    found = []
+    for folder in ("mbs_ros", "test", "tools", "launch"):
+        for path in sorted((ROOT / folder).rglob("*")):
+            if path.suffix not in (".py", ".sh", ".md", ".txt", ".cfg") or "__pycache__" in path.parts:
+                continue
+            for i, line in enumerate(path.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+                if pattern.search(line):
+                    found.append(f"{path.relative_to(ROOT)}:{i}: {line.strip()}")
+    assert not found, "cite what a reader can open (README.md, a paper, a file of this repository):\n" + "\n".join(found)

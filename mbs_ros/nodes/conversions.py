@@ -1,6 +1,6 @@
 """Message <-> numpy conversions for the nodes. No physics here.
 
-Conventions (see DESIGN.md): twists and wrenches are linear first, ``V = [v; w]``, ``W = [F; tau]``;
+Conventions (README.md, "Conventions"): twists and wrenches are linear first, ``V = [v; w]``, ``W = [F; tau]``;
 quaternions are ``[x, y, z, w]`` (ROS and Pinocchio order; transforms3d uses ``[w, x, y, z]`` and is
 only called through the helpers below); stamps are integer nanoseconds.
 

@@ -8,11 +8,44 @@ from typing import Callable
 import numpy as np
 
 
+# The five papers the project implements ("seed 000" ... "seed 004" in comments and docstrings; README, "The
+# papers"): the number -> (authors and short title, as --list prints them; the full title, for --help). Müller &
+# Terze's is ASME IDETC 2013 paper DETC2013-12151; From's is "Part one: Single Rigid Bodies".
+PAPERS = {
+    "000": ("Lohmayer, Capobianco & Leyendecker, \"Exergetic Port-Hamiltonian Systems for Multibody Dynamics\"",
+            "Exergetic Port-Hamiltonian Systems for Multibody Dynamics"),
+    "001": ("Müller & Terze 2013, \"Optimal configuration space for Lie group integration of constrained MBS?\"",
+            "Is there an optimal choice of configuration space for Lie group integration schemes applied to "
+            "constrained MBS?"),
+    "002": ("Alazard, Sanfedino & Kassarian, \"Non-linear dynamics of multibody systems\" (TITOP)",
+            "Non-linear dynamics of multibody systems: a system-based approach"),
+    "003": ("Massa & Vignolo, \"Newton–Euler, Lagrange and Kirchhoff formulations of rigid body dynamics\"",
+            "Newton–Euler, Lagrange and Kirchhoff formulations of rigid body dynamics: a unified approach"),
+    "004": ("From, \"Singularity-free dynamic equations of mechanical systems in Lagrangian form\"",
+            "An Explicit Formulation of Singularity-Free Dynamic Equations of Mechanical Systems in Lagrangian "
+            "Form—Part one: Single Rigid Bodies"),
+}
+
+
+def cite(seed: str, where: str = "") -> str:
+    """The short citation of paper ``seed`` ("001"), with a section (``where``) when given."""
+    return PAPERS[seed][0] + (f", {where}" if where else "")
+
+
+def reference(seed: str) -> str:
+    """The paper's authors and full title, for --help."""
+    short, title = PAPERS[seed]
+    authors = short.split(' "')[0].rstrip(",")
+    return f'{authors}: "{title}"'
+
+
 @dataclass(frozen=True)
 class Study:
     """``add_arguments(parser)`` adds the study's options, ``run(args) -> dict`` computes its metrics (plain JSON
     types), ``report(result) -> str`` formats them as a table. ``description`` is the ``--help`` text: what is
-    computed, the metric keys, the paper, and the assumptions for values the paper leaves out."""
+    computed, the metric keys, the paper, and the assumptions for values the paper leaves out. ``summary`` says
+    in words what the study does; ``papers`` are the numbers of the papers it reproduces (keys of PAPERS) and
+    ``where`` the section of the first, for --list."""
 
     name: str
     summary: str
@@ -20,6 +53,8 @@ class Study:
     add_arguments: Callable
     run: Callable
     report: Callable
+    papers: tuple = ()
+    where: str = ""
 
 
 def jsonable(x):

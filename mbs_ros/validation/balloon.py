@@ -51,7 +51,8 @@ TORQUE_B0 = np.array([0.0, 0.0, -G * (MASSES["pendulum1"] + MASSES["pendulum2"])
 COM0 = np.array([(MASSES["pendulum1"] + MASSES["pendulum2"]) * 1.2 * _S1,
                  MASSES["slider"] * -2.0 + MASSES["pendulum1"] * (-2.0 - 1.2 * _C1)
                  + MASSES["pendulum2"] * (-2.0 - 1.2 * _C1 - 1.6), 0.0]) / M_TOTAL
-#: the same as printed in the reading notes (rounded): the closed forms above must round to them
+#: the same values worked out by hand from the paper's Table 1 when the study was written (rounded; the
+#: "notes" below): the closed forms above must round to them
 NOTES_T0 = {"J_r1": 2.88, "J_r2": 7.68, "torque_about_B_z": -10.2209, "com": (0.065118, -0.680697, 0.0)}
 
 
@@ -396,7 +397,7 @@ Reference: Pinocchio's ABA on the same URDF (pin is a test-only dependency: with
 skipped with a message), DOP853 on a quaternion embedding at --ref-tol/10, and at --ref-tol to show that it agrees
 with itself.
 
-Assumptions for what the paper leaves out (see the reading notes): k = 100 N/m (with k = 0 the slider and pendulums
+Assumptions for what the paper leaves out: k = 100 N/m (with k = 0 the slider and pendulums
 fall along the slider axis once it tilts), d_s = 5 N·s/m, d_p1 = d_p2 = 0.5 N·m·s/rad, 10 s, S = C, point masses with
 zero inertia, identity joint frames. Table 1's axis t = (1, 0, −1) is used although the text says the slider works in
 the (x_b, y_b) plane. J_B violates the triangle inequality (principal moments 3, 5, 17): accepted, the warning is
@@ -406,7 +407,7 @@ Metrics (--json: one object):
   initial                  t = 0: J_r1, J_r2 (one body's apparent inertia about its joint axis), J_r2_crba
                            (M[θ2, θ2]), torque_about_B (net gravity + buoyancy), net_force, com (from the model);
                            closed_form (m l², −g (m1 + m2) 1.2 sin θ1, point-mass c.o.m.), errors (model vs closed
-                           form), notes_values_match (closed forms round to the notes' 2.88, 7.68, −10.2209 N·m,
+                           form), notes_values_match (closed forms round to the hand-worked 2.88, 7.68, −10.2209 N·m,
                            (0.065118, −0.680697, 0) m)
   reference                {name, base_position_error (m), base_attitude_error, link_position_error (m), joint_error,
                            velocity_error, self_position_error / self_attitude_error (reference at tol vs tol/10),
@@ -423,5 +424,4 @@ Metrics (--json: one object):
   us_per_step, parameters
 """
 
-STUDY = Study("balloon", "seed 002 §4: TITOP balloon + slider + double pendulum vs Pinocchio", HELP, _add_arguments,
-              _run, _report)
+STUDY = Study("balloon", "a balloon carrying a slider and a double pendulum (9 DOF) against Pinocchio", HELP, _add_arguments, _run, _report, ("002",), "§4")

@@ -1,6 +1,6 @@
 """``python -m mbs_ros.validation STUDY [options] [--json]``: the seed papers' studies, one command each.
 
-``--list`` lists the studies; ``python -m mbs_ros.validation STUDY --help`` documents a study: what it computes,
+``--list`` lists the studies, each with the paper it reproduces (``mbs_ros.validation._study.PAPERS``); ``python -m mbs_ros.validation STUDY --help`` documents a study: what it computes,
 the metric keys of its ``--json`` output, and the assumptions made where the paper leaves a value out.
 """
 from __future__ import annotations
@@ -9,7 +9,7 @@ import argparse
 import json
 import sys
 
-from ._study import jsonable
+from ._study import cite, jsonable, reference
 
 
 def studies() -> dict:
@@ -29,7 +29,9 @@ def parser(registry: dict) -> argparse.ArgumentParser:
     ap.add_argument("--list", action="store_true", help="list the studies and exit")
     sub = ap.add_subparsers(dest="study", metavar="STUDY")
     for name, s in registry.items():
+        papers = "\n".join(reference(seed) for seed in s.papers)
         p = sub.add_parser(name, help=s.summary, description=s.description,
+                           epilog=f"Paper{'s' if len(s.papers) > 1 else ''}:\n{papers}" if papers else None,
                            formatter_class=argparse.RawDescriptionHelpFormatter)
         s.add_arguments(p)
         p.add_argument("--json", action="store_true", help="print one JSON object of the metrics instead of a table")
@@ -43,6 +45,9 @@ def main(argv=None) -> int:
     if args.list:
         for name, s in registry.items():
             print(f"{name:<16} {s.summary}")
+            if s.papers:
+                for i, seed in enumerate(s.papers):
+                    print(f"{'':<16} {'after' if i == 0 else 'and'} {cite(seed, s.where if i == 0 else '')}")
         return 0
     if args.study is None:
         ap.print_help(sys.stderr)

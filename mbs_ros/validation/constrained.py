@@ -347,10 +347,10 @@ smallest kinetic energy, i.e. the system's centre of mass at rest. Bodies as in 
                            "(no external force)\n")
 
 STUDIES = [
-    Study("heavy-top", "seed 001 §5.1: heavy top on SE(3) vs SO(3)×R³, KKT + RKMK", HEAVY_TOP_HELP,
-          _add_arguments("heavy-top", 1.0), _run("heavy-top"), _report),
-    Study("double-pendulum", "seed 001 §5.2: spherical double pendulum, ground and body-to-body joints",
-          DOUBLE_PENDULUM_HELP, _add_arguments("double-pendulum", 2.0), _run("double-pendulum"), _report),
-    Study("floating-pair", "seed 001 §5.3: two floating bodies joined by a spherical joint", FLOATING_PAIR_HELP,
-          _add_arguments("floating-pair", 2.0), _run("floating-pair"), _report),
+    Study("heavy-top", "a heavy top on a spherical joint integrated on SE(3) and SO(3)×R³: joint drift, energy", HEAVY_TOP_HELP,
+          _add_arguments("heavy-top", 1.0), _run("heavy-top"), _report, ("001",), "§5.1"),
+    Study("double-pendulum", "a spherical double pendulum on SE(3) and SO(3)×R³ against Pinocchio", DOUBLE_PENDULUM_HELP, _add_arguments("double-pendulum", 2.0),
+          _run("double-pendulum"), _report, ("001",), "§5.2"),
+    Study("floating-pair", "two floating bodies joined by a spherical joint: momentum, joint drift", FLOATING_PAIR_HELP, _add_arguments("floating-pair", 2.0), _run("floating-pair"), _report,
+          ("001",), "§5.3"),
 ]

@@ -282,5 +282,6 @@ Metrics (--json: {"study", "cases": [...], "max_difference"}; one case per load 
   model_us_per_step, wall_s
 """
 
-STUDY = Study("formulations", "seed 003: Kirchhoff, Newton–Euler, Lagrange and seed-004 forms side by side", HELP,
-              _add_arguments, _run, _report)
+STUDY = Study("formulations", "one rigid body in the Kirchhoff, Newton–Euler, Lagrange forms and ours, side by "
+              "side", HELP, _add_arguments, _run, _report,
+              ("003", "004"))

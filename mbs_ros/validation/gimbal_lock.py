@@ -131,5 +131,5 @@ Metrics (--json: one object):
   us_per_step, dt, t_end, steps, pitch_rate, roll0, pitch0
 """
 
-STUDY = Study("gimbal-lock", "seed 004: body-velocity form vs Euler-angle Lagrange through pitch ±90°", HELP,
-              _add_arguments, _run, _report)
+STUDY = Study("gimbal-lock", "a heavy body through pitch ±90°: ours against Euler-angle Lagrange equations", HELP, _add_arguments, _run, _report,
+              ("004",))

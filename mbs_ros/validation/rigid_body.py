@@ -119,8 +119,7 @@ Metrics (--json: {"study", "drift": [...], "convergence": {...}}):
 Body (ours, the paper has no numbers): m = 1.7 kg, full inertia, c.o.m. (0.1, −0.05, 0.2) m.
 """
 
-STUDY = Study("rigid-body", "seeds 004/001: long-run drift per base group and RKMK orders on SE(3)", HELP,
-              _add_arguments, _run, _report)
+STUDY = Study("rigid-body", "drift of long runs on every base group; integrator orders on SE(3)", HELP, _add_arguments, _run, _report, ("004", "001"))
 
 
 def main(argv=None) -> int:

@@ -1,6 +1,6 @@
 """Shared interface and numerics for the Lie groups of :mod:`mbs_ros.dynamics.lie`.
 
-Conventions (project wide, see /work/shared/DESIGN.md):
+Conventions (project wide; README.md, "Conventions"):
 
 * tangent coordinates are linear first, e.g. se(3) ``xi = [v; w]``;
 * velocities are left-trivialised (body frame): ``g^-1 dg/dt = xi^``;
