@@ -88,10 +88,26 @@ def _commands(text):
     out = []
     for line in joined.splitlines():
         line = line.split(" #", 1)[0] if not line.lstrip().startswith("#") else ""
-        for part in re.split(r"\s*(?:&&|;|\|\|)\s*", line.strip()):
-            if part:
-                out.append(part)
+        out += [part for part in _split_outside_quotes(line.strip()) if part]
     return out
+
+
+def _split_outside_quotes(line):
+    """``a; b && c || d`` -> ``[a, b, c, d]``, leaving ``;`` inside quotes alone."""
+    parts, current, quote, i = [], "", None, 0
+    while i < len(line):
+        c = line[i]
+        if quote:
+            quote = None if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        elif c == ";" or line.startswith(("&&", "||"), i):
+            parts.append(current.strip())
+            current, i = "", i + (1 if c == ";" else 2)
+            continue
+        current += c
+        i += 1
+    return parts + [current.strip()]
 
 
 def _makefile_targets():
