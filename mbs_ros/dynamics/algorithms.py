@@ -225,9 +225,7 @@ def _wrenches(model, kin, v, a, gravity=True, f_ext=None):
     P = model.passive
     fluid = gravity and P is not None and P.has_fluid
     if f_ext is not None or fluid:
-        AdiT = kin.Ad.copy()  # Ad⁻ᵀ = [[R, 0], [p̂R, R]]
-        AdiT[:, 3:, :3] = kin.Ad[:, :3, 3:]
-        AdiT[:, :3, 3:] = 0.0
+        AdiT = wrench_transforms(kin)
     if fluid:  # D g_i: gravity off the added mass, buoyancy on (passive.py); g_i in body i's axes
         g_i = np.einsum("nba,b->na", kin.T[:, :3, :3], kin.gravity)
         f = f + _mv(AdiT, _mv(P.D, g_i))
@@ -235,6 +233,14 @@ def _wrenches(model, kin, v, a, gravity=True, f_ext=None):
         W = np.asarray(f_ext, dtype=float).reshape(tree.nb, 6)
         f = f - _mv(AdiT, W)
     return tree.subtree @ f
+
+
+def wrench_transforms(kin) -> np.ndarray:
+    """(nb, 6, 6) ``Ad⁻ᵀ = [[R, 0], [p̂R, R]]`` of each body: its own-frame wrenches into the base frame."""
+    AdiT = kin.Ad.copy()
+    AdiT[:, 3:, :3] = kin.Ad[:, :3, 3:]
+    AdiT[:, :3, 3:] = 0.0
+    return AdiT
 
 
 def _project(model, kin, F):

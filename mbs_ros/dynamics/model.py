@@ -795,10 +795,9 @@ class Model:
             return np.zeros(self.nv), 0.0
         if self._compiled is not None:
             return self._compiled.passive(q, v, springs)
-        from .passive import energy_ports, passive_forces
+        from .passive import passive_terms
 
-        tau = passive_forces(self, q, v, springs)
-        return tau, sum(energy_ports(self, q, v)["dissipators"].values())
+        return passive_terms(self, q, v, springs)
 
     def with_current(self, velocity, rate=(0.0, 0.0, 0.0)) -> "Model":
         """The same model in a uniform current of ``velocity`` [m/s] changing at ``rate`` [m/s²] (world axes);
@@ -871,16 +870,19 @@ class Model:
         :attr:`passive`, plus buoyancy's ``gᵀ Σ ρ∇ c_b`` and the joint springs' ``Σ ½k(θ − θ₀)²``."""
         if self._mimic is not None:
             return self._mimic.potential_energy(q)
-        extra = 0.0
-        if self.passive is not None:
-            from .passive import buoyancy_energy, spring_energy
+        if self.passive is None:
+            return self._gravity_energy(q)
+        from .passive import buoyancy_energy, spring_energy
 
-            extra = buoyancy_energy(self, q) + spring_energy(self, q)
+        return self._gravity_energy(q) + buoyancy_energy(self, q) + spring_energy(self, q)
+
+    def _gravity_energy(self, q: np.ndarray) -> float:
+        """The potential of gravity on the rigid masses alone, ``−gᵀ Σ m_i p_com,i`` (full tree)."""
         if not self._single:
-            return alg.potential_energy(self, q) + extra
+            return alg.potential_energy(self, q)
         T = self.group.pose_matrix(q)
         p_com = T[:3, :3] @ self.com + T[:3, 3]
-        return -self.mass * float(self.gravity @ p_com) + extra
+        return -self.mass * float(self.gravity @ p_com)
 
     def spatial_momentum(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """World-frame spatial momentum of the whole system ``Σ Ad_{g_i⁻¹}ᵀ I_i V_i``: ``[linear; angular about

@@ -72,7 +72,8 @@ from .lie import hat3
 from .urdf import ModelError, origin_matrix
 
 __all__ = ["LinkHydro", "JointDynamics", "ThrusterSpec", "Passive", "parse_extensions", "build_passive",
-           "FRICTION_VELOCITY", "WATER_DENSITY", "ENVIRONMENT_TEMPERATURE", "passive_forces", "energy_ports",
+           "FRICTION_VELOCITY", "WATER_DENSITY", "ENVIRONMENT_TEMPERATURE", "passive_forces", "passive_terms",
+           "energy_ports",
            "thrust_response"]
 
 #: Default smoothing speed of Coulomb friction, ``f tanh(θ̇ / v_f)`` [rad/s or m/s].
@@ -514,34 +515,32 @@ def _joint_terms(model, q, v):
     return spring, damper, friction, rates
 
 
-def passive_forces(model, q, v, springs: bool = True) -> np.ndarray:
-    """τ_p (nv,) of the full tree, numpy reference (module docstring): joint springs (unless ``springs`` is False),
-    dampers and friction, hydrodynamic damping and the current's loads; ``τ_p = Σ_i J_iᵀ W_i`` with the loads
-    ``W_i`` on each body."""
+def passive_terms(model, q, v, springs: bool = True):
+    """``(τ_p (nv,), dissipated power [W])`` of the full tree, numpy reference (module docstring): joint springs
+    (unless ``springs`` is False), dampers and friction, hydrodynamic damping and the current's loads;
+    ``τ_p = Σ_i J_iᵀ W_i`` with the loads ``W_i`` on each body."""
     from . import algorithms as alg
 
     P, tree = model.passive, model._tree
     q = np.asarray(q, dtype=float)
     v = np.asarray(v, dtype=float)
     tau = np.zeros(tree.nv)
+    p_diss = 0.0
     if P.has_fluid and (P.elem_body.size or P.has_current):
-        kin, V, W, *_ = _loads(model, q, v)
-        kin = alg.kinematics(model, q, inertia=False)
-        W_base = np.einsum("nab,nb->na", _ad_inv_T_batch(kin.T), W)
+        kin, _V, W, _W_cur, w_el, Vr_el = _loads(model, q, v)
+        W_base = np.einsum("nab,nb->na", alg.wrench_transforms(kin), W)
         tau += alg._project(model, kin, tree.subtree @ W_base)
+        p_diss += float(np.einsum("ea,ea->", w_el, Vr_el))
     if tree.nj:
-        spring, damper, friction, _ = _joint_terms(model, q, v)
+        spring, damper, friction, rates = _joint_terms(model, q, v)
         tau[tree.nvb:] += damper + friction + (spring if springs else 0.0)
-    return tau
+        p_diss -= float((damper + friction) @ rates)
+    return tau, p_diss
 
 
-def _ad_inv_T_batch(T):
-    R, p = T[:, :3, :3], T[:, :3, 3]
-    X = np.zeros((len(T), 6, 6))
-    X[:, :3, :3] = R
-    X[:, 3:, 3:] = R
-    X[:, 3:, :3] = np.array([hat3(x) for x in p]) @ R
-    return X
+def passive_forces(model, q, v, springs: bool = True) -> np.ndarray:
+    """τ_p (nv,) of :func:`passive_terms`."""
+    return passive_terms(model, q, v, springs)[0]
 
 
 def spring_energy(model, q) -> float:
@@ -596,13 +595,9 @@ def energy_ports(model, q, v, efforts=None, wrench=None, thrust=None, temperatur
     mm = model._mimic
     full = model if mm is None else mm.full
     qf, vf = (q, v) if mm is None else (mm.q_full(q), mm.v_full(v))
-    storages = {"kinetic": model.kinetic_energy(q, v)}
-    pe_total = model.potential_energy(q)
-    b = buoyancy_energy(full, qf)
-    s = spring_energy(full, qf)
-    storages["gravity"] = pe_total - b - s
+    storages = {"kinetic": model.kinetic_energy(q, v), "gravity": full._gravity_energy(qf)}
     if P is not None and P.has_fluid:
-        storages["buoyancy"] = b
+        storages["buoyancy"] = buoyancy_energy(full, qf)
     ports, diss = {}, {}
     nj = len(model.joint_names)
     nvb = model.nv - nj
