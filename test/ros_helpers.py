@@ -27,6 +27,17 @@ from rclpy.qos import QoSProfile
 from mbs_ros.nodes import conversions as cv
 
 
+def poll_until(predicate, step, timeout, what="condition", alive=()):
+    """Call ``step()`` until ``predicate()``; raise if a process of ``alive`` exited or after ``timeout`` s (wall)."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        for p in alive:
+            p.check_running()
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        step()
+
+
 class Probe:
     """The test side: one rclpy node, spun by hand. ``timeout`` is the default of every wait."""
 
@@ -40,14 +51,8 @@ class Probe:
 
     def spin_until(self, predicate, timeout=None, what="condition", alive=()):
         """Spin until ``predicate()``; raise if a process of ``alive`` exited or after ``timeout`` s."""
-        timeout = self.timeout if timeout is None else timeout
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            for p in alive:
-                p.check_running()
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-            self.executor.spin_once(timeout_sec=0.01)
+        poll_until(predicate, lambda: self.executor.spin_once(timeout_sec=0.01),
+                   self.timeout if timeout is None else timeout, what, alive)
 
     def spin_for(self, seconds):
         """A bounded observation window: spin for ``seconds`` of wall clock."""

@@ -41,7 +41,7 @@ from mbs_ros.foxglove_schemas import (  # noqa: E402
 )
 from mbs_ros.process import NodeProcess  # noqa: E402
 from mbs_ros.recording import message_class, message_definition, read_messages  # noqa: E402
-from ros_helpers import Probe, ros_env_defaults  # noqa: E402
+from ros_helpers import Probe, poll_until, ros_env_defaults  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 TIMEOUT = 90.0  # s: start-up of three processes and DDS discovery on a loaded 2-core machine
@@ -137,13 +137,7 @@ class Client:
             self.assets[rid] = (status, bytes(m[10:10 + n]).decode(), bytes(m[10 + n:]))
 
     def wait(self, predicate, what, alive=(), timeout=TIMEOUT):
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            for p in alive:
-                p.check_running()
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-            self.pump(0.2)
+        poll_until(predicate, lambda: self.pump(0.2), timeout, what, alive)
 
     def subscribe(self, topics):
         subs = []
