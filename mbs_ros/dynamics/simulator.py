@@ -962,21 +962,29 @@ class RateCheck:
 REAL_AXIS_LIMIT = {"euler": 2.0, "heun": 2.0, "rk3": 2.5127, "rk4": 2.7853}
 
 
-def _damping_rate(model: Model, q: np.ndarray) -> float:
-    """``max |eig(M⁻¹ ∂(−τ_p)/∂v)|`` at ``(q, 0)`` (central differences in v): how fast the stiffest passive damper
-    stops its mode [1/s]."""
-    if not model._passive_active:
-        return 0.0
-    nv, eps = model.nv, 1e-7
-    Cd = np.empty((nv, nv))
+def _largest_rate(model: Model, q: np.ndarray, force, eps: float) -> float:
+    """``max |eig(M(q)⁻¹ K)|`` with ``K`` the Jacobian of ``force(e)`` in a tangent perturbation ``e`` (nv,), by
+    central differences of step ``eps``; 0 where ``K`` vanishes."""
+    nv = model.nv
+    K = np.empty((nv, nv))
     e = np.zeros(nv)
     for i in range(nv):
         e[i] = eps
-        Cd[:, i] = -(model.passive_forces(q, e) - model.passive_forces(q, -e)) / (2 * eps)
+        K[:, i] = force(e)
+        e[i] = -eps
+        K[:, i] -= force(e)
         e[i] = 0.0
-    if not np.any(Cd):
+    if not np.any(K):
         return 0.0
-    return float(np.max(np.abs(np.linalg.eigvals(np.linalg.solve(model.mass_matrix(q), Cd)))))
+    K /= 2 * eps
+    return float(np.max(np.abs(np.linalg.eigvals(np.linalg.solve(model.mass_matrix(q), K)))))
+
+
+def _damping_rate(model: Model, q: np.ndarray) -> float:
+    """``max |eig(M⁻¹ ∂(−τ_p)/∂v)|`` at ``(q, 0)``: how fast the stiffest passive damper stops its mode [1/s]."""
+    if not model._passive_active:
+        return 0.0
+    return _largest_rate(model, q, lambda e: -model.passive_forces(q, e), 1e-7)
 
 
 def _stability_growth(method: str, x: float) -> float:
@@ -995,17 +1003,7 @@ def _stability_growth(method: str, x: float) -> float:
 
 def _gravity_omega(model: Model, q: np.ndarray) -> float:
     """``max √|eig(M⁻¹ ∂g/∂q)|`` at ``q`` (central differences in the tangent space)."""
-    nv, eps = model.nv, 1e-6
-    K = np.empty((nv, nv))
-    e = np.zeros(nv)
-    for i in range(nv):
-        e[i] = eps
-        K[:, i] = (model.gravity_forces(model.integrate(q, e)) - model.gravity_forces(model.integrate(q, -e))) / (2 * eps)
-        e[i] = 0.0
-    if not np.any(K):
-        return 0.0
-    lam = np.linalg.eigvals(np.linalg.solve(model.mass_matrix(q), K))
-    return float(np.sqrt(np.max(np.abs(lam))))
+    return math.sqrt(_largest_rate(model, q, lambda e: model.gravity_forces(model.integrate(q, e)), 1e-6))
 
 
 def rate_check(model: Model, q0, dt: float, integrator: str = "rk4", limits: Optional[CommandLimits] = None,
