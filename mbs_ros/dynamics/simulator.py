@@ -877,12 +877,15 @@ class Simulator:
             self._build_force()
         if self._W_power is None:
             return self._tau_const.copy()
-        cmd, model = self._W_power, self.model
-        W = cmd.W
-        if cmd.frame == "world":
-            R = model._rotation(self.q)
-            W = np.concatenate([R.T @ W[:3], R.T @ W[3:]])
-        return self._tau_const + model.wrench_to_generalized(self.q, W)[0]
+        return self._tau_const + self.model.wrench_to_generalized(self.q, self.applied_wrench_body())[0]
+
+    def applied_wrench_body(self) -> np.ndarray:
+        """The applied base wrench ``[F; τ]`` in body axes at the current pose (rotated when held in world axes)."""
+        cmd = self._wrench.applied
+        if cmd.frame != "world":
+            return cmd.W
+        R = self.model._rotation(self.q)
+        return np.concatenate([R.T @ cmd.W[:3], R.T @ cmd.W[3:]])
 
     def joint_wrenches(self) -> np.ndarray:
         """(nj, 6) ``Model.joint_wrenches(q, v, a)`` of the current state with ``a`` its forward dynamics under the

@@ -1618,14 +1618,7 @@ class DynamicsNode(Node):
         integrals: what the energy topic carries."""
         sim, model = self.sim, self.model
         q, v = sim.q, sim.v
-        wrench = None
-        if model.group is not None:
-            cmd = sim.applied_wrench
-            W = cmd.W
-            if cmd.frame == "world":
-                R = model._rotation(q)
-                W = np.concatenate([R.T @ W[:3], R.T @ W[3:]])
-            wrench = W
+        wrench = sim.applied_wrench_body() if model.group is not None else None
         report = model.energy_ports(q, v, efforts=sim.applied_efforts if self.nj else None, wrench=wrench,
                                     thrust=sim.thrust if self.nt else None,
                                     temperature=self.settings.environment_temperature)
