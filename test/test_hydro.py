@@ -167,7 +167,7 @@ def test_damping_drains_energy_by_exactly_the_dissipated_power():
     E = np.array([model.kinetic_energy(a, b) + model.potential_energy(a) for a, b in zip(qs, vs)])
     P = np.array([model._passive_terms(a, b)[1] for a, b in zip(qs, vs)])
     dissipated = np.concatenate([[0.0], np.cumsum(0.5 * dt * (P[1:] + P[:-1]))])
-    assert E[0] - E[-1] > 0.3 * E[0] - E.min() or dissipated[-1] > 1.0
+    assert dissipated[-1] > 1.0 and E[-1] < E[0] - 1.0  # the dampers took energy, and the model lost it
     residual = E - E[0] + dissipated
     assert np.abs(residual).max() < 1e-4 * dissipated[-1]
     # the port bookkeeping says the same at a state: dE/dt = −Σ dissipated (no input)
