@@ -22,6 +22,7 @@ Example::
 from __future__ import annotations
 
 import atexit
+import faulthandler
 import math
 import os
 import re
@@ -98,6 +99,13 @@ def ros_arguments(
     if log_level:
         args += ["--log-level", log_level]
     return ["--ros-args"] + args if args else []
+
+
+def dump_stacks_on_sigusr1() -> None:
+    """In a node's process: SIGUSR1 writes every thread's Python stack to stderr (:mod:`faulthandler`) and the
+    process goes on. :meth:`NodeProcess.dump_stacks` sends it before a SIGKILL, so the log says where it hung."""
+    if hasattr(signal, "SIGUSR1"):
+        faulthandler.register(signal.SIGUSR1, all_threads=True)
 
 
 class NodeProcess:
@@ -180,7 +188,8 @@ class NodeProcess:
         return self
 
     def stop(self, sigint_timeout: float = 30.0, sigterm_timeout: float = 10.0) -> Optional[int]:
-        """Stop the process: SIGINT, then SIGTERM, then SIGKILL. Returns its exit code.
+        """Stop the process: SIGINT, then SIGTERM, then SIGKILL (after SIGUSR1 and a second for its stacks:
+        :meth:`dump_stacks`). Returns its exit code.
 
         A node that handles shutdown properly exits 0 on the first signal: in 0.4 s here, but more than 8 s on a
         2-core machine whose cores are kept busy, hence the generous deadlines (a deadline, not a wait).
@@ -191,6 +200,8 @@ class NodeProcess:
             for sig, timeout in ((signal.SIGINT, sigint_timeout), (signal.SIGTERM, sigterm_timeout),
                                  (signal.SIGKILL, None)):
                 self.stop_signal = sig.name
+                if sig == signal.SIGKILL:
+                    self.dump_stacks()
                 try:
                     self._proc.send_signal(sig)
                 except ProcessLookupError:
@@ -204,6 +215,13 @@ class NodeProcess:
         self._close_log()
         _RUNNING.discard(self)
         return self._proc.returncode
+
+    def dump_stacks(self, wait: float = 1.0) -> None:
+        """Ask a stuck node for its threads' Python stacks (SIGUSR1: :mod:`faulthandler`, registered by
+        :func:`mbs_ros.nodes.runtime.run_node`), written to its log; then wait ``wait`` seconds for them."""
+        if hasattr(signal, "SIGUSR1") and self.running:
+            self.send_signal(signal.SIGUSR1)
+            time.sleep(wait)
 
     def send_signal(self, sig: int) -> None:
         if self._proc is not None and self._proc.poll() is None:

@@ -1177,6 +1177,9 @@ def _file_command(command: str, argv: Sequence[str]) -> int:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv if argv is None else argv)
+    from mbs_ros.process import dump_stacks_on_sigusr1
+
+    dump_stacks_on_sigusr1()
     if len(argv) > 1 and argv[1] in ("recover", "check"):  # no ROS needed for these
         return _file_command(argv[1], argv[2:])
 

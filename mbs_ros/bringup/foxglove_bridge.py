@@ -332,6 +332,9 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv if argv is None else argv)
+    from mbs_ros.process import dump_stacks_on_sigusr1
+
+    dump_stacks_on_sigusr1()
     try:
         import foxglove  # noqa: F401
     except ImportError as e:

@@ -24,7 +24,8 @@ Life cycle:
 4. everything stops: the recorder first, alone, with SIGINT (SIGTERM when the runner got SIGTERM), and it gets
    ``max(--stop-timeout, 30)`` seconds to complete its file before SIGKILL (no SIGTERM in between: the recorder
    treats every signal after the first as already handled); then every node at once: SIGINT (SIGTERM when the
-   runner got SIGTERM: the signal is forwarded), SIGTERM after ``--stop-timeout`` seconds, SIGKILL after 3 more;
+   runner got SIGTERM: the signal is forwarded), SIGTERM after ``--stop-timeout`` seconds, SIGKILL after 3 more
+   (SIGUSR1 a second before it: each child writes its threads' stacks into its log, which the error then shows);
 5. the recording is read back completely (:func:`mbs_ros.recording.check_file`): the count reported is the
    file's; a damaged file (no summary, a cut-off or broken record) is an error naming
    ``python -m mbs_ros.recording recover``;
@@ -100,6 +101,7 @@ class Child:
     returncode: Optional[int] = None
     first_signal: Optional[str] = None  # the signal the runner stopped it with
     stop_signal: Optional[str] = None  # the last signal the runner had to send
+    dumped: bool = False  # asked for its stacks (SIGUSR1) before SIGKILL
 
     @property
     def clean(self) -> bool:
@@ -621,6 +623,11 @@ class Runner:
         for sig, timeout in escalation:
             if not pending:
                 break
+            if sig == signal.SIGKILL:  # where they are stuck, in their logs
+                for c in pending:
+                    c.process.dump_stacks(wait=0.0)
+                    c.dumped = True
+                time.sleep(1.0)
             for c in pending:
                 c.first_signal = c.first_signal or sig.name
                 c.stop_signal = sig.name
@@ -647,7 +654,7 @@ class Runner:
                 how = (f"needed {c.stop_signal}" if c.stop_signal != c.first_signal
                        else f"exited with code {c.returncode}")
                 self._fail(f"{c.label} {how} when stopped; the end of its log ({c.process.log_path}):\n"
-                           + _indent(c.process.log_tail(15)))
+                           + _indent(c.process.log_tail(60 if c.dumped else 15)))
         self.say("exit codes: " + ", ".join(f"{k} {v}" for k, v in result.children.items()))
         self._summarise_warnings(result)
         if self.record is not None:

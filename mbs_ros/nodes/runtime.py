@@ -15,17 +15,26 @@ refuses with a traceback or silently misreads) is one line on stderr,
 read (rcl reads it too). Any other ``RCLError`` of ``rclpy.init`` (e.g. a malformed ``-r`` or ``-p`` argument)
 is also one line and exit code 2.
 
+Teardown: once stopped, the release of the node's ROS entities is bounded by :class:`TeardownGuard` (a hang in
+the middleware's teardown is logged with the stacks and the process exits with its code anyway).
+
+Diagnostics: :func:`run_node` registers :mod:`faulthandler` on SIGUSR1, so ``kill -USR1 PID`` writes every thread's
+Python stack to stderr (the node's log) without stopping it; the bringup runner does so before it kills a node that
+did not stop, so the log says where it was stuck.
+
 Threads: :func:`run_node` first limits numpy's BLAS/OpenMP thread pools to one thread (:func:`limit_threads`): a
 node's matrices are small, and a pool of spinning BLAS threads per node only takes cores from the other nodes.
 """
 
 from __future__ import annotations
 
+import faulthandler
 import os
 import re
 import signal
 import sys
 import threading
+import time
 from typing import Callable, List, Optional, Sequence, Tuple, Type
 
 import rclpy
@@ -37,8 +46,9 @@ except ImportError:  # pragma: no cover - other rclpy layouts
     RCLError = RuntimeError
 
 from mbs_ros.nodes.model_source import ParameterError
+from mbs_ros.process import dump_stacks_on_sigusr1
 
-__all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
+__all__ = ["TeardownGuard", "TEARDOWN_TIMEOUT_S", "init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
            "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS"]
 
 EXIT_BAD_ARGUMENTS = 2  # as for invalid parameters
@@ -220,6 +230,7 @@ def run_node(factory: Callable[[], "rclpy.node.Node"], args=None, *,
     SingleThreadedExecutor; ``errors`` are the node's invalid-configuration exceptions. Threads: see
     :func:`limit_threads`."""
     limit_threads(1)
+    dump_stacks_on_sigusr1()
     if wants_help(sys.argv if args is None else args):  # before rclpy.init: print, start nothing
         print(help_text(factory))
         return 0
@@ -256,7 +267,48 @@ def run_node(factory: Callable[[], "rclpy.node.Node"], args=None, *,
     except errors:
         rc = 2
     finally:
+        guard = TeardownGuard(node.get_logger().name, rc)
         executor.shutdown()
         node.destroy_node()
         try_shutdown()
+        guard.done()
     return rc
+
+
+#: Seconds the release of a stopped node's ROS entities (executor, node, context) may take before
+#: :class:`TeardownGuard` ends the process: below the 10 s a parent waits after SIGINT (the bringup runner's
+#: ``--stop-timeout``), far above the 0.1-2 s it takes on a busy 2-core machine.
+TEARDOWN_TIMEOUT_S = 7.0
+
+
+class TeardownGuard:
+    """Ends the process with ``rc`` if the teardown after the spin loop (``executor.shutdown()``,
+    ``destroy_node()``, ``rclpy.try_shutdown()``: middleware code, with nothing of the node's work left) has not
+    finished within ``timeout`` seconds: one warning line (rcutils' format, so the bringup runner counts it) and
+    every thread's Python stack on stderr, then
+    ``os._exit(rc)``. The node has stopped by then, so its exit code stands; a middleware hang shows in the log
+    (and in the bringup runner's warning summary) instead of as a node that needed SIGKILL. Should the guard
+    thread itself not get to run (the stuck call holding the GIL), or the interpreter's own finalization after
+    :func:`run_node` returns hang, :mod:`faulthandler` dumps the stacks and exits with 1 three seconds later (left
+    armed by :meth:`done`: a process that exits normally never sees it)."""
+
+    def __init__(self, label: str, rc: int, timeout: float = TEARDOWN_TIMEOUT_S):
+        self.label, self.rc, self.timeout = label, rc, timeout
+        self._finished = threading.Event()
+        faulthandler.dump_traceback_later(timeout + 3.0, exit=True)
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="teardown-guard")
+        self._thread.start()
+
+    def _watch(self) -> None:
+        if self._finished.wait(self.timeout):
+            return
+        print(f"[WARN] [{time.time():.9f}] [{self.label}]: stopping: the release of the ROS entities did not finish within "
+              f"{self.timeout:g} s (middleware teardown hung); exiting with code {self.rc} anyway. Stacks:",
+              file=sys.stderr, flush=True)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(self.rc)
+
+    def done(self) -> None:
+        self._finished.set()

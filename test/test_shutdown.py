@@ -1,0 +1,105 @@
+"""A stopped node ends even when the middleware's teardown hangs, and a node that has to be killed says where it hung.
+
+:class:`mbs_ros.nodes.runtime.TeardownGuard` bounds the release of a stopped node's ROS entities: a hang there (a
+CI run once saw a dynamics node ignore SIGINT and SIGTERM until SIGKILL, with nothing in its log) becomes one warning
+with every thread's stack and the node's own exit code. A process that ignores its stop signals altogether gets
+SIGUSR1 before SIGKILL (:meth:`mbs_ros.process.NodeProcess.dump_stacks`), so its log shows where it was stuck.
+The hangs here are staged in child processes: a sleep (the GIL free), a regular expression that never ends (the GIL
+held, so only faulthandler's own thread can act) and signals ignored.
+"""
+
+import signal
+import subprocess
+import sys
+import textwrap
+
+from mbs_ros.bringup import runner as bringup_runner
+from mbs_ros.process import NodeProcess
+
+DEADLINE_S = 120  # generous: the children end within seconds, or are killed by the deadline and the test fails
+
+
+def run_child(code: str):
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True,
+                          timeout=DEADLINE_S)
+    return proc.returncode, proc.stdout + proc.stderr
+
+
+def test_a_hung_teardown_ends_with_the_nodes_exit_code_and_its_stacks():
+    for rc in (0, 2):
+        code, out = run_child(f"""
+            import time
+            from mbs_ros.nodes.runtime import TeardownGuard
+
+            guard = TeardownGuard("ns.stuck_node", {rc}, timeout=0.5)
+
+            def release_entities_that_never_returns():
+                time.sleep(600)
+
+            release_entities_that_never_returns()
+            guard.done()
+            """)
+        assert code == rc, out
+        warning = [line for line in out.splitlines() if line.startswith("[WARN]")]
+        assert len(warning) == 1, out
+        m = bringup_runner._LOG_LINE.match(warning[0])  # as the runner's warning summary reads node logs
+        assert m and m.group(1) == "WARN" and "[ns.stuck_node]" in warning[0], warning
+        assert m.group(3).startswith("stopping: the release of the ROS entities did not finish within 0.5 s")
+        assert f"exiting with code {rc} anyway" in m.group(3)
+        assert "release_entities_that_never_returns" in out, out  # the stack of the main thread
+
+
+def test_a_teardown_that_finishes_leaves_the_exit_code_alone():
+    code, out = run_child("""
+        import sys
+        from mbs_ros.nodes.runtime import TeardownGuard
+
+        guard = TeardownGuard("ns.node", 0, timeout=60)
+        guard.done()
+        guard._thread.join()  # the guard's thread ends at once when done() came first
+        print("finished")
+        sys.exit(5)
+        """)
+    assert code == 5, out
+    assert "finished" in out and "did not finish" not in out
+
+
+def test_a_teardown_stuck_holding_the_gil_is_ended_by_faulthandler():
+    """The guard's Python thread cannot run while the main thread holds the GIL: faulthandler's C thread dumps the
+    stacks and exits with 1 (the stop was not clean, and the log says why)."""
+    code, out = run_child("""
+        import re
+        from mbs_ros.nodes.runtime import TeardownGuard
+
+        guard = TeardownGuard("ns.node", 0, timeout=0.5)
+
+        def holds_the_gil_forever():
+            re.match(r"(a+)+$", "a" * 64 + "b")  # exponential backtracking in C, without releasing the GIL
+
+        holds_the_gil_forever()
+        """)
+    assert code == 1, out
+    assert "Timeout" in out and "holds_the_gil_forever" in out, out
+
+
+def test_a_process_that_ignores_its_stop_signals_shows_its_stacks_before_sigkill(tmp_path):
+    proc = NodeProcess([sys.executable, "-c", textwrap.dedent("""
+        import signal, time
+        from mbs_ros.process import dump_stacks_on_sigusr1
+
+        dump_stacks_on_sigusr1()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("ignoring SIGINT and SIGTERM", flush=True)
+
+        def stuck_in_a_callback():
+            while True:
+                time.sleep(0.05)
+
+        stuck_in_a_callback()
+        """)], label="stubborn", log_file=tmp_path / "stubborn.log").start()
+    assert proc.wait_for_log("ignoring SIGINT and SIGTERM", timeout=DEADLINE_S)
+    assert proc.stop(sigint_timeout=1.0, sigterm_timeout=1.0) == -signal.SIGKILL
+    assert proc.stop_signal == "SIGKILL"
+    log = proc.log_text()
+    assert "stuck_in_a_callback" in log and "Current thread" in log, log
