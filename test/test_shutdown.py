@@ -103,3 +103,37 @@ def test_a_process_that_ignores_its_stop_signals_shows_its_stacks_before_sigkill
     assert proc.stop_signal == "SIGKILL"
     log = proc.log_text()
     assert "stuck_in_a_callback" in log and "Current thread" in log, log
+
+
+def test_the_runner_shows_where_a_child_it_had_to_kill_was_stuck(tmp_path, capsys):
+    """The bringup runner's stop: SIGINT, SIGTERM, then SIGUSR1 and SIGKILL; the error names the child, the signal
+    it needed and shows the end of its log with the stacks."""
+    from mbs_ros.bringup import load_scenario
+    from mbs_ros.bringup.runner import Child, Runner
+
+    runner = Runner(load_scenario("manipulator"), stop_timeout=1.0, log_dir=tmp_path, quiet=True)
+    proc = NodeProcess([sys.executable, "-c", textwrap.dedent("""
+        import signal, time
+        from mbs_ros.process import dump_stacks_on_sigusr1
+
+        dump_stacks_on_sigusr1()
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        print("ignoring SIGINT and SIGTERM", flush=True)
+
+        def spin_loop_that_never_checks_its_flag():
+            while True:
+                time.sleep(0.05)
+
+        spin_loop_that_never_checks_its_flag()
+        """)], label="arm/stubborn_node", log_file=tmp_path / "stubborn.log").start()
+    child = Child("arm/stubborn_node", proc)
+    runner.children.append(child)
+    assert proc.wait_for_log("ignoring SIGINT and SIGTERM", timeout=DEADLINE_S)
+    runner._stop_all()
+    assert child.returncode == -signal.SIGKILL and child.first_signal == "SIGINT" and child.stop_signal == "SIGKILL"
+    result = runner._finish(None)
+    assert result.returncode != 0
+    err = capsys.readouterr().err
+    assert "arm/stubborn_node needed SIGKILL when stopped" in err, err
+    assert "spin_loop_that_never_checks_its_flag" in err, err
