@@ -127,7 +127,8 @@ publisher matches, so that a node started meanwhile gets it). Resuming a simulat
 (success false, the reason): call ``~/reset``. ``start_paused`` (false) starts the node paused at ``t0``.
 ``~/step`` (``mbs_ros_msgs/Step``, as Gazebo's ``multi_step``): ``steps`` physics steps of a paused simulation,
 with the commands held as when running (taken in while paused, ``cmd_timeout`` counted in simulation time),
-publishing on the way what falls due on the rate grids and the state it stops at (as a pause does); the reply has
+publishing on the way what falls due on the rate grids (diagnostics on the way say ``paused``: a step does not
+resume the simulation) and the state it stops at (as a pause does); the reply has
 ``sim_time`` (the stamp of that state) and ``step_index`` (``k``, with ``t = t0 + k dt``); ``steps`` 0 steps
 nothing and tells the time. Refused (success false, nothing stepped, the reason in ``message``) while running,
 after a fault, or beyond 10⁶ steps per request (they run inside the service call). In lockstep it takes one
@@ -913,6 +914,7 @@ class DynamicsNode(Node):
         self._last_clock_wall = 0.0
         self._last_published_k = None
         self._last_diag_wall = 0.0
+        self._stepping = False  # inside ~/step: still paused for everyone watching (diagnostics say so)
         # lockstep: wall-clock bookkeeping (the periods themselves are the simulator's)
         self._last_input_wall = time.monotonic()
         self._last_state_wall = 0.0
@@ -1654,6 +1656,8 @@ class DynamicsNode(Node):
             return
         sim = self.sim
         values = sim.diagnostics()
+        paused = sim.paused or self._stepping  # the steps of a ~/step call do not resume the simulation
+        values["paused"] = paused
         counts = dict(self._counts)
         values.update(counts)
         lim = sim.limits
@@ -1676,7 +1680,7 @@ class DynamicsNode(Node):
                        "that time is kept; call ~/reset")
         else:
             level = DiagnosticStatus.WARN if new else DiagnosticStatus.OK
-            message = "paused" if sim.paused else "running"
+            message = "paused" if paused else "running"
             if new:
                 message += " (since the last report: " + ", ".join(f"{k} +{v}" for k, v in sorted(new.items())) + ")"
         status = DiagnosticStatus(
@@ -1905,6 +1909,7 @@ class DynamicsNode(Node):
             why = f"{n} steps: at most {MAX_STEP_REQUEST} per request (they are taken inside the service call)"
         if why is None and n:
             sim.pause(False)
+            self._stepping = True
             try:
                 if self.lockstep:
                     self._take_period()
@@ -1912,6 +1917,7 @@ class DynamicsNode(Node):
                     self.advance(n)
             finally:
                 sim.pause(True)
+                self._stepping = False
             if self._last_published_k != sim.k:  # as a pause: the state it stopped at
                 self._publish_state(everything=True)
                 self._publish_applied()
