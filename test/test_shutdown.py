@@ -82,8 +82,10 @@ def test_a_teardown_stuck_holding_the_gil_is_ended_by_faulthandler():
     assert "Timeout" in out and "holds_the_gil_forever" in out, out
 
 
-def test_a_process_that_ignores_its_stop_signals_shows_its_stacks_before_sigkill(tmp_path):
-    proc = NodeProcess([sys.executable, "-c", textwrap.dedent("""
+def start_stubborn(tmp_path, label: str, stuck_in: str) -> NodeProcess:
+    """A process that registers the stack dump, ignores SIGINT and SIGTERM, and loops forever in a function named
+    ``stuck_in``; returned once it ignores them."""
+    proc = NodeProcess([sys.executable, "-c", textwrap.dedent(f"""
         import signal, time
         from mbs_ros.process import dump_stacks_on_sigusr1
 
@@ -92,13 +94,18 @@ def test_a_process_that_ignores_its_stop_signals_shows_its_stacks_before_sigkill
         signal.signal(signal.SIGTERM, signal.SIG_IGN)
         print("ignoring SIGINT and SIGTERM", flush=True)
 
-        def stuck_in_a_callback():
+        def {stuck_in}():
             while True:
                 time.sleep(0.05)
 
-        stuck_in_a_callback()
-        """)], label="stubborn", log_file=tmp_path / "stubborn.log").start()
+        {stuck_in}()
+        """)], label=label, log_file=tmp_path / "stubborn.log").start()
     assert proc.wait_for_log("ignoring SIGINT and SIGTERM", timeout=DEADLINE_S)
+    return proc
+
+
+def test_a_process_that_ignores_its_stop_signals_shows_its_stacks_before_sigkill(tmp_path):
+    proc = start_stubborn(tmp_path, "stubborn", "stuck_in_a_callback")
     assert proc.stop(sigint_timeout=1.0, sigterm_timeout=1.0) == -signal.SIGKILL
     assert proc.stop_signal == "SIGKILL"
     log = proc.log_text()
@@ -112,24 +119,9 @@ def test_the_runner_shows_where_a_child_it_had_to_kill_was_stuck(tmp_path, capsy
     from mbs_ros.bringup.runner import Child, Runner
 
     runner = Runner(load_scenario("manipulator"), stop_timeout=1.0, log_dir=tmp_path, quiet=True)
-    proc = NodeProcess([sys.executable, "-c", textwrap.dedent("""
-        import signal, time
-        from mbs_ros.process import dump_stacks_on_sigusr1
-
-        dump_stacks_on_sigusr1()
-        signal.signal(signal.SIGINT, signal.SIG_IGN)
-        signal.signal(signal.SIGTERM, signal.SIG_IGN)
-        print("ignoring SIGINT and SIGTERM", flush=True)
-
-        def spin_loop_that_never_checks_its_flag():
-            while True:
-                time.sleep(0.05)
-
-        spin_loop_that_never_checks_its_flag()
-        """)], label="arm/stubborn_node", log_file=tmp_path / "stubborn.log").start()
-    child = Child("arm/stubborn_node", proc)
+    child = Child("arm/stubborn_node", start_stubborn(tmp_path, "arm/stubborn_node",
+                                                      "spin_loop_that_never_checks_its_flag"))
     runner.children.append(child)
-    assert proc.wait_for_log("ignoring SIGINT and SIGTERM", timeout=DEADLINE_S)
     runner._stop_all()
     assert child.returncode == -signal.SIGKILL and child.first_signal == "SIGINT" and child.stop_signal == "SIGKILL"
     result = runner._finish(None)

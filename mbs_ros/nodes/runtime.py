@@ -48,8 +48,8 @@ except ImportError:  # pragma: no cover - other rclpy layouts
 from mbs_ros.nodes.model_source import ParameterError
 from mbs_ros.process import dump_stacks_on_sigusr1
 
-__all__ = ["TeardownGuard", "TEARDOWN_TIMEOUT_S", "init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
-           "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS"]
+__all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
+           "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS", "TeardownGuard", "TEARDOWN_TIMEOUT_S"]
 
 EXIT_BAD_ARGUMENTS = 2  # as for invalid parameters
 
@@ -285,12 +285,11 @@ class TeardownGuard:
     """Ends the process with ``rc`` if the teardown after the spin loop (``executor.shutdown()``,
     ``destroy_node()``, ``rclpy.try_shutdown()``: middleware code, with nothing of the node's work left) has not
     finished within ``timeout`` seconds: one warning line (rcutils' format, so the bringup runner counts it) and
-    every thread's Python stack on stderr, then
-    ``os._exit(rc)``. The node has stopped by then, so its exit code stands; a middleware hang shows in the log
-    (and in the bringup runner's warning summary) instead of as a node that needed SIGKILL. Should the guard
-    thread itself not get to run (the stuck call holding the GIL), or the interpreter's own finalization after
-    :func:`run_node` returns hang, :mod:`faulthandler` dumps the stacks and exits with 1 three seconds later (left
-    armed by :meth:`done`: a process that exits normally never sees it)."""
+    every thread's Python stack on stderr, then ``os._exit(rc)``. The node has stopped by then, so its exit code
+    stands; a middleware hang shows in the log (and in the bringup runner's warning summary) instead of as a node
+    that needed SIGKILL. Should the guard thread itself not get to run (the stuck call holding the GIL), or the
+    interpreter's own finalization after :func:`run_node` returns hang, :mod:`faulthandler` dumps the stacks and
+    exits with 1 three seconds later (left armed by :meth:`done`: a process that exits normally never sees it)."""
 
     def __init__(self, label: str, rc: int, timeout: float = TEARDOWN_TIMEOUT_S):
         self.label, self.rc, self.timeout = label, rc, timeout
@@ -302,8 +301,9 @@ class TeardownGuard:
     def _watch(self) -> None:
         if self._finished.wait(self.timeout):
             return
-        print(f"[WARN] [{time.time():.9f}] [{self.label}]: stopping: the release of the ROS entities did not finish within "
-              f"{self.timeout:g} s (middleware teardown hung); exiting with code {self.rc} anyway. Stacks:",
+        print(f"[WARN] [{time.time():.9f}] [{self.label}]: stopping: the release of the ROS entities did not "
+              f"finish within {self.timeout:g} s (middleware teardown hung); exiting with code {self.rc} anyway. "
+              "Stacks:",
               file=sys.stderr, flush=True)
         faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
         sys.stdout.flush()
