@@ -2,7 +2,7 @@
 # wheels on PyPI; with a sourced ROS 2 (ROS_DISTRO set, rclpy importable) the distro's python3 is used and no
 # venv is made. See tools/env.sh; MBS_ENV=venv|ros forces a mode.
 #   make demo           run the demo (python -m mbs_ros.demo)
-#   make test           run the test suite (test/); PYTEST_ARGS="-x test/test_package.py" narrows it
+#   make test           run the test suite (test/); PYTEST_ARGS="-x test/e2e/test_package.py" narrows it
 #   make bench          ours vs Pinocchio and MuJoCo, and the node (python -m mbs_ros.bench); BENCH_ARGS="--quick"
 #   make setup          create/update the environment (idempotent, seconds when nothing changed)
 #   make build          colcon build --symlink-install (COLCON_ARGS adds options); colcon is optional

@@ -209,7 +209,7 @@ def _prefixer(ns: str, root: str):
 def _model_sources(model: str, namespaces: Sequence[str]) -> Dict[str, Tuple[str, str]]:
     """``--model``: ns -> (URDF text, description) from a scenario (its robots by namespace) or a model file
     (every namespace)."""
-    from mbs_ros.nodes import model_source as ms
+    from mbs_ros.dynamics import model_source as ms
 
     text = str(model)
     path = Path(os.path.expanduser(text))

@@ -23,6 +23,12 @@ import os
 import sys
 import tempfile
 
+import pytest
+
+# test/unit, test/ros and test/e2e import the shared helpers (ros_helpers, urdf_text) from here
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+KINDS = ("unit", "ros", "e2e")
+
 _DOMAIN_LOCK = None  # the open lock file of the claimed domain, kept for the life of the run
 
 
@@ -58,3 +64,11 @@ def pytest_configure(config):
 def pytest_report_header(config):
     return (f"ROS_DOMAIN_ID={os.environ['ROS_DOMAIN_ID']} "
             f"AMENT_PREFIX_PATH={os.environ.get('AMENT_PREFIX_PATH', '')}")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Each test is marked with its folder's kind (unit, ros, e2e): ``-m unit`` runs the numerics alone."""
+    for item in items:
+        kind = os.path.basename(os.path.dirname(str(item.fspath)))
+        if kind in KINDS:
+            item.add_marker(getattr(pytest.mark, kind))

@@ -49,7 +49,7 @@ def port_names(robot) -> List[str]:
     ``port_names``): :meth:`Model.energy_ports` of the model the node builds, at rest."""
     import numpy as np
 
-    from mbs_ros.nodes import model_source as ms
+    from mbs_ros.dynamics import model_source as ms
 
     dyn = robot.dynamics
     source = ms.load_source(str(dyn.get("robot_description", "") or ""), str(dyn.get("model_file", "") or ""))

@@ -57,11 +57,11 @@ Every robot is checked against its model: joint counts, the base group (a fixed 
 base reference; an se2 base stays in z = 0 with yaw only), gain lengths.
 
 The keys of ``controller`` and ``dynamics`` (and of a ``params`` file's sections) must be parameters the node
-declares: the names are read from the node modules' ``_PARAMETERS`` when the scenario is checked (one source of
+declares: the names are read from the node modules' ``PARAMETERS`` when the scenario is checked (one source of
 truth: a parameter added to a node can be set from a scenario at once), plus ``use_sim_time``; a typo is an error
 with a guess (``robots[0].controller.kpp: unknown controller_node parameter (did you mean 'kp'?)``), a parameter
 of the other node says where it belongs. Their values are checked by the nodes. The file itself is read with
-:func:`mbs_ros.bringup.paramsfile.read_yaml`: a byte-order mark at the start is fine; YAML syntax, encoding
+:func:`mbs_ros.nodes.paramsfile.read_yaml`: a byte-order mark at the start is fine; YAML syntax, encoding
 errors and a mark inside the file are one line, ``file:line:column: reason``.
 """
 
@@ -78,7 +78,9 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import yaml
 
-from mbs_ros.bringup.paramsfile import YamlFileError, flatten, read_params_file, read_yaml
+from mbs_ros.nodes.parameters import names as parameter_names
+from mbs_ros.nodes.parameters.controller import LAWS
+from mbs_ros.nodes.paramsfile import YamlFileError, flatten, read_params_file, read_yaml
 from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.packages import is_uri, resolve_uri
 
@@ -87,7 +89,6 @@ __all__ = ["ScenarioError", "Scenario", "Robot", "Waypoint", "NodeSpec", "load_s
            "DEFAULT_RECORD", "PACKAGE", "LAWS", "declared_parameters"]
 
 PACKAGE = "mbs_ros"
-LAWS = ("computed_torque", "passivity", "pd_gravity")
 BASE_GROUPS = ("fixed", "se3", "schoenflies", "se2", "so3", "so3xr3")
 
 # What --record takes when the scenario has no ``record`` key: every robot's state, references, commands and
@@ -465,13 +466,9 @@ def _robots(c: _Checker, doc, key: str, count: Optional[int], g: dict) -> List[R
 
 
 def declared_parameters(role: str) -> Tuple[str, ...]:
-    """The parameters node ``role`` (dynamics, controller, reference) takes: the names its module declares (its
-    ``_PARAMETERS``, read now, so that a parameter added to a node is accepted at once), plus ``use_sim_time``,
-    which every rclpy node has. Imports the node's module (and so rclpy)."""
-    import importlib
-
-    module = importlib.import_module(NODES[role][1])
-    return tuple(module._PARAMETERS) + tuple(n for n in ("use_sim_time",) if n not in module._PARAMETERS)
+    """The parameters node ``role`` (dynamics, controller, reference) takes: its table in
+    :mod:`mbs_ros.nodes.parameters` (ROS-free), plus ``use_sim_time``, which every rclpy node has."""
+    return parameter_names(role)
 
 
 def _unknown_parameter(name: str, role: str, allowed: Sequence[str], other: Optional[str] = None,
@@ -539,7 +536,7 @@ def _model_file(text: str, beside: Optional[Path]) -> Tuple[Optional[str], str]:
 
 
 def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float, ...], g: dict) -> Robot:
-    from mbs_ros.nodes import model_source as ms  # ROS-free: reads URDF/xacro/YAML, builds the Model
+    from mbs_ros.dynamics import model_source as ms  # ROS-free: reads URDF/xacro/YAML, builds the Model
 
     namespace = "/" + namespace.strip("/")
     if namespace == "/" or any(not part or not (part[0].isalpha() or part[0] == "_")

@@ -7,7 +7,7 @@ are :mod:`mbs_ros.controllers`; this node only assembles the state, the referenc
 all three within the bounds below: no input can stop it or make it publish a non-finite or unbounded command.
 
 Parameters (model source as ``dynamics_node``: ``robot_description``, ``model_file``, ``base_group``,
-``gravity``, and for a single body ``mass``/``inertia``/``com``; see :mod:`mbs_ros.nodes.model_source`). All are
+``gravity``, and for a single body ``mass``/``inertia``/``com``; see :mod:`mbs_ros.dynamics.model_source`). All are
 read-only; ``use_sim_time`` too (a change at run time is refused with the reason):
 
 - ``mass_scale`` (1.0): multiplies every mass and inertia of the controller's model (a deliberately wrong
@@ -172,7 +172,7 @@ from control_msgs.action import FollowJointTrajectory
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import WrenchStamped
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType, SetParametersResult
+from rcl_interfaces.msg import SetParametersResult
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
@@ -190,13 +190,13 @@ from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.model import MAX_MASS_RATIO
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import dynamics_node as _dn
-from mbs_ros.nodes import model_source as ms
+from mbs_ros.dynamics import model_source as ms
 from mbs_ros.nodes import params as prm
-from mbs_ros.nodes.model_source import ParameterError
+from mbs_ros.nodes.parameters.controller import LAWS, PARAMETERS
+from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes.ratelimit import RateLimitedLog
-from mbs_ros.nodes.runtime import run_node, settings_executor
+from mbs_ros.nodes.runtime import descriptor, run_node, settings_executor
 
-LAWS = ("computed_torque", "passivity", "pd_gravity")
 WARN_THROTTLE_S = 2.0
 _KEEP_STAMPS = 20  # unpaired odom/joint_states kept (the most recently arrived) while waiting for their partner
 
@@ -262,88 +262,14 @@ class ControllerSettings:
 
 DEFAULTS = ControllerSettings()
 
-_PARAMETERS: Dict[str, Tuple[str, dict]] = {
-    "robot_description": ("URDF XML of the robot (as dynamics_node).", {"read_only": True}),
-    "model_file": ("URDF, xacro or robot YAML file, or a package:// or file:// URI (as dynamics_node).",
-                   {"read_only": True}),
-    "base_group": ("Base group (as dynamics_node): " + ", ".join(ms.TREE_BASES) + ".", {"read_only": True}),
-    "mass": ("Single body only: mass [kg].", {"read_only": True}),
-    "inertia": ("Single body only: [ixx, ixy, ixz, iyy, iyz, izz] about the c.o.m. [kg m^2].", {"read_only": True}),
-    "com": ("Single body only: centre of mass in the body frame [m].", {"read_only": True}),
-    "gravity": ("Gravity in the world frame [m/s^2] (default: the robot YAML's, else [0, 0, -9.81]).",
-                {"read_only": True}),
-    "mass_scale": ("Multiplies every mass and inertia of the controller's model (robustness tests); > 0.",
-                   {"read_only": True}),
-    "law": ("Control law: " + ", ".join(LAWS) + ".", {"read_only": True}),
-    "kp": ("Position gain (computed_torque, pd_gravity): scalar or one per velocity component (nv).",
-           {"read_only": True}),
-    "kd": ("Velocity gain: scalar or one per velocity component (nv).", {"read_only": True}),
-    "lambda": ("Slotine-Li Lambda (passivity): scalar or one per velocity component (nv).", {"read_only": True}),
-    "control_rate": ("Command rate [Hz] on the node clock (the wall clock, or /clock with use_sim_time), > 0; "
-                     "not used in lockstep.", {"read_only": True, "floating_point_range": (0.001, 100000.0)}),
-    "state_timeout": ("A state older than this [s of the node clock] stops commanding (zero command once, "
-                      "throttled warning); not used in lockstep.",
-                      {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
-    "lockstep": ("Compute and publish one command per complete state (odom + joint_states with equal stamps), "
-                 "stamped with the state's stamp, instead of on a timer (dynamics_node lockstep).",
-                 {"read_only": True}),
-    "world_frame": ("Fixed frame of odom and base_reference.", {"read_only": True}),
-    "base_frame": ("Base frame (as dynamics_node); prefixed with the namespace.", {"read_only": True}),
-    "max_wrench": ("[force, torque]: largest norms [N, N m] of the cmd_wrench force and torque (scaled down "
-                   "beyond). Empty: [100 m/s^2, 100 N m/kg] times the model's total mass.", {"read_only": True}),
-    "max_effort": ("Largest joint effort [N m or N]: one number for every joint or one per joint (joint_names "
-                   "order); clipped beyond. Empty: the URDF <limit effort>, else 100 N m/kg times the total mass.",
-                   {"read_only": True}),
-    "max_time_jump": ("Largest forward step [s] between consecutive state stamps taken as time running on; a "
-                      "larger one, or a step back, becomes the time base only after 3 consecutive states.",
-                      {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
-    "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, {"read_only": True}),
-    "locked_joints": (_dn.LOCKED_JOINTS_DESCRIPTION + " As dynamics_node's (the same list).", {"read_only": True}),
-    "locked_joint_positions": (_dn.LOCKED_POSITIONS_DESCRIPTION, {"read_only": True}),
-    "mimic": (_dn.MIMIC_DESCRIPTION + " As dynamics_node's.", {"read_only": True}),
-    "allocate_thrusters": (
-        "A model with thrusters: map the base wrench to thrusts (weighted pseudo-inverse with saturation "
-        "redistributed, mbs_ros.controllers.allocation) and publish them on thruster_command and cmd_thrust "
-        "instead of cmd_wrench.", {"read_only": True}),
-    "thruster_weights": (
-        "Allocation weights, one per thruster (the cost is sum w_k T_k^2); empty = all 1.", {"read_only": True}),
-    "compensate_passive": (
-        "Add -tau_p(q, v): cancel the model's passive forces (joint springs, dampers and friction, hydrodynamic "
-        "damping and the current's loads) as computed torque cancels C v + g.", {"read_only": True}),
-    "allow_partial_joints_goal": (
-        "FollowJointTrajectory: accept goals naming only some of the joints (the others hold their reference), as "
-        "joint_trajectory_controller's parameter.", {"read_only": True}),
-    "goal_time_tolerance": (
-        "FollowJointTrajectory: default time [s] after a trajectory's end within which the joints must meet the "
-        "goal tolerances (joint_trajectory_controller's constraints.goal_time); 0 = no limit.",
-        {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
-    "stopped_velocity_tolerance": (
-        "FollowJointTrajectory: default goal velocity tolerance [rad/s or m/s] of every joint "
-        "(joint_trajectory_controller's constraints.stopped_velocity_tolerance); 0 = not checked.",
-        {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
-    "use_events_executor": (
-        "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
-        "with a warning); false: always the single-threaded executor (as dynamics_node).", {"read_only": True}),
-}
 
 
 def _field(name: str) -> str:
     return "lambda_" if name == "lambda" else name
 
 
-def _descriptor(name: str, value) -> ParameterDescriptor:
-    description, extra = _PARAMETERS[name]
-    d = ParameterDescriptor(name=name, description=description, read_only=bool(extra.get("read_only", False)))
-    if isinstance(value, str):
-        d.type = ParameterType.PARAMETER_STRING
-    elif isinstance(value, bool):
-        d.type = ParameterType.PARAMETER_BOOL
-    else:
-        d.dynamic_typing = True  # numbers: ints accepted; gains: scalar or list
-    if "floating_point_range" in extra:
-        lo, hi = extra["floating_point_range"]
-        d.floating_point_range = [FloatingPointRange(from_value=lo, to_value=hi, step=0.0)]
-    return d
+def _descriptor(name: str, value):
+    return descriptor(PARAMETERS[name], value)
 
 
 def _gain(values, name):
@@ -582,7 +508,7 @@ class ControllerNode(Node):
 
             defaults = dict(base_group=ms.default_base(source), gravity=ms.default_gravity(source),
                             base_frame=base_link_of(source))
-        for name in _PARAMETERS:
+        for name in PARAMETERS:
             if name not in values:
                 values[name] = self._declare(name, defaults.get(name, getattr(DEFAULTS, _field(name))))
         s = settings_from_values(values, source)
@@ -590,7 +516,7 @@ class ControllerNode(Node):
         law = make_law(model, s)
         max_force, max_torque, max_effort = command_limits(model, s)
         unknown = sorted(n for n in (getattr(self, "_parameter_overrides", {}) or {})
-                         if n not in _PARAMETERS and n != "use_sim_time" and not n.startswith("qos_overrides."))
+                         if n not in PARAMETERS and n != "use_sim_time" and not n.startswith("qos_overrides."))
         if unknown:
             self.get_logger().warning("ignoring unknown parameters (typo?): " + ", ".join(unknown))
 

@@ -1,11 +1,11 @@
 """Checks of raw ROS parameter values shared by the nodes: each returns the clean value or raises
-:class:`~mbs_ros.nodes.model_source.ParameterError` whose message is the reason (ints are accepted for doubles)."""
+:class:`~mbs_ros.dynamics.model_source.ParameterError` whose message is the reason (ints are accepted for doubles)."""
 from __future__ import annotations
 
 import math
 from typing import Mapping, Optional, Sequence
 
-from mbs_ros.nodes.model_source import ParameterError
+from mbs_ros.dynamics.model_source import ParameterError
 
 __all__ = ["text", "number", "vector", "flag", "positive_list", "limits", "bounded_vector"]
 

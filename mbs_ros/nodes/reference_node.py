@@ -65,7 +65,6 @@ import numpy as np
 from builtin_interfaces.msg import Duration
 from geometry_msgs.msg import Transform, WrenchStamped
 from nav_msgs.msg import Odometry
-from rcl_interfaces.msg import ParameterDescriptor, ParameterType
 from rclpy.clock import Clock, ClockType
 from rclpy.node import Node
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
@@ -79,7 +78,8 @@ from trajectory_msgs.msg import (
 )
 
 from mbs_ros.nodes import conversions as cv
-from mbs_ros.nodes.runtime import run_node
+from mbs_ros.nodes.parameters.reference import PARAMETERS
+from mbs_ros.nodes.runtime import descriptor, run_node
 
 __all__ = ["ReferenceNode", "ReferenceError", "Waypoints", "waypoints_from_values", "waypoints_from_file", "main"]
 
@@ -87,24 +87,6 @@ STAMP_MODES = ("state", "zero")
 CHECK_PERIOD_S = 0.05  # how often the readiness is checked (wall clock)
 _KEEP_STAMPS = 20
 
-_PARAMETERS: Dict[str, Tuple[str, object]] = {
-    "base_times": ("Base waypoint times [s after the start], strictly increasing, >= 0.", []),
-    "base_positions": ("Base waypoint positions in world_frame [m]: x, y, z per waypoint, flat.", []),
-    "base_rpy": ("Base waypoint roll, pitch, yaw [rad] per waypoint, flat (input only). Empty: zeros.", []),
-    "joint_names": ("Joints the joint waypoints give, in order; empty: every joint of joint_states.", []),
-    "joint_times": ("Joint waypoint times [s after the start], strictly increasing, >= 0.", []),
-    "joint_positions": ("Joint waypoint positions [rad or m], one per joint per waypoint, flat, row by row.", []),
-    "reference_file": ("YAML file with base/joints/joint_names waypoints (the scenario's reference keys), "
-                       "instead of the waypoint parameters.", ""),
-    "stamp": ("state: header.stamp = the newest state's stamp, that state prepended at 0 when the first "
-              "waypoint is later; zero: header.stamp 0 (the controller starts it at its newest state).", "state"),
-    "start_time": ("Simulation time [s] the reference starts at: header.stamp = start_time (overrides stamp; no "
-                   "wait for the controller's command); negative: not set.", -1.0),
-    "min_subscribers": ("Publish once every reference topic has this many matched subscriptions (>= 1).", 1),
-    "command_timeout": ("Wait at most this long [s, wall clock] for the controller's first command once the rest "
-                        "is ready; then publish anyway, with a warning.", 10.0),
-    "world_frame": ("header.frame_id of base_reference.", "world"),
-}
 
 
 class ReferenceError(ValueError):
@@ -215,19 +197,15 @@ class ReferenceNode(Node):
         self.published = False
 
     def _declare(self, name: str):
-        description, default = _PARAMETERS[name]
-        d = ParameterDescriptor(name=name, description=description, read_only=True)
-        if isinstance(default, str):
-            d.type = ParameterType.PARAMETER_STRING
-        else:
-            d.dynamic_typing = True  # numbers: ints or doubles; arrays: any element type, checked below
+        default = PARAMETERS[name].default
+        d = descriptor(PARAMETERS[name], default)
         try:
             return self.declare_parameter(name, default, d).value
         except Exception as e:  # noqa: BLE001 - rclpy's exceptions differ between distros
             raise ReferenceError(f"{name}: {e}") from None
 
     def configure(self) -> None:
-        v = {name: self._declare(name) for name in _PARAMETERS}
+        v = {name: self._declare(name) for name in PARAMETERS}
         for name in ("base_times", "base_positions", "base_rpy", "joint_times", "joint_positions"):
             if isinstance(v[name], str) or any(isinstance(x, (str, bool)) for x in (v[name] or ())):
                 raise ReferenceError(f"{name} must be a list of numbers, got {v[name]!r}")

@@ -8,7 +8,7 @@ shut down.
 
 Command line: ``-h``/``--help`` before any ``--ros-args`` prints the usage, the node's summary and its parameters and
 exits 0, starting nothing. Before ``rclpy.init``, :func:`run_node` reads every ``--params-file`` of the ``--ros-args`` with
-:func:`mbs_ros.bringup.paramsfile.read_params_file`; a missing, unreadable, non-UTF-8, malformed (YAML syntax) or
+:func:`mbs_ros.nodes.paramsfile.read_params_file`; a missing, unreadable, non-UTF-8, malformed (YAML syntax) or
 mis-shaped file (not node -> ``ros__parameters`` -> values, an empty or mixed-type list, all of which rcl either
 refuses with a traceback or silently misreads) is one line on stderr,
 ``[FATAL] [<node>]: --params-file FILE:LINE:COLUMN: reason``, and exit code 2. A file with a byte-order mark is
@@ -45,7 +45,8 @@ try:
 except ImportError:  # pragma: no cover - other rclpy layouts
     RCLError = RuntimeError
 
-from mbs_ros.nodes.model_source import ParameterError
+from mbs_ros.dynamics.model_source import ParameterError
+from mbs_ros.nodes.parameters import Parameter
 from mbs_ros.process import dump_stacks_on_sigusr1
 
 __all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
@@ -105,7 +106,7 @@ def params_files(argv: Sequence[str]) -> List[str]:
 def check_command_line(argv: Sequence[str]) -> Optional[str]:
     """None if every ``--params-file`` of ``argv`` can be read as rcl should read it; else the one-line reason
     (``--params-file FILE:LINE:COLUMN: …``)."""
-    from mbs_ros.bringup.paramsfile import YamlFileError, read_params_file  # ROS-free, no launch
+    from mbs_ros.nodes.paramsfile import YamlFileError, read_params_file  # ROS-free, no launch
 
     for path in params_files(argv):
         try:
@@ -124,7 +125,7 @@ def wants_help(argv: Sequence[str]) -> bool:
 
 
 def help_text(factory) -> str:
-    """Usage, the node module's first docstring paragraph and its parameters (``_PARAMETERS``: name ->
+    """Usage, the node module's first docstring paragraph and its parameters (``PARAMETERS``: name ->
     (description, ...)), for ``--help``."""
     module = sys.modules.get(getattr(factory, "__module__", ""), None)
     name = getattr(module, "__name__", "") or ""
@@ -136,11 +137,11 @@ def help_text(factory) -> str:
     doc = (getattr(module, "__doc__", "") or "").strip().split("\n\n")[0]
     if doc:
         lines += [doc, ""]
-    parameters = getattr(module, "_PARAMETERS", {})
+    parameters = getattr(module, "PARAMETERS", {})
     if parameters:
         lines.append("parameters:")
         for p, spec in parameters.items():
-            lines.append(f"  {p}: {spec[0] if isinstance(spec, tuple) else spec}")
+            lines.append(f"  {p}: {spec.description}")
     return "\n".join(lines)
 
 
@@ -312,3 +313,21 @@ class TeardownGuard:
 
     def done(self) -> None:
         self._finished.set()
+
+
+def descriptor(param: Parameter, value) -> "ParameterDescriptor":
+    """The ROS descriptor of ``param`` declared with ``value``: strings and bools typed, numbers and lists
+    dynamically typed (ints are accepted for doubles; the node checks them), its range and read-only flag."""
+    from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
+
+    d = ParameterDescriptor(name=param.name, description=param.description, read_only=param.read_only)
+    if isinstance(value, str):
+        d.type = ParameterType.PARAMETER_STRING
+    elif isinstance(value, bool):
+        d.type = ParameterType.PARAMETER_BOOL
+    else:
+        d.dynamic_typing = True
+    if param.range is not None:
+        lo, hi = param.range
+        d.floating_point_range = [FloatingPointRange(from_value=lo, to_value=hi, step=0.0)]
+    return d

@@ -1,0 +1,28 @@
+"""reference_node's parameters (see :mod:`mbs_ros.nodes.parameters`)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from mbs_ros.nodes.parameters import from_pairs
+
+_PAIRS = {
+    "base_times": ("Base waypoint times [s after the start], strictly increasing, >= 0.", []),
+    "base_positions": ("Base waypoint positions in world_frame [m]: x, y, z per waypoint, flat.", []),
+    "base_rpy": ("Base waypoint roll, pitch, yaw [rad] per waypoint, flat (input only). Empty: zeros.", []),
+    "joint_names": ("Joints the joint waypoints give, in order; empty: every joint of joint_states.", []),
+    "joint_times": ("Joint waypoint times [s after the start], strictly increasing, >= 0.", []),
+    "joint_positions": ("Joint waypoint positions [rad or m], one per joint per waypoint, flat, row by row.", []),
+    "reference_file": ("YAML file with base/joints/joint_names waypoints (the scenario's reference keys), "
+                       "instead of the waypoint parameters.", ""),
+    "stamp": ("state: header.stamp = the newest state's stamp, that state prepended at 0 when the first "
+              "waypoint is later; zero: header.stamp 0 (the controller starts it at its newest state).", "state"),
+    "start_time": ("Simulation time [s] the reference starts at: header.stamp = start_time (overrides stamp; no "
+                   "wait for the controller's command); negative: not set.", -1.0),
+    "min_subscribers": ("Publish once every reference topic has this many matched subscriptions (>= 1).", 1),
+    "command_timeout": ("Wait at most this long [s, wall clock] for the controller's first command once the rest "
+                        "is ready; then publish anyway, with a warning.", 10.0),
+    "world_frame": ("header.frame_id of base_reference.", "world"),
+}
+
+
+PARAMETERS = {n: replace(p, read_only=True) for n, p in from_pairs(_PAIRS).items()}

@@ -1,0 +1,141 @@
+"""The benchmark command as CI's smoke test: ``python -m mbs_ros.bench --quick --json`` in a subprocess.
+
+Asserts that every agreement check passed (ours against Pinocchio's kernels and MuJoCo's forward dynamics and
+step, on the same URDF text and state) and that the document has the expected rows. Never asserts on time: the
+timings of a shared machine are the benchmark's business, not a test's. The MuJoCo rows are skipped (with the
+reason) when ``mujoco`` is not importable, the UR5 rows when example-robot-data is not installed; the Pinocchio
+rows always run.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+KERNELS = ("rnea", "crba", "computeCoriolisMatrix", "aba", "computeAllTerms")
+TIMEOUT = 600
+
+
+def _have(module):
+    return importlib.util.find_spec(module) is not None
+
+
+def _ur5():
+    from mbs_ros.bench.models import ur5_path
+
+    return ur5_path()
+
+
+HAVE_MUJOCO = _have("mujoco")
+NO_MUJOCO = "mujoco is not importable (pip install mujoco; requirements-dev.txt has it)"
+
+
+def _bench(*args):
+    return subprocess.run([sys.executable, "-m", "mbs_ros.bench", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=TIMEOUT)
+
+
+@pytest.fixture(scope="module")
+def quick():
+    pytest.importorskip("pinocchio", reason="Pinocchio (PyPI: pin) is the kernels' reference; make setup installs it")
+    proc = _bench("--quick", "--json")
+    assert proc.stdout.strip(), f"no JSON on stdout; stderr:\n{proc.stderr[-3000:]}"
+    doc = json.loads(proc.stdout)
+    return proc, doc
+
+
+def _rows(doc, section):
+    return {(r["model"], r["kernel"]): r for r in doc["rows"] if r["section"] == section}
+
+
+def test_quick_run_passes_and_reports(quick):
+    proc, doc = quick
+    assert proc.returncode == 0, (doc["errors"], [r for r in doc["rows"] if not r["agree"]], proc.stderr[-3000:])
+    assert doc["ok"] and doc["agreement_ok"] and not doc["errors"]
+    assert doc["quick"] and "node" not in doc["sections"] and doc["node"] is None
+    env = doc["environment"]
+    assert env["numpy"] and env["pin"] and env["mbs_ros_backend"]
+    for r in doc["rows"]:
+        assert r["agree"] and r["err"] <= r["tol"] <= 1e-8, r
+        assert r["ours_us"] > 0 and (r["peer_us"] is None or r["peer_us"] > 0)
+
+
+def test_kernels_agree_with_pinocchio(quick):
+    _, doc = quick
+    rows = _rows(doc, "kernels")
+    for model in ("arm6", "uvms", "chain12", "tree30"):
+        for k in KERNELS:
+            r = rows[(model, k)]
+            assert r["reference"] == "Pinocchio" and r["agree"], r
+            assert r["ratio"] > 0 and r["target_ratio"] == (3.0 if k == "aba" else 5.0)
+    assert rows[("uvms", "rnea")]["nv"] == 12
+
+
+def test_ur5_agrees(quick):
+    path, why = _ur5()
+    if path is None:
+        pytest.skip(why)
+    _, doc = quick
+    kernels = _rows(doc, "kernels")
+    for model, nv in (("ur5", 6), ("ur5_ff", 12)):
+        for k in KERNELS:
+            assert kernels[(model, k)]["agree"] and kernels[(model, k)]["nv"] == nv
+    if HAVE_MUJOCO:
+        step = _rows(doc, "step")
+        assert step[("ur5_ff", "rk4")]["agree"] and step[("ur5_ff", "rk4")]["target_ratio"] == 2.0
+
+
+def test_step_agrees_with_mujoco(quick):
+    if not HAVE_MUJOCO:
+        pytest.skip(NO_MUJOCO)
+    _, doc = quick
+    rows = _rows(doc, "step")
+    for model in ("uvms", "chain12", "tree30"):
+        for method in ("rk4", "euler"):
+            r = rows[(model, method)]
+            assert r["agree"] and r["qacc_err"] <= 1e-8 and r["step_err"] <= 1e-8, r
+    assert rows[("uvms", "rk4")]["target_ratio"] == 2.0
+    # on a fixed base MuJoCo's RK4 and ours are the same classic RK4 in joint coordinates
+    assert rows[("chain12", "rk4")]["delta_ours"] < 1e-10
+
+
+def test_scaling_fits_both(quick):
+    if not HAVE_MUJOCO:
+        pytest.skip(NO_MUJOCO)
+    _, doc = quick
+    for family in ("chain", "tree"):
+        s = doc["scaling"][family]
+        assert [p["n"] for p in s["points"]] == [12, 30, 100]
+        assert all(p["agree"] for p in s["points"])
+        assert s["exponent_ours"] is not None and s["exponent_mujoco"] is not None
+
+
+def test_a_disagreement_fails_the_run():
+    """An impossible tolerance makes every check fail: exit code 1, and the rows say so."""
+    pytest.importorskip("pinocchio")
+    proc = _bench("--quick", "--json", "--only", "kernels", "--tol", "1e-300")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 1 and not doc["agreement_ok"]
+    assert doc["rows"] and not any(r["agree"] for r in doc["rows"] if r["err"] > 0)
+
+
+@pytest.mark.parametrize("single", [False, True], ids=["EventsExecutor", "SingleThreadedExecutor"])
+def test_the_floor_echo_answers_every_message(single, tmp_path):
+    """The node section's floor: the echo process (mbs_ros.bench.echo) answers each of 30 messages, one at a time,
+    and stops cleanly; the figures are well-formed (a count and an order of the quantiles, never a time bound)."""
+    pytest.importorskip("rclpy")
+    from mbs_ros.bench import node
+
+    probe = node.Probe("test_floor_probe")
+    try:
+        out = node.floor(probe, "/floor_test", tmp_path, 30, single=single)
+    finally:
+        probe.close()
+    assert out["exit_code"] == 0 and out["messages"] == 27
+    assert out["executor"] == ("SingleThreadedExecutor" if single else "EventsExecutor")
+    assert 0 < out["median_ms"] <= out["p99_ms"] and out["lockstep_rtf_bound"] > 0

@@ -1,0 +1,275 @@
+"""control_msgs/action/FollowJointTrajectory on the controller node: real node processes (dynamics_node and
+controller_node for the 2-link arm of config/robots/arm_2link_planar.yaml on a fixed base, namespace /fjt) and a
+real rclpy action client in the test process, on ``/fjt/controller_node/follow_joint_trajectory``.
+
+- a goal succeeds (SUCCESSFUL) and the joints end within its goal tolerance;
+- goals joint_trajectory_controller rejects are rejected (an unknown joint, a partial goal, times not increasing,
+  a last point that moves);
+- a tight path tolerance aborts with PATH_TOLERANCE_VIOLATED before the trajectory's end, and the arm holds;
+- a goal tolerance not met within goal_time_tolerance aborts with GOAL_TOLERANCE_VIOLATED;
+- a cancel mid-trajectory ends the goal CANCELED and the arm holds where it was;
+- a second goal preempts the first (aborted with INVALID_GOAL, as the kilted joint_trajectory_controller does) and
+  succeeds itself.
+
+Times are simulation time (the state stamps, the feedback's time_from_start); every wait is for a message, a
+response or a state stamp, with a generous timeout (a busy 2-core machine may run the simulation slower than real
+time). The two processes are shared by the tests, which run in order, each from where the previous one left the arm.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+pytest.importorskip("control_msgs.action", reason="control_msgs not built into this environment yet (make setup)")
+
+from action_msgs.msg import GoalStatus  # noqa: E402
+from builtin_interfaces.msg import Duration  # noqa: E402
+from control_msgs.action import FollowJointTrajectory  # noqa: E402
+from control_msgs.msg import JointTolerance  # noqa: E402
+from rclpy.action import ActionClient  # noqa: E402
+from sensor_msgs.msg import JointState  # noqa: E402
+from trajectory_msgs.msg import JointTrajectoryPoint  # noqa: E402
+
+from mbs_ros.process import NodeProcess  # noqa: E402
+from ros_helpers import Probe, Recorder, ros_env_defaults, running, stamp_of  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+ROBOT = ROOT / "config" / "robots" / "arm_2link_planar.yaml"
+NS = "fjt"
+ACTION = f"/{NS}/controller_node/follow_joint_trajectory"
+JOINTS = ["joint1", "joint2"]
+TIMEOUT = 60.0  # s of wall clock for any one wait
+MODEL = dict(model_file=str(ROBOT), base_group="fixed")
+Result = FollowJointTrajectory.Result
+
+
+def duration(seconds: float) -> Duration:
+    sec = math.floor(seconds)
+    return Duration(sec=int(sec), nanosec=int(round((seconds - sec) * 1e9)))
+
+
+def seconds(d: Duration) -> float:
+    return d.sec + d.nanosec * 1e-9
+
+
+@pytest.fixture(scope="module")
+def rig(tmp_path_factory):
+    ros_env_defaults()
+    logs = tmp_path_factory.mktemp("fjt_logs")
+    procs = {
+        "dynamics": NodeProcess("mbs_ros.nodes.dynamics_node", name="dynamics_node", namespace=NS,
+                                parameters=dict(MODEL, physics_rate=500.0, publish_rate=100.0,
+                                                initial_joint_positions=[0.3, -0.5]),
+                                log_file=logs / "dynamics.log"),
+        "controller": NodeProcess("mbs_ros.nodes.controller_node", name="controller_node", namespace=NS,
+                                  parameters=dict(MODEL, kp=16.0, kd=8.0), log_file=logs / "controller.log"),
+    }
+    with running(procs), Probe("test_fjt_probe", TIMEOUT) as probe:
+        yield Rig(probe, procs)
+
+
+class Rig:
+    def __init__(self, probe, procs):
+        self.probe, self.procs = probe, procs
+        self.alive = list(procs.values())
+        self.states = Recorder(probe, JointState, f"/{NS}/joint_states", depth=5000)
+        # the feedback topic itself: an action client drops the feedback that arrives after the goal's result
+        self.feedback = Recorder(probe, FollowJointTrajectory.Impl.FeedbackMessage, f"{ACTION}/_action/feedback")
+        self.client = ActionClient(probe.node, FollowJointTrajectory, ACTION)
+        probe.spin_until(lambda: self.client.server_is_ready() and len(self.states) > 0
+                         and self.feedback.sub.get_publisher_count() > 0,
+                         what="the action server and the joint states", alive=self.alive)
+        assert procs["controller"].wait_for_log("first state", timeout=TIMEOUT), procs["controller"].log_tail()
+
+    @property
+    def ctl(self):
+        return self.procs["controller"]
+
+    def newest(self):
+        """(stamp ns, positions, velocities) of the newest joint state."""
+        m = max(self.states.messages, key=stamp_of)
+        index = {n: i for i, n in enumerate(m.name)}
+        return stamp_of(m), np.array([m.position[index[j]] for j in JOINTS]), \
+            np.array([m.velocity[index[j]] for j in JOINTS])
+
+    def wait_sim(self, t_ns, what="simulation time"):
+        """Spin until a joint state stamped t_ns or later arrived."""
+        self.probe.spin_until(lambda: self.states.messages and max(map(stamp_of, self.states.messages)) >= t_ns,
+                              what=what, alive=self.alive)
+
+    def goal(self, points, names=JOINTS, path=(), goal=(), goal_time=0.0):
+        g = FollowJointTrajectory.Goal()
+        g.trajectory.joint_names = list(names)
+        for p in points:
+            t, pos = p[0], p[1]
+            point = JointTrajectoryPoint(positions=[float(x) for x in pos], time_from_start=duration(t))
+            if len(p) > 2:
+                point.velocities = [float(x) for x in p[2]]
+            g.trajectory.points.append(point)
+        g.path_tolerance = [JointTolerance(name=n, position=x, velocity=v, acceleration=0.0) for n, x, v in path]
+        g.goal_tolerance = [JointTolerance(name=n, position=x, velocity=v, acceleration=0.0) for n, x, v in goal]
+        g.goal_time_tolerance = duration(goal_time)
+        return g
+
+    def send(self, goal):
+        """(goal handle, its feedback so far: a function, result future) once the server answered."""
+        future = self.client.send_goal_async(goal)
+        self.probe.spin_until(future.done, what="the goal response", alive=self.alive)
+        handle = future.result()
+        result = handle.get_result_async() if handle.accepted else None
+        uuid = bytes(handle.goal_id.uuid)
+        return handle, lambda: [m.feedback for m in self.feedback.messages if bytes(m.goal_id.uuid) == uuid], result
+
+    def result(self, future, what="the result"):
+        self.probe.spin_until(future.done, what=what, alive=self.alive)
+        return future.result()
+
+
+def test_goal_succeeds_within_goal_tolerance(rig):
+    _t0, q0, _ = rig.newest()
+    target = q0 + [0.4, -0.3]
+    goal = rig.goal([(1.0, q0 + [0.2, -0.1]), (2.0, target)],
+                    path=[(j, 0.2, 0.0) for j in JOINTS], goal=[(j, 0.01, 0.05) for j in JOINTS], goal_time=2.0)
+    wall = time.monotonic()
+    handle, feedback, future = rig.send(goal)
+    assert handle.accepted, rig.ctl.log_tail()
+    response = rig.result(future)
+    wall = time.monotonic() - wall
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, (response, rig.ctl.log_tail())
+    assert response.result.error_code == Result.SUCCESSFUL
+    # feedback: stamped with the states (simulation time), the controller's joints, desired/actual/error
+    rig.probe.spin_until(lambda: feedback() and seconds(feedback()[-1].desired.time_from_start) >= 2.0,
+                         what="the final feedback", alive=rig.alive)
+    feedback = feedback()
+    assert all(list(f.joint_names) == JOINTS for f in feedback)
+    stamps = [stamp_of(f) for f in feedback]
+    assert stamps == sorted(stamps) and len(feedback) >= 3
+    last = feedback[-1]
+    np.testing.assert_allclose(last.desired.positions, target, atol=1e-9)
+    np.testing.assert_allclose(np.array(last.desired.positions) - last.actual.positions, last.error.positions,
+                               atol=1e-12)
+    assert last.index == 2  # past both points
+    final_error = np.abs(np.array(last.error.positions))
+    assert np.all(final_error <= 0.01)
+    t_end = stamp_of(last)
+    assert 2.0 <= seconds(last.desired.time_from_start) <= 4.0
+    # the joints stay there: half a second of simulation time later they are within the goal tolerance still
+    rig.wait_sim(t_end + 500_000_000)
+    _t, q, v = rig.newest()
+    assert np.all(np.abs(q - target) <= 0.01), (q, target)
+    assert np.all(np.abs(v) <= 0.05)
+    print(f"success: error_code {response.result.error_code} ({response.result.error_string!r}); final |error| "
+          f"{np.array2string(final_error, precision=3)} rad at {seconds(last.desired.time_from_start):.3f} s of "
+          f"the 2 s trajectory; {len(feedback)} feedbacks; {wall:.2f} s of wall clock for the goal")
+
+
+@pytest.mark.parametrize("case", ["unknown joint", "partial", "times not increasing", "last point moving",
+                                  "beyond the limits"])
+def test_invalid_goals_are_rejected(rig, case):
+    _t, q0, _ = rig.newest()
+    names, points = JOINTS, [(1.0, q0 + 0.1)]
+    if case == "unknown joint":
+        names = ["joint1", "elbow"]
+    elif case == "partial":
+        names, points = ["joint1"], [(1.0, [q0[0] + 0.1])]
+    elif case == "times not increasing":
+        points = [(1.0, q0 + 0.1), (1.0, q0 + 0.2)]
+    elif case == "last point moving":
+        points = [(1.0, q0 + 0.1, [0.0, 0.5])]
+    else:
+        points = [(1.0, [4.0, 0.0])]  # joint1's limit is 3.14 (a reference may exceed it by 10 % of the range)
+    handle, _feedback, _future = rig.send(rig.goal(points, names=names))
+    assert not handle.accepted
+    assert rig.ctl.wait_for_log("goal rejected", timeout=TIMEOUT)
+
+
+def test_path_tolerance_violation_aborts_and_holds(rig):
+    _t, q0, _ = rig.newest()
+    target = q0 + [0.6, 0.4]
+    handle, feedback, future = rig.send(rig.goal([(1.5, target)], path=[("joint1", 1e-4, 0.0)]))
+    assert handle.accepted, rig.ctl.log_tail()
+    response = rig.result(future)
+    assert response.status == GoalStatus.STATUS_ABORTED, response
+    assert response.result.error_code == Result.PATH_TOLERANCE_VIOLATED, response
+    assert "joint1 position error" in response.result.error_string
+    rig.probe.spin_until(lambda: feedback() and abs(feedback()[-1].error.positions[0]) > 1e-4,
+                         what="the feedback of the violation", alive=rig.alive)
+    last = feedback()[-1]
+    assert seconds(last.desired.time_from_start) < 1.5  # before the trajectory's end
+    held = np.array(last.actual.positions)
+    rig.wait_sim(stamp_of(last) + 1_000_000_000)
+    _t, q, v = rig.newest()
+    assert np.all(np.abs(q - held) < 0.05), (q, held)
+    assert np.all(np.abs(v) < 0.02)
+    assert np.abs(q - target).max() > 0.3  # it did not go on to the goal
+
+
+def test_goal_tolerance_not_met_in_time_aborts(rig):
+    _t, q0, _ = rig.newest()
+    handle, feedback, future = rig.send(rig.goal([(0.5, q0 + [0.1, 0.1])], goal=[(j, 1e-12, 0.0) for j in JOINTS],
+                                                 goal_time=0.05))
+    assert handle.accepted, rig.ctl.log_tail()
+    response = rig.result(future)
+    assert response.status == GoalStatus.STATUS_ABORTED, response
+    assert response.result.error_code == Result.GOAL_TOLERANCE_VIOLATED, response
+    assert "goal_time_tolerance exceeding" in response.result.error_string
+    # the feedback of the sample that decided: goal_time_tolerance after the end
+    rig.probe.spin_until(lambda: feedback() and seconds(feedback()[-1].desired.time_from_start) >= 0.55,
+                         what="the feedback of the violation", alive=rig.alive)
+    assert np.all(np.abs(feedback()[-1].error.positions) > 1e-12)
+
+
+def test_cancel_mid_trajectory_holds(rig):
+    _t, q0, _ = rig.newest()
+    target = q0 + [-0.8, 0.6]
+    handle, feedback, future = rig.send(rig.goal([(3.0, target)]))
+    assert handle.accepted, rig.ctl.log_tail()
+    rig.probe.spin_until(lambda: feedback() and seconds(feedback()[-1].desired.time_from_start) >= 1.0,
+                         what="1 s of the trajectory", alive=rig.alive)
+    cancel = handle.cancel_goal_async()
+    rig.probe.spin_until(cancel.done, what="the cancel response", alive=rig.alive)
+    assert len(cancel.result().goals_canceling) == 1
+    response = rig.result(future)
+    assert response.status == GoalStatus.STATUS_CANCELED, response
+    t_cancel, q_cancel, _ = rig.newest()
+    rig.wait_sim(t_cancel + 1_500_000_000)
+    _t, q, v = rig.newest()
+    assert np.all(np.abs(q - q_cancel) < 0.1), (q, q_cancel)  # held near where it was (it was moving)
+    assert np.all(np.abs(v) < 0.02)
+    assert np.abs(q - target).max() > 0.3
+    moved = [seconds(f.desired.time_from_start) for f in feedback()]
+    assert max(moved) < 3.0, "the trajectory ran to its end"
+
+
+def test_second_goal_preempts_the_first(rig):
+    _t, q0, _ = rig.newest()
+    first, first_feedback, first_future = rig.send(rig.goal([(3.0, q0 + [0.5, 0.5])]))
+    assert first.accepted, rig.ctl.log_tail()
+    rig.probe.spin_until(lambda: first_feedback() and seconds(first_feedback()[-1].desired.time_from_start) >= 0.5,
+                         what="0.5 s of the first goal", alive=rig.alive)
+    _t, q1, _ = rig.newest()
+    target = q1 + [-0.3, 0.2]
+    second, feedback, future = rig.send(rig.goal([(1.5, target)], goal=[(j, 0.01, 0.05) for j in JOINTS],
+                                                 goal_time=2.0))
+    assert second.accepted, rig.ctl.log_tail()
+    preempted = rig.result(first_future, "the first goal's result")
+    assert preempted.status == GoalStatus.STATUS_ABORTED, preempted
+    assert preempted.result.error_code == Result.INVALID_GOAL
+    assert "preempted" in preempted.result.error_string
+    response = rig.result(future, "the second goal's result")
+    assert response.status == GoalStatus.STATUS_SUCCEEDED, (response, rig.ctl.log_tail())
+    _t, q, _v = rig.newest()
+    assert np.all(np.abs(q - target) <= 0.02), (q, target)
+
+
+def test_controller_log_is_clean(rig):
+    """No traceback and no error in the controller's log (rejections, aborts and cancels are warnings)."""
+    text = rig.ctl.log_text()
+    assert "Traceback" not in text and "[ERROR]" not in text, rig.ctl.log_tail(40)
+    assert "goal succeeded" in text and "goal canceled" in text

@@ -1,0 +1,203 @@
+"""Scenario ``controller:`` / ``dynamics:`` keys and a robot's ``params`` file are checked against the parameters
+the nodes declare (issue 9: typos such as ``kpp``, ``lwa``, ``integrater`` used to pass, and the run exited 0).
+
+- unit (no processes): a typo names the file and the key path and suggests the parameter meant; a parameter of
+  the other node says where it belongs; the names come from the nodes' tables in ``mbs_ros.nodes.parameters`` at check time (a
+  parameter added to a node is accepted at once, one removed is refused); every parameter the scenario layer
+  itself gives any node (all global settings on, every shipped scenario) is one that node declares; a ``params``
+  file's sections are checked the same way and each node gets only its own parameters from ``/**``;
+- real processes: the controller's limits (``max_wrench``, ``max_effort``, ``max_time_jump``) and a dynamics
+  parameter set in a scenario reach the started nodes (read back with ``get_parameters``), and neither node logs
+  "ignoring unknown parameters".
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mbs_ros.bringup import ScenarioError, list_scenarios, load_scenario, node_specs
+from mbs_ros.bringup.scenario import NODES, declared_parameters
+from mbs_ros.nodes import parameters
+
+ROOT = Path(__file__).resolve().parents[2]
+TIMEOUT = 60.0  # s: two nodes starting on a loaded 2-core machine
+
+ASV = """
+physics_rate: 100.0
+publish_rate: 20.0
+control_rate: 20.0
+robots:
+  - namespace: {ns}
+    model: config/robots/asv_2link.yaml
+    controller: {{law: computed_torque, kp: 9.0, kd: 6.0}}
+    dynamics: {{integrator: rk4}}
+"""
+
+
+def scenario(tmp_path, text, name="s.yaml"):
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def by_label(specs):
+    return {s.label: s for s in specs}
+
+
+# ------------------------------------------------------------------------------------------ unit
+
+TYPOS = {
+    # edit of ASV -> key path, fragment of the reason
+    "kpp": (("kp: 9.0", "kpp: 9.0"), "robots[0].controller.kpp", "unknown controller_node parameter (did you mean 'kp'?)"),
+    "lwa": (("law:", "lwa:"), "robots[0].controller.lwa", "did you mean 'law'?"),
+    "integrater": (("integrator:", "integrater:"), "robots[0].dynamics.integrater",
+                   "unknown dynamics_node parameter (did you mean 'integrator'?)"),
+    "max_wrenches": (("kd: 6.0", "kd: 6.0, max_wrenchs: [1.0, 1.0]"), "robots[0].controller.max_wrenchs",
+                     "did you mean 'max_wrench'?"),
+    "gain_in_dynamics": (("integrator: rk4", "integrator: rk4, kd: 2.0"), "robots[0].dynamics.kd",
+                         "a controller_node one (put it under 'robots[0].controller')"),
+    "rate_in_controller": (("kd: 6.0", "kd: 6.0, physics_rate: 50.0"), "robots[0].controller.physics_rate",
+                           "a dynamics_node one (put it under 'robots[0].dynamics')"),
+    "nothing_close": (("kd: 6.0", "kd: 6.0, zzzz: 1"), "robots[0].controller.zzzz", "it takes: "),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TYPOS))
+def test_unknown_key_names_file_key_and_guess(tmp_path, case):
+    (old, new), key, reason = TYPOS[case]
+    text = ASV.format(ns="asv")
+    assert old in text
+    path = scenario(tmp_path, text.replace(old, new, 1))
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(path)
+    assert e.value.key == key, str(e.value)
+    assert str(e.value).startswith(f"{path}: {key}: "), str(e.value)
+    assert reason in str(e.value), str(e.value)
+    assert "\n" not in str(e.value)
+
+
+def test_runner_refuses_a_typo_with_one_line_and_exit_2(tmp_path, capsys):
+    from mbs_ros.bringup import runner
+
+    path = scenario(tmp_path, ASV.format(ns="asv").replace("kp: 9.0", "kpp: 9.0"))
+    assert runner.main([str(path), "--print"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == f"bringup: scenario error: {path}: robots[0].controller.kpp: unknown controller_node parameter " \
+                  "(did you mean 'kp'?)"
+
+
+def test_names_are_read_from_the_parameter_tables_at_check_time(tmp_path, monkeypatch):
+    """One source of truth: a parameter a node adds is accepted and passed on; one it drops is refused."""
+    controller = parameters.table("controller")
+    dynamics = parameters.table("dynamics")
+    text = ASV.format(ns="asv").replace("kd: 6.0", "kd: 6.0, brand_new_limit: 3.5").replace(
+        "integrator: rk4", "integrator: rk4, another_new_one: true")
+    path = scenario(tmp_path, text)
+    with pytest.raises(ScenarioError, match="brand_new_limit"):
+        load_scenario(path)
+    monkeypatch.setitem(controller, "brand_new_limit", parameters.Parameter("brand_new_limit", "test"))
+    monkeypatch.setitem(dynamics, "another_new_one", parameters.Parameter("another_new_one", "test"))
+    specs = by_label(node_specs(load_scenario(path)))
+    assert specs["asv/controller_node"].parameters["brand_new_limit"] == 3.5
+    assert specs["asv/dynamics_node"].parameters["another_new_one"] is True
+    monkeypatch.delitem(controller, "kd")
+    with pytest.raises(ScenarioError, match=r"robots\[0\]\.controller\.kd: unknown controller_node"):
+        load_scenario(path)
+
+
+def test_shipped_scenarios_give_only_declared_parameters():
+    """Every shipped scenario, with every global setting on, gives each node only parameters it declares (the
+    scenario layer's own ones included: rates, sim time, lockstep, the reference node's waypoints)."""
+    declared = {role: set(declared_parameters(role)) for role in NODES}
+    paths = list_scenarios()
+    assert len(paths) >= 5
+    for path in paths:
+        for overrides in ({}, dict(lockstep=True, control_rate=50.0, real_time_factor=0.0, sim_time=True)):
+            s = load_scenario(path, count=1 if "fleet" in path.stem else None, overrides=overrides)
+            for spec in node_specs(s):
+                extra = set(spec.parameters) - declared[spec.role]
+                assert not extra, f"{path.name} {spec.label}: {sorted(extra)}"
+
+
+PARAMS = """
+/**:
+  ros__parameters:
+    integrator: rk4
+    kp: 4.0
+/**/dynamics_node:
+  ros__parameters:
+    model_file: config/robots/asv_2link.yaml
+    cmd_timeout: 0.3
+/**/controller_node:
+  ros__parameters:
+    state_timeout: 0.4
+"""
+
+
+def test_params_file_keys_checked_and_split_per_node(tmp_path):
+    params = tmp_path / "p.yaml"
+    params.write_text(PARAMS)
+    path = scenario(tmp_path, "robots:\n  - {namespace: asv, params: p.yaml}\n")
+    specs = by_label(node_specs(load_scenario(path)))
+    dyn, ctl = specs["asv/dynamics_node"].parameters, specs["asv/controller_node"].parameters
+    assert dyn["integrator"] == "rk4" and dyn["cmd_timeout"] == 0.3 and "kp" not in dyn
+    assert ctl["kp"] == 4.0 and ctl["state_timeout"] == 0.4 and "integrator" not in ctl
+    for old, new, reason in (
+            ("state_timeout", "state_timeot", "/**/controller_node: state_timeot: unknown controller_node parameter "
+                                              "(did you mean 'state_timeout'?)"),
+            ("cmd_timeout", "state_timeout", "/**/dynamics_node: state_timeout: not a dynamics_node parameter: a "
+                                             "controller_node one"),
+            ("kp: 4.0", "kpp: 4.0", "/**: kpp: unknown parameter of every node"),
+            ("integrator: rk4", "integrator: [rk4,\n", "not valid YAML")):
+        params.write_text(PARAMS.replace(old, new, 1))
+        with pytest.raises(ScenarioError) as e:
+            load_scenario(path)
+        assert e.value.key == "robots[0].params" and str(params) in str(e.value), str(e.value)
+        assert reason in str(e.value) and "\n" not in str(e.value), str(e.value)
+
+
+# --------------------------------------------------------------------------------- real processes
+
+
+def test_limits_set_in_the_scenario_reach_the_nodes(tmp_path):
+    """controller: max_wrench, max_effort, max_time_jump and dynamics: cmd_timeout (and the dynamics node's
+    max_wrench when it declares one) as the started nodes report them."""
+    pytest.importorskip("rclpy")
+    from rcl_interfaces.msg import ParameterType
+    from rcl_interfaces.srv import GetParameters
+    from ros_helpers import Probe, ros_env_defaults, running
+
+    from mbs_ros.process import NodeProcess
+
+    ros_env_defaults()
+    ns = "limits"
+    ctl_set = {"max_wrench": [12.5, 3.25], "max_effort": [1.5, 0.75], "max_time_jump": 0.35}
+    dyn_set = {"cmd_timeout": 0.25}
+    if "max_wrench" in declared_parameters("dynamics"):
+        dyn_set["max_wrench"] = [40.0, 8.0]
+    text = ASV.format(ns=ns).replace("kd: 6.0", "kd: 6.0, " + ", ".join(f"{k}: {v}" for k, v in ctl_set.items()))
+    text = text.replace("integrator: rk4", "integrator: rk4, " + ", ".join(f"{k}: {v}" for k, v in dyn_set.items()))
+    specs = {s.role: s for s in node_specs(load_scenario(scenario(tmp_path, text)))}
+    procs = {}
+    for role in ("dynamics", "controller"):
+        spec = specs[role]
+        params = tmp_path / f"{role}.params.yaml"
+        params.write_text(spec.params_yaml())
+        procs[role] = NodeProcess(spec.module, name=spec.name, namespace=spec.namespace, params_file=params,
+                                  log_file=tmp_path / f"{role}.log")
+
+    def value(v):
+        return {ParameterType.PARAMETER_DOUBLE: lambda: v.double_value,
+                ParameterType.PARAMETER_DOUBLE_ARRAY: lambda: list(v.double_array_value)}[v.type]()
+
+    with running(procs), Probe("scenario_limits_probe", TIMEOUT) as probe:
+        for role, wanted in (("controller", ctl_set), ("dynamics", dyn_set)):
+            names = sorted(wanted)
+            got = probe.call(GetParameters, f"/{ns}/{role}_node/get_parameters", GetParameters.Request(names=names),
+                             resend_after=5.0,
+                             alive=list(procs.values()))
+            assert {n: value(v) for n, v in zip(names, got.values)} == wanted, role
+        for p in procs.values():
+            assert "ignoring unknown parameters" not in p.log_text(), p.log_text()
