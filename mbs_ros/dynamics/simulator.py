@@ -90,6 +90,8 @@ from typing import Callable, Dict, Optional
 
 import numpy as np
 
+from .actuators import (DEFAULT_LIMIT_ACCELERATION, CommandLimits, clip_efforts, command_limits, saturate_wrench,
+                        total_mass)
 from .integrators import TABLEAUS, step
 from .model import Model
 from .passive import thrust_response
@@ -109,8 +111,6 @@ MAX_POSITION = 1.0e6  # m or rad: largest |q| component
 ENERGY_RESIDUAL_FACTOR = 1.0  # |E - E_ref - work| <= this x (|E_ref| + |work| + m_total x ENERGY_FLOOR_PER_KG)
 ENERGY_FLOOR_PER_KG = 1.0  # J/kg
 ENERGY_CHECK_S = 0.1  # s of simulation time between two energy-balance checks
-# Default command limits: as controller_node's (DEFAULT_LIMIT_ACCELERATION there), per kg of the model's mass.
-DEFAULT_LIMIT_ACCELERATION = 100.0  # m/s^2 (force), N m/kg (torque, efforts without a model limit)
 # Physics-rate check (module docstring, "Physics rate").
 RATE_SAMPLES = 32
 RATE_WARN = 1.0  # max(omega_g, omega_tau) * dt above this: a warning (MAX_TURN_PER_STEP)
@@ -127,100 +127,6 @@ class Fault:
     k: int
     stamp_ns: int
     reason: str
-
-
-@dataclass(frozen=True)
-class CommandLimits:
-    """Saturation limits: the largest norm of a base wrench's force [N] and torque [N m], and one largest
-    absolute effort per joint [N m or N] (``model.joint_names`` order)."""
-
-    max_force: float
-    max_torque: float
-    max_effort: np.ndarray
-
-
-def _total_mass(model: Model) -> float:
-    tree = getattr(model, "_tree", None)
-    if tree is not None and getattr(tree, "body_mass", None) is not None:
-        return float(np.sum(tree.body_mass))
-    return float(getattr(model, "mass", 1.0))
-
-
-def _model_effort_limits(model: Model) -> np.ndarray:
-    """Per joint effort limits of the model, NaN where it gives none: ``Model.effort_limits`` where the model
-    has it (per joint, or per velocity component: the joints' part), else the URDF's ``<limit effort>`` (> 0)."""
-    nj = len(model.joint_names)
-    out = np.full(nj, np.nan)
-    given = getattr(model, "effort_limits", None)
-    if given is not None:
-        given = np.asarray(given, dtype=float).reshape(-1)
-        if given.shape == (model.nv,):
-            given = given[model.nv - nj:]
-        if given.shape == (nj,):
-            return np.where(np.isfinite(given) & (given > 0.0), given, np.nan)
-    xml = getattr(model, "urdf", None)
-    if nj and xml:
-        import xml.etree.ElementTree as ET
-
-        try:
-            root = ET.fromstring(xml)
-        except ET.ParseError:  # pragma: no cover - the model was built from it
-            return out
-        index = {name: i for i, name in enumerate(model.joint_names)}
-        for joint in root.iter("joint"):
-            i = index.get(joint.get("name"))
-            limit = joint.find("limit")
-            if i is None or limit is None:
-                continue
-            try:
-                e = float(limit.get("effort", "nan"))
-            except ValueError:
-                continue
-            if math.isfinite(e) and e > 0.0:
-                out[i] = e
-    return out
-
-
-def command_limits(model: Model, max_wrench=None, max_effort=None) -> CommandLimits:
-    """The saturation limits in force: ``max_wrench`` ``(force, torque)`` and ``max_effort`` (a number for every
-    joint, or one per joint) as given, else the model's defaults (module docstring, "Saturation"). ValueError for
-    a wrong length or a limit that is not a positive number (``inf`` turns a limit off)."""
-    nj = len(model.joint_names)
-    per_kg = DEFAULT_LIMIT_ACCELERATION * max(_total_mass(model), 1e-9)
-    if max_wrench is None or len(max_wrench) == 0:
-        max_force = max_torque = per_kg
-    else:
-        if len(max_wrench) != 2:
-            raise ValueError(f"max_wrench must be [force, torque], got {list(max_wrench)}")
-        max_force, max_torque = (float(x) for x in max_wrench)
-    if max_effort is None or (not np.isscalar(max_effort) and len(max_effort) == 0):
-        effort = _model_effort_limits(model)
-        effort = np.where(np.isnan(effort), per_kg, effort)
-    elif np.isscalar(max_effort):
-        effort = np.full(nj, float(max_effort))
-    else:
-        effort = np.array(max_effort, dtype=float).reshape(-1)
-        if effort.shape != (nj,):
-            raise ValueError(f"max_effort as a list needs one value per joint ({nj}: "
-                             f"{', '.join(model.joint_names) or 'no joints'}), got {effort.size}")
-    for name, x in (("max_wrench", max_force), ("max_wrench", max_torque), *(("max_effort", e) for e in effort)):
-        if not x > 0.0:  # NaN too
-            raise ValueError(f"{name} limits must be positive, got {x}")
-    effort.setflags(write=False)
-    return CommandLimits(float(max_force), float(max_torque), effort)
-
-
-def _scale_to_norm(x: np.ndarray, limit: float):
-    """``(x scaled down to norm limit along its direction, whether it was)``; the norm without overflow (1e308
-    components have an infinite 2-norm in floating point)."""
-    s = float(np.max(np.abs(x))) if x.size else 0.0
-    if s == 0.0 or not math.isfinite(limit):
-        return x, False
-    u = x / s
-    n_u = math.sqrt(float(u @ u))  # in [1, sqrt(len)]
-    if s <= limit / n_u:
-        return x, False
-    return u * (limit / n_u), True
 
 
 def velocity_bounds(model: Model, dt: float) -> np.ndarray:
@@ -484,11 +390,8 @@ class Simulator:
 
     def _saturate_wrench(self, W: np.ndarray) -> np.ndarray:
         """``W`` with its force and torque scaled down to ``max_force``/``max_torque`` (counted when it was)."""
-        F, f_sat = _scale_to_norm(W[:3], self.limits.max_force)
-        T, t_sat = _scale_to_norm(W[3:], self.limits.max_torque)
-        if f_sat or t_sat:
-            self.saturated["wrench"] += 1
-            return np.concatenate([F, T])
+        W, saturated = saturate_wrench(W, self.limits)
+        self.saturated["wrench"] += saturated
         return W
 
     def joint_efforts(self, efforts) -> np.ndarray:
@@ -499,10 +402,8 @@ class Simulator:
             raise ValueError(f"{e.size} joint efforts, expected {self.nj} ({', '.join(self.model.joint_names)})")
         if not np.all(np.isfinite(e)):
             raise ValueError(f"non-finite (NaN/inf) joint efforts {e.tolist()}")
-        lim = self.limits.max_effort
-        if np.any(np.abs(e) > lim):
-            e = np.clip(e, -lim, lim)
-            self.saturated["joints"] += 1
+        e, saturated = clip_efforts(e, self.limits.max_effort)
+        self.saturated["joints"] += saturated
         e.setflags(write=False)
         return e
 
@@ -728,7 +629,7 @@ class Simulator:
         E = model.kinetic_energy(self.q, self.v) + model.potential_energy(self.q)
         residual = E - self.energy_ref - self.work - self.passive_work
         scale = (abs(self.energy_ref) + abs(self.work) + abs(self.passive_work) + self.dissipated
-                 + ENERGY_FLOOR_PER_KG * _total_mass(model))
+                 + ENERGY_FLOOR_PER_KG * total_mass(model))
         if math.isfinite(residual) and abs(residual) <= ENERGY_RESIDUAL_FACTOR * scale:
             return None
         return (f"energy balance: E - E_ref - work = {residual:.6g} J exceeds {ENERGY_RESIDUAL_FACTOR:g} x "

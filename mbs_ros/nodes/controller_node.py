@@ -186,7 +186,8 @@ from trajectory_msgs.msg import JointTrajectory, JointTrajectoryPoint, MultiDOFJ
 from mbs_ros.controllers import ComputedTorque, PassivityBased, PDGravity, Reference
 from mbs_ros.controllers import tolerances as tolerances_
 from mbs_ros.dynamics.mimic import MIMIC_MODES
-from mbs_ros.dynamics import Model
+from mbs_ros.dynamics import Model, actuators
+from mbs_ros.dynamics.actuators import DEFAULT_LIMIT_ACCELERATION
 from mbs_ros.dynamics.model import MAX_MASS_RATIO
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import dynamics_node as _dn
@@ -213,7 +214,6 @@ MAX_JOINT_REFERENCE = 1.0e3  # rad or m: reference positions of joints without U
 JOINT_LIMIT_MARGIN = 0.1  # fraction of a joint's URDF range its reference may exceed the range by (>= 0.1)
 JUMP_CONFIRMATIONS = 3  # consecutive states on a new time line before it becomes the time base
 REFERENCE_QUEUE = 32  # references waiting for the worker thread; beyond, the oldest waiting one is dropped
-DEFAULT_LIMIT_ACCELERATION = 100.0  # m/s^2 (force), N m/kg (torque, efforts without a URDF limit) per kg of model
 DIAGNOSTICS_PERIOD_S = 1.0
 FEEDBACK_PERIOD_S = 0.05  # wall clock between FollowJointTrajectory feedbacks (JTC's action_monitor_rate, 20 Hz)
 _NS = 1_000_000_000
@@ -394,34 +394,21 @@ def _joint_limits(model: Model):
     """``(total mass, lower, upper, effort)``, the joint arrays in ``joint_names`` order with NaN where the model
     gives nothing (no ``<limit>``, a continuous joint's range, ``effort="0"``): :attr:`Model.position_limits` and
     the joints' part of :attr:`Model.effort_limits`."""
-    nj = len(model.joint_names)
-    effort = np.asarray(model.effort_limits, dtype=float)[model.nv - nj:]
     lower, upper = (np.asarray(x, dtype=float) for x in model.position_limits)
     ranged = np.isfinite(lower) & np.isfinite(upper) & (lower < upper)
     return (model.total_mass, np.where(ranged, lower, np.nan), np.where(ranged, upper, np.nan),
-            np.where(np.isfinite(effort) & (effort > 0.0), effort, np.nan))
+            actuators.model_effort_limits(model))
 
 
 def command_limits(model: Model, s: ControllerSettings):
-    """``(max_force, max_torque, max_effort (nj,))`` in force: the parameters, or the model's defaults (see the
-    module docstring); ParameterError if ``max_effort`` has the wrong length."""
-    total, _lo, _hi, model_effort = _joint_limits(model)
-    per_kg = DEFAULT_LIMIT_ACCELERATION * max(total, 1e-9)
-    nj = len(model.joint_names)
-    if s.max_wrench:
-        max_force, max_torque = (float(x) for x in s.max_wrench)
-    else:
-        max_force, max_torque = per_kg, per_kg
-    if isinstance(s.max_effort, float):
-        effort = np.full(nj, s.max_effort)
-    elif s.max_effort:
-        if len(s.max_effort) != nj:
-            raise ParameterError(f"max_effort as a list needs one value per joint ({nj}: "
-                                 f"{', '.join(model.joint_names) or 'no joints'}), got {len(s.max_effort)}")
-        effort = np.array(s.max_effort, dtype=float)
-    else:
-        effort = np.where(np.isnan(model_effort), per_kg, model_effort)
-    return max_force, max_torque, effort
+    """``(max_force, max_torque, max_effort (nj,))`` in force: the parameters, or the model's defaults
+    (:func:`mbs_ros.dynamics.actuators.command_limits`); ParameterError if ``max_effort`` has the wrong length."""
+    try:
+        lim = actuators.command_limits(model, s.max_wrench or None,
+                                       s.max_effort if isinstance(s.max_effort, float) else (s.max_effort or None))
+    except ValueError as e:
+        raise ParameterError(str(e)) from None
+    return lim.max_force, lim.max_torque, np.array(lim.max_effort)
 
 
 def reference_position_bounds(model: Model) -> Tuple[np.ndarray, np.ndarray]:

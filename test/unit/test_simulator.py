@@ -392,7 +392,7 @@ def test_saturation_of_wrenches_and_efforts(uvms):
     """On by default: the model's effort limits (the URDF's <limit effort>) and 100 m/s^2 / 100 N m/kg times the
     total mass for the wrench; an absurd command is scaled down along its direction, without overflow, counted."""
     sim = Simulator(uvms, uvms.neutral(), np.zeros(uvms.nv), DT)
-    total = float(np.sum(uvms._tree.body_mass))
+    total = uvms.total_mass
     assert sim.limits.max_force == pytest.approx(100.0 * total) and sim.limits.max_torque == pytest.approx(100.0 * total)
     assert np.array_equal(sim.limits.max_effort, [150.0, 150.0, 80.0, 30.0, 30.0, 20.0])  # arm_6dof.urdf.xacro
     for frame in ("body", "world"):
@@ -432,11 +432,11 @@ def test_saturation_of_wrenches_and_efforts(uvms):
 
 
 def test_model_effort_limits_are_used_when_the_model_has_them(uvms, monkeypatch):
-    """Model.effort_limits (per joint, inf where none) wins over the URDF; inf falls back to the default."""
-    limits = np.array([10.0, np.inf, 5.0, 1.0, 1.0, 1.0])
+    """Model.effort_limits (per velocity component, inf where none) gives the joint limits; inf falls back to the default."""
+    limits = np.concatenate([np.full(uvms.nv - 6, np.inf), [10.0, np.inf, 5.0, 1.0, 1.0, 1.0]])  # (nv,): base first
     monkeypatch.setattr(type(uvms), "effort_limits", property(lambda self: limits), raising=False)
     sim = Simulator(uvms, uvms.neutral(), np.zeros(uvms.nv), DT)
-    total = float(np.sum(uvms._tree.body_mass))
+    total = uvms.total_mass
     assert np.allclose(sim.limits.max_effort, [10.0, 100.0 * total, 5.0, 1.0, 1.0, 1.0])
 
 
