@@ -190,7 +190,6 @@ from mbs_ros.dynamics import Model, actuators
 from mbs_ros.dynamics.actuators import DEFAULT_LIMIT_ACCELERATION
 from mbs_ros.dynamics.model import MAX_MASS_RATIO
 from mbs_ros.nodes import conversions as cv
-from mbs_ros.nodes import dynamics_node as _dn
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.nodes import params as prm
 from mbs_ros.nodes.parameters.controller import LAWS, PARAMETERS
@@ -310,7 +309,7 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
     def text(name, choices=None, allow_empty=False):
         return prm.text(values, name, choices, allow_empty)
 
-    locked = _dn.locked_joints_setting(values, source.multibody)
+    locked = prm.locked_joints_setting(values, source.multibody)
     s = ControllerSettings(
         robot_description=text("robot_description", allow_empty=True),
         model_file=text("model_file", allow_empty=True),

@@ -255,6 +255,7 @@ from mbs_ros.dynamics.simulator import command_limits as sim_command_limits
 from mbs_ros.dynamics.simulator import rate_check, velocity_bounds
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import params as prm
+from mbs_ros.nodes.params import locked_joints_setting
 from mbs_ros.nodes.parameters.dynamics import (INTEGRATORS, LOCKED_JOINTS_DESCRIPTION, LOCKED_POSITIONS_DESCRIPTION,
                                                MIMIC_DESCRIPTION, PARAMETERS)
 from mbs_ros.nodes import markers as mk
@@ -379,32 +380,6 @@ class Settings:
 
 DEFAULTS = Settings()
 
-def locked_joints_setting(values: Dict[str, object], multibody: bool) -> Tuple[tuple, tuple]:
-    """``(names, positions)`` of the ``locked_joints`` and ``locked_joint_positions`` parameters (positions
-    filled with zeros when empty); ParameterError for a name that is not a non-empty string, a repeated name,
-    lengths that differ, or joints locked on a single body. Whether each names a joint of the robot, and its range,
-    the model checks (:func:`mbs_ros.dynamics.model_source.build_multibody`)."""
-    names = values.get("locked_joints", ())
-    if isinstance(names, (str, bytes)) or not hasattr(names, "__len__") \
-            or any(not isinstance(n, str) or not n.strip() for n in names):
-        raise ParameterError(f"locked_joints must be a list of joint names, got {names!r}")
-    names = tuple(n.strip() for n in names)
-    repeated = sorted({n for n in names if names.count(n) > 1})
-    if repeated:
-        raise ParameterError(f"locked_joints names {', '.join(map(repr, repeated))} more than once")
-    positions = values.get("locked_joint_positions", ())
-    empty = hasattr(positions, "__len__") and not isinstance(positions, (str, bytes)) and len(positions) == 0
-    positions = () if empty else prm.vector({"locked_joint_positions": positions}, "locked_joint_positions", None)
-    if positions and len(positions) != len(names):
-        raise ParameterError(f"locked_joint_positions must have one entry per locked joint ({len(names)}: "
-                             f"{', '.join(names) or 'none'}) or be empty, got {len(positions)}")
-    if names and not multibody:
-        raise ParameterError("locked_joints: a single rigid body has no joints (robot_description or model_file "
-                             "gives a robot)")
-    return names, positions or (0.0,) * len(names)
-
-
-# name -> (description, extra descriptor fields)
 
 _INERTIAL = ("mass", "inertia", "com", "gravity")
 _SINGLE_BODY_ONLY = ("mass", "inertia", "com")

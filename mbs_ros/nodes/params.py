@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Mapping, Optional, Sequence
+from typing import Dict, Mapping, Optional, Sequence, Tuple
 
 from mbs_ros.dynamics.model_source import ParameterError
 
-__all__ = ["text", "number", "vector", "flag", "positive_list", "limits", "bounded_vector"]
+__all__ = ["text", "number", "vector", "flag", "positive_list", "limits", "bounded_vector", "locked_joints_setting"]
 
 
 def text(values: Mapping, name: str, choices: Optional[Sequence[str]] = None, allow_empty: bool = False) -> str:
@@ -95,3 +95,28 @@ def limits(values: Mapping, name: str, n: Optional[int]):
         raise ParameterError(f"{name} must be a positive number or a list of positive numbers (or empty), "
                              f"got {v!r}")
     return positive_list(values, name, n)
+
+
+def locked_joints_setting(values: Dict[str, object], multibody: bool) -> Tuple[tuple, tuple]:
+    """``(names, positions)`` of the ``locked_joints`` and ``locked_joint_positions`` parameters (positions
+    filled with zeros when empty); ParameterError for a name that is not a non-empty string, a repeated name,
+    lengths that differ, or joints locked on a single body. Whether each names a joint of the robot, and its range,
+    the model checks (:func:`mbs_ros.dynamics.model_source.build_multibody`)."""
+    names = values.get("locked_joints", ())
+    if isinstance(names, (str, bytes)) or not hasattr(names, "__len__") \
+            or any(not isinstance(n, str) or not n.strip() for n in names):
+        raise ParameterError(f"locked_joints must be a list of joint names, got {names!r}")
+    names = tuple(n.strip() for n in names)
+    repeated = sorted({n for n in names if names.count(n) > 1})
+    if repeated:
+        raise ParameterError(f"locked_joints names {', '.join(map(repr, repeated))} more than once")
+    positions = values.get("locked_joint_positions", ())
+    empty = hasattr(positions, "__len__") and not isinstance(positions, (str, bytes)) and len(positions) == 0
+    positions = () if empty else vector({"locked_joint_positions": positions}, "locked_joint_positions", None)
+    if positions and len(positions) != len(names):
+        raise ParameterError(f"locked_joint_positions must have one entry per locked joint ({len(names)}: "
+                             f"{', '.join(names) or 'none'}) or be empty, got {len(positions)}")
+    if names and not multibody:
+        raise ParameterError("locked_joints: a single rigid body has no joints (robot_description or model_file "
+                             "gives a robot)")
+    return names, positions or (0.0,) * len(names)
