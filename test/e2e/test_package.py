@@ -107,7 +107,7 @@ def test_every_import_is_a_declared_dependency(scope):
     dirs, tags = SCOPES[scope]
     allowed = declared(*tags)
     files = list(python_files(*dirs, exclude=EXCLUDE.get(scope, ())))
-    own = {"mbs_ros"} | {p.stem for p in files if p.parent == ROOT / "test"}
+    own = {"mbs_ros"} | {p.stem for p in files if p.is_relative_to(ROOT / "test")}
     problems = []
     for path in files:
         for module, line in imported_modules(path):

@@ -25,7 +25,7 @@ from mbs_ros.dynamics import Model, ModelError
 from mbs_ros.dynamics import model_source as ms
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(Path(__file__).parents[1]))
+sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))  # test/unit's shared helpers
 import urdf_text  # noqa: E402
 from urdf_text import joint, robot  # noqa: E402
 

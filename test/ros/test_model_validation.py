@@ -24,7 +24,7 @@ from mbs_ros.dynamics.model import MAX_MASS_RATIO, ModelError, ModelWarning
 from mbs_ros.dynamics.urdf import load_urdf_xml, parse_urdf
 from mbs_ros.dynamics import model_source as ms
 
-sys.path.insert(0, str(Path(__file__).parents[1]))
+sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))  # test/unit's shared helpers
 from urdf_text import BOX, joint, link, robot  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -387,7 +387,7 @@ def test_a_broken_yaml_robot_or_reference_is_one_line_naming_file_and_place(tmp_
 
 
 def _example_robot(relpath):
-    sys.path.insert(0, str(Path(__file__).parents[1]))
+    sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))  # test/unit's shared helpers
     from test_scale import example_robot_urdf
 
     path = example_robot_urdf(relpath)
