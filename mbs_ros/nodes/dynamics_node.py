@@ -1809,13 +1809,12 @@ class DynamicsNode(Node):
             self._anchor()
             self._make_timer()
         if model is not self.model:
+            self.sim.set_model(model)  # same state, new inertia: new energy/momentum reference
             if not self.multibody:
                 self._warn_inertia(s)
-            self.sim.set_model(model)  # same state, new inertia: new energy/momentum reference
+                self._setup_markers()  # the equivalent-inertia box changes with the inertia
         elif changed & {"current", "current_rate"}:  # the water changes, the references stay (a port of the balance)
             self.sim.set_current(s.current, s.current_rate)
-            if not self.multibody:
-                self._setup_markers()  # the equivalent-inertia box changes with the inertia
         self.get_logger().info("parameters changed: " + ", ".join(sorted(changed)))
         return SetParametersResult(successful=True)
 
