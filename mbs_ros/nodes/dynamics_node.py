@@ -20,22 +20,18 @@ if __name__ == "__main__" or os.path.basename(sys.argv[0] if sys.argv else "") =
         os.environ.setdefault(_name, "1")
 
 import time
-from typing import Dict, Optional
+from typing import Optional
 
-import numpy as np
-from geometry_msgs.msg import WrenchStamped
 from rclpy.clock import Clock as RclpyClock
 from rclpy.clock import ClockType
 from rclpy.node import Node
-from rclpy.qos import QoSProfile
-from sensor_msgs.msg import JointState
-from std_msgs.msg import Float64MultiArray
 
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.dynamics.simulator import Fault, Simulator
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.dynamics_inputs import CommandInputs
 from mbs_ros.nodes.dynamics_lockstep import TIMEOUT_TOPIC, TOPIC, LockstepWatch
 from mbs_ros.nodes.dynamics_publishing import EnergyPorts, StatePublishing, TFMessage
 from mbs_ros.nodes.dynamics_reconfigure import Reconfiguration
@@ -56,12 +52,12 @@ __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values",
 # ------------------------------------------------------------------------------------------- node
 
 
-class DynamicsNode(StatePublishing, LockstepWatch, Services, Reconfiguration, Node):
+class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reconfiguration, Node):
     """Construct, then call :meth:`configure` (raises ParameterError).
 
-    The simulation itself is ``self.sim``, a :class:`mbs_ros.dynamics.simulator.Simulator`: this class checks the
-    input messages and turns them into its commands, and advances it from a timer (or per lockstep period); the
-    parts publish its state (:class:`~mbs_ros.nodes.dynamics_publishing.StatePublishing`), run lockstep
+    The simulation itself is ``self.sim``, a :class:`mbs_ros.dynamics.simulator.Simulator`: this class builds it
+    and advances it from a timer (or per lockstep period); the parts turn command messages into its commands
+    (:class:`~mbs_ros.nodes.dynamics_inputs.CommandInputs`), publish its state (:class:`~mbs_ros.nodes.dynamics_publishing.StatePublishing`), run lockstep
     (:class:`~mbs_ros.nodes.dynamics_lockstep.LockstepWatch`), serve ``~/reset``, ``~/pause``, ``~/step``
     (:class:`~mbs_ros.nodes.dynamics_services.Services`) and parameter changes
     (:class:`~mbs_ros.nodes.dynamics_reconfigure.Reconfiguration`)."""
@@ -88,22 +84,7 @@ class DynamicsNode(StatePublishing, LockstepWatch, Services, Reconfiguration, No
                                  "command to wait for")
         self.source = source
         self.multibody = source.multibody
-        if self.multibody:
-            overridden = [n for n in SINGLE_BODY_ONLY if n in parameter_overrides(self)]
-            if overridden:
-                self.get_logger().warning(
-                    f"{', '.join(overridden)}: ignored, the model comes from {source.describe()}")
-            if model.load_report:  # what the tolerant loader repaired, left out or found implausible: one line
-                n = len(model.load_report)
-                self.get_logger().warning(f"{source.describe()} loaded with {n} note{'s' if n > 1 else ''}: "
-                                          + "; ".join(model.load_report))
-            # mesh filenames RViz resolves (file:// for packages outside the ament index and plain paths); one
-            # warning, at start, for those nothing resolves
-            self._visual_urdf, meshes = ms.meshes_for_rviz(source)
-            if meshes:
-                self.get_logger().warning(meshes)
-        else:
-            self._warn_inertia(s)
+        self._warn_model(source, model, s)
 
         self.settings = s
         self.nj = len(model.joint_names)
@@ -167,9 +148,35 @@ class DynamicsNode(StatePublishing, LockstepWatch, Services, Reconfiguration, No
         unknown = unknown_overrides(self, PARAMETERS)
         if unknown:
             self.get_logger().warning("ignoring unknown parameters (typo?): " + ", ".join(unknown))
-        effective = 1e9 / self.dt_ns
+        self.get_logger().info(self._start_message(s, rate))
+        if rate.warning:
+            self.get_logger().warning(rate.warning)
+
+    def _warn_model(self, source: ms.Source, model: Model, s: Settings) -> None:
+        """Warnings about the model at start-up: single-body parameters given to a robot, what the tolerant
+        loader repaired, meshes nothing resolves (RViz's filenames are kept in ``_visual_urdf``), an inertia that
+        violates the triangle inequality."""
+        if not self.multibody:
+            self._warn_inertia(s)
+            return
+        overridden = [n for n in SINGLE_BODY_ONLY if n in parameter_overrides(self)]
+        if overridden:
+            self.get_logger().warning(f"{', '.join(overridden)}: ignored, the model comes from {source.describe()}")
+        if model.load_report:  # what the tolerant loader repaired, left out or found implausible: one line
+            n = len(model.load_report)
+            self.get_logger().warning(f"{source.describe()} loaded with {n} note{'s' if n > 1 else ''}: "
+                                      + "; ".join(model.load_report))
+        # mesh filenames RViz resolves (file:// for packages outside the ament index and plain paths); one
+        # warning, at start, for those nothing resolves
+        self._visual_urdf, meshes = ms.meshes_for_rviz(source)
+        if meshes:
+            self.get_logger().warning(meshes)
+
+    def _start_message(self, s: Settings, rate) -> str:
+        """The one info line at start-up: the model, the integrator and rate, the timing, limits, fastest modes."""
+        model = self.model
         if self.multibody:
-            what = (f"{s.base_group} base robot {source.describe()}, {self.nj} joints "
+            what = (f"{s.base_group} base robot {self.source.describe()}, {self.nj} joints "
                     f"({', '.join(model.joint_names)}), total mass {model.total_mass:g} kg")
         else:
             what = f"{s.base_group} body, mass {s.mass:g} kg"
@@ -182,16 +189,13 @@ class DynamicsNode(StatePublishing, LockstepWatch, Services, Reconfiguration, No
             timing = (f"publishing {self.world_frame} -> {self.base_frame} every {self._publish_every} steps, "
                       + (f"real_time_factor {s.real_time_factor:g}" if s.real_time_factor > 0
                          else "as fast as possible") + f", cmd_timeout {s.cmd_timeout:g} s")
-        self.get_logger().info(
-            f"{what}, {s.integrator} at {effective:g} Hz (dt = {self.dt_ns} ns), {timing}"
-            + (", publishing /clock" if s.publish_clock else "")
-            + (f"; paused at t = {self.stamp() * 1e-9:.9f} s (start_paused: ~/pause false resumes, ~/step steps)"
-               if s.start_paused else "")
-            + f"; {self._limits_text()}; fastest modes: "
-            f"gravity {rate.omega_gravity:.3g} rad/s, full effort {rate.omega_effort:.3g} rad/s; runaway beyond "
-            f"{self.sim.max_angular_rate:g} rad/s")
-        if rate.warning:
-            self.get_logger().warning(rate.warning)
+        return (f"{what}, {s.integrator} at {1e9 / self.dt_ns:g} Hz (dt = {self.dt_ns} ns), {timing}"
+                + (", publishing /clock" if s.publish_clock else "")
+                + (f"; paused at t = {self.stamp() * 1e-9:.9f} s (start_paused: ~/pause false resumes, ~/step "
+                   "steps)" if s.start_paused else "")
+                + f"; {self._limits_text()}; fastest modes: "
+                f"gravity {rate.omega_gravity:.3g} rad/s, full effort {rate.omega_effort:.3g} rad/s; runaway beyond "
+                f"{self.sim.max_angular_rate:g} rad/s")
 
     @property
     def model(self) -> Model:
@@ -280,9 +284,6 @@ class DynamicsNode(StatePublishing, LockstepWatch, Services, Reconfiguration, No
         if msg:
             self.get_logger().warning(msg)
 
-
-
-
     def _set_rates(self, s: Settings) -> None:
         """Steps between publications (0: never): state, joint wrenches, markers, diagnostics."""
         self._publish_every = steps_between(s.physics_rate, s.publish_rate)
@@ -305,7 +306,6 @@ class DynamicsNode(StatePublishing, LockstepWatch, Services, Reconfiguration, No
         period = timer_period(self.dt, self.settings.real_time_factor, self.lockstep)
         # On the steady clock: this node makes the simulation time, even when it runs with use_sim_time.
         self.timer = self.create_timer(period, self._guard(self._on_timer, "timer"), clock=self._steady_clock)
-
 
     def stamp(self, k: Optional[int] = None) -> int:
         return self.sim.stamp(k)
@@ -402,202 +402,6 @@ class DynamicsNode(StatePublishing, LockstepWatch, Services, Reconfiguration, No
     def _on_command_timeout(self, channel: str) -> None:
         self._logs.info(f"timeout_{channel}",
                         lambda: f"no {TIMEOUT_TOPIC[channel]} for {self.settings.cmd_timeout:g} s: applying zero")
-
-
-    # ---------------------------------------------------------------------------- lockstep
-
-
-
-
-
-
-
-
-    # ------------------------------------------------------------------------------- clock
-
-
-
-    # -------------------------------------------------------------------------- publishing
-
-
-
-
-
-
-
-
-
-
-
-
-
-    # ------------------------------------------------------------------------------- input
-
-    def _create_inputs(self) -> None:
-        """The command subscriptions: cmd_wrench always; joint and thruster commands when the model has them."""
-        model, qos = self.model, QoSProfile(depth=10)
-        self.sub_cmd = self.create_subscription(WrenchStamped, "cmd_wrench",
-                                                self._guard(self._on_cmd_wrench, "cmd_wrench"), qos)
-        self.sub_joint_command = None
-        self.sub_thruster_command = None
-        if self.nt:
-            self.sub_thrust = self.create_subscription(
-                Float64MultiArray, "cmd_thrust", self._guard(self._on_cmd_thrust, "cmd_thrust"), qos)
-            self.sub_thruster_command = self.create_subscription(
-                JointState, "thruster_command", self._guard(self._on_thruster_command, "thruster_command"), qos)
-            self._thruster_index = {name: i for i, name in enumerate(model.thruster_names)}
-        if self.nj:
-            self.sub_effort = self.create_subscription(
-                Float64MultiArray, "cmd_joint_effort", self._guard(self._on_cmd_joint_effort, "cmd_joint_effort"),
-                qos)
-            self.sub_joint_command = self.create_subscription(
-                JointState, "joint_command", self._guard(self._on_joint_command, "joint_command"), qos)
-            self._joint_index = {name: i for i, name in enumerate(model.joint_names)}
-
-    def _stamp_error(self, stamp) -> Optional[str]:
-        """Why a ``header.stamp`` is not a time (None when it is one)."""
-        if stamp.sec < 0 or stamp.nanosec >= 1_000_000_000:
-            return f"invalid header.stamp (sec {stamp.sec}, nanosec {stamp.nanosec}: needs sec >= 0, nanosec < 1e9)"
-        return None
-
-    def _saturation_warning(self, channel: str, before: int) -> None:
-        if self.sim.saturated[channel] > before:
-            self._warn(f"saturated_{channel}",
-                       f"{ {'wrench': 'cmd_wrench', 'joints': 'joint effort command'}.get(channel, 'thrust command')} "
-                       f"saturated ({self._limits_text()}): "
-                       f"{self.sim.saturated[channel]} saturated since start-up")
-
-    def _on_cmd_wrench(self, msg: WrenchStamped) -> None:
-        self._counts["received_cmd_wrench"] += 1
-        W = cv.wrench_from_msg(msg.wrench)
-        frame_id = msg.header.frame_id
-        if self.model.group is None:
-            self._reject("cmd_wrench", "fixed", "the base is fixed (base_group fixed) and takes no wrench; drive "
-                         "the joints with cmd_joint_effort or joint_command")
-            return
-        error = self._stamp_error(msg.header.stamp)
-        if error:
-            self._reject("cmd_wrench", "stamp", error)
-            return
-        if self.lockstep and not self._lockstep_stamp_ok("cmd_wrench", cv.ns_from_time(msg.header.stamp)):
-            return
-        if not np.all(np.isfinite(W)):
-            self._reject("cmd_wrench", "nonfinite", f"non-finite (NaN/inf) components {W.tolist()}")
-            return
-        if frame_id in self._body_frames:
-            frame = "body"
-        elif frame_id in self._world_frames:
-            frame = "world"
-        else:
-            self._reject("cmd_wrench", "frame", f"unknown frame_id {frame_id[:100]!r} (use '', {self.base_frame!r} "
-                         f"or {self.world_frame!r})")
-            return
-        before = self.sim.saturated["wrench"]
-        cmd, dropped = self.sim.wrench_command(W, frame)
-        self._saturation_warning("wrench", before)
-        if np.any(dropped):
-            self._warn("cmd_wrench:dropped",
-                       f"cmd_wrench: a {self.settings.base_group} {'base' if self.multibody else 'body'} cannot take "
-                       f"the components {np.round(dropped, 12).tolist()} (body frame [F; tau]); dropped them, "
-                       "applying the rest")
-        if self.lockstep:
-            self._lockstep_take("cmd_wrench", cmd)
-        else:
-            self.sim.set_wrench(cmd)
-
-    def _on_cmd_joint_effort(self, msg: Float64MultiArray) -> None:
-        self._counts["received_cmd_joint_effort"] += 1
-        if self.lockstep:
-            self._logs.info_once(
-                "lockstep_cmd_joint_effort",
-                "lockstep: cmd_joint_effort is ignored (it carries no stamp); joint efforts come from joint_command "
-                "(sensor_msgs/JointState, efforts by name, stamped with the state they answer)")
-            return
-        data = np.asarray(msg.data, dtype=float)
-        if data.shape != (self.nj,):
-            self._reject("cmd_joint_effort", "length", f"{data.size} values, expected {self.nj} (one per joint, in "
-                         f"the order {', '.join(self.model.joint_names)})")
-            return
-        if not np.all(np.isfinite(data)):
-            self._reject("cmd_joint_effort", "nonfinite", f"non-finite (NaN/inf) entries {data.tolist()}")
-            return
-        before = self.sim.saturated["joints"]
-        self.sim.set_joint_efforts(data)
-        self._saturation_warning("joints", before)
-
-    def _on_cmd_thrust(self, msg: Float64MultiArray) -> None:
-        self._counts["received_cmd_thrust"] += 1
-        if self.lockstep:
-            self._logs.info("cmd_thrust_lockstep",
-                            "lockstep: cmd_thrust carries no stamp and is ignored; send thruster_command")
-            return
-        data = np.asarray(msg.data, dtype=float)
-        if data.size != self.nt:
-            self._reject("cmd_thrust", "length", f"{data.size} values, expected {self.nt} (one per thruster, in "
-                         f"{', '.join(self.model.thruster_names)} order)")
-            return
-        if not np.all(np.isfinite(data)):
-            self._reject("cmd_thrust", "nonfinite", f"non-finite (NaN/inf) thrusts {data.tolist()}")
-            return
-        before = self.sim.saturated["thrusters"]
-        self.sim.set_thrusts(data)
-        self._saturation_warning("thrusters", before)
-
-    def _named_values(self, topic: str, msg: JointState, index: Dict[str, int], what: str, unit: str = ""):
-        """The ``effort`` of a stamped JointState command by ``name`` as an array in ``index`` order (names not
-        given: 0), or None when it is rejected (stamp, lockstep period, names, non-finite values; reasons logged)."""
-        self._counts[f"received_{topic}"] += 1
-        error = self._stamp_error(msg.header.stamp)
-        if error:
-            self._reject(topic, "stamp", error)
-            return None
-        if self.lockstep and not self._lockstep_stamp_ok(topic, cv.ns_from_time(msg.header.stamp)):
-            return None
-        names = list(msg.name)
-        unknown = [n for n in names if n not in index]
-        if not names or len(msg.effort) != len(names) or unknown or len(set(names)) != len(names):
-            self._reject(topic, "names",
-                         f"needs one effort{unit} per name, names distinct and among {', '.join(index)} "
-                         f"(got {len(names)} names, {len(msg.effort)} efforts"
-                         + (f", unknown {[u[:100] for u in unknown[:5]]}" if unknown else "") + ")")
-            return None
-        values = np.asarray(msg.effort, dtype=float)
-        if not np.all(np.isfinite(values)):
-            self._reject(topic, "nonfinite", f"non-finite (NaN/inf) {what} {values.tolist()}")
-            return None
-        data = np.zeros(len(index))
-        data[[index[n] for n in names]] = values
-        return data
-
-    def _on_thruster_command(self, msg: JointState) -> None:
-        data = self._named_values("thruster_command", msg, self._thruster_index, "thrusts", " (thrust, N)")
-        if data is None:
-            return
-        before = self.sim.saturated["thrusters"]
-        if self.lockstep:
-            self._lockstep_take("thruster_command", data)
-        else:
-            self.sim.set_thrusts(data)
-        self._saturation_warning("thrusters", before)
-
-    def _on_joint_command(self, msg: JointState) -> None:
-        data = self._named_values("joint_command", msg, self._joint_index, "efforts")  # joints not named: zero
-        if data is None:
-            return
-        before = self.sim.saturated["joints"]
-        if self.lockstep:
-            self._lockstep_take("joint_command", data)
-        else:
-            self.sim.set_joint_efforts(data)
-        self._saturation_warning("joints", before)
-
-    # ---------------------------------------------------------------------------- services
-
-
-
-
-    # -------------------------------------------------------------------------- parameters
-
 
 
 # ------------------------------------------------------------------------------------------- main

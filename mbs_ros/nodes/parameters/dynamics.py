@@ -31,17 +31,21 @@ _PAIRS = {
         "Configuration group of the base: " + ", ".join(ms.BASES) + "; a robot also fixed. Default: the robot "
         "YAML's base, fixed for a URDF, se3 for a single body.",
         {"type": "string", "default": "se3", "choices": ms.TREE_BASES, "read_only": True}),
-    "mass": ("Mass [kg], in [1e-6, 1e9] (single body only).",
+    "mass": (
+        "Mass [kg], in [1e-6, 1e9] (single body only).",
         {"type": "double", "default": 1.0, "floating_point_range": (0.0, 1.0e9)}),
     "inertia": (
         "Inertia about the centre of mass in body axes [kg m^2], as URDF: [ixx, ixy, ixz, iyy, iyz, izz]; "
         "must be positive definite with principal moments in [1e-12, 1e9] (a warning if it violates the triangle "
         "inequality). Single body only.", {"type": "double[]", "default": (0.01, 0.0, 0.0, 0.01, 0.0, 0.01)}),
-    "com": ("Centre of mass in the body frame [m], as URDF: [x, y, z], each |x| <= 1e3. Single body only.",
+    "com": (
+        "Centre of mass in the body frame [m], as URDF: [x, y, z], each |x| <= 1e3. Single body only.",
         {"type": "double[]", "default": (0.0, 0.0, 0.0)}),
-    "gravity": ("Acceleration of gravity in the world frame [m/s^2]: [x, y, z], norm <= 1e3 (default: the robot "
-                "YAML's, else [0, 0, -9.81]).", {"type": "double[]", "default": (0.0, 0.0, -9.81)}),
-    "integrator": ("Lie-group integrator: " + ", ".join(INTEGRATORS) + ".",
+    "gravity": (
+        "Acceleration of gravity in the world frame [m/s^2]: [x, y, z], norm <= 1e3 (default: the robot "
+        "YAML's, else [0, 0, -9.81]).", {"type": "double[]", "default": (0.0, 0.0, -9.81)}),
+    "integrator": (
+        "Lie-group integrator: " + ", ".join(INTEGRATORS) + ".",
         {"type": "string", "default": "rk4", "choices": INTEGRATORS}),
     "physics_rate": (
         "Physics steps per second of simulation time [Hz]; dt is the nearest whole number of ns. Refused when "
@@ -63,13 +67,15 @@ _PAIRS = {
     "diagnostics_rate": (
         "Energy/momentum bookkeeping rate on /diagnostics [Hz], <= physics_rate; 0 = off.",
         {"type": "double", "default": 1.0, "floating_point_range": (0.0, 100000.0)}),
-    "initial_position": ("Initial position of the base in the world [m], each |x| <= 1e6; used at start-up and "
-                         "reset.", {"type": "double[]", "default": (0.0, 0.0, 0.0)}),
+    "initial_position": (
+        "Initial position of the base in the world [m], each |x| <= 1e6; used at start-up and "
+        "reset.", {"type": "double[]", "default": (0.0, 0.0, 0.0)}),
     "initial_rpy": (
         "Initial roll, pitch, yaw [rad] (fixed axes x, y, z, as URDF), each |x| <= 1e3; human-facing input only, "
         "converted to a rotation at once.", {"type": "double[]", "default": (0.0, 0.0, 0.0)}),
-    "initial_twist": ("Initial body-frame twist [vx, vy, vz, wx, wy, wz] (linear first) [m/s, rad/s], within the "
-                      "runaway bounds (1e4 m/s; physics_rate rad/s, at most 1e4).",
+    "initial_twist": (
+        "Initial body-frame twist [vx, vy, vz, wx, wy, wz] (linear first) [m/s, rad/s], within the "
+        "runaway bounds (1e4 m/s; physics_rate rad/s, at most 1e4).",
         {"type": "double[]", "default": (0.0,) * 6}),
     "initial_joint_positions": (
         "Initial joint positions in joint_names order [rad or m; the angle of a continuous joint]; "
@@ -78,7 +84,8 @@ _PAIRS = {
     "initial_joint_velocities": (
         "Initial joint velocities in joint_names order [rad/s or m/s]; empty = zeros. Within the runaway bounds "
         "(as initial_twist).", {"type": "double[]", "default": ()}),
-    "world_frame": ("Fixed frame of odom, pose and tf.", {"type": "string", "default": "world", "read_only": True}),
+    "world_frame": (
+        "Fixed frame of odom, pose and tf.", {"type": "string", "default": "world", "read_only": True}),
     "base_frame": (
         "Base frame; prefixed with the node namespace (robot1/base_link). A leading '/' means no prefix (for "
         "every link of a robot). For a robot it names the URDF's root link (the default).",
