@@ -35,7 +35,7 @@ import signal
 import sys
 import threading
 import time
-from typing import Callable, List, Optional, Sequence, Tuple, Type
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 import rclpy
 from rclpy.executors import ExternalShutdownException, SingleThreadedExecutor
@@ -45,12 +45,14 @@ try:
 except ImportError:  # pragma: no cover - other rclpy layouts
     RCLError = RuntimeError
 
+from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes.parameters import Parameter
 from mbs_ros.process import dump_stacks_on_sigusr1
 
 __all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
-           "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS", "TeardownGuard", "TEARDOWN_TIMEOUT_S"]
+           "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS", "TeardownGuard", "TEARDOWN_TIMEOUT_S",
+           "descriptor", "declare", "declare_model_parameters", "parameter_overrides", "unknown_overrides"]
 
 EXIT_BAD_ARGUMENTS = 2  # as for invalid parameters
 
@@ -126,7 +128,8 @@ def wants_help(argv: Sequence[str]) -> bool:
 
 def help_text(factory) -> str:
     """Usage, the node module's first docstring paragraph and its parameters (``PARAMETERS``: name ->
-    (description, ...)), for ``--help``."""
+    :class:`~mbs_ros.nodes.parameters.Parameter`; with its type, default and read-only flag where the table gives a
+    type), for ``--help``."""
     module = sys.modules.get(getattr(factory, "__module__", ""), None)
     name = getattr(module, "__name__", "") or ""
     if name in ("", "__main__"):
@@ -141,7 +144,12 @@ def help_text(factory) -> str:
     if parameters:
         lines.append("parameters:")
         for p, spec in parameters.items():
-            lines.append(f"  {p}: {spec.description}")
+            facts = [spec.type] if spec.type else []
+            if spec.type and spec.default is not None:  # a table that gives types gives its defaults too
+                facts.append(f"default {list(spec.default) if isinstance(spec.default, tuple) else spec.default!r}")
+            if spec.read_only:
+                facts.append("start-up only")
+            lines.append(f"  {p}" + (f" ({', '.join(facts)})" if spec.type else "") + f": {spec.description}")
     return "\n".join(lines)
 
 
@@ -321,9 +329,9 @@ def descriptor(param: Parameter, value) -> "ParameterDescriptor":
     from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
 
     d = ParameterDescriptor(name=param.name, description=param.description, read_only=param.read_only)
-    if isinstance(value, str):
+    if param.type == "string" or (param.type is None and isinstance(value, str)):
         d.type = ParameterType.PARAMETER_STRING
-    elif isinstance(value, bool):
+    elif param.type == "bool" or (param.type is None and isinstance(value, bool)):
         d.type = ParameterType.PARAMETER_BOOL
     else:
         d.dynamic_typing = True
@@ -331,3 +339,45 @@ def descriptor(param: Parameter, value) -> "ParameterDescriptor":
         lo, hi = param.range
         d.floating_point_range = [FloatingPointRange(from_value=lo, to_value=hi, step=0.0)]
     return d
+
+
+def declare(node: "rclpy.node.Node", param: Parameter, value):
+    """Declare ``param`` on ``node`` with ``value`` (a tuple as a list) and its :func:`descriptor`; the value it
+    gets (an override wins). ParameterError naming it when rclpy refuses (range, type)."""
+    value = list(value) if isinstance(value, tuple) else value
+    try:
+        return node.declare_parameter(param.name, value, descriptor(param, value)).value
+    except Exception as e:  # noqa: BLE001 - rclpy's range/type exceptions differ between distros
+        raise ParameterError(str(e) if param.name in str(e) else f"{param.name}: {e}") from None
+
+
+def declare_model_parameters(node: "rclpy.node.Node", parameters: Mapping[str, Parameter],
+                             default: Callable[[str], object]) -> Tuple[Dict[str, object], "ms.Source"]:
+    """The first half of a model node's ``configure``: declare ``robot_description`` and ``model_file``, load the
+    model source they name (:func:`mbs_ros.dynamics.model_source.load_source`), then declare every other parameter
+    of ``parameters`` with ``default(name)``, or the robot's own default (base_group, gravity, base_frame:
+    :func:`mbs_ros.nodes.dynamics_settings.model_defaults`). Returns ``(values, source)``: the raw values for the
+    node's ``settings_from_values``. ParameterError with the reason."""
+    from mbs_ros.nodes.dynamics_settings import model_defaults
+
+    values = {name: declare(node, parameters[name], default(name)) for name in ("robot_description", "model_file")}
+    for name, v in values.items():
+        if not isinstance(v, str):
+            raise ParameterError(f"{name} must be a string, got {v!r}")
+    source = ms.load_source(values["robot_description"], values["model_file"])
+    robot = model_defaults(source)
+    for name, param in parameters.items():
+        if name not in values:
+            values[name] = declare(node, param, robot[name] if name in robot else default(name))
+    return values, source
+
+
+def parameter_overrides(node: "rclpy.node.Node") -> Dict[str, object]:
+    """The parameter values the command line and parameter files gave ``node`` (rclpy keeps them, Humble..Kilted)."""
+    return getattr(node, "_parameter_overrides", {}) or {}
+
+
+def unknown_overrides(node: "rclpy.node.Node", parameters: Mapping[str, Parameter]) -> List[str]:
+    """Overridden names ``node`` does not take (typos): not in ``parameters``, not use_sim_time or a QoS override."""
+    return sorted(n for n in parameter_overrides(node) if n not in parameters and n != "use_sim_time"
+                  and not n.startswith("qos_overrides."))

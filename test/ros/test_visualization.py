@@ -11,6 +11,7 @@ Real node processes, real topics:
   start at the base and are scaled by ``marker_wrench_scale``; a reset clears the markers (DELETEALL).
 - ``/body``: a single rigid body with a full inertia matrix and an offset centre of mass: its marker is the
   equivalent-inertia box (a uniform box of the same mass has the same inertia tensor about the same point).
+- ``/inertia``: a single body whose ``inertia`` is set at run time: its box becomes the new equivalent-inertia box.
 
 All processes start at once in a module fixture; every wait is for a graph match, a message or a log line. The
 unit tests at the end need no process (URDF prefixing, meshes, materials, robot YAML visuals).
@@ -28,6 +29,8 @@ pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs not built into this environ
 
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
+from rcl_interfaces.srv import SetParameters  # noqa: E402
+from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
@@ -54,6 +57,10 @@ BODY = dict(mass=2.0, inertia=[0.02, 0.001, -0.002, 0.03, 0.003, 0.04], com=[0.1
             initial_position=[1.0, 2.0, 3.0], initial_rpy=[0.3, -0.2, 1.0],
             initial_twist=[0.1, 0.0, 0.0, 0.2, 0.1, 0.3], gravity=[0.0, 0.0, 0.0], publish_rate=20.0)
 WRENCH = [40.0, -20.0, 10.0, 3.0, 0.0, -6.0]  # body frame [F; tau]
+# a single body at rest with principal axes along the body axes; its inertia is set at run time to NEW_INERTIA
+INERTIA = dict(mass=2.0, inertia=[0.02, 0.0, 0.0, 0.03, 0.0, 0.04], com=[0.0, 0.0, 0.0], gravity=[0.0, 0.0, 0.0],
+               initial_twist=[0.0] * 6, markers_rate=20.0)
+NEW_INERTIA = [0.05, 0.0, 0.0, 0.08, 0.0, 0.11]
 
 
 LATCHED = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL, reliability=ReliabilityPolicy.RELIABLE)
@@ -68,6 +75,9 @@ def nodes(tmp_path_factory):
                            parameters=VIZ, log_file=logs / "viz.log"),
         "body": NodeProcess(NODE, name="dynamics_node", namespace="body", params_file=ROOT / "config/rigid_body.yaml",
                             parameters=BODY, log_file=logs / "body.log"),
+        "inertia": NodeProcess(NODE, name="dynamics_node", namespace="inertia",
+                               params_file=ROOT / "config/rigid_body.yaml", parameters=INERTIA,
+                               log_file=logs / "inertia.log"),
     }
     with running(procs):
         yield procs
@@ -276,6 +286,35 @@ def test_single_body_shows_its_equivalent_inertia_box(probe, nodes):
         arrows = {m.id: m for m in array.markers if m.ns == "body/base_link/wrench"}
         assert set(arrows) == {0, 1} and all(m.type == Marker.ARROW for m in arrows.values())
         assert all(m.action == Marker.DELETE for m in arrows.values())  # no wrench applied: no arrows
+
+
+def box_sides(mass, principal_moments):
+    """Sides of the uniform box of ``mass`` with these principal moments: I_i = m (b_j^2 + b_k^2) / 12, so
+    b_i = sqrt(6 (I_j + I_k - I_i) / m)."""
+    I = np.asarray(principal_moments, dtype=float)
+    return np.sqrt(6.0 * (I.sum() - 2.0 * I) / mass)
+
+
+def test_single_body_box_follows_an_inertia_set_at_run_time(probe, nodes):
+    proc = nodes["inertia"]
+    markers = Recorder(probe, MarkerArray, "/inertia/markers")
+
+    def box(array):
+        boxes = [m for m in array.markers if m.ns == "inertia/base_link" and m.type == Marker.CUBE]
+        assert len(boxes) == 1
+        return np.sort(cv.array_from_vector3(boxes[0].scale))
+
+    probe.spin_until(lambda: len(markers) > 0, what="/inertia/markers", alive=[proc])
+    mass = INERTIA["mass"]
+    old = INERTIA["inertia"]
+    assert np.allclose(box(markers.messages[-1]), np.sort(box_sides(mass, [old[0], old[3], old[5]])), atol=1e-12)
+    req = SetParameters.Request(parameters=[Parameter("inertia", value=NEW_INERTIA).to_parameter_msg()])
+    result = probe.call(SetParameters, "/inertia/dynamics_node/set_parameters", req, alive=[proc]).results[0]
+    assert result.successful, result.reason
+    n = len(markers)
+    probe.spin_until(lambda: len(markers) >= n + 3, what="markers after the change", alive=[proc])
+    expected = np.sort(box_sides(mass, [NEW_INERTIA[0], NEW_INERTIA[3], NEW_INERTIA[5]]))
+    assert np.allclose(box(markers.messages[-1]), expected, atol=1e-12), "the box is not the new inertia's"
 
 
 # ------------------------------------------------------------------------------------ no processes

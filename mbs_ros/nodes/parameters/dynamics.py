@@ -2,6 +2,8 @@
 from __future__ import annotations
 
 from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.mimic import MIMIC_MODES
+from mbs_ros.dynamics.model import MAX_MASS_RATIO
 from mbs_ros.nodes.parameters import from_pairs
 
 INTEGRATORS = ("euler", "heun", "rk3", "rk4")
@@ -18,117 +20,143 @@ MIMIC_DESCRIPTION = (
 
 _PAIRS = {
     "robot_description": (
-        "URDF XML of a robot (as robot_state_publisher takes it); empty: see model_file.", {"read_only": True}),
+        "URDF XML of a robot (as robot_state_publisher takes it); empty: see model_file.",
+        {"type": "string", "default": "", "read_only": True}),
     "model_file": (
         "URDF, xacro or robot YAML file of a robot; a relative path is looked up in the mbs_ros share directory, "
         "then the current directory; a package://PKG/PATH URI through the ament index, then pip's install "
         "prefixes; file:///PATH. Neither this nor robot_description: a single rigid body (mass, inertia, "
-        "com).", {"read_only": True}),
+        "com).", {"type": "string", "default": "", "read_only": True}),
     "base_group": (
         "Configuration group of the base: " + ", ".join(ms.BASES) + "; a robot also fixed. Default: the robot "
-        "YAML's base, fixed for a URDF, se3 for a single body.", {"read_only": True}),
-    "mass": ("Mass [kg], in [1e-6, 1e9] (single body only).", {"floating_point_range": (0.0, 1.0e9)}),
+        "YAML's base, fixed for a URDF, se3 for a single body.",
+        {"type": "string", "default": "se3", "choices": ms.TREE_BASES, "read_only": True}),
+    "mass": (
+        "Mass [kg], in [1e-6, 1e9] (single body only).",
+        {"type": "double", "default": 1.0, "floating_point_range": (0.0, 1.0e9)}),
     "inertia": (
         "Inertia about the centre of mass in body axes [kg m^2], as URDF: [ixx, ixy, ixz, iyy, iyz, izz]; "
         "must be positive definite with principal moments in [1e-12, 1e9] (a warning if it violates the triangle "
-        "inequality). Single body only.", {}),
-    "com": ("Centre of mass in the body frame [m], as URDF: [x, y, z], each |x| <= 1e3. Single body only.", {}),
-    "gravity": ("Acceleration of gravity in the world frame [m/s^2]: [x, y, z], norm <= 1e3 (default: the robot "
-                "YAML's, else [0, 0, -9.81]).", {}),
-    "integrator": ("Lie-group integrator: " + ", ".join(INTEGRATORS) + ".", {}),
+        "inequality). Single body only.", {"type": "double[]", "default": (0.01, 0.0, 0.0, 0.01, 0.0, 0.01)}),
+    "com": (
+        "Centre of mass in the body frame [m], as URDF: [x, y, z], each |x| <= 1e3. Single body only.",
+        {"type": "double[]", "default": (0.0, 0.0, 0.0)}),
+    "gravity": (
+        "Acceleration of gravity in the world frame [m/s^2]: [x, y, z], norm <= 1e3 (default: the robot "
+        "YAML's, else [0, 0, -9.81]).", {"type": "double[]", "default": (0.0, 0.0, -9.81)}),
+    "integrator": (
+        "Lie-group integrator: " + ", ".join(INTEGRATORS) + ".",
+        {"type": "string", "default": "rk4", "choices": INTEGRATORS}),
     "physics_rate": (
         "Physics steps per second of simulation time [Hz]; dt is the nearest whole number of ns. Refused when "
         "the model's fastest gravity mode is unstable under the integrator at this rate; a warning when it is "
         "barely resolved (see the node's docstring, Robustness).",
-        {"read_only": True, "floating_point_range": (1.0, 100000.0)}),
+        {"type": "double", "default": 1000.0, "read_only": True, "floating_point_range": (1.0, 100000.0)}),
     "publish_rate": (
         "Rate of the state: odom, pose, /tf, joint_states (and wrench, joint_effort again with it) [Hz], in "
         "[0.1, physics_rate]; published every round(physics_rate/publish_rate) steps. Not used in lockstep (once "
-        "per control period).", {"floating_point_range": (0.001, 100000.0)}),
+        "per control period).", {"type": "double", "default": 100.0, "floating_point_range": (0.001, 100000.0)}),
     "wrench_rate": (
         "Rate of joint_wrenches/<joint> [Hz], <= physics_rate, every round(physics_rate/wrench_rate) steps; 0 = "
-        "off. Computed only while someone subscribes to one of them.", {"floating_point_range": (0.0, 100000.0)}),
+        "off. Computed only while someone subscribes to one of them.",
+        {"type": "double", "default": 100.0, "floating_point_range": (0.0, 100000.0)}),
     "markers_rate": (
         "Rate of markers [Hz], <= physics_rate, every round(physics_rate/markers_rate) steps (with publish_markers); "
-        "0 = off. Built only while someone subscribes.", {"floating_point_range": (0.0, 100000.0)}),
+        "0 = off. Built only while someone subscribes.",
+        {"type": "double", "default": 20.0, "floating_point_range": (0.0, 100000.0)}),
     "diagnostics_rate": (
         "Energy/momentum bookkeeping rate on /diagnostics [Hz], <= physics_rate; 0 = off.",
-        {"floating_point_range": (0.0, 100000.0)}),
-    "initial_position": ("Initial position of the base in the world [m], each |x| <= 1e6; used at start-up and "
-                         "reset.", {}),
+        {"type": "double", "default": 1.0, "floating_point_range": (0.0, 100000.0)}),
+    "initial_position": (
+        "Initial position of the base in the world [m], each |x| <= 1e6; used at start-up and "
+        "reset.", {"type": "double[]", "default": (0.0, 0.0, 0.0)}),
     "initial_rpy": (
         "Initial roll, pitch, yaw [rad] (fixed axes x, y, z, as URDF), each |x| <= 1e3; human-facing input only, "
-        "converted to a rotation at once.", {}),
-    "initial_twist": ("Initial body-frame twist [vx, vy, vz, wx, wy, wz] (linear first) [m/s, rad/s], within the "
-                      "runaway bounds (1e4 m/s; physics_rate rad/s, at most 1e4).", {}),
+        "converted to a rotation at once.", {"type": "double[]", "default": (0.0, 0.0, 0.0)}),
+    "initial_twist": (
+        "Initial body-frame twist [vx, vy, vz, wx, wy, wz] (linear first) [m/s, rad/s], within the "
+        "runaway bounds (1e4 m/s; physics_rate rad/s, at most 1e4).",
+        {"type": "double[]", "default": (0.0,) * 6}),
     "initial_joint_positions": (
         "Initial joint positions in joint_names order [rad or m; the angle of a continuous joint]; "
-        "empty = zeros. Within the URDF's [lower, upper]; joints without limits: |q| <= 1e3.", {}),
+        "empty = zeros. Within the URDF's [lower, upper]; joints without limits: |q| <= 1e3.",
+        {"type": "double[]", "default": ()}),
     "initial_joint_velocities": (
         "Initial joint velocities in joint_names order [rad/s or m/s]; empty = zeros. Within the runaway bounds "
-        "(as initial_twist).", {}),
-    "world_frame": ("Fixed frame of odom, pose and tf.", {"read_only": True}),
+        "(as initial_twist).", {"type": "double[]", "default": ()}),
+    "world_frame": (
+        "Fixed frame of odom, pose and tf.", {"type": "string", "default": "world", "read_only": True}),
     "base_frame": (
         "Base frame; prefixed with the node namespace (robot1/base_link). A leading '/' means no prefix (for "
-        "every link of a robot). For a robot it names the URDF's root link (the default).", {"read_only": True}),
+        "every link of a robot). For a robot it names the URDF's root link (the default).",
+        {"type": "string", "default": "base_link", "read_only": True}),
     "cmd_timeout": (
         "A cmd_wrench or cmd_joint_effort is held for this long [s of simulation time], then it goes to zero; "
         "in (0, 60]. 0 = hold the last command forever, accepted at start-up only (for replays): a change to 0 "
-        "at run time is refused.", {"floating_point_range": (0.0, 1.0e6)}),
-    "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, {"read_only": True}),
-    "locked_joints": (LOCKED_JOINTS_DESCRIPTION, {"read_only": True}),
-    "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, {"read_only": True}),
-    "mimic": (MIMIC_DESCRIPTION, {"read_only": True}),
+        "at run time is refused.", {"type": "double", "default": 0.5, "floating_point_range": (0.0, 1.0e6)}),
+    "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, {"type": "double", "default": MAX_MASS_RATIO, "read_only": True}),
+    "locked_joints": (LOCKED_JOINTS_DESCRIPTION, {"type": "string[]", "default": (), "read_only": True}),
+    "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, {"type": "double[]", "default": (), "read_only": True}),
+    "mimic": (MIMIC_DESCRIPTION, {"type": "string", "default": "reduce", "choices": MIMIC_MODES, "read_only": True}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
-        "with a warning); false: always the single-threaded executor.", {"read_only": True}),
+        "with a warning); false: always the single-threaded executor.",
+        {"type": "bool", "default": True, "read_only": True}),
     "publish_clock": (
         "Publish the simulation time on /clock (rosgraph_msgs/Clock), so that every node can run with "
-        "use_sim_time:=true. One node per ROS graph should publish it.", {"read_only": True}),
+        "use_sim_time:=true. One node per ROS graph should publish it.",
+        {"type": "bool", "default": False, "read_only": True}),
     "real_time_factor": (
         "Simulation seconds per wall-clock second, >= 0; 0 = as fast as possible. In lockstep: the maximum "
-        "speed (0 = as fast as the controller answers).", {"floating_point_range": (0.0, 1.0e6)}),
+        "speed (0 = as fast as the controller answers).",
+        {"type": "double", "default": 1.0, "floating_point_range": (0.0, 1.0e6)}),
     "lockstep": (
         "Advance one control period (physics_rate/control_rate steps) only when the commands stamped with the "
         "current state's stamp have arrived on cmd_wrench (floating base) and joint_command (joints).",
-        {"read_only": True}),
+        {"type": "bool", "default": False, "read_only": True}),
     "control_rate": (
         "Control periods per second of simulation time [Hz] (lockstep only); physics_rate/control_rate must be "
-        "a whole number.", {"read_only": True, "floating_point_range": (0.001, 100000.0)}),
+        "a whole number.",
+        {"type": "double", "default": 100.0, "read_only": True, "floating_point_range": (0.001, 100000.0)}),
     "publish_markers": (
         "Publish the bodies' shapes and the applied base wrench as a visualization_msgs/MarkerArray on "
-        "markers, at markers_rate.", {}),
+        "markers, at markers_rate.", {"type": "bool", "default": True}),
     "marker_wrench_scale": (
         "Length of the wrench arrows on markers [m per N and m per N m], >= 0.",
-        {"floating_point_range": (0.0, 1.0e6)}),
+        {"type": "double", "default": 0.01, "floating_point_range": (0.0, 1.0e6)}),
     "max_wrench": (
         "[force, torque]: largest norms [N, N m] of the applied base wrench's force and torque (a larger one is "
         "scaled down along its direction; counted). Empty: [100 m/s^2, 100 N m/kg] times the model's total mass "
-        "(as controller_node).", {}),
+        "(as controller_node).", {"type": "double[]", "default": ()}),
     "max_effort": (
         "Largest joint effort [N m or N]: one number for every joint or one per joint (joint_names order); "
         "clipped beyond (counted). Empty: the URDF <limit effort>, else 100 N m/kg times the total mass (as "
-        "controller_node).", {}),
+        "controller_node).", {"type": "double|double[]", "default": ()}),
     "fluid_density": (
         "Density of the water [kg/m^3] for links whose <hydrodynamics> names none; 0 = the robot YAML's "
-        "fluid.density, else 1000.", {"read_only": True, "floating_point_range": (0.0, 1.0e5)}),
+        "fluid.density, else 1000.",
+        {"type": "double", "default": 0.0, "read_only": True, "floating_point_range": (0.0, 1.0e5)}),
     "current": (
         "Uniform ocean current [m/s], world axes: hydrodynamic loads use each link's velocity relative to the "
-        "water (mbs_ros.dynamics.passive). Settable at run time; no effect without <hydrodynamics>.", {}),
+        "water (mbs_ros.dynamics.passive). Settable at run time; no effect without <hydrodynamics>.",
+        {"type": "double[]", "default": (0.0, 0.0, 0.0)}),
     "current_rate": (
         "Rate of change of the current [m/s^2], world axes (the water's acceleration pushes the added mass and "
-        "the displaced volume). The current itself changes only when set.", {}),
+        "the displaced volume). The current itself changes only when set.",
+        {"type": "double[]", "default": (0.0, 0.0, 0.0)}),
     "environment_temperature": (
         "Temperature theta_0 [K] of the environment the dissipated power goes to: entropy production = "
-        "dissipated power / theta_0 (energy topic).", {"floating_point_range": (0.0, 1.0e4)}),
+        "dissipated power / theta_0 (energy topic).",
+        {"type": "double", "default": 288.15, "floating_point_range": (0.0, 1.0e4)}),
     "energy_rate": (
         "Rate of the energy topic (mbs_ros_msgs/EnergyPorts: storages, ports, dissipators, entropy) [Hz], <= "
-        "physics_rate; 0 = off. Built only while someone subscribes.", {"floating_point_range": (0.0, 100000.0)}),
+        "physics_rate; 0 = off. Built only while someone subscribes.",
+        {"type": "double", "default": 10.0, "floating_point_range": (0.0, 100000.0)}),
     "start_paused": (
         "Start paused at t0: the initial state is published (again whenever a new subscriber of the state or a "
         "new command publisher matches) and time stands still until ~/pause false, or ~/step advances it. The "
         "scenario runner starts a lockstep run on simulation time so, and resumes it once the controller holds "
-        "its reference.", {"read_only": True}),
+        "its reference.", {"type": "bool", "default": False, "read_only": True}),
 }
 
 

@@ -1,0 +1,124 @@
+"""Lockstep and the waiting watch of the dynamics node (:class:`LockstepWatch`, a part of
+:class:`~mbs_ros.nodes.dynamics_node.DynamicsNode`): a command stamped with the current state's stamp on every
+channel the simulator expects lets one control period run (``Simulator.check_stamp``/``submit``/
+``period_complete``); while it waits, the state is sent again after ``LOCKSTEP_RESEND_S`` or when a new endpoint
+matches. Paused, the state is sent again to late joiners. The speed limit is :class:`mbs_ros.nodes.pacing.Pacer`."""
+from __future__ import annotations
+
+import time
+
+from mbs_ros.nodes.pacing import WARN_THROTTLE_S
+
+__all__ = ["LockstepWatch", "CHANNEL", "TOPIC", "TIMEOUT_TOPIC", "LOCKSTEP_RESEND_S", "LOCKSTEP_WARN_S"]
+
+# Lockstep: the state t_k is published again after this long without the commands (or at once when a new endpoint
+# matches), in case the first copy or the controller's answer was lost before discovery completed; a warning after
+# this long without any command.
+LOCKSTEP_RESEND_S = 1.0
+LOCKSTEP_WARN_S = 2.0
+
+# the simulator's command channels, the topics they come from, and the topics whose timeout they have
+CHANNEL = {"cmd_wrench": "wrench", "joint_command": "joints", "thruster_command": "thrusters"}
+TOPIC = {"wrench": "cmd_wrench", "joints": "joint_command", "thrusters": "thruster_command"}
+TIMEOUT_TOPIC = {"wrench": "cmd_wrench", "joints": "cmd_joint_effort", "thrusters": "cmd_thrust"}
+
+
+class LockstepWatch:
+    """Needs, from the node: ``sim``, ``settings``, ``pacer``, ``advance``, the publishers and
+    ``_publish_state``/``_publish_applied``/``_repeat_clock``, ``_warn``, ``_logs``."""
+
+    _last_input_wall = 0.0
+    _last_state_wall = 0.0
+    _graph_counts = ()
+
+    def _lockstep_stamp_ok(self, topic: str, stamp_ns: int) -> bool:
+        """Lockstep: is a command stamped ``stamp_ns`` for the current period? Logs why not (throttled)."""
+        self._last_input_wall = time.monotonic()
+        order = self.sim.check_stamp(CHANNEL[topic], stamp_ns)
+        if order == 0:
+            return True
+        current = self.stamp()
+        if order < 0:  # an answer to a state sent again, or to the state before a reset
+            self.get_logger().debug(
+                f"lockstep: {topic} stamped {stamp_ns * 1e-9:.9f} s ignored, waiting for {current * 1e-9:.9f} s",
+                throttle_duration_sec=WARN_THROTTLE_S)
+        else:
+            self._warn(f"lockstep_late_{topic}",
+                       f"lockstep: {topic} stamped {stamp_ns * 1e-9:.9f} s ignored: it is later than the current state "
+                       f"({current * 1e-9:.9f} s); commands must carry the stamp of the state they answer")
+        return False
+
+    def _lockstep_take(self, topic: str, value) -> None:
+        """A valid command stamped for the current period."""
+        self.sim.submit(CHANNEL[topic], value)
+        self._try_period()
+
+    def _try_period(self) -> None:
+        """Lockstep: advance one control period if its commands are all here (and the speed limit allows)."""
+        sim = self.sim
+        if sim.paused or not sim.period_complete():
+            return
+        now = time.monotonic_ns()
+        if not self.pacer.period_may_start(now):
+            return  # the timer tries again
+        self._take_period()
+        self.pacer.period_started(sim.lockstep_steps, now)
+
+    def _take_period(self) -> None:
+        """Lockstep: the control period whose commands are all here (the caller checked), then its state."""
+        sim = self.sim
+        k0 = sim.k
+        sim.start_period()
+        self._grids = None
+        self.advance(sim.lockstep_steps)
+        k1 = sim.k
+        # joint wrenches and markers with the period's state when their step grid was crossed during the period
+        self._publish_state(wrenches=bool(self._wrench_every) and k1 // self._wrench_every > k0 // self._wrench_every,
+                            markers=bool(self._markers_every)
+                            and k1 // self._markers_every > k0 // self._markers_every)
+        self._publish_applied()
+
+    def _paused_watch(self) -> None:
+        """Paused: the state again (same stamp, everything) when a subscriber of odom or joint_states or a command
+        publisher matched since it was last sent, so that a node started while the time stands still (a controller,
+        a reference node, a recorder; start_paused) gets the state it would otherwise wait for."""
+        counts = self._graph_counts_now()
+        grew = any(c > old for c, old in zip(counts, self._graph_counts))
+        self._graph_counts = counts
+        if grew:
+            self._publish_state(everything=True)
+
+    def _lockstep_watch(self) -> None:
+        """Lockstep timer: pace, send the state again if the commands are late, warn if nothing comes."""
+        if self.sim.period_complete():
+            self._try_period()
+            return
+        self._repeat_clock()
+        now = time.monotonic()
+        counts = self._graph_counts_now()
+        grew = any(c > old for c, old in zip(counts, self._graph_counts))
+        self._graph_counts = counts
+        if grew or now - self._last_state_wall > LOCKSTEP_RESEND_S:
+            self._publish_state(controller_inputs_only=True)  # the same stamp and values again
+        quiet = now - self._last_input_wall
+        if quiet > LOCKSTEP_WARN_S:
+            missing = [TOPIC[ch] for ch in self.sim.missing()]
+            seen = ", ".join(f"{TOPIC[ch]} {t * 1e-9:.9f} s"
+                             for ch, t in sorted(self.sim.last_stamp_seen.items())) or "none"
+            self._logs.warning(
+                "lockstep_waiting",
+                f"lockstep: waiting at t = {self.stamp() * 1e-9:.9f} s for {' and '.join(missing)} stamped with it; "
+                f"no command for {quiet:.1f} s (last stamps seen: {seen}). Is a lockstep controller running?",
+                period=max(WARN_THROTTLE_S, LOCKSTEP_WARN_S))
+
+    def _graph_counts_now(self) -> tuple:
+        """Matched endpoints of the lockstep loop: state subscribers, command publishers."""
+        counts = [self.pub_odom.get_subscription_count()]
+        if self.nj:
+            counts.append(self.pub_joint_states.get_subscription_count())
+        for sub in (self.sub_cmd, self.sub_joint_command, self.sub_thruster_command):
+            if sub is None:
+                continue
+            count = getattr(sub, "get_publisher_count", None)  # rclpy >= Iron; graph count before
+            counts.append(count() if count is not None else self.count_publishers(sub.topic_name))
+        return tuple(counts)

@@ -1,0 +1,433 @@
+"""What the dynamics node publishes (:class:`StatePublishing`, a part of
+:class:`~mbs_ros.nodes.dynamics_node.DynamicsNode`): the state of its simulator ``self.sim`` as odom, pose, /tf
+and /tf_static, joint_states, joint_wrenches, wrench and joint_effort, markers, thrust, energy, /diagnostics and
+/clock. Messages are made once and refilled; each topic is built only while someone subscribes. The topics are
+described in docs/dynamics_node.md."""
+from __future__ import annotations
+
+import time
+from array import array
+from typing import Optional
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import PoseStamped, TransformStamped, WrenchStamped
+from nav_msgs.msg import Odometry
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+from rosgraph_msgs.msg import Clock
+from sensor_msgs.msg import JointState
+from std_msgs.msg import String
+from visualization_msgs.msg import MarkerArray
+
+from mbs_ros.dynamics.simulator import WrenchCommand
+from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes import markers as mk
+from mbs_ros.nodes.dynamics_settings import base_link_of, topic_token
+
+try:  # our interface package (mbs_ros_msgs/, built by make setup / colcon)
+    from mbs_ros_msgs.msg import EnergyPorts
+except ImportError:  # pragma: no cover - without it the node runs, with no energy topic (a warning says so)
+    EnergyPorts = None
+try:  # tf2_msgs is not on PyPI: the set-up builds it; a ROS install has it.
+    from tf2_msgs.msg import TFMessage
+except ImportError:  # pragma: no cover - reported at start-up
+    TFMessage = None
+
+__all__ = ["StatePublishing", "EnergyPorts", "TFMessage", "CLOCK_REPEAT_S"]
+
+# While the simulation time stands still (paused, or waiting in lockstep), /clock is repeated this often.
+CLOCK_REPEAT_S = 0.5
+
+
+class StatePublishing:
+    """The publishing half of the dynamics node. Needs, from the node: ``sim``, ``model``, ``settings``,
+    ``source``, ``multibody``, ``nj``, ``nt``, ``nv_base``, ``world_frame``, ``base_frame``, ``_prefix``, ``_counts``,
+    ``_rate`` and ``_stepping``; :meth:`_create_publishers` makes the rest."""
+
+    def _create_publishers(self) -> None:
+        """The publishers, the kept messages, the TF layout, the markers; robot_description and /tf_static once."""
+        s, model = self.settings, self.model
+        qos = QoSProfile(depth=100)
+        self.pub_odom = self.create_publisher(Odometry, "odom", qos)
+        self.pub_pose = self.create_publisher(PoseStamped, "pose", qos)
+        self.pub_wrench = self.create_publisher(WrenchStamped, "wrench", qos)
+        self.pub_tf = self.create_publisher(TFMessage, "/tf", QoSProfile(depth=100))
+        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", QoSProfile(depth=10))
+        self.pub_clock = self.create_publisher(Clock, "/clock", QoSProfile(depth=10)) if s.publish_clock else None
+        self.pub_markers = self.create_publisher(MarkerArray, "markers", QoSProfile(depth=10))
+        self.pub_energy = None
+        if EnergyPorts is not None:
+            self.pub_energy = self.create_publisher(EnergyPorts, "energy", QoSProfile(depth=10))
+            self._energy_msg = EnergyPorts()
+            self._energy_msg.header.frame_id = self.world_frame
+        else:
+            self.get_logger().warning("mbs_ros_msgs is not importable: no energy topic (make setup builds it)")
+        if self.nt:
+            self.pub_thrust = self.create_publisher(JointState, "thrust", qos)
+            self._thrust_msg = JointState(name=list(model.thruster_names))
+        self.pub_joint_wrenches = []
+        if self.nj:
+            self.pub_joint_states = self.create_publisher(JointState, "joint_states", qos)
+            self.pub_joint_effort = self.create_publisher(JointState, "joint_effort", qos)
+            self.pub_joint_wrenches = [
+                self.create_publisher(WrenchStamped, "joint_wrenches/" + topic_token(j), qos)
+                for j in model.joint_names]
+        self._setup_frames()
+        self._make_messages()
+        if self.multibody:
+            # The URDF with the link names this node publishes on TF: RViz's RobotModel works with an empty
+            # TF prefix, robot_state_publisher with an empty frame_prefix.
+            latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
+                                 reliability=ReliabilityPolicy.RELIABLE)
+            self.pub_robot_description = self.create_publisher(String, "robot_description", latched)
+            self.pub_robot_description.publish(String(data=mk.prefixed_urdf(self._visual_urdf, self._frame)))
+        self._setup_markers()
+        if self._static_transforms:
+            static_qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            self.pub_tf_static = self.create_publisher(TFMessage, "/tf_static", static_qos)
+            self.pub_tf_static.publish(TFMessage(transforms=[
+                cv.transform_stamped_msg(self.sim.t0_ns, parent, child, p, quat)
+                for parent, child, p, quat in self._static_transforms]))
+
+    def _frame(self, link: str) -> str:
+        if link == "world" and self.source.root_link == "world":
+            return self.world_frame
+        return self._prefix + link
+
+    def _setup_frames(self) -> None:
+        """TF layout: link indices of the base and of each joint's parent and child, static transforms; where
+        each joint's position sits in q."""
+        model = self.model
+        self._static_transforms = []
+        self._tf_joints = []  # (parent link index, child link index, parent frame, child frame)
+        self._joint_child_frames = []
+        self._base_link_index = None
+        self._world_to_base = True
+        self._base_is_root = True
+        # joint positions from q: revolute/prismatic entries as they are, continuous ones as atan2(sin, cos)
+        nq_joints = sum(2 if t == "continuous" else 1 for t in model.joint_types)
+        lin_j, lin_q, cont_j, cont_q, i = [], [], [], [], model.nq - nq_joints
+        for j, t in enumerate(model.joint_types):
+            if t == "continuous":
+                cont_j.append(j)
+                cont_q.append(i)
+                i += 2
+            else:
+                lin_j.append(j)
+                lin_q.append(i)
+                i += 1
+        self._jpos = (np.array(lin_j, dtype=int), np.array(lin_q, dtype=int), np.array(cont_j, dtype=int),
+                      np.array(cont_q, dtype=int))
+        if not self.multibody:
+            return
+        index = {name: i for i, name in enumerate(model.link_names)}
+        base_link = base_link_of(self.source)
+        self._base_link_index = index[base_link]
+        self._base_is_root = base_link == self.source.root_link
+        poses = model.link_poses(model.neutral())
+        child_of = {}
+        for name, jtype, parent, child in self.source.joints:
+            child_of[name] = child
+            pi, ci = index[parent], index[child]
+            if jtype == "fixed":
+                T = np.linalg.inv(poses[pi]) @ poses[ci]
+                self._static_transforms.append((self._frame(parent), self._frame(child), T[:3, 3].copy(),
+                                                cv.quaternion_from_matrix(T[:3, :3])))
+                if parent == "world" and child == base_link:
+                    self._world_to_base = False
+            else:
+                self._tf_joints.append((pi, ci, self._frame(parent), self._frame(child)))
+        self._joint_child_frames = [self._frame(child_of[j]) for j in model.joint_names]
+        self._tf_parent = np.array([j[0] for j in self._tf_joints], dtype=int)
+        self._tf_child = np.array([j[1] for j in self._tf_joints], dtype=int)
+
+    def _make_messages(self) -> None:
+        """One message per published type, kept and refilled every cycle (publish serialises at once)."""
+        self._odom_msg = Odometry()
+        self._odom_msg.header.frame_id = self.world_frame
+        self._odom_msg.child_frame_id = self.base_frame
+        self._pose_msg = PoseStamped()
+        self._pose_msg.header.frame_id = self.world_frame
+        self._tf_base = None
+        transforms = []
+        if self._world_to_base:
+            self._tf_base = TransformStamped()
+            self._tf_base.header.frame_id, self._tf_base.child_frame_id = self.world_frame, self.base_frame
+            transforms.append(self._tf_base)
+        self._tf_links = []
+        for _pi, _ci, parent, child in self._tf_joints:
+            t = TransformStamped()
+            t.header.frame_id, t.child_frame_id = parent, child
+            self._tf_links.append(t)
+        self._tf_msg = TFMessage(transforms=transforms + self._tf_links)
+        self._wrench_msg = WrenchStamped()
+        if self.nj:
+            names = list(self.model.joint_names)
+            # mimic joints (Model.mimic_joints) follow the moving ones with their derived position, velocity and
+            # effort, then the locked joints (Model.locked_joints) at their fixed position with zero velocity and
+            # effort, so a JointState consumer sees every joint the URDF moves
+            self._mimic_names = list(self.model.mimic_joints)
+            locked = dict(self.model.locked_joints)
+            self._locked_tail = (np.array(list(locked.values()), dtype=float), np.zeros(len(locked)))
+            self._joint_state_msg = JointState(name=names + self._mimic_names + list(locked))
+            self._effort_msg = JointState(name=names)
+            self._joint_wrench_msgs = []
+            for frame in self._joint_child_frames:
+                m = WrenchStamped()
+                m.header.frame_id = frame
+                self._joint_wrench_msgs.append(m)
+
+    def _setup_markers(self) -> None:
+        s = self.settings
+        if self.multibody:
+            from mbs_ros.dynamics.urdf import parse_urdf
+
+            spec = parse_urdf(self.source.urdf)
+            inertials = {name: (l.mass, l.com, l.inertia) for name, l in spec.links.items()}
+            shapes = mk.shapes_from_urdf(self._visual_urdf, self.model.link_names, self._frame, inertials)
+        else:
+            shapes = mk.rigid_body_shapes(s.mass, s.inertia_matrix, s.com, self.base_frame)
+        self._marker_maker = mk.MarkerMaker(shapes, self.world_frame, self.base_frame,
+                                            wrench_arrows=self.model.group is not None)
+        self._markers_delete_all = True  # the first array clears what an earlier run left in RViz
+
+    def _publish_clock(self, again: bool = False) -> None:
+        if self.pub_clock is None:
+            return
+        stamp = self.stamp()
+        if stamp == self._last_clock_stamp and not again:
+            return
+        self.pub_clock.publish(Clock(clock=cv.time_from_ns(stamp)))
+        self._last_clock_stamp = stamp
+        self._last_clock_wall = time.monotonic()
+
+    def _repeat_clock(self) -> None:
+        if self.pub_clock is not None and time.monotonic() - self._last_clock_wall > CLOCK_REPEAT_S:
+            self._publish_clock(again=True)
+
+    def _publish_state(self, controller_inputs_only: bool = False, everything: bool = False,
+                       wrenches: bool = False, markers: bool = False) -> None:
+        """The state at the current stamp: /clock first, then odom, pose, /tf, joint_states; joint_wrenches with
+        ``wrenches`` and markers with ``markers`` (``everything``: both). Every topic only while someone
+        subscribes to it. ``controller_inputs_only``: /clock, odom and joint_states (lockstep sending it again)."""
+        stamp = self.stamp()
+        self._publish_clock(again=controller_inputs_only)
+        self._last_state_wall = time.monotonic()
+        sim, model = self.sim, self.model
+        q, v = sim.q, sim.v
+        poses = None
+        tf_wanted = not controller_inputs_only and self.pub_tf.get_subscription_count() > 0
+        if self.multibody and (tf_wanted or not self._base_is_root or (everything or markers)):
+            poses = model.link_poses(q)
+        if self.multibody and not self._base_is_root:  # a URDF rooted at "world": the base link's fixed pose
+            T = poses[self._base_link_index]
+            p, quat = T[:3, 3].tolist(), cv.quaternion_from_matrix(T[:3, :3]).tolist()
+        else:
+            p, quat = model.pose(q)
+            p, quat = p.tolist(), quat.tolist()
+        if self.pub_odom.get_subscription_count():
+            m = self._odom_msg
+            cv.set_stamp(m.header, stamp)
+            cv.set_pose(m.pose.pose, p, quat)
+            cv.set_pair(m.twist.twist, "linear", "angular", model.twist(q, v).tolist())
+            self.pub_odom.publish(m)
+        if not controller_inputs_only:
+            if self.pub_pose.get_subscription_count():
+                m = self._pose_msg
+                cv.set_stamp(m.header, stamp)
+                cv.set_pose(m.pose, p, quat)
+                self.pub_pose.publish(m)
+            if tf_wanted:
+                self._publish_tf(stamp, poses, p, quat)
+        if self.nj and self.pub_joint_states.get_subscription_count():
+            self._publish_joint_states(stamp)
+        if self.nt and self.pub_thrust.get_subscription_count():
+            m = self._thrust_msg
+            cv.set_stamp(m.header, stamp)
+            m.effort = array("d", np.ascontiguousarray(sim.thrust, dtype=float).tobytes())
+            self.pub_thrust.publish(m)
+        if not controller_inputs_only:
+            if (everything or wrenches) and self.nj:
+                self._publish_joint_wrenches(stamp)
+            if (everything or markers) and self.settings.publish_markers:
+                self._publish_markers(stamp, poses)
+            self._last_published_k = sim.k
+
+    def _publish_tf(self, stamp: int, poses: Optional[np.ndarray], p, quat) -> None:
+        if self._tf_base is not None:
+            cv.set_stamp(self._tf_base.header, stamp)
+            cv.set_pose(self._tf_base.transform, p, quat)
+        if self._tf_links:
+            T = cv.inverse_transforms(poses[self._tf_parent]) @ poses[self._tf_child]  # T_parent_child
+            quats = cv.quaternion_from_matrix(T[:, :3, :3]).tolist()
+            positions = T[:, :3, 3].tolist()
+            for t, p_j, quat_j in zip(self._tf_links, positions, quats):
+                cv.set_stamp(t.header, stamp)
+                cv.set_pose(t.transform, p_j, quat_j)
+        self.pub_tf.publish(self._tf_msg)
+
+    def _joint_positions(self, q: np.ndarray) -> np.ndarray:
+        lin_j, lin_q, cont_j, cont_q = self._jpos
+        out = np.empty(self.nj)
+        out[lin_j] = q[lin_q]
+        out[cont_j] = np.arctan2(q[cont_q + 1], q[cont_q])
+        return out
+
+    def _publish_joint_states(self, stamp: int) -> None:
+        sim, m = self.sim, self._joint_state_msg
+        cv.set_stamp(m.header, stamp)
+        position, velocity = self._joint_positions(sim.q), sim.v[self.nv_base:]
+        effort = np.ascontiguousarray(sim.applied_efforts, dtype=float)
+        if self._mimic_names:  # derived: m q + o, m v, and the effort each carries under the applied commands
+            q, v = sim.q, sim.v
+            a = self.model.forward_dynamics(q, v, sim.generalized_force())
+            mq, mv, me = self.model.mimic_joint_states(q, v, a)
+            position, velocity, effort = (np.concatenate((position, mq)), np.concatenate((velocity, mv)),
+                                          np.concatenate((effort, me)))
+        locked_position, zeros = self._locked_tail
+        if zeros.size:
+            position = np.concatenate((position, locked_position))
+            velocity, effort = np.concatenate((velocity, zeros)), np.concatenate((effort, zeros))
+        m.position = array("d", position.tobytes())
+        m.velocity = array("d", np.ascontiguousarray(velocity).tobytes())
+        m.effort = array("d", effort.tobytes())
+        self.pub_joint_states.publish(m)
+
+    def _publish_joint_wrenches(self, stamp: int) -> None:
+        """joint_wrenches/<joint> of the current state, computed only when someone subscribes to one of them."""
+        wanted = [i for i, pub in enumerate(self.pub_joint_wrenches) if pub.get_subscription_count()]
+        if not wanted:
+            return
+        W = self.sim.joint_wrenches().tolist()
+        for i in wanted:
+            m = self._joint_wrench_msgs[i]
+            cv.set_stamp(m.header, stamp)
+            cv.set_pair(m.wrench, "force", "torque", W[i])
+            self.pub_joint_wrenches[i].publish(m)
+
+    def _publish_markers(self, stamp: int, poses: Optional[np.ndarray] = None) -> None:
+        """markers of the current state, built only when someone subscribes."""
+        if not self.pub_markers.get_subscription_count():
+            return
+        sim, model = self.sim, self.model
+        if poses is None and self.multibody:
+            poses = model.link_poses(sim.q)
+        p, quat = model.pose(sim.q)
+        if poses is None:  # a single body: its one "link" is the body frame
+            T = np.eye(4)
+            T[:3, :3], T[:3, 3] = cv.rotation_matrix(quat), p
+            poses = T[None]
+        elif not self._base_is_root:
+            p = poses[self._base_link_index][:3, 3]
+        markers = []
+        if self._markers_delete_all:
+            markers.append(mk.delete_all_marker(self.world_frame, stamp))
+            self._markers_delete_all = False
+        markers += self._marker_maker.link_markers(stamp, poses)
+        F, tau = sim.applied_wrench_world()
+        markers += self._marker_maker.wrench_markers(stamp, p, F, tau, self.settings.marker_wrench_scale)
+        self.pub_markers.publish(MarkerArray(markers=markers))
+
+    def _publish_applied(self) -> None:
+        """``wrench`` and ``joint_effort`` again with the state, stamped with the start of the last step taken."""
+        k = self.sim.k
+        if k > 0:
+            self._publish_wrench(k - 1, self.sim.applied_wrench)
+            if self.nj:
+                self._publish_effort(k - 1, self.sim.applied_efforts)
+
+    def _publish_wrench(self, k: int, cmd: WrenchCommand) -> None:
+        if not self.pub_wrench.get_subscription_count():
+            return
+        m = self._wrench_msg
+        cv.set_stamp(m.header, self.stamp(k))
+        m.header.frame_id = self.base_frame if cmd.frame == "body" else self.world_frame
+        cv.set_pair(m.wrench, "force", "torque", cmd.W.tolist())
+        self.pub_wrench.publish(m)
+
+    def _publish_effort(self, k: int, effort: np.ndarray) -> None:
+        if not self.pub_joint_effort.get_subscription_count():
+            return
+        m = self._effort_msg
+        cv.set_stamp(m.header, self.stamp(k))
+        m.effort = array("d", np.ascontiguousarray(effort, dtype=float).tobytes())
+        self.pub_joint_effort.publish(m)
+
+    def energy_report(self) -> dict:
+        """The port-level bookkeeping of the current state (:meth:`Model.energy_ports`) with the simulator's
+        integrals: what the energy topic carries."""
+        sim, model = self.sim, self.model
+        q, v = sim.q, sim.v
+        wrench = sim.applied_wrench_body() if model.group is not None else None
+        report = model.energy_ports(q, v, efforts=sim.applied_efforts if self.nj else None, wrench=wrench,
+                                    thrust=sim.thrust if self.nt else None,
+                                    temperature=self.settings.environment_temperature)
+        theta = report["temperature"]
+        total = sum(report["storages"].values())
+        supplied = sim.work + sim.passive_work + sim.dissipated
+        report.update(total_energy=total, supplied_energy=supplied, dissipated_energy=sim.dissipated,
+                      entropy_produced=sim.dissipated / theta,
+                      balance_residual=total - sim.energy_ref - supplied + sim.dissipated)
+        return report
+
+    def _publish_energy(self) -> None:
+        if self.pub_energy is None or not self.pub_energy.get_subscription_count():
+            return
+        r = self.energy_report()
+        m = self._energy_msg
+        cv.set_stamp(m.header, self.stamp())
+        m.environment_temperature = r["temperature"]
+        m.storage_names = list(r["storages"])
+        m.storage_energy = [float(x) for x in r["storages"].values()]
+        m.port_names = list(r["ports"])
+        m.port_power = [float(x) for x in r["ports"].values()]
+        m.dissipator_names = list(r["dissipators"])
+        m.dissipated_power = [float(x) for x in r["dissipators"].values()]
+        for key in ("total_energy", "supplied_energy", "dissipated_energy", "entropy_production",
+                    "entropy_produced", "balance_residual"):
+            setattr(m, key, float(r[key]))
+        self.pub_energy.publish(m)
+
+    def _publish_diagnostics(self) -> None:
+        self._last_diag_wall = time.monotonic()
+        if not self.pub_diag.get_subscription_count():
+            return
+        sim = self.sim
+        values = sim.diagnostics()
+        paused = sim.paused or self._stepping  # the steps of a ~/step call do not resume the simulation
+        values["paused"] = paused
+        counts = dict(self._counts)
+        values.update(counts)
+        lim = sim.limits
+        values.update(max_force=lim.max_force, max_torque=lim.max_torque,
+                      max_effort=" ".join(repr(float(x)) for x in lim.max_effort),
+                      max_angular_rate=sim.max_angular_rate, omega_gravity=self._rate.omega_gravity,
+                      omega_effort=self._rate.omega_effort)
+        # what is new since the last report: rejected inputs, saturated commands, callback errors
+        now = {k: v for k, v in counts.items() if not k.startswith("received_")}
+        now.update(saturated_wrench_commands=sim.saturated["wrench"], saturated_effort_commands=sim.saturated["joints"])
+        if self.nt:
+            now.update(saturated_thrust_commands=sim.saturated["thrusters"])
+            values.update(saturated_thrust_commands=sim.saturated["thrusters"])
+        new = {k: v - self._reported.get(k, 0) for k, v in now.items() if v - self._reported.get(k, 0) > 0}
+        self._reported = now
+        if sim.fault is not None:
+            f = sim.fault
+            level = DiagnosticStatus.ERROR
+            message = (f"halted at t = {f.stamp_ns * 1e-9:.9f} s (step {f.k}, {f.kind}): {f.reason}; the state at "
+                       "that time is kept; call ~/reset")
+        else:
+            level = DiagnosticStatus.WARN if new else DiagnosticStatus.OK
+            message = "paused" if paused else "running"
+            if new:
+                message += " (since the last report: " + ", ".join(f"{k} +{v}" for k, v in sorted(new.items())) + ")"
+        status = DiagnosticStatus(
+            level=level,
+            name=f"{self.get_fully_qualified_name()}: " + ("multibody" if self.multibody else "rigid body"),
+            message=message,
+            hardware_id=self.base_frame,
+            values=cv.key_values(values),
+        )
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = cv.time_from_ns(self.stamp())
+        self.pub_diag.publish(msg)

@@ -1,0 +1,71 @@
+"""Live reconfiguration of the dynamics node (:class:`Reconfiguration`, a part of
+:class:`~mbs_ros.nodes.dynamics_node.DynamicsNode`): a ``set_parameters`` request is checked as a whole, as at
+start-up (:func:`~mbs_ros.nodes.dynamics_settings.settings_from_values`, the model, the initial state, the command
+limits and, when they change, the physics-rate check), and refused with the reason, or applied: rates, integrator,
+limits, pacing, a new model for new inertial parameters (a single body's marker box with it) or the water's
+current."""
+from __future__ import annotations
+
+from rcl_interfaces.msg import SetParametersResult
+
+from mbs_ros.dynamics.model_source import ParameterError
+from mbs_ros.nodes.dynamics_settings import (INERTIAL, SINGLE_BODY_ONLY, build_model, check_rate,
+                                             check_runtime_change, command_limits, initial_state,
+                                             settings_from_values)
+from mbs_ros.nodes.parameters.dynamics import PARAMETERS
+
+__all__ = ["Reconfiguration"]
+
+
+class Reconfiguration:
+    """Needs, from the node: ``sim``, ``model``, ``settings``, ``source``, ``multibody``, ``_rate``,
+    ``_set_rates``, ``_make_timer``, ``pacer``, ``_setup_markers``, ``_warn_inertia``, ``_limits_text``."""
+
+    def _on_set_parameters(self, params) -> SetParametersResult:
+        values = {f: getattr(self.settings, f) for f in PARAMETERS}
+        changed = set()
+        for p in params:
+            if p.name in PARAMETERS:
+                values[p.name] = p.value
+                changed.add(p.name)
+        if not changed:
+            return SetParametersResult(successful=True)
+        try:
+            if self.multibody and changed & set(SINGLE_BODY_ONLY):
+                raise ParameterError(
+                    f"{', '.join(sorted(changed & set(SINGLE_BODY_ONLY)))}: single-body parameters; this node's "
+                    f"model comes from {self.source.describe()}")
+            s = settings_from_values(values, self.source)
+            check_runtime_change(self.settings, s, changed)
+            model = build_model(s, self.source) if changed & set(INERTIAL) else self.model
+            q0, _v0 = initial_state(model, s)  # the initial pose/twist/joints must stay valid
+            limits = command_limits(model, s)
+            rate = self._rate
+            if changed & {"integrator", "gravity", "mass", "inertia", "com", "max_wrench", "max_effort"}:
+                rate = check_rate(model, s, q0, limits)
+        except ParameterError as e:
+            self.get_logger().warning(f"parameter change refused: {e}")
+            return SetParametersResult(successful=False, reason=str(e))
+        old = self.settings
+        self.settings = s
+        self._set_rates(s)
+        self.sim.integrator = s.integrator
+        if changed & {"max_wrench", "max_effort"}:
+            self.sim.set_limits((limits.max_force, limits.max_torque), limits.max_effort)
+            self.get_logger().info("command limits: " + self._limits_text())
+        if rate is not self._rate:
+            self._rate = rate
+            if rate.warning:
+                self.get_logger().warning(rate.warning)
+        if s.real_time_factor != old.real_time_factor:
+            self._anchor()
+            self._make_timer()
+        if model is not self.model:
+            self.sim.set_model(model)  # same state, new inertia: new energy/momentum reference
+            if not self.multibody:
+                self._warn_inertia(s)
+                self._setup_markers()  # the equivalent-inertia box changes with the inertia
+        elif changed & {"current", "current_rate"}:  # the water changes, the references stay (a port of the balance)
+            self.sim.set_current(s.current, s.current_rate)
+        self.get_logger().info("parameters changed: " + ", ".join(sorted(changed)))
+        return SetParametersResult(successful=True)

@@ -1,0 +1,369 @@
+"""The dynamics node's settings, ROS-free: the validated parameter values (:class:`Settings`, defaults from the
+table :mod:`mbs_ros.nodes.parameters.dynamics`), the checks across parameters, the model and the initial state
+they give, and the physics-rate check (:func:`mbs_ros.dynamics.simulator.rate_check`). The bounds are listed in
+docs/dynamics_node.md, "Robustness"."""
+from __future__ import annotations
+
+import re
+import warnings
+from dataclasses import dataclass
+from typing import Dict, Optional, Tuple
+
+import numpy as np
+
+from mbs_ros.dynamics import Model
+from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.model_source import ParameterError
+from mbs_ros.dynamics.simulator import CommandLimits, RateCheck
+from mbs_ros.dynamics.simulator import command_limits as sim_command_limits
+from mbs_ros.dynamics.simulator import rate_check, velocity_bounds
+from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes import params as prm
+from mbs_ros.nodes.params import locked_joints_setting
+from mbs_ros.nodes.parameters.dynamics import PARAMETERS
+
+__all__ = ["Settings", "DEFAULTS", "ParameterError", "settings_from_values", "check_runtime_change",
+           "command_limits", "check_rate", "joint_position_limits", "lockstep_steps", "base_link_of",
+           "model_defaults", "check_inertia", "build_model", "initial_state", "topic_token", "steps_between"]
+
+BASE_GROUPS = ms.BASES  # a single rigid body
+TREE_BASE_GROUPS = ms.TREE_BASES  # a robot: a group, or fixed
+
+# Parameter bounds (docs/dynamics_node.md, "Robustness").
+MIN_PUBLISH_RATE = 0.1  # Hz
+MAX_CMD_TIMEOUT = 60.0  # s of simulation time
+MAX_GRAVITY = 1.0e3  # m/s^2, norm
+MAX_JOINT_POSITION = 1.0e3  # rad or m: initial positions of joints without URDF limits
+MAX_INITIAL_POSITION = 1.0e6  # m (the simulator's MAX_POSITION)
+MAX_RPY = 1.0e3  # rad
+MASS_RANGE = (1.0e-6, 1.0e9)  # kg
+INERTIA_RANGE = (1.0e-12, 1.0e9)  # kg m^2, principal moments
+MAX_COM = 1.0e3  # m
+MAX_CURRENT = 100.0  # m/s (and m/s² for its rate), per component
+
+_DEFAULT = {name: p.default for name, p in PARAMETERS.items()}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated parameter values."""
+
+    robot_description: str = _DEFAULT["robot_description"]
+    model_file: str = _DEFAULT["model_file"]
+    base_group: str = _DEFAULT["base_group"]
+    mass: float = _DEFAULT["mass"]
+    inertia: Tuple[float, ...] = _DEFAULT["inertia"]  # ixx ixy ixz iyy iyz izz
+    com: Tuple[float, ...] = _DEFAULT["com"]
+    gravity: Tuple[float, ...] = _DEFAULT["gravity"]
+    integrator: str = _DEFAULT["integrator"]
+    physics_rate: float = _DEFAULT["physics_rate"]
+    publish_rate: float = _DEFAULT["publish_rate"]
+    wrench_rate: float = _DEFAULT["wrench_rate"]
+    markers_rate: float = _DEFAULT["markers_rate"]
+    diagnostics_rate: float = _DEFAULT["diagnostics_rate"]
+    initial_position: Tuple[float, ...] = _DEFAULT["initial_position"]
+    initial_rpy: Tuple[float, ...] = _DEFAULT["initial_rpy"]
+    initial_twist: Tuple[float, ...] = _DEFAULT["initial_twist"]
+    initial_joint_positions: Tuple[float, ...] = _DEFAULT["initial_joint_positions"]
+    initial_joint_velocities: Tuple[float, ...] = _DEFAULT["initial_joint_velocities"]
+    world_frame: str = _DEFAULT["world_frame"]
+    base_frame: str = _DEFAULT["base_frame"]
+    cmd_timeout: float = _DEFAULT["cmd_timeout"]
+    use_events_executor: bool = _DEFAULT["use_events_executor"]
+    max_mass_ratio: float = _DEFAULT["max_mass_ratio"]
+    locked_joints: Tuple[str, ...] = _DEFAULT["locked_joints"]  # frozen at load (Model.from_urdf)
+    locked_joint_positions: Tuple[float, ...] = _DEFAULT["locked_joint_positions"]  # one per locked joint
+    mimic: str = _DEFAULT["mimic"]  # URDF <mimic> joints: reduce (follow their master) | independent
+    publish_clock: bool = _DEFAULT["publish_clock"]
+    real_time_factor: float = _DEFAULT["real_time_factor"]
+    lockstep: bool = _DEFAULT["lockstep"]
+    control_rate: float = _DEFAULT["control_rate"]
+    publish_markers: bool = _DEFAULT["publish_markers"]
+    marker_wrench_scale: float = _DEFAULT["marker_wrench_scale"]
+    max_wrench: Tuple[float, ...] = _DEFAULT["max_wrench"]  # () = from the model
+    max_effort: object = _DEFAULT["max_effort"]  # (): the model's; a number or a tuple
+    fluid_density: float = _DEFAULT["fluid_density"]  # kg/m³; 0 = the robot YAML's fluid.density, else 1000
+    current: Tuple[float, ...] = _DEFAULT["current"]  # the water's current, world axes [m/s]
+    current_rate: Tuple[float, ...] = _DEFAULT["current_rate"]  # its rate of change [m/s²]
+    environment_temperature: float = _DEFAULT["environment_temperature"]  # K, θ₀ of the entropy production
+    energy_rate: float = _DEFAULT["energy_rate"]  # Hz, the energy topic
+    start_paused: bool = _DEFAULT["start_paused"]  # start paused at t0 (~/pause false or ~/step advance it)
+
+    @property
+    def inertia_matrix(self) -> np.ndarray:
+        ixx, ixy, ixz, iyy, iyz, izz = self.inertia
+        return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
+
+    @property
+    def multibody(self) -> bool:
+        return bool(self.robot_description.strip() or self.model_file.strip())
+
+
+DEFAULTS = Settings()
+
+
+#: the parameters a change of which builds a new model; those of a single body only
+INERTIAL = ("mass", "inertia", "com", "gravity")
+SINGLE_BODY_ONLY = ("mass", "inertia", "com")
+
+
+def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] = None) -> Settings:
+    """Validate raw parameter values (ints accepted for doubles); raise :class:`ParameterError`.
+
+    ``source`` is the loaded model source (see :mod:`mbs_ros.dynamics.model_source`); None: a single body."""
+
+    def text(name, choices=None, allow_empty=False):  # choices: the table's unless given
+        return prm.text(values, name, choices if choices is not None else (PARAMETERS[name].choices or None),
+                        allow_empty)
+
+    def number(name, lo=None, lo_open=False, hi=None):
+        return prm.number(values, name, lo, lo_open, hi)
+
+    def vector(name, n):
+        return prm.vector(values, name, n)
+
+    def bounded(name, n, bound, norm=False):
+        return prm.bounded_vector(values, name, n, bound, norm)
+
+    def flag(name):
+        return prm.flag(values, name)
+
+    multibody = source is not None and source.multibody
+    locked = locked_joints_setting(values, multibody)
+    s = Settings(
+        robot_description=text("robot_description", allow_empty=True),
+        model_file=text("model_file", allow_empty=True),
+        base_group=text("base_group", TREE_BASE_GROUPS if multibody else BASE_GROUPS),
+        mass=number("mass", lo=MASS_RANGE[0], hi=MASS_RANGE[1]),
+        inertia=vector("inertia", 6),
+        com=bounded("com", 3, MAX_COM),
+        gravity=bounded("gravity", 3, MAX_GRAVITY, norm=True),
+        integrator=text("integrator"),
+        physics_rate=number("physics_rate", lo=0.0, lo_open=True, hi=1.0e5),
+        publish_rate=number("publish_rate", lo=MIN_PUBLISH_RATE),
+        wrench_rate=number("wrench_rate", lo=0.0),
+        markers_rate=number("markers_rate", lo=0.0),
+        diagnostics_rate=number("diagnostics_rate", lo=0.0),
+        initial_position=bounded("initial_position", 3, MAX_INITIAL_POSITION),
+        initial_rpy=bounded("initial_rpy", 3, MAX_RPY),
+        initial_twist=vector("initial_twist", 6),
+        initial_joint_positions=vector("initial_joint_positions", None),
+        initial_joint_velocities=vector("initial_joint_velocities", None),
+        world_frame=text("world_frame"),
+        base_frame=text("base_frame"),
+        cmd_timeout=number("cmd_timeout", lo=0.0, hi=MAX_CMD_TIMEOUT),
+        max_mass_ratio=number("max_mass_ratio", lo=0.0),
+        locked_joints=locked[0],
+        locked_joint_positions=locked[1],
+        mimic=text("mimic"),
+        use_events_executor=flag("use_events_executor"),
+        publish_clock=flag("publish_clock"),
+        real_time_factor=number("real_time_factor", lo=0.0),
+        lockstep=flag("lockstep"),
+        control_rate=number("control_rate", lo=0.0, lo_open=True),
+        publish_markers=flag("publish_markers"),
+        marker_wrench_scale=number("marker_wrench_scale", lo=0.0),
+        max_wrench=prm.limits(values, "max_wrench", 2),
+        max_effort=prm.limits(values, "max_effort", None),
+        fluid_density=number("fluid_density", lo=0.0, hi=1.0e5),
+        current=bounded("current", 3, MAX_CURRENT),
+        current_rate=bounded("current_rate", 3, MAX_CURRENT),
+        environment_temperature=number("environment_temperature", lo=0.0, lo_open=True, hi=1.0e4),
+        energy_rate=number("energy_rate", lo=0.0),
+        start_paused=flag("start_paused"),
+    )
+    if s.publish_rate > s.physics_rate:
+        raise ParameterError(
+            f"publish_rate ({s.publish_rate:g} Hz) must not exceed physics_rate ({s.physics_rate:g} Hz)")
+    for name in ("wrench_rate", "markers_rate", "diagnostics_rate", "energy_rate"):
+        if getattr(s, name) > s.physics_rate:
+            raise ParameterError(
+                f"{name} ({getattr(s, name):g} Hz) must not exceed physics_rate ({s.physics_rate:g} Hz)")
+    if s.lockstep:
+        lockstep_steps(s)  # refuses a control period that is not a whole number of physics steps
+    if s.world_frame.strip("/") == s.base_frame.strip("/"):
+        raise ParameterError(f"world_frame and base_frame must differ, both are {s.world_frame!r}")
+    if multibody:
+        base_link = base_link_of(source)
+        if s.base_frame.lstrip("/") != base_link:
+            raise ParameterError(
+                f"base_frame must name the robot's base link {base_link!r} (or be left unset), got {s.base_frame!r}")
+    else:
+        check_inertia(s.inertia_matrix)
+    return s
+
+
+def check_runtime_change(old: Settings, new: Settings, changed) -> None:
+    """Changes refused at run time only (ParameterError with the reason); see the module docstring."""
+    if "cmd_timeout" in changed and new.cmd_timeout == 0.0:
+        raise ParameterError(
+            "cmd_timeout 0 (hold the last command forever) is refused at run time: a controller that stops or dies "
+            f"would push for ever with its last command; choose a timeout in (0, {MAX_CMD_TIMEOUT:g}] s")
+
+
+def command_limits(model: Model, s: Settings) -> CommandLimits:
+    """The saturation limits of the settings on ``model`` (empty = the model's); ParameterError with the reason."""
+    try:
+        return sim_command_limits(model, s.max_wrench or None,
+                                  s.max_effort if isinstance(s.max_effort, float) else (s.max_effort or None))
+    except ValueError as e:
+        raise ParameterError(str(e)) from None
+
+
+def check_rate(model: Model, s: Settings, q0, limits: CommandLimits) -> RateCheck:
+    """:func:`mbs_ros.dynamics.simulator.rate_check` at the settings' physics rate and integrator; ParameterError
+    when it refuses the rate."""
+    result = rate_check(model, q0, cv.period_ns(s.physics_rate) * 1e-9, s.integrator, limits)
+    if result.error:
+        raise ParameterError(result.error)
+    return result
+
+
+def joint_position_limits(model: Model) -> Tuple[np.ndarray, np.ndarray]:
+    """Per joint ``(lower, upper)`` from the model's URDF (``<limit lower upper>`` of revolute and prismatic
+    joints), ``∓MAX_JOINT_POSITION`` where it gives none (continuous joints, no limit tag)."""
+    nj = len(model.joint_names)
+    lower, upper = np.full(nj, -MAX_JOINT_POSITION), np.full(nj, MAX_JOINT_POSITION)
+    given = getattr(model, "position_limits", None)  # Model's own reading of the URDF, where it has one
+    if given is not None:
+        lo, hi = (np.asarray(x, dtype=float).reshape(-1) for x in given)
+        if lo.shape == hi.shape == (nj,):
+            ok = np.isfinite(lo) & np.isfinite(hi) & (lo < hi)
+            return np.where(ok, lo, lower), np.where(ok, hi, upper)
+    xml = getattr(model, "urdf", None)
+    if not nj or not xml:
+        return lower, upper
+    import xml.etree.ElementTree as ET
+
+    index = {name: i for i, name in enumerate(model.joint_names)}
+    for joint in ET.fromstring(xml).iter("joint"):
+        i = index.get(joint.get("name"))
+        limit = joint.find("limit")
+        if i is None or limit is None or model.joint_types[i] == "continuous":
+            continue
+        try:
+            lo, hi = float(limit.get("lower", "nan")), float(limit.get("upper", "nan"))
+        except ValueError:
+            continue
+        if np.isfinite(lo) and np.isfinite(hi) and lo < hi:
+            lower[i], upper[i] = lo, hi
+    return lower, upper
+
+
+def lockstep_steps(s: Settings) -> int:
+    """Physics steps per control period in lockstep: ``physics_rate / control_rate``, which must be a whole
+    number >= 1 (ParameterError with the reason otherwise)."""
+    ratio = s.physics_rate / s.control_rate
+    n = int(round(ratio))
+    if n < 1 or abs(ratio - n) > 1e-9 * ratio:
+        raise ParameterError(
+            f"lockstep needs a whole number of physics steps per control period: physics_rate / control_rate = "
+            f"{s.physics_rate:g} / {s.control_rate:g} = {ratio:.6g} (choose control_rate = physics_rate / n)")
+    return n
+
+
+def base_link_of(source: ms.Source) -> str:
+    """The link whose pose is the base's (odom's child): the URDF root, or the link a ``world`` root holds."""
+    if source.root_link != "world":
+        return source.root_link
+    children = sorted(child for _n, _t, parent, child in source.joints if parent == "world")
+    return children[0] if children else "world"
+
+
+def check_inertia(inertia: np.ndarray) -> Optional[str]:
+    """Raise :class:`ParameterError` unless positive definite with principal moments in ``INERTIA_RANGE``; return
+    a warning if the principal moments violate the triangle inequality (no real body has them, but some papers
+    use them)."""
+    eig = np.linalg.eigvalsh(inertia)
+    if not eig[0] > 0.0:
+        raise ParameterError(
+            "inertia must be positive definite; its principal moments are "
+            + ", ".join(f"{e:.6g}" for e in eig))
+    if eig[0] < INERTIA_RANGE[0] or eig[-1] > INERTIA_RANGE[1]:
+        raise ParameterError(
+            f"inertia: principal moments must lie in [{INERTIA_RANGE[0]:g}, {INERTIA_RANGE[1]:g}] kg m^2, got "
+            + ", ".join(f"{e:.6g}" for e in eig))
+    a, b, c = eig
+    if c > a + b + 1e-12 * c:
+        return (f"inertia principal moments {a:.6g}, {b:.6g}, {c:.6g} violate the triangle inequality "
+                f"({c:.6g} > {a:.6g} + {b:.6g}): no real body has them; simulating anyway")
+    return None
+
+
+def build_model(s: Settings, source: Optional[ms.Source] = None) -> Model:
+    if source is not None and source.multibody:
+        model = ms.build_multibody(source, s.base_group, s.gravity, max_mass_ratio=s.max_mass_ratio,
+                                   locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)),
+                                   mimic=s.mimic, fluid_density=s.fluid_density)
+        return model.with_current(s.current, s.current_rate)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # the triangle-inequality warning is logged by the node
+            return Model.rigid_body(base=s.base_group, mass=s.mass, inertia=s.inertia_matrix,
+                                    com=np.array(s.com), gravity=np.array(s.gravity))
+    except ValueError as e:
+        raise ParameterError(f"cannot build the {s.base_group} model: {e}") from None
+
+
+def initial_state(model: Model, s: Settings) -> Tuple[np.ndarray, np.ndarray]:
+    """``(q0, v0)`` from ``initial_position``, ``initial_rpy``, ``initial_twist`` and the joints' values."""
+    nj = len(model.joint_names)
+    for name in ("initial_joint_positions", "initial_joint_velocities"):
+        n = len(getattr(s, name))
+        if n not in (0, nj):
+            raise ParameterError(f"{name} must have one entry per joint ({nj}: {', '.join(model.joint_names)}) "
+                                 f"or none, got {n}")
+    joints = None
+    if nj:
+        angles = s.initial_joint_positions or (0.0,) * nj
+        if s.initial_joint_positions:
+            lower, upper = joint_position_limits(model)
+            a = np.asarray(angles, dtype=float)
+            tol = 1e-9 * np.maximum(1.0, upper - lower)
+            bad = [f"{n} = {x:g} outside [{lo:g}, {hi:g}]" for n, x, lo, hi, ok in
+                   zip(model.joint_names, a, lower, upper, (a >= lower - tol) & (a <= upper + tol)) if not ok]
+            if bad:
+                raise ParameterError("initial_joint_positions: " + ", ".join(bad)
+                                     + " (the URDF's limits; joints without limits: |q| <= "
+                                     f"{MAX_JOINT_POSITION:g})")
+        joints = ms.joint_positions_to_q(model, angles)
+    try:
+        q0 = model.configuration_from_pose(np.array(s.initial_position),
+                                           cv.quaternion_from_rpy(s.initial_rpy), joints=joints)
+    except ValueError as e:
+        raise ParameterError(f"initial_position/initial_rpy: {e}") from None
+    try:
+        v0 = model.velocity_from_twist(q0, np.array(s.initial_twist))
+    except ValueError as e:
+        raise ParameterError(f"initial_twist: {e}") from None
+    if nj and s.initial_joint_velocities:
+        v0 = np.array(v0, dtype=float)
+        v0[model.nv - nj:] = s.initial_joint_velocities
+    caps = velocity_bounds(model, cv.period_ns(s.physics_rate) * 1e-9)
+    over = np.abs(v0) > caps
+    if np.any(over):
+        i = int(np.argmax(over))
+        name = ("initial_joint_velocities" if i >= model.nv - nj else "initial_twist")
+        raise ParameterError(f"{name}: velocity component {i} = {v0[i]:g} exceeds the runaway bound {caps[i]:g} "
+                             f"(1 rad per physics step for angular rates, at most 1e4; 1e4 m/s)")
+    return q0, v0
+
+
+def topic_token(name: str) -> str:
+    """A joint name as one token of a topic name: characters other than letters, digits and ``_`` become ``_``
+    (and a leading digit gets a ``_`` before it)."""
+    token = re.sub(r"[^A-Za-z0-9_]", "_", name)
+    return "_" + token if token[:1].isdigit() or not token else token
+
+
+def model_defaults(source: ms.Source) -> Dict[str, object]:
+    """The defaults a robot's source gives (base_group, gravity, base_frame); none for a single body."""
+    if not source.multibody:
+        return {}
+    return dict(base_group=ms.default_base(source), gravity=ms.default_gravity(source),
+                base_frame=base_link_of(source))
+
+
+def steps_between(physics_rate: float, rate: float) -> int:
+    """Physics steps between two publications at ``rate`` (0: never)."""
+    return max(1, int(round(physics_rate / rate))) if rate > 0 else 0

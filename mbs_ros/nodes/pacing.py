@@ -1,0 +1,73 @@
+"""Wall-clock pacing of a simulation stepped from a timer, ROS-free: step ``k`` is due at wall time
+``anchor + (k - k_anchor) dt / real_time_factor``; a timer callback takes at most ``max_batch_steps`` of the due
+steps (commands arriving meanwhile are taken between batches) and, more than ``MAX_LAG_S`` of wall clock behind,
+the node re-anchors (it runs slower than asked rather than fast-forwarding open loop). In lockstep the same factor
+is a speed limit: a control period of n steps starts no earlier than n dt / real_time_factor after the last one."""
+from __future__ import annotations
+
+__all__ = ["Pacer", "timer_period", "MAX_TICK_RATE_HZ", "MAX_LAG_S", "MAX_BATCH_S", "WARN_THROTTLE_S",
+           "LOCKSTEP_WATCH_S"]
+
+# The stepping timer ticks at most this often; each tick steps what the wall clock demands.
+MAX_TICK_RATE_HZ = 500.0
+# If the simulation lags the wall clock by more than this, it skips ahead (and warns) instead.
+MAX_LAG_S = 0.05
+# At most this much simulation time per timer callback (catching up takes several callbacks, with the
+# subscriptions served in between).
+MAX_BATCH_S = 0.01
+# Warnings about pacing, lockstep and inputs: at most one per key this often.
+WARN_THROTTLE_S = 2.0
+# Lockstep with real_time_factor 0: the timer only watches (commands start the periods), this often.
+LOCKSTEP_WATCH_S = 0.05
+
+
+def timer_period(dt: float, real_time_factor: float, lockstep: bool) -> float:
+    """Seconds between the stepping timer's callbacks: in lockstep it paces (rtf > 0) or watches; otherwise one
+    step's wall time, at most ``MAX_TICK_RATE_HZ``, or 0 (back to back) as fast as possible (rtf 0)."""
+    if lockstep:
+        return 1.0 / MAX_TICK_RATE_HZ if real_time_factor > 0 else LOCKSTEP_WATCH_S
+    return max(dt / real_time_factor, 1.0 / MAX_TICK_RATE_HZ) if real_time_factor > 0 else 0.0
+
+
+class Pacer:
+    """Which step is due at a wall-clock time (integer ns, a monotonic clock), for a step of ``dt_ns``."""
+
+    def __init__(self, dt_ns: int, real_time_factor: float):
+        self.dt_ns = int(dt_ns)
+        self.max_batch_steps = max(1, int(round(MAX_BATCH_S / (self.dt_ns * 1e-9))))
+        self.anchor_k = 0
+        self.anchor_wall_ns = 0
+        self.not_before_ns = 0  # lockstep: the next period may start from then
+        self.set_real_time_factor(real_time_factor)
+
+    def set_real_time_factor(self, real_time_factor: float) -> None:
+        self.real_time_factor = float(real_time_factor)
+        rtf = self.real_time_factor
+        self.max_lag_steps = max(1, int(MAX_LAG_S * rtf / (self.dt_ns * 1e-9))) if rtf > 0 else 0
+
+    def anchor(self, k: int, now_ns: int) -> None:
+        """Step ``k`` is the one due at ``now_ns`` (start, resume, reset, a change of speed, skipping ahead)."""
+        self.anchor_k = k
+        self.anchor_wall_ns = now_ns
+        self.not_before_ns = now_ns
+
+    def due(self, now_ns: int) -> int:
+        """The index of the step due at ``now_ns`` (real_time_factor > 0)."""
+        return self.anchor_k + int((now_ns - self.anchor_wall_ns) * self.real_time_factor) // self.dt_ns
+
+    def steps_now(self, k: int, now_ns: int) -> int:
+        """Steps to take in this callback from step ``k``: what is due, at most ``max_batch_steps`` (<= 0: none)."""
+        return min(self.due(now_ns) - k, self.max_batch_steps)
+
+    def lagging(self, k: int, now_ns: int) -> bool:
+        """More than ``MAX_LAG_S`` of wall clock behind at step ``k``: time to re-anchor."""
+        return self.due(now_ns) - k > self.max_lag_steps
+
+    def period_may_start(self, now_ns: int) -> bool:
+        """Lockstep: may a control period start at ``now_ns`` (always, at real_time_factor 0)?"""
+        return self.real_time_factor <= 0.0 or now_ns >= self.not_before_ns
+
+    def period_started(self, steps: int, now_ns: int) -> None:
+        """Lockstep: a period of ``steps`` started at ``now_ns``; the next one not before its wall time is up."""
+        if self.real_time_factor > 0.0:
+            self.not_before_ns = max(self.not_before_ns + int(steps * self.dt_ns / self.real_time_factor), now_ns)

@@ -1,0 +1,114 @@
+"""The dynamics node's ROS-free parts: its parameter table (defaults, types, the docs page generated from it) and
+the wall-clock pacing. No process, no rclpy."""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from mbs_ros.nodes.dynamics_settings import DEFAULTS, settings_from_values
+from mbs_ros.nodes.pacing import MAX_TICK_RATE_HZ, Pacer, timer_period
+from mbs_ros.nodes.parameters import TYPES, markdown_table, table
+
+ROOT = Path(__file__).resolve().parents[2]
+PARAMETERS = table("dynamics")
+
+# The node's documented defaults (README, config/rigid_body.yaml comments), written out here.
+EXPECTED_DEFAULTS = dict(
+    robot_description="", model_file="", base_group="se3", mass=1.0, inertia=(0.01, 0.0, 0.0, 0.01, 0.0, 0.01),
+    com=(0.0, 0.0, 0.0), gravity=(0.0, 0.0, -9.81), integrator="rk4", physics_rate=1000.0, publish_rate=100.0,
+    wrench_rate=100.0, markers_rate=20.0, diagnostics_rate=1.0, initial_position=(0.0, 0.0, 0.0),
+    initial_rpy=(0.0, 0.0, 0.0), initial_twist=(0.0,) * 6, initial_joint_positions=(), initial_joint_velocities=(),
+    world_frame="world", base_frame="base_link", cmd_timeout=0.5, max_mass_ratio=1.0e6, locked_joints=(),
+    locked_joint_positions=(), mimic="reduce", use_events_executor=True, publish_clock=False, real_time_factor=1.0,
+    lockstep=False, control_rate=100.0, publish_markers=True, marker_wrench_scale=0.01, max_wrench=(),
+    max_effort=(), fluid_density=0.0, current=(0.0, 0.0, 0.0), current_rate=(0.0, 0.0, 0.0),
+    environment_temperature=288.15, energy_rate=10.0, start_paused=False)
+
+
+def test_table_holds_the_documented_defaults_and_settings_take_them():
+    assert {n: p.default for n, p in PARAMETERS.items()} == EXPECTED_DEFAULTS
+    assert {n: getattr(DEFAULTS, n) for n in PARAMETERS} == EXPECTED_DEFAULTS
+    assert settings_from_values(dict(EXPECTED_DEFAULTS)) == DEFAULTS  # the defaults pass the node's own checks
+
+
+def test_every_parameter_has_a_type_that_fits_its_default():
+    kinds = {"string": str, "bool": bool, "double": float, "double[]": tuple, "string[]": tuple,
+             "double|double[]": (float, tuple)}
+    for name, p in PARAMETERS.items():
+        assert p.type in TYPES, name
+        assert isinstance(p.default, kinds[p.type]), name
+        if p.choices:
+            assert p.default in p.choices, name
+    assert PARAMETERS["integrator"].choices == ("euler", "heun", "rk3", "rk4")
+
+
+def test_a_choice_outside_the_table_is_refused():
+    from mbs_ros.dynamics.model_source import ParameterError
+
+    with pytest.raises(ParameterError, match="integrator must be one of euler, heun, rk3, rk4"):
+        settings_from_values(dict(EXPECTED_DEFAULTS, integrator="rk5"))
+    with pytest.raises(ParameterError, match="mimic"):
+        settings_from_values(dict(EXPECTED_DEFAULTS, mimic="follow"))
+
+
+def test_docs_page_lists_the_parameters_of_the_table():
+    text = (ROOT / "docs" / "dynamics_node.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- parameters: begin -->\n(.*?)<!-- parameters: end -->", text, flags=re.S)
+    assert found, "docs/dynamics_node.md has no generated parameter table"
+    assert found.group(1) == markdown_table(PARAMETERS), "regenerate the table (see docs/dynamics_node.md)"
+    rows = [line.split("|")[1].strip().strip("`") for line in found.group(1).splitlines()[2:]]
+    assert rows == list(PARAMETERS)
+
+
+# ----------------------------------------------------------------------------------------------- pacing
+
+DT_NS = 1_000_000  # 1 kHz
+
+
+def test_pacer_steps_what_the_wall_clock_demands_in_small_batches():
+    pacer = Pacer(DT_NS, real_time_factor=1.0)
+    assert pacer.max_batch_steps == 10  # 10 ms of simulation time per callback
+    pacer.anchor(k=100, now_ns=5_000_000_000)
+    assert pacer.steps_now(100, 5_000_000_000) == 0
+    assert pacer.steps_now(100, 5_000_000_000 + 3_500_000) == 3  # 3.5 ms later: steps 101..103 are due
+    assert pacer.steps_now(100, 5_000_000_000 + 40_000_000) == 10  # 40 due: one batch of 10 now
+    half = Pacer(DT_NS, real_time_factor=0.5)
+    half.anchor(0, 0)
+    assert half.due(8_000_000) == 4  # half speed: 8 ms of wall clock are 4 steps
+
+
+def test_pacer_lags_beyond_fifty_milliseconds_and_reanchors():
+    pacer = Pacer(DT_NS, real_time_factor=2.0)
+    assert pacer.max_lag_steps == 100  # 50 ms of wall clock at twice real time
+    pacer.anchor(0, 0)
+    assert not pacer.lagging(0, 50_000_000)  # exactly 100 steps behind
+    assert pacer.lagging(0, 50_500_000)
+    pacer.anchor(0, 50_500_000)
+    assert not pacer.lagging(0, 50_500_000) and pacer.due(50_500_000) == 0
+
+
+def test_lockstep_periods_start_no_earlier_than_the_speed_limit():
+    pacer = Pacer(DT_NS, real_time_factor=1.0)
+    pacer.anchor(0, 1_000)
+    assert pacer.period_may_start(1_000)
+    pacer.period_started(10, 1_000)  # 10 steps: the next period from 10 ms later
+    assert not pacer.period_may_start(1_000 + 9_999_999)
+    assert pacer.period_may_start(1_000 + 10_000_000)
+    pacer.period_started(10, 50_000_000)  # late: the schedule restarts from now (no burst of periods to catch up)
+    assert pacer.period_may_start(50_000_000)
+    pacer.period_started(10, 50_000_000)
+    assert not pacer.period_may_start(59_999_999) and pacer.period_may_start(60_000_000)
+    free = Pacer(DT_NS, real_time_factor=0.0)
+    free.period_started(10, 0)
+    assert free.period_may_start(0)
+
+
+def test_timer_period():
+    assert timer_period(0.001, 1.0, lockstep=False) == pytest.approx(1.0 / MAX_TICK_RATE_HZ)  # capped at 500 Hz
+    assert timer_period(0.01, 1.0, lockstep=False) == pytest.approx(0.01)
+    assert timer_period(0.01, 2.0, lockstep=False) == pytest.approx(0.005)
+    assert timer_period(0.001, 0.0, lockstep=False) == 0.0
+    assert timer_period(0.001, 0.0, lockstep=True) == pytest.approx(0.05)
+    assert timer_period(0.001, 1.0, lockstep=True) == pytest.approx(1.0 / MAX_TICK_RATE_HZ)
