@@ -1,10 +1,11 @@
-"""Reference and state input checks of the controller node, ROS-free: plain numbers in, a checked
-:class:`~mbs_ros.controllers.Reference` (or the reason it is refused, :class:`Rejected`) out.
+"""Input checks of the controller node, ROS-free: plain numbers in, a checked state part or
+:class:`~mbs_ros.controllers.Reference` out, or the reason it is refused (:class:`Rejected`).
 
-A joint reference (a JointTrajectory's plain data) and a base reference (a MultiDOFJointTrajectory's poses and
-twists) start at a stamp (or the newest state's), hold the current reference at 0 when their first point is later,
-and are interpolated by :class:`~mbs_ros.controllers.Reference`. The bounds below lie far beyond what the models can
-do, so no valid reference is refused, and close enough that every product the control laws form stays finite.
+A joint reference (a JointTrajectory's plain data) or a base reference (a MultiDOFJointTrajectory's poses and
+twists) starts at its stamp (0: the newest state's), has the current reference prepended at 0 when its first point
+is later, and is interpolated by :class:`~mbs_ros.controllers.Reference`. A measured state is a base part (pose and
+body twist) and a joints part (by name), made ``(q, v)`` by :func:`state_vector`. The bounds lie far beyond what
+the models can do, so no valid input is refused, and close enough that every product the laws form stays finite.
 """
 from __future__ import annotations
 
