@@ -129,10 +129,10 @@ def joint_state(joint_names: Sequence[str], names: Sequence[str], position: Sequ
     return pos, vel
 
 
-def state_vector(model, base, joints) -> Tuple[np.ndarray, np.ndarray]:
-    """``(q, v)`` in ``model``'s layout from a base part ``(p, quat, V)`` and a joints part ``(positions,
-    velocities)`` (None for a part the robot has not); ValueError when they are not a state of the model."""
-    nv_base = ms.base_sizes(model)[1]
+def state_vector(model, nv_base: int, base, joints) -> Tuple[np.ndarray, np.ndarray]:
+    """``(q, v)`` in ``model``'s layout (``nv_base``: the base's velocity components, as ``ms.base_sizes``) from a
+    base part ``(p, quat, V)`` and a joints part ``(positions, velocities)`` (None for a part the robot has not);
+    ValueError when they are not a state of the model."""
     joint_q = ms.joint_positions_to_q(model, joints[0]) if joints is not None else None
     if base is not None:
         p, quat, V = base

@@ -403,7 +403,7 @@ class ControllerNode(Node):
 
     def _accept(self, t: int, jump: Optional[int]) -> None:
         try:
-            q, v = ri.state_vector(self.model, *self.pairing.get(t))
+            q, v = ri.state_vector(self.model, self.nv_base, *self.pairing.get(t))
         except ValueError as e:
             self.pairing.drop(t)
             return self._reject(self._state_topic(), f"state: {e}")

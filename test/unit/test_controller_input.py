@@ -142,9 +142,19 @@ def test_measured_states():
 
 
 def test_state_vector_of_a_fixed_arm(arm):
-    q, v = ri.state_vector(arm, None, (np.array([0.5, math.pi]), np.array([0.1, 0.2])))
+    q, v = ri.state_vector(arm, 0, None, (np.array([0.5, math.pi]), np.array([0.1, 0.2])))
     np.testing.assert_allclose(q, [0.5, -1.0, 0.0], atol=1e-12)  # the continuous joint as (cos, sin)
     np.testing.assert_array_equal(v, [0.1, 0.2])
+
+
+def test_state_vector_of_a_floating_body():
+    body = Model.rigid_body(base="se3", mass=2.0, inertia=np.diag([0.1, 0.1, 0.2]))
+    V = np.array([0.1, 0.2, 0.3, 0.01, 0.02, 0.03])
+    q, v = ri.state_vector(body, 6, (np.array([1.0, 2.0, 3.0]), np.array([0.0, 0.0, 0.0, 1.0]), V), None)
+    np.testing.assert_allclose(q[:3], [1.0, 2.0, 3.0])
+    np.testing.assert_allclose(v, V)  # the body twist at the identity orientation
+    with pytest.raises(ValueError, match="non-finite"):
+        ri.state_vector(body, 6, (np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]), np.full(6, np.nan)), None)
 
 
 def test_command_output_saturates_efforts_and_wrench():
