@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["ThrusterAllocation", "Allocated"]
+__all__ = ["ThrusterAllocation", "Allocated", "for_model"]
 
 
 @dataclass(frozen=True)
@@ -83,3 +83,19 @@ class ThrusterAllocation:
         residual = np.zeros(6)
         residual[rows] = target - achieved[rows]
         return Allocated(T, achieved, residual, saturated)
+
+
+def for_model(model, weights=()) -> ThrusterAllocation:
+    """The allocation of ``model``'s thrusters (:attr:`Model.thruster_matrix`, ``thrust_limits``) over the wrench
+    components its base can have; ``weights`` one per thruster or empty (all 1). ValueError with the reason, naming
+    the parameter (``thruster_weights``, ``allocate_thrusters``)."""
+    names = model.thruster_names
+    if weights and len(weights) != len(names):
+        raise ValueError(f"thruster_weights must have one entry per thruster ({len(names)}: {', '.join(names)}) "
+                         f"or be empty, got {len(weights)}")
+    lo, hi = model.thrust_limits
+    rows = np.flatnonzero(np.abs(model.velocity_map(model.neutral())).sum(axis=1) > 0.5)
+    try:
+        return ThrusterAllocation(model.thruster_matrix, lo, hi, weights or None, rows)
+    except ValueError as e:
+        raise ValueError(f"allocate_thrusters: {e}") from None

@@ -25,10 +25,10 @@ from typing import Iterable, List, Optional, Sequence, Tuple
 import numpy as np
 
 __all__ = ["SegmentTolerances", "resolve", "from_goal", "joint_error", "violations", "describe", "TrajectoryCheck",
-           "RUNNING", "PATH_VIOLATED", "SUCCEEDED", "GOAL_VIOLATED", "COMPONENTS", "ERASE"]
+           "RUNNING", "PATH_VIOLATED", "SUCCEEDED", "GOAL_VIOLATED", "COMPONENTS", "ERASE", "EPS"]
 
 ERASE = -1.0  # a goal's tolerance of -1 erases the default (control_msgs/msg/JointTolerance)
-_EPS = float(np.finfo(np.float32).eps)  # JTC compares with the float epsilon
+EPS = float(np.finfo(np.float32).eps)  # JTC compares with the float epsilon
 COMPONENTS = ("position", "velocity", "acceleration")
 RUNNING, PATH_VIOLATED, SUCCEEDED, GOAL_VIOLATED = "running", "path_violated", "succeeded", "goal_violated"
 
@@ -58,7 +58,7 @@ def resolve(default: float, value: float) -> float:
         raise ValueError(f"tolerance {value} is not finite")
     if value > 0.0:
         return value
-    if abs(value - ERASE) < _EPS:
+    if abs(value - ERASE) < EPS:
         return 0.0
     if value < 0.0:
         raise ValueError(f"illegal tolerance {value:g} (> 0, 0 = default, -1 = erase)")

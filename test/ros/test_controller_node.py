@@ -1,6 +1,7 @@
 """Integration tests of the controller node: real node processes, real topics.
 
 - bad parameters make the node exit non-zero with the reason in its log;
+- the ``~/diagnostics`` counters ``installed_<topic>`` count the references installed, not the ones refused;
 - a stale state (no odom/joint_states for longer than ``state_timeout``) stops commanding: one zero command and
   a warning, and commanding resumes with fresh states;
 - end to end: dynamics_node and controller_node on the SE(3) underwater vehicle + 6-DOF arm
@@ -23,6 +24,7 @@ import pytest
 rclpy = pytest.importorskip("rclpy")
 pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs not built into this environment yet")
 
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
 from geometry_msgs.msg import Transform, Twist, WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
@@ -81,6 +83,9 @@ def nodes(tmp_path_factory):
         # a controller alone: the test plays the dynamics node
         "stale": NodeProcess(CONTROLLER, name="controller_node", namespace="stale", params_file=UVMS_PARAMS,
                              parameters=dict(state_timeout=0.1), log_file=logs / "stale.log"),
+        # a controller alone that counts the references it installs
+        "counts": NodeProcess(CONTROLLER, name="controller_node", namespace="counts", params_file=UVMS_PARAMS,
+                              log_file=logs / "counts.log"),
     }
     for key, (params, _reason) in INVALID.items():
         procs[key] = NodeProcess(CONTROLLER, name="controller_node", namespace=key, params_file=UVMS_PARAMS,
@@ -112,9 +117,9 @@ def test_invalid_parameters_exit_nonzero_with_reason(nodes):
         assert reason in proc.log_text(), f"{key}: {reason!r} not in log:\n{proc.log_text()}"
 
 
-def _state_msgs(model, stamp_ns, q, v):
+def _state_msgs(model, stamp_ns, q, v, ns="stale"):
     p, quat = model.pose(q)
-    odom = cv.odometry_msg(stamp_ns, "world", "stale/vehicle", p, quat, model.twist(q, v))
+    odom = cv.odometry_msg(stamp_ns, "world", f"{ns}/vehicle", p, quat, model.twist(q, v))
     js = cv.joint_state_msg(stamp_ns, model.joint_names, q[7:], v[6:])
     return odom, js
 
@@ -168,6 +173,54 @@ def test_stale_state_stops_commanding(probe, nodes, model):
         feed()
         probe.spin_for(0.01)
     assert proc.running
+    assert proc.stop() == 0, proc.log_tail()  # frees the CPU for the end-to-end test
+
+
+def test_diagnostics_count_installed_references(probe, nodes, model):
+    """``installed_<topic>`` (what the bring-up runner waits for) counts the references the controller now tracks,
+    not the ones it refused."""
+    proc = nodes["counts"]
+    for key in INVALID:  # on a 2-core machine, let the other node processes finish starting and exit first
+        nodes[key].wait(timeout=EXIT_TIMEOUT)
+    odom_pub = probe.node.create_publisher(Odometry, "/counts/odom", 10)
+    js_pub = probe.node.create_publisher(JointState, "/counts/joint_states", 10)
+    joint_pub = probe.node.create_publisher(JointTrajectory, "/counts/joint_reference", REFERENCE_QOS)
+    base_pub = probe.node.create_publisher(MultiDOFJointTrajectory, "/counts/base_reference", REFERENCE_QOS)
+    diags = Recorder(probe, DiagnosticArray, "/counts/controller_node/diagnostics")
+    probe.spin_until(lambda: odom_pub.get_subscription_count() > 0 and js_pub.get_subscription_count() > 0
+                     and joint_pub.get_subscription_count() > 0 and base_pub.get_subscription_count() > 0
+                     and diags.sub.get_publisher_count() > 0, timeout=EXIT_TIMEOUT, what="the controller's topics",
+                     alive=[proc])
+    q, v = model.neutral(), np.zeros(model.nv)
+    for pub, m in zip((odom_pub, js_pub), _state_msgs(model, 1_000_000_000, q, v, ns="counts")):
+        pub.publish(m)
+    assert proc.wait_for_log("first state", timeout=TIMEOUT), proc.log_tail()
+
+    def counters():
+        """The counters of a diagnostics message that arrives from now on."""
+        n = len(diags)
+        probe.spin_until(lambda: len(diags) > n, what="the controller's diagnostics", alive=[proc])
+        return {kv.key: kv.value for kv in diags.messages[-1].status[0].values}
+
+    def joint_reference(names):
+        msg = JointTrajectory(joint_names=names)
+        msg.points.append(JointTrajectoryPoint(positions=[0.1] * len(names), time_from_start=_duration(1.0)))
+        return msg
+
+    joint_pub.publish(joint_reference(["no_such_joint"]))
+    bad_base = MultiDOFJointTrajectory(joint_names=["not_the_base"])
+    bad_base.points.append(MultiDOFJointTrajectoryPoint(transforms=[Transform()], time_from_start=_duration(1.0)))
+    base_pub.publish(bad_base)
+    probe.spin_until(lambda: counters()["rejected_base_reference"] == "1", what="both references rejected",
+                     alive=[proc])
+    c = counters()
+    assert (c["rejected_joint_reference"], c["installed_joint_reference"], c["installed_base_reference"]) == \
+        ("1", "0", "0"), c
+    joint_pub.publish(joint_reference(list(model.joint_names)))
+    assert proc.wait_for_log("joint_reference: 1 points", timeout=TIMEOUT), proc.log_tail()
+    c = counters()
+    assert (c["rejected_joint_reference"], c["installed_joint_reference"], c["installed_base_reference"]) == \
+        ("1", "1", "0"), c
     assert proc.stop() == 0, proc.log_tail()  # frees the CPU for the end-to-end test
 
 

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy.optimize import lsq_linear, minimize
 
-from mbs_ros.controllers.allocation import ThrusterAllocation
+from mbs_ros.controllers.allocation import ThrusterAllocation, for_model
 from mbs_ros.dynamics import Model
 
 
@@ -65,3 +65,17 @@ def test_bad_allocation_input_is_refused():
         ThrusterAllocation(np.eye(6), 1, -1)
     with pytest.raises(ValueError, match="weights"):
         ThrusterAllocation(np.eye(6), -1, 1, weights=[1, 1, 1, 1, 1, 0])
+
+
+def test_allocation_for_a_model_allocates_the_wrench_components_its_base_has():
+    vessel = Model.from_yaml("config/robots/vessel_3dof.yaml")
+    alloc = for_model(vessel)
+    assert list(alloc.rows) == [0, 1, 5] and alloc.missing_directions == 1  # se2: surge, sway, yaw
+    rov = Model.from_yaml("config/robots/bluerov2_heavy.yaml")
+    assert list(for_model(rov).rows) == [0, 1, 2, 3, 4, 5]
+    with pytest.raises(ValueError, match=r"thruster_weights must have one entry per thruster \(8: .*got 2"):
+        for_model(rov, (1.0, 2.0))
+    with pytest.raises(ValueError, match="allocate_thrusters: thruster weights must be finite and positive"):
+        for_model(rov, (1.0,) * 7 + (0.0,))
+    weighted = for_model(rov, (1.0,) * 7 + (4.0,))
+    np.testing.assert_allclose(weighted.w_inv, [1.0] * 7 + [0.25])

@@ -1,7 +1,12 @@
-"""controller_node's parameters (see :mod:`mbs_ros.nodes.parameters`)."""
+"""controller_node's parameters (see :mod:`mbs_ros.nodes.parameters`): the one place of their defaults
+(:class:`mbs_ros.nodes.controller_settings.ControllerSettings` takes them from here); all are read-only. A model
+from a URDF replaces the defaults of ``base_group``, ``gravity`` and ``base_frame`` with the robot's."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.model import MAX_MASS_RATIO
 from mbs_ros.nodes.parameters import from_pairs
 from mbs_ros.nodes.parameters.dynamics import (LOCKED_JOINTS_DESCRIPTION, LOCKED_POSITIONS_DESCRIPTION,
                                                MIMIC_DESCRIPTION)
@@ -9,68 +14,68 @@ from mbs_ros.nodes.parameters.dynamics import (LOCKED_JOINTS_DESCRIPTION, LOCKED
 LAWS = ("computed_torque", "passivity", "pd_gravity")
 
 _PAIRS = {
-    "robot_description": ("URDF XML of the robot (as dynamics_node).", {"read_only": True}),
-    "model_file": ("URDF, xacro or robot YAML file, or a package:// or file:// URI (as dynamics_node).",
-                   {"read_only": True}),
-    "base_group": ("Base group (as dynamics_node): " + ", ".join(ms.TREE_BASES) + ".", {"read_only": True}),
-    "mass": ("Single body only: mass [kg].", {"read_only": True}),
-    "inertia": ("Single body only: [ixx, ixy, ixz, iyy, iyz, izz] about the c.o.m. [kg m^2].", {"read_only": True}),
-    "com": ("Single body only: centre of mass in the body frame [m].", {"read_only": True}),
+    "robot_description": ("URDF XML of the robot (as dynamics_node).", ""),
+    "model_file": ("URDF, xacro or robot YAML file, or a package:// or file:// URI (as dynamics_node).", ""),
+    "base_group": ("Base group (as dynamics_node): " + ", ".join(ms.TREE_BASES) + ".", "se3"),
+    "mass": ("Single body only: mass [kg].", 1.0),
+    "inertia": ("Single body only: [ixx, ixy, ixz, iyy, iyz, izz] about the c.o.m. [kg m^2].",
+                (0.01, 0.0, 0.0, 0.01, 0.0, 0.01)),
+    "com": ("Single body only: centre of mass in the body frame [m].", (0.0, 0.0, 0.0)),
     "gravity": ("Gravity in the world frame [m/s^2] (default: the robot YAML's, else [0, 0, -9.81]).",
-                {"read_only": True}),
+                (0.0, 0.0, -9.81)),
     "mass_scale": ("Multiplies every mass and inertia of the controller's model (robustness tests); > 0.",
-                   {"read_only": True}),
-    "law": ("Control law: " + ", ".join(LAWS) + ".", {"read_only": True}),
+                   1.0),
+    "law": ("Control law: " + ", ".join(LAWS) + ".", "computed_torque"),
     "kp": ("Position gain (computed_torque, pd_gravity): scalar or one per velocity component (nv).",
-           {"read_only": True}),
-    "kd": ("Velocity gain: scalar or one per velocity component (nv).", {"read_only": True}),
-    "lambda": ("Slotine-Li Lambda (passivity): scalar or one per velocity component (nv).", {"read_only": True}),
+           9.0),
+    "kd": ("Velocity gain: scalar or one per velocity component (nv).", 6.0),
+    "lambda": ("Slotine-Li Lambda (passivity): scalar or one per velocity component (nv).", 3.0),
     "control_rate": ("Command rate [Hz] on the node clock (the wall clock, or /clock with use_sim_time), > 0; "
-                     "not used in lockstep.", {"read_only": True, "floating_point_range": (0.001, 100000.0)}),
+                     "not used in lockstep.", {"default": 100.0, "floating_point_range": (0.001, 100000.0)}),
     "state_timeout": ("A state older than this [s of the node clock] stops commanding (zero command once, "
                       "throttled warning); not used in lockstep.",
-                      {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
+                      {"default": 0.2, "floating_point_range": (0.0, 1.0e6)}),
     "lockstep": ("Compute and publish one command per complete state (odom + joint_states with equal stamps), "
                  "stamped with the state's stamp, instead of on a timer (dynamics_node lockstep).",
-                 {"read_only": True}),
-    "world_frame": ("Fixed frame of odom and base_reference.", {"read_only": True}),
-    "base_frame": ("Base frame (as dynamics_node); prefixed with the namespace.", {"read_only": True}),
+                 False),
+    "world_frame": ("Fixed frame of odom and base_reference.", "world"),
+    "base_frame": ("Base frame (as dynamics_node); prefixed with the namespace.", "base_link"),
     "max_wrench": ("[force, torque]: largest norms [N, N m] of the cmd_wrench force and torque (scaled down "
-                   "beyond). Empty: [100 m/s^2, 100 N m/kg] times the model's total mass.", {"read_only": True}),
+                   "beyond). Empty: [100 m/s^2, 100 N m/kg] times the model's total mass.", ()),
     "max_effort": ("Largest joint effort [N m or N]: one number for every joint or one per joint (joint_names "
                    "order); clipped beyond. Empty: the URDF <limit effort>, else 100 N m/kg times the total mass.",
-                   {"read_only": True}),
+                   ()),
     "max_time_jump": ("Largest forward step [s] between consecutive state stamps taken as time running on; a "
                       "larger one, or a step back, becomes the time base only after 3 consecutive states.",
-                      {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
-    "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, {"read_only": True}),
-    "locked_joints": (LOCKED_JOINTS_DESCRIPTION + " As dynamics_node's (the same list).", {"read_only": True}),
-    "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, {"read_only": True}),
-    "mimic": (MIMIC_DESCRIPTION + " As dynamics_node's.", {"read_only": True}),
+                      {"default": 5.0, "floating_point_range": (0.0, 1.0e6)}),
+    "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, MAX_MASS_RATIO),
+    "locked_joints": (LOCKED_JOINTS_DESCRIPTION + " As dynamics_node's (the same list).", ()),
+    "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, ()),
+    "mimic": (MIMIC_DESCRIPTION + " As dynamics_node's.", "reduce"),
     "allocate_thrusters": (
         "A model with thrusters: map the base wrench to thrusts (weighted pseudo-inverse with saturation "
         "redistributed, mbs_ros.controllers.allocation) and publish them on thruster_command and cmd_thrust "
-        "instead of cmd_wrench.", {"read_only": True}),
+        "instead of cmd_wrench.", True),
     "thruster_weights": (
-        "Allocation weights, one per thruster (the cost is sum w_k T_k^2); empty = all 1.", {"read_only": True}),
+        "Allocation weights, one per thruster (the cost is sum w_k T_k^2); empty = all 1.", ()),
     "compensate_passive": (
         "Add -tau_p(q, v): cancel the model's passive forces (joint springs, dampers and friction, hydrodynamic "
-        "damping and the current's loads) as computed torque cancels C v + g.", {"read_only": True}),
+        "damping and the current's loads) as computed torque cancels C v + g.", True),
     "allow_partial_joints_goal": (
         "FollowJointTrajectory: accept goals naming only some of the joints (the others hold their reference), as "
-        "joint_trajectory_controller's parameter.", {"read_only": True}),
+        "joint_trajectory_controller's parameter.", False),
     "goal_time_tolerance": (
         "FollowJointTrajectory: default time [s] after a trajectory's end within which the joints must meet the "
         "goal tolerances (joint_trajectory_controller's constraints.goal_time); 0 = no limit.",
-        {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
+        {"default": 0.0, "floating_point_range": (0.0, 1.0e6)}),
     "stopped_velocity_tolerance": (
         "FollowJointTrajectory: default goal velocity tolerance [rad/s or m/s] of every joint "
         "(joint_trajectory_controller's constraints.stopped_velocity_tolerance); 0 = not checked.",
-        {"read_only": True, "floating_point_range": (0.0, 1.0e6)}),
+        {"default": 0.01, "floating_point_range": (0.0, 1.0e6)}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
-        "with a warning); false: always the single-threaded executor (as dynamics_node).", {"read_only": True}),
+        "with a warning); false: always the single-threaded executor (as dynamics_node).", True),
 }
 
 
-PARAMETERS = from_pairs(_PAIRS)
+PARAMETERS = {n: replace(p, read_only=True) for n, p in from_pairs(_PAIRS).items()}

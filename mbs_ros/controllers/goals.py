@@ -1,0 +1,102 @@
+"""FollowJointTrajectory goals over plain data, ROS-free, as ros2_controllers' joint_trajectory_controller (JTC,
+kilted) with an effort interface: which goals are accepted (:func:`check_goal`, :func:`check_goal_end`) and, state
+by state, how a running goal goes on (:class:`GoalMonitor`: its tolerances from :mod:`.tolerances`, feedback at
+most every ``feedback_period`` and the outcome with JTC's result code and text)."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence, Tuple
+
+import numpy as np
+
+from mbs_ros.controllers import tolerances as tol
+from mbs_ros.controllers.reference_input import Rejected
+
+__all__ = ["check_goal", "check_goal_end", "GoalMonitor", "GoalSample", "FEEDBACK_PERIOD_S", "PREEMPTED"]
+
+FEEDBACK_PERIOD_S = 0.05  # between feedbacks (JTC's action_monitor_rate, 20 Hz)
+PREEMPTED = "Current goal preempted by new incoming action."  # JTC's text for a goal a new one replaces
+
+
+def check_goal(names: Sequence[str], joint_names: Sequence[str], allow_partial: bool, n_points: int,
+               last_velocities: Sequence[float], multi_dof: bool) -> None:
+    """Rejected, with JTC's reason, for a goal with a ``multi_dof_trajectory``, joints that are not all the
+    controller's (unless ``allow_partial``), no joint names, no points, or a last point with a velocity. The
+    trajectory itself is checked as a joint reference."""
+    if multi_dof:
+        raise Rejected("multi_dof_trajectory is not supported (the base follows base_reference)")
+    names = list(names)
+    if not allow_partial and len(names) != len(joint_names):
+        raise Rejected(f"joints {names[:20]} don't match the controller's joints {', '.join(joint_names)} "
+                       "(allow_partial_joints_goal is false)")
+    if not names:
+        raise Rejected("empty joint names")
+    if not n_points:
+        raise Rejected("empty trajectory")
+    moving = [x for x in last_velocities if not abs(x) <= tol.EPS]
+    if moving:
+        raise Rejected(f"the last point's velocities are not zero: {moving[:20]}")
+
+
+def check_goal_end(stamped: bool, start_ns: int, end_time: float, newest_ns: int) -> None:
+    """Rejected for a goal with a ``header.stamp`` (``stamped``) whose trajectory ends before the newest state."""
+    if stamped and start_ns + int(end_time * 1e9) < newest_ns:
+        raise Rejected(f"the trajectory starting at t = {start_ns * 1e-9:.6f} s ends at "
+                       f"t = {start_ns * 1e-9 + end_time:.6f} s, before the newest state's "
+                       f"t = {newest_ns * 1e-9:.6f} s")
+
+
+@dataclass(frozen=True)
+class GoalSample:
+    """One state's check of a goal: ``status`` (:mod:`.tolerances`' RUNNING, PATH_VIOLATED, ...), the errors
+    (desired - actual, continuous joints wrapped), ``index`` of the next point, whether to publish feedback now,
+    and once the goal ends ``outcome`` ``(succeed | abort, JTC result code name, text)`` (``hold``: the joints
+    then hold where the state has them)."""
+
+    status: str
+    e_pos: np.ndarray
+    e_vel: np.ndarray
+    index: int
+    feedback: bool
+    outcome: Optional[Tuple[str, str, str]] = None
+    hold: bool = False
+
+
+class GoalMonitor:
+    """A running goal: ``times`` of its points [s], its ``tolerances`` and trajectory end ``end_time`` [s],
+    continuous joints ``wrap``. Call it with each state: its stamp ``t_ns`` (for the texts), the time ``t_rel``
+    since the trajectory's start [s], desired ``(q_d, v_d)``, measured positions and velocities, and a monotonic
+    ``now`` [s] that throttles the feedback."""
+
+    def __init__(self, tolerances: tol.SegmentTolerances, end_time: float, times: np.ndarray, wrap: np.ndarray,
+                 joint_names: Sequence[str], feedback_period: float = FEEDBACK_PERIOD_S):
+        self.check = tol.TrajectoryCheck(tolerances, end_time)
+        self.end_time = float(end_time)
+        self.times = np.asarray(times, dtype=float)
+        self.wrap = np.asarray(wrap, dtype=bool)
+        self.joint_names = tuple(joint_names)
+        self.feedback_period = float(feedback_period)
+        self.last_feedback = -np.inf
+
+    def __call__(self, t_ns: int, t_rel: float, q_d, v_d, actual, velocity, now: float) -> GoalSample:
+        e_pos = tol.joint_error(q_d, actual, self.wrap)
+        e_vel = np.asarray(v_d, dtype=float) - np.asarray(velocity, dtype=float)
+        status, found = self.check(t_rel, e_pos, e_vel)
+        feedback = status != tol.RUNNING or now - self.last_feedback >= self.feedback_period
+        if feedback:
+            self.last_feedback = now
+        index = int(np.searchsorted(self.times, t_rel, side="right"))
+        details = tol.describe(found, self.joint_names)
+        outcome, hold = None, False
+        if status == tol.PATH_VIOLATED:
+            outcome, hold = ("abort", "PATH_TOLERANCE_VIOLATED",
+                             f"Aborted due to path tolerance violation at t = {t_ns * 1e-9:.6f} s: {details}"), True
+        elif status == tol.GOAL_VIOLATED:
+            outcome, hold = ("abort", "GOAL_TOLERANCE_VIOLATED",
+                             f"Aborted due to goal_time_tolerance exceeding by {t_rel - self.end_time:.6f} seconds: "
+                             f"{details}"), True
+        elif status == tol.SUCCEEDED:
+            outcome = ("succeed", "SUCCESSFUL",
+                       f"Goal successfully reached! (t = {t_ns * 1e-9:.6f} s, {t_rel - self.end_time:.3f} s after "
+                       f"the trajectory's end; max |position error| {np.abs(e_pos).max():.3g})")
+        return GoalSample(status, e_pos, e_vel, index, feedback, outcome, hold)

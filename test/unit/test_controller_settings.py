@@ -1,0 +1,41 @@
+"""controller_node's settings without ROS (mbs_ros/nodes/controller_settings.py): the parameter table is the one
+place of the defaults (ControllerSettings takes them), the documented defaults, and the table's defaults pass the
+node's own checks unchanged."""
+import pytest
+
+from mbs_ros.dynamics import model_source as ms
+from mbs_ros.nodes.controller_settings import (DEFAULTS, ControllerSettings, ParameterError, field_name,
+                                               settings_from_values)
+from mbs_ros.nodes.parameters import table
+
+DOCUMENTED = {  # docs/controller_node.md
+    "law": "computed_torque", "kp": 9.0, "kd": 6.0, "lambda": 3.0, "mass_scale": 1.0, "control_rate": 100.0,
+    "state_timeout": 0.2, "lockstep": False, "world_frame": "world", "base_frame": "base_link", "max_wrench": (),
+    "max_effort": (), "max_time_jump": 5.0, "allocate_thrusters": True, "thruster_weights": (),
+    "compensate_passive": True, "allow_partial_joints_goal": False, "goal_time_tolerance": 0.0,
+    "stopped_velocity_tolerance": 0.01, "use_events_executor": True, "base_group": "se3", "mimic": "reduce",
+    "gravity": (0.0, 0.0, -9.81), "mass": 1.0, "inertia": (0.01, 0.0, 0.0, 0.01, 0.0, 0.01),
+}
+
+
+def test_every_parameter_has_its_default_in_the_table_and_the_settings_take_it():
+    params = table("controller")
+    for name, p in params.items():
+        assert p.default is not None, name
+        assert p.read_only, name
+        assert getattr(DEFAULTS, field_name(name)) == p.default, name
+    assert set(params) == {"lambda" if f == "lambda_" else f for f in ControllerSettings.__dataclass_fields__}
+
+
+@pytest.mark.parametrize("name, value", sorted(DOCUMENTED.items()))
+def test_documented_defaults(name, value):
+    assert table("controller")[name].default == value
+
+
+def test_the_defaults_pass_the_checks_unchanged():
+    values = {n: p.default for n, p in table("controller").items()}
+    source = ms.load_source("", "")
+    assert settings_from_values(values, source) == DEFAULTS
+    values["control_rate"] = 0.0
+    with pytest.raises(ParameterError, match="control_rate"):
+        settings_from_values(values, source)
