@@ -505,7 +505,7 @@ def _loads(model, q, v):
 
 def _joint_terms(model, q, v):
     """(spring, damper, friction) generalised forces on the joints (nj,) each, and the joint rates (nj,)."""
-    P, tree = model.passive, model._tree
+    P, tree = model.passive, model.tree
     th = _joint_angles(tree, np.asarray(q, dtype=float))
     rates = np.asarray(v, dtype=float)[tree.nvb:]
     spring = -P.stiffness * (th - P.rest)
@@ -521,7 +521,7 @@ def passive_terms(model, q, v, springs: bool = True):
     ``τ_p = Σ_i J_iᵀ W_i`` with the loads ``W_i`` on each body."""
     from . import algorithms as alg
 
-    P, tree = model.passive, model._tree
+    P, tree = model.passive, model.tree
     q = np.asarray(q, dtype=float)
     v = np.asarray(v, dtype=float)
     tau = np.zeros(tree.nv)
@@ -529,7 +529,7 @@ def passive_terms(model, q, v, springs: bool = True):
     if P.has_fluid and (P.elem_body.size or P.has_current):
         kin, _V, W, _W_cur, w_el, Vr_el = _loads(model, q, v)
         W_base = np.einsum("nab,nb->na", alg.wrench_transforms(kin), W)
-        tau += alg._project(model, kin, tree.subtree @ W_base)
+        tau += alg.project(model, kin, tree.subtree @ W_base)
         p_diss += float(np.einsum("ea,ea->", w_el, Vr_el))
     if tree.nj:
         spring, damper, friction, rates = _joint_terms(model, q, v)
@@ -548,7 +548,7 @@ def spring_energy(model, q) -> float:
     P = model.passive
     if P is None or not P.has_springs:
         return 0.0
-    th = _joint_angles(model._tree, np.asarray(q, dtype=float))
+    th = _joint_angles(model.tree, np.asarray(q, dtype=float))
     return 0.5 * float(P.stiffness @ (th - P.rest) ** 2)
 
 
@@ -592,10 +592,10 @@ def energy_ports(model, q, v, efforts=None, wrench=None, thrust=None, temperatur
     q = np.asarray(q, dtype=float)
     v = np.asarray(v, dtype=float)
     P = model.passive
-    mm = model._mimic
+    mm = model.mimic_reduction
     full = model if mm is None else mm.full
     qf, vf = (q, v) if mm is None else (mm.q_full(q), mm.v_full(v))
-    storages = {"kinetic": model.kinetic_energy(q, v), "gravity": full._gravity_energy(qf)}
+    storages = {"kinetic": model.kinetic_energy(q, v), "gravity": full.gravity_energy(qf)}
     if P is not None and P.has_fluid:
         storages["buoyancy"] = buoyancy_energy(full, qf)
     ports, diss = {}, {}
@@ -613,7 +613,7 @@ def energy_ports(model, q, v, efforts=None, wrench=None, thrust=None, temperatur
         for name, T, vel in zip(P.thruster_names, np.asarray(thrust, dtype=float), VT):
             ports[f"thruster/{name}"] = float(T * vel)
     if P is not None:
-        ftree = full._tree
+        ftree = full.tree
         if ftree.nj:
             spring, damper, friction, rates = _joint_terms(full, qf, vf)
             for j, name in enumerate(ftree.joint_names):

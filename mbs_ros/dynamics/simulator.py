@@ -251,7 +251,7 @@ class Simulator:
         self.faults = 0
         self.saturated = {"wrench": 0, "joints": 0, "thrusters": 0}
         self.nt = len(model.thruster_names)
-        if self.nt and model.group is not None and model._H is None:
+        if self.nt and not model.velocity_map_is_constant:
             raise ValueError("thrusters need a base group whose velocity map is constant (se3, schoenflies, se2, so3), "
                              f"not {model.base}")
         self.thrust = np.zeros(self.nt)  # the thrusters' thrust at t_k [N] (first-order lag behind the command)
@@ -377,7 +377,7 @@ class Simulator:
         if frame not in ("body", "world"):
             raise ValueError(f"frame must be 'body' or 'world', got {frame!r}")
         W = self._saturate_wrench(W)  # the norms do not depend on the axes: before any rotation can overflow
-        R = self.model._rotation(self.q) if frame == "world" else None
+        R = self.model.base_rotation(self.q) if frame == "world" else None
         W_body = W if R is None else np.concatenate([R.T @ W[:3], R.T @ W[3:]])
         _tau, _applied, dropped = self.model.wrench_to_generalized(self.q, W_body)
         if np.max(np.abs(dropped)) > 1e-12 * max(1.0, float(np.max(np.abs(W_body)))):
@@ -535,7 +535,7 @@ class Simulator:
         w, e = self._wrench, self._efforts
         caps = self._v_caps
         every = self.energy_check_steps
-        passive = model._passive_active
+        passive = model.passive_active
         nt = self.nt
         for taken in range(int(n_steps)):
             k = self.k
@@ -620,7 +620,7 @@ class Simulator:
     def _passive_power(self, q, v):
         """``(v·τ_p without springs, dissipated power)`` [W] at (q, v): the passive loads' power on the model (the
         springs' is in the potential energy) and the dissipators' (:meth:`Model.passive_forces`)."""
-        tau, p_diss = self.model._passive_terms(q, v, springs=False)
+        tau, p_diss = self.model.passive_terms(q, v, springs=False)
         return float(tau @ v), p_diss
 
     def _energy_runaway(self) -> Optional[str]:
@@ -687,7 +687,7 @@ class Simulator:
             if cmd.frame == "world":
                 self._wrench_world = cmd.W
                 self._W_power = cmd
-            elif model.group is None or model._H is not None:  # constant B: one vector for the step
+            elif model.velocity_map_is_constant:  # constant B: one vector for the step
                 self._tau = self._tau_const = tau + model.wrench_to_generalized(self.q, cmd.W)[0]
             else:  # so3xr3: Bᵀ(q) W per stage
                 W, tau_joints = cmd.W, tau
@@ -709,7 +709,7 @@ class Simulator:
                 V = self.model.twist(q, v)
                 W = cmd.W
                 if cmd.frame == "world":  # W_world·[R v; R ω]
-                    R = self.model._rotation(q)
+                    R = self.model.base_rotation(q)
                     p += float(W[:3] @ (R @ V[:3]) + W[3:] @ (R @ V[3:]))
                 else:
                     p += float(W @ V)
@@ -785,7 +785,7 @@ class Simulator:
         cmd = self._wrench.applied
         if cmd.frame != "world":
             return cmd.W
-        R = self.model._rotation(self.q)
+        R = self.model.base_rotation(self.q)
         return np.concatenate([R.T @ cmd.W[:3], R.T @ cmd.W[3:]])
 
     def joint_wrenches(self) -> np.ndarray:
@@ -801,7 +801,7 @@ class Simulator:
         cmd = self._wrench.applied
         if cmd.frame == "world":
             return cmd.W[:3], cmd.W[3:]
-        R = self.model._rotation(self.q)
+        R = self.model.base_rotation(self.q)
         return R @ cmd.W[:3], R @ cmd.W[3:]
 
     def diagnostics(self) -> dict:
@@ -832,7 +832,7 @@ class Simulator:
             "work_applied": self.work,
             "energy_balance_residual": ke + pe - self.energy_ref - self.work - self.passive_work,
         }
-        if model._passive_active:
+        if model.passive_active:
             values.update(passive_work=self.passive_work, dissipated_energy=self.dissipated,
                           current_supplied_energy=self.passive_work + self.dissipated)
         axes = ("linear_x", "linear_y", "linear_z", "angular_x", "angular_y", "angular_z")
@@ -886,7 +886,7 @@ def _largest_rate(model: Model, q: np.ndarray, force, eps: float) -> float:
 
 def _damping_rate(model: Model, q: np.ndarray) -> float:
     """``max |eig(M⁻¹ ∂(−τ_p)/∂v)|`` at ``(q, 0)``: how fast the stiffest passive damper stops its mode [1/s]."""
-    if not model._passive_active:
+    if not model.passive_active:
         return 0.0
     return _largest_rate(model, q, lambda e: -model.passive_forces(q, e), 1e-7)
 
