@@ -1,32 +1,12 @@
-"""Multibody kernels: forward kinematics, RNEA, CRBA, the explicit Coriolis matrix, forward dynamics.
+"""Multibody kernels, the numpy reference: forward kinematics, RNEA, CRBA, the structured Coriolis matrix, forward
+dynamics, energies and momentum.
 
-Free functions taking ``(model, q, v, ...)`` as in Pinocchio; :class:`~mbs_ros.dynamics.Model` delegates to them.
-
-Formulation (Featherstone 2008 ch. 5–6 and seed 004 in body-velocity form, written so that every step is one
-numpy call over all bodies at once — a per-body Python recursion costs ~1 µs of interpreter time per small numpy
-operation, which is what dominates at n ≤ 18):
-
-* Every twist, wrench and inertia is a *spatial* quantity in the base frame: base axes, referred to the base
-  body's origin, linear first — the coordinates of the inertial frame that coincides with the base at this
-  instant. Body poses are relative to the base (``T_k = T_base,k``, ``T_0 = 1``); ``Ad_k`` maps body k's frame to
-  the base frame and ``I_k = Ad_k⁻ᵀ I_body,k Ad_k⁻¹``. Being Ad-equivariant, the body-frame equations of seed 004
-  read the same in these coordinates (``Adᵀ ad~_{Ad⁻ᵀp} Ad = ad~_p``).
-* The base's world pose ``(R, p)`` enters only through gravity in base axes, ``Rᵀg``, and the SO(3)×R³ velocity
-  map, so nothing loses precision far from the world origin (world-origin coordinates make every moment arm as
-  long as the base's distance from the origin: relative errors grow with its square). World quantities — link
-  poses, the spatial momentum, the potential energy — are converted at the end.
-* Motion columns ``S_c``: the base's ``B(q)`` (``H`` for the SE(3) subgroups, seed 004 eq. 58; ``diag(Rᵀ, I)``
-  for SO(3)×R³), then each joint's axis ``Ad_k s_j``. Body velocities ``V_i = Σ_c support[i, c] S_c v_c`` (the
-  Jacobian ``J_i`` is S masked by the support of body i).
-* A joint axis is fixed in its body, so ``Ṡ_c = ad_{V_b(c)} S_c``, plus ``Ḃ`` for SO(3)×R³ (column k
-  ``[−ω × Rᵀe_k; 0]``, ω the base's body angular velocity).
-* RNEA: ``A_i = Σ_c support[i,c](S_c a_c + Ṡ_c v_c)``, body wrench ``f_i = I_i (A_i − [Rᵀg; 0]) − ad_{V_i}ᵀ I_i V_i
-  − f_ext,i``, subtree sums ``F = subtree · f`` (``F_k`` is what the parent transmits to body k's subtree), and
-  ``τ_c = S_cᵀ F_b(c)``.
-* CRBA: composite inertias ``Ic = subtree · I``, ``M_cd = S_cᵀ Ic_b(d) S_d`` for b(c) an ancestor of b(d).
-* Coriolis, the structured form ``C = Σ_i J_iᵀ (I_i J̇_i^body + ad~_{I_i V_i} J_i)`` (body frame), which in spatial
-  coordinates is ``Σ_i J_iᵀ [I_i (J̇_i − ad_{V_i} J_i) + ad~_{I_i V_i} J_i]``. ``Ṁ − 2C`` is skew-symmetric
-  (``Ṁ = Σ J̇ᵀIJ + JᵀIJ̇`` in the body frame, and ad~ is skew) and ``C v`` is RNEA's velocity term.
+Free functions taking ``(model, q, v, ...)`` as in Pinocchio (:class:`~mbs_ros.dynamics.backends.TreeBackend` calls
+them), Featherstone 2008 ch. 5–6 and seed 004 in body-velocity form, written so that every step is one numpy call
+over all bodies (a per-body Python recursion costs ~1 µs per small operation). Spatial quantities are in the base
+frame (base axes at the base origin), so the base's world pose enters only through gravity ``Rᵀg`` and the
+SO(3)×R³ velocity map. ``C = Σ_i J_iᵀ [I_i (J̇_i − ad_{V_i} J_i) + ad~_{I_i V_i} J_i]`` (seed 004 eq. 57 per body).
+The formulation step by step: ``docs/dynamics.md``.
 """
 from __future__ import annotations
 

@@ -15,6 +15,7 @@ A backend implements the :class:`Backend` protocol; every method takes the model
 """
 from __future__ import annotations
 
+import copy
 from typing import Protocol
 
 import numpy as np
@@ -318,7 +319,7 @@ class _CompiledKernels:
 
     name = "compiled"
 
-    def _use(self, compiled):
+    def __init__(self, compiled):
         self.compiled = compiled
         self.fast_step = compiled.step
         self.fast_simulate = compiled.simulate
@@ -357,17 +358,13 @@ class _CompiledKernels:
         return self.compiled.passive(q, v, springs)
 
     def with_current(self, passive) -> "Backend":
-        out = object.__new__(type(self))
-        out.__dict__.update(self.__dict__)
-        out._use(self.compiled.with_current(passive.current, passive.current_rate))
+        out = copy.copy(self)
+        _CompiledKernels.__init__(out, self.compiled.with_current(passive.current, passive.current_rate))
         return out
 
 
 class CompiledTreeBackend(_CompiledKernels, TreeBackend):
     """A multibody tree computed by the numba kernels."""
-
-    def __init__(self, compiled):
-        self._use(compiled)
 
 
 class CompiledRigidBodyBackend(_CompiledKernels, RigidBodyBackend):
@@ -375,7 +372,7 @@ class CompiledRigidBodyBackend(_CompiledKernels, RigidBodyBackend):
 
     def __init__(self, compiled, I_b, H, com):
         RigidBodyBackend.__init__(self, I_b, H, com)
-        self._use(compiled)
+        _CompiledKernels.__init__(self, compiled)
 
     def mass_matrix(self, m, q) -> np.ndarray:
         if self.M is not None:  # constant: q may be None

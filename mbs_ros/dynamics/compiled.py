@@ -1,27 +1,11 @@
 """The compiled fast path: numba kernels for every base group and joint type, in body frames.
 
-Same equations and layouts as the numpy reference in :mod:`mbs_ros.dynamics.algorithms` (which stays, and which
-the tests compare this module against on random trees of every base group), written as Featherstone's recursions
-(Featherstone 2008, ch. 5–7) with every spatial quantity in the frame of its own body, linear first:
-
-* ``X_i = (R, p)`` is the pose of body i in its parent's frame (``T_λi``); motion vectors go to the child by
-  ``Ad_{T_λi}⁻¹``, forces to the parent by ``Ad_{T_λi}⁻ᵀ``. The base's world pose enters only through gravity
-  (``R_world_baseᵀ g``) and the SO(3)×R³ velocity map, so nothing degrades far from the world origin.
-* body twists ``V_i = X V_λ + s_i q̇_i``, accelerations ``A_i = X A_λ + s_i q̈_i + ad_{V_i} s_i q̇_i``; gravity is
-  the fictitious base acceleration ``−[R_world_baseᵀ g; 0]``; the base's columns are ``B(q)`` (``H`` for the
-  subgroups of SE(3), seed 004 eq. 58; ``diag(Rᵀ, I)`` for SO(3)×R³) with ``Ḃ v`` added to its acceleration.
-* RNEA (inverse dynamics, ``C v + g``, ``g``, joint wrenches), CRBA (composite inertias), the articulated-body
-  algorithm (forward dynamics in O(n)), the structured Coriolis matrix ``C = Σ_i J_iᵀ(I_i J̇_i + ad~_{I_i V_i}J_i)``
-  (seed 004, eq. 57 per body; composite sums of ``I_i`` and ``N_i = ad~_{I_i V_i} − I_i ad_{V_i}`` over subtrees, so
-  ``C[c, d] = S_cᵀ(Ic_b Ṡ_d + Nc_b S_d)`` with b the deeper of the two columns' bodies), and the whole Munthe-Kaas
-  step (seed 001 eqs. 35–37: stages, the base group's exp and dexp⁻¹, ABA at each stage) as one call.
-
-Everything is compiled once and cached on disk (``numba`` ``cache=True``; ``make setup`` warms the cache with
-``tools/setup_env.sh``, see :func:`warm_up`): the first compilation takes ~20 s, loading the cache ~0.4 s.
-Without numba, or with ``MBS_BACKEND=numpy`` in the environment, the models use the numpy reference.
-
-The series tables of :mod:`mbs_ros.dynamics.lie._base` are compiled in as constants: numba's cache does not see
-a change there, so touch this file after changing them (``make setup`` re-warms on a change of either file).
+The equations and layouts of :mod:`mbs_ros.dynamics.algorithms` (the tests compare the two on random trees of
+every base group) as Featherstone's recursions (Featherstone 2008, ch. 5–7): RNEA, CRBA, the articulated-body
+algorithm, the structured Coriolis matrix (seed 004 eq. 57) and the whole Munthe-Kaas step (seed 001 eqs. 35–37)
+as one call. Compiled once and cached on disk (:func:`warm_up`); without numba or with ``MBS_BACKEND=numpy`` the
+models use the numpy reference. The lie module's series tables are compiled in as constants: numba's cache does
+not see a change there, so touch this file after changing them. Details: ``docs/dynamics.md``.
 """
 from __future__ import annotations
 

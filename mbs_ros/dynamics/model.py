@@ -1,31 +1,12 @@
 """The ``Model``: an immutable description of a rigid body or a multibody tree on a base Lie group.
 
 Pinocchio's split: a :class:`Model` holds what does not change (base group, kinematic tree, inertias, gravity,
-cached constant matrices); the algorithms are its methods and take ``(q, v, ...)`` explicitly, so one model serves
-any number of states and threads. The multibody kernels are in :mod:`mbs_ros.dynamics.algorithms`, the tree
-description in :mod:`mbs_ros.dynamics.tree`, URDF/xacro reading in :mod:`mbs_ros.dynamics.urdf` and the YAML
-robot schema in :mod:`mbs_ros.dynamics.robot_yaml`.
-
-A single rigid body is the tree without joints; for it the methods use the closed forms below directly.
-
-Multibody (floating base on a group, or a fixed base, carrying a tree of revolute/continuous/prismatic/fixed
-joints): ``M(q) v̇ + C(q, v) v + g(q) = τ`` with Pinocchio's layout — the base's configuration first (its group's
-layout, nothing for a fixed base), then the joints in Pinocchio's depth-first order (revolute and prismatic: one
-coordinate; continuous: ``(cos θ, sin θ)``, Pinocchio's revolute-unbounded); velocities: the base's body-frame
-quasi-velocity, then one rate per joint. ``C`` is the structured matrix ``Σ_i J_iᵀ (I_i J̇_i + ad~_{I_i V_i} J_i)``
-(body Jacobians ``J_i``, the base's ``J_0 = B(q)``), so ``Ṁ − 2C`` is skew-symmetric for every base group.
-
-Single rigid body, seed 004 (From, "Explicit singularity-free dynamic equations", part one):
-
-* body twist ``V = B(q) v`` (linear first, body frame). For the subgroups of SE(3) ``B = H`` is constant (eqs. 58,
-  60); for SO(3)×R³ the velocity is hybrid, ``v = [ṙ_world; ω_body]`` and ``B(q) = diag(Rᵀ, I)``.
-* ``M(q) = Bᵀ I_b B`` with the spatial inertia ``I_b`` at the body origin (c.o.m. offset allowed).
-* ``C(q, v) = Bᵀ (I_b Ḃ + ad~_{I_b V} B)``, which is eq. 57 (``C = Hᵀ ad~_{I_b H v} H``) when B is constant. It is
-  skew-symmetric for the subgroups and makes ``Ṁ − 2C`` skew-symmetric in every case.
-* ``M v̇ + C(q, v) v + g(q) = τ`` with ``τ = Bᵀ W`` collocated with v (power ``vᵀτ``) and ``g(q) = −Bᵀ W_gravity``.
-
-Conventions (see README): configuration vectors in Pinocchio's layout, velocities body-frame quasi-velocities,
-twists and wrenches linear first.
+limits, passive elements) and one backend (:mod:`mbs_ros.dynamics.backends`, chosen when it is built) that computes
+its algorithms; they take ``(q, v, ...)`` explicitly, so one model serves any number of states and threads.
+``M(q) v̇ + C(q, v) v + g(q) = τ`` in Pinocchio's layout (base configuration, then the joints; body-frame
+quasi-velocities), with the structured ``C = Σ_i J_iᵀ(I_i J̇_i + ad~_{I_i V_i} J_i)`` so that ``Ṁ − 2C`` is
+skew-symmetric; one body follows seed 004 (From, part one: ``V = B(q) v`` eq. 58, ``M = Bᵀ I_b B`` eq. 60, ``C``
+eq. 57). Layout, conventions and the backends: ``docs/dynamics.md``.
 """
 from __future__ import annotations
 

@@ -21,7 +21,7 @@ issued once per ``Model`` load as a single :class:`ModelWarning` (:func:`parse_u
   principal moment of any link of the robot: below what the file's digits can mean for the robot, e.g. the 1 µg
   antennas of example-robot-data's TIAGo, −3.5e-8 kg m² against 0.55) is projected onto the nearest positive
   semi-definite inertia (negative principal moments set to 0, the Frobenius-nearest; the link keeps its mass and
-  centre of mass); round-off (≥ −1e-12 × max(1, |I|)) is accepted silently, as before;
+  centre of mass); round-off (≥ −1e-12 × max(1, |I|)) is accepted silently;
 * ``<mimic>``: not simulated, the joint moves independently (Pinocchio's default too);
 * principal moments that violate the triangle inequality (no real body has them): simulated as given — widely
   used URDFs have such links (example-robot-data's ANYmal, Go1, B1, HyQ, Allegro, Romeo);
