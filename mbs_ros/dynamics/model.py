@@ -631,7 +631,7 @@ class Model:
         P = self.passive
         return P is not None and P.active
 
-    #: The name :attr:`passive_active` had (nodes/controller_node.py reads it).
+    #: Alias for nodes/controller_node.py until it reads :attr:`passive_active`.
     _passive_active = passive_active
 
     def passive_forces(self, q: np.ndarray, v: np.ndarray, springs: bool = True) -> np.ndarray:

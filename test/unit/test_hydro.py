@@ -6,7 +6,7 @@ import math
 import numpy as np
 import pytest
 
-from mbs_ros.dynamics import Model
+from mbs_ros.dynamics import Model, compiled
 from mbs_ros.dynamics.integrators import simulate
 from mbs_ros.dynamics.passive import thrust_response
 from mbs_ros.dynamics.urdf import ModelError
@@ -76,6 +76,7 @@ def _state(model, seed):
     return model.random_configuration(rng, 1.0), rng.normal(size=model.nv), rng.normal(size=model.nv)
 
 
+@pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not importable (or MBS_BACKEND=numpy)")
 @pytest.mark.parametrize("base", ["se3", "so3xr3", "schoenflies", "se2", "fixed"])
 def test_compiled_matches_numpy_reference_with_water(base):
     model = Model.from_urdf(uvms_urdf(1, joint_dynamics=True), base=base).with_current([0.3, -0.2, 0.1],
