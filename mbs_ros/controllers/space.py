@@ -21,17 +21,19 @@ so it converges in a few dozen terms for any angle.
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-from ..dynamics.compiled import _jit
-from ..dynamics.lie._base import LieGroup
+from ..dynamics.jit import jit
+from ..dynamics.lie import LieGroup
 
-__all__ = ["ConfigurationSpace"]
+__all__ = ["ConfigurationSpace", "warm_up"]
 
 _SERIES_MAX_TERMS = 400
 
 
-@_jit
+@jit
 def _phi1_series(X, w, max_terms):
     """``(Σ_k X^k w/(k+1)!, converged)``, stopping after two consecutive terms below 1e-17 of the sum (they decay
     monotonically once k exceeds the angle). Compiled (the loop is ~100 µs in Python at n = 12)."""
@@ -62,6 +64,14 @@ def _phi1_series(X, w, max_terms):
         else:
             negligible = 0
     return total, False
+
+
+def warm_up() -> float:
+    """Compile (or load from numba's on-disk cache) the controllers' one kernel, the dexp-derivative series;
+    returns the seconds it took (the dynamics kernels: :func:`mbs_ros.dynamics.compiled.warm_up`)."""
+    t0 = time.perf_counter()
+    _phi1_series(np.zeros((2, 2)), np.ones(2), 2)
+    return time.perf_counter() - t0
 
 
 def _phi1_block_apply(A: np.ndarray, B: np.ndarray, z: np.ndarray, transpose: bool) -> tuple[np.ndarray, np.ndarray]:

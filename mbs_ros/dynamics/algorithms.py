@@ -1,32 +1,12 @@
-"""Multibody kernels: forward kinematics, RNEA, CRBA, the explicit Coriolis matrix, forward dynamics.
+"""Multibody kernels, the numpy reference: forward kinematics, RNEA, CRBA, the structured Coriolis matrix, forward
+dynamics, energies and momentum.
 
-Free functions taking ``(model, q, v, ...)`` as in Pinocchio; :class:`~mbs_ros.dynamics.Model` delegates to them.
-
-Formulation (Featherstone 2008 ch. 5–6 and seed 004 in body-velocity form, written so that every step is one
-numpy call over all bodies at once — a per-body Python recursion costs ~1 µs of interpreter time per small numpy
-operation, which is what dominates at n ≤ 18):
-
-* Every twist, wrench and inertia is a *spatial* quantity in the base frame: base axes, referred to the base
-  body's origin, linear first — the coordinates of the inertial frame that coincides with the base at this
-  instant. Body poses are relative to the base (``T_k = T_base,k``, ``T_0 = 1``); ``Ad_k`` maps body k's frame to
-  the base frame and ``I_k = Ad_k⁻ᵀ I_body,k Ad_k⁻¹``. Being Ad-equivariant, the body-frame equations of seed 004
-  read the same in these coordinates (``Adᵀ ad~_{Ad⁻ᵀp} Ad = ad~_p``).
-* The base's world pose ``(R, p)`` enters only through gravity in base axes, ``Rᵀg``, and the SO(3)×R³ velocity
-  map, so nothing loses precision far from the world origin (world-origin coordinates make every moment arm as
-  long as the base's distance from the origin: relative errors grow with its square). World quantities — link
-  poses, the spatial momentum, the potential energy — are converted at the end.
-* Motion columns ``S_c``: the base's ``B(q)`` (``H`` for the SE(3) subgroups, seed 004 eq. 58; ``diag(Rᵀ, I)``
-  for SO(3)×R³), then each joint's axis ``Ad_k s_j``. Body velocities ``V_i = Σ_c support[i, c] S_c v_c`` (the
-  Jacobian ``J_i`` is S masked by the support of body i).
-* A joint axis is fixed in its body, so ``Ṡ_c = ad_{V_b(c)} S_c``, plus ``Ḃ`` for SO(3)×R³ (column k
-  ``[−ω × Rᵀe_k; 0]``, ω the base's body angular velocity).
-* RNEA: ``A_i = Σ_c support[i,c](S_c a_c + Ṡ_c v_c)``, body wrench ``f_i = I_i (A_i − [Rᵀg; 0]) − ad_{V_i}ᵀ I_i V_i
-  − f_ext,i``, subtree sums ``F = subtree · f`` (``F_k`` is what the parent transmits to body k's subtree), and
-  ``τ_c = S_cᵀ F_b(c)``.
-* CRBA: composite inertias ``Ic = subtree · I``, ``M_cd = S_cᵀ Ic_b(d) S_d`` for b(c) an ancestor of b(d).
-* Coriolis, the structured form ``C = Σ_i J_iᵀ (I_i J̇_i^body + ad~_{I_i V_i} J_i)`` (body frame), which in spatial
-  coordinates is ``Σ_i J_iᵀ [I_i (J̇_i − ad_{V_i} J_i) + ad~_{I_i V_i} J_i]``. ``Ṁ − 2C`` is skew-symmetric
-  (``Ṁ = Σ J̇ᵀIJ + JᵀIJ̇`` in the body frame, and ad~ is skew) and ``C v`` is RNEA's velocity term.
+Free functions taking ``(model, q, v, ...)`` as in Pinocchio (:class:`~mbs_ros.dynamics.backends.TreeBackend` calls
+them), Featherstone 2008 ch. 5–6 and seed 004 in body-velocity form, written so that every step is one numpy call
+over all bodies (a per-body Python recursion costs ~1 µs per small operation). Spatial quantities are in the base
+frame (base axes at the base origin), so the base's world pose enters only through gravity ``Rᵀg`` and the
+SO(3)×R³ velocity map. ``C = Σ_i J_iᵀ [I_i (J̇_i − ad_{V_i} J_i) + ad~_{I_i V_i} J_i]`` (seed 004 eq. 57 per body).
+The formulation step by step: ``docs/dynamics.md``.
 """
 from __future__ import annotations
 
@@ -35,7 +15,7 @@ import numpy as np
 __all__ = [
     "Kinematics", "kinematics", "body_placements", "link_poses", "rnea", "crba", "coriolis_matrix",
     "nonlinear_effects", "gravity_forces", "forward_dynamics", "joint_wrenches", "kinetic_energy",
-    "potential_energy", "spatial_momentum", "body_twists",
+    "potential_energy", "spatial_momentum", "body_twists", "project",
 ]
 
 
@@ -125,14 +105,14 @@ def _relative_placements(tree, q) -> np.ndarray:
 def body_placements(model, q) -> np.ndarray:
     """World poses (nb, 4, 4) of the bodies (base first, then the child body of each joint)."""
     q = np.asarray(q, dtype=float)
-    return model._base_pose_matrix(q) @ _relative_placements(model._tree, q)
+    return model.base_pose_matrix(q) @ _relative_placements(model.tree, q)
 
 
 def kinematics(model, q, inertia: bool = True) -> Kinematics:
     """Poses, adjoints, motion columns and (if ``inertia``) spatial inertias at q, in the base frame."""
-    tree = model._tree
+    tree = model.tree
     q = np.asarray(q, dtype=float)
-    T_base = model._base_pose_matrix(q)
+    T_base = model.base_pose_matrix(q)
     T = _relative_placements(tree, q)
     nb = tree.nb
     R = T[:, :3, :3]
@@ -164,10 +144,10 @@ def kinematics(model, q, inertia: bool = True) -> Kinematics:
 
 def link_poses(model, q, kin: Kinematics | None = None) -> np.ndarray:
     """World poses (n_links, 4, 4) of every URDF link, in ``model.link_names`` order."""
-    tree = model._tree
+    tree = model.tree
     if kin is None:
         q = np.asarray(q, dtype=float)
-        T_base, T = model._base_pose_matrix(q), _relative_placements(tree, q)
+        T_base, T = model.base_pose_matrix(q), _relative_placements(tree, q)
     else:
         T_base, T = kin.T_base, kin.T
     return T_base @ (T[tree.link_body] @ tree.T_body_link)
@@ -183,7 +163,7 @@ def _base_rate_columns(V0, S):
 
 def _column_rates(model, kin, V):
     """Ṡ_c (nv, 6): ad_{V_b(c)} S_c, plus Ḃ for the SO(3)×R³ base."""
-    tree = model._tree
+    tree = model.tree
     AD = _batch(_AD, V, 6)
     P = _mv(AD[tree.col_body], kin.S)
     if tree.nvb and tree.base_cols is None:
@@ -196,14 +176,14 @@ def body_twists(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
     :func:`kinematics`; ``Ad_{T_base}`` takes them to world axes at the world origin). A body's own body-frame
     twist is ``Ad_k⁻¹ V_k``."""
     kin = kin or kinematics(model, q, inertia=False)
-    return model._tree.support @ (kin.S * np.asarray(v, dtype=float)[:, None])
+    return model.tree.support @ (kin.S * np.asarray(v, dtype=float)[:, None])
 
 
 # ---------------------------------------------------------------------------------------------------- dynamics
 def _wrenches(model, kin, v, a, gravity=True, f_ext=None):
     """Subtree wrenches F (nb, 6) in the base frame: ``F_k`` is the wrench body k's parent transmits to its
     subtree."""
-    tree = model._tree
+    tree = model.tree
     S, I = kin.S, kin.I
     if v is None:
         A = tree.support @ (S * a[:, None]) if a is not None else np.zeros((tree.nb, 6))
@@ -243,8 +223,9 @@ def wrench_transforms(kin) -> np.ndarray:
     return AdiT
 
 
-def _project(model, kin, F):
-    return (kin.S * F[model._tree.col_body]).sum(axis=1)
+def project(model, kin, F):
+    """``τ_c = S_cᵀ F_b(c)``: generalised forces of the subtree wrenches ``F`` (nb, 6, base frame)."""
+    return (kin.S * F[model.tree.col_body]).sum(axis=1)
 
 
 def rnea(model, q, v, a, f_ext=None, kin: Kinematics | None = None) -> np.ndarray:
@@ -255,24 +236,24 @@ def rnea(model, q, v, a, f_ext=None, kin: Kinematics | None = None) -> np.ndarra
     kin = kin or kinematics(model, q)
     v = np.asarray(v, dtype=float)
     a = np.asarray(a, dtype=float)
-    return _project(model, kin, _wrenches(model, kin, v, a, True, f_ext))
+    return project(model, kin, _wrenches(model, kin, v, a, True, f_ext))
 
 
 def nonlinear_effects(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
     """C(q, v) v + g(q) (RNEA with a = 0)."""
     kin = kin or kinematics(model, q)
-    return _project(model, kin, _wrenches(model, kin, np.asarray(v, dtype=float), None, True))
+    return project(model, kin, _wrenches(model, kin, np.asarray(v, dtype=float), None, True))
 
 
 def gravity_forces(model, q, kin: Kinematics | None = None) -> np.ndarray:
     """g(q) (RNEA with v = a = 0)."""
     kin = kin or kinematics(model, q)
-    return _project(model, kin, _wrenches(model, kin, None, None, True))
+    return project(model, kin, _wrenches(model, kin, None, None, True))
 
 
 def crba(model, q, kin: Kinematics | None = None) -> np.ndarray:
     """Joint-space inertia M(q) from composite-body inertias."""
-    tree = model._tree
+    tree = model.tree
     kin = kin or kinematics(model, q)
     nb = tree.nb
     Ic = (tree.subtree @ kin.I.reshape(nb, 36)).reshape(nb, 6, 6)
@@ -284,7 +265,7 @@ def crba(model, q, kin: Kinematics | None = None) -> np.ndarray:
 def coriolis_matrix(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
     """The structured Coriolis matrix ``C = Σ_i J_iᵀ (I_i J̇_i + ad~_{I_i V_i} J_i)`` (body frame; see the module
     docstring for its spatial form)."""
-    tree = model._tree
+    tree = model.tree
     kin = kin or kinematics(model, q)
     v = np.asarray(v, dtype=float)
     S, I = kin.S, kin.I
@@ -314,7 +295,7 @@ def joint_wrenches(model, q, v, a, tau=None, f_ext=None, kin: Kinematics | None 
     actuation along the joint axis included, as TITOP's joint blocks output); with ``tau`` (the generalised forces
     actually applied, (nv,)) the actuation ``s_j τ_j`` is subtracted, leaving the reaction the joint's bearings
     carry, whose component along the joint's free direction vanishes when ``a`` is the forward dynamics of tau."""
-    tree = model._tree
+    tree = model.tree
     kin = kin or kinematics(model, q)
     F = _wrenches(model, kin, np.asarray(v, dtype=float), np.asarray(a, dtype=float), True, f_ext)
     W = _mv(kin.Ad[1:].transpose(0, 2, 1), F[1:])
@@ -333,10 +314,10 @@ def kinetic_energy(model, q, v, kin: Kinematics | None = None) -> float:
 
 def potential_energy(model, q, kin: Kinematics | None = None) -> float:
     """−gᵀ Σ m_i c_i (world centres of mass), every body included (a fixed base's too: a constant)."""
-    tree = model._tree
+    tree = model.tree
     if kin is None:
         q = np.asarray(q, dtype=float)
-        T_base, T = model._base_pose_matrix(q), _relative_placements(tree, q)
+        T_base, T = model.base_pose_matrix(q), _relative_placements(tree, q)
     else:
         T_base, T = kin.T_base, kin.T
     first = tree.body_mass[:, None] * T[:, :3, 3] + _mv(T[:, :3, :3], tree.body_first_moment)  # m c, base frame

@@ -1,45 +1,21 @@
 """The compiled fast path: numba kernels for every base group and joint type, in body frames.
 
-Same equations and layouts as the numpy reference in :mod:`mbs_ros.dynamics.algorithms` (which stays, and which
-the tests compare this module against on random trees of every base group), written as Featherstone's recursions
-(Featherstone 2008, ch. 5–7) with every spatial quantity in the frame of its own body, linear first:
-
-* ``X_i = (R, p)`` is the pose of body i in its parent's frame (``T_λi``); motion vectors go to the child by
-  ``Ad_{T_λi}⁻¹``, forces to the parent by ``Ad_{T_λi}⁻ᵀ``. The base's world pose enters only through gravity
-  (``R_world_baseᵀ g``) and the SO(3)×R³ velocity map, so nothing degrades far from the world origin.
-* body twists ``V_i = X V_λ + s_i q̇_i``, accelerations ``A_i = X A_λ + s_i q̈_i + ad_{V_i} s_i q̇_i``; gravity is
-  the fictitious base acceleration ``−[R_world_baseᵀ g; 0]``; the base's columns are ``B(q)`` (``H`` for the
-  subgroups of SE(3), seed 004 eq. 58; ``diag(Rᵀ, I)`` for SO(3)×R³) with ``Ḃ v`` added to its acceleration.
-* RNEA (inverse dynamics, ``C v + g``, ``g``, joint wrenches), CRBA (composite inertias), the articulated-body
-  algorithm (forward dynamics in O(n)), the structured Coriolis matrix ``C = Σ_i J_iᵀ(I_i J̇_i + ad~_{I_i V_i}J_i)``
-  (seed 004, eq. 57 per body; composite sums of ``I_i`` and ``N_i = ad~_{I_i V_i} − I_i ad_{V_i}`` over subtrees, so
-  ``C[c, d] = S_cᵀ(Ic_b Ṡ_d + Nc_b S_d)`` with b the deeper of the two columns' bodies), and the whole Munthe-Kaas
-  step (seed 001 eqs. 35–37: stages, the base group's exp and dexp⁻¹, ABA at each stage) as one call.
-
-Everything is compiled once and cached on disk (``numba`` ``cache=True``; ``make setup`` warms the cache with
-``tools/setup_env.sh``, see :func:`warm_up`): the first compilation takes ~20 s, loading the cache ~0.4 s.
-Without numba, or with ``MBS_BACKEND=numpy`` in the environment, the models use the numpy reference.
-
-The series tables of :mod:`mbs_ros.dynamics.lie._base` are compiled in as constants: numba's cache does not see
-a change there, so touch this file after changing them (``make setup`` re-warms on a change of either file).
+The equations and layouts of :mod:`mbs_ros.dynamics.algorithms` (the tests compare the two on random trees of
+every base group) as Featherstone's recursions (Featherstone 2008, ch. 5–7): RNEA, CRBA, the articulated-body
+algorithm, the structured Coriolis matrix (seed 004 eq. 57) and the whole Munthe-Kaas step (seed 001 eqs. 35–37)
+as one call. Compiled once and cached on disk (:func:`warm_up`); without numba or with ``MBS_BACKEND=numpy`` the
+models use the numpy reference. The lie module's series tables are compiled in as constants: numba's cache does
+not see a change there, so touch this file after changing them. Details: ``docs/dynamics.md``.
 """
 from __future__ import annotations
 
 import math
-import os
 import time
 
 import numpy as np
 
-try:  # numba is a runtime dependency, but a distro without it still gets the numpy reference
-    import numba as _nb
-
-    AVAILABLE = os.environ.get("MBS_BACKEND", "") != "numpy"
-except ImportError:  # pragma: no cover - exercised only where numba is missing
-    _nb = None
-    AVAILABLE = False
-
-from .lie import _base as _lie
+from .jit import AVAILABLE, jit
+from .lie import DEXP_INV_SERIES, SE3_BETA_SERIES, SIN_COEFF_SERIES, SINC_THRESHOLD
 
 __all__ = ["AVAILABLE", "CompiledModel", "compile_model", "warm_up"]
 
@@ -58,12 +34,6 @@ _F_FLUID, _F_CURRENT, _F_ELEMS, _F_JOINTS = 1, 2, 4, 8
 _HDR, _COLS, _BODY = 0, 1, 2
 
 
-def _jit(fn):
-    if _nb is None:
-        return fn
-    return _nb.njit(cache=True, fastmath=False, error_model="numpy", boundscheck=False)(fn)
-
-
 def _series_table(brackets):
     """(tmax (k,), tables (k, n) zero-padded, lengths (k,)) of :mod:`lie._base`'s bracketed Taylor series, so the
     compiled coefficient functions run the same Horner sums as the reference."""
@@ -76,14 +46,14 @@ def _series_table(brackets):
     return tmax, tables, lens
 
 
-_SINC_T = _lie._SINC_THRESHOLD
-_SC_TMAX, _SC_TAB, _SC_LEN = _series_table(_lie._SIN_COEFF_SERIES)
-_DI_TMAX, _DI_TAB, _DI_LEN = _series_table(_lie._DEXP_INV_SERIES)
-_BE_TMAX, _BE_TAB, _BE_LEN = _series_table(_lie._SE3_BETA_SERIES)
+_SINC_T = SINC_THRESHOLD
+_SC_TMAX, _SC_TAB, _SC_LEN = _series_table(SIN_COEFF_SERIES)
+_DI_TMAX, _DI_TAB, _DI_LEN = _series_table(DEXP_INV_SERIES)
+_BE_TMAX, _BE_TAB, _BE_LEN = _series_table(SE3_BETA_SERIES)
 
 
 # ------------------------------------------------------------------------------------------ scalar coefficients
-@_jit
+@jit
 def _series(tmax, tab, lens, t, t2):
     """Horner sum of the first bracket whose bound exceeds t; returns (found, value)."""
     for i in range(tmax.shape[0]):
@@ -95,7 +65,7 @@ def _series(tmax, tab, lens, t, t2):
     return False, 0.0
 
 
-@_jit
+@jit
 def _sinc(x):
     if abs(x) < _SINC_T:
         x2 = x * x
@@ -103,13 +73,13 @@ def _sinc(x):
     return math.sin(x) / x
 
 
-@_jit
+@jit
 def _cos_coeff(theta):
     s = _sinc(0.5 * theta)
     return 0.5 * s * s
 
 
-@_jit
+@jit
 def _sin_coeff(theta):
     ok, r = _series(_SC_TMAX, _SC_TAB, _SC_LEN, abs(theta), theta * theta)
     if ok:
@@ -117,7 +87,7 @@ def _sin_coeff(theta):
     return (theta - math.sin(theta)) / (theta * theta * theta)
 
 
-@_jit
+@jit
 def _dexp_inv_coeffs(theta):
     t2 = theta * theta
     ok, a = _series(_DI_TMAX, _DI_TAB, _DI_LEN, abs(theta), t2)
@@ -128,7 +98,7 @@ def _dexp_inv_coeffs(theta):
     return (1.0 - u) / t2, u
 
 
-@_jit
+@jit
 def _beta(theta, a, u):
     t2 = theta * theta
     ok, r = _series(_BE_TMAX, _BE_TAB, _BE_LEN, abs(theta), t2)
@@ -138,12 +108,12 @@ def _beta(theta, a, u):
 
 
 # ------------------------------------------------------------------------------------------ small spatial algebra
-@_jit
+@jit
 def _cross(a0, a1, a2, b0, b1, b2):
     return a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0
 
 
-@_jit
+@jit
 def _to_child(R, p, V, out):
     """out = Ad_{(R,p)}⁻¹ V: a motion vector from the parent's frame into the child's."""
     w0, w1, w2 = V[3], V[4], V[5]
@@ -154,7 +124,7 @@ def _to_child(R, p, V, out):
         out[3 + r] = R[0, r] * w0 + R[1, r] * w1 + R[2, r] * w2
 
 
-@_jit
+@jit
 def _force_to_parent(R, p, f, out):
     """out = Ad_{(R,p)}⁻ᵀ f: a force from the child's frame into the parent's."""
     F0 = R[0, 0] * f[0] + R[0, 1] * f[1] + R[0, 2] * f[2]
@@ -169,7 +139,7 @@ def _force_to_parent(R, p, f, out):
     out[5] += c2
 
 
-@_jit
+@jit
 def _ad(V, X, out):
     """out = ad_V X = [ω×x + v×ξ; ω×ξ] for V = [v; ω], X = [x; ξ]."""
     a0, a1, a2 = _cross(V[3], V[4], V[5], X[0], X[1], X[2])
@@ -179,7 +149,7 @@ def _ad(V, X, out):
     out[3], out[4], out[5] = c0, c1, c2
 
 
-@_jit
+@jit
 def _bias_force(V, h, out):
     """out = −ad_Vᵀ h = [ω×h_l; v×h_l + ω×h_a] (= ad~_h V, seed 004 eq. 73)."""
     a0, a1, a2 = _cross(V[3], V[4], V[5], h[0], h[1], h[2])
@@ -189,7 +159,7 @@ def _bias_force(V, h, out):
     out[3], out[4], out[5] = b0 + c0, b1 + c1, b2 + c2
 
 
-@_jit
+@jit
 def _mv6(M, x, out):
     for r in range(6):
         acc = 0.0
@@ -198,12 +168,12 @@ def _mv6(M, x, out):
         out[r] = acc
 
 
-@_jit
+@jit
 def _dot6(a, b):
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5]
 
 
-@_jit
+@jit
 def _transform_add(R, p, M, out, tmp):
     """out += Xᵀ M X with X = Ad_{(R,p)}⁻¹ = diag(Rᵀ, Rᵀ)[[1, −p̂], [0, 1]]: a 6×6 map from motion to force (an
     inertia, an articulated inertia, the Coriolis N) moved from the child's frame to the parent's. With the rotated
@@ -244,7 +214,7 @@ def _transform_add(R, p, M, out, tmp):
 
 
 # ------------------------------------------------------------------------------------------ kinematics
-@_jit
+@jit
 def _quat_to_R(x, y, z, w, R):
     """R of a quaternion (x, y, z, w), normalised on the fly (transforms3d's quat2mat)."""
     n = w * w + x * x + y * y + z * z
@@ -263,7 +233,7 @@ def _quat_to_R(x, y, z, w, R):
     R[2, 0], R[2, 1], R[2, 2] = xZ - wY, yZ + wX, 1.0 - (xX + yY)
 
 
-@_jit
+@jit
 def _base_pose(code, q, Rw, pw):
     """World pose (Rw, pw) of the base body from its configuration (the group's ``pose_matrix``)."""
     if code == 1 or code == 5:
@@ -285,7 +255,7 @@ def _base_pose(code, q, Rw, pw):
                 pw[2] = q[2]
 
 
-@_jit
+@jit
 def _base_columns(im, Rw, Sb):
     """Rows k < nvb of Sb: the base's velocity columns B(q)[:, k] in the base frame (H for the subgroups of SE(3);
     [Rᵀ e_k; 0] then [0; e_k] for SO(3)×R³)."""
@@ -302,7 +272,7 @@ def _base_columns(im, Rw, Sb):
             Sb[k, im[_COLS, k]] = 1.0
 
 
-@_jit
+@jit
 def _joint_poses(im, fm, q, Rr, pr):
     """Rr[k], pr[k]: pose of body k in its parent's frame at q (k ≥ 1): placement × joint motion, as
     ``algorithms._joint_transforms`` (R = R_P + sin θ R_P â + (1 − cos θ) R_P â²)."""
@@ -328,7 +298,7 @@ def _joint_poses(im, fm, q, Rr, pr):
                 pr[k, i] = row[_P0 + i]
 
 
-@_jit
+@jit
 def _base_velocity(im, Sb, v, V0):
     for r in range(6):
         acc = 0.0
@@ -337,7 +307,7 @@ def _base_velocity(im, Sb, v, V0):
         V0[r] = acc
 
 
-@_jit
+@jit
 def _base_bias(im, Rw, v, out):
     """out = Ḃ v_b (zero but for SO(3)×R³: [−ω × (Rᵀ ṙ); 0])."""
     for r in range(6):
@@ -350,7 +320,7 @@ def _base_bias(im, Rw, v, out):
         out[0], out[1], out[2] = -c0, -c1, -c2
 
 
-@_jit
+@jit
 def _gravity_base(fm, Rw, out):
     """out = −[Rᵀ g; 0]: gravity as a fictitious acceleration of the base frame."""
     g0, g1, g2 = fm[0, 0], fm[0, 1], fm[0, 2]
@@ -359,7 +329,7 @@ def _gravity_base(fm, Rw, out):
         out[3 + r] = 0.0
 
 
-@_jit
+@jit
 def _body_vectors(im, fm, Rw, Rr, G):
     """G[i] = [R_world_iᵀ g, R_world_iᵀ U, R_world_iᵀ U̇]: gravity, the current and its rate in each body's axes."""
     nb = im[_HDR, 1]
@@ -374,14 +344,14 @@ def _body_vectors(im, fm, Rw, Rr, G):
                                    + Rr[i, 2, r] * G[lam, 3 * m + 2])
 
 
-@_jit
+@jit
 def _add_fluid_weight(fm, i, G, F):
     """F[i] += D_i g_i: gravity taken off the added mass, buoyancy added (passive.py's module docstring)."""
     for r in range(6):
         F[i, r] += fm[i, _HD + 3 * r] * G[i, 0] + fm[i, _HD + 3 * r + 1] * G[i, 1] + fm[i, _HD + 3 * r + 2] * G[i, 2]
 
 
-@_jit
+@jit
 def _alloc(nb):
     """Per-call workspace: relative poses, base pose and columns, and (nb, 6) rows for twists, accelerations,
     wrenches and the ABA quantities."""
@@ -396,7 +366,7 @@ def _alloc(nb):
 
 
 # ------------------------------------------------------------------------------------------ RNEA family
-@_jit
+@jit
 def _rnea_core(im, fm, I6, q, v, a, fext, flags, tau, F):
     """Recursive Newton–Euler in body frames. flags: 1 = v given, 2 = a given, 4 = fext given (else zero).
     Fills tau (nv,) and F (nb, 6): F[k] the wrench body k's parent transmits to its subtree, in body k's frame
@@ -458,7 +428,7 @@ def _rnea_core(im, fm, I6, q, v, a, fext, flags, tau, F):
         tau[k] = _dot6(Sb[k], F[0])
 
 
-@_jit
+@jit
 def _crba_core(im, fm, I6, q, M):
     """Composite-rigid-body algorithm in body frames: M (nv, nv)."""
     nb, nvb = im[_HDR, 1], im[_HDR, 6]
@@ -495,7 +465,7 @@ def _crba_core(im, fm, I6, q, M):
             M[l, k] = M[k, l]
 
 
-@_jit
+@jit
 def _solve_small(A, b, n):
     """Solve A x = b in place (b ← x) for the leading n×n block, Gaussian elimination with partial pivoting."""
     for c in range(n):
@@ -519,7 +489,7 @@ def _solve_small(A, b, n):
         b[c] = acc / A[c, c]
 
 
-@_jit
+@jit
 def _aba_core(im, fm, I6, q, v, tau, fext, use_f, qdd):
     """Articulated-body algorithm in body frames (Featherstone 2008, table 7.1), O(n): qdd (nv,)."""
     nb, nvb = im[_HDR, 1], im[_HDR, 6]
@@ -601,7 +571,7 @@ def _aba_core(im, fm, I6, q, v, tau, fext, use_f, qdd):
             A[i, r] += s[r] * x
 
 
-@_jit
+@jit
 def _coriolis_core(im, fm, I6, q, v, C):
     """The structured Coriolis matrix C = Σ_i J_iᵀ (I_i J̇_i + ad~_{I_i V_i} J_i) (body frames) from composite
     sums Ic_b = Σ_{i ⊒ b} I_i and Nc_b = Σ_{i ⊒ b} N_i, N_i = ad~_{I_i V_i} − I_i ad_{V_i}:
@@ -690,7 +660,7 @@ def _coriolis_core(im, fm, I6, q, v, C):
 
 
 # ------------------------------------------------------------------------------------------ passive forces
-@_jit
+@jit
 def _passive_core(im, fm, q, v, springs, tau, pw):
     """τ_p (passive.py's module docstring): the current's loads and hydrodynamic damping on each body, projected
     as in RNEA, and the joints' springs (if ``springs``), dampers and friction. pw[0] = the dissipated power."""
@@ -788,7 +758,7 @@ def _passive_core(im, fm, q, v, springs, tau, pw):
 
 
 # ------------------------------------------------------------------------------------------ the Lie-group step
-@_jit
+@jit
 def _quat_mul(ax, ay, az, aw, bx, by, bz, bw):
     return (aw * bx + ax * bw + ay * bz - az * by,
             aw * by - ax * bz + ay * bw + az * bx,
@@ -796,7 +766,7 @@ def _quat_mul(ax, ay, az, aw, bx, by, bz, bw):
             aw * bw - ax * bx - ay * by - az * bz)
 
 
-@_jit
+@jit
 def _quat_step(q, i, wx, wy, wz, out):
     """out[i:i+4] = normalize(q[i:i+4] ⊗ exp(w)) (``lie._base.quat_exp``/``quat_mul``/``quat_normalize``)."""
     h = 0.5 * math.sqrt(wx * wx + wy * wy + wz * wz)
@@ -806,7 +776,7 @@ def _quat_step(q, i, wx, wy, wz, out):
     out[i], out[i + 1], out[i + 2], out[i + 3] = x * n, y * n, z * n, w * n
 
 
-@_jit
+@jit
 def _planar_step(x1, y1, c1, s1, u, v, r):
     """SE(2) q·exp([u, v, r]) (``lie.se2.planar_exp`` composed, rotation renormalised)."""
     S = _sinc(r)
@@ -817,7 +787,7 @@ def _planar_step(x1, y1, c1, s1, u, v, r):
     return x1 + c1 * x2 - s1 * y2, y1 + s1 * x2 + c1 * y2, c * n, s * n
 
 
-@_jit
+@jit
 def _integrate(im, q, xi, out):
     """out = q·exp(xi): the base by its group's exponential map, joints by rotation/translation
     (``Model.integrate``)."""
@@ -858,7 +828,7 @@ def _integrate(im, q, xi, out):
             out[iq] = q[iq] + xi[iv]
 
 
-@_jit
+@jit
 def _dexp_inv_apply(im, xi, x, out):
     """out = dexp⁻¹(xi) x: the base block by its group (seed 001 eqs. 10, 11), identity for the joints."""
     code, nv, nvb = im[_HDR, 0], im[_HDR, 4], im[_HDR, 6]
@@ -907,7 +877,7 @@ def _dexp_inv_apply(im, xi, x, out):
             out[2] = x[2]
 
 
-@_jit
+@jit
 def _world_wrench_tau(im, q, W, tau):
     """tau[:nvb] += Bᵀ [Rᵀ F; Rᵀ τ]: a wrench at the base origin held in world axes, as a generalized force."""
     nvb = im[_HDR, 6]
@@ -926,7 +896,7 @@ def _world_wrench_tau(im, q, W, tau):
         tau[k] += _dot6(Sb[k], Wb)
 
 
-@_jit
+@jit
 def _step_core(im, fm, I6, q, v, taus, W, has_W, dt, A, b, q_out, v_out):
     """One Munthe-Kaas step (seed 001 eqs. 35–37) with tableau (A, b): Ψ_j = h Σ a_jl k_l, q_j = q·exp Ψ_j,
     v_j = v + h Σ a_jl a_l, k_j = dexp⁻¹(−Ψ_j) v_j, a_j = ABA(q_j, v_j, τ_j); q ← q·exp(h Σ b_j k_j),
@@ -984,7 +954,7 @@ def _step_core(im, fm, I6, q, v, taus, W, has_W, dt, A, b, q_out, v_out):
     _integrate(im, q, psi, q_out)
 
 
-@_jit
+@jit
 def _simulate_core(im, fm, I6, q0, v0, tau, W, has_W, dt, A, b, steps, qs, vs):
     """``steps`` steps with tau held: rows of qs/vs (row 0 = the initial state)."""
     taus = tau.reshape(1, tau.shape[0])
@@ -994,7 +964,7 @@ def _simulate_core(im, fm, I6, q0, v0, tau, W, has_W, dt, A, b, steps, qs, vs):
         _step_core(im, fm, I6, qs[n], vs[n], taus, W, has_W, dt, A, b, qs[n + 1], vs[n + 1])
 
 
-@_jit
+@jit
 def _body_poses_core(im, fm, q, T):
     """World poses (nb, 4, 4) of the bodies."""
     nb = im[_HDR, 1]
@@ -1015,7 +985,7 @@ def _body_poses_core(im, fm, q, T):
         T[k, 3, 0], T[k, 3, 1], T[k, 3, 2], T[k, 3, 3] = 0.0, 0.0, 0.0, 1.0
 
 
-@_jit
+@jit
 def _all_terms_core(im, fm, I6, q, v, M, nle, g):
     """M, C v + g and g in one call (Pinocchio's computeAllTerms' dynamics part)."""
     nb = im[_HDR, 1]
@@ -1247,19 +1217,20 @@ def compile_model(base, tree, gravity, passive=None):
 
 def warm_up() -> float:
     """Compile (or load from the on-disk cache) every kernel by calling it once; returns the seconds it took.
-    One model suffices: the kernels are compiled for the array types, whatever the base group or joint types."""
+    One tree suffices: the kernels are compiled for the array types, whatever the base group or joint types."""
     t0 = time.perf_counter()
     if not AVAILABLE:
         return 0.0
-    from .model import Model
+    from .tree import build_tree
+    from .urdf import parse_urdf
 
     urdf = ('<robot name="warm"><link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0"'
             ' ixz="0" iyz="0"/></inertial></link><link name="c"><inertial><mass value="1"/><inertia ixx="1" iyy="1"'
             ' izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j" type="continuous"><parent link="b"/>'
             '<child link="c"/><axis xyz="0 0 1"/></joint></robot>')
-    model = Model.from_urdf(urdf, base="se3")
-    c = model._compiled
-    q, v = model.neutral(), np.zeros(model.nv)
+    c = CompiledModel("se3", build_tree(parse_urdf(urdf, warn=False), "se3"), np.array([0.0, 0.0, -9.81]))
+    q = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0])
+    v = np.zeros(c.nv)
     c.rnea(q, v, v)
     c.rnea(q, v, v, np.zeros((c.nb, 6)))
     c.nonlinear_effects(q, v)
@@ -1276,8 +1247,4 @@ def warm_up() -> float:
     c.step(q, v, v, 1e-3, wrench_world=np.zeros(6))
     c.simulate(q, v, v, 1e-3, 1)
     c.passive(q, v)
-    from ..controllers import space  # the controllers' one compiled series (dexp's derivative)
-
-    space._phi1_series(np.zeros((2, 2)), np.ones(2), 2)
     return time.perf_counter() - t0
-

@@ -65,7 +65,7 @@ def step(model, q: np.ndarray, v: np.ndarray, tau: Torque, dt: float, method: st
     friction, the water's damping and current) are added to ``tau`` at every stage.
     """
     tab = _tableau(method)
-    fast = getattr(model, "_fast_step", None)
+    fast = getattr(model, "fast_step", None)
     if fast is not None and not callable(tau):
         return fast(q, v, tau, dt, method, wrench_world)
     return _step(model, tab, q, np.asarray(v, dtype=float), _with_world_wrench(model, tab, tau, wrench_world), dt, t)
@@ -87,7 +87,7 @@ def _with_world_wrench(model, tab: Tableau, tau, wrench_world):
     base = tau
 
     def tau_world(t_stage, q, v):
-        R_world_base = model._rotation(q)
+        R_world_base = model.base_rotation(q)
         W_base = np.concatenate([R_world_base.T @ W[:3], R_world_base.T @ W[3:]])
         tau_stage = base(t_stage, q, v) if callable(base) else base
         return tau_stage + model.wrench_to_generalized(q, W_base)[0]
@@ -97,7 +97,7 @@ def _with_world_wrench(model, tab: Tableau, tau, wrench_world):
 
 def _step(model, tab: Tableau, q, v, tau, dt, t):
     const_tau = None if callable(tau) else np.asarray(tau, dtype=float)
-    passive = getattr(model, "_passive_active", False)
+    passive = getattr(model, "passive_active", False)
     ks, accs = [], []
     for j, a_row in enumerate(tab.A):
         if j == 0:
@@ -128,7 +128,7 @@ def simulate(model, q0, v0, tau: Torque, dt: float, steps: int, method: str = "r
     if steps < 0:
         raise ValueError("steps must be >= 0")
     t = t0 + dt * np.arange(steps + 1)
-    fast = getattr(model, "_fast_simulate", None)
+    fast = getattr(model, "fast_simulate", None)
     if fast is not None and not callable(tau) and np.ndim(tau) == 1:
         qs, vs = fast(q0, v0, tau, dt, steps, method)
         return t, qs, vs

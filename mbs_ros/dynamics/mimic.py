@@ -16,7 +16,6 @@ A mimic of a mimic is resolved to its root master (the multipliers and offsets c
 """
 from __future__ import annotations
 
-import dataclasses
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
@@ -115,7 +114,7 @@ class Mimic:
     :class:`~mbs_ros.dynamics.Model` delegates to it."""
 
     def __init__(self, full, joints: dict):
-        tree = full._tree
+        tree = full.tree
         names = list(tree.joint_names)
         index = {n: k for k, n in enumerate(names)}
         self.full = full
@@ -179,7 +178,7 @@ class Mimic:
 
     def dexp_inv(self, xi) -> np.ndarray:
         out = np.eye(self.nv)
-        nvb = self.full._tree.nvb
+        nvb = self.full.tree.nvb
         if nvb:
             out[:nvb, :nvb] = self.full.group.dexp_inv(np.asarray(xi, dtype=float)[:nvb])
         return out
@@ -244,22 +243,15 @@ class Mimic:
 
 
 def reduce_model(model, mimics: list, locked: dict):
-    """``(reduced model, report items)``: ``model`` (a full :class:`~mbs_ros.dynamics.Model`) with the mimic
-    joints of ``mimics`` (:func:`mimic_elements`) made dependent. Mimic joints that are locked are skipped (their
-    lock holds); those that cannot be simulated as mimics (see :func:`_resolve`) stay independent, one report item
-    each. The limits of the independent joints stay theirs."""
-    tree = model._tree
+    """``(mimic, report items)``: the :class:`Mimic` reduction of ``model`` (a full :class:`~mbs_ros.dynamics.Model`)
+    by the mimic joints of ``mimics`` (:func:`mimic_elements`), or None when none can be simulated as a mimic.
+    Mimic joints that are locked are skipped (their lock holds); those that cannot be simulated as mimics (see
+    :func:`_resolve`) stay independent, one report item each."""
+    tree = model.tree
     movable = dict(zip(tree.joint_names, tree.joint_types))
     mimics = [m for m in mimics if m.name not in locked]
     resolved, problems = _resolve(mimics, movable)
     report = tuple(f"joint {name!r}: <mimic> not simulated, it moves independently ({why})" for name, why in problems)
     if not resolved:
-        return model, report
-    mimic = Mimic(model, resolved)
-    limits = model._limits
-    if limits is not None:
-        effort, velocity, lower, upper = limits
-        limits = (effort[mimic.keep_v], velocity[mimic.keep_v], lower[mimic.keep_joints], upper[mimic.keep_joints])
-        for a in limits:
-            a.setflags(write=False)
-    return dataclasses.replace(model, _mimic=mimic, _limits=limits), report
+        return None, report
+    return Mimic(model, resolved), report

@@ -1,31 +1,12 @@
 """The ``Model``: an immutable description of a rigid body or a multibody tree on a base Lie group.
 
 Pinocchio's split: a :class:`Model` holds what does not change (base group, kinematic tree, inertias, gravity,
-cached constant matrices); the algorithms are its methods and take ``(q, v, ...)`` explicitly, so one model serves
-any number of states and threads. The multibody kernels are in :mod:`mbs_ros.dynamics.algorithms`, the tree
-description in :mod:`mbs_ros.dynamics.tree`, URDF/xacro reading in :mod:`mbs_ros.dynamics.urdf` and the YAML
-robot schema in :mod:`mbs_ros.dynamics.robot_yaml`.
-
-A single rigid body is the tree without joints; for it the methods use the closed forms below directly.
-
-Multibody (floating base on a group, or a fixed base, carrying a tree of revolute/continuous/prismatic/fixed
-joints): ``M(q) v̇ + C(q, v) v + g(q) = τ`` with Pinocchio's layout — the base's configuration first (its group's
-layout, nothing for a fixed base), then the joints in Pinocchio's depth-first order (revolute and prismatic: one
-coordinate; continuous: ``(cos θ, sin θ)``, Pinocchio's revolute-unbounded); velocities: the base's body-frame
-quasi-velocity, then one rate per joint. ``C`` is the structured matrix ``Σ_i J_iᵀ (I_i J̇_i + ad~_{I_i V_i} J_i)``
-(body Jacobians ``J_i``, the base's ``J_0 = B(q)``), so ``Ṁ − 2C`` is skew-symmetric for every base group.
-
-Single rigid body, seed 004 (From, "Explicit singularity-free dynamic equations", part one):
-
-* body twist ``V = B(q) v`` (linear first, body frame). For the subgroups of SE(3) ``B = H`` is constant (eqs. 58,
-  60); for SO(3)×R³ the velocity is hybrid, ``v = [ṙ_world; ω_body]`` and ``B(q) = diag(Rᵀ, I)``.
-* ``M(q) = Bᵀ I_b B`` with the spatial inertia ``I_b`` at the body origin (c.o.m. offset allowed).
-* ``C(q, v) = Bᵀ (I_b Ḃ + ad~_{I_b V} B)``, which is eq. 57 (``C = Hᵀ ad~_{I_b H v} H``) when B is constant. It is
-  skew-symmetric for the subgroups and makes ``Ṁ − 2C`` skew-symmetric in every case.
-* ``M v̇ + C(q, v) v + g(q) = τ`` with ``τ = Bᵀ W`` collocated with v (power ``vᵀτ``) and ``g(q) = −Bᵀ W_gravity``.
-
-Conventions (see README): configuration vectors in Pinocchio's layout, velocities body-frame quasi-velocities,
-twists and wrenches linear first.
+limits, passive elements) and one backend (:mod:`mbs_ros.dynamics.backends`, chosen when it is built) that computes
+its algorithms; they take ``(q, v, ...)`` explicitly, so one model serves any number of states and threads.
+``M(q) v̇ + C(q, v) v + g(q) = τ`` in Pinocchio's layout (base configuration, then the joints; body-frame
+quasi-velocities), with the structured ``C = Σ_i J_iᵀ(I_i J̇_i + ad~_{I_i V_i} J_i)`` so that ``Ṁ − 2C`` is
+skew-symmetric; one body follows seed 004 (From, part one: ``V = B(q) v`` eq. 58, ``M = Bᵀ I_b B`` eq. 60, ``C``
+eq. 57). Layout, conventions and the backends: ``docs/dynamics.md``.
 """
 from __future__ import annotations
 
@@ -38,10 +19,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from . import algorithms as alg
-from .lie import GROUPS, SE3, hat3
-from .lie._base import LieGroup
-from .compiled import compile_model
+from .backends import MimicBackend, select
+from .lie import GROUPS, LieGroup, hat3
 from .tree import CONTINUOUS, PRISMATIC, REVOLUTE, Tree, build_tree, inertia_pivots, single_body_tree, spatial_inertia
 from .urdf import ModelError, ModelWarning, looks_like_xml_text
 
@@ -112,24 +91,20 @@ class Model:
     com: np.ndarray
     gravity: np.ndarray
     I_b: np.ndarray = field(repr=False)
-    _com_hat: np.ndarray = field(repr=False)
     _H: np.ndarray | None = field(repr=False)
-    _M: np.ndarray | None = field(repr=False)
-    _M_inv: np.ndarray | None = field(repr=False)
     _tree: Tree = field(repr=False)
     name: str = "rigid_body"
     urdf: str | None = field(default=None, repr=False)
     added_mass: np.ndarray | None = field(default=None, repr=False)
-    _compiled: object = field(default=None, repr=False)  # compiled.CompiledModel, or None: the numpy reference
     _limits: tuple | None = field(default=None, repr=False)  # (effort (nv,), velocity (nv,), lower (nj,), upper (nj,))
     load_report: tuple = field(default=(), repr=False)
     #: The joints locked at load (``from_urdf(..., locked_joints=...)``): ``{joint name: position}`` (rad or m),
     #: read-only, in the URDF's joint order; empty when none is.
     locked_joints: MappingProxyType = field(default_factory=lambda: MappingProxyType({}), repr=False)
-    _mimic: object = field(default=None, repr=False)  # mimic.Mimic: the reduction by mimic joints, or None
     #: The passive elements (:class:`~mbs_ros.dynamics.passive.Passive`: added mass, buoyancy, hydrodynamic
     #: damping, the current, joint springs/dampers/friction, thrusters), or None.
     passive: object = field(default=None, repr=False)
+    _backend: object = field(default=None, repr=False)  # backends.Backend: computes everything below
 
     # ------------------------------------------------------------------ construction
     @classmethod
@@ -265,7 +240,9 @@ class Model:
         model = dataclasses.replace(model, _limits=_joint_limits(tree, spec), locked_joints=MappingProxyType(locked))
         report = spec.report
         if mimic == "reduce":  # the generic "not simulated" note gives way to one per mimic that stays independent
-            model, mimic_report = reduce_model(model, mimics, locked)
+            mimic, mimic_report = reduce_model(model, mimics, locked)
+            if mimic is not None:
+                model = model._reduced(mimic)
             report = tuple(r for r in report if MIMIC_NOTE not in r) + mimic_report
         if report:
             warnings.warn(report_message(report, file or spec.name), ModelWarning, stacklevel=2)
@@ -307,87 +284,108 @@ class Model:
         com = np.array(tree.body_first_moment[0]) / mass if mass > 0 else np.zeros(3)
         com_hat = hat3(com)
         inertia = I_rigid[3:, 3:] + mass * (com_hat @ com_hat)
-        H = M = M_inv = None
+        H = None
         if group is not None and group.H is not None:
             H = np.asarray(group.H, dtype=float)
-            M = H.T @ I_b @ H
-            if tree.nj == 0 and np.linalg.matrix_rank(M) == M.shape[0]:
-                M_inv = np.linalg.inv(M)
-        for a in (inertia, com, gravity, I_b, com_hat, H, M, M_inv):
+        for a in (inertia, com, gravity, I_b, H):
             if a is not None:
                 a.setflags(write=False)
         return cls(base=base, group=group, mass=mass, inertia=inertia, com=com, gravity=gravity, I_b=I_b,
-                   _com_hat=com_hat, _H=H, _M=M, _M_inv=M_inv, _tree=tree, name=name, urdf=urdf,
-                   _compiled=compile_model(base, tree, gravity, passive), passive=passive)
+                   _H=H, _tree=tree, name=name, urdf=urdf, passive=passive,
+                   _backend=select(base, tree, gravity, passive, I_b, H, com))
+
+    def _reduced(self, mimic) -> "Model":
+        """This (full) model reduced by ``mimic`` (:class:`~mbs_ros.dynamics.mimic.Mimic`): the reduced coordinates
+        and the independent joints' limits."""
+        limits = self._limits
+        if limits is not None:
+            effort, velocity, lower, upper = limits
+            limits = (effort[mimic.keep_v], velocity[mimic.keep_v], lower[mimic.keep_joints], upper[mimic.keep_joints])
+            for a in limits:
+                a.setflags(write=False)
+        return dataclasses.replace(self, _backend=MimicBackend(mimic), _limits=limits)
 
     # ------------------------------------------------------------------ backends
     @property
     def backend(self) -> str:
         """``"compiled"`` (the numba kernels of :mod:`mbs_ros.dynamics.compiled`, the default) or ``"numpy"`` (the
         readable reference: :mod:`mbs_ros.dynamics.algorithms` and the single-body closed forms)."""
-        return "numpy" if self._compiled is None else "compiled"
+        return self._backend.name
 
     def with_backend(self, backend: str) -> "Model":
         """The same model computed by ``backend`` (``"compiled"`` or ``"numpy"``); ValueError where the compiled
         path is unavailable (numba missing)."""
-        if self._mimic is not None:  # the full tree's backend; the reduction is plain numpy around it
-            full = self._mimic.full.with_backend(backend)
-            return dataclasses.replace(self, _compiled=full._compiled, _mimic=self._mimic.with_full(full))
-        if backend == "numpy":
-            return dataclasses.replace(self, _compiled=None)
-        if backend != "compiled":
+        mimic = self._backend.mimic
+        if mimic is not None:  # the full tree's backend; the reduction is plain numpy around it
+            return dataclasses.replace(self, _backend=self._backend.with_full(mimic.full.with_backend(backend)))
+        if backend not in ("numpy", "compiled"):
             raise ValueError(f"unknown backend {backend!r}; choose compiled or numpy")
-        if self._compiled is not None:
-            return self
-        compiled = compile_model(self.base, self._tree, self.gravity, self.passive)
-        if compiled is None:
+        if backend == self.backend:
+            return self if backend == "compiled" else dataclasses.replace(self)
+        chosen = select(self.base, self._tree, self.gravity, self.passive, self.I_b, self._H, self.com, backend)
+        if chosen is None:
             raise ValueError("the compiled backend needs numba (pip install numba, or the distro's python3-numba)")
-        return dataclasses.replace(self, _compiled=compiled)
+        return dataclasses.replace(self, _backend=chosen)
 
     @property
-    def _fast_step(self):
-        """The compiled Munthe-Kaas step (``integrators.step`` takes it for array-valued tau), or None."""
-        return None if self._compiled is None or self._mimic is not None else self._compiled.step
+    def fast_step(self):
+        """The compiled Munthe-Kaas step ``(q, v, tau, dt, method, wrench_world) -> (q, v)`` that
+        :func:`~mbs_ros.dynamics.integrators.step` takes for array-valued tau, or None (numpy, mimic joints)."""
+        return self._backend.fast_step
 
     @property
-    def _fast_simulate(self):
-        """The compiled ``simulate`` loop (``integrators.simulate`` takes it for a held tau), or None."""
-        return None if self._compiled is None or self._mimic is not None else self._compiled.simulate
+    def fast_simulate(self):
+        """The compiled ``simulate`` loop that :func:`~mbs_ros.dynamics.integrators.simulate` takes for a held
+        tau, or None."""
+        return self._backend.fast_simulate
+
+    @property
+    def tree(self) -> Tree:
+        """The kinematic tree the kernels run on (:class:`~mbs_ros.dynamics.tree.Tree`, read-only arrays; with
+        mimic joints, the full tree's)."""
+        return self._tree
+
+    @property
+    def mimic_reduction(self):
+        """The :class:`~mbs_ros.dynamics.mimic.Mimic` reduction by the :attr:`mimic_joints` (its ``full`` model
+        has every joint), or None."""
+        return self._backend.mimic
 
     # ------------------------------------------------------------------ sizes and names
     @property
     def nq(self) -> int:
-        return self._tree.nq if self._mimic is None else self._mimic.nq
+        return self._backend.nq(self)
 
     @property
     def nv(self) -> int:
-        return self._tree.nv if self._mimic is None else self._mimic.nv
+        return self._backend.nv(self)
 
     @property
     def joint_names(self) -> tuple:
         """Movable joints, in configuration order (``q``/``v`` entries after the base's); mimic joints (see
         :attr:`mimic_joints`) are not among them."""
-        return self._tree.joint_names if self._mimic is None else self._mimic.joint_names
+        return self._backend.joint_names(self)
 
     @property
     def joint_types(self) -> tuple:
-        return self._tree.joint_types if self._mimic is None else self._mimic.joint_types
+        return self._backend.joint_types(self)
 
     @property
     def mimic_joints(self) -> dict:
         """``{mimic joint: (master, multiplier, offset)}``, ``q = multiplier · q_master + offset``, in the full
         tree's configuration order; empty without mimic joints (or with ``mimic="independent"``)."""
-        if self._mimic is None:
+        mm = self._backend.mimic
+        if mm is None:
             return {}
-        return {n: (m.master, m.multiplier, m.offset) for n, m in self._mimic.joints.items()}
+        return {n: (m.master, m.multiplier, m.offset) for n, m in mm.joints.items()}
 
     def mimic_joint_states(self, q: np.ndarray, v: np.ndarray, a=None):
         """``(positions, velocities, efforts)`` of the :attr:`mimic_joints` (their order) at the state: ``m q + o``,
         ``m v``, and the effort each carries along the motion with acceleration ``a`` (its entry of the full
         tree's inverse dynamics; zeros without ``a``)."""
-        if self._mimic is None:
+        mm = self._backend.mimic
+        if mm is None:
             return np.zeros(0), np.zeros(0), np.zeros(0)
-        mm = self._mimic
         qf, vf = mm.q_full(np.asarray(q, dtype=float)), mm.v_full(v)
         efforts = np.zeros(mm.iv_mimic.size) if a is None else mm.full_efforts(q, v, a)[mm.iv_mimic]
         return qf[mm.iq_mimic], vf[mm.iv_mimic], efforts
@@ -435,44 +433,31 @@ class Model:
 
     def neutral(self) -> np.ndarray:
         """The identity configuration (Pinocchio's ``neutral``): base at the identity, joints at 0."""
-        if self._mimic is not None:
-            return self._mimic.neutral()
-        tree = self._tree
-        if self._single:
-            return self.group.identity()
-        q = np.zeros(tree.nq)
-        if tree.nqb:
-            q[: tree.nqb] = self.group.identity()
-        q[tree.q_cont] = 1.0
-        return q
+        return self._backend.neutral(self)
 
     def random_configuration(self, rng: np.random.Generator, joint_range: float = math.pi) -> np.ndarray:
         """A random configuration: the base group's ``random``, joint positions uniform in ±joint_range."""
-        if self._mimic is not None:
-            return self._mimic.random_configuration(rng, joint_range)
-        tree = self._tree
-        q = self.neutral()
-        if tree.nqb:
-            q[: tree.nqb] = self.group.random(rng)
-        th = rng.uniform(-joint_range, joint_range, size=tree.nj)
-        lin = np.concatenate([tree.rev, tree.pris]).astype(int)
-        q[tree.iq[lin]] = th[lin]
-        q[tree.q_cont] = np.cos(th[tree.cont])
-        q[tree.q_cont + 1] = np.sin(th[tree.cont])
-        return q
+        return self._backend.random_configuration(self, rng, joint_range)
 
     # ------------------------------------------------------------------ base kinematics
     def _base_q(self, q: np.ndarray) -> np.ndarray:
         return q if self._single else q[: self._tree.nqb]
 
-    def _base_pose_matrix(self, q: np.ndarray) -> np.ndarray:
-        """World pose of the base body frame (the root link's): identity for a fixed base."""
+    def base_pose_matrix(self, q: np.ndarray) -> np.ndarray:
+        """World pose (4×4) of the base body frame (the root link's): identity for a fixed base."""
         if self.group is None:
             return np.eye(4)
         return self.group.pose_matrix(self._base_q(q))
 
-    def _rotation(self, q: np.ndarray) -> np.ndarray:
-        return self._base_pose_matrix(q)[:3, :3]
+    def base_rotation(self, q: np.ndarray) -> np.ndarray:
+        """``R_world_base`` (3×3), the base frame's orientation in the world."""
+        return self.base_pose_matrix(q)[:3, :3]
+
+    @property
+    def velocity_map_is_constant(self) -> bool:
+        """Whether :meth:`velocity_map` B is independent of q (fixed base, and the SE(3) subgroups; not
+        SO(3)×R³)."""
+        return self.group is None or self._H is not None
 
     def velocity_map(self, q: np.ndarray) -> np.ndarray:
         """B(q), 6×nvb: base body twist ``V = B(q) v_base`` (``B = H`` for the subgroups of SE(3), seed 004
@@ -482,17 +467,9 @@ class Model:
         if self.group is None:
             return np.zeros((6, 0))
         B = np.zeros((6, 6))
-        B[:3, :3] = self._rotation(q).T
+        B[:3, :3] = self.base_rotation(q).T
         B[3:, 3:] = np.eye(3)
         return B
-
-    def _velocity_map_dot(self, q: np.ndarray, v: np.ndarray) -> np.ndarray | None:
-        """Ḃ(q, v), or None where B is constant. SO(3)×R³: d/dt Rᵀ = −ω̂ Rᵀ."""
-        if self._H is not None or self.group is None:
-            return None
-        Bd = np.zeros((6, 6))
-        Bd[:3, :3] = -hat3(v[3:6]) @ self._rotation(q).T
-        return Bd
 
     def twist(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """Body twist ``V = [v; ω]`` of the base (body frame, linear first); zero for a fixed base."""
@@ -580,70 +557,22 @@ class Model:
     def integrate(self, q: np.ndarray, v: np.ndarray, dt: float = 1.0) -> np.ndarray:
         """``q · exp(v dt)``: the base by its group's exponential map, joints by rotation/translation (Pinocchio's
         ``integrate``)."""
-        if self._single:
-            return self.group.integrate(q, np.asarray(v, dtype=float) * dt)
-        if self._mimic is not None:
-            return self._mimic.integrate(q, v, dt)
-        tree = self._tree
-        q = np.asarray(q, dtype=float)
-        v = np.asarray(v, dtype=float) * dt
-        out = q.copy()
-        if tree.nqb:
-            out[: tree.nqb] = self.group.integrate(q[: tree.nqb], v[: tree.nvb])
-        lin = tree.q_lin
-        out[lin] += v[tree.v_lin]
-        if tree.cont.size:
-            d = v[tree.iv[tree.cont]]
-            c, s = q[tree.q_cont], q[tree.q_cont + 1]
-            cd, sd = np.cos(d), np.sin(d)
-            c2, s2 = c * cd - s * sd, s * cd + c * sd
-            n = np.hypot(c2, s2)
-            out[tree.q_cont], out[tree.q_cont + 1] = c2 / n, s2 / n
-        return out
+        return self._backend.integrate(self, q, v, dt)
 
     def difference(self, q0: np.ndarray, q1: np.ndarray) -> np.ndarray:
         """``log(q0⁻¹ q1)``, the tangent vector taking q0 to q1 in unit time (Pinocchio's ``difference``)."""
-        if self._single:
-            return self.group.log(self.group.compose(self.group.inverse(q0), q1))
-        if self._mimic is not None:
-            return self._mimic.difference(q0, q1)
-        tree = self._tree
-        q0 = np.asarray(q0, dtype=float)
-        q1 = np.asarray(q1, dtype=float)
-        d = np.zeros(tree.nv)
-        if tree.nqb:
-            g = self.group
-            d[: tree.nvb] = g.log(g.compose(g.inverse(q0[: tree.nqb]), q1[: tree.nqb]))
-        d[tree.v_lin] = q1[tree.q_lin] - q0[tree.q_lin]
-        if tree.cont.size:
-            c0, s0 = q0[tree.q_cont], q0[tree.q_cont + 1]
-            c1, s1 = q1[tree.q_cont], q1[tree.q_cont + 1]
-            d[tree.iv[tree.cont]] = np.arctan2(c0 * s1 - s0 * c1, c0 * c1 + s0 * s1)
-        return d
+        return self._backend.difference(self, q0, q1)
 
     def dexp_inv(self, xi: np.ndarray) -> np.ndarray:
         """dexp⁻¹ of the configuration space (seed 001 eq. 10), used by the RKMK integrators: block-diagonal,
         the base group's, identity for the joints."""
-        if self._single:
-            return self.group.dexp_inv(xi)
-        if self._mimic is not None:
-            return self._mimic.dexp_inv(xi)
-        tree = self._tree
-        out = np.eye(tree.nv)
-        if tree.nvb:
-            out[: tree.nvb, : tree.nvb] = self.group.dexp_inv(np.asarray(xi, dtype=float)[: tree.nvb])
-        return out
+        return self._backend.dexp_inv(self, xi)
 
     # ------------------------------------------------------------------ kinematics of the tree
     def link_poses(self, q: np.ndarray) -> np.ndarray:
         """World poses of every URDF link, an (n_links, 4, 4) array of homogeneous matrices in ``link_names``
         order (``T_world_link``; a link's frame is its URDF frame, i.e. its parent joint's frame)."""
-        if self._mimic is not None:
-            return self._mimic.link_poses(q)
-        if self._compiled is not None:
-            tree = self._tree
-            return self._compiled.body_poses(q)[tree.link_body] @ tree.T_body_link
-        return alg.link_poses(self, q)
+        return self._backend.link_poses(self, q)
 
     def link_pose_dict(self, q: np.ndarray) -> dict:
         """:meth:`link_poses` as ``{link name: 4×4}``."""
@@ -652,103 +581,32 @@ class Model:
     # ------------------------------------------------------------------ dynamics
     def mass_matrix(self, q: np.ndarray) -> np.ndarray:
         """M(q): CRBA for a tree; ``Bᵀ I_b B`` for one body (seed 004 eq. 60), constant on SE(3) subgroups."""
-        if self._single and self._M is not None:  # constant: q may be None
-            return self._M.copy()
-        if self._mimic is not None:
-            return self._mimic.mass_matrix(q)
-        if self._compiled is not None:
-            return self._compiled.crba(q)
-        if not self._single:
-            return alg.crba(self, q)
-        B = self.velocity_map(q)
-        return B.T @ self.I_b @ B
+        return self._backend.mass_matrix(self, q)
 
     def coriolis_matrix(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """C(q, v) = Σ_i J_iᵀ (I_i J̇_i + ad~_{I_i V_i} J_i); for one body ``Bᵀ (I_b Ḃ + ad~_{I_b B v} B)``, seed 004
         eq. 57 ``Hᵀ ad~_{I_b H v} H`` for constant B = H."""
-        if self._mimic is not None:
-            return self._mimic.coriolis_matrix(q, v)
-        if self._compiled is not None and q is not None:  # one body on a subgroup: C needs no q (None allowed)
-            return self._compiled.coriolis_matrix(q, v)
-        if not self._single:
-            return alg.coriolis_matrix(self, q, v)
-        v = np.asarray(v, dtype=float)
-        B = self.velocity_map(q)
-        p = self.I_b @ (B @ v)
-        C = B.T @ SE3.ad_tilde(p) @ B
-        Bd = self._velocity_map_dot(q, v)
-        if Bd is not None:
-            C += B.T @ self.I_b @ Bd
-        return C
-
-    def _gravity_wrench(self, q: np.ndarray) -> np.ndarray:
-        """Body-frame wrench of gravity (and buoyancy) at the body origin: ``[Rᵀ m g; c × Rᵀ m g]`` minus
-        ``[ρ∇ Rᵀg; c_b × ρ∇ Rᵀg]``."""
-        g_b = self._rotation(q).T @ self.gravity
-        F = self.mass * g_b
-        W = np.concatenate([F, self._com_hat @ F])
-        P = self.passive
-        if P is not None and P.displaced[0]:
-            W[:3] -= P.displaced[0] * g_b
-            W[3:] -= np.cross(P.displaced_moment[0], g_b)
-        return W
+        return self._backend.coriolis_matrix(self, q, v)
 
     def gravity_forces(self, q: np.ndarray) -> np.ndarray:
         """g(q) = −Σ J_iᵀ W_gravity,i, the generalised gravity force on the left-hand side of the equations."""
-        if self._mimic is not None:
-            return self._mimic.gravity_forces(q)
-        if self._compiled is not None:
-            return self._compiled.gravity_forces(q)
-        if not self._single:
-            return alg.gravity_forces(self, q)
-        return -(self.velocity_map(q).T @ self._gravity_wrench(q))
+        return self._backend.gravity_forces(self, q)
 
     def nonlinear_effects(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """C(q, v) v + g(q) (RNEA with zero acceleration); for one body ``Bᵀ(I_b Ḃ v − ad_Vᵀ I_b V) + g``
         (seed 004 eq. 76), ``−ad_Vᵀ p = ad~_p V``."""
-        if self._mimic is not None:
-            return self._mimic.nonlinear_effects(q, v)
-        if self._compiled is not None:
-            return self._compiled.nonlinear_effects(q, v)
-        if not self._single:
-            return alg.nonlinear_effects(self, q, v)
-        v = np.asarray(v, dtype=float)
-        B = self.velocity_map(q)
-        V = B @ v
-        f = SE3.ad_tilde(self.I_b @ V) @ V
-        Bd = self._velocity_map_dot(q, v)
-        if Bd is not None:
-            f += self.I_b @ (Bd @ v)
-        return B.T @ (f - self._gravity_wrench(q))
+        return self._backend.nonlinear_effects(self, q, v)
 
     def forward_dynamics(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, f_ext=None) -> np.ndarray:
         """v̇ = M⁻¹(τ − C v − g) (seed 004 eq. 48). ``f_ext``: external wrenches per body, as in
         :meth:`inverse_dynamics` (then ``M v̇ = τ − RNEA(q, v, 0, f_ext)``)."""
-        if self._mimic is not None:
-            return self._mimic.forward_dynamics(q, v, tau, f_ext)
-        if self._compiled is not None:
-            return self._compiled.aba(q, v, tau, f_ext)
-        if f_ext is not None:
-            rhs = np.asarray(tau, dtype=float) - alg.rnea(self, q, v, np.zeros(self.nv), f_ext=f_ext)
-            return np.linalg.solve(self.mass_matrix(q), rhs)
-        if not self._single:
-            return alg.forward_dynamics(self, q, v, tau)
-        rhs = np.asarray(tau, dtype=float) - self.nonlinear_effects(q, v)
-        if self._M_inv is not None:
-            return self._M_inv @ rhs
-        return np.linalg.solve(self.mass_matrix(q), rhs)
+        return self._backend.forward_dynamics(self, q, v, tau, f_ext)
 
     def inverse_dynamics(self, q: np.ndarray, v: np.ndarray, a: np.ndarray, f_ext=None) -> np.ndarray:
         """τ = M v̇ + C v + g (RNEA for a tree). ``f_ext`` (optional, (n_bodies, 6)): a wrench on each body in its
         own frame at its origin, linear first — body 0 is the base, body k the child of joint k − 1 (of the full
         tree, mimic joints included)."""
-        if self._mimic is not None:
-            return self._mimic.inverse_dynamics(q, v, a, f_ext)
-        if self._compiled is not None:
-            return self._compiled.rnea(q, v, a, f_ext)
-        if not self._single or f_ext is not None:
-            return alg.rnea(self, q, v, a, f_ext=f_ext)
-        return self.mass_matrix(q) @ np.asarray(a, dtype=float) + self.nonlinear_effects(q, v)
+        return self._backend.inverse_dynamics(self, q, v, a, f_ext)
 
     def joint_wrenches(self, q: np.ndarray, v: np.ndarray, a: np.ndarray, tau=None, f_ext=None) -> np.ndarray:
         """(n_joints, 6) wrench each movable joint (``joint_names`` order) transmits from its parent to its child,
@@ -760,44 +618,30 @@ class Model:
         (constraint) wrench; along the joint's free direction it is 0 when ``a = forward_dynamics(q, v, tau)``.
         ``f_ext`` as in :meth:`inverse_dynamics`. With mimic joints: the rows of ``joint_names`` (see
         :meth:`mbs_ros.dynamics.mimic.Mimic.joint_wrenches` for ``tau``)."""
-        if self._mimic is not None:
-            return self._mimic.joint_wrenches(q, v, a, tau=tau, f_ext=f_ext)
-        if self._compiled is not None:
-            return self._compiled.joint_wrenches(q, v, a, tau=tau, f_ext=f_ext)
-        return alg.joint_wrenches(self, q, v, a, tau=tau, f_ext=f_ext)
+        return self._backend.joint_wrenches(self, q, v, a, tau, f_ext)
 
     def all_terms(self, q: np.ndarray, v: np.ndarray):
         """``(M, C v + g, g)`` at (q, v) in one call (the dynamics part of Pinocchio's ``computeAllTerms``)."""
-        if self._mimic is not None:
-            return self._mimic.all_terms(q, v)
-        if self._compiled is not None:
-            return self._compiled.all_terms(q, v)
-        return self.mass_matrix(q), self.nonlinear_effects(q, v), self.gravity_forces(q)
+        return self._backend.all_terms(self, q, v)
 
     # ------------------------------------------------------------------ passive elements
     @property
-    def _passive_active(self) -> bool:
+    def passive_active(self) -> bool:
+        """Whether :meth:`passive_forces` can be nonzero (a :attr:`passive` element acts)."""
         P = self.passive
         return P is not None and P.active
+
+    #: Alias for nodes/controller_node.py until it reads :attr:`passive_active`.
+    _passive_active = passive_active
 
     def passive_forces(self, q: np.ndarray, v: np.ndarray, springs: bool = True) -> np.ndarray:
         """τ_p (nv,): joint springs (unless ``springs`` is False), dampers and friction, hydrodynamic damping and the
         current's loads (:mod:`mbs_ros.dynamics.passive`); the simulation solves ``M v̇ + C v + g = τ + τ_p``."""
-        return self._passive_terms(q, v, springs)[0]
+        return self._backend.passive_terms(self, q, v, springs)[0]
 
-    def _passive_terms(self, q, v, springs: bool = True):
-        """``(τ_p, dissipated power [W])``."""
-        if self._mimic is not None:
-            mm = self._mimic
-            tau, p = mm.full._passive_terms(mm.q_full(np.asarray(q, dtype=float)), mm.v_full(v), springs)
-            return mm.Gt @ tau, p
-        if not self._passive_active:
-            return np.zeros(self.nv), 0.0
-        if self._compiled is not None:
-            return self._compiled.passive(q, v, springs)
-        from .passive import passive_terms
-
-        return passive_terms(self, q, v, springs)
+    def passive_terms(self, q, v, springs: bool = True):
+        """``(τ_p, dissipated power [W])``: :meth:`passive_forces` and the power they dissipate."""
+        return self._backend.passive_terms(self, q, v, springs)
 
     def with_current(self, velocity, rate=(0.0, 0.0, 0.0)) -> "Model":
         """The same model in a uniform current of ``velocity`` [m/s] changing at ``rate`` [m/s²] (world axes);
@@ -806,11 +650,12 @@ class Model:
         if P is None:
             return self
         P = P.with_current(velocity, rate)
-        compiled = None if self._compiled is None else self._compiled.with_current(P.current, P.current_rate)
-        out = dataclasses.replace(self, passive=P, _compiled=compiled)
-        if self._mimic is not None:
-            out = dataclasses.replace(out, _mimic=self._mimic.with_full(self._mimic.full.with_current(velocity, rate)))
-        return out
+        mimic = self._backend.mimic
+        if mimic is not None:
+            backend = self._backend.with_full(mimic.full.with_current(velocity, rate))
+        else:
+            backend = self._backend.with_current(P)
+        return dataclasses.replace(self, passive=P, _backend=backend)
 
     @property
     def thruster_names(self) -> tuple:
@@ -858,44 +703,21 @@ class Model:
 
     def kinetic_energy(self, q: np.ndarray, v: np.ndarray) -> float:
         """½ vᵀ M v."""
-        if self._mimic is not None:
-            return self._mimic.kinetic_energy(q, v)
-        if not self._single:
-            return alg.kinetic_energy(self, q, v)
-        V = self.twist(q, v)
-        return 0.5 * float(V @ self.I_b @ V)
+        return self._backend.kinetic_energy(self, q, v)
 
     def potential_energy(self, q: np.ndarray) -> float:
         """−gᵀ Σ m_i p_com,i, with p_com,i the world position of each body's centre of mass; with
         :attr:`passive`, plus buoyancy's ``gᵀ Σ ρ∇ c_b`` and the joint springs' ``Σ ½k(θ − θ₀)²``."""
-        if self._mimic is not None:
-            return self._mimic.potential_energy(q)
-        if self.passive is None:
-            return self._gravity_energy(q)
-        from .passive import buoyancy_energy, spring_energy
+        return self._backend.potential_energy(self, q)
 
-        return self._gravity_energy(q) + buoyancy_energy(self, q) + spring_energy(self, q)
-
-    def _gravity_energy(self, q: np.ndarray) -> float:
-        """The potential of gravity on the rigid masses alone, ``−gᵀ Σ m_i p_com,i`` (full tree)."""
-        if not self._single:
-            return alg.potential_energy(self, q)
-        T = self.group.pose_matrix(q)
-        p_com = T[:3, :3] @ self.com + T[:3, 3]
-        return -self.mass * float(self.gravity @ p_com)
+    def gravity_energy(self, q: np.ndarray) -> float:
+        """The potential of gravity on the rigid masses alone, ``−gᵀ Σ m_i p_com,i``."""
+        return self._backend.gravity_energy(self, q)
 
     def spatial_momentum(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """World-frame spatial momentum of the whole system ``Σ Ad_{g_i⁻¹}ᵀ I_i V_i``: ``[linear; angular about
         the world origin]``."""
-        if self._mimic is not None:
-            return self._mimic.spatial_momentum(q, v)
-        if not self._single:
-            return alg.spatial_momentum(self, q, v)
-        T = self.group.pose_matrix(q)
-        R, p = T[:3, :3], T[:3, 3]
-        h = self.I_b @ self.twist(q, v)
-        lin = R @ h[:3]
-        return np.concatenate([lin, R @ h[3:] + np.cross(p, lin)])
+        return self._backend.spatial_momentum(self, q, v)
 
     def noether_momentum(self, q: np.ndarray, v: np.ndarray) -> np.ndarray:
         """The momentum the base group's symmetry conserves when no force acts: ``Hᵀ h`` of the spatial momentum h

@@ -1,64 +1,11 @@
 """Bodies in water, joint springs and friction, thrusters: what acts on a model besides its commands and gravity.
 
 Seed 003 (Kirchhoff's equations with added mass) and Fossen's *Handbook of Marine Craft Hydrodynamics* (2021) for
-the parameters and their names; seed 000 (EPHS) for the energy bookkeeping. Conventions as everywhere: twists and
-wrenches linear first, body frames, SI units; hydrodynamic parameters are POSITIVE numbers (Fossen writes
-``M_A = −[X_u̇ …]``, ``D_L = −[X_u …]``).
-
-**Where each effect goes.** ``M v̇ + C(q, v) v + g(q) = τ + τ_p(q, v)``:
-
-* added mass ``M_A`` enters the kinetic energy ``½ V_rᵀ(I + M_A)V_r``: it is added to each body's spatial inertia,
-  so ``M``, the structured ``C`` (``Ṁ − 2C`` skew; the Munk moment ``P × u`` is the ``ad~`` term of the added
-  momentum), RNEA and ABA include it;
-* gravity acts on the rigid mass only and buoyancy ``−ρ∇ g`` at the centre of buoyancy: ``g(q)`` (Fossen's
-  restoring forces). The kernels apply gravity as a fictitious base acceleration ``−g`` to the whole inertia, then
-  add back, per body, ``D g_b`` with ``D = M_A[:, :3] + ρ∇[1; ĉ_b]`` (6×3, body frame) and ``g_b`` gravity in
-  body axes: this removes gravity from the added mass and adds buoyancy;
-* ``τ_p`` (:meth:`Model.passive_forces`): joint springs ``−k(θ − θ₀)``, viscous damping ``−d θ̇``, smoothed Coulomb
-  friction ``−f tanh(θ̇ / v_f)``; hydrodynamic damping on each link, ``−(D_L + D_Q|V_r|) V_r`` with ``V_r`` the
-  link's twist relative to the water; and the loads of a uniform ocean current ``U(t)`` (world axes): with
-  ``V_c = [Rᵀ U; 0]`` the current in body axes, the added-mass wrench ``−(M_A V̇_r − ad_{V_r}ᵀ M_A V_r)`` minus the
-  part the inertia already carries is ``M_A[:, :3](−ω × Rᵀ U) + ad_{V_r}ᵀ M_A V_r − ad_Vᵀ M_A V``, and the fluid's
-  acceleration pushes with ``D Rᵀ U̇`` (added mass and Froude–Krylov: a neutral body follows the water). A body
-  moving with the current (``V_r = 0``) feels nothing.
-
-``M``, ``C``, ``g``, RNEA and ABA stay Pinocchio's quantities (Pinocchio's ABA ignores URDF damping too); the
-simulation (:func:`~mbs_ros.dynamics.integrators.step`, :class:`~mbs_ros.dynamics.simulator.Simulator`) adds
-``τ_p`` at every integrator stage, and the compiled step does so in the same call.
-
-**Thrusters** act on the base body (the root link or a link fixed to it): thrust ``T_k`` along a unit direction
-``d_k`` at ``r_k`` gives the base wrench ``B_T T``, ``B_T[:, k] = [d_k; r_k × d_k]``; each follows its command by a
-first-order lag ``Ṫ = (u − T)/τ_k`` (:class:`~mbs_ros.dynamics.simulator.Simulator` integrates it exactly).
-
-**Describing it.** URDF extension elements (ignored by other URDF readers; RViz and robot_state_publisher skip
-them)::
-
-    <link name="base_link">
-      <hydrodynamics density="1000">           <!-- optional; default: the model's fluid density, 1000 kg/m³ -->
-        <origin xyz="0 0 0" rpy="0 0 0"/>      <!-- frame F (in the link frame) the values below are written in -->
-        <added_mass>36 numbers (row-major) or 6 (diagonal)</added_mass>   <!-- at F's origin [kg, kg m, kg m²] -->
-        <linear_damping>6 or 36 numbers</linear_damping>                  <!-- [N s/m, N s, N m s/rad] -->
-        <quadratic_damping>6 numbers</quadratic_damping>                  <!-- [N s²/m², N m s²/rad²] -->
-        <buoyancy volume="0.0134" xyz="0 0 0.01"/>                        <!-- [m³], centre of buoyancy in F -->
-      </hydrodynamics>
-    </link>
-    <joint ...><dynamics damping="0.1" friction="0.2" friction_velocity="0.05" spring_stiffness="10"
-                         spring_reference="0.3"/></joint>
-    <thruster name="t1" link="base_link">
-      <origin xyz="0.15 0.1 0.0"/> <axis xyz="0.707 -0.707 0"/>   <!-- where, and the direction of positive thrust -->
-      <limit lower="-40" upper="50"/> <time_constant value="0.1"/>  <!-- N; s (0: immediate) -->
-    </thruster>
-
-``damping`` [N m s/rad or N s/m] and ``friction`` [N m or N] are URDF's; ``friction_velocity`` [rad/s or m/s]
-(default :data:`FRICTION_VELOCITY`) is the tanh smoothing of Coulomb friction; ``spring_stiffness`` [N m/rad or
-N/m] and ``spring_reference`` [rad or m] are SDF's names (no spring on a continuous joint: its angle wraps).
-The robot YAML has the same as sections (see :mod:`~mbs_ros.dynamics.robot_yaml`).
-
-**Energy ports** (:func:`energy_ports`, seed 000): storages (kinetic — body and entrained fluid —, gravity,
-buoyancy, each spring), ports through which power enters (each joint effort, the base wrench, each thruster, the
-current), dissipators (each damper, friction element and hydrodynamic damper, each ``≥ 0``), and the entropy
-production ``ṡ = Σ dissipated / θ₀``. ``dE/dt = Σ port power − Σ dissipated`` holds exactly for the equations
-above; the simulator integrates it and reports the residual.
+the parameters; seed 000 (EPHS) for the energy ports. ``M v̇ + C(q, v) v + g(q) = τ + τ_p(q, v)``: added mass
+joins each body's inertia (so ``M``, ``C`` with the Munk moment, RNEA and ABA carry it), buoyancy joins ``g``,
+and ``τ_p`` holds joint springs, dampers and friction, hydrodynamic damping and the current's loads. Hydrodynamic
+parameters are positive numbers. The URDF extension elements (``<hydrodynamics>``, joint ``<dynamics>``,
+``<thruster>``), where each effect goes and the energy ports: ``docs/dynamics.md``.
 """
 from __future__ import annotations
 
@@ -505,7 +452,7 @@ def _loads(model, q, v):
 
 def _joint_terms(model, q, v):
     """(spring, damper, friction) generalised forces on the joints (nj,) each, and the joint rates (nj,)."""
-    P, tree = model.passive, model._tree
+    P, tree = model.passive, model.tree
     th = _joint_angles(tree, np.asarray(q, dtype=float))
     rates = np.asarray(v, dtype=float)[tree.nvb:]
     spring = -P.stiffness * (th - P.rest)
@@ -521,7 +468,7 @@ def passive_terms(model, q, v, springs: bool = True):
     ``τ_p = Σ_i J_iᵀ W_i`` with the loads ``W_i`` on each body."""
     from . import algorithms as alg
 
-    P, tree = model.passive, model._tree
+    P, tree = model.passive, model.tree
     q = np.asarray(q, dtype=float)
     v = np.asarray(v, dtype=float)
     tau = np.zeros(tree.nv)
@@ -529,7 +476,7 @@ def passive_terms(model, q, v, springs: bool = True):
     if P.has_fluid and (P.elem_body.size or P.has_current):
         kin, _V, W, _W_cur, w_el, Vr_el = _loads(model, q, v)
         W_base = np.einsum("nab,nb->na", alg.wrench_transforms(kin), W)
-        tau += alg._project(model, kin, tree.subtree @ W_base)
+        tau += alg.project(model, kin, tree.subtree @ W_base)
         p_diss += float(np.einsum("ea,ea->", w_el, Vr_el))
     if tree.nj:
         spring, damper, friction, rates = _joint_terms(model, q, v)
@@ -548,7 +495,7 @@ def spring_energy(model, q) -> float:
     P = model.passive
     if P is None or not P.has_springs:
         return 0.0
-    th = _joint_angles(model._tree, np.asarray(q, dtype=float))
+    th = _joint_angles(model.tree, np.asarray(q, dtype=float))
     return 0.5 * float(P.stiffness @ (th - P.rest) ** 2)
 
 
@@ -592,10 +539,10 @@ def energy_ports(model, q, v, efforts=None, wrench=None, thrust=None, temperatur
     q = np.asarray(q, dtype=float)
     v = np.asarray(v, dtype=float)
     P = model.passive
-    mm = model._mimic
+    mm = model.mimic_reduction
     full = model if mm is None else mm.full
     qf, vf = (q, v) if mm is None else (mm.q_full(q), mm.v_full(v))
-    storages = {"kinetic": model.kinetic_energy(q, v), "gravity": full._gravity_energy(qf)}
+    storages = {"kinetic": model.kinetic_energy(q, v), "gravity": full.gravity_energy(qf)}
     if P is not None and P.has_fluid:
         storages["buoyancy"] = buoyancy_energy(full, qf)
     ports, diss = {}, {}
@@ -613,7 +560,7 @@ def energy_ports(model, q, v, efforts=None, wrench=None, thrust=None, temperatur
         for name, T, vel in zip(P.thruster_names, np.asarray(thrust, dtype=float), VT):
             ports[f"thruster/{name}"] = float(T * vel)
     if P is not None:
-        ftree = full._tree
+        ftree = full.tree
         if ftree.nj:
             spring, damper, friction, rates = _joint_terms(full, qf, vf)
             for j, name in enumerate(ftree.joint_names):

@@ -1,85 +1,12 @@
-"""The simulation loop without ROS: state, held commands, lockstep periods and the energy bookkeeping.
+"""The simulation loop without ROS: state, held commands, lockstep periods, saturation, faults and the energy
+bookkeeping.
 
 :class:`Simulator` is what the dynamics node (:mod:`mbs_ros.nodes.dynamics_node`) runs; the node only turns
-messages into calls of this class and its state into messages. Tests and benchmarks drive the same class
-directly, so what they measure is what the node computes. Nothing here imports rclpy.
-
-Time: step ``k`` takes the state from ``t_k`` to ``t_{k+1}``, ``t_k = t0_ns + k * dt_ns`` in integer nanoseconds
-(``dt_ns`` is ``dt`` rounded to whole ns; ``dt = dt_ns * 1e-9`` s is the step the integrator takes).
-
-Commands (what a step applies, besides gravity):
-
-- a base wrench ``W = [F; τ]`` [N, N m] at the base frame's origin, held either in **body** axes (fixed in the
-  body: it turns with it) or in **world** axes (fixed in the world: at every integrator stage it is rotated into
-  the body axes). Components the base group cannot take (e.g. a roll torque on se2) are dropped when the command
-  is given (:meth:`Simulator.wrench_command`); a fixed base takes no wrench;
-- joint efforts [N m or N], one per movable joint in ``model.joint_names`` order.
-
-A command given by :meth:`Simulator.set_wrench` / :meth:`Simulator.set_joint_efforts` applies from the next step
-on and is held until the next one, or until ``cmd_timeout`` seconds of simulation time have passed since the step
-it first applied to (then zero; ``cmd_timeout = 0``: held forever). The two channels are independent.
-
-Lockstep (``lockstep_steps = n > 0``): commands are collected per control period instead (:meth:`Simulator.submit`)
-and :meth:`Simulator.advance_period` takes n steps with them once every expected channel (``"wrench"`` if the base
-floats, ``"joints"`` if there are movable joints) has one; there is no timeout.
-
-Generalised force of a step: ``τ = [Bᵀ W; efforts]`` with ``B`` the base's velocity map
-(:meth:`Model.wrench_to_generalized`). ``B`` is constant on every base group but so3xr3, so a body-frame wrench is
-one constant vector for the whole step (one compiled call, :func:`mbs_ros.dynamics.integrators.step`); a
-world-frame wrench goes to ``step(..., wrench_world=W)``, which rotates it per stage in the compiled step; only a
-body-frame force on an so3xr3 base (``Bᵀ`` depends on the rotation) is evaluated per stage in Python.
-
-Energy bookkeeping: ``work`` is the work [J] of the applied commands since the reference state (start, reset,
-model change), by the trapezoid rule on the power ``τ·v`` at the two ends of every step; ``E − E_ref − work`` (the
-balance residual, :meth:`Simulator.diagnostics`) then stays at the integrator's and the quadrature's error (second
-order in dt): a check of the simulation, not a physical quantity.
-
-Saturation (on by default): every command is limited as it is given, as ``controller_node`` limits its own output
-(same parameters, same defaults, :func:`command_limits`): the force and the torque of a base wrench each to a
-largest norm (``max_force`` [N], ``max_torque`` [N m]; a larger one is scaled down along its direction, the norm
-taken without overflow, so a 1e308 N command becomes ``max_force`` along its direction), each joint effort
-clipped to ``±max_effort[i]``. Default limits: the model's joint effort limits (``Model.effort_limits`` where the
-model has it, else the URDF's ``<limit effort>``), and ``DEFAULT_LIMIT_ACCELERATION`` (100 m/s², 100 N m/kg)
-times the model's total mass for the wrench and for joints without an effort limit: a guard against absurd
-commands rather than an actuator model (give the real limits). ``saturated`` counts the saturated commands per
-channel.
-
-Faults (a step never raises, and the state never becomes non-finite or runs away): the simulation stops
-(:attr:`Simulator.fault`, :attr:`Simulator.paused`) and keeps the last good state, the state at ``t_k`` from
-which step k failed, when
-
-- the step raised an exception (e.g. ``ValueError`` out of the model) -- ``kind`` ``"exception"``;
-- it gave a non-finite q or v -- ``"nonfinite"``;
-- it ran away (``"runaway"``), judged per step against bounds relative to the step and the model:
-
-  - an angular rate (a base angular velocity component, a revolute or continuous joint rate) above
-    ``MAX_TURN_PER_STEP / dt`` (1 rad per step; 2 rad/s at 2 Hz, 1000 rad/s at 1 kHz): no integrator here
-    resolves a faster turn (RK4's stability limit on the imaginary axis is 2.83 rad per step, and its error per
-    step already exceeds 1 % at 1 rad), so the motion is numerically meaningless before it becomes non-finite;
-  - a linear rate (base, prismatic joints) above ``MAX_SPEED`` (10⁴ m/s) or any q component beyond
-    ``MAX_POSITION`` (10⁶ m or rad) -- the bounds of ``controller_node``'s state input, so every published state
-    is one a controller takes;
-  - energy from nowhere: every ``energy_check_steps`` steps (0.1 s of simulation time), the balance residual
-    ``|E − E_ref − work|`` above ``ENERGY_RESIDUAL_FACTOR`` (1) times ``|E_ref| + |work| + m_total · 1 J/kg``:
-    energy of the order of all that the initial state and the commands account for appeared that no command
-    did (an integrator diverging, e.g. Euler or a too low rate on an undamped oscillation). Gravity's work is in
-    ``E`` through the potential energy, so gravity and the saturated commands can never trip it.
-
-Commands are cleared with a fault (so a reset does not bring them back). :meth:`Simulator.reset` clears the fault
-and the simulation runs again from the initial state (unless :meth:`Simulator.pause` was asked for as well);
-``pause(False)`` alone does not clear a fault.
-
-Physics rate: :func:`rate_check` estimates the model's fastest gravity mode, ``ω_g = max √|eig(M⁻¹ ∂g/∂q)|`` over
-the initial configuration and 32 sampled ones (joints within ±π, a fixed seed), and the effort-driven rate
-``ω_τ = √(a_max / 1 rad)`` with ``a_max`` the largest angular acceleration the command limits can give at the
-initial configuration (``|M⁻¹| · limits``; 1/ω_τ is about the time to turn 1 rad from rest at full effort). A
-step ``dt`` is refused when the gravity mode's energy more than doubles per period of the mode under the
-integrator (``|R(iω_g dt)|^(4π/(ω_g dt)) > 2``, ``R`` the method's stability polynomial ``Σ_{k≤p} z^k/k!``):
-for RK4 that is ``ω_g·dt`` above 2.89 (its stability limit is 2.83), for RK3 above 1.8 (√3 = 1.73); Heun and
-Euler amplify every undamped oscillation, and are refused above 0.76 and 0.11 (accuracy: doubling per period).
-A warning is given when ``max(ω_g, ω_τ)·dt > 1`` (fewer than ~6 steps per period of the mode, or full effort
-turning a joint by a radian in a few steps: the runaway bound above is then near) or when the gravity mode gains
-more than 1 % energy per period (Euler and Heun at ordinary rates).
+messages into calls of this class and its state into messages, so tests and benchmarks measure what the node
+computes. A step applies ``τ = [Bᵀ W; efforts]`` (:meth:`Model.wrench_to_generalized`) through the Munthe-Kaas
+integrators (seed 001 eqs. 35–37); ``work`` integrates the commands' power so that ``E − E_ref − work`` checks
+the simulation. Commands, timeouts, lockstep, saturation, the fault bounds and the physics-rate check:
+``docs/dynamics.md``.
 """
 
 from __future__ import annotations
@@ -251,7 +178,7 @@ class Simulator:
         self.faults = 0
         self.saturated = {"wrench": 0, "joints": 0, "thrusters": 0}
         self.nt = len(model.thruster_names)
-        if self.nt and model.group is not None and model._H is None:
+        if self.nt and not model.velocity_map_is_constant:
             raise ValueError("thrusters need a base group whose velocity map is constant (se3, schoenflies, se2, so3), "
                              f"not {model.base}")
         self.thrust = np.zeros(self.nt)  # the thrusters' thrust at t_k [N] (first-order lag behind the command)
@@ -377,7 +304,7 @@ class Simulator:
         if frame not in ("body", "world"):
             raise ValueError(f"frame must be 'body' or 'world', got {frame!r}")
         W = self._saturate_wrench(W)  # the norms do not depend on the axes: before any rotation can overflow
-        R = self.model._rotation(self.q) if frame == "world" else None
+        R = self.model.base_rotation(self.q) if frame == "world" else None
         W_body = W if R is None else np.concatenate([R.T @ W[:3], R.T @ W[3:]])
         _tau, _applied, dropped = self.model.wrench_to_generalized(self.q, W_body)
         if np.max(np.abs(dropped)) > 1e-12 * max(1.0, float(np.max(np.abs(W_body)))):
@@ -535,7 +462,7 @@ class Simulator:
         w, e = self._wrench, self._efforts
         caps = self._v_caps
         every = self.energy_check_steps
-        passive = model._passive_active
+        passive = model.passive_active
         nt = self.nt
         for taken in range(int(n_steps)):
             k = self.k
@@ -620,7 +547,7 @@ class Simulator:
     def _passive_power(self, q, v):
         """``(v·τ_p without springs, dissipated power)`` [W] at (q, v): the passive loads' power on the model (the
         springs' is in the potential energy) and the dissipators' (:meth:`Model.passive_forces`)."""
-        tau, p_diss = self.model._passive_terms(q, v, springs=False)
+        tau, p_diss = self.model.passive_terms(q, v, springs=False)
         return float(tau @ v), p_diss
 
     def _energy_runaway(self) -> Optional[str]:
@@ -687,7 +614,7 @@ class Simulator:
             if cmd.frame == "world":
                 self._wrench_world = cmd.W
                 self._W_power = cmd
-            elif model.group is None or model._H is not None:  # constant B: one vector for the step
+            elif model.velocity_map_is_constant:  # constant B: one vector for the step
                 self._tau = self._tau_const = tau + model.wrench_to_generalized(self.q, cmd.W)[0]
             else:  # so3xr3: Bᵀ(q) W per stage
                 W, tau_joints = cmd.W, tau
@@ -709,7 +636,7 @@ class Simulator:
                 V = self.model.twist(q, v)
                 W = cmd.W
                 if cmd.frame == "world":  # W_world·[R v; R ω]
-                    R = self.model._rotation(q)
+                    R = self.model.base_rotation(q)
                     p += float(W[:3] @ (R @ V[:3]) + W[3:] @ (R @ V[3:]))
                 else:
                     p += float(W @ V)
@@ -785,7 +712,7 @@ class Simulator:
         cmd = self._wrench.applied
         if cmd.frame != "world":
             return cmd.W
-        R = self.model._rotation(self.q)
+        R = self.model.base_rotation(self.q)
         return np.concatenate([R.T @ cmd.W[:3], R.T @ cmd.W[3:]])
 
     def joint_wrenches(self) -> np.ndarray:
@@ -801,7 +728,7 @@ class Simulator:
         cmd = self._wrench.applied
         if cmd.frame == "world":
             return cmd.W[:3], cmd.W[3:]
-        R = self.model._rotation(self.q)
+        R = self.model.base_rotation(self.q)
         return R @ cmd.W[:3], R @ cmd.W[3:]
 
     def diagnostics(self) -> dict:
@@ -832,7 +759,7 @@ class Simulator:
             "work_applied": self.work,
             "energy_balance_residual": ke + pe - self.energy_ref - self.work - self.passive_work,
         }
-        if model._passive_active:
+        if model.passive_active:
             values.update(passive_work=self.passive_work, dissipated_energy=self.dissipated,
                           current_supplied_energy=self.passive_work + self.dissipated)
         axes = ("linear_x", "linear_y", "linear_z", "angular_x", "angular_y", "angular_z")
@@ -886,7 +813,7 @@ def _largest_rate(model: Model, q: np.ndarray, force, eps: float) -> float:
 
 def _damping_rate(model: Model, q: np.ndarray) -> float:
     """``max |eig(M⁻¹ ∂(−τ_p)/∂v)|`` at ``(q, 0)``: how fast the stiffest passive damper stops its mode [1/s]."""
-    if not model._passive_active:
+    if not model.passive_active:
         return 0.0
     return _largest_rate(model, q, lambda e: -model.passive_forces(q, e), 1e-7)
 

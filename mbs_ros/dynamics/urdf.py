@@ -21,7 +21,7 @@ issued once per ``Model`` load as a single :class:`ModelWarning` (:func:`parse_u
   principal moment of any link of the robot: below what the file's digits can mean for the robot, e.g. the 1 µg
   antennas of example-robot-data's TIAGo, −3.5e-8 kg m² against 0.55) is projected onto the nearest positive
   semi-definite inertia (negative principal moments set to 0, the Frobenius-nearest; the link keeps its mass and
-  centre of mass); round-off (≥ −1e-12 × max(1, |I|)) is accepted silently, as before;
+  centre of mass); round-off (≥ −1e-12 × max(1, |I|)) is accepted silently;
 * ``<mimic>``: not simulated, the joint moves independently (Pinocchio's default too);
 * principal moments that violate the triangle inequality (no real body has them): simulated as given — widely
   used URDFs have such links (example-robot-data's ANYmal, Go1, B1, HyQ, Allegro, Romeo);
@@ -51,7 +51,7 @@ from transforms3d.euler import euler2mat
 
 __all__ = ["LinkSpec", "JointSpec", "RobotSpec", "JOINT_TYPES", "ModelError", "ModelWarning", "parse_urdf",
            "load_urdf_xml", "origin_matrix", "looks_like_xml_text", "INERTIA_TOLERANCE", "lock_joints",
-           "joint_motion"]
+           "joint_motion", "quiet_parser"]
 
 #: URDF joint types a tree may have.
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed")
@@ -382,7 +382,7 @@ def _parse_xml(xml: str) -> RobotSpec:
     dynamics_xml, report = _dynamics_xml(_check_well_formed(xml))
     said = []
     try:
-        with _quiet_parser(said):
+        with quiet_parser(said):
             robot = URDF.from_xml_string(dynamics_xml.encode("utf-8"))
     except Exception as exc:  # noqa: BLE001 - the parser raises bare Exceptions and lxml errors
         raise ModelError(f"not a valid URDF: {_short(exc)}") from None
@@ -412,7 +412,7 @@ def _parse_xml(xml: str) -> RobotSpec:
     return RobotSpec(robot.name or "robot", roots[0], links, tuple(joints), xml, tuple(report))
 
 
-class _quiet_parser:
+class quiet_parser:
     """Within it, urdf_parser_py's ``on_error`` messages ("Unknown tag ...", printed to stderr by default) are
     appended to ``said`` instead. The hook is a module global of the parser: restored on exit."""
 
@@ -433,6 +433,10 @@ class _quiet_parser:
         for m, hook in zip(self._modules, self._saved):
             m.on_error = hook
         return False
+
+
+#: Alias for nodes/markers.py until it imports :class:`quiet_parser`.
+_quiet_parser = quiet_parser
 
 
 def _fmt(values) -> str:

@@ -49,7 +49,7 @@ def robot_models():
 
 def states(model, rng, n=3):
     for _ in range(n):
-        q = model.random_configuration(rng) if model.nv > model._tree.nvb else model.group.random(rng) \
+        q = model.random_configuration(rng) if model.nv > model.tree.nvb else model.group.random(rng) \
             if model.group is not None else model.neutral()
         yield q, 2.0 * rng.standard_normal(model.nv), rng.standard_normal(model.nv), rng.standard_normal(model.nv)
 
@@ -58,7 +58,7 @@ def check_kernels(fast, ref, rng):
     assert fast.backend == "compiled" and ref.backend == "numpy"
     worst = {}
     for q, v, a, tau in states(ref, rng):
-        f_ext = rng.standard_normal((ref._tree.nb, 6))
+        f_ext = rng.standard_normal((ref.tree.nb, 6))
         results = {
             "rnea": (fast.inverse_dynamics(q, v, a), ref.inverse_dynamics(q, v, a)),
             "rnea_fext": (fast.inverse_dynamics(q, v, a, f_ext=f_ext), ref.inverse_dynamics(q, v, a, f_ext=f_ext)),
@@ -73,7 +73,7 @@ def check_kernels(fast, ref, rng):
                                           ref.gravity_forces(q)])),
             "link_poses": (fast.link_poses(q), ref.link_poses(q)),
         }
-        if ref._tree.nj:
+        if ref.tree.nj:
             results["joint_wrenches"] = (fast.joint_wrenches(q, v, a), ref.joint_wrenches(q, v, a))
             results["joint_reactions"] = (fast.joint_wrenches(q, v, a, tau=tau, f_ext=f_ext),
                                           ref.joint_wrenches(q, v, a, tau=tau, f_ext=f_ext))

@@ -469,8 +469,8 @@ def _closed_forms(t, m):
     }
 
 
-TABLES = {"sin": _base._SIN_COEFF_SERIES, "dexp_inv": _base._DEXP_INV_SERIES,
-          "c3": _base._SE3_C3, "c4": _base._SE3_C4, "beta": _base._SE3_BETA_SERIES}
+TABLES = {"sin": _base.SIN_COEFF_SERIES, "dexp_inv": _base.DEXP_INV_SERIES,
+          "c3": _base._SE3_C3, "c4": _base._SE3_C4, "beta": _base.SE3_BETA_SERIES}
 
 
 def test_taylor_tables_match_sympy():

@@ -290,7 +290,7 @@ def test_joint_wrench_of_a_leaf_balances_its_body():
     rng = np.random.default_rng(60)
     urdf = random_urdf(rng, 7, types=("revolute", "prismatic", "continuous"), frame_link=False)
     model = Model.from_urdf(urdf, base="se3")
-    tree = model._tree
+    tree = model.tree
     leaf = next(k for k in range(tree.nb - 1, 0, -1) if k not in tree.parent)
     link = model.link_names.index(tree.body_names[leaf])
     q, v = random_state(model, rng)
@@ -326,12 +326,12 @@ def test_joint_wrenches_with_tau_leave_the_reaction_only():
     q, v = random_state(model, rng)
     tau = rng.normal(size=model.nv)
     a = model.forward_dynamics(q, v, tau)
-    s = model._tree.s_joint
+    s = model.tree.s_joint
     total = model.joint_wrenches(q, v, a)
     reaction = model.joint_wrenches(q, v, a, tau=tau)
-    np.testing.assert_allclose(np.einsum("jx,jx->j", s, total), tau[model._tree.nvb:], atol=1e-10)
+    np.testing.assert_allclose(np.einsum("jx,jx->j", s, total), tau[model.tree.nvb:], atol=1e-10)
     np.testing.assert_allclose(np.einsum("jx,jx->j", s, reaction), 0.0, atol=1e-10)
-    np.testing.assert_allclose(total - reaction, s * tau[model._tree.nvb:, None], atol=1e-12)
+    np.testing.assert_allclose(total - reaction, s * tau[model.tree.nvb:, None], atol=1e-12)
 
 
 def test_external_wrenches_match_pinocchio_fext():
@@ -340,7 +340,7 @@ def test_external_wrenches_match_pinocchio_fext():
     ours = pair.ours
     q, v = random_state(ours, rng)
     a = rng.normal(size=ours.nv)
-    f_ext = rng.normal(size=(ours._tree.nb, 6))
+    f_ext = rng.normal(size=(ours.tree.nb, 6))
     fext_pin = [pin.Force.Zero()] + [pin.Force(f) for f in f_ext]
     ref = pin.rnea(pair.pm, pair.pd, q, v, a, fext_pin)
     assert rel_err(ours.inverse_dynamics(q, v, a, f_ext=f_ext), ref) < REL
@@ -375,7 +375,7 @@ def test_integrate_and_difference_equal_pinocchio(base):
     np.testing.assert_allclose(ours.difference(q0, q1), pin.difference(pair.pm, q0, q1), atol=1e-10)
     np.testing.assert_allclose(ours.neutral(), pin.neutral(pair.pm), atol=0)
     d = ours.dexp_inv(0.1 * v)
-    nvb = ours._tree.nvb
+    nvb = ours.tree.nvb
     np.testing.assert_array_equal(d[nvb:, nvb:], np.eye(ours.nv - nvb))
     np.testing.assert_array_equal(d[:nvb, nvb:], 0.0)
     if nvb:
@@ -427,25 +427,25 @@ def test_base_helpers_on_a_multibody_model(base):
     model = Model.from_urdf(random_urdf(rng, 4), base=base)
     q, v = random_state(model, rng)
     pos, quat = model.pose(q)
-    q2 = model.configuration_from_pose(pos, quat, joints=q[model._tree.nqb:])
+    q2 = model.configuration_from_pose(pos, quat, joints=q[model.tree.nqb:])
     np.testing.assert_allclose(model.link_poses(q2)[0], model.link_poses(q)[0], atol=1e-12)
     V = model.twist(q, v)
     vb = model.velocity_from_twist(q, V)
-    assert vb.shape == (model.nv,) and not vb[model._tree.nvb:].any()
+    assert vb.shape == (model.nv,) and not vb[model.tree.nvb:].any()
     np.testing.assert_allclose(model.twist(q, vb), V, atol=1e-12)
     W = rng.normal(size=6)
     tau, applied, dropped = model.wrench_to_generalized(q, W)
-    assert tau.shape == (model.nv,) and not tau[model._tree.nvb:].any()
+    assert tau.shape == (model.nv,) and not tau[model.tree.nvb:].any()
     assert tau @ v == pytest.approx(applied @ V, abs=1e-12)  # power of the base wrench
     np.testing.assert_allclose(applied + dropped, W)
     # the base wrench as an external wrench on body 0 gives the same generalised force
-    f_ext = np.zeros((model._tree.nb, 6))
+    f_ext = np.zeros((model.tree.nb, 6))
     f_ext[0] = W
     zero = np.zeros(model.nv)
     np.testing.assert_allclose(model.inverse_dynamics(q, zero, zero) - model.inverse_dynamics(q, zero, zero, f_ext),
                                tau, atol=1e-12)
     if base == "fixed":
-        assert model.nv == model._tree.nj and not applied.any()
+        assert model.nv == model.tree.nj and not applied.any()
         with pytest.raises(ValueError, match="fixed base"):
             model.configuration_from_pose([1, 0, 0], [0, 0, 0, 1])
 
@@ -456,7 +456,7 @@ def test_model_is_immutable():
         model.base = "se2"
     for name in ("support", "body_inertia", "placement", "axis"):
         with pytest.raises(ValueError):
-            getattr(model._tree, name).flat[0] = 1.0
+            getattr(model.tree, name).flat[0] = 1.0
 
 
 # ------------------------------------------------------------------------------- robots in config/, URDF, YAML

@@ -60,7 +60,7 @@ def test_a_thousand_links_load_as_pinocchio_reads_them(p_chain):
     rng = np.random.default_rng(1000 + int(10 * p_chain))
     urdf = big_tree_urdf(rng, 1000, p_chain)
     model = Model.from_urdf(urdf)
-    tree = model._tree
+    tree = model.tree
     assert len(model.link_names) == 1000
     depth = np.zeros(tree.nb, dtype=int)
     for k in range(1, tree.nb):

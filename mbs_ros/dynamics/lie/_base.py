@@ -125,18 +125,18 @@ def _series_brackets(coeffs, threshold: float, radius: float = math.inf) -> tupl
 
 
 # sin(x)/x: the closed form is exact to rounding for every x != 0; the series only avoids 0/0.
-_SINC_THRESHOLD = 1e-4
+SINC_THRESHOLD = 1e-4
 
 # C = (theta - sin theta)/theta^3 = sum_k (-1)^k / (2k+3)! theta^2k.  Closed form within 4e-16
 # above 1; 9 terms reach 2e-17 there.
-_SIN_COEFF_SERIES = _series_brackets(
+SIN_COEFF_SERIES = _series_brackets(
     [Fraction((-1) ** k, math.factorial(2 * k + 3)) for k in range(9)], 1.0)
 
 # a = (1 - (theta/2) cot(theta/2))/theta^2 = sum_k |B_{2k+2}|/(2k+2)! theta^2k (radius 2 pi).
 # Closed form within 5e-16 above 2 (1e-15 at 1.5); 17 terms reach 1e-17 at 2.
 _BERNOULLI = _bernoulli(66)
 _A = [abs(_BERNOULLI[2 * k + 2]) / math.factorial(2 * k + 2) for k in range(33)]
-_DEXP_INV_SERIES = _series_brackets(_A[:17], 2.0, 2 * math.pi)
+DEXP_INV_SERIES = _series_brackets(_A[:17], 2.0, 2 * math.pi)
 
 # SE(3) dexp = I + c1 ad + c2 ad^2 + c3 ad^3 + c4 ad^4 (the minimal polynomial of ad_X divides
 # z (z^2 + theta^2)^2, theta = |w|; the polynomial interpolates (e^z - 1)/z on the spectrum).
@@ -153,14 +153,14 @@ _SE3_C4 = _series_brackets(
 # With a = 1/12 + theta^2 a2:  beta = (3 a2 - a^2)/2  (so beta_k = (3 A_{k+1} - sum A_i A_j)/2),
 # and alpha = a + theta^2 beta.  Every closed form of beta cancels: ~7e-15 relative error up to
 # theta = 3.1, < 1.1e-15 beyond, so the series (radius 2 pi) is used up to 3.1 (32 terms).
-_SE3_BETA_SERIES = _series_brackets(
+SE3_BETA_SERIES = _series_brackets(
     [(3 * _A[k + 1] - sum(_A[i] * _A[k - i] for i in range(k + 1))) / 2 for k in range(32)],
     3.1, 2 * math.pi)
 
 
 def sinc(x: float) -> float:
     """sin(x)/x."""
-    if abs(x) < _SINC_THRESHOLD:
+    if abs(x) < SINC_THRESHOLD:
         x2 = x * x
         return 1.0 - x2 / 6.0 * (1.0 - x2 / 20.0)
     return math.sin(x) / x
@@ -175,7 +175,7 @@ def cos_coeff(theta: float) -> float:
 def sin_coeff(theta: float) -> float:
     """C = (theta - sin theta)/theta**3 (series for |theta| < 1)."""
     t = abs(theta)
-    for tmax, table in _SIN_COEFF_SERIES:
+    for tmax, table in SIN_COEFF_SERIES:
         if t < tmax:
             return _series(table, theta * theta)
     return (theta - math.sin(theta)) / (theta * theta * theta)
@@ -188,7 +188,7 @@ def dexp_inv_coeffs(theta: float) -> tuple:
     at theta = 2 pi."""
     t2 = theta * theta
     t = abs(theta)
-    for tmax, table in _DEXP_INV_SERIES:
+    for tmax, table in DEXP_INV_SERIES:
         if t < tmax:
             a = _series(table, t2)
             return a, 1.0 - a * t2
@@ -218,7 +218,7 @@ def se3_dexp_inv_beta(theta: float, a: float, u: float) -> float:
     rewritten with u = (theta/2) cot(theta/2))."""
     t2 = theta * theta
     t = abs(theta)
-    for tmax, table in _SE3_BETA_SERIES:
+    for tmax, table in SE3_BETA_SERIES:
         if t < tmax:
             return _series(table, t2)
     return (0.5 * a * (2.0 + u) - 0.125) / t2
