@@ -49,7 +49,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set
 
-__all__ = ["Bridge", "FOXGLOVE_TOPICS", "DEFAULT_PORT", "SUBPROTOCOL", "foxglove_topics", "start_for_runner", "main"]
+__all__ = ["Bridge", "FOXGLOVE_TOPICS", "DEFAULT_PORT", "SUBPROTOCOL", "foxglove_topics", "main"]
 
 DEFAULT_PORT = 8765
 SUBPROTOCOL = "foxglove.sdk.v1"
@@ -66,26 +66,6 @@ def foxglove_topics(scenario) -> List[str]:
     from mbs_ros.bringup.scenario import record_topics
 
     return record_topics(scenario, FOXGLOVE_TOPICS)
-
-
-def start_for_runner(runner, port: int):
-    """Start the bridge as a child of a :class:`mbs_ros.bringup.runner.Runner` (its topics, its log directory,
-    simulation time with ``sim_time``); it is stopped with the nodes. Returns the runner's ``Child``."""
-    from mbs_ros.bringup.runner import Child, _session_command
-    from mbs_ros.process import NodeProcess
-
-    topics = foxglove_topics(runner.scenario)
-    params = {"use_sim_time": True} if runner.scenario.sim_time else None
-    proc = NodeProcess(_session_command("mbs_ros.bringup.foxglove_bridge"), name="foxglove_bridge",
-                       args=["--port", str(port), "--topics", *topics], parameters=params,
-                       log_file=runner.log_dir / "foxglove_bridge.log", label="foxglove_bridge")
-    child = Child("foxglove_bridge", proc)
-    runner.children.append(child)
-    proc.start()
-    layout = f"config/foxglove/{runner.scenario.name}.json"
-    runner.say(f"started foxglove_bridge (pid {proc.pid}): ws://localhost:{port} for {len(topics)} topics; in "
-               f"Foxglove or Lichtblick: Open connection > Foxglove WebSocket, layout {layout}")
-    return child
 
 
 # ------------------------------------------------------------------------------------------------ bridge

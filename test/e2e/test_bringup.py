@@ -437,6 +437,56 @@ def test_the_duration_counts_from_the_reference_start_the_reference_node_logs():
     assert bringup_runner.reference_start_ns("[INFO] starting") is None
 
 
+class _FakeProcess:
+    """A child's process as the runner's readiness checks see it: a log (which they must not read) and no exit."""
+
+    def __init__(self, log=""):
+        self.log = log
+        self.log_path = "fake.log"
+        self.returncode = None
+
+    def log_text(self):
+        return self.log
+
+    def log_tail(self, _n):
+        return self.log
+
+
+def test_paused_start_resumes_on_the_controllers_installed_counters_only(tmp_path):
+    """A paused dynamics node is resumed once its controller's ~/diagnostics count the reference installed
+    (``installed_joint_reference`` >= 1): received is not enough, the controller's log wording counts for nothing,
+    and a rejection fails the run."""
+    scenario = load_scenario("manipulator", overrides={"sim_time": True, "lockstep": True})
+    runner = bringup_runner.Runner(scenario, log_dir=tmp_path, quiet=True)
+    (dyn,) = runner.paused
+    ctl = next(s for s in runner.specs if s.role == "controller" and s.robot == dyn.robot)
+    ref = next(s for s in runner.specs if s.role == "reference" and s.robot == dyn.robot)
+    assert bringup_runner.reference_topics(ref) == ["joint_reference"]
+    process = _FakeProcess("[INFO] [1.0] [arm.controller_node]: joint_reference: 3 points over 4 s\n")
+    runner.children.append(bringup_runner.Child(ctl.label, process, ctl))
+
+    class Graph:
+        diagnostics = {}
+
+    held = runner._holds_reference(dyn, Graph)
+    topic = f"{ctl.namespace}/{ctl.name}/diagnostics"
+    assert not held()  # no status yet; the log's "installed" line does not count
+    Graph.diagnostics[topic] = (3, {"received_joint_reference": 1.0, "rejected_joint_reference": 0.0})
+    assert not held()  # received, not installed yet
+    Graph.diagnostics[topic] = (4, {"received_joint_reference": 1.0, "installed_joint_reference": 1.0})
+    assert held()
+    assert runner._failure is None
+    Graph.diagnostics[topic] = (5, {"installed_joint_reference": 1.0, "rejected_joint_reference": 1.0})
+    assert not held()
+    assert "rejected its joint_reference" in runner._failure
+    # a robot with base and joint references needs both installed
+    assert not bringup_runner.holds_references({"installed_joint_reference": 2.0},
+                                               ["joint_reference", "base_reference"])
+    assert bringup_runner.holds_references({"installed_joint_reference": 2.0, "installed_base_reference": 1.0},
+                                           ["joint_reference", "base_reference"])
+    assert not bringup_runner.holds_references({"installed_base_reference": "1"}, ["base_reference"])
+
+
 def test_sim_time_lockstep_duration_is_simulation_time(run, tmp_path):
     """manipulator.yaml runs on /clock in lockstep; as fast as possible here, --duration counts /clock seconds."""
     from mbs_ros import plot
