@@ -404,6 +404,16 @@ class BagWriter:
         with self._lock:
             return sum(self.counts.values())
 
+    def topic_types(self) -> Dict[str, str]:
+        """A copy of topic -> type of the registered topics, taken under the writer's lock (any thread)."""
+        with self._lock:
+            return dict(self.types)
+
+    def message_counts(self) -> Dict[str, int]:
+        """A copy of topic -> messages written so far, taken under the writer's lock (any thread)."""
+        with self._lock:
+            return dict(self.counts)
+
     def _check_open(self) -> None:
         self._raise_error()
         if self.closed:
@@ -528,14 +538,12 @@ class Recorder:
     @property
     def subscribed(self) -> Dict[str, str]:
         """topic -> type of the topics being recorded."""
-        with self.writer._lock:
-            return dict(self.writer.types)
+        return self.writer.topic_types()
 
     @property
     def counts(self) -> Dict[str, int]:
         """topic -> messages written so far."""
-        with self.writer._lock:
-            return dict(self.writer.counts)
+        return self.writer.message_counts()
 
     @property
     def missing(self) -> list:
