@@ -44,7 +44,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mbs_ros.plot import PlotError, Recording
+from mbs_ros.analysis.reader import PlotError, Recording
 
 __all__ = ["AnimationError", "Visual", "RobotGeometry", "LinkPoses", "AnimationResult", "robot_from_urdf",
            "robots", "link_poses", "end_effector", "end_effector_path", "frame_times", "animate",
@@ -660,7 +660,7 @@ def animate(rec: Recording, out, *, model: Optional[str] = None, fps: float = DE
     from matplotlib.figure import Figure
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
-    from mbs_ros.plot import base_tracking
+    from mbs_ros.analysis.series import base_tracking
 
     out = Path(out)
     notes = rec.notes if notes is None else notes
