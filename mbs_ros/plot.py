@@ -1,56 +1,9 @@
-"""Plots of a recorded run: ``python -m mbs_ros.plot FILE.mcap --out DIR``.
+"""Plots of a recorded run: ``python -m mbs_ros.plot FILE.mcap --out DIR [--animate OUT.gif|OUT.mp4]``.
 
-Reads an MCAP file (as :mod:`mbs_ros.recording` or ``ros2 bag record -s mcap`` writes it) with the
-``mcap`` library and decodes messages from the file's own ``ros2msg`` schemas (``mcap_ros2``), so no
-ROS installation is needed. For every namespace ``<ns>`` found in the file it writes, when the topics
-are there (otherwise it prints a note and skips that plot):
-
-- ``<ns>_trajectory.png``: base path in x–y and z over time, from ``<ns>/odom`` (``nav_msgs/Odometry``),
-  with the base reference when there is one. A base that does not move (a fixed-base arm; or no odom) gets the
-  path of its end effector instead — the origin of the link deepest in the tree (``arm/tool0``), from ``/tf`` +
-  ``/tf_static`` or from the joint states with the Model of the robot's URDF
-  (:func:`mbs_ros.animate.end_effector_path`); the figure names the link and the source;
-- ``<ns>_joints.png``: joint positions from ``<ns>/joint_states`` (``sensor_msgs/JointState``) against the
-  reference from ``<ns>/joint_reference`` (``trajectory_msgs/JointTrajectory``), each in its unit: rad for
-  revolute and continuous joints, m for prismatic ones, by the joint types of ``<ns>/robot_description`` in the
-  file or of ``--model``; without either the axes read ``[rad or m]`` (and a note says why);
-- ``<ns>_base.png``: base position and orientation error against ``<ns>/base_reference``
-  (``trajectory_msgs/MultiDOFJointTrajectory``, first transform of each point);
-- ``<ns>_tracking.png``: tracking error norms over time (joints; base position and rotation angle);
-- ``<ns>_ports.png``: the port-level bookkeeping of ``<ns>/energy`` (``mbs_ros_msgs/EnergyPorts``, after EPHS):
-  the power through every port (into the system: thrusters, joint efforts, the base wrench, the current) and
-  every dissipator (drawn negative: hydrodynamic damping per link, joint dampers and friction), the storages
-  against their start values, the balance residual ``E − E_ref − ∫(P_in − P_diss)`` and the entropy produced;
-- ``<ns>_energy.png``: kinetic, potential and total energy against the start value plus the work of
-  the applied wrench, the power balance dE/dt vs applied power, and the residual E − E_ref − W, from the
-  dynamics node's ``/diagnostics`` status (``hardware_id``: ``<ns>/base_link``; name ``<node>: …``). Only
-  statuses that carry the energy keys (:data:`ENERGY_KEYS`, as numbers) are energy records; any other status on
-  ``/diagnostics`` (a controller's counters, a node's error report, another package's status) is ignored, and
-  neither adds a namespace nor moves the time origin. The total is drawn as a wide pale band under thin kinetic
-  (dashed) and potential (dotted) curves, so both show when one of them is zero. The energies come from the
-  ``<ns>/energy`` topic where the file has it at a higher rate than the status (``energy_rate`` vs the node's
-  ``diagnostics_rate``, 1 Hz by default), else from the status; the titles give the source and its rate, and a
-  series sampled below 20 Hz has a marker at every sample.
-
-Every axis has its unit; the panels of one figure over time share their time axis (zoom one, all follow).
-``python -m mbs_ros.plot FILE --animate OUT.gif|OUT.mp4 [--model SCENARIO|MODEL_FILE]`` draws the robots over
-time instead (with ``--out`` too: both); see :mod:`mbs_ros.animate`.
-
-The root namespace gives files without prefix (``trajectory.png``). Times are header stamps (the
-simulation time), in seconds from the earliest stamp in the file.
-
-References are evaluated as the controllers do, with :class:`mbs_ros.controllers.Reference` (quintic,
-waypoint velocities/accelerations when given, holding the first/last point outside): the trajectory
-starts at its ``header.stamp``, or, if that is zero, at the first state sample received after it. Each
-new reference message replaces the previous one from the first state sample received after it on.
-Base references are evaluated on SE(3) (exact for se3, schoenflies, se2 and so3 bases, all subgroups
-of SE(3); ``--base-group so3xr3`` for that group).
-
-A damaged file — not closed (its recorder killed: no summary), cut short, or with a broken record — is read in
-file order with :func:`mbs_ros.recording.read_messages`, which keeps every complete message; one warning names
-the file, how many messages were read and what was lost, and the plots show what was recovered
-(``python -m mbs_ros.recording recover`` writes it into a complete file). A file that is not MCAP at all: an
-error and exit code 2.
+For each robot namespace of the file: the base (or end-effector) path, joints against the reference, tracking
+errors, the energy ports and the energy balance, every axis with its unit, from the ROS-free
+:class:`mbs_ros.analysis.reader.Recording`. The stable entry point for the reader's and the series' names
+(:func:`load`, :func:`joint_tracking`, ...). The figures and how references are evaluated: docs/plot.md.
 """
 
 from __future__ import annotations
@@ -380,7 +333,7 @@ def _plot_end_effector(ee, label: str, odom, path: Path, written: List[Path],
 
 def _plot_ports(e: Dict[str, object], label: str, path: Path, written: List[Path],
                 figures: Optional[Dict[str, object]] = None) -> None:
-    """``<ns>_ports.png``: port and dissipator powers, storages, residual and entropy (module docstring)."""
+    """``<ns>_ports.png``: port and dissipator powers, storages, residual and entropy (docs/plot.md)."""
     t = e["t"]
     fig, ax = _figure(4, 1, height=2.4, width=10.0, sharex=True)
     a = ax[0, 0]

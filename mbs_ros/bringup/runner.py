@@ -1,58 +1,10 @@
 """Run a scenario without ``launch``: ``python -m mbs_ros.bringup SCENARIO [--duration S] [--record FILE]
 [--plot DIR]``.
 
-The nodes are the ones :func:`mbs_ros.bringup.node_specs` gives the launch files (plus the paused start below:
-:func:`runner_specs`), started as real processes with
-:class:`mbs_ros.process.NodeProcess`: ``python -m mbs_ros.nodes.X --ros-args -r __ns:=/ns -r __node:=name
---params-file <generated YAML>`` (the files and every node's log are in ``--log-dir``, by default a temporary
-directory kept only when something fails). Each child runs in its own session, so a Ctrl-C in the terminal
-reaches the runner only, which forwards it once.
-
-Life cycle:
-
-1. with ``--record FILE`` (or ``--plot`` alone: ``DIR/recording.mcap``), the recorder
-   (``python -m mbs_ros.recording FILE --topics …``: the scenario's ``record`` topics, default
-   :data:`mbs_ros.bringup.DEFAULT_RECORD`) starts first;
-2. the nodes start: the controllers, then each dynamics node once its controller subscribes the robot's
-   state (seen in the ROS graph: a robot under gravity must not fall while its controller is still starting),
-   then each reference node once the recorder records the robot's state (so the recording holds the whole
-   reference);
-3. once every reference node has logged ``reference published`` (within ``--startup-timeout``), and with a
-   paused start once every paused dynamics node is resumed (below), the run proper starts and lasts
-   ``--duration`` seconds (the scenario's ``duration`` by default; simulation seconds, read from ``/clock``, when
-   the scenario has ``sim_time``: from the references' start), or until Ctrl-C (SIGINT) or SIGTERM;
-4. everything stops: the recorder first, alone, with SIGINT (SIGTERM when the runner got SIGTERM), and it gets
-   ``max(--stop-timeout, 30)`` seconds to complete its file before SIGKILL (no SIGTERM in between: the recorder
-   treats every signal after the first as already handled); then every node at once: SIGINT (SIGTERM when the
-   runner got SIGTERM: the signal is forwarded), SIGTERM after ``--stop-timeout`` seconds, SIGKILL after 3 more
-   (SIGUSR1 a second before it: each child writes its threads' stacks into its log, which the error then shows);
-5. the recording is read back completely (:func:`mbs_ros.recording.check_file`): the count reported is the
-   file's; a damaged file (no summary, a cut-off or broken record) is an error naming
-   ``python -m mbs_ros.recording recover``;
-6. with ``--plot DIR``: :mod:`mbs_ros.plot` writes its PNGs of the recording (of what can be recovered from a
-   damaged one).
-
-The end of every run prints the warnings and errors of the children's logs (:func:`warning_summary`): one line per
-distinct warning (numbers in its text do not make it distinct) with its node, how many times it came (with what a
-rate-limited line says it held back) and its first occurrence, since a successful run deletes the logs.
-
-Reproducible runs (a scenario with ``lockstep`` and ``sim_time``, :func:`paused_start`): every dynamics node
-starts paused at t = 0 (``start_paused``), every reference node stamps its reference with t = 0 (``start_time``),
-and the runner resumes each dynamics node (``~/pause`` false) only once its controller holds the reference: its
-``~/diagnostics`` count the reference received and none rejected (a rejection fails the run), and its log names the
-installed reference (or a later diagnostics message came). So the controller answers the state at t = 0 before
-any reference (holding it) and every later state with the reference started at t = 0, whatever the processes'
-start-up took: two runs record bit-identical states (``test/test_bringup.py``). A dynamics node a scenario starts
-paused itself (``dynamics: {start_paused: true}``) is resumed the same way.
-
-``--print`` writes the parameter files into ``--log-dir`` (default: ``mbs_ros_bringup-<scenario>-<hash>`` in the
-temporary directory, the same for the same files) and prints each node's command line with their absolute paths,
-and how to resume a paused start by hand.
-
-Exit code 0 when every child ran until it was stopped and then exited 0; 1 when a child failed (exited before
-the stop, e.g. a node refusing its parameters, exited non-zero, or needed SIGTERM/SIGKILL), the references
-were not sent in time, the recording is missing or damaged, or plotting failed; 2 for a scenario error (the
-message names the file and the key) or a usage error. The last lines of a failed child's log are printed.
+Starts the nodes the launch files start (:func:`runner_specs`) as real processes, each once what it needs is
+there (a controller listening, the recorder recording, a paused start's reference installed), records and plots
+the run, and stops every child cleanly. Readiness comes from the ROS graph and the controllers' ``~/diagnostics``
+counters, never from log wording. Life cycle, reproducible (paused) starts and exit codes: docs/bringup.md.
 """
 
 from __future__ import annotations
@@ -187,8 +139,8 @@ def _session_command(module: str) -> object:
 
 
 def paused_start(scenario: Scenario) -> bool:
-    """Whether the runner starts this scenario paused at t = 0 (a lockstep run on simulation time: see the module
-    docstring, "Reproducible runs")."""
+    """Whether the runner starts this scenario paused at t = 0: a lockstep run on simulation time, which two runs
+    record bit-identically (docs/bringup.md, "Reproducible runs")."""
     return scenario.lockstep and scenario.sim_time
 
 
@@ -320,7 +272,7 @@ class _Graph:
 
 
 class Runner:
-    """Runs one scenario (see the module docstring); :meth:`run` returns a :class:`RunResult`."""
+    """Runs one scenario (docs/bringup.md); :meth:`run` returns a :class:`RunResult`."""
 
     def __init__(self, scenario: Scenario, *, duration: Optional[float] = None, record: Optional[os.PathLike] = None,
                  plot: Optional[os.PathLike] = None, log_dir: Optional[os.PathLike] = None,
