@@ -188,7 +188,7 @@ class ReferenceNode(Node):
         self.start_time_ns = int(round(float(v["start_time"]) * 1e9)) if v["start_time"] >= 0 else None
         self.min_subscribers = int(v["min_subscribers"])
         self.command_timeout = float(v["command_timeout"])
-        self.world_frame = v["world_frame"].strip().lstrip("/") or "world"
+        self.world_frame = v["world_frame"].strip().lstrip("/") or PARAMETERS["world_frame"].default
 
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=ReliabilityPolicy.RELIABLE)

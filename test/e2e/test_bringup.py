@@ -487,6 +487,35 @@ def test_paused_start_resumes_on_the_controllers_installed_counters_only(tmp_pat
     assert not bringup_runner.holds_references({"installed_base_reference": "1"}, ["base_reference"])
 
 
+def test_reference_nodes_wait_for_the_recorders_subscriptions_in_the_graph(tmp_path):
+    """A reference node starts once the ROS graph shows the recorder (node ``bringup_recorder``) subscribing the
+    robot's state, not once the recorder's log says so."""
+    scenario = load_scenario("manipulator")
+    runner = bringup_runner.Runner(scenario, record=tmp_path / "r.mcap", log_dir=tmp_path, quiet=True,
+                                   startup_timeout=0.3)
+    ref = next(s for s in runner.specs if s.role == "reference")
+    runner.recorder = bringup_runner.Child("recorder", _FakeProcess(
+        "".join(f"[INFO] [1.0] [bringup_recorder]: recording {ref.namespace}/{t} (x/msg/Y)\n"
+                for t in ("odom", "joint_states"))))
+    asked = []
+
+    class Graph:
+        listening = set()
+
+        @classmethod
+        def subscribed(cls, topic, node, namespace):
+            asked.append((topic, node, namespace))
+            return (topic, node, namespace) in cls.listening
+
+    assert not runner._wait_for_recorder(Graph, ref)
+    assert "the recorder did not record" in runner._failure
+    state = {f"{ref.namespace}/odom", f"{ref.namespace}/joint_states"}
+    assert asked and {t for t, _n, _ns in asked} <= state
+    runner._failure = None
+    Graph.listening = {(t, "bringup_recorder", "/") for t in state}
+    assert runner._wait_for_recorder(Graph, ref)
+
+
 def test_sim_time_lockstep_duration_is_simulation_time(run, tmp_path):
     """manipulator.yaml runs on /clock in lockstep; as fast as possible here, --duration counts /clock seconds."""
     from mbs_ros import plot
