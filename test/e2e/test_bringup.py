@@ -184,6 +184,18 @@ def test_record_topics():
     assert record_topics(scara, "all") is None
 
 
+def test_checking_a_scenario_imports_no_ros_and_no_node_module():
+    """load_scenario checks every key against the nodes' parameter tables without rclpy or a node module (a
+    scenario is checked where ROS is not installed, and bringup.scenario sits below the nodes' processes)."""
+    code = ("import sys; from mbs_ros.bringup.scenario import load_scenario, node_specs; "
+            "[node_specs(load_scenario(n)) for n in ('manipulator', 'vehicle_manipulator', 'fleet')]; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rclpy' or m.endswith('_node')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_cli_print_and_scenario_errors(tmp_path, capsys):
     assert bringup_runner.main(["vehicle", "--print", "--log-dir", str(tmp_path / "print")]) == 0
     out = capsys.readouterr().out
