@@ -17,8 +17,9 @@ from typing import Dict, List, Optional, Sequence
 import numpy as np
 
 from mbs_ros.analysis.reader import (  # noqa: F401 - mbs_ros.plot offers the reader's names too
-    ENERGY_KEYS, PROGRESS_MIN_MESSAGES, PlotError, Recording, energy_namespace, is_energy_status, iter_messages,
-    load)
+    BASE_REFERENCE, DIAGNOSTICS, DIAGNOSTICS_TYPE, ENERGY, ENERGY_KEYS, JOINT_REFERENCE, JOINT_STATES, ODOM,
+    PROGRESS_MIN_MESSAGES, ROBOT_DESCRIPTION, TF, TF_STATIC, TF_TYPE, TYPES, PlotError, Recording,
+    TrajectoryMessage, energy_namespace, is_energy_status, iter_messages, load)
 from mbs_ros.analysis.series import (  # noqa: F401
     BaseTracking, JointTracking, base_tracking, energy_series, joint_tracking, ports_series)
 
