@@ -1,36 +1,8 @@
 """The robot of a recorded run, drawn over time: ``python -m mbs_ros.plot FILE.mcap --animate OUT.gif|OUT.mp4``.
 
-For people without a viewer (RViz, Foxglove): every robot of the file, its links drawn from the URDF's visuals
-(boxes, cylinders and spheres, with their origins and colours; a mesh visual, and a link with mass but no
-visual, as the link's equivalent-inertia box, as the dynamics node's markers do), posed at each frame's time.
-
-Where the robot comes from (:func:`robots`):
-
-1. ``<ns>/robot_description`` in the file (the dynamics node publishes it reliable + transient local, with the
-   link names prefixed ``<ns>/``; the recorder subscribes transient local to such topics, so it is caught even
-   when the recording starts late). The scenarios' default ``record`` list does not hold it: add
-   ``robot_description`` to a scenario's ``record:`` (or ``--set 'record=[..., robot_description]'``);
-2. else ``--model FILE``: a scenario (a name in ``config/scenarios`` or a scenario file: each robot's model by
-   its namespace), or a model file (URDF, xacro, robot YAML, as the nodes' ``model_file``) for every robot of
-   the file, its links prefixed with each namespace;
-3. else no shapes: each link frame of ``/tf`` (+ ``/tf_static``) as a point and a segment to its parent frame, and
-   without ``/tf`` the base alone (from ``<ns>/odom``) as a point with its axes. A note says so.
-
-Where the poses come from (:func:`link_poses`): ``/tf`` + ``/tf_static`` (the frames the dynamics node
-published: ``world -> <ns>/base_link -> …``; each transform's latest message stamped at or before the frame's
-time, composed from the root), or, when ``/tf`` does not hold the robot's links, ``<ns>/odom`` and
-``<ns>/joint_states`` with :class:`mbs_ros.dynamics.Model` built from the URDF (``Model.link_poses``, the base
-placed by odom's pose of ``child_frame_id``). Besides the links: the base path (``<ns>/odom``, the part travelled
-so far drawn solid), the base reference (``<ns>/base_reference``, dashed, with a cross at its current value)
-and the path of the end effector (:func:`end_effector`: the link deepest in the tree, the last such in the URDF's
-or TF's order, e.g. ``arm/tool0``).
-
-Frames: matplotlib 3D axes with equal scale on x, y and z, a fixed view whose limits hold every frame's links and
-paths, the simulation time in the corner. At ``fps`` (default 15) frames per second in real time when the run
-is short enough for ``max_frames`` (default 150), otherwise ``max_frames`` frames evenly over the run, shown
-faster (the speed-up is printed beside the time). ``.gif`` is written with Pillow (matplotlib's PillowWriter);
-``.mp4`` with ffmpeg (FFMpegWriter), which must be on PATH: without it an :class:`AnimationError` says so before
-anything is drawn.
+For people without a viewer: the links from the URDF's visuals (``<ns>/robot_description`` in the file, else
+``--model``) posed from ``/tf`` or from the joint states with :class:`mbs_ros.dynamics.Model`, with the base
+path, the base reference and the end-effector path. Sources, frames and formats: docs/plot.md.
 """
 
 from __future__ import annotations
@@ -44,7 +16,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mbs_ros.plot import PlotError, Recording
+from mbs_ros.analysis.reader import PlotError, Recording
 
 __all__ = ["AnimationError", "Visual", "RobotGeometry", "LinkPoses", "AnimationResult", "robot_from_urdf",
            "robots", "link_poses", "end_effector", "end_effector_path", "frame_times", "animate",
@@ -257,8 +229,8 @@ def _model_sources(model: str, namespaces: Sequence[str]) -> Dict[str, Tuple[str
 
 def robots(rec: Recording, model: Optional[str] = None, notes: Optional[List[str]] = None
            ) -> Dict[str, RobotGeometry]:
-    """ns -> the robot, from ``<ns>/robot_description`` in the file, else from ``model`` (``--model``; see the
-    module docstring). A namespace with neither is left out, with a note."""
+    """ns -> the robot, from ``<ns>/robot_description`` in the file, else from ``model`` (``--model``; see
+    docs/plot.md). A namespace with neither is left out, with a note."""
     notes = rec.notes if notes is None else notes
     namespaces = _namespaces(rec)
     out: Dict[str, RobotGeometry] = {}
@@ -415,7 +387,7 @@ def _joint_matrix(rec: Recording, ns: str, names: Sequence[str]):
 
 
 def _model_poses(rec: Recording, ns: str, robot: RobotGeometry, times_ns: np.ndarray) -> Optional[LinkPoses]:
-    """The links from odom + joint_states with the Model of the robot's URDF (see the module docstring)."""
+    """The links from odom + joint_states with the Model of the robot's URDF (docs/plot.md)."""
     import warnings
 
     from mbs_ros.dynamics import Model
@@ -660,7 +632,7 @@ def animate(rec: Recording, out, *, model: Optional[str] = None, fps: float = DE
     from matplotlib.figure import Figure
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
-    from mbs_ros.plot import base_tracking
+    from mbs_ros.analysis.series import base_tracking
 
     out = Path(out)
     notes = rec.notes if notes is None else notes

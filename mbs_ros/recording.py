@@ -1,63 +1,9 @@
-"""Record ROS 2 topics into a rosbag2-compatible MCAP file, without ``ros2 bag``.
+"""Record ROS 2 topics into a rosbag2-compatible MCAP file without ``ros2 bag``, and read such files back.
 
-Command line (any ``--ros-args`` are passed to the node)::
-
-    python -m mbs_ros.recording OUT.mcap --topics /robot1/odom /tf /diagnostics
-    python -m mbs_ros.recording OUT.mcap --all [--exclude REGEX] [--duration 10]
-    python -m mbs_ros.recording OUT.mcap --topics /robot1/odom:nav_msgs/msg/Odometry
-    python -m mbs_ros.recording check FILE.mcap              # read it back: messages per topic, damage
-    python -m mbs_ros.recording recover DAMAGED.mcap OUT.mcap  # every complete message into a complete file
-
-It records until Ctrl-C (SIGINT), SIGTERM or ``--duration`` seconds, then writes the summary and
-index, so the file is complete; exit code 0. Both signals only end the spin loop (no rclpy signal handlers,
-no ``KeyboardInterrupt``); a second one while the file is completed is ignored (SIGKILL still kills).
-In a program, attach a :class:`Recorder` to a node that the program spins, and close it (or use it as a
-context manager)::
-
-    with Recorder(node, "run.mcap", ["/robot1/odom", "/tf"]):
-        executor.spin_until_future_complete(done)
-
-or, in a program that does not spin ROS itself, :class:`BackgroundRecorder` (own context, node and
-thread; ``stop()`` completes the file)::
-
-    rec = BackgroundRecorder("run.mcap", ["/robot1/odom", "/tf"])
-    rec.wait_for_topics(timeout=10.0)
-    ...
-    rec.stop()
-
-Topics are subscribed to as they appear in the ROS graph (``get_topic_names_and_types``, polled every
-``discovery_period``), with a QoS adapted to their publishers as ``ros2 bag record`` does: reliable
-unless a publisher is best effort, transient local if every publisher is (so latched topics such as
-``robot_description`` are caught). A type given with a topic (``name:pkg/msg/Type`` on the command
-line, a mapping in Python) must match the graph's. A type is only imported (``pkg.msg``) once the ament index
-lists it among the interfaces of an installed package (:func:`resolve_message_type`); a topic of any other type
-is skipped, with one warning per type. Messages arrive raw (``raw=True``) and are written as received: never
-deserialised.
-
-The file (written by the ``mcap`` library, the format's reference implementation) follows rosbag2's
-MCAP storage, so ``ros2 bag info/play`` (the file itself, or a folder holding it) and Foxglove read it:
-
-- header profile ``ros2``; one schema per type, named ``pkg/msg/Type``, encoding ``ros2msg``, whose
-  data is the full ``.msg`` text with every dependency appended after a ``====…`` line and
-  ``MSG: pkg/Type``, built from the installed ``share/<pkg>/msg/*.msg`` exactly as rosbag2's
-  ``LocalMessageDefinitionSource`` does (``.idl`` and encoding ``ros2idl`` when a ``.msg`` is missing);
-- one channel per topic, message encoding ``cdr``, metadata ``offered_qos_profiles`` (the publishers'
-  QoS, rosbag2's YAML) and ``topic_type_hash``;
-- each message: log time = receive time on the recorder's clock (ns), publish time = the message's
-  ``header.stamp`` when its type starts with a ``std_msgs/Header`` and the stamp is non-zero,
-  otherwise the publisher's source timestamp (what rosbag2 writes), otherwise the receive time;
-- zstd-compressed chunks (``compression``), each closed once it exceeds ``chunk_size`` bytes or
-  ``flush_period`` seconds after its first message, and written to disk at once: a process killed
-  with SIGKILL loses at most the last chunk. The summary (statistics, chunk and message indexes) is
-  written on close. Every write happens in a writer thread of :class:`BagWriter`, so an exception in the
-  thread that receives messages (a ``KeyboardInterrupt`` in a program's main thread) cannot cut a record in
-  half.
-
-Reading back (no ROS needed): :func:`check_file` reads a file completely and reports its messages per topic
-and any damage (no summary, a record cut off by the end of the file, a broken record inside a chunk, a chunk
-failing its CRC); :func:`read_messages` gives every complete message of a damaged file; :func:`recover` writes
-them, with their schemas and channels, into a new complete file that ``ros2 bag``, ``mcap`` and ``rosbags``
-read. A SIGKILL'd recorder's file has no summary, so those readers refuse it until it is recovered.
+``python -m mbs_ros.recording OUT.mcap --topics T... | --all``, ``... check FILE``, ``... recover DAMAGED OUT``;
+in a program :class:`Recorder` (on a node the program spins) or :class:`BackgroundRecorder`. Every write goes
+through one writer thread (:class:`BagWriter`), so a signal cannot cut a record in half and a SIGKILL loses at
+most the last chunk. File layout, QoS and damage: docs/recording.md.
 """
 
 from __future__ import annotations
@@ -297,7 +243,7 @@ def _header_stamp_reader(msg_class):
 
 
 class BagWriter:
-    """A rosbag2-compatible MCAP file (see the module docstring): topics, then raw CDR messages.
+    """A rosbag2-compatible MCAP file (docs/recording.md): topics, then raw CDR messages.
 
     Thread-safe. Every ``mcap`` writer call runs in one writer thread of its own, fed through a queue: a
     ``KeyboardInterrupt`` (or any exception) raised in the calling thread, however it is timed, can never cut a
@@ -404,6 +350,16 @@ class BagWriter:
         with self._lock:
             return sum(self.counts.values())
 
+    def topic_types(self) -> Dict[str, str]:
+        """A copy of topic -> type of the registered topics, taken under the writer's lock (any thread)."""
+        with self._lock:
+            return dict(self.types)
+
+    def message_counts(self) -> Dict[str, int]:
+        """A copy of topic -> messages written so far, taken under the writer's lock (any thread)."""
+        with self._lock:
+            return dict(self.counts)
+
     def _check_open(self) -> None:
         self._raise_error()
         if self.closed:
@@ -486,7 +442,7 @@ def _hidden(topic: str) -> bool:
 
 
 class Recorder:
-    """Records topics of the ROS graph, through ``node``, into an MCAP file (see the module docstring).
+    """Records topics of the ROS graph, through ``node``, into an MCAP file (docs/recording.md).
 
     ``topics``: names (relative names are resolved in the node's namespace) or a mapping name ->
     type (``pkg/msg/Type`` or a message class; ``None`` = whatever the graph says). ``all_topics``:
@@ -528,14 +484,12 @@ class Recorder:
     @property
     def subscribed(self) -> Dict[str, str]:
         """topic -> type of the topics being recorded."""
-        with self.writer._lock:
-            return dict(self.writer.types)
+        return self.writer.topic_types()
 
     @property
     def counts(self) -> Dict[str, int]:
         """topic -> messages written so far."""
-        with self.writer._lock:
-            return dict(self.writer.counts)
+        return self.writer.message_counts()
 
     @property
     def missing(self) -> list:

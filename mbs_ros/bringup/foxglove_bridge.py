@@ -1,37 +1,9 @@
 """A live view without RViz: ROS 2 topics served over the Foxglove WebSocket protocol (Foxglove, Lichtblick).
 
-Command line (any ``--ros-args`` are passed to the node)::
-
-    python -m mbs_ros.bringup.foxglove_bridge --topics /tf /tf_static /uvms/robot_description /uvms/odom ...
-    python -m mbs_ros.bringup.foxglove_bridge --all [--port 8765] [--host 127.0.0.1]
-    python -m mbs_ros.bringup SCENARIO --foxglove [PORT]      # the runner starts it with the scenario's topics
-
-then in Foxglove or Lichtblick: "Open connection" → "Foxglove WebSocket" → ``ws://localhost:8765``, and import
-the scenario's layout from ``config/foxglove/`` (:mod:`mbs_ros.bringup.foxglove_layout`). The server is the
-``foxglove-sdk`` library's (PyPI ``foxglove-sdk``; WebSocket subprotocol ``foxglove.sdk.v1``, which Foxglove and
-Lichtblick releases from December 2025 on speak: older Lichtblick releases speak only ``foxglove.websocket.v1``).
-
-What a client sees: one channel per topic as soon as the topic has a publisher in the ROS graph (polled every
-``--discovery-period`` s), named as the topic, message encoding ``cdr``, schema ``pkg/msg/Type`` of encoding
-``ros2msg`` whose text is the type's full definition as rosbag2 stores it in MCAP
-(:func:`mbs_ros.recording.message_definition`): what Foxglove decodes ROS 2 channels with, and what its 3D panel
-recognises TF, markers and URDF topics by. Messages are forwarded as they arrive (rclpy ``raw=True``: the
-serialised CDR, never deserialised), stamped with the bridge's ROS clock (simulation time under
-``use_sim_time``, which the runner sets for ``sim_time`` scenarios; the server then also sends that time to the
-clients, at most 50 times a second, the protocol's ``time`` capability, so the client's clock is the simulation's).
-
-ROS subscriptions follow the clients: a topic is subscribed to while a client subscribes to its channel (the
-dynamics node builds a topic only while someone listens), except transient-local topics (``/tf_static``,
-``robot_description``), which are subscribed to from the start and whose last message per publisher is kept and
-sent again to every client that subscribes later (the protocol has no latching; other clients already subscribed
-get it again, harmlessly), and ``/clock`` under simulation time. QoS as the recorder's: reliable unless a
-publisher is best effort, transient local if every publisher is.
-
-Meshes: a client's ``package://`` asset requests (URDF and marker meshes) are answered with the file from the
-package's share directory (:func:`mbs_ros.packages.share_directory`), nothing outside it; ``file://`` is refused.
-
-The bridge binds ``--host`` 127.0.0.1 by default (this machine only); ``--host 0.0.0.0`` serves the network.
-SIGINT and SIGTERM stop it cleanly (exit code 0).
+``python -m mbs_ros.bringup.foxglove_bridge --topics T... | --all [--port 8765] [--host 127.0.0.1]``; the runner
+starts it with ``--foxglove``. Messages are forwarded as raw CDR under the ``ros2msg`` schemas rosbag2 writes
+(:func:`mbs_ros.recording.message_definition`), so Foxglove decodes them as it decodes a recording; ROS
+subscriptions follow the clients'. Channels, QoS, time and assets: docs/bringup.md.
 """
 
 from __future__ import annotations
@@ -49,7 +21,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set
 
-__all__ = ["Bridge", "FOXGLOVE_TOPICS", "DEFAULT_PORT", "SUBPROTOCOL", "foxglove_topics", "start_for_runner", "main"]
+__all__ = ["Bridge", "FOXGLOVE_TOPICS", "DEFAULT_PORT", "SUBPROTOCOL", "foxglove_topics", "main"]
 
 DEFAULT_PORT = 8765
 SUBPROTOCOL = "foxglove.sdk.v1"
@@ -66,26 +38,6 @@ def foxglove_topics(scenario) -> List[str]:
     from mbs_ros.bringup.scenario import record_topics
 
     return record_topics(scenario, FOXGLOVE_TOPICS)
-
-
-def start_for_runner(runner, port: int):
-    """Start the bridge as a child of a :class:`mbs_ros.bringup.runner.Runner` (its topics, its log directory,
-    simulation time with ``sim_time``); it is stopped with the nodes. Returns the runner's ``Child``."""
-    from mbs_ros.bringup.runner import Child, _session_command
-    from mbs_ros.process import NodeProcess
-
-    topics = foxglove_topics(runner.scenario)
-    params = {"use_sim_time": True} if runner.scenario.sim_time else None
-    proc = NodeProcess(_session_command("mbs_ros.bringup.foxglove_bridge"), name="foxglove_bridge",
-                       args=["--port", str(port), "--topics", *topics], parameters=params,
-                       log_file=runner.log_dir / "foxglove_bridge.log", label="foxglove_bridge")
-    child = Child("foxglove_bridge", proc)
-    runner.children.append(child)
-    proc.start()
-    layout = f"config/foxglove/{runner.scenario.name}.json"
-    runner.say(f"started foxglove_bridge (pid {proc.pid}): ws://localhost:{port} for {len(topics)} topics; in "
-               f"Foxglove or Lichtblick: Open connection > Foxglove WebSocket, layout {layout}")
-    return child
 
 
 # ------------------------------------------------------------------------------------------------ bridge

@@ -1,58 +1,10 @@
 """Run a scenario without ``launch``: ``python -m mbs_ros.bringup SCENARIO [--duration S] [--record FILE]
 [--plot DIR]``.
 
-The nodes are the ones :func:`mbs_ros.bringup.node_specs` gives the launch files (plus the paused start below:
-:func:`runner_specs`), started as real processes with
-:class:`mbs_ros.process.NodeProcess`: ``python -m mbs_ros.nodes.X --ros-args -r __ns:=/ns -r __node:=name
---params-file <generated YAML>`` (the files and every node's log are in ``--log-dir``, by default a temporary
-directory kept only when something fails). Each child runs in its own session, so a Ctrl-C in the terminal
-reaches the runner only, which forwards it once.
-
-Life cycle:
-
-1. with ``--record FILE`` (or ``--plot`` alone: ``DIR/recording.mcap``), the recorder
-   (``python -m mbs_ros.recording FILE --topics …``: the scenario's ``record`` topics, default
-   :data:`mbs_ros.bringup.DEFAULT_RECORD`) starts first;
-2. the nodes start: the controllers, then each dynamics node once its controller subscribes the robot's
-   state (seen in the ROS graph: a robot under gravity must not fall while its controller is still starting),
-   then each reference node once the recorder records the robot's state (so the recording holds the whole
-   reference);
-3. once every reference node has logged ``reference published`` (within ``--startup-timeout``), and with a
-   paused start once every paused dynamics node is resumed (below), the run proper starts and lasts
-   ``--duration`` seconds (the scenario's ``duration`` by default; simulation seconds, read from ``/clock``, when
-   the scenario has ``sim_time``: from the references' start), or until Ctrl-C (SIGINT) or SIGTERM;
-4. everything stops: the recorder first, alone, with SIGINT (SIGTERM when the runner got SIGTERM), and it gets
-   ``max(--stop-timeout, 30)`` seconds to complete its file before SIGKILL (no SIGTERM in between: the recorder
-   treats every signal after the first as already handled); then every node at once: SIGINT (SIGTERM when the
-   runner got SIGTERM: the signal is forwarded), SIGTERM after ``--stop-timeout`` seconds, SIGKILL after 3 more
-   (SIGUSR1 a second before it: each child writes its threads' stacks into its log, which the error then shows);
-5. the recording is read back completely (:func:`mbs_ros.recording.check_file`): the count reported is the
-   file's; a damaged file (no summary, a cut-off or broken record) is an error naming
-   ``python -m mbs_ros.recording recover``;
-6. with ``--plot DIR``: :mod:`mbs_ros.plot` writes its PNGs of the recording (of what can be recovered from a
-   damaged one).
-
-The end of every run prints the warnings and errors of the children's logs (:func:`warning_summary`): one line per
-distinct warning (numbers in its text do not make it distinct) with its node, how many times it came (with what a
-rate-limited line says it held back) and its first occurrence, since a successful run deletes the logs.
-
-Reproducible runs (a scenario with ``lockstep`` and ``sim_time``, :func:`paused_start`): every dynamics node
-starts paused at t = 0 (``start_paused``), every reference node stamps its reference with t = 0 (``start_time``),
-and the runner resumes each dynamics node (``~/pause`` false) only once its controller holds the reference: its
-``~/diagnostics`` count the reference received and none rejected (a rejection fails the run), and its log names the
-installed reference (or a later diagnostics message came). So the controller answers the state at t = 0 before
-any reference (holding it) and every later state with the reference started at t = 0, whatever the processes'
-start-up took: two runs record bit-identical states (``test/test_bringup.py``). A dynamics node a scenario starts
-paused itself (``dynamics: {start_paused: true}``) is resumed the same way.
-
-``--print`` writes the parameter files into ``--log-dir`` (default: ``mbs_ros_bringup-<scenario>-<hash>`` in the
-temporary directory, the same for the same files) and prints each node's command line with their absolute paths,
-and how to resume a paused start by hand.
-
-Exit code 0 when every child ran until it was stopped and then exited 0; 1 when a child failed (exited before
-the stop, e.g. a node refusing its parameters, exited non-zero, or needed SIGTERM/SIGKILL), the references
-were not sent in time, the recording is missing or damaged, or plotting failed; 2 for a scenario error (the
-message names the file and the key) or a usage error. The last lines of a failed child's log are printed.
+Starts the nodes the launch files start (:func:`runner_specs`) as real processes, each once what it needs is
+there (a controller listening, the recorder recording, a paused start's reference installed), records and plots
+the run, and stops every child cleanly. Readiness comes from the ROS graph and the controllers' ``~/diagnostics``
+counters, never from log wording. Life cycle, reproducible (paused) starts and exit codes: docs/bringup.md.
 """
 
 from __future__ import annotations
@@ -88,6 +40,7 @@ __all__ = ["Runner", "RunResult", "main"]
 PUBLISHED = "reference published"
 # the simulation time a reference node's "reference published" line names (its start: the state it answered)
 _REFERENCE_START = re.compile(r"reference published: .*(?:starting at t = |t ~ )(\d+(?:\.\d*)?) s")
+RECORDER_NAME = "bringup_recorder"  # the recorder's node name (in /), by which the ROS graph shows its subscriptions
 RECORDER_CLOSE_TIMEOUT = 30.0  # s the recorder gets at least, after its stop signal, to complete its file
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
@@ -186,8 +139,8 @@ def _session_command(module: str) -> object:
 
 
 def paused_start(scenario: Scenario) -> bool:
-    """Whether the runner starts this scenario paused at t = 0 (a lockstep run on simulation time: see the module
-    docstring, "Reproducible runs")."""
+    """Whether the runner starts this scenario paused at t = 0: a lockstep run on simulation time, which two runs
+    record bit-identically (docs/bringup.md, "Reproducible runs")."""
     return scenario.lockstep and scenario.sim_time
 
 
@@ -212,6 +165,23 @@ def reference_start_ns(log_text: str) -> Optional[int]:
     log line; None without one."""
     m = _REFERENCE_START.search(log_text)
     return None if m is None else int(round(float(m.group(1)) * 1e9))
+
+
+def reference_topics(reference: NodeSpec) -> List[str]:
+    """The reference topics a reference node's parameters give: ``joint_reference`` with ``joint_times``,
+    ``base_reference`` with ``base_times``."""
+    return [t for t, key in (("joint_reference", "joint_times"), ("base_reference", "base_times"))
+            if key in reference.parameters]
+
+
+def holds_references(values: Dict[str, object], topics: Sequence[str]) -> bool:
+    """Whether a controller's ``~/diagnostics`` values (``{key: value}``) count every topic of ``topics`` as
+    installed: ``installed_<topic>`` >= 1 (a reference the controller received but did not install yet, or a
+    status without the counter, does not count)."""
+    def counted(v) -> bool:
+        return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1
+
+    return all(counted(values.get(f"installed_{t}")) for t in topics)
 
 
 class _Graph:
@@ -302,7 +272,7 @@ class _Graph:
 
 
 class Runner:
-    """Runs one scenario (see the module docstring); :meth:`run` returns a :class:`RunResult`."""
+    """Runs one scenario (docs/bringup.md); :meth:`run` returns a :class:`RunResult`."""
 
     def __init__(self, scenario: Scenario, *, duration: Optional[float] = None, record: Optional[os.PathLike] = None,
                  plot: Optional[os.PathLike] = None, log_dir: Optional[os.PathLike] = None,
@@ -360,8 +330,7 @@ class Runner:
             if self.record is not None:
                 self._start_recorder()
             if self.foxglove is not None:
-                from mbs_ros.bringup.foxglove_bridge import start_for_runner
-                start_for_runner(self, self.foxglove)
+                self._start_foxglove(self.foxglove)
             # controllers first; each dynamics node once its controller listens (a robot under gravity must not
             # fall while its controller still imports numpy); each reference node once the recorder records its
             # robot's state (so that the recording holds the whole reference)
@@ -409,20 +378,17 @@ class Runner:
         return self._wait(lambda: graph.subscribed(topic, ctl.name, ctl.namespace),
                           f"{ctl.label} did not subscribe {topic}")
 
-    def _wait_for_recorder(self, _graph, reference: NodeSpec) -> bool:
-        """Wait until the recorder (if any) records the robot's odom and joint_states (those it was asked for)."""
+    def _wait_for_recorder(self, graph: "_Graph", reference: NodeSpec) -> bool:
+        """Wait until the recorder (if any) subscribes the robot's odom and joint_states (those it was asked for),
+        as the ROS graph shows."""
         if self.recorder is None:
             return True
         wanted = [f"{reference.namespace}/odom"]
         if reference.parameters.get("joint_names"):
             wanted.append(f"{reference.namespace}/joint_states")
         wanted = [t for t in wanted if self.topics is None or t in self.topics]
-
-        def recording():
-            log = self.recorder.process.log_text()
-            return all(f"recording {t} (" in log for t in wanted)
-
-        return self._wait(recording, f"the recorder did not record {', '.join(wanted)}")
+        return self._wait(lambda: all(graph.subscribed(t, RECORDER_NAME, "/") for t in wanted),
+                          f"the recorder did not record {', '.join(wanted)}")
 
     def _install_handlers(self):
         if threading.current_thread() is not threading.main_thread():
@@ -445,13 +411,29 @@ class Runner:
     def _start_recorder(self) -> None:
         self.record.parent.mkdir(parents=True, exist_ok=True)
         args = [str(self.record)] + (["--all"] if self.topics is None else ["--topics", *self.topics])
-        proc = NodeProcess(_session_command("mbs_ros.recording"), args=args, name="bringup_recorder",
+        proc = NodeProcess(_session_command("mbs_ros.recording"), args=args, name=RECORDER_NAME,
                            log_file=self.log_dir / "recorder.log", label="recorder")
         self.recorder = Child("recorder", proc)
         self.children.append(self.recorder)
         proc.start()
         self.say(f"started recorder (pid {proc.pid}) into {self.record}: "
                  + ("all topics" if self.topics is None else " ".join(self.topics)))
+
+    def _start_foxglove(self, port: int) -> None:
+        """The Foxglove WebSocket bridge (:mod:`mbs_ros.bringup.foxglove_bridge`) for the scenario's topics, with
+        simulation time under ``sim_time``; it is stopped with the nodes."""
+        from mbs_ros.bringup.foxglove_bridge import foxglove_topics
+
+        topics = foxglove_topics(self.scenario)
+        params = {"use_sim_time": True} if self.scenario.sim_time else None
+        proc = NodeProcess(_session_command("mbs_ros.bringup.foxglove_bridge"), name="foxglove_bridge",
+                           args=["--port", str(port), "--topics", *topics], parameters=params,
+                           log_file=self.log_dir / "foxglove_bridge.log", label="foxglove_bridge")
+        self.children.append(Child("foxglove_bridge", proc))
+        proc.start()
+        self.say(f"started foxglove_bridge (pid {proc.pid}): ws://localhost:{port} for {len(topics)} topics; in "
+                 f"Foxglove or Lichtblick: Open connection > Foxglove WebSocket, layout "
+                 f"config/foxglove/{self.scenario.name}.json")
 
     def _start_node(self, spec: NodeSpec) -> None:
         params = self.log_dir / params_file_name(spec)
@@ -524,33 +506,25 @@ class Runner:
         return start
 
     def _holds_reference(self, dynamics: NodeSpec, graph: "_Graph"):
-        """A predicate: the robot's controller holds its reference (or the robot has none). From the controller's
-        ``~/diagnostics``: ``received_<topic>`` >= 1 for each reference topic and ``rejected_<topic>`` 0 (a rejection
-        fails the run); then its log's line for the installed reference, or, should that line change, the next
-        diagnostics message after the one that first counted the reference (a second later: the controller installs
-        a reference within milliseconds of receiving it)."""
+        """A predicate: the robot's controller holds its reference (or the robot has none), from its
+        ``~/diagnostics`` counters: ``installed_<topic>`` >= 1 for each reference topic the scenario gives, and
+        ``rejected_<topic>`` 0 (a rejection fails the run)."""
         ctl = next((c for c in self.children if c.spec is not None and c.spec.role == "controller"
                     and c.spec.robot == dynamics.robot), None)
         ref = next((sp for sp in self.specs if sp.role == "reference" and sp.robot == dynamics.robot), None)
         if ctl is None or ref is None:
             return lambda: True
-        topics = [t for t, key in (("joint_reference", "joint_times"), ("base_reference", "base_times"))
-                  if key in ref.parameters]
+        topics = reference_topics(ref)
         diagnostics = f"{ctl.spec.namespace}/{ctl.spec.name}/diagnostics"
-        first = []  # the number of the diagnostics message that first counted every reference
 
         def held() -> bool:
-            n, values = graph.diagnostics.get(diagnostics, (0, {}))
+            values = graph.diagnostics.get(diagnostics, (0, {}))[1]
             rejected = [t for t in topics if values.get(f"rejected_{t}", 0) > 0]
             if rejected:
                 self._fail(f"{ctl.label} rejected its {' and '.join(rejected)}; the end of its log "
                            f"({ctl.process.log_path}):\n" + _indent(ctl.process.log_tail(10)))
                 return False
-            if not all(values.get(f"received_{t}", 0) >= 1 for t in topics):
-                return False
-            first[:] = first or [n]
-            log = ctl.process.log_text()
-            return n > first[0] or all(re.search(rf"\]: {t}: \d+ points over ", log) for t in topics)
+            return holds_references(values, topics)
 
         return held
 
@@ -795,7 +769,7 @@ def print_commands(scenario: Scenario, log_dir: Optional[os.PathLike] = None, ou
     for spec in paused:
         print(f"\n# {spec.label} starts paused at t = 0 (start_paused; lockstep on simulation time: the reference "
               "starts at t = 0, start_time); the runner resumes it once the controller holds the reference "
-              "(received_joint_reference/base_reference on its ~/diagnostics). By hand:", file=out)
+              "(installed_joint_reference/installed_base_reference on its ~/diagnostics). By hand:", file=out)
         print(f"#   ros2 service call {_pause_service(spec)} std_srvs/srv/SetBool '{{data: false}}'", file=out)
         print(f"#   {sys.executable} -c \"import rclpy; from std_srvs.srv import SetBool; rclpy.init(); "
               f"n = rclpy.create_node('resume'); c = n.create_client(SetBool, '{_pause_service(spec)}'); "

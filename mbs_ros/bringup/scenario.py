@@ -1,68 +1,9 @@
 """Scenario YAML -> node specs: the one piece of code the launch files and the no-launch runner share.
 
-A scenario (``config/scenarios/*.yaml``) names robots and global settings; :func:`load_scenario` reads and
-checks it (every error is a :class:`ScenarioError` naming the file and the key), and :func:`node_specs` turns it
-into :class:`NodeSpec` s (package, executable, module, name, namespace, parameters, remappings) that
-``launch_ros.actions.Node`` (launch files) and :mod:`mbs_ros.process` (``python -m mbs_ros.bringup``) start.
-Nothing here imports launch; rclpy only through the node modules, which :func:`declared_parameters` imports when
-a scenario is checked.
-
-Schema (keys not listed are errors; SI units; optional keys keep the node defaults)::
-
-    name: vehicle_manipulator          # default: the file name
-    description: text
-    physics_rate: 500.0                # Hz, dynamics_node physics_rate
-    publish_rate: 100.0                # Hz, dynamics_node publish_rate (odom, joint_states, tf)
-    control_rate: 100.0                # Hz, controller_node control_rate (and dynamics_node's with lockstep)
-    sim_time: false                    # true: dynamics_node publish_clock, every node use_sim_time
-    real_time_factor: 1.0              # dynamics_node real_time_factor (1 = wall clock, 0 = as fast as possible)
-    lockstep: false                    # dynamics_node and controller_node lockstep
-    duration: 6.0                      # s the runner runs once the references are sent (simulation s with sim_time)
-    record: [odom, joint_states, /tf]  # topics for --record: relative = in every robot's namespace; or "all"
-    robots:
-      - namespace: uvms                # required; a fleet template uses "{i}" (1, 2, ...): "uvms{i}"
-        count: 3                       # fleet template only: this many copies (launch argument count:=N)
-        offset: [0.0, 4.0, 0.0]        # fleet template only: copy i is shifted by (i - 1) * offset [m]
-        model: config/robots/uvms_6dof.yaml   # robot file (URDF, xacro or robot YAML; a path or a package:// URI)
-                                              # -> model_file
-        params: config/uvms_6dof.yaml  # and/or a parameter file with dynamics_node/controller_node sections
-        base_group: se3                # fixed | se3 | schoenflies | se2 | so3 | so3xr3 (default: the robot file's)
-        locked_joints: {gripper_joint: 0.02}   # joints held fixed at a position (both nodes; Model locked_joints)
-        mimic: reduce                  # URDF <mimic> joints follow their master (default) | independent
-        initial:                       # -> dynamics_node initial_* parameters
-          position: [0.0, 0.0, -5.0]   # m, world
-          rpy: [0.0, 0.0, 0.0]         # rad (input only)
-          twist: [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]   # body frame, linear first
-          joint_positions: [0.0, 0.6, -1.2, 0.0, 0.6, 0.0]   # joint_names order
-          joint_velocities: [...]
-        controller:                    # controller_node: law and gains (any other of its parameters too, e.g.
-          law: computed_torque         #   max_wrench, max_effort, max_time_jump); false: no controller
-          kp: 9.0                      # scalar or one per velocity component (base first, then joints)
-          kd: 6.0
-        dynamics: {integrator: rk4}    # any other dynamics_node parameter
-        remappings: {from: to}         # applied to every node of the robot
-        reference:                     # -> reference_node (published once the controller commands)
-          base:                        # floating bases: waypoints of the base pose in the world
-            - {time: 1.0, position: [0.6, 0.0, -4.9], rpy: [0.0, 0.0, 0.5]}
-          joint_names: [joint1, joint2]   # optional: the model's joints
-          joints:
-            - {time: 1.0, positions: [0.5, 0.2]}
-
-Relative paths (``model``, ``params``) are looked up in the package (the source tree, or the installed share
-directory), then beside the scenario file, then in the current directory; nodes get absolute paths. A
-``params`` file is read as the nodes would read it (sections ``/**``, ``/**/dynamics_node``,
-``dynamics_node``, ...); the scenario's own keys override it. Waypoint times are seconds after the reference
-starts (see :mod:`mbs_ros.nodes.reference_node`); a first waypoint later than 0 starts from the current state.
-Every robot is checked against its model: joint counts, the base group (a fixed base has no initial pose or
-base reference; an se2 base stays in z = 0 with yaw only), gain lengths.
-
-The keys of ``controller`` and ``dynamics`` (and of a ``params`` file's sections) must be parameters the node
-declares: the names are read from the node modules' ``PARAMETERS`` when the scenario is checked (one source of
-truth: a parameter added to a node can be set from a scenario at once), plus ``use_sim_time``; a typo is an error
-with a guess (``robots[0].controller.kpp: unknown controller_node parameter (did you mean 'kp'?)``), a parameter
-of the other node says where it belongs. Their values are checked by the nodes. The file itself is read with
-:func:`mbs_ros.nodes.paramsfile.read_yaml`: a byte-order mark at the start is fine; YAML syntax, encoding
-errors and a mark inside the file are one line, ``file:line:column: reason``.
+:func:`load_scenario` reads and checks a ``config/scenarios/*.yaml`` file (every error a :class:`ScenarioError`
+naming the file and the key); :func:`node_specs` turns it into :class:`NodeSpec` s that ``launch_ros`` and
+:mod:`mbs_ros.process` start. It imports neither launch, rclpy nor a node module (the nodes' parameter names
+come from :mod:`mbs_ros.nodes.parameters`), so a scenario is checked without ROS. The schema: docs/bringup.md.
 """
 
 from __future__ import annotations

@@ -57,10 +57,10 @@ class Pattern:
         for b, c in self.boxes.items():
             yield from c.primitives(f"{prefix}{b}.") if isinstance(c, Pattern) else [(prefix + b, c)]
 
-    def _collect(self, prefix, parent, attach):
+    def collect(self, prefix, parent, attach):
         """Inline nested patterns: union-find ``parent`` over (prefix, junction) ids, primitive port
         attachments ``attach`` [(junction id, path, component, port index)]; returns {outer port: junction id}."""
-        inner = {b: c._collect(f"{prefix}{b}.", parent, attach)
+        inner = {b: c.collect(f"{prefix}{b}.", parent, attach)
                  for b, c in self.boxes.items() if isinstance(c, Pattern)}
         for j, refs in self.junctions.items():
             jid = parent.setdefault((prefix, j), (prefix, j))
@@ -96,7 +96,7 @@ class System:
 
     def __init__(self, pattern: Pattern):
         parent, attach = {}, []
-        outer = pattern._collect("", parent, attach)
+        outer = pattern.collect("", parent, attach)
         root = {jid: _find(parent, jid) for jid in parent}
         store, stores, others, nx, ndx = {}, [], {}, 0, 0
         order = {path: n for n, (path, _) in enumerate(pattern.primitives())}

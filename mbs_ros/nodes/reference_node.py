@@ -1,57 +1,9 @@
 """Reference node: sends a scenario's base and joint references to ``controller_node``, once, at the right time.
 
-Run it with ``ros2 run mbs_ros reference_node --ros-args -r __ns:=/uvms -p reference_file:=ref.yaml`` or, without
-a ROS install, ``python -m mbs_ros.nodes.reference_node`` with the same arguments; ``mbs_ros.bringup`` starts it
-for every scenario robot with a ``reference``.
-
-Waypoints (parameters; ``reference_file`` instead):
-
-- base (floating bases): ``base_times`` [s after the start], ``base_positions`` (x, y, z per waypoint, flat) [m,
-  world], ``base_rpy`` (roll, pitch, yaw per waypoint, flat) [rad; input only, sent as quaternions];
-- joints: ``joint_names`` (empty: every joint of the robot's ``joint_states``), ``joint_times``,
-  ``joint_positions`` (one value per named joint per waypoint, flat, row by row) [rad or m];
-- ``reference_file``: a YAML file with the scenario's reference keys (``base``: ``[{time, position, rpy}]``,
-  ``joints``: ``[{time, positions}]``, ``joint_names``), at the top level or under ``reference:``. Not together
-  with the waypoint parameters.
-
-Topics (relative to the node's namespace, as ``controller_node`` has them):
-
-- pub ``base_reference`` (``trajectory_msgs/MultiDOFJointTrajectory``; frame ``world_frame``, no joint name,
-  one transform per point, no velocities: rest at each waypoint) and ``joint_reference``
-  (``trajectory_msgs/JointTrajectory``, positions only). QoS: reliable, transient local, depth 1, as
-  ``controller_node`` subscribes (reliable, transient local): a subscriber that joins later, such as a
-  restarted controller, gets the reference from the DDS history when it matches (a volatile subscriber such
-  as a recorder matches too but only gets what is published after it). Nothing is published again when a new
-  subscriber matches: every subscriber that is already running would receive the reference a second time, and
-  with ``stamp: zero`` a running controller would start it over. A restarted controller keeps the reference
-  until its first state (see ``controller_node``); with ``stamp: state`` it then follows the same trajectory
-  in time (a reference already over is held at its last point).
-- sub ``odom`` / ``joint_states`` (the robot's state, from ``dynamics_node``) and ``cmd_wrench``,
-  ``cmd_joint_effort``, ``joint_command``, ``thruster_command``, ``cmd_thrust`` (the controller's output:
-  evidence that it has a state).
-
-When. ``controller_node`` rejects a reference that arrives before its first state, so this node publishes once
-every reference topic has ``min_subscribers`` matched subscriptions (the controller, plus a recorder when
-recording), a state has arrived, and the controller has been seen commanding (or ``command_timeout`` seconds
-after the rest is ready, with a warning: e.g. a controller that publishes elsewhere). Then it logs
-``reference published`` and stays up, idle, until shut down (so a launch file or the runner treats its exit as
-a failure, and transient local keeps the reference for late subscribers).
-
-Start time (``stamp``):
-
-- ``state`` (default): ``header.stamp`` = the stamp of the newest state (odom and joint_states paired by
-  stamp, as the controller pairs them), and when the first waypoint's time is > 0, that state itself is
-  prepended as the point at 0. The message is then self-contained: a plot or a second consumer evaluates
-  exactly the trajectory the controller follows, from the state it starts at.
-- ``zero``: ``header.stamp`` = 0: the controller starts the reference at its own newest state and prepends
-  its current reference (see ``controller_node``).
-- ``start_time`` (s of simulation time, >= 0; negative, the default: not set) overrides ``stamp``: ``header.stamp``
-  = ``start_time``, so the reference's times count from a stated time whatever state this node saw, and the node
-  does not wait for the controller's first command (only for the subscribers and a state). The newest state is
-  prepended at 0 only when it is stamped ``start_time`` (else the controller prepends its current reference).
-  The scenario runner sets it to 0 for a lockstep run on simulation time, whose dynamics node waits paused at
-  t = 0 until the controller holds this reference (``mbs_ros.bringup.runner``); ``start_time`` 0 then also means
-  what ``header.stamp`` 0 means to the controller, its newest state, t = 0.
+``controller_node`` rejects a reference that arrives before its first state, so this node publishes (reliable,
+transient local) once the controller listens, a state has arrived and the controller commands (or at
+``start_time``), then logs ``reference published`` and idles. Parameters: the table in
+:mod:`mbs_ros.nodes.parameters.reference`; topics, stamps and start time: docs/reference_node.md.
 """
 
 from __future__ import annotations
@@ -190,7 +142,7 @@ def _duration(seconds: float) -> Duration:
 
 
 class ReferenceNode(Node):
-    """See the module docstring. Construct, then :meth:`configure` (raises ReferenceError)."""
+    """Sends the references (docs/reference_node.md). Construct, then :meth:`configure` (raises ReferenceError)."""
 
     def __init__(self, node_name: str = "reference_node", **kwargs):
         super().__init__(node_name, **kwargs)
@@ -236,7 +188,7 @@ class ReferenceNode(Node):
         self.start_time_ns = int(round(float(v["start_time"]) * 1e9)) if v["start_time"] >= 0 else None
         self.min_subscribers = int(v["min_subscribers"])
         self.command_timeout = float(v["command_timeout"])
-        self.world_frame = v["world_frame"].strip().lstrip("/") or "world"
+        self.world_frame = v["world_frame"].strip().lstrip("/") or PARAMETERS["world_frame"].default
 
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=ReliabilityPolicy.RELIABLE)

@@ -184,6 +184,18 @@ def test_record_topics():
     assert record_topics(scara, "all") is None
 
 
+def test_checking_a_scenario_imports_no_ros_and_no_node_module():
+    """load_scenario checks every key against the nodes' parameter tables without rclpy or a node module (a
+    scenario is checked where ROS is not installed, and bringup.scenario sits below the nodes' processes)."""
+    code = ("import sys; from mbs_ros.bringup.scenario import load_scenario, node_specs; "
+            "[node_specs(load_scenario(n)) for n in ('manipulator', 'vehicle_manipulator', 'fleet')]; "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rclpy' or m.endswith('_node')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=RUN_TIMEOUT,
+                         cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "[]"
+
+
 def test_cli_print_and_scenario_errors(tmp_path, capsys):
     assert bringup_runner.main(["vehicle", "--print", "--log-dir", str(tmp_path / "print")]) == 0
     out = capsys.readouterr().out
@@ -435,6 +447,85 @@ def test_the_duration_counts_from_the_reference_start_the_reference_node_logs():
             "controller starts it at its newest state, t ~ 12.5 s)")
     assert bringup_runner.reference_start_ns(zero) == 12_500_000_000
     assert bringup_runner.reference_start_ns("[INFO] starting") is None
+
+
+class _FakeProcess:
+    """A child's process as the runner's readiness checks see it: a log (which they must not read) and no exit."""
+
+    def __init__(self, log=""):
+        self.log = log
+        self.log_path = "fake.log"
+        self.returncode = None
+
+    def log_text(self):
+        return self.log
+
+    def log_tail(self, _n):
+        return self.log
+
+
+def test_paused_start_resumes_on_the_controllers_installed_counters_only(tmp_path):
+    """A paused dynamics node is resumed once its controller's ~/diagnostics count the reference installed
+    (``installed_joint_reference`` >= 1): received is not enough, the controller's log wording counts for nothing,
+    and a rejection fails the run."""
+    scenario = load_scenario("manipulator", overrides={"sim_time": True, "lockstep": True})
+    runner = bringup_runner.Runner(scenario, log_dir=tmp_path, quiet=True)
+    (dyn,) = runner.paused
+    ctl = next(s for s in runner.specs if s.role == "controller" and s.robot == dyn.robot)
+    ref = next(s for s in runner.specs if s.role == "reference" and s.robot == dyn.robot)
+    assert bringup_runner.reference_topics(ref) == ["joint_reference"]
+    process = _FakeProcess("[INFO] [1.0] [arm.controller_node]: joint_reference: 3 points over 4 s\n")
+    runner.children.append(bringup_runner.Child(ctl.label, process, ctl))
+
+    class Graph:
+        diagnostics = {}
+
+    held = runner._holds_reference(dyn, Graph)
+    topic = f"{ctl.namespace}/{ctl.name}/diagnostics"
+    assert not held()  # no status yet; the log's "installed" line does not count
+    Graph.diagnostics[topic] = (3, {"received_joint_reference": 1.0, "rejected_joint_reference": 0.0})
+    assert not held()  # received, not installed yet
+    Graph.diagnostics[topic] = (4, {"received_joint_reference": 1.0, "installed_joint_reference": 1.0})
+    assert held()
+    assert runner._failure is None
+    Graph.diagnostics[topic] = (5, {"installed_joint_reference": 1.0, "rejected_joint_reference": 1.0})
+    assert not held()
+    assert "rejected its joint_reference" in runner._failure
+    # a robot with base and joint references needs both installed
+    assert not bringup_runner.holds_references({"installed_joint_reference": 2.0},
+                                               ["joint_reference", "base_reference"])
+    assert bringup_runner.holds_references({"installed_joint_reference": 2.0, "installed_base_reference": 1.0},
+                                           ["joint_reference", "base_reference"])
+    assert not bringup_runner.holds_references({"installed_base_reference": "1"}, ["base_reference"])
+
+
+def test_reference_nodes_wait_for_the_recorders_subscriptions_in_the_graph(tmp_path):
+    """A reference node starts once the ROS graph shows the recorder (node ``bringup_recorder``) subscribing the
+    robot's state, not once the recorder's log says so."""
+    scenario = load_scenario("manipulator")
+    runner = bringup_runner.Runner(scenario, record=tmp_path / "r.mcap", log_dir=tmp_path, quiet=True,
+                                   startup_timeout=0.3)
+    ref = next(s for s in runner.specs if s.role == "reference")
+    runner.recorder = bringup_runner.Child("recorder", _FakeProcess(
+        "".join(f"[INFO] [1.0] [bringup_recorder]: recording {ref.namespace}/{t} (x/msg/Y)\n"
+                for t in ("odom", "joint_states"))))
+    asked = []
+
+    class Graph:
+        listening = set()
+
+        @classmethod
+        def subscribed(cls, topic, node, namespace):
+            asked.append((topic, node, namespace))
+            return (topic, node, namespace) in cls.listening
+
+    assert not runner._wait_for_recorder(Graph, ref)
+    assert "the recorder did not record" in runner._failure
+    state = {f"{ref.namespace}/odom", f"{ref.namespace}/joint_states"}
+    assert asked and {t for t, _n, _ns in asked} <= state
+    runner._failure = None
+    Graph.listening = {(t, "bringup_recorder", "/") for t in state}
+    assert runner._wait_for_recorder(Graph, ref)
 
 
 def test_sim_time_lockstep_duration_is_simulation_time(run, tmp_path):

@@ -661,3 +661,14 @@ def test_fixed_arm_trajectory_is_the_end_effector_path(arm_file, tmp_path):
     rec = plot.load(cases["--model"][0], progress="never")
     plot.plot_recording(rec, tmp_path / "none")
     assert any("the base does not move and neither /tf nor a robot_description" in n for n in rec.notes)
+
+
+def test_animate_and_the_reader_do_not_import_plot():
+    """The recording reader sits below plot and animate, and plot -> animate is the one direction: importing the
+    reader or animate loads neither mbs_ros.plot nor (for the reader) mbs_ros.animate."""
+    code = ("import sys, mbs_ros.analysis.reader, mbs_ros.analysis.series; a = 'mbs_ros.animate' in sys.modules; "
+            "import mbs_ros.animate; print(a, 'mbs_ros.plot' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
+                         cwd=Path(__file__).resolve().parents[2])
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["False", "False"]
