@@ -547,7 +547,7 @@ warm_compiled() {
   [ "$(cat "$stamp" 2>/dev/null)" = "$h" ] && return 0
   "$py" -c 'import numba' 2>/dev/null || { say "warning: numba is not importable: the numpy reference kernels will be used (slow)"; return 0; }
   say "compiling the numba kernels into their on-disk cache"
-  "$py" -c 'from mbs_ros.dynamics import compiled; print(f"[setup] kernels ready in {compiled.warm_up():.1f} s")' ||
+  "$py" -c 'from mbs_ros.dynamics import compiled; from mbs_ros.controllers import space; print(f"[setup] kernels ready in {compiled.warm_up() + space.warm_up():.1f} s")' ||
     die "the numba kernels did not compile"
   echo "$h" > "$stamp"
 }

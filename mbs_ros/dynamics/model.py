@@ -631,9 +631,6 @@ class Model:
         P = self.passive
         return P is not None and P.active
 
-    #: Alias for nodes/controller_node.py until it reads :attr:`passive_active`.
-    _passive_active = passive_active
-
     def passive_forces(self, q: np.ndarray, v: np.ndarray, springs: bool = True) -> np.ndarray:
         """τ_p (nv,): joint springs (unless ``springs`` is False), dampers and friction, hydrodynamic damping and the
         current's loads (:mod:`mbs_ros.dynamics.passive`); the simulation solves ``M v̇ + C v + g = τ + τ_p``."""

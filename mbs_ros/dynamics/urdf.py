@@ -435,10 +435,6 @@ class quiet_parser:
         return False
 
 
-#: Alias for nodes/markers.py until it imports :class:`quiet_parser`.
-_quiet_parser = quiet_parser
-
-
 def _fmt(values) -> str:
     return "[" + ", ".join(f"{float(x):.3g}" for x in values) + "]"
 

@@ -141,9 +141,9 @@ def shapes_from_urdf(xml: str, link_names: Sequence[str], frame_of: Callable[[st
     inertia about the com in link axes), for the equivalent-inertia box of links without a visual."""
     from urdf_parser_py.urdf import URDF, Box, Cylinder, Mesh, Sphere
 
-    from mbs_ros.dynamics.urdf import _quiet_parser
+    from mbs_ros.dynamics.urdf import quiet_parser
 
-    with _quiet_parser([]):  # urdf_parser_py prints what it does not know; the markers need none of it
+    with quiet_parser([]):  # urdf_parser_py prints what it does not know; the markers need none of it
         robot = URDF.from_xml_string(_visual_xml(xml))
     materials = {m.name: m for m in (robot.materials or []) if getattr(m, "name", None)}
     index = {name: i for i, name in enumerate(link_names)}
