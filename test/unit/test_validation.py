@@ -303,6 +303,7 @@ def _cli(*args):
     return out.stdout
 
 
+@pytest.mark.e2e
 def test_cli_lists_studies_and_prints_json():
     listing = _cli("--list")
     names = [line.split()[0] for line in listing.splitlines() if not line.startswith(" ")]
