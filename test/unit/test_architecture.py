@@ -307,7 +307,7 @@ RULES = [layer_violations, import_cycles, ros_imports, private_reads, long_node_
 @pytest.mark.parametrize("rule", RULES, ids=[r.__name__ for r in RULES])
 def test_mbs_ros_keeps_the_rule(rule):
     problems = rule(PACKAGE)
-    assert not problems, f"{rule.__doc__.splitlines()[0]}\n" + "\n".join(problems)
+    assert not problems, " ".join(rule.__doc__.split()) + "\n" + "\n".join(problems)
 
 
 # --------------------------------------------------------------------- each rule fails on a planted violation
