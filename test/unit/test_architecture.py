@@ -1,5 +1,6 @@
 """The architecture of mbs_ros/, read from its source: import layers, no import circle, ROS-free core, no private
-reads across packages, thin node files, short module docstrings.
+reads across packages, thin node files, short module docstrings; and that a test in test/unit which starts a
+process is marked with its kind (``ros``/``e2e``), so the fast selection starts none.
 
 Every rule is a function of a package directory returning one line per violation (``file:line: what``), so each is
 run on the real ``mbs_ros/`` and, to show it can fail, on small synthetic packages written into ``tmp_path``.
@@ -298,6 +299,67 @@ def long_docstrings(root: Path) -> list[str]:
             out.append(f"{_where(m, 1, root)}: {m.name}'s docstring has {len(doc.splitlines())} lines, more than "
                        f"{MAX_DOCSTRING_LINES} (a manual belongs in README.md or docs/)")
     return out
+
+
+# ------------------------------------------------------------------------------------------ tests by kind
+STARTERS = {"NodeProcess", "subprocess", "Popen", "os.system", "multiprocessing"}  # what starts a process
+
+
+def _used_name(node) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{node.value.id}.{node.attr}" if isinstance(node.value, ast.Name) and node.value.id == "os" \
+            else node.attr
+    return node.name.split(".")[-1]  # an imported name
+
+
+def unmarked_process_tests(test_dir: Path) -> list[str]:
+    """A test in test/unit that starts a process (NodeProcess, subprocess, ...: itself, through a function or a
+    fixture of its file) is marked ``ros`` or ``e2e``, so ``make test-fast`` starts none."""
+    out = []
+    for path in sorted(Path(test_dir).glob("test_*.py")):
+        tree = ast.parse(path.read_text(encoding="utf-8"), str(path))
+        functions = {f.name: f for f in tree.body if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        uses = {name: {_used_name(n) for n in ast.walk(f) if isinstance(n, (ast.Name, ast.Attribute, ast.alias))}
+                | {a.arg for a in f.args.args} for name, f in functions.items()}
+        starts = {name for name, used in uses.items() if used & STARTERS}
+        grown = True
+        while grown:  # through the file's helpers and fixtures
+            more = {name for name, used in uses.items() if used & starts} - starts
+            starts |= more
+            grown = bool(more)
+        module_kind = any(isinstance(n, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in n.targets)
+                          and re.search(r"mark\.(ros|e2e)\b", ast.unparse(n.value)) for n in tree.body)
+        for name in sorted(starts, key=lambda n: functions[n].lineno):
+            kinds = {ast.unparse(d).split("(")[0] for d in functions[name].decorator_list}
+            if name.startswith("test") and not module_kind and not kinds & {"pytest.mark.ros", "pytest.mark.e2e"}:
+                out.append(f"{path.name}:{functions[name].lineno}: {name} starts a process but is not marked "
+                           f"@pytest.mark.ros or @pytest.mark.e2e")
+    return out
+
+
+def test_unit_tests_that_start_a_process_are_marked_with_their_kind():
+    problems = unmarked_process_tests(Path(__file__).parent)
+    assert not problems, "\n".join(problems)
+
+
+def test_an_unmarked_process_test_is_reported(tmp_path):
+    (tmp_path / "test_x.py").write_text(
+        "import subprocess\nimport pytest\n\n\ndef _cli():\n    return subprocess.run(['true'])\n\n\n"
+        "@pytest.fixture\ndef node():\n    return _cli()\n\n\n"
+        "def test_direct():\n    from mbs_ros.process import NodeProcess\n\n\n"
+        "def test_through_a_helper():\n    _cli()\n\n\n"
+        "def test_through_a_fixture(node):\n    pass\n\n\n"
+        "@pytest.mark.e2e\ndef test_marked():\n    _cli()\n\n\n"
+        "def test_numerics():\n    system = 2\n    assert 1 + 1 == system\n\n\n"
+        "def test_shell():\n    import os\n    os.system('true')\n", encoding="utf-8")
+    assert unmarked_process_tests(tmp_path) == [
+        "test_x.py:14: test_direct starts a process but is not marked @pytest.mark.ros or @pytest.mark.e2e",
+        "test_x.py:18: test_through_a_helper starts a process but is not marked @pytest.mark.ros or @pytest.mark.e2e",
+        "test_x.py:22: test_through_a_fixture starts a process but is not marked @pytest.mark.ros or "
+        "@pytest.mark.e2e",
+        "test_x.py:36: test_shell starts a process but is not marked @pytest.mark.ros or @pytest.mark.e2e"]
 
 
 RULES = [layer_violations, import_cycles, ros_imports, private_reads, long_node_files, long_docstrings]
