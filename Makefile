@@ -3,6 +3,9 @@
 # venv is made. See tools/env.sh; MBS_ENV=venv|ros forces a mode.
 #   make demo           run the demo (python -m mbs_ros.demo)
 #   make test           run the test suite (test/); PYTEST_ARGS="-x test/e2e/test_package.py" narrows it
+#   make test-fast      the numerics alone: unit tests that start no process, without the slow ones (< 1 min)
+#   make test-ros       the tests that start real node processes (marker ros: test/ros and a few in test/unit)
+#   make test-e2e       scenarios, launch, recordings, command-line tools, packaging (marker e2e)
 #   make bench          ours vs Pinocchio and MuJoCo, and the node (python -m mbs_ros.bench); BENCH_ARGS="--quick"
 #   make setup          create/update the environment (idempotent, seconds when nothing changed)
 #   make build          colcon build --symlink-install (COLCON_ARGS adds options); colcon is optional
@@ -15,7 +18,7 @@ BENCH_ARGS ?=
 COLCON_ARGS ?=
 RUN := bash tools/in_env.sh
 
-.PHONY: demo test bench setup build clean distclean
+.PHONY: demo test test-fast test-ros test-e2e bench setup build clean distclean
 
 setup:
 	@bash tools/setup_env.sh
@@ -27,6 +30,19 @@ demo: setup
 test: setup
 	@$(RUN) python -m pytest $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest ran no test" >&2; exit 1; fi; exit $$rc
+
+# One kind of test each (markers in setup.cfg, given by test/conftest.py); PYTEST_ARGS is added, exit 5 as above.
+run_kind = @$(RUN) python -m pytest -m $(1) $(PYTEST_ARGS); rc=$$?; \
+	if [ $$rc -eq 5 ]; then echo "make $@: pytest ran no test" >&2; exit 1; fi; exit $$rc
+
+test-fast: setup
+	$(call run_kind,"unit and not ros and not e2e and not slow")
+
+test-ros: setup
+	$(call run_kind,ros)
+
+test-e2e: setup
+	$(call run_kind,e2e)
 
 # Benchmark: prints ours and the peer side by side (BENCH_ARGS="--quick", "--json", "--only kernels step ...").
 bench: setup

@@ -67,8 +67,12 @@ def pytest_report_header(config):
 
 
 def pytest_collection_modifyitems(config, items):
-    """Each test is marked with its folder's kind (unit, ros, e2e): ``-m unit`` runs the numerics alone."""
+    """Each test has one kind (unit, ros, e2e): its own ``@pytest.mark.ros``/``e2e`` (a test in test/unit that
+    starts a process), else its folder's. So ``-m unit`` (and ``-m "unit and not ros and not e2e"``, which
+    ``make test-fast`` runs) starts no process, and ``-m ros`` also finds the node tests kept beside their numerics."""
     for item in items:
+        if any(item.get_closest_marker(kind) for kind in KINDS):
+            continue
         kind = os.path.basename(os.path.dirname(str(item.fspath)))
         if kind in KINDS:
             item.add_marker(getattr(pytest.mark, kind))

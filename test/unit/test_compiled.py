@@ -123,6 +123,7 @@ def test_one_step_agrees(base, urdf, method):
             assert rel(q1, q2) < REL and rel(v1, v2) < REL, (kw, rel(q1, q2), rel(v1, v2))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base", TREE_BASES)
 def test_simulate_agrees_over_a_second(base):
     """1000 RK4 steps through the compiled loop vs the numpy step by step (errors may grow with time, but only

@@ -186,6 +186,7 @@ def test_error_is_left_invariant_log_and_edot_its_time_derivative(base):
 
 
 # ----------------------------------------------------------------------------------------------------- computed torque
+@pytest.mark.slow
 @pytest.mark.parametrize("base", BASES)
 def test_computed_torque_error_decays_at_designed_rate_from_170_degrees(base):
     """Distinct real poles per DOF (slow λ₁ ∈ [1.2, 2], fast 4λ₁), moving reference, 170° initial attitude error and
@@ -217,6 +218,7 @@ def test_computed_torque_error_decays_at_designed_rate_from_170_degrees(base):
     np.testing.assert_allclose(rates, lam1, rtol=0.02)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base", ["se3", "so3"])
 def test_computed_torque_critically_damped_envelope(base):
     """Double pole at −λ (kp = λ², kd = 2λ): each component is (e₀ + (ė₀ + λe₀) t) e^{−λt}; fitting log|e| − log|a +
@@ -294,6 +296,7 @@ def test_duindam_stramigioli_coriolis_makes_the_lyapunov_function_increase():
     assert runs["C_DS"] > 1e-3
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base", BASES)
 def test_passivity_tracking_converges_with_non_increasing_lyapunov(base):
     rng = np.random.default_rng(60 + BASES.index(base))
@@ -310,6 +313,7 @@ def test_passivity_tracking_converges_with_non_increasing_lyapunov(base):
 
 
 # ----------------------------------------------------------------------------------------------------- robustness
+@pytest.mark.slow
 @pytest.mark.parametrize("base", BASES)
 def test_computed_torque_with_20_percent_model_error_stays_within_the_derived_bound(base):
     """Controller model: mass +20 %, inertia −20 %; plant: the true body. Then ë + K_d ė + K_p e = d exactly, with
@@ -383,6 +387,7 @@ def test_passivity_with_20_percent_model_error_stays_within_the_derived_bounds()
 
 
 # ----------------------------------------------------------------------------------------------------- PD + gravity
+@pytest.mark.slow
 @pytest.mark.parametrize("base", ["so3", "se3"])
 def test_pd_gravity_regulates_a_heavy_body_from_170_degrees(base):
     """A heavy top (so3, c.o.m. 0.3 m off the pivot) and a free body under gravity: constant setpoint 170° away,
@@ -494,6 +499,7 @@ def test_reference_stacks_base_and_joints_into_the_model_layout_and_validates():
         Reference(2, [0.0, np.nan], [[0, 0], [1, 1]])
 
 
+@pytest.mark.slow
 def test_computed_torque_tracks_a_waypoint_reference():
     """The two pieces together: an SE(3) body follows a quintic waypoint reference (through 170° turns) with the
     designed error dynamics, then holds the last point."""
@@ -566,6 +572,7 @@ def multibody(name, rng, mass_factor=1.0, inertia_factor=1.0, params=None):
     return Model.from_urdf(arm_urdf(params, mass_factor, inertia_factor), base=base), params
 
 
+@pytest.mark.slow
 @needs_multibody
 @pytest.mark.parametrize("name", list(MULTIBODY))
 def test_multibody_computed_torque_error_decays_at_designed_rate(name):

@@ -137,6 +137,7 @@ def _rigid_setup(seed=2):
     return rng, m, J, SE3.random(rng), rng.normal(size=6) * np.array([1.0, 1.0, 1.0, 0.4, 0.4, 0.4])
 
 
+@pytest.mark.slow
 def test_free_rigid_body_invariants():
     """Eq. (22) without gravity conserves E, |p_υ|², p_ω·p_υ and Ad*_{q⁻¹} p (world-frame momentum)."""
     _, m, J, q0, p0 = _rigid_setup()
@@ -155,6 +156,7 @@ def test_free_rigid_body_invariants():
     assert np.linalg.norm(ps[-1, 3:] - p0[3:]) > 0.1  # the body momentum does move (gyroscopic terms)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("gravity", [None, (0.0, 0.0, -9.81)])
 def test_rigid_body_matches_model(gravity):
     """The layer's eq. (22) and Model.rigid_body("se3") integrate to the same pose and body momentum

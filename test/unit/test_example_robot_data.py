@@ -127,6 +127,7 @@ def _record(quantity, err, relpath, base):
         WORST[quantity] = (err, relpath, base)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base", BASES)
 @pytest.mark.parametrize("relpath", URDFS)
 def test_loads_where_pinocchio_does_and_agrees(relpath, base, capfd):
@@ -204,6 +205,7 @@ def test_loads_where_pinocchio_does_and_agrees(relpath, base, capfd):
             assert max(errors.values()) < REL, (model.backend, errors)
 
 
+@pytest.mark.slow
 def test_worst_agreement_over_every_file():
     """Prints the worst relative error of each quantity over the files and bases above (run after them, ``-s``);
     the figure of the issue's report."""

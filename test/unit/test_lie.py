@@ -473,6 +473,7 @@ TABLES = {"sin": _base.SIN_COEFF_SERIES, "dexp_inv": _base.DEXP_INV_SERIES,
           "c3": _base._SE3_C3, "c4": _base._SE3_C4, "beta": _base.SE3_BETA_SERIES}
 
 
+@pytest.mark.slow
 def test_taylor_tables_match_sympy():
     """Each coefficient function holds its series as ((theta_max, Horner table), ...) brackets:
     every table must be a prefix of the sympy series of the printed closed form."""

@@ -264,6 +264,7 @@ def test_locking_a_master_locks_its_mimics():
     assert model.joint_names == ("jc",) and dict(model.locked_joints) == pytest.approx({"ja": 0.6, "jb": -0.1})
 
 
+@pytest.mark.ros
 def test_the_dynamics_node_lists_mimic_joints_with_their_derived_state(tmp_path):
     """A real dynamics node on a robot whose second joint mimics the first (q_b = -0.5 q_a + 0.2) under gravity:
     joint_states lists ja, then jb with -0.5 q_a + 0.2, -0.5 v_a and the effort of the full inverse dynamics."""

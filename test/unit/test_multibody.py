@@ -232,6 +232,7 @@ def _simpson(y, dt):
     return dt / 3 * (y[0] + y[-1] + 4 * y[1:-1:2].sum() + 2 * y[2:-1:2].sum())
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base", BASES_PIN)
 def test_energy_balance_with_random_torques(base):
     """One simulated second (RKMK4, 1 ms) under gravity with smooth random torques: E(T) − E(0) = ∫ vᵀτ dt

@@ -244,6 +244,7 @@ def test_bad_scenario_locks_name_the_key(tmp_path, extra, key, reason):
     assert info.value.key.startswith(key) and reason in str(info.value), str(info.value)
 
 
+@pytest.mark.ros
 def test_the_dynamics_node_warns_once_about_meshes_rviz_cannot_find(tmp_path):
     """A robot by file:// URI with one unresolvable mesh: the node runs and says so in one warning line naming the
     file and the URI (real process; stopped by SIGINT, exit code 0)."""

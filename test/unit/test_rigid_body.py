@@ -232,6 +232,7 @@ class _DuindamStramigioli:
         return np.linalg.solve(M, tau - C_ds @ v)
 
 
+@pytest.mark.slow
 def test_duindam_stramigioli_form_is_caught_by_momentum_not_by_energy():
     """With a diagonal M the wrong C conserves energy as well as ours; momentum with a c.o.m. offset exposes it."""
     rng = np.random.default_rng(11)
@@ -281,6 +282,7 @@ def _embed(model3, sub, q_sub, v_sub):
     return q3, model3.velocity_from_twist(q3, sub.twist(q_sub, v_sub))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("base", ["se2", "schoenflies", "so3xr3"])
 def test_same_motion_as_se3(base):
     """SE(2)/Schönflies keep their constraints exactly and move like an SE(3) body whose motion stays in the

@@ -51,6 +51,7 @@ def _pin_structure(pm):
             np.array([pm.inertias[i].matrix() for i in range(n)]))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("p_chain", [pytest.param(1.0, id="chain"), pytest.param(0.8, id="branched")])
 def test_a_thousand_links_load_as_pinocchio_reads_them(p_chain):
     """A 1000-link chain is 1000 levels deep: the tree builder must not recurse. Every joint movable (nv ≈ 1000),
@@ -87,6 +88,7 @@ def test_a_thousand_links_load_as_pinocchio_reads_them(p_chain):
         assert rel_err(M @ a + model.nonlinear_effects(q, v), tau) < 1e-12
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("p_chain", [pytest.param(1.0, id="chain"), pytest.param(0.8, id="branched")])
 def test_a_thousand_links_agree_with_pinocchio(p_chain, backend):

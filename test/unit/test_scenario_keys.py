@@ -161,6 +161,7 @@ def test_params_file_keys_checked_and_split_per_node(tmp_path):
 # --------------------------------------------------------------------------------- real processes
 
 
+@pytest.mark.ros
 def test_limits_set_in_the_scenario_reach_the_nodes(tmp_path):
     """controller: max_wrench, max_effort, max_time_jump and dynamics: cmd_timeout (and the dynamics node's
     max_wrench when it declares one) as the started nodes report them."""

@@ -508,6 +508,7 @@ def test_every_base_group_steps_like_step():
         assert np.abs(sim.q - q).max() < 1e-12 and np.abs(sim.v - v).max() < 1e-11, base
 
 
+@pytest.mark.e2e
 def test_no_rclpy_in_the_dynamics_package():
     """mbs_ros.dynamics (the simulator included) imports, and steps, without loading rclpy."""
     code = ("import sys, numpy as np; from mbs_ros.dynamics.simulator import Simulator; "

@@ -98,6 +98,7 @@ def test_project_velocity_keeps_chosen_components():
     np.testing.assert_allclose(w_all, N @ np.linalg.solve(N.T @ M @ N, N.T @ M @ v), atol=1e-10)
 
 
+@pytest.mark.slow
 def test_revolute_pendulum_matches_its_ode_and_stays_on_the_hinge_on_se3():
     """A body hinged about world z at its end, gravity along −y: J_p φ̈ = −m g l cos φ (DOP853, 1e-12).
     On SE(3) both the hinge point and the axis stay at round-off (a lower pair to the ground)."""
@@ -126,6 +127,7 @@ def test_revolute_pendulum_matches_its_ode_and_stays_on_the_hinge_on_se3():
             assert viol > 1e-12, viol  # the product group drifts (the axis stays: rotations are exact on SO(3))
 
 
+@pytest.mark.slow
 def test_stabilization_flags():
     """Off by default; on SO(3)×R³ over 2 s projection holds the pivot to its tolerance, Baumgarte (α = β = 10/s)
     keeps the drift bounded where it grows without."""
@@ -160,6 +162,7 @@ def test_heavy_top_initial_kinetic_energy_is_the_papers():
         assert abs(system.kinetic_energy(q0, v0) - 13972.4) < 0.05
 
 
+@pytest.mark.slow
 def test_heavy_top_se3_exact_for_every_tableau_so3xr3_drifts():
     """Paper §5.1: on SE(3) the pivot holds to round-off for every tableau; SO(3)×R³ drifts."""
     for method in TABLEAUS:
@@ -175,6 +178,7 @@ def test_heavy_top_so3xr3_drift_has_the_tableaus_order():
         assert abs(c["order"]["pivot"] - expected) < 0.3, (method, c)
 
 
+@pytest.mark.slow
 def test_heavy_top_motion_matches_eulers_equations_about_the_pivot():
     """Against Euler's equations about the fixed point (DOP853), with gravity so that the potential enters."""
     for space in ("se3", "so3xr3"):
@@ -184,6 +188,7 @@ def test_heavy_top_motion_matches_eulers_equations_about_the_pivot():
         assert r["energy_drift_rel"] < 1e-8
 
 
+@pytest.mark.slow
 @needs_pin
 def test_double_pendulum_ground_joint_exact_on_se3_joint2_comparable_and_motion_matches_pinocchio():
     runs = {sp: con.run_once("double-pendulum", (sp, sp), "rk4", 1e-3, 1.0, reference=False)
@@ -198,6 +203,7 @@ def test_double_pendulum_ground_joint_exact_on_se3_joint2_comparable_and_motion_
         assert r["reference_error"]["rotation_max"] < 1e-6 and r["reference_error"]["com_position_max"] < 1e-7, r
 
 
+@pytest.mark.slow
 @needs_pin
 def test_floating_pair_comparable_in_both_spaces_momentum_conserved_matches_pinocchio():
     runs = [con.run_once("floating-pair", sp, "rk4", 1e-3, 1.0)
@@ -235,6 +241,7 @@ def test_euler_angle_helpers_of_the_lagrange_form():
             np.testing.assert_allclose(dR, (ez.rotation(eta + e) - ez.rotation(eta - e)) / 2e-6, atol=1e-9)
 
 
+@pytest.mark.slow
 def test_formulations_agree_and_conserve_the_invariants():
     from mbs_ros.validation import formulations as fm
 
@@ -274,6 +281,7 @@ def test_gimbal_lock_study():
 
 
 # ------------------------------------------------------------------------------------------- seed 002 study
+@pytest.mark.slow
 @needs_pin
 def test_balloon_against_pinocchio_and_closed_forms():
     from mbs_ros.validation import balloon
@@ -303,6 +311,7 @@ def _cli(*args):
     return out.stdout
 
 
+@pytest.mark.e2e
 def test_cli_lists_studies_and_prints_json():
     listing = _cli("--list")
     names = [line.split()[0] for line in listing.splitlines() if not line.startswith(" ")]
