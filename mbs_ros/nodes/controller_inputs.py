@@ -45,9 +45,9 @@ def point_times(points) -> np.ndarray:
 class Inputs:
     """Needs, from the node: ``model``, ``settings``, ``joint_names``, ``nj``, ``nq_base``, ``nv_base``,
     ``floating``, ``joint_input``, ``base_input``, ``pairing``, ``timebase``, ``_lock`` (the worker's reads of
-    (state, offset, reference) and its installs), ``_stop``, ``_worker``, ``_guard``, ``_count``, ``_reject``,
-    ``_warn``, ``_command``, ``_publish``, ``_publish_zero``; from the action part ``_goal``, ``_monitor_goal``
-    and ``_prepare_goal``."""
+    (state, offset, reference) and its installs), ``_stop``, ``_worker``, ``_last_tau_stamp``/``_last_tau`` (the
+    last command), ``_guard``, ``_count``, ``_reject``, ``_warn``, ``_command``, ``_publish``, ``_publish_zero``;
+    from the action part ``_goal``, ``_monitor_goal`` and ``_prepare_goal``."""
 
     def _create_inputs(self) -> None:
         """The state and reference subscriptions of the model (odom and base_reference for a floating base,
@@ -179,6 +179,7 @@ class Inputs:
 
     def _joint_positions(self, q) -> np.ndarray:
         return ms.joint_positions_from_q(self.model, q[self.nq_base:])
+
     # ----------------------------------------------------------------------------- references
 
     @staticmethod
