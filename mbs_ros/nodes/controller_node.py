@@ -6,8 +6,10 @@ The node only turns messages into calls of ROS-free modules and back: states are
 (:mod:`mbs_ros.controllers.reference_input`, :mod:`mbs_ros.controllers.timebase`), references decoded
 (:mod:`~mbs_ros.controllers.reference_input`), goals checked and monitored (:mod:`mbs_ros.controllers.goals`),
 commands saturated and allocated (:mod:`mbs_ros.controllers.command`); its settings are
-:mod:`mbs_ros.nodes.controller_settings`. Parameters, topics, the action, the input bounds and the time base are
-described in docs/controller_node.md.
+:mod:`mbs_ros.nodes.controller_settings`. The message side is in parts: inputs
+(:mod:`mbs_ros.nodes.controller_inputs`), the action (:mod:`mbs_ros.nodes.controller_actions`) and the outputs
+(:mod:`mbs_ros.nodes.controller_publishing`). Parameters, topics, the action, the input bounds and the time base
+are described in docs/controller_node.md.
 
 Run: ``ros2 run mbs_ros controller_node --ros-args -r __ns:=/uvms --params-file config/uvms_6dof.yaml`` or, without
 a ROS install, ``python -m mbs_ros.nodes.controller_node`` with the same arguments.
