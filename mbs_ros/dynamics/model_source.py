@@ -33,7 +33,7 @@ from mbs_ros.dynamics.model import BASES, MAX_MASS_RATIO, TREE_BASES
 from mbs_ros.packages import is_uri, resolve_uri
 
 __all__ = ["ParameterError", "Source", "load_source", "resolve_model_file", "scale_urdf_inertia",
-           "build_multibody", "meshes_for_rviz", "BASES", "TREE_BASES", "PACKAGE"]
+           "build_multibody", "meshes_for_rviz", "base_link", "BASES", "TREE_BASES", "PACKAGE"]
 
 PACKAGE = "mbs_ros"
 
@@ -252,6 +252,15 @@ def default_base(source: Source) -> str:
     if source.base is not None:
         return source.base
     return "fixed" if source.multibody else "se3"
+
+
+def base_link(source: Source) -> str:
+    """The link whose pose is the base's (odom's child, the nodes' default ``base_frame``): the URDF's root link,
+    or the link a ``world`` root holds (the first by name when several)."""
+    if source.root_link != "world":
+        return source.root_link
+    children = sorted(child for _n, _t, parent, child in source.joints if parent == "world")
+    return children[0] if children else "world"
 
 
 def default_gravity(source: Source) -> Tuple[float, float, float]:

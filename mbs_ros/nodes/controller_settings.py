@@ -13,7 +13,7 @@ from mbs_ros.controllers import ComputedTorque, PassivityBased, PDGravity
 from mbs_ros.dynamics import Model, actuators
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.mimic import MIMIC_MODES
-from mbs_ros.dynamics.model_source import ParameterError
+from mbs_ros.dynamics.model_source import ParameterError, base_link
 from mbs_ros.nodes import params as prm
 from mbs_ros.nodes.parameters.controller import LAWS, PARAMETERS
 
@@ -79,13 +79,6 @@ def _gain(values, name):
     if hasattr(v, "__len__") and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
         return tuple(float(x) for x in v)
     raise ParameterError(f"{name} must be a positive number or a list of positive numbers, got {v!r}")
-
-
-def base_link(source: ms.Source) -> str:
-    """The robot's base link (odom's child), as dynamics_node names it."""
-    from mbs_ros.nodes.dynamics_node import base_link_of
-
-    return base_link_of(source)
 
 
 def settings_from_values(values: Dict[str, object], source: ms.Source) -> ControllerSettings:

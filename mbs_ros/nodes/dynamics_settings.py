@@ -263,11 +263,8 @@ def lockstep_steps(s: Settings) -> int:
 
 
 def base_link_of(source: ms.Source) -> str:
-    """The link whose pose is the base's (odom's child): the URDF root, or the link a ``world`` root holds."""
-    if source.root_link != "world":
-        return source.root_link
-    children = sorted(child for _n, _t, parent, child in source.joints if parent == "world")
-    return children[0] if children else "world"
+    """The link whose pose is the base's (odom's child): :func:`mbs_ros.dynamics.model_source.base_link`."""
+    return ms.base_link(source)
 
 
 def check_inertia(inertia: np.ndarray) -> Optional[str]:

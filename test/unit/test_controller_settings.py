@@ -1,7 +1,12 @@
 """controller_node's settings without ROS (mbs_ros/nodes/controller_settings.py): the parameter table is the one
 place of the defaults (ControllerSettings takes them), the documented defaults, and the table's defaults pass the
-node's own checks unchanged."""
+node's own checks unchanged; the base frame is the model source's base link, found without ROS."""
+import subprocess
+import sys
+import textwrap
+
 import pytest
+from urdf_text import joint, link, robot
 
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.nodes.controller_settings import (DEFAULTS, ControllerSettings, ParameterError, field_name,
@@ -39,3 +44,42 @@ def test_the_defaults_pass_the_checks_unchanged():
     values["control_rate"] = 0.0
     with pytest.raises(ParameterError, match="control_rate"):
         settings_from_values(values, source)
+
+
+# a world-rooted arm: "world" holds "pedestal" (fixed), which carries "arm" (revolute)
+WORLD_ROOTED = robot(link("world"), link("pedestal", 2.0), link("arm", 1.0),
+                     joint("mount", "world", "pedestal", "fixed"), joint("shoulder", "pedestal", "arm"))
+
+
+def test_base_link_is_the_urdf_root_or_the_link_world_holds():
+    assert ms.base_link(ms.load_source(WORLD_ROOTED, "")) == "pedestal"
+    free = robot(link("hull", 5.0), link("arm", 1.0), joint("shoulder", "hull", "arm"))
+    assert ms.base_link(ms.load_source(free, "")) == "hull"
+
+
+def test_base_frame_must_name_the_base_link():
+    source = ms.load_source(WORLD_ROOTED, "")
+    values = {n: p.default for n, p in table("controller").items()}
+    values.update(base_group="fixed", base_frame="pedestal")
+    assert settings_from_values(values, source).base_frame == "pedestal"
+    values["base_frame"] = "arm"
+    with pytest.raises(ParameterError, match="base link 'pedestal'"):
+        settings_from_values(values, source)
+
+
+def test_the_settings_are_ros_free():
+    """Checking a robot's settings (its base link included) loads no rclpy: a ROS-free module must not reach the
+    nodes' rclpy modules, not even lazily."""
+    code = textwrap.dedent(f"""
+        import sys
+        from mbs_ros.dynamics import model_source as ms
+        from mbs_ros.nodes.controller_settings import settings_from_values
+        from mbs_ros.nodes.parameters import table
+        values = {{n: p.default for n, p in table("controller").items()}}
+        values.update(base_group="fixed", base_frame="pedestal")
+        assert settings_from_values(values, ms.load_source({WORLD_ROOTED!r}, "")).base_frame == "pedestal"
+        print("rclpy" in sys.modules)
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"

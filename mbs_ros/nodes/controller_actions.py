@@ -1,0 +1,221 @@
+"""The controller node's FollowJointTrajectory action (:class:`TrajectoryActions`, a part of
+:class:`~mbs_ros.nodes.controller_node.ControllerNode`): ``~/follow_joint_trajectory`` as ros2_controllers'
+joint_trajectory_controller serves it. A goal is checked (:mod:`mbs_ros.controllers.goals`) and its trajectory
+decoded as joint_reference's on the reference worker; each state is checked against its tolerances
+(:class:`mbs_ros.controllers.goals.GoalMonitor`), which gives the feedback and the outcome. The execute callback is
+a coroutine that awaits the outcome the state callbacks, a cancel or a preemption set. Behaviour:
+docs/controller_node.md."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Dict, Optional
+
+import numpy as np
+from builtin_interfaces.msg import Duration
+from control_msgs.action import FollowJointTrajectory
+from rclpy.action import ActionServer, CancelResponse, GoalResponse
+from rclpy.task import Future
+from trajectory_msgs.msg import JointTrajectoryPoint
+
+from mbs_ros.controllers import Reference, goals
+from mbs_ros.controllers import reference_input as ri
+from mbs_ros.controllers import tolerances as tolerances_
+from mbs_ros.controllers.reference_input import Rejected
+from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.controller_inputs import point_times, stamp_ns
+from mbs_ros.nodes.controller_publishing import floats
+
+__all__ = ["TrajectoryActions", "ActiveGoal"]
+
+_FJT = FollowJointTrajectory.Result
+
+
+@dataclass
+class ActiveGoal:
+    """A FollowJointTrajectory goal: its reference (start in reference time, as ``joint_ref``), its monitor and
+    the future its execute callback awaits: ``(outcome, Result)`` with outcome ``succeed``, ``abort`` or
+    ``canceled``."""
+
+    goal_id: bytes
+    handle: object
+    start: int
+    ref: Optional[Reference]
+    monitor: Optional[goals.GoalMonitor]
+    future: Future
+
+
+def _duration(ns: int) -> Duration:
+    sec, nanosec = divmod(int(ns), ri.NS)
+    return Duration(sec=sec, nanosec=nanosec)
+
+
+class TrajectoryActions:
+    """Needs, from the node: ``model``, ``settings``, ``joint_names``, ``nj``, ``nv_base``, ``timebase``,
+    ``_lock``, ``_count``, ``_warn``; from the input part ``state``, ``joint_ref``, ``_enqueue``,
+    ``_build_reference`` and ``_joint_positions``."""
+
+    def _create_action_server(self) -> None:
+        """``~/follow_joint_trajectory`` for a robot with joints (joint_trajectory_controller's
+        ``<controller name>/follow_joint_trajectory``); its goal is checked against each state
+        (:meth:`_monitor_goal`)."""
+        s = self.settings
+        self._goal: Optional[ActiveGoal] = None  # the executing goal
+        self._pending_goal = None  # (goal message, ActiveGoal) between the goal and the accepted callback
+        self._executing: Dict[bytes, ActiveGoal] = {}  # goal id -> goal, until its execute callback takes it
+        self._wrap = np.array([t == "continuous" for t in self.model.joint_types], dtype=bool)
+        self._default_tolerances = tolerances_.SegmentTolerances.defaults(
+            self.nj, s.goal_time_tolerance, s.stopped_velocity_tolerance)
+        self.action_server = None
+        if self.nj:
+            self.action_server = ActionServer(
+                self, FollowJointTrajectory, "~/follow_joint_trajectory", execute_callback=self._execute_goal,
+                goal_callback=self._on_goal, handle_accepted_callback=self._on_goal_accepted,
+                cancel_callback=self._on_cancel)
+
+    def _destroy_action_server(self) -> None:
+        if getattr(self, "action_server", None) is not None:
+            self.action_server.destroy()
+            self.action_server = None
+
+    async def _on_goal(self, goal) -> GoalResponse:
+        """Accept a goal that joint_trajectory_controller would accept and the joint_reference checks pass. The
+        goal is checked and its reference built on the reference worker (in order with the references, never
+        holding the control loop up); this coroutine waits for the answer. The reference is installed by
+        :meth:`_on_goal_accepted`."""
+        if self.state is None:
+            self._count("received_follow_joint_trajectory")
+            answer = Rejected("no state received yet")
+        else:
+            future = Future()
+            self._enqueue("follow_joint_trajectory", (goal, future))
+            answer = await future
+        if isinstance(answer, ActiveGoal):
+            self._pending_goal = (goal, answer)  # _on_goal_accepted follows at once, in this same task
+            return GoalResponse.ACCEPT
+        self._count("rejected_follow_joint_trajectory")
+        if not isinstance(answer, Rejected):
+            self._count("control_errors")
+            answer = f"{type(answer).__name__}: {answer}"
+        self.get_logger().warning(f"follow_joint_trajectory: goal rejected: {answer}")
+        return GoalResponse.REJECT
+
+    def _prepare_goal(self, goal) -> ActiveGoal:
+        """Worker thread: a goal checked as joint_trajectory_controller does (:mod:`mbs_ros.controllers.goals`),
+        its trajectory as joint_reference's, and its tolerances; Rejected with the reason."""
+        traj = goal.trajectory
+        with self._lock:
+            state, offset, current = self.state, self.timebase.offset, self.joint_ref
+        multi_dof = bool(goal.multi_dof_trajectory.joint_names or goal.multi_dof_trajectory.points)
+        goals.check_goal(traj.joint_names, self.joint_names, self.settings.allow_partial_joints_goal,
+                         len(traj.points), traj.points[-1].velocities if traj.points else (), multi_dof)
+        start_ns, start, ref = self._build_reference("joint_reference", traj, state, offset, current)
+        goals.check_goal_end(bool(stamp_ns(traj.header.stamp, "header.stamp")), start_ns, ref.end_time, state[0])
+        tolerances, problem = tolerances_.from_goal(
+            self._default_tolerances, self.joint_names,
+            [(t.name, t.position, t.velocity, t.acceleration) for t in goal.path_tolerance],
+            [(t.name, t.position, t.velocity, t.acceleration) for t in goal.goal_tolerance],
+            goal.goal_time_tolerance.sec + goal.goal_time_tolerance.nanosec * 1e-9)
+        if problem:
+            self.get_logger().warning(f"follow_joint_trajectory: {problem}: the goal runs with the default "
+                                      "tolerances (as in joint_trajectory_controller)")
+        monitor = goals.GoalMonitor(tolerances, ref.end_time, point_times(traj.points), self._wrap, self.joint_names)
+        return ActiveGoal(b"", None, start, ref, monitor, Future())
+
+    def _on_goal_accepted(self, goal_handle) -> None:
+        """Executor thread, right after :meth:`_on_goal` accepted: preempt the running goal (aborted with
+        INVALID_GOAL, as joint_trajectory_controller does) and install the new one's reference."""
+        pending, self._pending_goal = self._pending_goal, None
+        goal_handle.execute()
+        g = pending[1] if pending is not None and pending[0] is goal_handle.request else None
+        if g is None:  # not the goal _on_goal prepared (rclpy calls the two in a row): refuse it
+            g = ActiveGoal(bytes(goal_handle.goal_id.uuid), goal_handle, 0, None, None, Future())
+            g.future.set_result(("abort", _FJT(error_code=_FJT.INVALID_GOAL, error_string="goal not checked")))
+            self._executing[g.goal_id] = g
+            return
+        g.goal_id, g.handle = bytes(goal_handle.goal_id.uuid), goal_handle
+        self._executing[g.goal_id] = g
+        with self._lock:
+            old, self._goal = self._goal, g
+            self.joint_ref = (g.start, g.ref)
+        if old is not None:
+            self._finish(old, "abort", _FJT.INVALID_GOAL, goals.PREEMPTED)
+        self.get_logger().info(f"follow_joint_trajectory: goal accepted: {len(g.monitor.times)} points over "
+                               f"{g.ref.end_time:g} s from t = {(g.start + self.timebase.offset) * 1e-9:.6f} s")
+
+    async def _execute_goal(self, goal_handle):
+        """The goal's execute callback: waits for its outcome (set from the state callbacks, a cancel or a
+        preemption, all on the executor thread) and moves the goal to it."""
+        g = self._executing.pop(bytes(goal_handle.goal_id.uuid), None)
+        if g is None:
+            goal_handle.abort()
+            return _FJT(error_code=_FJT.INVALID_GOAL, error_string="unknown goal")
+        outcome, result = await g.future
+        try:
+            if outcome == "succeed":
+                goal_handle.succeed()
+            elif outcome == "canceled" and goal_handle.is_cancel_requested:
+                goal_handle.canceled()
+            else:
+                goal_handle.abort()
+        except Exception as e:  # noqa: BLE001 - e.g. a transition the goal's state no longer allows
+            self._warn("error_goal", f"follow_joint_trajectory: cannot set the goal's state to {outcome}: {e}")
+        return result
+
+    def _on_cancel(self, goal_handle) -> CancelResponse:
+        """As joint_trajectory_controller: the running goal is canceled and the joints hold their positions."""
+        g = self._goal
+        if g is not None and g.goal_id == bytes(goal_handle.goal_id.uuid):
+            t = self._hold()
+            self._finish(g, "canceled", _FJT.SUCCESSFUL, f"canceled at t = {t * 1e-9:.6f} s: holding position")
+        return CancelResponse.ACCEPT
+
+    def _hold(self) -> int:
+        """Hold the joints where the newest state has them, at rest; that state's stamp."""
+        t, q, _v = self.state
+        with self._lock:
+            self.joint_ref = (t - self.timebase.offset, Reference(self.nj, [0.0], [self._joint_positions(q)]))
+        return t
+
+    def _finish(self, g: ActiveGoal, outcome: str, code: int, text: str) -> None:
+        if self._goal is g:
+            self._goal = None
+        if g.future.done():
+            return
+        g.future.set_result((outcome, _FJT(error_code=code, error_string=text)))
+        self._count({"succeed": "goals_succeeded", "canceled": "goals_canceled"}.get(outcome, "goals_aborted"))
+        if outcome == "succeed":  # one call site per severity (rclpy's logger insists)
+            self.get_logger().info(f"follow_joint_trajectory: goal succeeded: {text}")
+        else:
+            self.get_logger().warning(f"follow_joint_trajectory: goal {outcome}: {text}")
+
+    def _monitor_goal(self, t: int, q: np.ndarray, v: np.ndarray) -> None:
+        """A new state at ``t``: check the running goal (:class:`mbs_ros.controllers.goals.GoalMonitor`), publish
+        its feedback when due and end it when it succeeded or failed."""
+        g = self._goal
+        if self.joint_ref is None or self.joint_ref[1] is not g.ref:
+            return self._finish(g, "abort", _FJT.INVALID_GOAL, "the trajectory was replaced by a joint_reference "
+                                                               "message")
+        t_rel = (t - self.timebase.offset - g.start) * 1e-9
+        q_d, v_d, a_d = g.ref(t_rel)
+        actual, velocity = self._joint_positions(q), v[self.nv_base:]
+        sample = g.monitor(t, t_rel, q_d, v_d, actual, velocity, time.monotonic())
+        if sample.feedback:
+            since = _duration(t - self.timebase.offset - g.start)
+            fb = FollowJointTrajectory.Feedback(joint_names=list(self.joint_names), index=sample.index)
+            fb.header.stamp = cv.time_from_ns(t)
+            fb.desired = JointTrajectoryPoint(positions=floats(q_d), velocities=floats(v_d),
+                                              accelerations=floats(a_d), time_from_start=since)
+            fb.actual = JointTrajectoryPoint(positions=floats(actual), velocities=floats(velocity),
+                                             time_from_start=since)
+            fb.error = JointTrajectoryPoint(positions=floats(sample.e_pos), velocities=floats(sample.e_vel),
+                                            time_from_start=since)
+            try:
+                g.handle.publish_feedback(fb)
+            except Exception as e:  # noqa: BLE001 - a goal that just ended
+                self._warn("error_feedback", f"follow_joint_trajectory: feedback not published: {e}")
+        if sample.outcome is not None:
+            outcome, code, text = sample.outcome
+            if sample.hold:
+                self._hold()
+            self._finish(g, outcome, getattr(_FJT, code), text)

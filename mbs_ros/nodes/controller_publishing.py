@@ -1,0 +1,105 @@
+"""The controller node's outputs (:class:`CommandPublishing`, a part of
+:class:`~mbs_ros.nodes.controller_node.ControllerNode`): a generalised force, saturated and allocated by
+:class:`mbs_ros.controllers.command.CommandOutput`, published as cmd_wrench (or thruster_command and cmd_thrust
+with thruster allocation), joint_command and cmd_joint_effort, stamped with the state it was computed from; and
+the counters and limits on ``~/diagnostics``. Topics: docs/controller_node.md."""
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import WrenchStamped
+from rclpy.clock import Clock, ClockType
+from rclpy.qos import QoSProfile
+from sensor_msgs.msg import JointState
+from std_msgs.msg import Float64MultiArray
+
+from mbs_ros.nodes import conversions as cv
+
+__all__ = ["CommandPublishing", "DIAGNOSTICS_PERIOD_S", "floats"]
+
+DIAGNOSTICS_PERIOD_S = 1.0
+
+
+def floats(x) -> list:
+    """Python floats of an array, as message fields take them."""
+    return [float(v) for v in x]
+
+
+class CommandPublishing:
+    """Needs, from the node: ``model``, ``output`` (the CommandOutput), ``allocation``, ``floating``, ``nj``,
+    ``joint_names``, ``base_frame``, ``max_force``, ``max_torque``, ``max_effort``, ``_counts``, ``_count_lock``,
+    ``_count``, ``_warn``, ``_guard``; from the input part ``state``."""
+
+    def _create_publishers(self) -> None:
+        """The command topics of the model (cmd_wrench or, with thruster allocation, thruster_command and
+        cmd_thrust; joint_command and cmd_joint_effort for joints) and ``~/diagnostics``."""
+        qos = QoSProfile(depth=10)
+        if self.allocation is not None:
+            if self.allocation.missing_directions:
+                rows = len(self.allocation.rows)
+                self.get_logger().warning(
+                    f"the {self.allocation.n} thrusters span {rows - self.allocation.missing_directions} of the "
+                    f"{rows} wrench directions of the {self.model.base} base: the rest of the command is not given "
+                    "(an underactuated vehicle)")
+            self.pub_thruster_command = self.create_publisher(JointState, "thruster_command", qos)
+            self.pub_thrust = self.create_publisher(Float64MultiArray, "cmd_thrust", qos)
+        self.pub_wrench = (self.create_publisher(WrenchStamped, "cmd_wrench", qos)
+                           if self.floating and self.allocation is None else None)
+        self.pub_effort = self.create_publisher(Float64MultiArray, "cmd_joint_effort", qos) if self.nj else None
+        self.pub_joint_command = self.create_publisher(JointState, "joint_command", qos) if self.nj else None
+        self.pub_diagnostics = self.create_publisher(DiagnosticArray, "~/diagnostics", qos)
+
+    def _start_diagnostics(self) -> None:
+        """``~/diagnostics`` once a second on the wall clock (steady: also while /clock stands still)."""
+        self.diagnostics_timer = self.create_timer(DIAGNOSTICS_PERIOD_S, self._guard(self._publish_diagnostics,
+                                                                                     "diagnostics"),
+                                                   clock=Clock(clock_type=ClockType.STEADY_TIME))
+
+    def _publish(self, stamp: int, tau: np.ndarray, q: Optional[np.ndarray]) -> None:
+        cmd = self.output(tau, q)
+        self._count("commands")
+        if cmd.saturated:
+            self._count("saturated_commands")
+            self._warn("saturated", "command saturated (max_wrench "
+                       f"[{self.max_force:g} N, {self.max_torque:g} N m], max_effort "
+                       f"[{', '.join(f'{x:g}' for x in self.max_effort)}]): {self._counts['saturated_commands']} "
+                       f"saturated commands of {self._counts['commands']}")
+        if self.pub_wrench is not None:
+            self.pub_wrench.publish(cv.wrench_stamped_msg(stamp, self.base_frame, cmd.wrench))
+        if self.allocation is not None:
+            thrust = floats(cmd.thrust)
+            self.pub_thruster_command.publish(cv.joint_state_msg(stamp, list(self.model.thruster_names),
+                                                                 effort=thrust))
+            self.pub_thrust.publish(Float64MultiArray(data=thrust))
+        if self.pub_effort is not None:
+            values = floats(cmd.effort)
+            self.pub_joint_command.publish(cv.joint_state_msg(stamp, self.joint_names, effort=values))
+            self.pub_effort.publish(Float64MultiArray(data=values))
+
+    def _publish_zero(self, stamp: int) -> None:
+        try:
+            self._publish(stamp, np.zeros(self.model.nv), None)
+        except Exception as e:  # noqa: BLE001
+            self._warn("error_zero", f"cannot publish a zero command: {type(e).__name__}: {e}", error=True)
+
+    def _publish_diagnostics(self) -> None:
+        with self._count_lock:
+            counts = dict(self._counts)
+        bad = counts["control_errors"] or any(v for k, v in counts.items() if k.startswith("rejected_"))
+        values = dict(counts)
+        values.update(max_force=self.max_force, max_torque=self.max_torque,
+                      max_effort=" ".join(repr(float(x)) for x in self.max_effort),
+                      has_state=self.state is not None)
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.WARN if bad or counts["saturated_commands"] else DiagnosticStatus.OK,
+            name=f"{self.get_fully_qualified_name()}: controller",
+            message=(f"{counts['commands']} commands, {counts['saturated_commands']} saturated, "
+                     f"{sum(v for k, v in counts.items() if k.startswith('rejected_'))} inputs rejected, "
+                     f"{counts['control_errors']} errors"),
+            hardware_id=self.base_frame if self.floating else self.get_namespace(),
+            values=cv.key_values(values))
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.pub_diagnostics.publish(msg)
