@@ -242,7 +242,7 @@ class Model:
         if mimic == "reduce":  # the generic "not simulated" note gives way to one per mimic that stays independent
             mimic, mimic_report = reduce_model(model, mimics, locked)
             if mimic is not None:
-                model = model._reduced(mimic)
+                model = cls._reduced(model, mimic)
             report = tuple(r for r in report if MIMIC_NOTE not in r) + mimic_report
         if report:
             warnings.warn(report_message(report, file or spec.name), ModelWarning, stacklevel=2)

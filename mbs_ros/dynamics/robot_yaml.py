@@ -1,63 +1,7 @@
-"""A small YAML schema for robots, read by :meth:`mbs_ros.dynamics.Model.from_yaml`.
-
-Either a reference to a URDF or xacro file (path relative to the YAML file)::
-
-    robot:
-      name: arm                       # optional (default: the URDF's robot name)
-      base: fixed                     # fixed | se3 | schoenflies | se2 | so3 | so3xr3   (default fixed)
-      gravity: [0.0, 0.0, -9.81]      # world frame, m/s² (default)
-      urdf: arm_6dof.urdf.xacro       # .xacro files are expanded by the xacro package
-      xacro_args: {with_vehicle: "true"}   # optional, the xacro's name:=value arguments
-
-or the robot inline (URDF's content in YAML; SI units, angles in rad)::
-
-    robot:
-      name: planar_arm
-      base: se2
-      links:
-        - name: base_link
-          mass: 10.0                          # kg (0 or absent: a frame without inertia)
-          com: [0.0, 0.0, 0.0]                # centre of mass in the link frame
-          inertia: [ixx, ixy, ixz, iyy, iyz, izz]   # about the c.o.m., link axes (or a 3×3 list)
-          visual: {box: [0.6, 0.4, 0.2]}      # optional, for markers: box [x, y, z] | cylinder
-                                              # {radius, length} | sphere {radius}; optional origin {xyz, rpy}
-        - name: link1
-          ...
-      joints:
-        - name: joint1
-          type: revolute                      # revolute | continuous | prismatic | fixed
-          parent: base_link
-          child: link1
-          origin: {xyz: [0.3, 0.0, 0.1], rpy: [0.0, 0.0, 0.0]}   # child frame in the parent frame at q = 0
-          axis: [0.0, 0.0, 1.0]               # in the joint frame (any non-zero vector; normalised)
-          limit: {lower: -3.14, upper: 3.14, effort: 100, velocity: 5}   # optional
-
-Either form may add bodies in water, joint springs/friction and thrusters (:mod:`mbs_ros.dynamics.passive`; they
-become its URDF extension elements, so a URDF file can carry them itself instead)::
-
-      fluid: {density: 1025.0}              # kg/m³ of links that name none (default 1000)
-      hydrodynamics:                        # per link, Fossen's notation, positive values
-        base_link:
-          origin: {xyz: [0, 0, 0], rpy: [0, 0, 0]}   # frame the values are written in (default: the link's)
-          added_mass: [6 or 36 numbers]     # M_A [kg, kg m, kg m²], linear first, diagonal or row-major
-          linear_damping: [6 or 36 numbers] # D_L [N s/m, N m s/rad]
-          quadratic_damping: [6 numbers]    # D_Q [N s²/m², N m s²/rad²]
-          volume: 0.0134                    # displaced volume [m³]
-          center_of_buoyancy: [0, 0, 0.01]  # in that frame [m]
-          density: 1025.0                   # optional, this link's fluid
-      joint_dynamics:
-        joint1: {damping: 0.1, friction: 0.2, friction_velocity: 0.01, stiffness: 5.0, rest: 0.0}
-      thrusters:
-        - {name: t1, link: base_link, position: [0.15, 0.1, 0], direction: [0.707, -0.707, 0],
-           min_thrust: -40.0, max_thrust: 50.0, time_constant: 0.1}
-
-A broken file raises :class:`RobotConfigError` naming the file and the key, e.g.
-``config/arm.yaml: robot.joints[2].axis: expected 3 numbers``; a robot that cannot be simulated (a massless end
-link, ...) is refused by :meth:`~mbs_ros.dynamics.Model.from_yaml` with a ``ModelError`` naming the file and the
-link. ``limit`` becomes the URDF's ``<limit>``: ``Model.effort_limits``, ``velocity_limits`` and
-``position_limits`` (a revolute or prismatic joint without one gets lower/upper ±π and effort/velocity 1e6, as
-URDF requires the tag). Inline robots are turned into URDF text
-(``RobotConfig.urdf``), so that everything downstream — the model, ``robot_description`` — sees one format.
+"""A small YAML schema for robots, read by :meth:`mbs_ros.dynamics.Model.from_yaml`: a reference to a URDF or
+xacro file, or the robot inline (links, joints, and optionally bodies in water, joint springs/friction and
+thrusters), turned into URDF text (``RobotConfig.urdf``) so that everything downstream sees one format. A broken file
+raises :class:`RobotConfigError` naming the file and the key. The schema with examples: docs/robot_yaml.md.
 """
 from __future__ import annotations
 

@@ -27,6 +27,9 @@ LAYERS = (
     ("dynamics", ("mbs_ros.dynamics.*",)),
     ("controllers/ephs", ("mbs_ros.controllers.*", "mbs_ros.ephs.*")),
     ("nodes", ("mbs_ros.nodes.*",)),
+    # the scenario schema is ROS-free and reads the nodes' parameter tables; the animation resolves --model SCENARIO
+    # through it, so it sits below the tools while the runner, the bridge and the launch helpers stay on top
+    ("scenario schema", ("mbs_ros.bringup.scenario",)),
     ("tools/analysis", ("mbs_ros.recording", "mbs_ros.foxglove_schemas", "mbs_ros.plot", "mbs_ros.animate",
                         "mbs_ros.analysis.*", "mbs_ros.tools.*")),
     ("bringup", ("mbs_ros.bringup.*",)),
@@ -35,7 +38,7 @@ LAYERS = (
 # Modules that must run without ROS: the numerics, and the ROS-free helpers of the nodes and the analysis tools.
 ROS_FREE = ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.packages", "mbs_ros.process", "mbs_ros.dynamics.*",
             "mbs_ros.controllers.*", "mbs_ros.ephs.*", "mbs_ros.nodes.parameters.*", "mbs_ros.nodes.params",
-            "mbs_ros.nodes.paramsfile", "mbs_ros.analysis.*")
+            "mbs_ros.nodes.paramsfile", "mbs_ros.analysis.*", "mbs_ros.bringup.scenario")
 # rclpy itself only where a node, the runner, the recorder, the Foxglove bridge or the node benchmark lives.
 RCLPY_ALLOWED = ("mbs_ros.nodes.*", "mbs_ros.bringup.*", "mbs_ros.recording", "mbs_ros.foxglove_schemas",
                  "mbs_ros.bench.*")

@@ -67,6 +67,7 @@ def test_base_frame_must_name_the_base_link():
         settings_from_values(values, source)
 
 
+@pytest.mark.e2e
 def test_the_settings_are_ros_free():
     """Checking a robot's settings (its base link included) loads no rclpy: a ROS-free module must not reach the
     nodes' rclpy modules, not even lazily."""
