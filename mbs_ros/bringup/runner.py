@@ -37,9 +37,6 @@ from mbs_ros.process import NodeProcess, NodeProcessError
 
 __all__ = ["Runner", "RunResult", "main"]
 
-PUBLISHED = "reference published"
-# the simulation time a reference node's "reference published" line names (its start: the state it answered)
-_REFERENCE_START = re.compile(r"reference published: .*(?:starting at t = |t ~ )(\d+(?:\.\d*)?) s")
 RECORDER_NAME = "bringup_recorder"  # the recorder's node name (in /), by which the ROS graph shows its subscriptions
 RECORDER_CLOSE_TIMEOUT = 30.0  # s the recorder gets at least, after its stop signal, to complete its file
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
@@ -160,11 +157,9 @@ def params_file_name(spec: NodeSpec) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", spec.label).strip("_") + ".params.yaml"
 
 
-def reference_start_ns(log_text: str) -> Optional[int]:
-    """The simulation time (ns) at which a reference node's reference starts, from its ``reference published``
-    log line; None without one."""
-    m = _REFERENCE_START.search(log_text)
-    return None if m is None else int(round(float(m.group(1)) * 1e9))
+def _reference_paths(reference: NodeSpec) -> List[str]:
+    """The absolute names of a reference node's topics."""
+    return [f"{reference.namespace.rstrip('/')}/{t}" for t in reference_topics(reference)]
 
 
 def reference_topics(reference: NodeSpec) -> List[str]:
@@ -190,7 +185,8 @@ class _Graph:
     newest ``diagnostics`` of the controllers that hold a paused start (how many came, their counters), and clients
     of the paused dynamics nodes' ``~/pause``."""
 
-    def __init__(self, watch_clock: bool, diagnostics: Sequence[str] = (), pause: Sequence[str] = ()):
+    def __init__(self, watch_clock: bool, diagnostics: Sequence[str] = (), pause: Sequence[str] = (),
+                 references: Sequence[str] = ()):
         import rclpy
         from rclpy.context import Context
         from rclpy.executors import SingleThreadedExecutor
@@ -214,6 +210,18 @@ class _Graph:
             for topic in diagnostics:
                 self.node.create_subscription(DiagnosticArray, topic, lambda m, t=topic: self._on_diagnostics(t, m),
                                               QoSProfile(depth=10))
+        #: reference topic -> header.stamp (ns) of the reference received on it (reliable, transient local: the
+        #: reference node publishes each once)
+        self.references: Dict[str, int] = {}
+        if references:
+            from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
+            from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
+
+            latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
+            for topic in references:
+                kind = MultiDOFJointTrajectory if topic.endswith("base_reference") else JointTrajectory
+                self.node.create_subscription(kind, topic, lambda m, t=topic: self._on_reference(t, m), latched)
         self.pause_clients = {}
         if pause:
             from std_srvs.srv import SetBool
@@ -227,6 +235,9 @@ class _Graph:
 
     def _on_clock(self, msg) -> None:
         self.now_ns = int(msg.clock.sec) * 1_000_000_000 + int(msg.clock.nanosec)
+
+    def _on_reference(self, topic: str, msg) -> None:
+        self.references[topic] = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
 
     def _on_diagnostics(self, topic: str, msg) -> None:
         from mbs_ros.nodes.conversions import values_from_status
@@ -296,10 +307,11 @@ class Runner:
         self._stop_request: Optional[str] = None
         self._failure: Optional[str] = None
         self.topics = record_topics(scenario) if self.record is not None else None
-        # the reference node waits for the recorder too, when the recorder records the references
+        # the reference node waits for every subscriber of its references: the controller, the runner (which learns
+        # from them that they are out, and when they start), and the recorder when it records them
         records_refs = self.record is not None and (self.topics is None or any(
             t.endswith(("/joint_reference", "/base_reference")) for t in self.topics))
-        self.specs = runner_specs(scenario, reference_subscribers=2 if records_refs else 1)
+        self.specs = runner_specs(scenario, reference_subscribers=3 if records_refs else 2)
         #: dynamics nodes that start paused (a paused_start scenario, or start_paused in the scenario): resumed once
         #: their controller holds the reference
         self.paused = [sp for sp in self.specs if sp.role == "dynamics" and sp.parameters.get("start_paused") is True]
@@ -325,6 +337,7 @@ class Runner:
             self.say(f"scenario {self.scenario.name} ({self.scenario.path}): {len(self.scenario.robots)} robot(s), "
                      f"{len(self.specs)} node(s); logs and parameter files in {self.log_dir}")
             graph = _Graph(watch_clock=sim_clock, pause=[_pause_service(sp) for sp in self.paused],
+                           references=[t for sp in self.specs if sp.role == "reference" for t in _reference_paths(sp)],
                            diagnostics=[f"{c.namespace}/{c.name}/diagnostics" for c in self.specs
                                         if c.role == "controller" and any(d.robot == c.robot for d in self.paused)])
             if self.record is not None:
@@ -460,23 +473,27 @@ class Runner:
             self._failure = reason.splitlines()[0]
         print(f"bringup: error: {reason}", file=sys.stderr, flush=True)
 
-    def _wait_until_running(self, clock: Optional["_Graph"], graph: Optional["_Graph"] = None) -> Optional[int]:
-        """Wait for every reference node's ``reference published`` (and resume the paused dynamics nodes once their
+    def _wait_until_running(self, clock: Optional["_Graph"], graph: "_Graph") -> Optional[int]:
+        """Wait until the runner has received every reference node's references (and resume the paused dynamics nodes once their
         controllers hold the references); the start time of the run (ns: simulation time with a clock watcher, else
         monotonic wall time), or None if stopped/failed first."""
         refs = [c for c in self.children if c.spec is not None and c.spec.role == "reference"]
         deadline = time.monotonic() + self.startup_timeout
+
+        def waiting() -> List[Child]:
+            return [c for c in refs if any(t not in graph.references for t in _reference_paths(c.spec))]
+
         while True:
             self._check_children()
             if self._failure is not None or self._stop_request is not None:
                 return None
-            if all(PUBLISHED in c.process.log_text() for c in refs):
+            if not waiting():
                 break
             if time.monotonic() > deadline:
-                waiting = [c.label for c in refs if PUBLISHED not in c.process.log_text()]
-                self._fail(f"no reference sent within {self.startup_timeout:g} s by {', '.join(waiting)}; the end "
-                           f"of its log:\n" + _indent(next(c for c in refs if c.label == waiting[0])
-                                                       .process.log_tail(10)))
+                late = waiting()
+                self._fail(f"no reference received within {self.startup_timeout:g} s from "
+                           f"{', '.join(c.label for c in late)}; the end of its log:\n"
+                           + _indent(late[0].process.log_tail(10)))
                 return None
             time.sleep(0.05)
         if clock is not None:
@@ -491,8 +508,7 @@ class Runner:
                 time.sleep(0.02)
             # from the references' own start: the /clock value seen here can lag the state a reference node
             # answered (a backlog of /clock messages when the simulation runs far faster than real time)
-            start = max([clock.now_ns] + [t for t in (reference_start_ns(c.process.log_text()) for c in refs)
-                                          if t is not None])
+            start = max([clock.now_ns] + [graph.references[t] for c in refs for t in _reference_paths(c.spec)])
         if self.paused and not self._resume_paused(graph):
             return None
         if clock is None:

@@ -436,17 +436,56 @@ def test_runner_tracks_records_and_plots(run, tmp_path):
     assert "figure" in demo.table(list(rows.values())).splitlines()[0]
 
 
-def test_the_duration_counts_from_the_reference_start_the_reference_node_logs():
-    """With sim_time the runner starts --duration at the later of its /clock reading and the start the reference
-    nodes name (a backlog of /clock messages once left the runner 0.9 s of simulation time behind, and a 2 s run
-    covered 1.09 s of the reference)."""
-    line = ("[INFO] [1.2] [arm.reference_node]: reference published: joint_reference (3 points), starting at "
-            "t = 3.090000 s")
-    assert bringup_runner.reference_start_ns("other\n" + line + "\n") == 3_090_000_000
-    zero = ("[INFO] [1.2] [x.reference_node]: reference published: base_reference (2 points), stamp 0 (the "
-            "controller starts it at its newest state, t ~ 12.5 s)")
-    assert bringup_runner.reference_start_ns(zero) == 12_500_000_000
-    assert bringup_runner.reference_start_ns("[INFO] starting") is None
+def test_the_runner_learns_the_references_and_their_start_from_the_topics(tmp_path):
+    """The runner's graph subscribes each reference topic (reliable, transient local, as the reference node
+    publishes) and keeps each reference's header stamp; the run waits for every topic of every reference node and
+    starts --duration at the later of its /clock reading and the references' stamps, whatever the nodes log."""
+    import rclpy
+    from builtin_interfaces.msg import Time
+    from rclpy.context import Context
+    from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
+    from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
+
+    from ros_helpers import poll_until
+
+    ns = f"/refs_{os.getpid()}"
+    graph = bringup_runner._Graph(watch_clock=False, references=[f"{ns}/joint_reference", f"{ns}/base_reference"])
+    ctx = Context()
+    rclpy.init(context=ctx)
+    node = rclpy.create_node("fake_reference_node", namespace=ns, context=ctx)
+    try:
+        latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
+                             durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        joints = JointTrajectory()
+        joints.header.stamp = Time(sec=3, nanosec=90_000_000)
+        node.create_publisher(JointTrajectory, "joint_reference", latched).publish(joints)
+        base = MultiDOFJointTrajectory()  # stamp 0: the controller starts it at its newest state
+        node.create_publisher(MultiDOFJointTrajectory, "base_reference", latched).publish(base)
+        poll_until(lambda: len(graph.references) == 2, lambda: time.sleep(0.05), 60.0, "both references at the graph")
+        assert graph.references == {f"{ns}/joint_reference": 3_090_000_000, f"{ns}/base_reference": 0}
+    finally:
+        node.destroy_node()
+        rclpy.try_shutdown(context=ctx)
+        graph.close()
+
+    # the runner's wait and start, on a graph that has them or not (the nodes' logs say nothing)
+    runner = bringup_runner.Runner(load_scenario("manipulator"), log_dir=tmp_path, quiet=True, startup_timeout=0.3)
+    runner.paused = []
+    ref = next(s for s in runner.specs if s.role == "reference")
+    runner.children = [bringup_runner.Child(ref.label, _FakeProcess("[INFO] [1.0] [x]: nothing\n"), spec=ref)]
+    runner._check_children = lambda: None
+    topic = f"{ref.namespace}/joint_reference"
+
+    class Graph:
+        references = {}
+        now_ns = 2_000_000_000
+
+    assert runner._wait_until_running(Graph, Graph) is None and "no reference received" in runner._failure
+    runner._failure = None
+    Graph.references = {topic: 3_090_000_000}
+    assert runner._wait_until_running(Graph, Graph) == 3_090_000_000  # the reference starts after the clock
+    Graph.now_ns = 5_000_000_000
+    assert runner._wait_until_running(Graph, Graph) == 5_000_000_000
 
 
 class _FakeProcess:
