@@ -1150,8 +1150,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     # SIGINT and SIGTERM only set a flag that the spin loop reads. Neither rclpy's handlers (SIGINT would then
     # also raise KeyboardInterrupt wherever the main thread is, a subscription callback included) nor Python's
-    # default: an exception raised in the middle of a write used to leave a half-written record in the chunk
-    # that closing the file then wrote out. A second signal while the file is being completed is ignored alike.
+    # default: an exception raised in the middle of a write would leave a half-written record in the chunk
+    # that closing the file then writes out. A second signal while the file is being completed is ignored alike.
     stop: list = []
 
     def on_signal(signum, _frame) -> None:

@@ -33,7 +33,7 @@ from mbs_ros.dynamics.model import BASES, MAX_MASS_RATIO, TREE_BASES
 from mbs_ros.packages import is_uri, resolve_uri
 
 __all__ = ["ParameterError", "Source", "load_source", "resolve_model_file", "scale_urdf_inertia",
-           "build_multibody", "meshes_for_rviz", "base_link", "BASES", "TREE_BASES", "PACKAGE"]
+           "build_multibody", "meshes_for_rviz", "base_link", "model_defaults", "BASES", "TREE_BASES", "PACKAGE"]
 
 PACKAGE = "mbs_ros"
 
@@ -265,6 +265,14 @@ def base_link(source: Source) -> str:
 
 def default_gravity(source: Source) -> Tuple[float, float, float]:
     return source.gravity if source.gravity is not None else (0.0, 0.0, -9.81)
+
+
+def model_defaults(source: Source) -> dict:
+    """The parameter defaults a robot's source gives (``base_group``, ``gravity``, ``base_frame``); none for a
+    single body."""
+    if not source.multibody:
+        return {}
+    return dict(base_group=default_base(source), gravity=default_gravity(source), base_frame=base_link(source))
 
 
 def joint_positions_to_q(model: Model, angles) -> np.ndarray:

@@ -355,10 +355,7 @@ def topic_token(name: str) -> str:
 
 def model_defaults(source: ms.Source) -> Dict[str, object]:
     """The defaults a robot's source gives (base_group, gravity, base_frame); none for a single body."""
-    if not source.multibody:
-        return {}
-    return dict(base_group=ms.default_base(source), gravity=ms.default_gravity(source),
-                base_frame=base_link_of(source))
+    return ms.model_defaults(source)
 
 
 def steps_between(physics_rate: float, rate: float) -> int:

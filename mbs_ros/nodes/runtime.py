@@ -356,9 +356,9 @@ def declare_model_parameters(node: "rclpy.node.Node", parameters: Mapping[str, P
     """The first half of a model node's ``configure``: declare ``robot_description`` and ``model_file``, load the
     model source they name (:func:`mbs_ros.dynamics.model_source.load_source`), then declare every other parameter
     of ``parameters`` with ``default(name)``, or the robot's own default (base_group, gravity, base_frame:
-    :func:`mbs_ros.nodes.dynamics_settings.model_defaults`). Returns ``(values, source)``: the raw values for the
+    :func:`mbs_ros.dynamics.model_source.model_defaults`). Returns ``(values, source)``: the raw values for the
     node's ``settings_from_values``. ParameterError with the reason."""
-    from mbs_ros.nodes.dynamics_settings import model_defaults
+    from mbs_ros.dynamics.model_source import model_defaults
 
     values = {name: declare(node, parameters[name], default(name)) for name in ("robot_description", "model_file")}
     for name, v in values.items():

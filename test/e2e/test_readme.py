@@ -191,7 +191,7 @@ def test_modules_and_targets_named_in_the_prose(tmp_path):
     assert "mbs_ros.nodes.dynamics_node" in modules
     for module in modules:
         _run([sys.executable, "-m", module, "--help"], tmp_path, f"python -m {module} --help")
-    targets = set(re.findall(r"`make (\w+)", text))
+    targets = set(re.findall(r"`make ([\w-]+)", text))
     assert targets - _makefile_targets() == set(), targets - _makefile_targets()
 
 

@@ -50,7 +50,7 @@ _PAIRS = {
     "physics_rate": (
         "Physics steps per second of simulation time [Hz]; dt is the nearest whole number of ns. Refused when "
         "the model's fastest gravity mode is unstable under the integrator at this rate; a warning when it is "
-        "barely resolved (see the node's docstring, Robustness).",
+        "barely resolved (docs/dynamics_node.md, Robustness).",
         {"type": "double", "default": 1000.0, "read_only": True, "floating_point_range": (1.0, 100000.0)}),
     "publish_rate": (
         "Rate of the state: odom, pose, /tf, joint_states (and wrench, joint_effort again with it) [Hz], in "
