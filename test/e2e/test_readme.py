@@ -216,6 +216,8 @@ def test_layout_names_existing_files():
     (layout,) = [text for lang, h, _s, text in blocks() if h == "Layout"]
     missing = []
     for line in layout.splitlines():
+        if line[:1].isspace():  # a description's continuation line
+            continue
         names = re.split(r"\s{2,}", line.strip(), maxsplit=1)[0]
         folder = ""
         for name in re.split(r"[\s,]+", names):
