@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["DEFAULT_LIMIT_ACCELERATION", "CommandLimits", "command_limits", "total_mass", "model_effort_limits", "scale_to_norm",
+__all__ = ["DEFAULT_LIMIT_ACCELERATION", "CommandLimits", "command_limits", "model_effort_limits", "scale_to_norm",
            "saturate_wrench", "clip_efforts"]
 
 #: default command limits per kg of the model's total mass: m/s^2 (force), N m/kg (torques, efforts without a
@@ -25,12 +25,6 @@ class CommandLimits:
     max_effort: np.ndarray
 
 
-def total_mass(model) -> float:
-    """The model's total mass [kg] (a single body's ``mass``)."""
-    total = getattr(model, "total_mass", None)
-    return float(total if total is not None else getattr(model, "mass", 1.0))
-
-
 def model_effort_limits(model) -> np.ndarray:
     """Per joint effort limits of the model (``Model.effort_limits``' joint part), NaN where it gives none."""
     nj = len(model.joint_names)
@@ -43,7 +37,7 @@ def command_limits(model, max_wrench=None, max_effort=None) -> CommandLimits:
     joint, or one per joint) as given, else the model's defaults (module docstring, "Saturation"). ValueError for
     a wrong length or a limit that is not a positive number (``inf`` turns a limit off)."""
     nj = len(model.joint_names)
-    per_kg = DEFAULT_LIMIT_ACCELERATION * max(total_mass(model), 1e-9)
+    per_kg = DEFAULT_LIMIT_ACCELERATION * max(model.total_mass, 1e-9)
     if max_wrench is None or len(max_wrench) == 0:
         max_force = max_torque = per_kg
     else:

@@ -17,8 +17,7 @@ from typing import Callable, Dict, Optional
 
 import numpy as np
 
-from .actuators import (DEFAULT_LIMIT_ACCELERATION, CommandLimits, clip_efforts, command_limits, saturate_wrench,
-                        total_mass)
+from .actuators import DEFAULT_LIMIT_ACCELERATION, CommandLimits, clip_efforts, command_limits, saturate_wrench
 from .integrators import TABLEAUS, step
 from .model import Model
 from .passive import thrust_response
@@ -556,7 +555,7 @@ class Simulator:
         E = model.kinetic_energy(self.q, self.v) + model.potential_energy(self.q)
         residual = E - self.energy_ref - self.work - self.passive_work
         scale = (abs(self.energy_ref) + abs(self.work) + abs(self.passive_work) + self.dissipated
-                 + ENERGY_FLOOR_PER_KG * total_mass(model))
+                 + ENERGY_FLOOR_PER_KG * model.total_mass)
         if math.isfinite(residual) and abs(residual) <= ENERGY_RESIDUAL_FACTOR * scale:
             return None
         return (f"energy balance: E - E_ref - work = {residual:.6g} J exceeds {ENERGY_RESIDUAL_FACTOR:g} x "

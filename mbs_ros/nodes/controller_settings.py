@@ -10,7 +10,7 @@ from typing import Dict, Tuple
 import numpy as np
 
 from mbs_ros.controllers import ComputedTorque, PassivityBased, PDGravity
-from mbs_ros.dynamics import Model, actuators
+from mbs_ros.dynamics import Model
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.dynamics.model_source import ParameterError, base_link
@@ -170,9 +170,5 @@ def layout_description(model: Model) -> str:
 def command_limits(model: Model, s: ControllerSettings):
     """``(max_force, max_torque, max_effort (nj,))`` in force: the parameters, or the model's defaults
     (:func:`mbs_ros.dynamics.actuators.command_limits`); ParameterError if ``max_effort`` has the wrong length."""
-    try:
-        lim = actuators.command_limits(model, s.max_wrench or None,
-                                       s.max_effort if isinstance(s.max_effort, float) else (s.max_effort or None))
-    except ValueError as e:
-        raise ParameterError(str(e)) from None
+    lim = prm.command_limits(model, s)
     return lim.max_force, lim.max_torque, np.array(lim.max_effort)

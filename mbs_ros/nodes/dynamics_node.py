@@ -37,7 +37,7 @@ from mbs_ros.nodes.dynamics_publishing import EnergyPorts, StatePublishing, TFMe
 from mbs_ros.nodes.dynamics_reconfigure import Reconfiguration
 from mbs_ros.nodes.dynamics_services import MAX_STEP_REQUEST, Services  # noqa: F401 - importable from here
 from mbs_ros.nodes.dynamics_settings import (  # noqa: F401 - importable from here, as users and tests do
-    DEFAULTS, INERTIAL, SINGLE_BODY_ONLY, Settings, base_link_of, build_model, check_inertia, check_rate,
+    DEFAULTS, INERTIAL, SINGLE_BODY_ONLY, Settings, build_model, check_inertia, check_rate,
     check_runtime_change, command_limits, initial_state, joint_position_limits, lockstep_steps, settings_from_values,
     steps_between, topic_token)
 from mbs_ros.nodes.pacing import WARN_THROTTLE_S, Pacer, timer_period

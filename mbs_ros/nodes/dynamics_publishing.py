@@ -19,10 +19,11 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
+from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.simulator import WrenchCommand
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import markers as mk
-from mbs_ros.nodes.dynamics_settings import base_link_of, topic_token
+from mbs_ros.nodes.dynamics_settings import topic_token
 
 try:  # our interface package (mbs_ros_msgs/, built by make setup / colcon)
     from mbs_ros_msgs.msg import EnergyPorts
@@ -121,7 +122,7 @@ class StatePublishing:
         if not self.multibody:
             return
         index = {name: i for i, name in enumerate(model.link_names)}
-        base_link = base_link_of(self.source)
+        base_link = ms.base_link(self.source)
         self._base_link_index = index[base_link]
         self._base_is_root = base_link == self.source.root_link
         poses = model.link_poses(model.neutral())

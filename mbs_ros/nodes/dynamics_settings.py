@@ -15,7 +15,6 @@ from mbs_ros.dynamics import Model
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.dynamics.simulator import CommandLimits, RateCheck
-from mbs_ros.dynamics.simulator import command_limits as sim_command_limits
 from mbs_ros.dynamics.simulator import rate_check, velocity_bounds
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import params as prm
@@ -23,8 +22,8 @@ from mbs_ros.nodes.params import locked_joints_setting
 from mbs_ros.nodes.parameters.dynamics import PARAMETERS
 
 __all__ = ["Settings", "DEFAULTS", "ParameterError", "settings_from_values", "check_runtime_change",
-           "command_limits", "check_rate", "joint_position_limits", "lockstep_steps", "base_link_of",
-           "model_defaults", "check_inertia", "build_model", "initial_state", "topic_token", "steps_between"]
+           "command_limits", "check_rate", "joint_position_limits", "lockstep_steps",
+           "check_inertia", "build_model", "initial_state", "topic_token", "steps_between"]
 
 BASE_GROUPS = ms.BASES  # a single rigid body
 TREE_BASE_GROUPS = ms.TREE_BASES  # a robot: a group, or fixed
@@ -184,7 +183,7 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
     if s.world_frame.strip("/") == s.base_frame.strip("/"):
         raise ParameterError(f"world_frame and base_frame must differ, both are {s.world_frame!r}")
     if multibody:
-        base_link = base_link_of(source)
+        base_link = ms.base_link(source)
         if s.base_frame.lstrip("/") != base_link:
             raise ParameterError(
                 f"base_frame must name the robot's base link {base_link!r} (or be left unset), got {s.base_frame!r}")
@@ -203,11 +202,7 @@ def check_runtime_change(old: Settings, new: Settings, changed) -> None:
 
 def command_limits(model: Model, s: Settings) -> CommandLimits:
     """The saturation limits of the settings on ``model`` (empty = the model's); ParameterError with the reason."""
-    try:
-        return sim_command_limits(model, s.max_wrench or None,
-                                  s.max_effort if isinstance(s.max_effort, float) else (s.max_effort or None))
-    except ValueError as e:
-        raise ParameterError(str(e)) from None
+    return prm.command_limits(model, s)
 
 
 def check_rate(model: Model, s: Settings, q0, limits: CommandLimits) -> RateCheck:
@@ -260,11 +255,6 @@ def lockstep_steps(s: Settings) -> int:
             f"lockstep needs a whole number of physics steps per control period: physics_rate / control_rate = "
             f"{s.physics_rate:g} / {s.control_rate:g} = {ratio:.6g} (choose control_rate = physics_rate / n)")
     return n
-
-
-def base_link_of(source: ms.Source) -> str:
-    """The link whose pose is the base's (odom's child): :func:`mbs_ros.dynamics.model_source.base_link`."""
-    return ms.base_link(source)
 
 
 def check_inertia(inertia: np.ndarray) -> Optional[str]:
@@ -351,11 +341,6 @@ def topic_token(name: str) -> str:
     (and a leading digit gets a ``_`` before it)."""
     token = re.sub(r"[^A-Za-z0-9_]", "_", name)
     return "_" + token if token[:1].isdigit() or not token else token
-
-
-def model_defaults(source: ms.Source) -> Dict[str, object]:
-    """The defaults a robot's source gives (base_group, gravity, base_frame); none for a single body."""
-    return ms.model_defaults(source)
 
 
 def steps_between(physics_rate: float, rate: float) -> int:

@@ -5,9 +5,11 @@ from __future__ import annotations
 import math
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
+from mbs_ros.dynamics import actuators
 from mbs_ros.dynamics.model_source import ParameterError
 
-__all__ = ["text", "number", "vector", "flag", "positive_list", "limits", "bounded_vector", "locked_joints_setting"]
+__all__ = ["text", "number", "vector", "flag", "positive_list", "limits", "bounded_vector", "locked_joints_setting",
+           "command_limits"]
 
 
 def text(values: Mapping, name: str, choices: Optional[Sequence[str]] = None, allow_empty: bool = False) -> str:
@@ -120,3 +122,14 @@ def locked_joints_setting(values: Dict[str, object], multibody: bool) -> Tuple[t
         raise ParameterError("locked_joints: a single rigid body has no joints (robot_description or model_file "
                              "gives a robot)")
     return names, positions or (0.0,) * len(names)
+
+
+def command_limits(model, settings) -> actuators.CommandLimits:
+    """The saturation limits a node's ``max_wrench`` and ``max_effort`` settings give on ``model`` (empty: the
+    model's defaults, :func:`mbs_ros.dynamics.actuators.command_limits`); ParameterError with the reason."""
+    max_effort = settings.max_effort
+    try:
+        return actuators.command_limits(model, settings.max_wrench or None,
+                                        max_effort if isinstance(max_effort, float) else (max_effort or None))
+    except ValueError as e:
+        raise ParameterError(str(e)) from None

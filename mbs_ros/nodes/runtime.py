@@ -323,7 +323,7 @@ class TeardownGuard:
         self._finished.set()
 
 
-def descriptor(param: Parameter, value) -> "ParameterDescriptor":
+def descriptor(param: Parameter, value):
     """The ROS descriptor of ``param`` declared with ``value``: strings and bools typed, numbers and lists
     dynamically typed (ints are accepted for doubles; the node checks them), its range and read-only flag."""
     from rcl_interfaces.msg import FloatingPointRange, ParameterDescriptor, ParameterType
@@ -358,14 +358,12 @@ def declare_model_parameters(node: "rclpy.node.Node", parameters: Mapping[str, P
     of ``parameters`` with ``default(name)``, or the robot's own default (base_group, gravity, base_frame:
     :func:`mbs_ros.dynamics.model_source.model_defaults`). Returns ``(values, source)``: the raw values for the
     node's ``settings_from_values``. ParameterError with the reason."""
-    from mbs_ros.dynamics.model_source import model_defaults
-
     values = {name: declare(node, parameters[name], default(name)) for name in ("robot_description", "model_file")}
     for name, v in values.items():
         if not isinstance(v, str):
             raise ParameterError(f"{name} must be a string, got {v!r}")
     source = ms.load_source(values["robot_description"], values["model_file"])
-    robot = model_defaults(source)
+    robot = ms.model_defaults(source)
     for name, param in parameters.items():
         if name not in values:
             values[name] = declare(node, param, robot[name] if name in robot else default(name))
