@@ -17,9 +17,10 @@ process). Bad mimics (unknown or continuous master, a loop) stay independent wit
 """
 from __future__ import annotations
 
-import math
 import warnings
+import xml.etree.ElementTree as ET
 import zlib
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -30,7 +31,6 @@ from urdf_text import BOX, joint, link, robot
 pin = pytest.importorskip("pinocchio", reason="Pinocchio (PyPI: pin) is the reference; make setup installs it")
 
 REL = 1e-9
-FIGURES = {}
 
 
 def _load(urdf, **kw):
@@ -69,104 +69,146 @@ def random_mimic_tree(rng, n=7):
     return robot(*parts, name="mimic_tree")
 
 
-def constraint(independent: Model, reduced: Model) -> np.ndarray:
-    """A (n_mimic × nv_full): rows ``e_mimic − multiplier_total · e_root_master`` of the velocity constraint."""
-    idx = {n: independent.nv - len(independent.joint_names) + k for k, n in enumerate(independent.joint_names)}
-    A = np.zeros((len(reduced.mimic_joints), independent.nv))
-    for r, (name, (master, m, _o)) in enumerate(reduced.mimic_joints.items()):
-        A[r, idx[name]] = 1.0
-        A[r, idx[master]] = -m
-    return A
+def urdf_mimics(urdf) -> list:
+    """``[(joint, master, multiplier, offset)]`` of every ``<mimic>`` tag of the URDF (its text or a file path),
+    read here from the XML (multiplier 1 and offset 0 when absent), each tag on its own: no chain is resolved."""
+    text = urdf if urdf.lstrip().startswith("<") else Path(urdf).read_text()
+    out = []
+    for j in ET.fromstring(text).findall("joint"):
+        tag = j.find("mimic")
+        if tag is not None:
+            out.append((j.get("name"), tag.get("joint"), float(tag.get("multiplier", "1")),
+                        float(tag.get("offset", "0"))))
+    return out
 
 
-def full_state(independent: Model, reduced: Model, q, v):
-    """(q, v) of the unreduced model for the reduced (q, v), from the mimic relations written out here."""
-    nqb = reduced.nq - sum(2 if t == "continuous" else 1 for t in reduced.joint_types)
-    nvb = reduced.nv - len(reduced.joint_names)
-    pos = dict(zip(reduced.joint_names, q[nqb:]))
-    vel = dict(zip(reduced.joint_names, v[nvb:]))
-    for name, (master, m, o) in reduced.mimic_joints.items():
-        pos[name], vel[name] = m * pos[master] + o, m * vel[master]
-    qf = np.concatenate([q[:nqb], [pos[n] for n in independent.joint_names]])
-    vf = np.concatenate([v[:nvb], [vel[n] for n in independent.joint_names]])
-    return qf, vf
+def expand(independent: Model, reduced: Model, tags, x, offsets=True):
+    """The unreduced joint coordinates (or rates, ``offsets`` False) for the reduced ones ``x`` of the independent
+    joints: the linear system of one row ``x_i − m x_j = o`` per tag (a chain is two rows, solved together) and
+    ``x_k`` given for every joint without a tag."""
+    names = list(independent.joint_names)
+    col = {n: k for k, n in enumerate(names)}
+    given = dict(zip(reduced.joint_names, x))
+    K, b = np.zeros((len(names), len(names))), np.zeros(len(names))
+    for r, (name, master, m, o) in enumerate(tags):
+        K[r, col[name]], K[r, col[master]], b[r] = 1.0, -m, o if offsets else 0.0
+    for r, name in enumerate(given, start=len(tags)):
+        K[r, col[name]], b[r] = 1.0, given[name]
+    return np.linalg.solve(K, b)
 
 
 def check_against_kkt(urdf, base, rng, label):
-    """The reduced model against the constrained unreduced one at random states; records the worst errors."""
+    """The reduced model against the constrained unreduced one at random states, the constraint rows written from
+    the URDF's own ``<mimic>`` tags (:func:`urdf_mimics`); returns the worst relative errors."""
     reduced = _load(urdf, base=base)
     independent = _load(urdf, base=base, mimic="independent")
-    assert reduced.mimic_joints and reduced.nv == independent.nv - len(reduced.mimic_joints)
-    A = constraint(independent, reduced)
-    nc = A.shape[0]
-    idx_independent = [k for k, n in enumerate(independent.joint_names) if n not in reduced.mimic_joints]
-    nvb = reduced.nv - len(reduced.joint_names)
-    keep = list(range(nvb)) + [nvb + k for k in idx_independent]
+    tags = urdf_mimics(urdf)
+    mimics = {name for name, *_ in tags}
+    assert tags and list(reduced.joint_names) == [n for n in independent.joint_names if n not in mimics]
+    nj = len(independent.joint_names)
+    assert independent.nq - nj == reduced.nq - len(reduced.joint_names)  # one coordinate per joint
+    nqb, nvb = independent.nq - nj, independent.nv - nj
+    col = {n: nvb + k for k, n in enumerate(independent.joint_names)}
+    A = np.zeros((len(tags), independent.nv))  # velocity constraint rows v_i − m v_j = 0
+    for r, (name, master, m, _o) in enumerate(tags):
+        A[r, col[name]], A[r, col[master]] = 1.0, -m
+    keep = list(range(nvb)) + [col[n] for n in reduced.joint_names]
+    worst = {}
     for _ in range(3):
         q = reduced.random_configuration(rng, 1.0)
         v, tau = rng.normal(size=(2, reduced.nv))
-        qf, vf = full_state(independent, reduced, q, v)
+        qf = np.concatenate([q[:nqb], expand(independent, reduced, tags, q[nqb:])])
+        vf = np.concatenate([v[:nvb], expand(independent, reduced, tags, v[nvb:], offsets=False)])
+        assert np.abs(A @ vf).max() < 1e-12 * max(1.0, np.abs(vf).max())
         M, nle = independent.mass_matrix(qf), independent.nonlinear_effects(qf, vf)
         tau_f = np.zeros(independent.nv)
         tau_f[keep] = tau  # the commands act on the independent joints; the coupling's forces are λ
-        K = np.block([[M, A.T], [A, np.zeros((nc, nc))]])
-        a_f = np.linalg.solve(K, np.concatenate([tau_f - nle, np.zeros(nc)]))[: independent.nv]
+        K = np.block([[M, A.T], [A, np.zeros((len(tags), len(tags)))]])
+        a_f = np.linalg.solve(K, np.concatenate([tau_f - nle, np.zeros(len(tags))]))[: independent.nv]
         for model in (reduced, reduced.with_backend("numpy")):
             a = model.forward_dynamics(q, v, tau)
+            a_full = np.concatenate([a[:nvb], expand(independent, reduced, tags, a[nvb:], offsets=False)])
             errors = {
-                "forward dynamics vs KKT": np.abs(a - a_f[keep]).max() / max(1.0, np.abs(a_f).max()),
-                "constraint A a_full": np.abs(A @ full_state(independent, reduced, q, a)[1]).max(),
+                "forward dynamics vs KKT": np.abs(a_full - a_f).max() / max(1.0, np.abs(a_f).max()),
                 "link poses": np.abs(model.link_poses(q) - independent.link_poses(qf)).max(),
                 "kinetic energy": abs(model.kinetic_energy(q, v) - independent.kinetic_energy(qf, vf))
                 / max(1.0, independent.kinetic_energy(qf, vf)),
             }
             for k, e in errors.items():
-                if e > FIGURES.get(k, (-1.0,))[0]:
-                    FIGURES[k] = (float(e), f"{label}, {base}, {model.backend}")
+                if e > worst.get(k, (-1.0,))[0]:
+                    worst[k] = (float(e), f"{label}, {base}, {model.backend}")
             assert max(errors.values()) < REL, (label, base, model.backend, errors)
+    return worst
 
 
-@pytest.mark.parametrize("base", ["fixed", "se3", "se2"])
-@pytest.mark.parametrize("seed", range(4))
+BASES = ["fixed", "se3", "se2"]
+SEEDS = range(4)
+
+
+@pytest.mark.parametrize("base", BASES)
+@pytest.mark.parametrize("seed", SEEDS)
 def test_random_trees_agree_with_the_constrained_full_model(seed, base):
     rng = np.random.default_rng(seed)
     check_against_kkt(random_mimic_tree(rng), base, rng, f"random tree {seed}")
 
 
-def _erd(relpath):
+def test_a_chains_offset_goes_through_the_multiplier():
+    """A chain j4 → j2 → j1 with offsets: the reference solves both tags as written (j4 = -3 (2 q1 + 0.5) + 0.25,
+    the composed offset -1.25, not 0.75), and the reduced model's links sit where the full model's are there."""
+    urdf = robot(link("base", 1.0), link("a", 1.0, xyz="0.1 0 0"), link("b", 1.0, xyz="0.1 0 0"),
+                 link("c", 1.0, xyz="0.1 0 0"), joint("j1", "base", "a"),
+                 mimic(joint("j2", "a", "b", axis="0 1 0", xyz="0.3 0 0"), "j1", 2.0, 0.5),
+                 mimic(joint("j4", "b", "c", jtype="prismatic", axis="1 0 0", xyz="0.3 0 0"), "j2", -3.0, 0.25))
+    reduced, independent = _load(urdf), _load(urdf, mimic="independent")
+    assert urdf_mimics(urdf) == [("j2", "j1", 2.0, 0.5), ("j4", "j2", -3.0, 0.25)]
+    x = expand(independent, reduced, urdf_mimics(urdf), np.array([0.1]))
+    assert x.tolist() == pytest.approx([0.1, 0.7, -1.85])
+    np.testing.assert_allclose(reduced.link_poses(np.array([0.1])), independent.link_poses(x), atol=1e-12)
+
+
+def _erd_path(relpath):
+    """The file of example-robot-data (a test dependency) ending with ``relpath``, or None when absent."""
     from importlib import metadata
-    from pathlib import Path
 
     try:
         dist = metadata.distribution("example-robot-data")
     except metadata.PackageNotFoundError:
-        pytest.skip("example-robot-data is not installed (a test dependency in requirements-dev.txt)")
-    for f in dist.files or ():
-        if str(f).endswith(relpath):
-            return Path(dist.locate_file(f))
-    pytest.skip(f"{relpath} is not in this example-robot-data")
+        return None
+    return next((Path(dist.locate_file(f)) for f in dist.files or () if str(f).endswith(relpath)), None)
+
+
+def _erd(relpath):
+    path = _erd_path(relpath)
+    if path is None:
+        pytest.skip(f"{relpath}: example-robot-data (a test dependency in requirements-dev.txt) does not have it")
+    return path
+
+
+TALOS = "talos_data/robots/talos_full_v2.urdf"
+PINOCCHIO_MIMIC = ["panda_description/urdf/panda.urdf", "pr2_description/urdf/pr2.urdf",
+                   "baxter_description/urdf/baxter.urdf", "tiago_pro_description/robots/tiago_pro.urdf"]
+
+
+def talos_against_kkt(path, base):
+    with pytest.raises(Exception, match="mimic"):  # the reason this case needs the KKT reference
+        pin.buildModelFromUrdf(str(path), True)
+    rng = np.random.default_rng(zlib.crc32(f"talos {base}".encode()))
+    return check_against_kkt(str(path), base, rng, "talos_full_v2")
 
 
 @pytest.mark.parametrize("base", ["fixed", "se3"])
 def test_talos_whose_mimics_pinocchio_refuses_agrees_with_the_constrained_model(base):
-    path = _erd("talos_data/robots/talos_full_v2.urdf")
-    with pytest.raises(Exception, match="mimic"):  # the reason this case needs the KKT reference
-        pin.buildModelFromUrdf(str(path), True)
-    rng = np.random.default_rng(zlib.crc32(f"talos {base}".encode()))
-    check_against_kkt(str(path), base, rng, "talos_full_v2")
+    talos_against_kkt(_erd(TALOS), base)
 
 
-@pytest.mark.parametrize("relpath", ["panda_description/urdf/panda.urdf", "pr2_description/urdf/pr2.urdf",
-                                     "baxter_description/urdf/baxter.urdf",
-                                     "tiago_pro_description/robots/tiago_pro.urdf"])
-def test_real_robots_agree_with_pinocchio_mimic(relpath):
-    """The figures (test_example_robot_data.py checks every file; this records the worst for the note)."""
-    path = _erd(relpath)
+def against_pinocchio(path, relpath):
+    """Our model against Pinocchio's mimic model of one file at random states; the worst relative errors."""
     ours = _load(str(path), base="se3")
     pm = pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer(), True)
     pd = pm.createData()
     assert (ours.nq, ours.nv) == (pm.nq, pm.nv) and ours.mimic_joints
     rng = np.random.default_rng(zlib.crc32(relpath.encode()))
+    worst = {}
     for _ in range(3):
         q = ours.random_configuration(rng, 1.0)
         v, a, tau = rng.normal(size=(3, ours.nv))
@@ -183,13 +225,20 @@ def test_real_robots_agree_with_pinocchio_mimic(relpath):
                    "forward dynamics vs Pinocchio mimic": model.forward_dynamics(q, v, tau)}
             for k, x in got.items():
                 e = float(np.abs(x - ref[k]).max() / np.abs(ref[k]).max())
-                if e > FIGURES.get(k, (-1.0,))[0]:
-                    FIGURES[k] = (e, f"{relpath}, {model.backend}")
+                if e > worst.get(k, (-1.0,))[0]:
+                    worst[k] = (e, f"{relpath}, {model.backend}")
                 assert e < REL, (relpath, model.backend, k, e)
+    return worst
 
 
-@pytest.mark.parametrize("base", ["fixed", "se3"])
-def test_mdot_minus_2c_is_skew_and_energy_is_conserved(base):
+@pytest.mark.parametrize("relpath", PINOCCHIO_MIMIC)
+def test_real_robots_agree_with_pinocchio_mimic(relpath):
+    """test_example_robot_data.py checks every file; these four carry the figures (test_figures)."""
+    against_pinocchio(_erd(relpath), relpath)
+
+
+def skew_and_energy(base):
+    """Ṁ − 2C skew and the energy drift of 0.5 s without forces on a random tree; the drift."""
     rng = np.random.default_rng(7)
     model = _load(random_mimic_tree(rng), base=base, gravity=(0.0, 0.0, 0.0))
     q = model.random_configuration(rng, 1.0)
@@ -201,7 +250,12 @@ def test_mdot_minus_2c_is_skew_and_energy_is_conserved(base):
     _t, qs, vs = simulate(model, q, v, np.zeros(model.nv), dt=1e-3, steps=500, method="rk4")
     energy = [model.kinetic_energy(qq, vv) for qq, vv in zip(qs, vs)]
     assert abs(energy[-1] - energy[0]) < 1e-8 * energy[0]
-    FIGURES["energy drift, 0.5 s rk4"] = (abs(energy[-1] - energy[0]) / energy[0], f"random tree, {base}")
+    return {"energy drift, 0.5 s rk4": (abs(energy[-1] - energy[0]) / energy[0], f"random tree, {base}")}
+
+
+@pytest.mark.parametrize("base", ["fixed", "se3"])
+def test_mdot_minus_2c_is_skew_and_energy_is_conserved(base):
+    skew_and_energy(base)
 
 
 def test_limits_joint_states_and_independent_option():
@@ -308,9 +362,26 @@ def test_the_dynamics_node_lists_mimic_joints_with_their_derived_state(tmp_path)
 
 
 def test_figures():
-    """The worst figures over the tests above (``-s`` prints them)."""
-    if not FIGURES:
-        pytest.skip("run with the tests above")
-    for k, (e, where) in sorted(FIGURES.items()):
+    """The worst figures of the checks above, each computed here (``-s`` prints them): the same cases, so the
+    figures do not depend on which tests ran before; a robot example-robot-data lacks is left out."""
+    figures = {}
+
+    def merge(worst):
+        for k, (e, where) in worst.items():
+            if e > figures.get(k, (-1.0,))[0]:
+                figures[k] = (e, where)
+
+    for seed in SEEDS:
+        for base in BASES:
+            rng = np.random.default_rng(seed)
+            merge(check_against_kkt(random_mimic_tree(rng), base, rng, f"random tree {seed}"))
+    for base in ("fixed", "se3"):
+        merge(skew_and_energy(base))
+        if _erd_path(TALOS) is not None:
+            merge(talos_against_kkt(_erd_path(TALOS), base))
+    for relpath in PINOCCHIO_MIMIC:
+        if _erd_path(relpath) is not None:
+            merge(against_pinocchio(_erd_path(relpath), relpath))
+    for k, (e, where) in sorted(figures.items()):
         print(f"mimic: worst {k}: {e:.2g} ({where})")
-    assert max(e for e, _ in FIGURES.values()) < REL
+    assert "forward dynamics vs KKT" in figures and max(e for e, _ in figures.values()) < REL
