@@ -322,9 +322,12 @@ def test_end_to_end_tracking(probe, nodes, model):
     assert ctl.wait_for_log("base_reference: 3 points", timeout=TIMEOUT), ctl.log_tail()
     assert ctl.wait_for_log("joint_reference: 3 points", timeout=TIMEOUT), ctl.log_tail()
     t_end = T0 + int(HORIZON * 1e9)
+    # 3 s of simulation time, and the controller's command computed from a state at its end (the loop ran
+    # through it: its latency is measured below and enters the bound, not asserted against the wall clock)
     probe.spin_until(lambda: any(cv.ns_from_time(m.header.stamp) >= t_end for m in odom.messages)
-                     and any(cv.ns_from_time(m.header.stamp) >= t_end for m in joints.messages),
-                     timeout=HORIZON * 4 + TIMEOUT, what="3 s of simulation time", alive=alive)
+                     and any(cv.ns_from_time(m.header.stamp) >= t_end for m in joints.messages)
+                     and any(cv.ns_from_time(m.header.stamp) >= t_end for m in cmd.messages),
+                     timeout=HORIZON * 4 + TIMEOUT, what="3 s of simulation time and its commands", alive=alive)
 
     # the reference as the controller builds it, and the states
     times = [w[0] for w in base_waypoints(p0)]
@@ -396,5 +399,10 @@ def test_end_to_end_tracking(probe, nodes, model):
               f"DOF {np.array2string(bound, precision=4)} (designed {np.array2string(designed, precision=4)}, "
               f"sampling margin {np.array2string(margin, precision=4)})")
     print(report)
-    assert ages.max() < 1.0, f"commands up to {ages.max():.3f} s old: the loop is not running. {report}"
+    # every command of the run was computed from a state the dynamics node published, newer states after older
+    sources = [cv.ns_from_time(m.header.stamp) for m in cmd.messages]
+    sources = [x for x in sources if start <= x <= end]
+    published = set(js_by_stamp) | {cv.ns_from_time(m.header.stamp) for m in odom.messages}
+    assert len(set(sources)) > 50 and set(sources) <= published, report
+    assert all(b >= a for a, b in zip(sources, sources[1:])), f"commands from states out of order. {report}"
     assert np.all(np.abs(e_end) <= bound), report
