@@ -7,7 +7,7 @@ Panda (fingers locked), and Romeo and iCub (refused for their massless hand / ne
 names are locked) — M, C v + g, RNEA and forward dynamics at random states to 1e-9 relative, both backends; a
 two-link arm whose locked elbow gives M in closed form; the ModelErrors of bad locks; the singular-joint error's
 ``locked_joints`` suggestion; and the dynamics and controller nodes started with the parameters in real processes.
-The agreement figures: ``python -m pytest -q -s test/ros/test_locked_joints.py -k pinocchio``.
+The agreement figures, printed by each case: ``python -m pytest -q -s test/ros/test_locked_joints.py -k pinocchio``.
 """
 import ast
 import math
@@ -161,7 +161,6 @@ def test_a_node_source_builds_with_locked_joints_and_refuses_unknown_ones():
 # --------------------------------------------------------------------------- against Pinocchio
 pin = pytest.importorskip("pinocchio", reason="Pinocchio (PyPI: pin) is the reference")
 REL = 1e-9
-WORST = {}
 
 
 def _robot(relpath):
@@ -224,6 +223,7 @@ def test_agrees_with_pinocchio_build_reduced_model(case, base):
     first = 1 if base == "fixed" else 2
     assert ours.joint_names == tuple(rm.names[first:]) and (ours.nq, ours.nv) == (rm.nq, rm.nv)
     assert dict(ours.locked_joints) == locked
+    worst = {}
     for _ in range(2):
         q = ours.random_configuration(rng)
         v, a, tau = rng.normal(size=(3, ours.nv))
@@ -236,17 +236,10 @@ def test_agrees_with_pinocchio_build_reduced_model(case, base):
                    "RNEA": model.inverse_dynamics(q, v, a), "forward dynamics": model.forward_dynamics(q, v, tau)}
             for quantity, x in got.items():
                 err = float(np.abs(x - ref[quantity]).max() / np.abs(ref[quantity]).max())
-                if err > WORST.get(quantity, (-1.0,))[0]:
-                    WORST[quantity] = (err, f"{case}, {base}, {model.backend}")
+                worst[quantity] = max(worst.get(quantity, 0.0), err)
                 assert err < REL, (case, base, model.backend, quantity, err)
-
-
-def test_worst_agreement_with_pinocchio():
-    """The worst relative error per quantity over the cases above (``-s`` prints it)."""
-    if not WORST:
-        pytest.skip("run with the agreement tests")
-    for quantity, (err, where) in sorted(WORST.items()):
-        print(f"locked joints vs buildReducedModel, worst {quantity}: {err:.2g} ({where})")
+    print(f"\nlocked joints vs buildReducedModel, {case}, {base}, worst relative error: "
+          + ", ".join(f"{quantity} {err:.2g}" for quantity, err in worst.items()))
 
 
 # --------------------------------------------------------------------------- nodes
