@@ -5,10 +5,10 @@
   ``cmd_joint_effort``, ``joint_command``): huge (1e4 .. 1.5e308), NaN, Inf, wrong frames, lengths and names,
   absurd stamps, in bursts. Huge commands are saturated and drive the robot until the simulation halts
   (runaway); the test resets it whenever /diagnostics says ERROR. Then: the process is alive (and exits 0 when
-  stopped), no number on any topic the node publishes (every one the graph lists for it, /clock included: the
-  vehicle-manipulator publishes it here; each checked field by field) is non-finite, every
-  fault was reported at ERROR level (distinct reports = the node's fault counter), a reset brings the state back
-  and simulation time advances; the figures are printed (``-s``);
+  stopped), no number on any topic the node publishes is non-finite (every topic the graph lists for the node,
+  /clock included: the vehicle-manipulator publishes it here; every field of every message), every fault was
+  reported at ERROR level (distinct reports = the node's fault counter), a reset brings the state back and
+  simulation time advances; the figures are printed (``-s``);
 - runtime parameters: the issue's four unsafe values (``cmd_timeout`` 0, ``publish_rate`` 1e-3, ``gravity`` [0,
   0, 1e12], ``initial_joint_positions`` 1e300) and others are refused with a reason; a safe change is taken;
 - physics rate: the fixed arm at 2 Hz is refused at start-up (it diverged to 1e52), at 1 kHz it runs; Euler at

@@ -26,7 +26,7 @@ import numpy as np
 import pytest
 
 from mbs_ros.dynamics import Model, ModelWarning, simulate
-from urdf_text import BOX, joint, link, robot
+from urdf_text import joint, link, robot
 
 pin = pytest.importorskip("pinocchio", reason="Pinocchio (PyPI: pin) is the reference; make setup installs it")
 
