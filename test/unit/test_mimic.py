@@ -7,8 +7,9 @@ References, none of them our reduced model:
   ``test_example_robot_data.py`` for every file, and the figures here;
 - where Pinocchio refuses (TALOS, whose masters come after their mimics in its joint order) and on random trees
   with chains, offsets and multipliers: the constrained (KKT) solution of the unreduced model (``mimic=
-  "independent"``) with the velocity constraint ``v_mimic = multiplier · v_master``, and its link poses at the
-  configuration the constraint gives;
+  "independent"``) with one constraint row ``q_i − m_i q_j − o_i = 0`` per ``<mimic>`` tag, read from the URDF
+  text here (a chain is rows solved together, never composed), and its link poses at the configuration the rows
+  give;
 - the structure: ``Ṁ − 2C`` skew-symmetric (Ṁ by finite differences along the motion), energy conserved without
   forces, both backends.
 
