@@ -82,6 +82,10 @@ def test_energy_topic_with_springs_matches_the_closed_forms(node):
         assert abs(e.supplied_energy) < 1e-6 * E0, e.supplied_energy
         kinetic_seen = max(kinetic_seen, storages["kinetic"])
     assert kinetic_seen > 0.2 * E0  # it swings: the storages do trade
+    drift = max(abs(e.total_energy + e.dissipated_energy - E0) for e, _js in pairs) / E0
+    residual = max(abs(e.balance_residual) for e, _js in pairs)
+    print(f"\nsprings over ROS: {len(pairs)} energy messages; |E + dissipated - E0| / E0 <= {drift:.2g}, "
+          f"|balance residual| <= {residual:.2g} J, kinetic up to {kinetic_seen / E0:.2f} E0")
     last = pairs[-1][0]
     ports = dict(zip(last.dissipator_names, last.dissipated_power))
     assert set(ports) == {"damper/j1"} and last.dissipated_energy > 0.0
