@@ -48,7 +48,7 @@ import ros_helpers  # noqa: E402
 from ros_helpers import ros_env_defaults  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
-TIMEOUT = 20.0
+TIMEOUT = 60.0  # every wait is for an event; generous: a busy 2-core machine starts five processes at once
 NS = "rec"
 TOPICS = [f"/{NS}/odom", f"/{NS}/pose", f"/{NS}/wrench", "/tf", "/diagnostics"]
 NEVER = f"/{NS}/never_published"
