@@ -56,7 +56,8 @@ def _rename_offer(head: bytes) -> Tuple[bytes, bool]:
     """An HTTP upgrade request whose Sec-WebSocket-Protocol offers :data:`LEGACY_SUBPROTOCOL` but not
     :data:`SUBPROTOCOL`, rewritten to offer :data:`SUBPROTOCOL` only; any other request unchanged. True if renamed."""
     lines = head.decode("latin-1").split("\r\n")
-    protocol = [i for i, line in enumerate(lines) if line.partition(":")[0].strip().lower() == "sec-websocket-protocol"]
+    protocol = [i for i, line in enumerate(lines)
+                if i > 0 and line.partition(":")[0].strip().lower() == "sec-websocket-protocol"]
     offered = {t.strip() for i in protocol for t in lines[i].partition(":")[2].split(",")}
     if SUBPROTOCOL in offered or LEGACY_SUBPROTOCOL not in offered:
         return head, False
