@@ -115,7 +115,7 @@ class SubprotocolFront:
             return
         self.connections += 1
         self._tasks.add(task)
-        upstream = None
+        upstream, pipes = None, set()
         try:
             head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.handshake_timeout)
             head, renamed = _rename_offer(head)
@@ -129,20 +129,21 @@ class SubprotocolFront:
                 self.renamed += 1
                 self.logs.info_once("front.renamed", f"a client speaking {LEGACY_SUBPROTOCOL} connected: served as "
                                                      f"{SUBPROTOCOL} (the same protocol, renamed)")
-            pipes = {asyncio.ensure_future(self._pipe(reader, upstream)),
-                     asyncio.ensure_future(self._pipe(up_reader, writer))}
+            pipes.update((asyncio.ensure_future(self._pipe(reader, upstream)),
+                          asyncio.ensure_future(self._pipe(up_reader, writer))))
             done, pending = await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
             if pending and all(d.result() for d in done):  # one side has ended: the other gets time to end too
-                _done, pending = await asyncio.wait(pending, timeout=self.handshake_timeout)
-            for p in pending:
-                p.cancel()
+                await asyncio.wait(pending, timeout=self.handshake_timeout)
         except (asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError,
                 OSError):
             pass  # a client that went away, sent no upgrade in time or too long a one: closed, nothing to report
         finally:
+            for p in pipes:
+                p.cancel()
             for w in (writer, upstream):
                 if w is not None:
                     w.close()
+            await asyncio.gather(*pipes, return_exceptions=True)
             self.connections -= 1
             self._tasks.discard(task)
 
