@@ -3,12 +3,15 @@
 ``python -m mbs_ros.bringup.foxglove_bridge --topics T... | --all [--port 8765] [--host 127.0.0.1]``; the runner
 starts it with ``--foxglove``. Messages are forwarded as raw CDR under the ``ros2msg`` schemas rosbag2 writes
 (:func:`mbs_ros.recording.message_definition`), so Foxglove decodes them as it decodes a recording; ROS
-subscriptions follow the clients'. Channels, QoS, time and assets: docs/bringup.md.
+subscriptions follow the clients'. Clients speaking the protocol under its former name ``foxglove.websocket.v1``
+(Lichtblick before December 2025) are served too, through :class:`SubprotocolFront`. Channels, QoS, time, assets and
+clients: docs/bringup.md.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import os
 import queue
@@ -18,13 +21,20 @@ import struct
 import sys
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Sequence, Set
+from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-__all__ = ["Bridge", "FOXGLOVE_TOPICS", "DEFAULT_PORT", "SUBPROTOCOL", "foxglove_topics", "main"]
+from mbs_ros.nodes.ratelimit import RateLimitedLog
+
+__all__ = ["Bridge", "FOXGLOVE_TOPICS", "DEFAULT_PORT", "SUBPROTOCOL", "LEGACY_SUBPROTOCOL", "SubprotocolFront",
+           "foxglove_topics", "main"]
 
 DEFAULT_PORT = 8765
 SUBPROTOCOL = "foxglove.sdk.v1"
+#: the same protocol under its former name, all a client offers in Lichtblick before December 2025 and older
+#: Foxglove releases; the foxglove-sdk server refuses it (HTTP 400), :class:`SubprotocolFront` renames it
+LEGACY_SUBPROTOCOL = "foxglove.websocket.v1"
 #: what the runner serves for each robot (relative names) and globally: the 3D view (TF, the URDF, markers), the
 #: plots (odom, joint_states, energy) and /diagnostics; /clock is added for sim_time scenarios.
 FOXGLOVE_TOPICS = ("robot_description", "markers", "odom", "joint_states", "energy", "/tf", "/tf_static",
@@ -38,6 +48,172 @@ def foxglove_topics(scenario) -> List[str]:
     from mbs_ros.bringup.scenario import record_topics
 
     return record_topics(scenario, FOXGLOVE_TOPICS)
+
+
+# ------------------------------------------------------------------------------------------ front
+
+def _rename_offer(head: bytes) -> Tuple[bytes, bool]:
+    """An HTTP upgrade request whose Sec-WebSocket-Protocol offers :data:`LEGACY_SUBPROTOCOL` but not
+    :data:`SUBPROTOCOL`, rewritten to offer :data:`SUBPROTOCOL` only; any other request unchanged. True if renamed."""
+    lines = head.decode("latin-1").split("\r\n")
+    protocol = [i for i, line in enumerate(lines)
+                if i > 0 and line.partition(":")[0].strip().lower() == "sec-websocket-protocol"]
+    offered = {t.strip() for i in protocol for t in lines[i].partition(":")[2].split(",")}
+    if SUBPROTOCOL in offered or LEGACY_SUBPROTOCOL not in offered:
+        return head, False
+    kept = [line for i, line in enumerate(lines) if i not in protocol]
+    kept.insert(1, f"Sec-WebSocket-Protocol: {SUBPROTOCOL}")
+    return "\r\n".join(kept).encode("latin-1"), True
+
+
+def _rename_choice(head: bytes) -> bytes:
+    """The server's HTTP response with its choice :data:`SUBPROTOCOL` written as :data:`LEGACY_SUBPROTOCOL` (a
+    client accepts only a subprotocol it offered)."""
+    lines = head.decode("latin-1").split("\r\n")
+    for i, line in enumerate(lines):
+        name, _, value = line.partition(":")
+        if name.strip().lower() == "sec-websocket-protocol" and value.strip() == SUBPROTOCOL:
+            lines[i] = f"{name}: {LEGACY_SUBPROTOCOL}"
+    return "\r\n".join(lines).encode("latin-1")
+
+
+class SubprotocolFront:
+    """The bridge's listening socket, in front of the foxglove-sdk server (which listens on loopback only).
+
+    Every connection is passed on byte for byte, with one exception in its HTTP upgrade: a client that offers
+    only :data:`LEGACY_SUBPROTOCOL` (the protocol's former name: the messages are the same, the SDK just refuses
+    the name) gets its offer rewritten to :data:`SUBPROTOCOL` and the server's answer back. The WebSocket frames
+    themselves are never read. Bounded: ``max_connections`` at a time (more are closed at once), an upgrade
+    header of at most ``header_limit`` bytes that must arrive within ``handshake_timeout`` s. One asyncio thread."""
+
+    def __init__(self, host: str, port: int, backend_port: int, logs: RateLimitedLog, *, max_connections: int = 64,
+                 handshake_timeout: float = 10.0, header_limit: int = 65536):
+        self.backend_port = int(backend_port)
+        self.logs = logs
+        self.max_connections = int(max_connections)
+        self.handshake_timeout = float(handshake_timeout)
+        self.header_limit = int(header_limit)
+        self.connections = 0  # open now
+        self.renamed = 0  # connections served under the old name so far
+        self._tasks: Set[asyncio.Task] = set()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="foxglove-front", daemon=True)
+        self._thread.start()
+        start = asyncio.start_server(self._serve, host, port, limit=self.header_limit)
+        try:
+            self._server = asyncio.run_coroutine_threadsafe(start, self._loop).result(timeout=30.0)
+        except BaseException as e:
+            self._stop_loop()
+            raise RuntimeError(str(e)) from e
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if self.connections >= self.max_connections:
+            self.logs.warning("front.full", f"refusing a connection: {self.max_connections} open already")
+            writer.close()
+            return
+        self.connections += 1
+        self._tasks.add(task)
+        upstream, pipes = None, set()
+        try:
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), self.handshake_timeout)
+            head, renamed = _rename_offer(head)
+            up_reader, upstream = await asyncio.wait_for(
+                asyncio.open_connection("127.0.0.1", self.backend_port, limit=self.header_limit),
+                self.handshake_timeout)
+            upstream.write(head)
+            if renamed:
+                answer = await asyncio.wait_for(up_reader.readuntil(b"\r\n\r\n"), self.handshake_timeout)
+                writer.write(_rename_choice(answer))
+                self.renamed += 1
+                self.logs.info_once("front.renamed", f"a client speaking {LEGACY_SUBPROTOCOL} connected: served as "
+                                                     f"{SUBPROTOCOL} (the same protocol, renamed)")
+            pipes.update((asyncio.ensure_future(self._pipe(reader, upstream)),
+                          asyncio.ensure_future(self._pipe(up_reader, writer))))
+            done, pending = await asyncio.wait(pipes, return_when=asyncio.FIRST_COMPLETED)
+            if pending and all(d.result() for d in done):  # one side has ended: the other gets time to end too
+                await asyncio.wait(pending, timeout=self.handshake_timeout)
+        except (asyncio.TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ValueError,
+                OSError):
+            pass  # a client that went away, sent no upgrade in time or too long a one: closed, nothing to report
+        finally:
+            for p in pipes:
+                p.cancel()
+            for w in (writer, upstream):
+                if w is not None:
+                    w.close()
+            await asyncio.gather(*pipes, return_exceptions=True)
+            self.connections -= 1
+            self._tasks.discard(task)
+
+    @staticmethod
+    async def _pipe(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> bool:
+        """Copy until the end of ``src``, then pass the end on; False if either side failed."""
+        try:
+            while data := await src.read(65536):
+                dst.write(data)
+                await dst.drain()
+            if dst.can_write_eof():
+                dst.write_eof()
+            return True
+        except OSError:
+            return False
+
+    async def _shutdown(self) -> None:
+        self._server.close()
+        for t in list(self._tasks):
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _stop_loop(self) -> None:
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(timeout=2.0)
+        if not self._thread.is_alive():
+            self._loop.close()
+
+    def close(self) -> None:
+        """Stop listening and close every connection (within a second or two)."""
+        try:
+            asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(timeout=2.0)
+        except Exception:  # noqa: BLE001 - stopping anyway
+            pass
+        finally:
+            self._stop_loop()
+
+
+class RefusedAssets:
+    """What the bridge keeps of refused asset requests: a count, the last ``remember`` distinct URIs (as hashes,
+    so a long URI costs nothing) and a log line per new URI among the first ``log_first`` ones, then at most one
+    every ``logs.period`` s (with how many were not logged). A client asking again for the same missing mesh is
+    not logged again while its URI is remembered. Called from the SDK's threads."""
+
+    def __init__(self, logs: RateLimitedLog, remember: int = 256, log_first: int = 16):
+        self.logs = logs
+        self.remember = int(remember)
+        self.log_first = int(log_first)
+        self.count = 0  # requests refused
+        self.distinct = 0  # of which for a URI not remembered at that moment
+        self.recent: "OrderedDict[int, None]" = OrderedDict()
+        self._lock = threading.Lock()
+
+    def refuse(self, uri: str) -> None:
+        with self._lock:
+            self.count += 1
+            key = hash(uri)
+            if key in self.recent:
+                self.recent.move_to_end(key)
+                return
+            self.recent[key] = None
+            if len(self.recent) > self.remember:
+                self.recent.popitem(last=False)
+            self.distinct += 1
+            shown = repr(uri[:200]) + ("…" if len(uri) > 200 else "")
+            text = f"asset {shown} not served (package:// files in a package's share directory only)"
+            if self.distinct <= self.log_first:
+                self.logs.logger.warning(text)
+            else:
+                self.logs.warning("asset.refused", text)
 
 
 # ------------------------------------------------------------------------------------------------ bridge
@@ -81,15 +257,20 @@ class Bridge:
         self._lock = threading.Lock()
         self._requests: "queue.SimpleQueue" = queue.SimpleQueue()
         self._clock = node.get_clock()
-        self._refused_assets: Set[str] = set()
+        self.refused_assets = RefusedAssets(RateLimitedLog(node.get_logger()))
         self._time_sent = (0, -1.0)  # (simulation time, monotonic wall time) of the last time message
         self._context = foxglove.Context()
         self._guard = node.create_guard_condition(self._apply_requests)
         capabilities = [Capability.Time] if self.sim_time else []
-        self.server = foxglove.start_server(name=name, host=host, port=port, capabilities=capabilities,
+        self.server = foxglove.start_server(name=name, host="127.0.0.1", port=0, capabilities=capabilities,
                                             server_listener=self, asset_handler=self._asset,
                                             context=self._context)
-        self.port = self.server.port
+        try:  # clients connect here: both names of the protocol (SubprotocolFront)
+            self.front = SubprotocolFront(host, port, self.server.port, RateLimitedLog(node.get_logger()))
+        except RuntimeError:
+            self.server.stop()
+            raise
+        self.port = self.front.port
         self._timer = node.create_timer(discovery_period, self.discover)
         self.discover()
 
@@ -242,10 +423,7 @@ class Bridge:
                 if candidate.startswith(root + os.sep) and os.path.isfile(candidate):
                     path = candidate
         if path is None:
-            if uri not in self._refused_assets:
-                self._refused_assets.add(uri)
-                self.node.get_logger().warning(f"asset {uri!r} not served (package:// files in a package's share "
-                                               "directory only)")
+            self.refused_assets.refuse(uri)
             return None
         with open(path, "rb") as f:
             return f.read()
@@ -253,6 +431,7 @@ class Bridge:
     # ------------------------------------------------------------------------------------ end
     def close(self) -> None:
         try:
+            self.front.close()
             self.server.stop()
         finally:
             self._timer.cancel()
@@ -324,7 +503,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             node.get_logger().error(f"cannot serve on {args.host}:{args.port}: {e}")
             return 1
         what = "all topics" if args.all else " ".join(sorted(bridge.requested))
-        node.get_logger().info(f"serving ws://{args.host}:{bridge.port} (WebSocket subprotocol {SUBPROTOCOL}"
+        node.get_logger().info(f"serving ws://{args.host}:{bridge.port} (WebSocket subprotocol {SUBPROTOCOL} or "
+                               f"{LEGACY_SUBPROTOCOL}"
                                f"{', simulation time' if bridge.sim_time else ''}): {what}")
         executor = SingleThreadedExecutor()
         executor.add_node(node)
@@ -335,6 +515,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 break
     finally:
         try:
+            if stop:
+                node.get_logger().info(f"stopping on {signal.Signals(stop[0]).name}")
             if bridge is not None:
                 bridge.close()
                 counts = {t.name: t.count for t in bridge.topics.values()}

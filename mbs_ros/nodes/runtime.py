@@ -190,7 +190,8 @@ def try_shutdown() -> None:
 
 
 def init_ros(args=None, own_signal_handlers: bool = True) -> threading.Event:
-    """``rclpy.init`` with this process's own SIGINT/SIGTERM handlers, which only set the returned event.
+    """``rclpy.init`` with this process's own SIGINT/SIGTERM handlers, which only set the returned event (its
+    ``signal_name``: the first signal's name, which :func:`run_node` logs as ``stopping on SIGTERM``).
 
     rclpy's handlers raise inside whatever Python code runs at that moment, e.g. the conversion of a message
     being taken, which then fails with an unrelated RuntimeError (seen with nodes that are always busy, e.g.
@@ -198,6 +199,7 @@ def init_ros(args=None, own_signal_handlers: bool = True) -> threading.Event:
     Older rclpy without ``SignalHandlerOptions``, or ``own_signal_handlers=False``: rclpy's own handlers, and
     the exceptions handled in :func:`run_node` (the returned event is then never set)."""
     stop = threading.Event()
+    stop.signal_name = None  # "SIGINT" or "SIGTERM" once set: logged by run_node ("stopping on SIGTERM")
     if not own_signal_handlers:
         rclpy.init(args=args)
         return stop
@@ -208,8 +210,13 @@ def init_ros(args=None, own_signal_handlers: bool = True) -> threading.Event:
     except (ImportError, TypeError):  # pragma: no cover - older rclpy
         rclpy.init(args=args)
         return stop
+    def on_signal(signum, _frame) -> None:
+        if not stop.is_set():  # the first signal is the one the process stops on
+            stop.signal_name = signal.Signals(signum).name
+        stop.set()
+
     for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda signum, frame: stop.set())
+        signal.signal(sig, on_signal)
     return stop
 
 
@@ -276,6 +283,8 @@ def run_node(factory: Callable[[], "rclpy.node.Node"], args=None, *,
     except errors:
         rc = 2
     finally:
+        if stop.signal_name:  # which signal stopped it: a parent's forwarding is visible in the log
+            node.get_logger().info(f"stopping on {stop.signal_name}")
         guard = TeardownGuard(node.get_logger().name, rc)
         executor.shutdown()
         node.destroy_node()

@@ -724,7 +724,8 @@ def test_real_robot_scenario_tracks(run, tmp_path, name):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_signal_stops_every_child_cleanly(run, tmp_path, sig):
-    """Ctrl-C or SIGTERM to the runner: forwarded once to every child, which exits 0; the runner exits 0."""
+    """Ctrl-C or SIGTERM to the runner: forwarded as that same signal, once, to every child (each logs the signal
+    it stopped on), which exits 0; the runner exits 0."""
     r = run("vehicle", "--log-dir", tmp_path / "logs")  # no duration: runs until stopped
     r.wait_for(r"^bringup: running: references sent")
     pids = r.child_pids()
@@ -735,7 +736,10 @@ def test_signal_stops_every_child_cleanly(run, tmp_path, sig):
     assert f"stopping ({sig.name})" in r.text
     assert r.exit_codes() == {"asv/controller_node": 0, "asv/dynamics_node": 0, "asv/reference_node": 0}, r.text
     assert_gone(pids)
-    for log in (tmp_path / "logs").glob("*.log"):
+    logs = sorted((tmp_path / "logs").glob("*.log"))
+    stopped_on = {log.name: re.findall(r"stopping on (SIG[A-Z]+)", log.read_text()) for log in logs}
+    assert sorted(v for v in stopped_on.values() if v) == [[sig.name]] * 3, stopped_on
+    for log in logs:
         assert "Traceback" not in log.read_text(), log
 
 

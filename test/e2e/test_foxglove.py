@@ -3,7 +3,8 @@ against the rules Foxglove reads ROS 2 schemas by (mbs_ros.foxglove_schemas), an
 
 One module fixture runs the vehicle scenario's dynamics node (its own parameters, plus /clock), the bridge (port 0,
 simulation time) and the recorder on the bridge's topics, as real processes. The test side is a plain ``websockets``
-client speaking ``foxglove.sdk.v1``: what Foxglove or Lichtblick does when it connects. Every wait is for a log line,
+client speaking ``foxglove.sdk.v1`` (or only ``foxglove.websocket.v1``, the protocol's former name): what Foxglove or
+Lichtblick does when it connects. Every wait is for a log line,
 a protocol message or a graph change, with a generous deadline (a busy 2-core machine).
 """
 
@@ -31,7 +32,13 @@ from rclpy.serialization import deserialize_message  # noqa: E402
 
 from mbs_ros.bringup import load_scenario, node_specs  # noqa: E402
 from mbs_ros.bringup import foxglove_layout  # noqa: E402
-from mbs_ros.bringup.foxglove_bridge import SUBPROTOCOL, foxglove_topics  # noqa: E402
+from mbs_ros.bringup.foxglove_bridge import (  # noqa: E402
+    LEGACY_SUBPROTOCOL,
+    SUBPROTOCOL,
+    RefusedAssets,
+    SubprotocolFront,
+    foxglove_topics,
+)
 from mbs_ros.foxglove_schemas import (  # noqa: E402
     SchemaError,
     check_channel_schema,
@@ -39,6 +46,7 @@ from mbs_ros.foxglove_schemas import (  # noqa: E402
     decode_cdr,
     parse_ros2msg,
 )
+from mbs_ros.nodes.ratelimit import RateLimitedLog  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
 from mbs_ros.recording import message_class, message_definition, read_messages  # noqa: E402
 from ros_helpers import Probe, poll_until, ros_env_defaults  # noqa: E402
@@ -93,8 +101,8 @@ def live(tmp_path_factory):
 class Client:
     """A Foxglove WebSocket client: server info, channels as advertised, messages per subscription."""
 
-    def __init__(self, port):
-        self._connect = ws_client.connect(f"ws://127.0.0.1:{port}", subprotocols=[SUBPROTOCOL], open_timeout=30,
+    def __init__(self, port, subprotocols=(SUBPROTOCOL,)):
+        self._connect = ws_client.connect(f"ws://127.0.0.1:{port}", subprotocols=list(subprotocols), open_timeout=30,
                                           max_size=None)
         self.ws = None
         self.server_info = None
@@ -306,6 +314,166 @@ def test_late_client_gets_latched_topics_and_subscriptions_follow_clients(live):
             assert client.assets[2][0] == 1 and client.assets[3][0] == 1
         probe.spin_until(lambda: not bridge_subscribes(markers), what="the bridge dropping markers after the client",
                          alive=live["procs"])
+
+
+def test_client_speaking_the_former_protocol_name_is_served(live):
+    """A client offering only foxglove.websocket.v1 (Lichtblick before December 2025, older Foxglove) is accepted
+    under that name and gets what it needs: the server info, every channel with its full schema, messages on the
+    channels it subscribes and the server's time."""
+    ns, bridge = live["ns"], live["bridge"]
+    want = expected_types(ns)
+    with Client(live["port"], subprotocols=[LEGACY_SUBPROTOCOL]) as client:
+        assert client.ws.subprotocol == LEGACY_SUBPROTOCOL
+        client.wait(lambda: client.server_info is not None, "server info", alive=[bridge])
+        assert {"time", "assets"} <= set(client.server_info["capabilities"]), client.server_info
+        client.wait(lambda: set(want) <= set(client.channels), f"channels {sorted(set(want) - set(client.channels))}",
+                    alive=live["procs"])
+        for topic, type_name in want.items():
+            c = client.channels[topic]
+            assert (c["encoding"], c["schemaEncoding"], c["schemaName"]) == ("cdr", "ros2msg", type_name), c
+            assert c["schema"] == message_definition(type_name)[1], topic
+        odom = f"{ns}/odom"
+        client.subscribe([odom, f"{ns}/robot_description"])
+        client.wait(lambda: len(client.received(odom)) >= 3 and client.received(f"{ns}/robot_description")
+                    and len(client.times) >= 3, "odom, the URDF and time messages", alive=live["procs"])
+        msg = check_decodes_like_rclpy(want[odom], client.channels[odom]["schema"], client.received(odom)[-1])
+        assert msg.header.frame_id == "world"
+    assert "served as foxglove.sdk.v1" in bridge.log_text()
+
+
+def test_refused_assets_cost_bounded_memory_and_log_lines():
+    """30,000 refused asset requests for distinct 1 kB URIs: 256 URIs remembered (as hashes), a log line for each of
+    the first 16, then one per period of the rate limit (a clock that stands still here: one), which then says how
+    many it did not log; the same URI again is not logged again; every logged URI is cut to 200 characters."""
+    lines, now = [], [0.0]
+
+    class Logger:
+        def warning(self, text):
+            lines.append(text)
+
+    refused = RefusedAssets(RateLimitedLog(Logger(), period=2.0, clock=lambda: now[0]))
+    for k in range(30_000):
+        refused.refuse(f"package://nowhere/{k}/" + "x" * 1000)
+    assert (refused.count, refused.distinct, len(refused.recent)) == (30_000, 30_000, 256)
+    assert len(lines) == 17, lines[-3:]
+    assert all(len(line) < 320 for line in lines) and "package://nowhere/0/xx" in lines[0]
+    now[0] = 2.0
+    for _ in range(1000):
+        refused.refuse("package://nowhere/again")
+    assert len(lines) == 18 and lines[-1].endswith("(29983 more like this since the last one)"), lines[-1]
+    assert (refused.count, refused.distinct) == (31_000, 30_001)
+
+
+def test_a_burst_of_refused_asset_requests_is_answered_and_logged_within_bounds(live):
+    """3,000 fetchAsset requests for distinct files outside any package, over the live bridge: every one refused by
+    the bridge (32 at a time, what the server hands its asset handler at once per client), and the bridge's log
+    holds at most the 16 first refusals plus one line per 2 s of the burst."""
+    bridge = live["bridge"]
+    n, batch = 3000, 32
+
+    def logged():
+        return len(re.findall(r"asset '.*' not served", bridge.log_text()))
+
+    before, start = logged(), time.monotonic()
+    with Client(live["port"]) as client:
+        client.wait(lambda: client.server_info is not None, "server info", alive=[bridge])
+        for first in range(0, n, batch):
+            for rid in range(first, min(first + batch, n)):
+                client.ws.send(json.dumps({"op": "fetchAsset", "uri": f"file:///nowhere/{rid}", "requestId": rid}))
+            poll_until(lambda: len(client.assets) == min(first + batch, n), lambda: client.pump(0.01), TIMEOUT,
+                       "asset responses", [bridge])
+    assert {status for status, _e, _d in client.assets.values()} == {1}
+    assert not [e for _s, e, _d in client.assets.values() if "concurrent" in e], "not all reached the bridge"
+    during, elapsed = logged() - before, time.monotonic() - start
+    assert during <= 16 + 1 + elapsed / 2.0, (during, elapsed)  # without the limit: 3,000
+    print(f"{n} refused asset requests: {during} log lines in {elapsed:.1f} s")
+    bridge.check_running()
+
+
+def test_front_renames_the_former_subprotocol_only_and_bounds_connections():
+    """The front before the SDK server, against a stand-in server: an upgrade offering only foxglove.websocket.v1
+    reaches the server as foxglove.sdk.v1 and the answer returns under the old name, bytes after it untouched; an
+    upgrade offering foxglove.sdk.v1 passes unchanged; an upgrade header over the limit, one that never ends and a
+    connection beyond the maximum are closed."""
+    import socket
+    import threading
+
+    requests = []
+
+    def serve(conn):
+        with conn:
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += conn.recv(4096)
+            requests.append(head.decode())
+            conn.sendall(b"HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Protocol: foxglove.sdk.v1\r\n\r\nframes")
+            while data := conn.recv(4096):
+                conn.sendall(data)
+
+    def accept():
+        while True:
+            try:
+                conn = backend.accept()[0]
+            except OSError:  # closed: the test is over
+                return
+            threading.Thread(target=serve, args=(conn,), daemon=True).start()
+
+    backend = socket.create_server(("127.0.0.1", 0))
+    threading.Thread(target=accept, daemon=True).start()
+    lines = []
+
+    class Logger:
+        def warning(self, text):
+            lines.append(text)
+
+        info = warning
+
+    front = SubprotocolFront("127.0.0.1", 0, backend.getsockname()[1], RateLimitedLog(Logger()), max_connections=2,
+                             handshake_timeout=1.0, header_limit=1024)
+
+    def request(offer):
+        c = socket.create_connection(("127.0.0.1", front.port), timeout=TIMEOUT)
+        c.sendall(f"GET / HTTP/1.1\r\nHost: x\r\nSec-WebSocket-Protocol: {offer}\r\n\r\n".encode())
+        return c
+
+    def upgrade(offer):
+        c = request(offer)
+        answer = b""
+        while not answer.endswith(b"frames"):
+            answer += c.recv(4096)
+        c.sendall(b"echo")
+        assert c.recv(4096) == b"echo"
+        return c, answer.decode()
+
+    def closed(c):
+        c.settimeout(TIMEOUT)
+        try:
+            return c.recv(4096) == b""
+        except ConnectionResetError:
+            return True
+
+    try:
+        legacy, answer = upgrade("foxglove.websocket.v1")
+        assert "Sec-WebSocket-Protocol: foxglove.sdk.v1\r\n" in requests[-1]
+        assert "foxglove.websocket.v1" not in requests[-1]
+        assert answer == ("HTTP/1.1 101 Switching Protocols\r\nSec-WebSocket-Protocol: foxglove.websocket.v1\r\n\r\n"
+                          "frames")
+        current, answer = upgrade("foxglove.sdk.v1, foxglove.websocket.v1")
+        assert "Sec-WebSocket-Protocol: foxglove.sdk.v1, foxglove.websocket.v1\r\n" in requests[-1]
+        assert "Sec-WebSocket-Protocol: foxglove.sdk.v1\r\n" in answer
+        third = request("foxglove.sdk.v1")
+        assert closed(third) and any("2 open already" in line for line in lines), lines
+        legacy.close()
+        current.close()
+        poll_until(lambda: front.connections == 0, lambda: time.sleep(0.05), TIMEOUT, "the connections closed")
+        too_long = socket.create_connection(("127.0.0.1", front.port), timeout=TIMEOUT)
+        too_long.sendall(b"GET / HTTP/1.1\r\nX: " + b"x" * 2000)
+        silent = socket.create_connection(("127.0.0.1", front.port), timeout=TIMEOUT)
+        assert closed(too_long) and closed(silent)
+        assert front.renamed == 1 and len(requests) == 2
+    finally:
+        front.close()
+        backend.close()
 
 
 # ------------------------------------------------------------------------------------------------ MCAP
