@@ -35,7 +35,7 @@ BAD = {
     "bad_yaml": (b"/**:\n  ros__parameters:\n    mass: [1.0,\n      2.0\n", ":5:1", "not valid YAML"),
     "tab_indent": (b"/**:\n  ros__parameters:\n\tmass: 2.0\n", ":3:1", "not valid YAML"),
     "top_list": (b"- mass: 2.0\n", ":1:1", "not a ROS parameter file: a list at the top"),
-    "top_text": (b"mass 2.0\n", ":1:1", "not a ROS parameter file: the text 'mass 2.0'"),
+    "top_text": (b"mass 2.0\n", ":1:1", "not a ROS parameter file: text at the top"),
     "no_ros_parameters": (b"/**:\n  mass: 2.0\n", ":2:3", "'mass' is a value outside ros__parameters"),
     "ros_parameters_text": (b"/**:\n  ros__parameters: 5\n", ":2:20", "must be a mapping"),
     "mixed_list": (b"/**:\n  ros__parameters:\n    com: [0, 0.5, 0.0]\n", ":3:14",
