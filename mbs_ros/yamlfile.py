@@ -23,7 +23,7 @@ from typing import List, Optional, Union
 
 import yaml
 
-__all__ = ["YamlFileError", "read_yaml", "read_text", "compose_all", "construct", "shown", "is_name",
+__all__ = ["YamlFileError", "read_yaml", "read_text", "compose_all", "construct", "shown", "is_name", "quiet",
            "MAX_BYTES", "MAX_DEPTH", "MAX_NODES"]
 
 #: Bytes read of any YAML file: far above any scenario, parameter, robot or reference file (a reference of 10^4
@@ -116,9 +116,9 @@ def read_text(path: Union[str, os.PathLike]) -> str:
 _QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'" + r'|"((?:[^"\\]|\\.)*)"')
 
 
-def _quiet(text: str) -> str:
-    """PyYAML's message with each quoted text from the file (a tag, an anchor, a character) kept only when it is a
-    single character or name-shaped."""
+def quiet(text: str) -> str:
+    """A parser's message (PyYAML's, an XML parser's, xacro's) with each quoted text from the file (a tag, an
+    anchor, an expression) kept only when it is a character or two or name-shaped."""
     def keep(m):
         inner = m.group(1) if m.group(1) is not None else m.group(2)
         return m.group(0) if len(inner) <= 2 or is_name(inner) or inner.startswith("tag:yaml.org,2002:") \
@@ -128,8 +128,8 @@ def _quiet(text: str) -> str:
 
 def _yaml_error(path, e: yaml.YAMLError) -> YamlFileError:
     mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-    problem = _quiet(getattr(e, "problem", None) or getattr(e, "reason", None) or type(e).__name__)
-    context = _quiet(getattr(e, "context", None) or "")
+    problem = quiet(getattr(e, "problem", None) or getattr(e, "reason", None) or type(e).__name__)
+    context = quiet(getattr(e, "context", None) or "")
     context_mark = getattr(e, "context_mark", None)
     reason = f"not valid YAML: {problem}"
     if context:
