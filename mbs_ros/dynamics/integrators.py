@@ -77,7 +77,7 @@ def step(model, q: np.ndarray, v: np.ndarray, tau: Torque, dt: float, method: st
     friction, the water's damping and current) are added to ``tau`` at every stage.
     """
     try:
-        positive = 0.0 < dt < math.inf  # the one comparison of the hot path; check_time_step says why not
+        positive = 0.0 < dt < math.inf and dt is not True  # the hot path's test; check_time_step says why not
     except TypeError:
         positive = False
     if not positive:
