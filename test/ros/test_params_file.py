@@ -261,7 +261,7 @@ def test_a_section_for_every_node_may_carry_the_other_nodes_parameters(tmp_path)
 # ------------------------------------------------------------------------------ foreign files
 
 SECRET = "s3cr3tT0ken"
-FOREIGN = {"passwd": f"{SECRET}:x:0:0:root:/root:/bin/bash\nu:x:1000:1000:{SECRET}:/home/u:/bin/bash\n",
+FOREIGN = {"passwd": f"{SECRET}:x:0:0:root:root:bash\nu:x:1000:1000:{SECRET}:home:bash\n",
            "shadow": f"root:$6$salt${SECRET}:20228:0:99999:7:::\n"}
 
 

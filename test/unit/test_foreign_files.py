@@ -29,7 +29,7 @@ from urdf_text import joint, link, robot
 SECRET = "s3cr3tT0ken"  # never in any message
 # name -> text of a foreign file, each carrying SECRET where a careless message would quote it
 FOREIGN = {
-    "passwd": f"{SECRET}:x:0:0:root:/root:/bin/bash\nu:x:1000:1000:{SECRET} user:/home/u:/bin/bash\n",
+    "passwd": f"{SECRET}:x:0:0:root:root:bash\nu:x:1000:1000:{SECRET} user:home:bash\n",
     "shadow": f"root:$6$salt${SECRET}hash:20228:0:99999:7:::\n",
     "key_with_spaces": f"the {SECRET} is: here\n",
     "tagged": f"!{SECRET}x:y value\n",
@@ -79,7 +79,7 @@ def test_scenario_values_and_keys_are_shown_only_when_name_shaped(tmp_path):
     assert "duraton: unknown key (did you mean 'duration'?)" in _refusal(lambda: load_scenario(path))
 
 
-LINE = f"root:x:0:0:root:/root:/bin/bash {SECRET}:x:1000:1000::/home/u:/bin/bash"
+LINE = f"root:x:0:0:root:root:bash {SECRET}:x:1000:1000::home:bash"
 
 
 @pytest.mark.parametrize("where", ["link", "joint", "child", "robot"])
