@@ -187,12 +187,11 @@ def _model_sources(model: str, namespaces: Sequence[str]) -> Dict[str, Tuple[str
     path = Path(os.path.expanduser(text))
     scenario = None
     if path.suffix.lower() in (".yaml", ".yml") and path.is_file():
-        import yaml
+        from mbs_ros.yamlfile import YamlFileError, read_yaml
         try:
-            with open(path, encoding="utf-8") as f:
-                doc = yaml.safe_load(f)
-        except (OSError, yaml.YAMLError) as e:
-            raise AnimationError(f"--model {text}: cannot read it ({e})") from None
+            doc = read_yaml(path)
+        except YamlFileError as e:
+            raise AnimationError(f"--model {e}") from None
         if isinstance(doc, dict) and "robots" in doc:
             scenario = path
     elif not path.exists():  # a scenario's name

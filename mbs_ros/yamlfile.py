@@ -5,18 +5,39 @@ Every error is a :class:`YamlFileError` whose text is one line, ``FILE:LINE:COLU
 when no place applies): a missing or unreadable file, bytes that are not text in the file's encoding, a
 byte-order mark anywhere but at the very start (files joined together), YAML syntax (PyYAML's line and column).
 A byte-order mark at the start is fine: the file is read as bytes, and PyYAML, like the libyaml that rcl uses,
-takes UTF-8, UTF-16 and UTF-32 by their BOM. Never a file's content in an error. ROS-free.
+takes UTF-8, UTF-16 and UTF-32 by their BOM. Never a file's content in an error: a text from the file appears in
+a message only when :func:`shown` finds it name-shaped (PyYAML's own messages included). ROS-free.
+
+Bounded before anything is built from the file, so that no file exhausts memory, time or the stack: at most
+:data:`MAX_BYTES` bytes are read (``/dev/zero`` included), nesting deeper than :data:`MAX_DEPTH` and a document of
+more than :data:`MAX_NODES` nodes with its aliases expanded (a "billion laughs" bomb) are refused while the
+document is composed, each with its line and column.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
-from typing import List, Union
+from typing import List, Optional, Union
 
 import yaml
 
-__all__ = ["YamlFileError", "read_yaml", "read_text", "compose_all", "construct"]
+__all__ = ["YamlFileError", "read_yaml", "read_text", "compose_all", "construct", "shown", "is_name", "quiet",
+           "MAX_BYTES", "MAX_DEPTH", "MAX_NODES"]
+
+#: Bytes read of any YAML file: far above any scenario, parameter, robot or reference file (a reference of 10^4
+#: waypoints is about 1 MB).
+MAX_BYTES = 32 << 20
+#: Levels of nesting (collections and the scalars in them): the package's files use fewer than ten; PyYAML's
+#: recursive composer would overflow the interpreter's stack at a few hundred.
+MAX_DEPTH = 100
+#: Nodes of a document with every alias expanded (what a reader walking the document visits): a reference file
+#: of 10^4 waypoints has about 2e5.
+MAX_NODES = 1_000_000
+
+_NAME = re.compile(r"[A-Za-z0-9_./~*+-]{1,128}\Z")
+_URI = re.compile(r"[a-z][a-z0-9+.-]*://[A-Za-z0-9_./~+-]{0,256}\Z")
 
 _BOMS = ((b"\x00\x00\xfe\xff", "utf-32-be"), (b"\xff\xfe\x00\x00", "utf-32-le"), (b"\xef\xbb\xbf", "utf-8"),
          (b"\xfe\xff", "utf-16-be"), (b"\xff\xfe", "utf-16-le"))
@@ -31,6 +52,27 @@ class YamlFileError(ValueError):
         self.line, self.column = line, column
         where = self.path if line is None else f"{self.path}:{line}" + (f":{column}" if column is not None else "")
         super().__init__(f"{where}: {self.reason}")
+
+
+def is_name(text) -> bool:
+    """``text`` is name-shaped (a parameter, node, link or joint name, a path or a package URI: letters, digits and
+    ``_./~*+-``, at most 128 characters, no spaces or colons but a URI's ``://``): safe to quote in a message."""
+    return isinstance(text, str) and bool(_NAME.match(text) or _URI.match(text))
+
+
+def shown(value) -> str:
+    """``value`` (from a file) as a message may show it: numbers, booleans, null and name-shaped texts as written
+    (``repr``); any other text by its length, lists and mappings by their size, so that no message echoes a
+    foreign file's content."""
+    if value is None or isinstance(value, (bool, int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return repr(value) if is_name(value) else f"a text of {len(value)} characters"
+    if isinstance(value, (list, tuple)):
+        return f"a list of {len(value)} items"
+    if isinstance(value, dict):
+        return f"a mapping of {len(value)} keys"
+    return f"a {type(value).__name__}"
 
 
 def _decode(path: Path, data: bytes) -> str:
@@ -54,22 +96,40 @@ def _decode(path: Path, data: bytes) -> str:
 
 
 def read_text(path: Union[str, os.PathLike]) -> str:
+    """The text of ``path`` (see the module docstring for the encodings): YamlFileError when it cannot be read, is
+    larger than :data:`MAX_BYTES` or is not text."""
     p = Path(path)
     try:
-        data = p.read_bytes()
+        with open(p, "rb") as f:
+            data = f.read(MAX_BYTES + 1)
     except FileNotFoundError:
         raise YamlFileError(p, "no such file") from None
     except IsADirectoryError:
         raise YamlFileError(p, "is a directory, not a file") from None
     except OSError as e:
         raise YamlFileError(p, f"cannot read: {e.strerror or e}") from None
+    if len(data) > MAX_BYTES:
+        raise YamlFileError(p, f"larger than {MAX_BYTES >> 20} MiB: not a file this package reads")
     return _decode(p, data)
+
+
+_QUOTED = re.compile(r"'((?:[^'\\]|\\.)*)'" + r'|"((?:[^"\\]|\\.)*)"')
+
+
+def quiet(text: str) -> str:
+    """A parser's message (PyYAML's, an XML parser's, xacro's) with each quoted text from the file (a tag, an
+    anchor, an expression) kept only when it is a character or two or name-shaped."""
+    def keep(m):
+        inner = m.group(1) if m.group(1) is not None else m.group(2)
+        return m.group(0) if len(inner) <= 2 or is_name(inner) or inner.startswith("tag:yaml.org,2002:") \
+            and is_name(inner[len("tag:yaml.org,2002:"):]) else "(text omitted)"
+    return _QUOTED.sub(keep, text)
 
 
 def _yaml_error(path, e: yaml.YAMLError) -> YamlFileError:
     mark = getattr(e, "problem_mark", None) or getattr(e, "context_mark", None)
-    problem = getattr(e, "problem", None) or str(e)
-    context = getattr(e, "context", None)
+    problem = quiet(getattr(e, "problem", None) or getattr(e, "reason", None) or type(e).__name__)
+    context = quiet(getattr(e, "context", None) or "")
     context_mark = getattr(e, "context_mark", None)
     reason = f"not valid YAML: {problem}"
     if context:
@@ -82,11 +142,57 @@ def _yaml_error(path, e: yaml.YAMLError) -> YamlFileError:
     return YamlFileError(path, reason, mark.line + 1, mark.column + 1)
 
 
+class _BoundedLoader(yaml.SafeLoader):
+    """PyYAML's safe loader that counts, while it composes, the depth and the nodes with aliases expanded, and
+    refuses a document beyond :data:`MAX_DEPTH` or :data:`MAX_NODES` before it grows any further."""
+
+    def __init__(self, text: str, path):
+        super().__init__(text)
+        self.path, self.depth, self.count = path, 0, 0
+        self.sizes = {}  # id of an anchored node -> its size with aliases expanded
+
+    def _refuse(self, event, reason: str) -> YamlFileError:
+        mark = event.start_mark
+        return YamlFileError(self.path, reason, mark.line + 1, mark.column + 1)
+
+    def compose_node(self, parent, index):
+        event = self.peek_event()
+        if isinstance(event, yaml.AliasEvent):
+            node = self.anchors.get(event.anchor)
+            self.count += self.sizes.get(id(node), 1) if node is not None else 1
+            if self.count > MAX_NODES:
+                raise self._refuse(event, f"more than {MAX_NODES} nodes with its aliases expanded (an alias "
+                                          "bomb?)")
+            return super().compose_node(parent, index)
+        self.depth += 1
+        self.count += 1
+        if self.depth > MAX_DEPTH:
+            raise self._refuse(event, f"nested deeper than {MAX_DEPTH} levels")
+        if self.count > MAX_NODES:
+            raise self._refuse(event, f"more than {MAX_NODES} nodes")
+        start = self.count - 1
+        node = super().compose_node(parent, index)
+        self.depth -= 1
+        if getattr(event, "anchor", None) is not None:
+            self.sizes[id(node)] = self.count - start
+        return node
+
+
 def compose_all(path, text: str) -> List[yaml.Node]:
+    """The documents of ``text`` as PyYAML nodes (empty documents left out), within the module's bounds;
+    YamlFileError naming ``path``, the line and the column."""
+    loader = _BoundedLoader(text, path)
     try:
-        return [n for n in yaml.compose_all(text, Loader=yaml.SafeLoader) if n is not None]
+        nodes = []
+        while loader.check_node():
+            node = loader.get_node()
+            if node is not None:
+                nodes.append(node)
+        return nodes
     except yaml.YAMLError as e:
         raise _yaml_error(path, e) from None
+    finally:
+        loader.dispose()
 
 
 def construct(path, node: yaml.Node):

@@ -22,6 +22,7 @@ import yaml
 from mbs_ros.nodes.parameters import names as parameter_names
 from mbs_ros.nodes.parameters.controller import LAWS
 from mbs_ros.nodes.paramsfile import YamlFileError, flatten, read_params_file, read_yaml
+from mbs_ros.yamlfile import is_name, shown
 from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.packages import is_uri, resolve_uri
 
@@ -242,7 +243,9 @@ class _Checker:
             self.fail(key, f"must be a mapping, got {_show(value)}")
         for k in value:
             if not isinstance(k, str):
-                self.fail(key, f"keys must be strings, got {k!r}")
+                self.fail(key, f"keys must be strings, got {shown(k)}")
+            if not is_name(k):
+                self.fail(key, f"a key that is not a name (letters, digits, '_./~*+-'): {shown(k)}")
             if allowed and k not in allowed:
                 close = difflib.get_close_matches(k, allowed, n=1)
                 hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(allowed)})"
@@ -289,8 +292,8 @@ def _join(key: str, sub: str) -> str:
 
 
 def _show(value) -> str:
-    text = repr(value)
-    return text if len(text) <= 60 else text[:57] + "..."
+    """A value of the file as an error shows it: :func:`mbs_ros.yamlfile.shown` (never a foreign file's text)."""
+    return shown(value)
 
 
 # ------------------------------------------------------------------------------------ loading
@@ -483,7 +486,7 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
     if namespace == "/" or any(not part or not (part[0].isalpha() or part[0] == "_")
                                or not all(ch.isalnum() or ch == "_" for ch in part)
                                for part in namespace.strip("/").split("/")):
-        c.fail(_join(key, "namespace"), f"{namespace!r} is not a valid ROS namespace (letters, digits and _, "
+        c.fail(_join(key, "namespace"), f"{shown(namespace)} is not a valid ROS namespace (letters, digits and _, "
                                         "each part starting with a letter)")
     declared = {role: declared_parameters(role) for role in ("dynamics", "controller")}
     dyn: Dict[str, object] = {}
@@ -492,7 +495,7 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
         pkey = _join(key, "params")
         found = resolve_path(c.text(doc["params"], pkey), beside=c.path)
         if found is None:
-            c.fail(pkey, f"parameter file {doc['params']!r} not found (looked in the package, beside the scenario "
+            c.fail(pkey, f"parameter file {shown(doc['params'])} not found (looked in the package, beside the scenario "
                          "and in the current directory)")
         sections = _params_file_sections(c, found, pkey, namespace)
         dyn.update(sections["dynamics_node"])
@@ -502,8 +505,8 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
         text = c.text(doc["model"], model_key).strip()
         value, why = _model_file(text, c.path)
         if value is None:
-            c.fail(model_key, f"robot file {text!r}: {why}" if is_uri(text) else
-                   f"robot file {doc['model']!r} not found (looked in the package, beside the scenario and in the "
+            c.fail(model_key, f"robot file {shown(text)}: {why}" if is_uri(text) else
+                   f"robot file {shown(doc['model'])} not found (looked in the package, beside the scenario and in the "
                    "current directory)")
         dyn["model_file"] = ctl["model_file"] = value
     else:
@@ -514,8 +517,8 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
                 text = str(params["model_file"]).strip()
                 value, why = _model_file(text, c.path)
                 if value is None:
-                    c.fail(_join(key, "params"), f"its model_file {params['model_file']!r}: {why}" if is_uri(text)
-                           else f"its model_file {params['model_file']!r} was not found")
+                    c.fail(_join(key, "params"), f"its model_file {shown(params['model_file'])}: {why}" if is_uri(text)
+                           else f"its model_file {shown(params['model_file'])} was not found")
                 params["model_file"] = value
         ctl.setdefault("model_file", dyn.get("model_file", ""))
         if dyn.get("robot_description"):

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 from transforms3d.quaternions import mat2quat
 
-from .integrators import TABLEAUS, step as _mk_step
+from .integrators import TABLEAUS, check_time_step, step as _mk_step
 from .lie import hat3
 from .model import Model
 
@@ -422,6 +422,7 @@ class ConstrainedSystem:
             raise ValueError(f"unknown integrator {method!r}; choose one of {', '.join(TABLEAUS)}")
         if tau is None:
             tau = np.zeros(self.nv)
+        dt = check_time_step(dt)
         steps = int(steps)
         t = t0 + dt * np.arange(steps + 1)
         qs = np.empty((steps + 1, self.nq))

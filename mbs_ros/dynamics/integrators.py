@@ -13,11 +13,12 @@ With one stage this is the Lie–Euler method. Any model with ``integrate``, ``d
 """
 from __future__ import annotations
 
+import math
 from typing import Callable, NamedTuple, Union
 
 import numpy as np
 
-__all__ = ["Tableau", "TABLEAUS", "step", "simulate"]
+__all__ = ["Tableau", "TABLEAUS", "step", "simulate", "check_time_step"]
 
 
 class Tableau(NamedTuple):
@@ -51,6 +52,17 @@ def _tableau(method: str) -> Tableau:
         raise ValueError(f"unknown integrator {method!r}; choose one of {', '.join(TABLEAUS)}") from None
 
 
+def check_time_step(dt, name: str = "dt") -> float:
+    """``dt`` as a float when it is a positive, finite number of seconds; else ValueError naming the argument
+    ``name`` (a negative step would integrate backwards, a zero one never advance)."""
+    if isinstance(dt, bool) or not isinstance(dt, (int, float, np.integer, np.floating)):
+        raise ValueError(f"{name} must be a positive number of seconds, got a {type(dt).__name__}")
+    value = float(dt)
+    if not 0.0 < value < math.inf:
+        raise ValueError(f"{name} must be a positive, finite number of seconds, got {value!r}")
+    return value
+
+
 def step(model, q: np.ndarray, v: np.ndarray, tau: Torque, dt: float, method: str = "rk4", t: float = 0.0,
          wrench_world=None):
     """One Munthe-Kaas step of size ``dt`` (seed 001 eqs. 35–37); returns ``(q_next, v_next)``.
@@ -64,6 +76,12 @@ def step(model, q: np.ndarray, v: np.ndarray, tau: Torque, dt: float, method: st
     call unless ``tau`` is a function. A model's passive forces (:meth:`Model.passive_forces`: joint springs and
     friction, the water's damping and current) are added to ``tau`` at every stage.
     """
+    try:
+        positive = 0.0 < dt < math.inf and dt is not True  # the hot path's test; check_time_step says why not
+    except TypeError:
+        positive = False
+    if not positive:
+        check_time_step(dt)
     tab = _tableau(method)
     fast = getattr(model, "fast_step", None)
     if fast is not None and not callable(tau):
@@ -124,6 +142,7 @@ def simulate(model, q0, v0, tau: Torque, dt: float, steps: int, method: str = "r
     state. ``tau`` is a constant generalised-force vector or a function ``tau(t, q, v)``.
     """
     tab = _tableau(method)
+    dt = check_time_step(dt)
     steps = int(steps)
     if steps < 0:
         raise ValueError("steps must be >= 0")

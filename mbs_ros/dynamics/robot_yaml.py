@@ -7,10 +7,11 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from mbs_ros.yamlfile import YamlFileError, read_yaml
+from mbs_ros.yamlfile import YamlFileError, is_name, read_yaml, shown
 
 __all__ = ["RobotConfig", "RobotConfigError", "load_robot", "robot_to_urdf"]
 
@@ -43,7 +44,8 @@ class _Reader:
             self.fail(key, f"expected a mapping, got {type(value).__name__}")
         for k in value:
             if k not in allowed:
-                self.fail(f"{key}.{k}", f"unknown key (allowed: {', '.join(allowed)})")
+                where = f"{key}.{k}" if is_name(k) else key
+                self.fail(where, f"unknown key {'' if is_name(k) else shown(k) + ' '}(allowed: {', '.join(allowed)})")
         for k in required:
             if k not in value:
                 self.fail(f"{key}.{k}", "missing")
@@ -51,26 +53,36 @@ class _Reader:
 
     def number(self, value, key, minimum=None, positive=False):
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            self.fail(key, f"expected a finite number, got {value!r}")
+            self.fail(key, f"expected a finite number, got {shown(value)}")
         if positive and value <= 0:
-            self.fail(key, f"expected a positive number, got {value!r}")
+            self.fail(key, f"expected a positive number, got {shown(value)}")
         if minimum is not None and value < minimum:
-            self.fail(key, f"expected a number >= {minimum}, got {value!r}")
+            self.fail(key, f"expected a number >= {minimum}, got {shown(value)}")
         return float(value)
 
     def numbers(self, value, key, n):
         if not isinstance(value, (list, tuple)) or len(value) != n:
-            self.fail(key, f"expected {n} numbers, got {value!r}")
+            self.fail(key, f"expected {n} numbers, got {shown(value)}")
         return [self.number(x, f"{key}[{i}]") for i, x in enumerate(value)]
 
     def name(self, value, key):
         if not isinstance(value, str) or not value.strip():
-            self.fail(key, f"expected a non-empty string, got {value!r}")
+            self.fail(key, f"expected a non-empty string, got {shown(value)}")
+        return value
+
+    def model_name(self, value, key):
+        """A robot, link, joint or thruster name: :func:`mbs_ros.dynamics.urdf.model_name_problem` (which the URDF
+        built here passes again), checked before any message quotes it."""
+        from mbs_ros.dynamics.urdf import model_name_problem
+
+        problem = model_name_problem(self.name(value, key))
+        if problem is not None:
+            self.fail(key, problem)
         return value
 
     def choice(self, value, key, choices):
         if value not in choices:
-            self.fail(key, f"expected one of {', '.join(choices)}, got {value!r}")
+            self.fail(key, f"expected one of {', '.join(choices)}, got {shown(value)}")
         return value
 
 
@@ -94,7 +106,8 @@ def load_robot(path) -> RobotConfig:
     if has_file:
         cfg = _from_file(r, robot, base, gravity)
     else:
-        name = r.name(robot.get("name", os.path.splitext(os.path.basename(str(path)))[0]), "robot.name")
+        default = re.sub(r"[^A-Za-z0-9_.-]", "_", os.path.splitext(os.path.basename(str(path)))[0])[:64]
+        name = r.model_name(robot.get("name", default), "robot.name")
         cfg = RobotConfig(name, base, gravity, robot_to_urdf(r, name, robot))
     density = None
     if "fluid" in robot:
@@ -132,7 +145,7 @@ def _with_passive(r, robot, xml: str) -> str:
             if k in h:
                 v = h[k]
                 if not isinstance(v, (list, tuple)) or len(v) not in sizes:
-                    r.fail(f"{key}.{k}", f"expected {' or '.join(map(str, sizes))} numbers, got {v!r}")
+                    r.fail(f"{key}.{k}", f"expected {' or '.join(map(str, sizes))} numbers, got {shown(v)}")
                 ET.SubElement(el, k).text = _fmt(r.numbers(v, f"{key}.{k}", len(v)))
         if "volume" in h or "center_of_buoyancy" in h:
             ET.SubElement(el, "buoyancy", volume=repr(r.number(h.get("volume", 0.0), f"{key}.volume", minimum=0.0)),
@@ -158,9 +171,9 @@ def _with_passive(r, robot, xml: str) -> str:
         key = f"robot.thrusters[{i}]"
         t = r.mapping(t, key, ("name", "link", "position", "direction", "min_thrust", "max_thrust",
                                "time_constant"), ("name", "link", "direction"))
-        if r.name(t["link"], f"{key}.link") not in links:
+        if r.model_name(t["link"], f"{key}.link") not in links:
             r.fail(f"{key}.link", f"no link named {t['link']!r}")
-        el = ET.SubElement(root, "thruster", name=r.name(t["name"], f"{key}.name"), link=t["link"])
+        el = ET.SubElement(root, "thruster", name=r.model_name(t["name"], f"{key}.name"), link=t["link"])
         ET.SubElement(el, "origin", xyz=_fmt(r.numbers(t.get("position", [0, 0, 0]), f"{key}.position", 3)))
         d = r.numbers(t["direction"], f"{key}.direction", 3)
         if math.hypot(*d) < 1e-12:
@@ -195,7 +208,7 @@ def _from_file(r, robot, base, gravity) -> RobotConfig:
         r.fail("robot.urdf", f"{type(exc).__name__}: {exc}")
     name = robot.get("name")
     if name is not None:
-        r.name(name, "robot.name")
+        r.model_name(name, "robot.name")
     return RobotConfig(name or "", base, gravity, xml)
 
 
@@ -215,7 +228,7 @@ def _inertia(r, value, key):
             r.fail(key, "the 3x3 inertia must be symmetric")
         return [m[0][0], m[0][1], m[0][2], m[1][1], m[1][2], m[2][2]]
     if not isinstance(value, (list, tuple)) or len(value) != 6:
-        r.fail(key, f"expected 6 numbers [ixx, ixy, ixz, iyy, iyz, izz] or a 3x3 list, got {value!r}")
+        r.fail(key, f"expected 6 numbers [ixx, ixy, ixz, iyy, iyz, izz] or a 3x3 list, got {shown(value)}")
     return r.numbers(value, key, 6)
 
 
@@ -258,7 +271,7 @@ def robot_to_urdf(r: _Reader, name: str, robot: dict) -> str:
     for i, link in enumerate(links):
         key = f"robot.links[{i}]"
         link = r.mapping(link, key, ("name", "mass", "com", "inertia", "visual"), ("name",))
-        lname = r.name(link["name"], f"{key}.name")
+        lname = r.model_name(link["name"], f"{key}.name")
         if lname in link_names:
             r.fail(f"{key}.name", f"link {lname!r} defined twice")
         link_names.append(lname)
@@ -283,13 +296,13 @@ def robot_to_urdf(r: _Reader, name: str, robot: dict) -> str:
         key = f"robot.joints[{i}]"
         joint = r.mapping(joint, key, ("name", "type", "parent", "child", "origin", "axis", "limit"),
                           ("name", "type", "parent", "child"))
-        jname = r.name(joint["name"], f"{key}.name")
+        jname = r.model_name(joint["name"], f"{key}.name")
         if jname in joint_names:
             r.fail(f"{key}.name", f"joint {jname!r} defined twice")
         joint_names.append(jname)
         jtype = r.choice(joint["type"], f"{key}.type", _JOINT_TYPES)
         for role in ("parent", "child"):
-            if r.name(joint[role], f"{key}.{role}") not in link_names:
+            if r.model_name(joint[role], f"{key}.{role}") not in link_names:
                 r.fail(f"{key}.{role}", f"no link named {joint[role]!r} in robot.links")
         if joint["child"] in children:
             r.fail(f"{key}.child", f"link {joint['child']!r} is already the child of joint {children[joint['child']]!r}")

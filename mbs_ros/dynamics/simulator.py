@@ -18,7 +18,7 @@ from typing import Callable, Dict, Optional
 import numpy as np
 
 from .actuators import DEFAULT_LIMIT_ACCELERATION, CommandLimits, clip_efforts, command_limits, saturate_wrench
-from .integrators import TABLEAUS, step
+from .integrators import TABLEAUS, check_time_step, step
 from .model import Model
 from .passive import thrust_response
 
@@ -31,6 +31,7 @@ CHANNELS = ("wrench", "joints", "thrusters")
 _NEVER = 1 << 62  # a step index no run reaches
 
 # Runaway bounds (module docstring, "Faults").
+MIN_DT, MAX_DT = 1e-9, 1e6  # s: a Simulator's step, a whole number of nanoseconds of an int64 clock
 MAX_TURN_PER_STEP = 1.0  # rad: largest angular rate x dt
 MAX_SPEED = 1.0e4  # m/s: largest linear rate (base, prismatic joints); also caps angular rates [rad/s]
 MAX_POSITION = 1.0e6  # m or rad: largest |q| component
@@ -58,7 +59,7 @@ class Fault:
 def velocity_bounds(model: Model, dt: float) -> np.ndarray:
     """Per component of v, the largest |rate| before a run counts as a runaway (module docstring, "Faults"):
     ``min(MAX_TURN_PER_STEP / dt, MAX_SPEED)`` [rad/s] for angular components, ``MAX_SPEED`` [m/s] for linear ones."""
-    return np.where(_angular_components(model), min(MAX_SPEED, MAX_TURN_PER_STEP / float(dt)), MAX_SPEED)
+    return np.where(_angular_components(model), min(MAX_SPEED, MAX_TURN_PER_STEP / check_time_step(dt)), MAX_SPEED)
 
 
 def _angular_components(model: Model) -> np.ndarray:
@@ -162,7 +163,10 @@ class Simulator:
     def __init__(self, model: Model, q0, v0, dt: float, *, integrator: str = "rk4", cmd_timeout: float = 0.0,
                  lockstep_steps: int = 0, t0_ns: int = 0, max_wrench=None, max_effort=None,
                  energy_check_steps: Optional[int] = None):
-        self.dt_ns = max(1, int(round(float(dt) * 1e9)))
+        dt = check_time_step(dt)
+        if not MIN_DT <= dt <= MAX_DT:  # the clock counts whole nanoseconds
+            raise ValueError(f"dt must be between {MIN_DT:g} s (the clock's nanosecond) and {MAX_DT:g} s, got {dt!r}")
+        self.dt_ns = int(round(dt * 1e9))
         self.dt = self.dt_ns * 1e-9
         self.t0_ns = int(t0_ns)
         self.model = model
@@ -842,6 +846,7 @@ def rate_check(model: Model, q0, dt: float, integrator: str = "rk4", limits: Opt
     ``q0``: the initial configuration; ``limits``: the command limits (default: the model's)."""
     if integrator not in TABLEAUS:
         raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(TABLEAUS)}")
+    dt = check_time_step(dt)
     q0 = np.asarray(q0, dtype=float)
     limits = command_limits(model) if limits is None else limits
     omega_g = 0.0

@@ -36,13 +36,15 @@ tolerance above, a limit that is negative, not a number, or ``lower > upper``. T
 the whole tree (a singular mass matrix, the mass ratio) are the Model's, see
 :meth:`mbs_ros.dynamics.Model.from_urdf`.
 
-Errors never quote the file's content: a path that is not a URDF is reported by its path and the reason.
+Errors never quote the file's content: a path that is not a URDF by its path and the reason; names (robot, links,
+joints) are checked first (:func:`check_model_names`); a parser's or xacro's reason quotes only name-shaped texts.
 """
 from __future__ import annotations
 
 import dataclasses
 import math
 import os
+import re
 import warnings
 from dataclasses import dataclass
 
@@ -77,6 +79,41 @@ class ModelError(ValueError):
         if self.file or not file:
             return self
         return ModelError(self.reason, file=str(file), link=self.link, joint=self.joint)
+
+
+#: Longest name of a robot, link or joint: far above any URDF in use (example-robot-data's longest is 56).
+MAX_NAME_LENGTH = 128
+_MODEL_NAME = re.compile(r"[A-Za-z0-9_./-]{1,%d}\Z" % MAX_NAME_LENGTH)
+
+
+def model_name_problem(name) -> str | None:
+    """None when ``name`` can name a robot, link, joint or thruster (what ROS names and TF frames take: 1 to
+    :data:`MAX_NAME_LENGTH` letters, digits and ``_-./``); else why not, without quoting it."""
+    if isinstance(name, str) and _MODEL_NAME.match(name):
+        return None
+    size = f"{len(name)} characters" if isinstance(name, str) else type(name).__name__
+    return (f"not a name ({size}; a name is 1 to {MAX_NAME_LENGTH} letters, digits, '_', '-', '.' or '/', as ROS "
+            "names and TF frames)")
+
+
+def check_model_names(root) -> None:
+    """ModelError for the first name of the URDF element tree ``root`` that :func:`model_name_problem` refuses:
+    the robot's, every link's and joint's, and the links and joint a joint names (parent, child, mimic). Absent or
+    empty names are left to the parser's own checks."""
+    def check(value, where):
+        if value:
+            problem = model_name_problem(value)
+            if problem is not None:
+                raise ModelError(f"{where}: {problem}")
+
+    check(root.get("name"), "<robot name>")
+    for kind in ("link", "joint"):
+        for i, el in enumerate(root.findall(kind), 1):
+            check(el.get("name"), f"<{kind}> number {i}: its name")
+    for i, el in enumerate(root.findall("joint"), 1):
+        for sub, attr in (("parent", "link"), ("child", "link"), ("mimic", "joint")):
+            for child in el.findall(sub):
+                check(child.get(attr), f"<joint> number {i}: <{sub} {attr}>")
 
 
 class ModelWarning(UserWarning):
@@ -228,8 +265,10 @@ def _run_xacro(path: str, mappings: dict | None, shown_as: str) -> str:
 
 
 def _short(exc: BaseException, limit: int = 300) -> str:
-    """A parser's reason, one line, at most ``limit`` characters."""
-    text = " ".join(str(exc).split()) or type(exc).__name__
+    """A parser's reason, one line, at most ``limit`` characters, quoting only name-shaped texts."""
+    from mbs_ros.yamlfile import quiet
+
+    text = quiet(" ".join(str(exc).split())) or type(exc).__name__
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -379,7 +418,9 @@ def _parse_xml(xml: str) -> RobotSpec:
     xml = _strip_bom(xml)
     if not xml.lstrip().startswith("<"):
         raise ModelError(f"{_describe_text(xml)} is not a valid URDF: it is not XML (it does not start with '<')")
-    dynamics_xml, report = _dynamics_xml(_check_well_formed(xml))
+    root = _check_well_formed(xml)
+    check_model_names(root)
+    dynamics_xml, report = _dynamics_xml(root)
     said = []
     try:
         with quiet_parser(said):

@@ -5,7 +5,7 @@ from typing import Mapping, NamedTuple
 
 import numpy as np
 
-from ..dynamics.integrators import TABLEAUS
+from ..dynamics.integrators import TABLEAUS, check_time_step
 from .components import Environment, Onsager, Storage
 from .ports import Port, pairing
 
@@ -180,6 +180,7 @@ class System:
         vector states step additively, group states by q·exp(Ψ) with stage flows mapped by dexp⁻¹(−Ψ).
         Returns (t, xs) with xs (steps+1, nx)."""
         tab = TABLEAUS[method]
+        dt = check_time_step(dt)
         xs = np.empty((int(steps) + 1, self.nx))
         xs[0] = x0
         for n in range(int(steps)):

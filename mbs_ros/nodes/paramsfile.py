@@ -1,9 +1,10 @@
 """ROS parameter files (``--params-file``) and scenarios read with one-line errors.
 
-Reading, decoding and YAML errors are :mod:`mbs_ros.yamlfile`'s (a :class:`YamlFileError` whose text is one line,
+Reading, decoding, size and YAML errors are :mod:`mbs_ros.yamlfile`'s (a :class:`YamlFileError` whose text is one line,
 ``FILE:LINE:COLUMN: reason``); here, for parameter files, the structure rcl reads: a mapping of node names
 (nested namespaces allowed) to ``ros__parameters`` mappings whose values are scalars or non-empty lists of scalars
-of one type.
+of one type. Keys are node and parameter names (:func:`mbs_ros.yamlfile.is_name`); an error quotes a key only
+once it is one, never a value, so a foreign file (``--params-file /etc/shadow``) is refused by its place alone.
 
 A byte-order mark at the start is fine: the file is read as bytes, and PyYAML, like the libyaml that rcl uses,
 takes UTF-8, UTF-16 and UTF-32 by their BOM. rcl reads such parameter files too (checked in
@@ -24,7 +25,7 @@ from typing import Dict, Mapping, Union
 
 import yaml
 
-from mbs_ros.yamlfile import YamlFileError, compose_all, construct, read_text, read_yaml
+from mbs_ros.yamlfile import YamlFileError, compose_all, construct, is_name, read_text, read_yaml
 
 __all__ = ["YamlFileError", "read_yaml", "read_params_file", "flatten", "PARAMS_KEY"]
 
@@ -53,6 +54,17 @@ def _fail(path, node: yaml.Node, reason: str) -> YamlFileError:
     return YamlFileError(path, reason, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
+def _key(path, node: yaml.Node, what: str) -> str:
+    """The text of a key that names a node or a parameter; YamlFileError at its place when it is not a text or not
+    name-shaped (:func:`mbs_ros.yamlfile.is_name`: a foreign file's line is never quoted back)."""
+    if not isinstance(node, yaml.ScalarNode):
+        raise _fail(path, node, f"{what} must be text ({_SHAPE})")
+    if not is_name(node.value):
+        raise _fail(path, node, f"not a ROS parameter file: a key that is not a {what} (letters, digits, "
+                                f"'_./~*+-', at most 128 characters) ({_SHAPE})")
+    return node.value
+
+
 def _scalar_type(path, node: yaml.ScalarNode) -> str:
     value = construct(path, node)
     if value is None:
@@ -69,7 +81,7 @@ def _scalar_type(path, node: yaml.ScalarNode) -> str:
 def _check_value(path, name: str, node: yaml.Node) -> None:
     if isinstance(node, yaml.MappingNode):  # nested names: a.b
         for k, v in node.value:
-            _check_value(path, f"{name}.{k.value}", v)
+            _check_value(path, f"{name}.{_key(path, k, 'parameter name')}", v)
     elif isinstance(node, yaml.SequenceNode):
         if not node.value:
             raise _fail(path, node, f"{name}: an empty list, which rcl reads as 'not set': leave the parameter out")
@@ -91,15 +103,12 @@ def _check_section(path, section: str, node: yaml.Node, out: Dict[str, dict]) ->
     if not isinstance(node, yaml.MappingNode):
         raise _fail(path, node, f"{section}: a value where a mapping with {PARAMS_KEY} belongs ({_SHAPE})")
     for k, v in node.value:
-        if not isinstance(k, yaml.ScalarNode):
-            raise _fail(path, k, f"{section}: node names must be text ({_SHAPE})")
+        _key(path, k, "node name")
         if k.value == PARAMS_KEY:
             if not isinstance(v, yaml.MappingNode):
                 raise _fail(path, v, f"{section}/{PARAMS_KEY}: must be a mapping of parameter names to values")
             for name, value in v.value:
-                if not isinstance(name, yaml.ScalarNode):
-                    raise _fail(path, name, f"{section}: parameter names must be text")
-                _check_value(path, name.value, value)
+                _check_value(path, _key(path, name, "parameter name"), value)
             out.setdefault(section, {}).update(construct(path, v))
         elif not isinstance(v, yaml.MappingNode):
             raise _fail(path, k, f"{section}: {k.value!r} is a value outside {PARAMS_KEY} ({_SHAPE})")
@@ -119,11 +128,10 @@ def read_params_file(path: Union[str, os.PathLike]) -> Dict[str, dict]:
         if isinstance(doc, yaml.ScalarNode) and doc.value == "" and doc.tag.endswith(":null"):
             continue
         if not isinstance(doc, yaml.MappingNode):
-            kind = "a list" if isinstance(doc, yaml.SequenceNode) else f"the text {doc.value[:40]!r}"
+            kind = "a list" if isinstance(doc, yaml.SequenceNode) else "text"
             raise _fail(path, doc, f"not a ROS parameter file: {kind} at the top ({_SHAPE})")
         for k, v in doc.value:
-            if not isinstance(k, yaml.ScalarNode):
-                raise _fail(path, k, f"not a ROS parameter file: node names must be text ({_SHAPE})")
+            _key(path, k, "node name")
             if k.value == PARAMS_KEY:
                 raise _fail(path, k, f"{PARAMS_KEY} at the top: put it under a node name, e.g. '/**:' ({_SHAPE})")
             _check_section(path, k.value, v, out)

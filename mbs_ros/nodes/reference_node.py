@@ -107,7 +107,7 @@ def waypoints_from_values(values: Dict[str, object]) -> Waypoints:
 
 def waypoints_from_file(path: str) -> Waypoints:
     """Waypoints from a YAML file with the scenario's reference keys (top level, or under ``reference:``)."""
-    from mbs_ros.yamlfile import YamlFileError, read_yaml
+    from mbs_ros.yamlfile import YamlFileError, read_yaml, shown
 
     try:  # one line, never the content: UTF-8/16/32 by their byte-order mark, the place of a YAML error
         doc = read_yaml(path)
@@ -118,7 +118,7 @@ def waypoints_from_file(path: str) -> Waypoints:
     if not isinstance(doc, dict) or not (set(doc) & {"base", "joints"}) or set(doc) - {"base", "joints",
                                                                                           "joint_names"}:
         raise ReferenceError(f"reference_file {path!r}: needs base and/or joints (and optionally joint_names), "
-                             f"got {sorted(doc) if isinstance(doc, dict) else doc!r}")
+                             f"got {shown(doc)}")
     try:
         base = doc.get("base") or []
         joints = doc.get("joints") or []

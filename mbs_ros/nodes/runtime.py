@@ -15,6 +15,13 @@ refuses with a traceback or silently misreads) is one line on stderr,
 read (rcl reads it too). Any other ``RCLError`` of ``rclpy.init`` (e.g. a malformed ``-r`` or ``-p`` argument)
 is also one line and exit code 2.
 
+Unknown parameters: once the node is constructed, before ``configure()``, every parameter the command line or a
+parameter file gives it must be one of its table (the ``PARAMETERS`` of the factory's module), ``use_sim_time``, a
+``qos_overrides.…`` name or one rclpy declared itself; else one fatal line naming the source (``-p`` or
+``--params-file FILE``), the name and the parameter meant (``physics_rat: unknown dynamics_node parameter (did you
+mean 'physics_rate'?)``) and exit code 2, as the scenario loader refuses it. A section for every node (``/**``)
+may carry another of the package's nodes' parameters (one file for both nodes), as in a scenario's ``params``.
+
 Teardown: once stopped, the release of the node's ROS entities is bounded by :class:`TeardownGuard` (a hang in
 the middleware's teardown is logged with the stacks and the process exits with its code anyway).
 
@@ -28,6 +35,7 @@ node's matrices are small, and a pool of spinning BLAS threads per node only tak
 
 from __future__ import annotations
 
+import difflib
 import faulthandler
 import os
 import re
@@ -52,7 +60,8 @@ from mbs_ros.process import dump_stacks_on_sigusr1
 
 __all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
            "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS", "TeardownGuard", "TEARDOWN_TIMEOUT_S",
-           "descriptor", "declare", "declare_model_parameters", "parameter_overrides", "unknown_overrides"]
+           "descriptor", "declare", "declare_model_parameters", "parameter_overrides", "unknown_overrides",
+           "command_line_parameters", "unknown_parameters_problem"]
 
 EXIT_BAD_ARGUMENTS = 2  # as for invalid parameters
 
@@ -115,6 +124,58 @@ def check_command_line(argv: Sequence[str]) -> Optional[str]:
             read_params_file(path)
         except YamlFileError as e:
             return f"--params-file {e}"
+    return None
+
+
+def command_line_parameters(argv: Sequence[str]) -> List[str]:
+    """The names of the ``-p``/``--param NAME:=VALUE`` arguments of the ``--ros-args`` sections of ``argv``."""
+    out: List[str] = []
+    in_ros = False
+    argv = list(argv)
+    for i, a in enumerate(argv):
+        if a == "--ros-args":
+            in_ros = True
+        elif a == "--":
+            in_ros = False
+        elif in_ros and a in ("-p", "--param") and i + 1 < len(argv) and ":=" in argv[i + 1]:
+            out.append(argv[i + 1].split(":=", 1)[0].rsplit(":", 1)[-1])  # node:name:=value names name
+    return out
+
+
+def unknown_parameters_problem(node: "rclpy.node.Node", parameters: Mapping[str, Parameter],
+                               argv: Sequence[str]) -> Optional[str]:
+    """None when every parameter given to ``node`` (:func:`parameter_overrides`) is one it takes; else the one-line
+    reason for the first unknown one, naming where it came from and the name meant (see the module docstring)."""
+    from mbs_ros.nodes.parameters import ROLES, names
+    from mbs_ros.nodes.paramsfile import YamlFileError, flatten, read_params_file
+
+    unknown = unknown_overrides(node, parameters)
+    if not unknown:
+        return None
+    others = {n: role for role in ROLES for n in names(role)}
+    in_file: Dict[str, str] = {}
+    for_every_node = set()
+    for path in params_files(argv):
+        try:
+            sections = read_params_file(path)
+        except YamlFileError:  # refused before rclpy.init already
+            continue
+        for section, values in sections.items():
+            for name in flatten(values):
+                in_file.setdefault(name, path)
+                if section in ("/**", "**"):
+                    for_every_node.add(name)
+    given = set(command_line_parameters(argv))
+    label = node.get_name()
+    for name in unknown:
+        if name in others and name in for_every_node and name not in given:
+            continue  # another node's parameter in a section for every node
+        source = "-p" if name in given or name not in in_file else f"--params-file {in_file[name]}"
+        if name in others:
+            return f"{source}: {name}: not a {label} parameter: a {others[name]} node's"
+        close = difflib.get_close_matches(name, list(parameters), n=1)
+        hint = f"did you mean {close[0]!r}?" if close else f"{label} --help lists them"
+        return f"{source}: {name}: unknown {label} parameter ({hint})"
     return None
 
 
@@ -262,6 +323,14 @@ def run_node(factory: Callable[[], "rclpy.node.Node"], args=None, *,
     node = None
     try:
         node = factory()
+        parameters = getattr(sys.modules.get(getattr(factory, "__module__", ""), None), "PARAMETERS", None)
+        unknown = None if parameters is None else unknown_parameters_problem(
+            node, parameters, sys.argv if args is None else args)
+        if unknown is not None:
+            node.get_logger().fatal(f"invalid parameters: {unknown}")
+            node.destroy_node()
+            try_shutdown()
+            return EXIT_BAD_ARGUMENTS
         node.configure()
     except errors as e:
         node.get_logger().fatal(f"invalid parameters: {e}")
@@ -385,6 +454,7 @@ def parameter_overrides(node: "rclpy.node.Node") -> Dict[str, object]:
 
 
 def unknown_overrides(node: "rclpy.node.Node", parameters: Mapping[str, Parameter]) -> List[str]:
-    """Overridden names ``node`` does not take (typos): not in ``parameters``, not use_sim_time or a QoS override."""
+    """Overridden names ``node`` does not take (typos): not in ``parameters``, not use_sim_time, a QoS override or
+    one the node has declared (rclpy's own, e.g. start_type_description_service)."""
     return sorted(n for n in parameter_overrides(node) if n not in parameters and n != "use_sim_time"
-                  and not n.startswith("qos_overrides."))
+                  and not n.startswith("qos_overrides.") and not node.has_parameter(n))

@@ -65,8 +65,8 @@ INVALID = {
     "kd_text": (dict(kd="fast"), "kd must be a positive number"),
     "zero_rate": (dict(control_rate=0.0), "control_rate"),
     "missing_file": (dict(model_file="config/robots/no_such_robot.yaml"), "file not found"),
-    # a misspelt name is warned about as soon as the parameters are declared, before any check can stop the node
-    "typo": (dict(kpp=2.0, law="sliding_mode"), "ignoring unknown parameters (typo?): kpp"),
+    # a misspelt name is refused before any other check, with the name meant
+    "typo": (dict(kpp=2.0, law="sliding_mode"), "kpp: unknown controller_node parameter (did you mean 'kp'?)"),
 }
 
 

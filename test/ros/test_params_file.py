@@ -10,11 +10,20 @@
   ignored); a file with a byte-order mark is read (the node uses its value);
 - the scenario loader and ``python -m mbs_ros.bringup``: a scenario or a robot's ``params`` file that is bad YAML,
   UTF-16 or has a byte-order mark inside -> one line with file:line:column and exit code 2; a scenario with a
-  byte-order mark at the start loads.
+  byte-order mark at the start loads;
+- unknown parameters (a ``--params-file`` typo, a ``-p`` typo, another node's parameter) stop each node at start
+  with one fatal line naming the source and the name meant, exit code 2; a section for every node (``/**``) may
+  carry the other node's parameters;
+- foreign files (password-file lines carrying a secret token) as a node's ``--params-file``, as a scenario and as a
+  robot's ``params``: exit code 2, one line, never the token;
+- YAML bombs (a billion-laughs alias bomb, 100,000 nested ``[``) as a scenario: exit code 2 and the one-line error
+  with the place, in bounded memory (the child runs under a data-size limit far below what the attacks took).
 """
 
 from __future__ import annotations
 
+import os
+import resource
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +44,7 @@ BAD = {
     "bad_yaml": (b"/**:\n  ros__parameters:\n    mass: [1.0,\n      2.0\n", ":5:1", "not valid YAML"),
     "tab_indent": (b"/**:\n  ros__parameters:\n\tmass: 2.0\n", ":3:1", "not valid YAML"),
     "top_list": (b"- mass: 2.0\n", ":1:1", "not a ROS parameter file: a list at the top"),
-    "top_text": (b"mass 2.0\n", ":1:1", "not a ROS parameter file: the text 'mass 2.0'"),
+    "top_text": (b"mass 2.0\n", ":1:1", "not a ROS parameter file: text at the top"),
     "no_ros_parameters": (b"/**:\n  mass: 2.0\n", ":2:3", "'mass' is a value outside ros__parameters"),
     "ros_parameters_text": (b"/**:\n  ros__parameters: 5\n", ":2:20", "must be a mapping"),
     "mixed_list": (b"/**:\n  ros__parameters:\n    com: [0, 0.5, 0.0]\n", ":3:14",
@@ -192,3 +201,115 @@ def test_runner_names_a_bad_robot_params_file(tmp_path):
     assert len(lines) == 1 and "Traceback" not in out.stderr, out.stderr
     assert lines[0].startswith(f"bringup: scenario error: {path}: robots[0].params: parameter file {params}:5:1: "
                                "not valid YAML"), lines[0]
+
+
+# ------------------------------------------------------------------------------ unknown parameters
+
+
+def _one_line_exit_2(cmd, timeout=TIMEOUT):
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    lines = [line for line in (out.stdout + out.stderr).splitlines() if line.strip()]
+    assert out.returncode == 2, (cmd, out.returncode, out.stdout + out.stderr)
+    assert len(lines) == 1 and "Traceback" not in out.stderr, (cmd, out.stdout + out.stderr)
+    return lines[0]
+
+
+def test_nodes_refuse_unknown_parameters_with_the_name_meant(tmp_path):
+    """``physics_rat`` in a parameter file used to be a warning and the node ran at the 1000 Hz default."""
+    typo = tmp_path / "typo.yaml"
+    typo.write_text("/**/dynamics_node:\n  ros__parameters:\n    physics_rat: 10.0\n")
+    cases = [  # node, arguments after --ros-args, the fatal line's end
+        ("dynamics_node", ["--params-file", str(typo)],
+         f"--params-file {typo}: physics_rat: unknown dynamics_node parameter (did you mean 'physics_rate'?)"),
+        ("dynamics_node", ["-p", "physic_rate:=10.0"],
+         "-p: physic_rate: unknown dynamics_node parameter (did you mean 'physics_rate'?)"),
+        ("dynamics_node", ["-p", "kp:=1.0"], "-p: kp: not a dynamics_node parameter: a controller node's"),
+        ("controller_node", ["-p", "kpp:=2.0"], "-p: kpp: unknown controller_node parameter (did you mean 'kp'?)"),
+        ("reference_node", ["-p", "base_time:=[1.0]"],
+         "-p: base_time: unknown reference_node parameter (did you mean 'base_times'?)"),
+    ]
+    procs = [(node, end, subprocess.Popen([sys.executable, "-m", f"mbs_ros.nodes.{node}", "--ros-args", "-r",
+                                           f"__ns:=/unknown{i}"] + args, stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+             for i, (node, args, end) in enumerate(cases)]
+    try:
+        for node, end, p in procs:
+            out, err = p.communicate(timeout=TIMEOUT)
+            lines = [line for line in (out + err).splitlines() if line.strip()]
+            assert p.returncode == 2, (node, end, p.returncode, out + err)
+            assert len(lines) == 1 and lines[0].startswith("[FATAL] "), (node, out + err)
+            assert f".{node}]: invalid parameters: {end}" in lines[0], lines[0]  # [unknownN.node]
+    finally:
+        for *_rest, p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+def test_a_section_for_every_node_may_carry_the_other_nodes_parameters(tmp_path):
+    from mbs_ros.process import NodeProcess
+
+    path = tmp_path / "both.yaml"
+    path.write_text("/**:\n  ros__parameters:\n    physics_rate: 100.0\n    publish_rate: 10.0\n    kp: 5.0\n")
+    with NodeProcess("mbs_ros.nodes.dynamics_node", name="dynamics_node", namespace="every_node", params_file=path,
+                     log_file=tmp_path / "node.log") as p:
+        assert p.wait_for_log("rk4 at 100 Hz", timeout=TIMEOUT), p.log_text()
+        assert p.running
+    assert p.returncode == 0, p.log_text()
+
+
+# ------------------------------------------------------------------------------ foreign files
+
+SECRET = "s3cr3tT0ken"
+FOREIGN = {"passwd": f"{SECRET}:x:0:0:root:root:bash\nu:x:1000:1000:{SECRET}:home:bash\n",
+           "shadow": f"root:$6$salt${SECRET}:20228:0:99999:7:::\n"}
+
+
+def test_foreign_files_are_refused_without_their_content(tmp_path):
+    """What ``--params-file /etc/shadow`` did: its FATAL line quoted a line of the file."""
+    cmds = []
+    for name, text in FOREIGN.items():
+        path = tmp_path / f"{name}.yaml"
+        path.write_text(text)
+        scenario = tmp_path / f"scenario_{name}.yaml"
+        scenario.write_text(f"robots:\n  - {{namespace: asv, params: {path}}}\n")
+        cmds += [[sys.executable, "-m", "mbs_ros.nodes.dynamics_node", "--ros-args", "--params-file", str(path)],
+                 [sys.executable, "-m", "mbs_ros.bringup", str(scenario), "--print"],
+                 [sys.executable, "-m", "mbs_ros.bringup", str(path), "--print"]]
+    for cmd in cmds:
+        line = _one_line_exit_2(cmd)
+        assert SECRET not in line, (cmd, line)
+        assert f"{tmp_path}/" in line, (cmd, line)  # the file is named
+
+
+# ------------------------------------------------------------------------------ YAML bombs
+
+DATA_LIMIT = 1 << 30  # bytes of heap for the bringup process: ~0.1 GB used; the alias bomb took 5.9 GB
+
+
+def _limited():
+    resource.setrlimit(resource.RLIMIT_DATA, (DATA_LIMIT, DATA_LIMIT))
+
+
+def _bomb(levels: int = 9) -> str:
+    lines = ["description:", "  a0: &a0 [" + ", ".join(["lol"] * 10) + "]"]
+    lines += [f"  a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 10) + "]" for i in range(1, levels)]
+    return "\n".join(lines) + "\nrobots:\n  - {namespace: asv, model: config/robots/asv_2link.yaml}\n"
+
+
+@pytest.mark.parametrize("attack", ["alias_bomb", "deep_nesting"])
+def test_yaml_bombs_are_refused_in_one_line_and_bounded_memory(tmp_path, attack):
+    path = tmp_path / f"{attack}.yaml"
+    path.write_text(_bomb() if attack == "alias_bomb" else "description: " + "[" * 100_000 + "\n")
+    p = subprocess.Popen([sys.executable, "-m", "mbs_ros.bringup", str(path), "--print"], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, preexec_fn=_limited)
+    try:
+        out, err = p.communicate(timeout=TIMEOUT)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.wait()
+    lines = [line for line in (out + err).splitlines() if line.strip()]
+    assert p.returncode == 2 and len(lines) == 1, (p.returncode, (out + err)[-2000:])
+    place, reason = {"alias_bomb": (":7:", "aliases expanded"), "deep_nesting": (":1:", "nested deeper than")}[attack]
+    assert lines[0].startswith(f"bringup: scenario error: {path}{place}") and reason in lines[0], lines[0]

@@ -517,3 +517,53 @@ def test_no_rclpy_in_the_dynamics_package():
             "print(sorted(n for n in sys.modules if n.split('.')[0] in ('rclpy', 'rosidl_runtime_py', 'rcl_interfaces')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]", out
+
+
+# ------------------------------------------------------------------------------- time steps of the public API
+
+BAD_STEPS = [-1e-3, 0.0, -0.0, float("nan"), float("inf"), -float("inf"), "0.001", True, None]
+
+
+def _entry_points(uvms):
+    """Every public function that takes a time step, each called with ``dt`` and otherwise valid arguments."""
+    from mbs_ros.dynamics import simulate
+    from mbs_ros.dynamics.constraints import Body, ConstrainedSystem
+    from mbs_ros.dynamics.simulator import rate_check, velocity_bounds
+    from mbs_ros.ephs.examples import harmonic_oscillator
+
+    q0, v0 = uvms.neutral(), np.zeros(uvms.nv)
+    body = ConstrainedSystem([Body("a", 1.0, np.diag([0.1, 0.2, 0.3]))], gravity=(0.0, 0.0, 0.0))
+    oscillator = harmonic_oscillator(1.0, 2.0).flatten()
+    return {
+        "simulate": lambda dt: simulate(uvms, q0, v0, np.zeros(uvms.nv), dt, 3),
+        "step": lambda dt: step(uvms, q0, v0, np.zeros(uvms.nv), dt),
+        "step_of_a_function": lambda dt: step(uvms, q0, v0, lambda t, q, v: np.zeros(uvms.nv), dt),
+        "Simulator": lambda dt: Simulator(uvms, q0, v0, dt),
+        "rate_check": lambda dt: rate_check(uvms, q0, dt),
+        "velocity_bounds": lambda dt: velocity_bounds(uvms, dt),
+        "ConstrainedSystem.simulate": lambda dt: body.simulate(body.neutral(), np.zeros(body.nv), None, dt, 3),
+        "Pattern.simulate": lambda dt: oscillator.simulate(oscillator.state({"pe": 0.1, "ke": 0.0}), dt, 3),
+    }
+
+
+def test_every_entry_point_refuses_a_time_step_that_is_not_positive_and_finite(uvms):
+    """A negative step integrated backwards without a word, a zero or NaN one gave a run that never advanced or
+    NaN states, and Simulator made any step <= 0 one nanosecond: each is a ValueError naming ``dt``."""
+    for name, call in _entry_points(uvms).items():
+        for dt in BAD_STEPS:
+            with pytest.raises(ValueError, match=r"^dt must be a positive") as e:
+                call(dt)
+            assert "\n" not in str(e.value), (name, dt)
+        call(1e-3)  # and a good one runs
+
+
+def test_simulate_goes_forward_and_the_simulator_clock_counts_whole_nanoseconds(uvms):
+    from mbs_ros.dynamics import simulate
+
+    t, q, _v = simulate(uvms, uvms.neutral(), np.zeros(uvms.nv), np.zeros(uvms.nv), 2e-3, 4, t0=1.0)
+    assert t.tolist() == pytest.approx([1.0, 1.002, 1.004, 1.006, 1.008], abs=1e-15) and q.shape == (5, uvms.nq)
+    for dt in (1e-12, 4e-10, 2e6):  # below one nanosecond (was silently 1 ns), beyond any step a clock needs
+        with pytest.raises(ValueError, match=r"^dt must be between 1e-09 s .* got "):
+            Simulator(uvms, uvms.neutral(), np.zeros(uvms.nv), dt)
+    assert Simulator(uvms, uvms.neutral(), np.zeros(uvms.nv), 1e-9).dt_ns == 1
+    assert Simulator(uvms, uvms.neutral(), np.zeros(uvms.nv), 2.5e-3).dt_ns == 2_500_000
