@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .compiled import PIVOT_TOLERANCE, SingularMassMatrix
+
 __all__ = [
     "Kinematics", "kinematics", "body_placements", "link_poses", "rnea", "crba", "coriolis_matrix",
     "nonlinear_effects", "gravity_forces", "forward_dynamics", "joint_wrenches", "kinetic_energy",
@@ -293,7 +295,27 @@ def forward_dynamics(model, q, v, tau, kin: Kinematics | None = None) -> np.ndar
     algorithm, CompiledModel.aba in compiled.py)."""
     kin = kin or kinematics(model, q)
     rhs = np.asarray(tau, dtype=float) - nonlinear_effects(model, q, v, kin)
-    return np.linalg.solve(crba(model, q, kin), rhs)
+    M = crba(model, q, kin)
+    check_pivots(model, M)
+    return np.linalg.solve(M, rhs)
+
+
+def check_pivots(model, M) -> None:
+    """:class:`~.compiled.SingularMassMatrix` naming the joint where a pivot of M's Cholesky factorisation is at
+    most :data:`~.compiled.PIVOT_TOLERANCE` of M's largest diagonal entry (singular to within rounding), as the
+    compiled articulated-body algorithm does with its pivots."""
+    try:
+        pivots = np.diag(np.linalg.cholesky(M)) ** 2
+    except np.linalg.LinAlgError:
+        pivots = np.zeros(1)
+    if M.size == 0 or pivots.min() > PIVOT_TOLERANCE * float(np.diag(M).max()):
+        return
+    tree = model.tree
+    i = int(np.argmin(pivots)) if pivots.size == len(M) else tree.nvb
+    what = f"joint {tree.joint_names[i - tree.nvb]!r}" if i >= tree.nvb else f"base velocity component {i}"
+    raise SingularMassMatrix(f"the joint-space mass matrix is singular at this configuration (at {what}); no "
+                             "acceleration is defined: start from, or reset to, another pose, or give the joint an "
+                             "armature")
 
 
 def joint_wrenches(model, q, v, a, tau=None, f_ext=None, kin: Kinematics | None = None) -> np.ndarray:
