@@ -337,3 +337,32 @@ def test_icub_at_its_singular_pose_is_a_fault_naming_the_joint(backend):
     sim = Simulator(model, q1, zero, dt=1e-3)
     assert sim.advance(100) == 100 and sim.fault is None
     assert np.array_equal(sim.q, q1) and sim.k == 100
+
+
+@pytest.mark.slow
+def test_the_nodes_joint_armature_parameter_reaches_the_model():
+    """The nodes' ``joint_armature`` (one number: every joint) loads Romeo in both nodes' settings (without it
+    the start is refused with an error suggesting it): each massless finger joint's diagonal entry of M is then
+    exactly that armature, in both backends."""
+    from mbs_ros.dynamics import model_source as ms
+    from mbs_ros.nodes import controller_settings as cs
+    from mbs_ros.nodes import dynamics_settings as ds
+    from mbs_ros.nodes.parameters import controller as controller_table
+    from mbs_ros.nodes.parameters import dynamics as dynamics_table
+
+    source = ms.load_source("", str(ROBOTS / ROMEO))
+    with pytest.raises(ms.ParameterError, match="joint_armature"):
+        ds.build_model(ds.settings_from_values({n: p.default for n, p in dynamics_table.PARAMETERS.items()}
+                                               | {"base_group": "fixed"}, source), source)
+    models = []
+    for table, settings in ((dynamics_table, ds), (controller_table, cs)):
+        values = {n: p.default for n, p in table.PARAMETERS.items()} | {
+            "base_group": "fixed", "mimic": "independent", "joint_armature": (0.25,)}
+        s = settings.settings_from_values(values, source)
+        models.append(settings.build_model(s, source))
+    for model in models:
+        q = model.neutral()
+        diff = np.diag(model.mass_matrix(q)) - np.diag(model.with_backend("numpy").mass_matrix(q))
+        assert np.abs(diff).max() < 1e-12
+        massless = [i for i, n in enumerate(model.joint_names) if "Finger" in n or "Thumb" in n or "Hand" in n]
+        assert massless and np.allclose(np.diag(model.mass_matrix(q))[massless], 0.25, rtol=0, atol=1e-12)
