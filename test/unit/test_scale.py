@@ -142,8 +142,8 @@ def test_humanoid_one_km_from_the_origin_agrees_with_pinocchio(humanoid, backend
     """TALOS on a free-flying base 1 km from the world origin, rotated: M, C v + g, RNEA and forward dynamics
     agree with Pinocchio's free-flyer (whose results do not depend on the base position at all). Measured: M
     3e-16, C v + g 5.9e-16, RNEA 6.9e-16, forward dynamics 5.5e-14 (the numpy reference's dense solve with TALOS's
-    ill-conditioned M; as much at the origin); gated 10-30x above. World-origin kernels gave 8e-10 for M and 9e-7 for forward
-    dynamics here."""
+    ill-conditioned M; as much at the origin); gated 10-30x above. World-origin kernels gave 8e-10 for M and 9e-7
+    for forward dynamics here."""
     pair = humanoid
     ours = pair.ours.with_backend(backend)
     rng = np.random.default_rng(8)
