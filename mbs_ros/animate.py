@@ -2,11 +2,14 @@
 
 For people without a viewer: the links from the URDF's visuals (``<ns>/robot_description`` in the file, else
 ``--model``) posed from ``/tf`` or from the joint states with :class:`mbs_ros.dynamics.Model`, with the base
-path, the base reference and the end-effector path. Sources, frames and formats: docs/plot.md.
+path, the base reference and the end-effector path. Mesh visuals (STL, DAE, OBJ, ...; ``package://`` URIs as
+:mod:`mbs_ros.packages` resolves them) are read with trimesh and decimated to at most
+:data:`MAX_ROBOT_TRIANGLES` triangles per robot. Sources, frames and formats: docs/plot.md.
 """
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import xml.etree.ElementTree as ET
@@ -30,6 +33,10 @@ DEFAULT_COLOR = (0.65, 0.67, 0.70, 1.0)
 _CYLINDER_SIDES = 20
 _SPHERE_RINGS, _SPHERE_SEGMENTS = 8, 14
 _LIGHT = np.array([0.35, -0.5, 0.8]) / np.linalg.norm([0.35, -0.5, 0.8])
+#: The triangles of a robot's meshes, shared among its mesh visuals (at least MIN_MESH_TRIANGLES each): matplotlib
+#: draws every face of every frame in Python, so a robot of 10^5-triangle meshes is decimated to this.
+MAX_ROBOT_TRIANGLES = 4000
+MIN_MESH_TRIANGLES = 60
 
 
 class AnimationError(PlotError):
@@ -41,14 +48,21 @@ class AnimationError(PlotError):
 
 @dataclass(frozen=True)
 class Visual:
-    """One shape rigidly attached to a link: ``kind`` box (``size``: sides), cylinder (radius, length along z)
-    or sphere (radius,); ``T`` (4x4) places it in the link frame."""
+    """One shape rigidly attached to a link: ``kind`` box (``size``: sides), cylinder (radius, length along z),
+    sphere (radius,) or mesh (``size``: the URDF's scale; ``mesh``: (points (k, 3), triangles (n, 3)), scaled,
+    in the mesh's frame); ``T`` (4x4) places it in the link frame."""
 
     link: str
     kind: str
     size: Tuple[float, ...]
     T: np.ndarray = field(repr=False)
     color: Tuple[float, float, float, float] = DEFAULT_COLOR
+    mesh: Optional[Tuple[np.ndarray, np.ndarray]] = field(default=None, repr=False)
+
+    def geometry(self):
+        """``(points (k, 3), faces)`` in the shape's frame: index arrays (one per face) or, for a mesh, an (n, 3)
+        array of triangles."""
+        return self.mesh if self.mesh is not None else _unit_faces(self.kind, self.size)
 
 
 @dataclass
@@ -86,10 +100,10 @@ def _rgba(material, materials: Dict[str, tuple]) -> tuple:
     return tuple(min(max(c, 0.0), 1.0) for c in rgba) if rgba else DEFAULT_COLOR
 
 
-def robot_from_urdf(xml: str, ns: str, source: str, frame_of=None) -> RobotGeometry:
+def robot_from_urdf(xml: str, ns: str, source: str, frame_of=None, base_dir: Optional[str] = None) -> RobotGeometry:
     """The robot of a URDF text. ``frame_of``: link name -> TF frame (default: the names as they are, as in a
-    ``robot_description`` the dynamics node published). Raises ValueError (the reason) for a URDF the dynamics
-    cannot read either."""
+    ``robot_description`` the dynamics node published); ``base_dir``: the directory relative mesh file names are
+    in (the URDF file's). Raises ValueError (the reason) for a URDF the dynamics cannot read either."""
     from mbs_ros.dynamics.urdf import origin_matrix, parse_urdf
 
     if frame_of is not None:  # as mbs_ros.nodes.markers.prefixed_urdf (which needs ROS messages to import)
@@ -113,6 +127,9 @@ def robot_from_urdf(xml: str, ns: str, source: str, frame_of=None) -> RobotGeome
     visuals: List[Visual] = []
     notes: List[str] = []
     meshes: List[str] = []
+    n_meshes = sum(1 for link in root.findall("link") for vis in link.findall("visual")
+                   if vis.find("geometry/mesh") is not None)
+    budget = max(MIN_MESH_TRIANGLES, MAX_ROBOT_TRIANGLES // max(n_meshes, 1))
     for link in root.findall("link"):
         name = link.get("name")
         drawn = False
@@ -132,9 +149,15 @@ def robot_from_urdf(xml: str, ns: str, source: str, frame_of=None) -> RobotGeome
                 visuals.append(Visual(name, "cylinder", (r[0], h[0]), T, color))
             elif shape.tag == "sphere" and (r := _floats(shape.get("radius"), 1)):
                 visuals.append(Visual(name, "sphere", r, T, color))
+            elif shape.tag == "mesh":
+                scale = _floats(shape.get("scale"), 3) or (1.0, 1.0, 1.0)
+                mesh = _read_mesh(shape.get("filename") or "", base_dir, budget)
+                if isinstance(mesh, str):
+                    meshes.append(f"{name} ({mesh})")
+                    continue
+                pts, tris = mesh
+                visuals.append(Visual(name, "mesh", scale, T, color, (pts * np.asarray(scale), tris)))
             else:
-                if shape.tag == "mesh":
-                    meshes.append(name)
                 continue
             drawn = True
         if not drawn:  # no visual, or a mesh: the equivalent-inertia box, as the node's markers
@@ -142,11 +165,71 @@ def robot_from_urdf(xml: str, ns: str, source: str, frame_of=None) -> RobotGeome
             if box is not None:
                 visuals.append(Visual(name, "box", box[0], box[1], DEFAULT_COLOR))
     if meshes:
-        notes.append(f"{ns or '/'}: mesh visuals are not read; drawn as the link's equivalent-inertia box: "
-                     + ", ".join(meshes))
+        notes.append(f"{ns or '/'}: mesh visuals not read, drawn as the link's equivalent-inertia box: "
+                     + "; ".join(meshes))
     parent = {j.child: j.parent for j in spec.joints}
     types = {j.name: j.type for j in spec.joints}
     return RobotGeometry(ns, source, xml, spec.root, tuple(spec.links), parent, types, visuals, notes)
+
+
+def _read_mesh(uri: str, base_dir: Optional[str], budget: int):
+    """``(points (k, 3), triangles (n, 3))`` of a mesh visual's file, at most ``budget`` triangles, or the reason
+    (one line naming the file, never its content) it cannot be read."""
+    from mbs_ros.packages import resolve_uri
+
+    if uri.startswith("package:///"):  # an empty package name, as Pinocchio reads it: the path's first directory
+        uri = "package://" + uri[len("package:///"):]
+    resolved = resolve_uri(uri, base_dir)
+    if resolved.path is None:
+        return resolved.reason or f"{uri!r} not found"
+    try:
+        return _mesh_file(resolved.path, budget)
+    except ImportError:
+        return "trimesh is not installed (make setup installs it)"
+    except Exception as e:  # noqa: BLE001 - any reader failure is one note, the robot is still drawn
+        return f"{os.path.basename(resolved.path)}: cannot be read ({type(e).__name__})"
+
+
+@functools.lru_cache(maxsize=256)
+def _mesh_file(path: str, budget: int) -> Tuple[np.ndarray, np.ndarray]:
+    """The triangles of the mesh file at ``path`` (every part of a scene, in the file's frame), decimated to at
+    most ``budget`` (:func:`decimate`)."""
+    import trimesh
+
+    mesh = trimesh.load(path, force="mesh", process=False)
+    pts = np.asarray(mesh.vertices, dtype=float)
+    tris = np.asarray(mesh.faces, dtype=np.int64).reshape(-1, 3)
+    if not len(tris) or not np.all(np.isfinite(pts)):
+        raise ValueError("no finite triangles")
+    pts, tris = decimate(pts, tris, budget)
+    pts.setflags(write=False)
+    tris.setflags(write=False)
+    return pts, tris
+
+
+def decimate(points: np.ndarray, triangles: np.ndarray, budget: int) -> Tuple[np.ndarray, np.ndarray]:
+    """At most ``budget`` triangles of the mesh ``(points, triangles)``, by vertex clustering: the points are
+    merged on a grid over the mesh's bounding box (finer grids first), triangles whose corners merge drop out, and
+    the finest grid within the budget is kept. The bounding box is kept to within one grid cell."""
+    if len(triangles) <= budget:
+        return points, triangles
+    lo, hi = points.min(axis=0), points.max(axis=0)
+    span = np.maximum(hi - lo, 1e-12 * max(float((hi - lo).max()), 1e-12))
+    cells = max(2, int(math.sqrt(budget)))
+    while True:
+        key = np.floor((points - lo) / span * cells).clip(0, cells - 1).astype(np.int64)
+        flat = (key[:, 0] * (cells + 1) + key[:, 1]) * (cells + 1) + key[:, 2]
+        ids, inverse = np.unique(flat, return_inverse=True)
+        t = inverse.reshape(-1)[triangles]
+        keep = (t[:, 0] != t[:, 1]) & (t[:, 1] != t[:, 2]) & (t[:, 0] != t[:, 2])
+        t = np.unique(np.sort(t[keep], axis=1), axis=0)
+        if len(t) <= budget or cells <= 2:
+            break
+        cells = max(2, int(cells * 0.8))
+    sums = np.zeros((len(ids), 3))
+    np.add.at(sums, inverse.reshape(-1), points)
+    centres = sums / np.bincount(inverse.reshape(-1), minlength=len(ids))[:, None]
+    return centres, t[:budget]
 
 
 def _inertia_box(link) -> Optional[Tuple[tuple, np.ndarray]]:
@@ -239,6 +322,8 @@ def robots(rec: Recording, model: Optional[str] = None, notes: Optional[List[str
         except ValueError as e:
             notes.append(f"{ns}/robot_description cannot be read ({e})")
     missing = [ns for ns in namespaces if ns not in out]
+    path = Path(os.path.expanduser(str(model or "")))
+    base_dir = str(path.resolve().parent) if model and path.is_file() else None  # a model file's relative meshes
     if model and missing:
         for ns, (xml, where) in _model_sources(model, missing).items():
             if ns not in missing:
@@ -248,7 +333,7 @@ def robots(rec: Recording, model: Optional[str] = None, notes: Optional[List[str
                 links = [link.get("name") for link in root.findall("link")]
                 children = {j.find("child").get("link") for j in root.findall("joint") if j.find("child") is not None}
                 top = next((n for n in links if n not in children), "")
-                out[ns] = robot_from_urdf(xml, ns, where, frame_of=_prefixer(ns, top))
+                out[ns] = robot_from_urdf(xml, ns, where, frame_of=_prefixer(ns, top), base_dir=base_dir)
             except (ValueError, ET.ParseError) as e:
                 notes.append(f"{where}: cannot be read for {ns or '/'} ({e})")
     for r in out.values():
@@ -550,6 +635,14 @@ class _Drawn:
         for li, T_ls, pts, faces, color in self.shapes:
             T = T_links[li] @ T_ls
             world = pts @ T[:3, :3].T + T[:3, 3]
+            if isinstance(faces, np.ndarray):  # a mesh's triangles, all at once
+                tri = world[faces]
+                normal = np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0])
+                n = np.linalg.norm(normal, axis=1)
+                shade = np.where(n > 1e-15, 0.45 + 0.55 * np.abs(normal @ _LIGHT) / np.maximum(n, 1e-300), 0.7)
+                out.extend(tri)
+                colors.extend((color[0] * x, color[1] * x, color[2] * x, color[3]) for x in shade.tolist())
+                continue
             for f in faces:
                 poly = world[f]
                 out.append(poly)
@@ -664,7 +757,7 @@ def animate(rec: Recording, out, *, model: Optional[str] = None, fps: float = DE
             lost = sorted({v.link for v in robot.visuals if v.link not in index})
             for v in robot.visuals:
                 if v.link in index:
-                    pts, faces = _unit_faces(v.kind, v.size)
+                    pts, faces = v.geometry()
                     shapes.append((index[v.link], v.T, pts, faces, v.color))
             if lost:
                 notes.append(f"{label}: links {', '.join(lost)} are not in {poses.source}: not drawn")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .compiled import PIVOT_TOLERANCE, SingularMassMatrix
+
 __all__ = [
     "Kinematics", "kinematics", "body_placements", "link_poses", "rnea", "crba", "coriolis_matrix",
     "nonlinear_effects", "gravity_forces", "forward_dynamics", "joint_wrenches", "kinetic_energy",
@@ -236,7 +238,11 @@ def rnea(model, q, v, a, f_ext=None, kin: Kinematics | None = None) -> np.ndarra
     kin = kin or kinematics(model, q)
     v = np.asarray(v, dtype=float)
     a = np.asarray(a, dtype=float)
-    return project(model, kin, _wrenches(model, kin, v, a, True, f_ext))
+    tau = project(model, kin, _wrenches(model, kin, v, a, True, f_ext))
+    tree = model.tree
+    if tree.armature is not None and tree.armature.any():
+        tau[tree.nvb:] += tree.armature * a[tree.nvb:]
+    return tau
 
 
 def nonlinear_effects(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
@@ -259,7 +265,10 @@ def crba(model, q, kin: Kinematics | None = None) -> np.ndarray:
     Ic = (tree.subtree @ kin.I.reshape(nb, 36)).reshape(nb, 6, 6)
     F = _mv(Ic[tree.col_body], kin.S)
     G = kin.S @ F.T  # G[c, d] = S_cᵀ Ic_b(d) S_d, valid where b(c) is an ancestor of b(d)
-    return np.where(tree.related, G, np.where(tree.related.T, G.T, 0.0))
+    M = np.where(tree.related, G, np.where(tree.related.T, G.T, 0.0))
+    if tree.armature is not None and tree.armature.any():  # rotor inertias on the joints' diagonal
+        M[np.arange(tree.nvb, tree.nv), np.arange(tree.nvb, tree.nv)] += tree.armature
+    return M
 
 
 def coriolis_matrix(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
@@ -286,7 +295,27 @@ def forward_dynamics(model, q, v, tau, kin: Kinematics | None = None) -> np.ndar
     algorithm, CompiledModel.aba in compiled.py)."""
     kin = kin or kinematics(model, q)
     rhs = np.asarray(tau, dtype=float) - nonlinear_effects(model, q, v, kin)
-    return np.linalg.solve(crba(model, q, kin), rhs)
+    M = crba(model, q, kin)
+    check_pivots(model, M)
+    return np.linalg.solve(M, rhs)
+
+
+def check_pivots(model, M) -> None:
+    """:class:`~.compiled.SingularMassMatrix` naming the joint where a pivot of M's Cholesky factorisation is at
+    most :data:`~.compiled.PIVOT_TOLERANCE` of M's largest diagonal entry (singular to within rounding), as the
+    compiled articulated-body algorithm does with its pivots."""
+    try:
+        pivots = np.diag(np.linalg.cholesky(M)) ** 2
+    except np.linalg.LinAlgError:
+        pivots = np.zeros(1)
+    if M.size == 0 or pivots.min() > PIVOT_TOLERANCE * float(np.diag(M).max()):
+        return
+    tree = model.tree
+    i = int(np.argmin(pivots)) if pivots.size == len(M) else tree.nvb
+    what = f"joint {tree.joint_names[i - tree.nvb]!r}" if i >= tree.nvb else f"base velocity component {i}"
+    raise SingularMassMatrix(f"the joint-space mass matrix is singular at this configuration (at {what}); no "
+                             "acceleration is defined: start from, or reset to, another pose, or give the joint an "
+                             "armature")
 
 
 def joint_wrenches(model, q, v, a, tau=None, f_ext=None, kin: Kinematics | None = None) -> np.ndarray:
@@ -299,9 +328,11 @@ def joint_wrenches(model, q, v, a, tau=None, f_ext=None, kin: Kinematics | None 
     kin = kin or kinematics(model, q)
     F = _wrenches(model, kin, np.asarray(v, dtype=float), np.asarray(a, dtype=float), True, f_ext)
     W = _mv(kin.Ad[1:].transpose(0, 2, 1), F[1:])
-    if tau is not None:
-        tau = np.asarray(tau, dtype=float).reshape(tree.nv)
-        W = W - tree.s_joint * tau[tree.nvb:, None]
+    if tau is not None:  # what reaches the link: the effort less what accelerates the rotor (armature)
+        tau = np.asarray(tau, dtype=float).reshape(tree.nv)[tree.nvb:]
+        if tree.armature is not None and tree.armature.any():
+            tau = tau - tree.armature * np.asarray(a, dtype=float)[tree.nvb:]
+        W = W - tree.s_joint * tau[:, None]
     return W
 
 
@@ -309,7 +340,12 @@ def joint_wrenches(model, q, v, a, tau=None, f_ext=None, kin: Kinematics | None 
 def kinetic_energy(model, q, v, kin: Kinematics | None = None) -> float:
     kin = kin or kinematics(model, q)
     V = body_twists(model, q, v, kin)
-    return 0.5 * float(np.einsum("ix,ix->", V, _mv(kin.I, V)))
+    T = 0.5 * float(np.einsum("ix,ix->", V, _mv(kin.I, V)))
+    tree = model.tree
+    if tree.armature is not None and tree.armature.any():  # the rotors' ½ armature v²
+        vj = np.asarray(v, dtype=float)[tree.nvb:]
+        T += 0.5 * float(tree.armature @ (vj * vj))
+    return T
 
 
 def potential_energy(model, q, kin: Kinematics | None = None) -> float:

@@ -21,7 +21,7 @@ from typing import Protocol
 import numpy as np
 
 from . import algorithms as alg
-from .compiled import compile_model
+from .compiled import SingularMassMatrix, compile_model
 from .lie import SE3, hat3
 from .passive import buoyancy_energy, passive_terms, spring_energy
 
@@ -163,7 +163,10 @@ class TreeBackend:
     def forward_dynamics(self, m, q, v, tau, f_ext=None) -> np.ndarray:
         if f_ext is not None:
             return _solve_with_f_ext(m, q, v, tau, f_ext)
-        return alg.forward_dynamics(m, q, v, tau)
+        try:
+            return alg.forward_dynamics(m, q, v, tau)
+        except np.linalg.LinAlgError:
+            raise SingularMassMatrix(_SINGULAR) from None
 
     def inverse_dynamics(self, m, q, v, a, f_ext=None) -> np.ndarray:
         return alg.rnea(m, q, v, a, f_ext=f_ext)
@@ -201,7 +204,19 @@ class TreeBackend:
 def _solve_with_f_ext(m, q, v, tau, f_ext) -> np.ndarray:
     """``M v̇ = τ − RNEA(q, v, 0, f_ext)``, the numpy reference's forward dynamics under external wrenches."""
     rhs = np.asarray(tau, dtype=float) - alg.rnea(m, q, v, np.zeros(m.nv), f_ext=f_ext)
-    return np.linalg.solve(m.mass_matrix(q), rhs)
+    return _solve(m.mass_matrix(q), rhs)
+
+
+def _solve(M, rhs) -> np.ndarray:
+    """``M⁻¹ rhs``; :class:`~.compiled.SingularMassMatrix` (as the compiled forward dynamics) where M is singular."""
+    try:
+        return np.linalg.solve(M, rhs)
+    except np.linalg.LinAlgError:
+        raise SingularMassMatrix(_SINGULAR) from None
+
+
+_SINGULAR = ("the joint-space mass matrix is singular at this configuration; no acceleration is defined: start from, "
+             "or reset to, another pose")
 
 
 class RigidBodyBackend(TreeBackend):

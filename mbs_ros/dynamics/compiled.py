@@ -17,7 +17,7 @@ import numpy as np
 from .jit import AVAILABLE, jit
 from .lie import DEXP_INV_SERIES, SE3_BETA_SERIES, SIN_COEFF_SERIES, SINC_THRESHOLD
 
-__all__ = ["AVAILABLE", "CompiledModel", "compile_model", "warm_up"]
+__all__ = ["AVAILABLE", "CompiledModel", "compile_model", "warm_up", "SingularMassMatrix", "PIVOT_TOLERANCE"]
 
 BASE_CODES = {"fixed": 0, "se3": 1, "schoenflies": 2, "se2": 3, "so3": 4, "so3xr3": 5}
 # fm row layout (float64, one row per body, row 0 = the base: gravity in its first three entries)
@@ -25,7 +25,20 @@ _R0, _P0, _PA, _PA2, _PAX, _S = 0, 9, 12, 21, 30, 33
 # passive elements (passive.py): per body D = M_A[:, :3] + ρ∇[1; ĉ_b] (6×3), the added mass M_A (6×6), the joint's
 # [stiffness, rest, damping, friction, friction velocity]; row 0 cols 3..8: the current U and its rate U̇ (world).
 # Rows nb + e: damping element e [body, R (9), p (3), D_lin (36), D_quad (6)].
-_HD, _HMA, _JP, _FW = 40, 58, 94, 99
+_HD, _HMA, _JP, _FW = 40, 58, 94, 100
+_ARM = 99  # fm[k, _ARM]: joint k − 1's armature (rotor inertia on M's diagonal)
+#: The forward dynamics stops with :class:`SingularMassMatrix` where a joint's articulated pivot (plus armature)
+#: is at most this fraction of its body's articulated inertia (the sum of its diagonal): M is singular there to
+#: within rounding (a pose where joints line up, iCub's neck at 0), and no acceleration is defined.
+PIVOT_TOLERANCE = 1e-12
+
+
+class SingularMassMatrix(ArithmeticError):
+    """The joint-space mass matrix is singular at the configuration the forward dynamics was asked at."""
+
+
+class _SingularPivot(ArithmeticError):
+    """Raised by the ABA kernel with the body index whose pivot vanished (named by :class:`CompiledModel`)."""
 _EB, _ER, _EP, _EDL, _EDQ = 0, 1, 10, 13, 49
 # im[_HDR, 7]: passive flags; im[_COLS, 7]: the number of damping elements
 _F_FLUID, _F_CURRENT, _F_ELEMS, _F_JOINTS = 1, 2, 4, 8
@@ -421,6 +434,8 @@ def _rnea_core(im, fm, I6, q, v, a, fext, flags, tau, F):
     for i in range(nb - 1, 0, -1):
         lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
         tau[iv] = _dot6(fm[i, _S:_S + 6], F[i])
+        if use_a:
+            tau[iv] += fm[i, _ARM] * a[iv]
         _force_to_parent(Rr[i], pr[i], F[i], t6)
         for r in range(6):
             F[lam, r] += t6[r]
@@ -444,7 +459,7 @@ def _crba_core(im, fm, I6, q, M):
     for i in range(nb - 1, 0, -1):
         di = im[_BODY + i, 3]
         _mv6(Ic[i], fm[i, _S:_S + 6], F)
-        M[di, di] = _dot6(fm[i, _S:_S + 6], F)
+        M[di, di] = _dot6(fm[i, _S:_S + 6], F) + fm[i, _ARM]
         j = i
         while True:
             _force_to_parent(Rr[j], pr[j], F, F2)
@@ -527,7 +542,11 @@ def _aba_core(im, fm, I6, q, v, tau, fext, use_f, qdd):
         lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
         s = fm[i, _S:_S + 6]
         _mv6(IA[i], s, U[i])
-        Dinv[i] = 1.0 / _dot6(s, U[i])
+        d = _dot6(s, U[i]) + fm[i, _ARM]
+        scale = IA[i, 0, 0] + IA[i, 1, 1] + IA[i, 2, 2] + IA[i, 3, 3] + IA[i, 4, 4] + IA[i, 5, 5]
+        if d <= PIVOT_TOLERANCE * scale:  # NaN passes on, to the caller's finiteness check
+            raise _SingularPivot(i)
+        Dinv[i] = 1.0 / d
         u[i] = tau[iv] - _dot6(s, pA[i])
         for r in range(6):
             for k in range(6):
@@ -1014,7 +1033,7 @@ class CompiledModel:
     """The arrays the kernels read, packed once from a model's tree (``base`` name, :class:`~.tree.Tree`, world
     gravity); one instance serves any number of calls, each call allocates its own workspace."""
 
-    __slots__ = ("im", "fm", "I6", "nq", "nv", "nb", "_tableaus")
+    __slots__ = ("im", "fm", "I6", "nq", "nv", "nb", "_tableaus", "joint_names")
 
     def __init__(self, base, tree, gravity, passive=None):
         nb, nj = tree.nb, tree.nj
@@ -1029,6 +1048,8 @@ class CompiledModel:
         ne = 0 if passive is None else int(passive.elem_body.size)
         fm = np.zeros((nb + ne, _FW))
         fm[0, :3] = gravity
+        if nj and tree.armature is not None:
+            fm[1:nb, _ARM] = tree.armature
         if nj:
             fm[1:nb, _R0:_R0 + 9] = tree.placement[:, :3, :3].reshape(nj, 9)
             fm[1:nb, _P0:_P0 + 3] = tree.placement[:, :3, 3]
@@ -1068,6 +1089,7 @@ class CompiledModel:
         self.im, self.fm = im, fm
         self.I6 = np.ascontiguousarray(tree.body_inertia, dtype=np.float64).copy()
         self.nq, self.nv, self.nb = tree.nq, tree.nv, nb
+        self.joint_names = tuple(tree.joint_names)
         from .integrators import TABLEAUS
 
         self._tableaus = {}
@@ -1117,9 +1139,20 @@ class CompiledModel:
     def aba(self, q, v, tau, f_ext=None):
         qdd = np.empty(self.nv)
         fext, flag = self._fext(f_ext)
-        _aba_core(self.im, self.fm, self.I6, _f64(q, self.nq), _f64(v, self.nv), _f64(tau, self.nv), fext, flag != 0,
-                  qdd)
+        try:
+            _aba_core(self.im, self.fm, self.I6, _f64(q, self.nq), _f64(v, self.nv), _f64(tau, self.nv), fext,
+                      flag != 0, qdd)
+        except _SingularPivot as exc:
+            raise self._singular(exc) from None
         return qdd
+
+    def _singular(self, exc) -> SingularMassMatrix:
+        """The :class:`SingularMassMatrix` naming the joint of the kernel's vanished pivot."""
+        name = self.joint_names[int(exc.args[0]) - 1] if exc.args else "?"
+        return SingularMassMatrix(
+            f"the joint-space mass matrix is singular at this configuration: with the joints beyond it free, moving "
+            f"joint {name!r} moves no mass (joints in line with a massless link between them); no acceleration is "
+            "defined: start from, or reset to, another pose, or give the joint an armature")
 
     def all_terms(self, q, v):
         M = np.empty((self.nv, self.nv))
@@ -1135,10 +1168,11 @@ class CompiledModel:
         _rnea_core(self.im, self.fm, self.I6, _f64(q, self.nq), _f64(v, self.nv), _f64(a, self.nv), fext, 3 | flag,
                    np.empty(self.nv), F)
         W = F[1:]
-        if tau is not None:
-            tau = np.asarray(tau, dtype=float).reshape(self.nv)
+        if tau is not None:  # what reaches the link: the effort less what accelerates the rotor (armature)
             nvb = int(self.im[_HDR, 6])
-            W -= self.fm[1:self.nb, _S:_S + 6] * tau[nvb:, None]
+            tau = np.asarray(tau, dtype=float).reshape(self.nv)[nvb:]
+            tau = tau - self.fm[1:self.nb, _ARM] * _f64(a, self.nv)[nvb:]
+            W -= self.fm[1:self.nb, _S:_S + 6] * tau[:, None]
         return W
 
     def passive(self, q, v, springs=True):
@@ -1194,8 +1228,11 @@ class CompiledModel:
         q_out = np.empty(self.nq)
         v_out = np.empty(self.nv)
         W = _NO_FEXT[0] if wrench_world is None else _f64(wrench_world, 6)
-        _step_core(self.im, self.fm, self.I6, _f64(q, self.nq), _f64(v, self.nv), self._taus(tau, method), W,
-                   wrench_world is not None, float(dt), A, b, q_out, v_out)
+        try:
+            _step_core(self.im, self.fm, self.I6, _f64(q, self.nq), _f64(v, self.nv), self._taus(tau, method), W,
+                       wrench_world is not None, float(dt), A, b, q_out, v_out)
+        except _SingularPivot as exc:
+            raise self._singular(exc) from None
         return q_out, v_out
 
     def simulate(self, q0, v0, tau, dt, steps, method="rk4", wrench_world=None):
@@ -1204,8 +1241,11 @@ class CompiledModel:
         qs = np.empty((steps + 1, self.nq))
         vs = np.empty((steps + 1, self.nv))
         W = _NO_FEXT[0] if wrench_world is None else _f64(wrench_world, 6)
-        _simulate_core(self.im, self.fm, self.I6, _f64(q0, self.nq), _f64(v0, self.nv), _f64(tau, self.nv), W,
-                       wrench_world is not None, float(dt), A, b, int(steps), qs, vs)
+        try:
+            _simulate_core(self.im, self.fm, self.I6, _f64(q0, self.nq), _f64(v0, self.nv), _f64(tau, self.nv), W,
+                           wrench_world is not None, float(dt), A, b, int(steps), qs, vs)
+        except _SingularPivot as exc:
+            raise self._singular(exc) from None
         return qs, vs
 
 

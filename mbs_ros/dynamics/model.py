@@ -44,6 +44,10 @@ MAX_MASS_RATIO = 1e6
 #: sphere of the subtree's mass at the density of osmium (22.6 t/m³, the densest element): no solid object of that
 #: mass is that thin. example-robot-data's robots stay above 0.07; a zero inertia gives ~1e-30.
 SINGULAR_TOLERANCE = 1e-8
+#: A mass matrix singular at the neutral configuration is checked at this many seeded random configurations (seed
+#: :data:`GENERIC_SEED`, within the joints' limits): a robot is refused only if it is singular at each of them.
+GENERIC_CONFIGURATIONS = 3
+GENERIC_SEED = 20240909
 _DENSEST = 22_590.0  # kg/m³, osmium
 
 
@@ -164,7 +168,7 @@ class Model:
     def from_urdf(cls, urdf, base: str = "fixed", gravity=(0.0, 0.0, -9.81), xacro: bool | None = None,
                   mappings: dict | None = None, max_mass_ratio: float | None = MAX_MASS_RATIO,
                   locked_joints=None, mimic: str = "reduce", fluid_density: float | None = None,
-                  current=None) -> "Model":
+                  current=None, armature=None) -> "Model":
         """Model of a URDF robot: the root link is the base body, on the group ``base`` or fixed to the world
         (``"fixed"``; a root link named ``world`` with fixed joints places the robot in the world).
 
@@ -177,11 +181,15 @@ class Model:
         (when ``urdf`` is a path), the joint and the link (see :mod:`mbs_ros.dynamics.urdf` for the checks of one
         link or joint):
 
-        * a singular joint-space mass matrix at the neutral configuration: a joint whose moving links have no
-          mass (a massless end link), or no inertia about its axis (mass on the axis, zero inertia), or whose
-          motion the joints beyond it reproduce without moving mass (coaxial joints with a massless link between
-          them); for a floating base, a robot without mass or without inertia in a direction its base moves.
-          Tolerance: :data:`SINGULAR_TOLERANCE`. A massless link is fine where mass beyond it is carried;
+        * a joint-space mass matrix singular at the neutral configuration and at generic ones (seeded random
+          configurations within the joints' limits, :data:`GENERIC_CONFIGURATIONS`): a joint whose moving links
+          have no mass (a massless end link), or no inertia about its axis (mass on the axis, zero inertia), or
+          whose motion the joints beyond it reproduce without moving mass (coaxial joints with a massless link
+          between them); for a floating base, a robot without mass or without inertia in a direction its base
+          moves. Tolerance: :data:`SINGULAR_TOLERANCE`. A massless link is fine where mass beyond it is carried.
+          A mass matrix singular at the neutral configuration only (iCub's neck: coaxial joints there) loads with
+          a :attr:`load_report` note; a state at or next to such a pose is a run-time fault
+          (:class:`~mbs_ros.dynamics.compiled.SingularMassMatrix` from the forward dynamics);
         * moving bodies whose masses differ by more than ``max_mass_ratio`` (default :data:`MAX_MASS_RATIO`;
           ``None`` or ``inf``: no bound).
 
@@ -197,6 +205,12 @@ class Model:
         or gripper without mass can be frozen. They leave ``joint_names``, ``nq`` and ``nv``; :attr:`locked_joints`
         keeps them. ModelError naming the joint for an unknown or fixed joint, a position not finite or outside
         the joint's ``<limit>``. A joint mimicking a locked joint is locked at ``multiplier · lock + offset``.
+
+        ``armature``: each joint's rotor inertia [kg m² or kg], added to the diagonal of M (MuJoCo's
+        ``armature``, Pinocchio's ``model.armature``, a motor's reflected inertia): a number for every movable joint,
+        a mapping ``{joint name: value}`` or a sequence over the model's joints (``joint_names`` order: the movable
+        joints without the locked ones and the mimics that follow a master). A massless finger joint with an
+        armature is regular. ModelError naming the joint for an unknown one, a negative or non-finite value.
 
         ``mimic``: ``"reduce"`` (default; Pinocchio 3's and ros2_control's treatment): a revolute or prismatic joint
         with ``<mimic joint multiplier offset>`` follows its master, ``q = multiplier · q_master + offset``, and
@@ -228,17 +242,19 @@ class Model:
             locked_joints = _lock_mimics_of_locked(locked_joints, mimics)
             spec, locked = lock_joints(spec, locked_joints)
             tree = build_tree(spec, base)
+            if armature is not None:
+                tree = tree.with_armature(_armature(tree, armature, {m.name for m in mimics}))
             hydro, joint_dynamics, thrusters = parse_extensions(spec.xml)
             passive = build_passive(tree, hydro, joint_dynamics, thrusters,
                                     WATER_DENSITY if fluid_density is None else fluid_density,
                                     (0.0, 0.0, 0.0) if current is None else current)
-            _check_tree(_kinetic_tree(tree, passive), base, max_mass_ratio,
-                        {j.name: (j.lower, j.upper) for j in spec.joints})
+            notes = _check_tree(_kinetic_tree(tree, passive), base, max_mass_ratio,
+                                {j.name: (j.lower, j.upper) for j in spec.joints})
         except ModelError as exc:
             raise exc.with_file(file) from None
         model = cls._assemble(base, tree, _gravity(gravity), name=spec.name, urdf=spec.xml, passive=passive)
         model = dataclasses.replace(model, _limits=_joint_limits(tree, spec), locked_joints=MappingProxyType(locked))
-        report = spec.report
+        report = spec.report + notes
         if mimic == "reduce":  # the generic "not simulated" note gives way to one per mimic that stays independent
             mimic, mimic_report = reduce_model(model, mimics, locked)
             if mimic is not None:
@@ -251,22 +267,24 @@ class Model:
     @classmethod
     def from_xacro(cls, path, mappings: dict | None = None, base: str = "fixed",
                    gravity=(0.0, 0.0, -9.81), max_mass_ratio: float | None = MAX_MASS_RATIO,
-                   locked_joints=None, mimic: str = "reduce") -> "Model":
+                   locked_joints=None, mimic: str = "reduce", armature=None) -> "Model":
         """:meth:`from_urdf` of a xacro file expanded with ``mappings``."""
         return cls.from_urdf(path, base=base, gravity=gravity, xacro=True, mappings=mappings,
-                             max_mass_ratio=max_mass_ratio, locked_joints=locked_joints, mimic=mimic)
+                             max_mass_ratio=max_mass_ratio, locked_joints=locked_joints, mimic=mimic,
+                             armature=armature)
 
     @classmethod
     def from_yaml(cls, path, max_mass_ratio: float | None = MAX_MASS_RATIO, locked_joints=None,
-                  mimic: str = "reduce") -> "Model":
+                  mimic: str = "reduce", armature=None) -> "Model":
         """Model of a robot YAML file (schema: :mod:`mbs_ros.dynamics.robot_yaml`); errors name the file.
-        ``locked_joints`` and ``mimic`` as in :meth:`from_urdf`."""
+        ``locked_joints``, ``mimic`` and ``armature`` as in :meth:`from_urdf`."""
         from .robot_yaml import load_robot
 
         cfg = load_robot(path)
         try:
             model = cls.from_urdf(cfg.urdf, base=cfg.base, gravity=cfg.gravity, max_mass_ratio=max_mass_ratio,
-                                  locked_joints=locked_joints, mimic=mimic, fluid_density=cfg.fluid_density)
+                                  locked_joints=locked_joints, mimic=mimic, fluid_density=cfg.fluid_density,
+                                  armature=armature)
         except ModelError as exc:
             raise exc.with_file(os.fspath(path)) from None
         return dataclasses.replace(model, name=cfg.name) if cfg.name else model
@@ -783,8 +801,44 @@ _BASE_DIRECTIONS = ("translation along x", "translation along y", "translation a
                     "rotation about y", "rotation about z")
 
 
-def _lock_hint(names, ranges) -> str:
-    """The advice of a singular joint's error: lock ``names`` (at 0, or the end of its range nearer 0)."""
+def _armature(tree: Tree, armature, mimics) -> np.ndarray:
+    """The (nj,) armature of :meth:`Model.from_urdf`'s ``armature`` (a number, a mapping or a sequence over the
+    joints without ``mimics``); ModelError naming the joint for an unknown one or a bad value."""
+    names = tree.joint_names
+    out = np.zeros(tree.nj)
+    if isinstance(armature, (int, float, np.floating, np.integer)) and not isinstance(armature, bool):
+        items = [(n, armature) for n in names]
+    elif hasattr(armature, "items"):
+        items = list(armature.items())
+    else:
+        try:
+            values = list(armature)
+        except TypeError:
+            raise ModelError("armature must be a number, a mapping {joint name: value} or a sequence over the "
+                             f"joints, got {type(armature).__name__}") from None
+        independent = [n for n in names if n not in mimics]
+        if len(values) != len(independent):
+            raise ModelError(f"armature: {len(values)} values for the model's {len(independent)} joints "
+                             f"({_names(independent)})")
+        items = list(zip(independent, values))
+    index = {n: i for i, n in enumerate(names)}
+    for name, value in items:
+        if name not in index:
+            raise ModelError(f"armature: the model has no movable joint {str(name)[:100]!r} (locked and fixed "
+                             f"joints have none; its joints: {_names(names)})", joint=str(name)[:100])
+        try:
+            x = float(value)
+        except (TypeError, ValueError):
+            raise ModelError(f"armature: the value of joint {name!r} is not a number", joint=name) from None
+        if not (math.isfinite(x) and x >= 0.0):
+            raise ModelError(f"armature: the value of joint {name!r} must be finite and >= 0, got {x!r}", joint=name)
+        out[index[name]] = x
+    return out
+
+
+def _lock_hint(names, ranges, armature: float | None = None) -> str:
+    """The advice of a singular joint's error: lock ``names`` (at 0, or the end of its range nearer 0), or give
+    them an ``armature`` (rotor inertia) of about that value."""
     ranges = ranges or {}
 
     def position(name):
@@ -792,28 +846,66 @@ def _lock_hint(names, ranges) -> str:
         return min(max(0.0, lower), upper)
 
     shown = ", ".join(f"{n!r}: {position(n)!r}" for n in names)
-    return (f"lock {'them' if len(names) > 1 else 'it'} with locked_joints={{{shown}}} (Model.from_urdf) or the "
+    hint = (f"lock {'them' if len(names) > 1 else 'it'} with locked_joints={{{shown}}} (Model.from_urdf) or the "
             "nodes' locked_joints parameter")
+    if armature:
+        values = ", ".join(f"{n!r}: {armature:.1g}" for n in names)
+        hint += (f", or give {'them' if len(names) > 1 else 'it'} a rotor inertia with armature={{{values}}} "
+                 "(Model.from_urdf) or the nodes' joint_armature parameter")
+    return hint
 
 
 def _massless_joints(tree: Tree, M_diag, m_sub) -> list:
     """The movable joints whose subtree has no mass (and, for a rotation, no inertia about the axis either)."""
     top = float(np.max(M_diag)) if len(M_diag) else 0.0
     return [tree.joint_names[j] for j in range(tree.nj)
-            if m_sub[j + 1] <= 0.0 and not (tree.joint_types[j] != "prismatic"
+            if m_sub[j + 1] <= 0.0 and not ((tree.joint_types[j] != "prismatic" or tree.armature[j] > 0.0)
                                             and M_diag[j] > SINGULAR_TOLERANCE * top)]
 
 
-def _check_tree(tree: Tree, base: str, max_mass_ratio, ranges=None) -> None:
-    """ModelError unless M is positive definite at the neutral configuration and the moving bodies' masses are
-    within ``max_mass_ratio`` (see :meth:`Model.from_urdf`). ``ranges``: ``{joint: (lower, upper)}``, for the
-    positions the errors suggest locking a joint at."""
-    D, M_diag, IA0, IC0, m_sub = inertia_pivots(tree)
+def _generic_angles(tree: Tree, ranges, count: int = 3) -> list:
+    """``count`` seeded random configurations (joint angles, see :func:`~.tree.inertia_pivots`): each joint
+    uniform within its limits, clipped to [-π, π] (prismatic: [-1, 1] m)."""
+    ranges = ranges or {}
+    rng = np.random.default_rng(GENERIC_SEED)
+    lo = np.empty(tree.nj)
+    hi = np.empty(tree.nj)
+    for j, name in enumerate(tree.joint_names):
+        bound = 1.0 if tree.joint_types[j] == "prismatic" else math.pi
+        lower, upper = ranges.get(name, (-math.inf, math.inf))
+        lo[j], hi[j] = max(lower, -bound), min(upper, bound)
+        if not lo[j] <= hi[j]:
+            lo[j] = hi[j] = min(max(0.0, lower), upper)
+    return [rng.uniform(lo, hi) for _ in range(count)]
+
+
+def _check_tree(tree: Tree, base: str, max_mass_ratio, ranges=None) -> tuple:
+    """ModelError unless M is positive definite at generic configurations and the moving bodies' masses are
+    within ``max_mass_ratio`` (see :meth:`Model.from_urdf`); the load-report notes (M singular at the neutral
+    configuration only). ``ranges``: ``{joint: (lower, upper)}``, for the positions the errors suggest locking a
+    joint at and the generic configurations."""
+    error = _singularity(tree, base, ranges, inertia_pivots(tree))
+    notes = ()
+    if error is not None:
+        if all(_singularity(tree, base, ranges, inertia_pivots(tree, angles)) is not None
+               for angles in _generic_angles(tree, ranges, GENERIC_CONFIGURATIONS)):
+            raise error
+        where = f"joint {error.joint!r}" if error.joint else f"link {error.link!r}"
+        notes = (f"{where}: the mass matrix is singular at the neutral configuration (every joint at 0) and "
+                 "regular at generic ones; a state at or next to that pose halts the simulation with a fault "
+                 "naming the joint: start elsewhere (initial_joint_positions)",)
+    _check_mass_ratio(tree, base, max_mass_ratio)
+    return notes
+
+
+def _singularity(tree: Tree, base: str, ranges, pivots):
+    """The ModelError of the first singular joint (deepest first) or base direction of M at the configuration
+    of ``pivots`` (:func:`~.tree.inertia_pivots`), or None."""
+    D, M_diag, IA0, IC0, m_sub = pivots
     tol = SINGULAR_TOLERANCE
-
-    def links_of(body):
-        return [n for n, b in zip(tree.link_names, tree.link_body) if b == body]
-
+    regular = M_diag[(M_diag > 0.0) & (D > tol * M_diag)]
+    suggest = float(regular.min()) if regular.size else 1e-3
+    armature = tree.armature
     def subtree_links(body):
         bodies = set(np.flatnonzero(np.asarray(tree.subtree)[body] > 0.5).tolist())
         return [n for n, b in zip(tree.link_names, tree.link_body) if b in bodies]
@@ -825,39 +917,39 @@ def _check_tree(tree: Tree, base: str, max_mass_ratio, ranges=None) -> None:
         rotation = jtype != "prismatic"
         along = "about its axis" if rotation else "along its axis"
         # a massless link may still have a rotational inertia (Bolt's feet): regular if it is not negligible
-        if m_sub[k] <= 0.0 and not (rotation and M_diag[j] > tol * float(np.max(M_diag))):
+        if m_sub[k] <= 0.0 and not ((rotation or armature[j] > 0.0) and M_diag[j] > tol * float(np.max(M_diag))):
             massless = _massless_joints(tree, M_diag, m_sub)
             others = len(massless) - 1
-            raise ModelError(
+            return ModelError(
                 f"joint {name!r} ({jtype}) moves only massless links ({_names(subtree_links(k))}): the joint-space "
                 "mass matrix is singular (no torque gives a defined acceleration)"
                 + (f"; so do {others} more joint{'s' if others > 1 else ''} of the robot" if others else "")
                 + f"; give link {child!r} an <inertial> with mass, make the joint fixed, or "
-                + _lock_hint(massless, ranges), joint=name, link=child)
+                + _lock_hint(massless, ranges, suggest), joint=name, link=child)
         ref = max(M_diag[j], _sphere_moment(m_sub[k]) if rotation else m_sub[k])
         if D[j] >= tol * ref:
             continue
         if M_diag[j] < tol * ref:
             unit = "kg m²" if rotation else "kg"
-            raise ModelError(
+            return ModelError(
                 f"joint {name!r} ({jtype}): the links it moves ({_names(subtree_links(k))}; {m_sub[k]:.6g} kg) have "
                 f"no inertia {along} ({M_diag[j]:.3g} {unit}, against {ref:.3g} for a solid sphere of that mass "
                 "of the densest metal): the joint-space mass matrix is singular; give link "
                 f"{child!r} its inertia (<inertia>), move its centre of mass off the axis, or "
-                + _lock_hint([name], ranges), joint=name, link=child)
-        raise ModelError(
+                + _lock_hint([name], ranges, suggest), joint=name, link=child)
+        return ModelError(
             f"joint {name!r} ({jtype}): with the joints beyond it free, moving it moves no mass ({D[j]:.3g} of "
             f"{M_diag[j]:.3g} remains): the joints beyond link {child!r} ({tree.body_mass[k]:.6g} kg) reproduce its "
             "motion, so the joint-space mass matrix is singular (e.g. coaxial joints with a massless link between "
             f"them); give link {child!r} mass and inertia, make one of the joints fixed, or "
-            + _lock_hint([name], ranges), joint=name, link=child)
+            + _lock_hint([name], ranges, suggest), joint=name, link=child)
 
     root = tree.body_names[0]
     if base != "fixed":
         cols = np.arange(6) if tree.base_cols is None else np.asarray(tree.base_cols, dtype=int)
         total = float(m_sub[0])
         if total <= 0.0:
-            raise ModelError(f"the robot has no mass: its {base} base (link {root!r}) cannot be simulated; "
+            return ModelError(f"the robot has no mass: its {base} base (link {root!r}) cannot be simulated; "
                              "give its links an <inertial> with mass", link=root)
         P = IA0[np.ix_(cols, cols)]
         ref = np.maximum(np.diag(IC0)[cols], np.where(cols < 3, total, _sphere_moment(total)))
@@ -865,13 +957,21 @@ def _check_tree(tree: Tree, base: str, max_mass_ratio, ranges=None) -> None:
         w, V = np.linalg.eigh(0.5 * (S + S.T))
         if w[0] < tol:
             dirs = [_BASE_DIRECTIONS[c] for c, x in zip(cols, V[:, 0]) if abs(x) > 0.3 * np.abs(V[:, 0]).max()]
-            raise ModelError(
+            return ModelError(
                 f"the {base} base (link {root!r}, {tree.body_mass[0]:.6g} kg with the links fixed to it): with the "
                 f"joints free, the robot has no inertia for {' with '.join(dirs)}, so the mass matrix is singular; "
                 f"give link {root!r} mass and inertia", link=root)
+    return None
 
+
+def _check_mass_ratio(tree: Tree, base: str, max_mass_ratio) -> None:
+    """ModelError when two moving bodies' masses differ by more than ``max_mass_ratio`` (None, inf: no bound)."""
     if max_mass_ratio is None or not math.isfinite(float(max_mass_ratio)):
         return
+
+    def links_of(body):
+        return [n for n, b in zip(tree.link_names, tree.link_body) if b == body]
+
     moving = np.arange(0 if base != "fixed" else 1, tree.nb)
     masses = np.asarray(tree.body_mass)[moving]
     heavy = moving[masses > 0.0]

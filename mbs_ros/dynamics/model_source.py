@@ -226,12 +226,13 @@ MASS_RATIO_DESCRIPTION = (
 
 def build_multibody(source: Source, base: str, gravity, mass_scale: float = 1.0,
                     max_mass_ratio: float = MAX_MASS_RATIO, locked_joints=None, mimic: str = "reduce",
-                    fluid_density: float = 0.0, current=None) -> Model:
+                    fluid_density: float = 0.0, current=None, armature=()) -> Model:
     """The multibody :class:`Model` of a loaded source on ``base`` (one of TREE_BASES); ``max_mass_ratio`` 0 lifts
     the model's mass-ratio bound; ``locked_joints`` ``{joint name: position}``: joints made fixed at that position
     (see :meth:`Model.from_urdf`); ``mimic``: ``reduce`` or ``independent`` (the same); ``fluid_density`` > 0
     [kg/m³] overrides the robot YAML's (default 1000) for links whose ``<hydrodynamics>`` names none; ``current``
-    the water's current (world axes, m/s)."""
+    the water's current (world axes, m/s); ``armature`` the ``joint_armature`` parameter (empty: none; one
+    number: every joint; else one per joint, see :meth:`Model.from_urdf`)."""
     if base not in TREE_BASES:
         raise ParameterError(f"base_group must be one of {', '.join(TREE_BASES)}, got {base!r}")
     try:
@@ -242,7 +243,9 @@ def build_multibody(source: Source, base: str, gravity, mass_scale: float = 1.0,
                                    max_mass_ratio=float(max_mass_ratio) if max_mass_ratio > 0 else None,
                                    locked_joints=locked_joints or None, mimic=mimic,
                                    fluid_density=fluid_density if fluid_density > 0 else source.fluid_density,
-                                   current=current)
+                                   current=current,
+                                   armature=None if not armature else armature[0] if len(armature) == 1
+                                   else tuple(armature))
     except Exception as e:  # noqa: BLE001 - the model's ValueErrors carry the reason
         raise ParameterError(f"cannot build the {base} model of {source.describe()}: {e}") from None
 

@@ -14,6 +14,7 @@ Velocity columns: the base's ``nvb`` columns first (its group's tangent coordina
 """
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -129,6 +130,12 @@ class Tree:
     joint_names: tuple = ()
     joint_types: tuple = ()
     body_names: tuple = ()  # link name of each body's frame
+    armature: np.ndarray = field(default=None, repr=False)  # (nj,) rotor inertia added to M's joint diagonal
+
+    def with_armature(self, armature) -> "Tree":
+        """This tree with ``armature`` ((nj,), kg m² or kg, finite, ≥ 0): each joint's rotor inertia, added to the
+        diagonal of M (MuJoCo's ``armature``, Pinocchio's ``model.armature``)."""
+        return dataclasses.replace(self, armature=_ro(np.asarray(armature, dtype=float).reshape(self.nj)))
 
     def joint_type_name(self, j: int) -> str:
         return _TYPE_NAME[int(self.jtype[j])]
@@ -200,6 +207,7 @@ def _make_tree(base, parent, jtypes, axes, placements, inertias, link_names, lin
         base_cols=None if base_cols is None else _ro(base_cols, int),
         link_names=tuple(link_names), link_body=_ro(link_body, int), T_body_link=_ro(T_body_link),
         joint_names=tuple(joint_names), joint_types=tuple(jtypes), body_names=tuple(body_names),
+        armature=_ro(np.zeros(nj)),
     )
 
 
@@ -272,34 +280,51 @@ def build_tree(spec, base: str) -> Tree:
                       joint_names, body_names)
 
 
-def inertia_pivots(tree: Tree):
-    """What the mass matrix at the neutral configuration (every joint at 0) needs to be positive definite, in one
-    pass from the leaves to the base (Featherstone's articulated-body recursion, 2008 §7.2), O(n).
+def joint_placements(tree: Tree, angles) -> np.ndarray:
+    """(nj, 4, 4): each joint's child frame in its parent body's frame with the joints at ``angles`` ((nj,): rad
+    about, or m along, each joint's axis; continuous joints by their angle)."""
+    angles = np.asarray(angles, dtype=float).reshape(tree.nj)
+    motion = np.tile(np.eye(4), (tree.nj, 1, 1))
+    hats = _hats(tree.axis)
+    rot = np.asarray(tree.jtype) != PRISMATIC
+    s, c = np.sin(angles)[:, None, None], np.cos(angles)[:, None, None]
+    R = np.eye(3) + s * hats + (1.0 - c) * (hats @ hats)
+    motion[rot, :3, :3] = R[rot]
+    motion[~rot, :3, 3] = tree.axis[~rot] * angles[~rot, None]
+    return np.asarray(tree.placement) @ motion
+
+
+def inertia_pivots(tree: Tree, angles=None):
+    """What the mass matrix at a configuration (``angles``, see :func:`joint_placements`; default every joint at
+    0, the neutral configuration) needs to be positive definite, in one pass from the leaves to the base
+    (Featherstone's articulated-body recursion, 2008 §7.2), O(n). The base's own pose does not matter.
 
     Returns ``(D, M_diag, IA_base, IC_base, subtree_mass)``: for each joint ``j`` the articulated pivot
-    ``D[j] = sᵀ IA s`` — the inertia its child body presents along the joint's motion when every joint beyond it
-    is free — and the diagonal entry ``M_diag[j] = sᵀ IC s`` of M (every joint beyond it locked); the base body's
-    articulated and composite spatial inertias (6×6, base frame); and each body's subtree mass. With positive
-    semi-definite link inertias, M at that configuration is positive definite exactly when every ``D[j] > 0`` and,
-    for a floating base, the base's directions of ``IA_base`` are (the ABA's pivots are the factorisation
-    ``M = Lᵀ D L``). A ``D[j]`` of (next to) zero is returned as is: the recursion then continues with that joint
-    locked, so the pivots of the joints nearer the base stay meaningful."""
+    ``D[j] = sᵀ IA s + armature[j]`` — the inertia its child body presents along the joint's motion when every
+    joint beyond it is free — and the diagonal entry ``M_diag[j] = sᵀ IC s + armature[j]`` of M (every joint
+    beyond it locked); the base body's articulated and composite spatial inertias (6×6, base frame); and each
+    body's subtree mass. With positive semi-definite link inertias, M at that configuration is positive definite
+    exactly when every ``D[j] > 0`` and, for a floating base, the base's directions of ``IA_base`` are (the ABA's
+    pivots are the factorisation ``M = Lᵀ D L``). A ``D[j]`` of (next to) zero is returned as is: the recursion
+    then continues with that joint locked, so the pivots of the joints nearer the base stay meaningful."""
     nb = tree.nb
     IA = np.array(tree.body_inertia, dtype=float)
     IC = IA.copy()
     D = np.zeros(tree.nj)
     M_diag = np.zeros(tree.nj)
+    armature = np.zeros(tree.nj) if tree.armature is None else np.asarray(tree.armature)
+    placement = tree.placement if angles is None else joint_placements(tree, angles)
     for k in range(nb - 1, 0, -1):
         j, p = k - 1, int(tree.parent[k])
         s = tree.s_joint[j]
         U = IA[k] @ s
-        D[j] = float(s @ U)
-        M_diag[j] = float(s @ IC[k] @ s)
+        D[j] = float(s @ U) + armature[j]
+        M_diag[j] = float(s @ IC[k] @ s) + armature[j]
         Ia = IA[k]
         scale = max(M_diag[j], 0.0)
         if D[j] > 1e-12 * scale and D[j] > 0.0:
             Ia = Ia - np.outer(U, U) / D[j]
-        T = tree.placement[j][None]
+        T = placement[j][None]
         IA[p] += _transform_inertias(Ia[None], T)[0]
         IC[p] += _transform_inertias(IC[k][None], T)[0]
     subtree_mass = np.asarray(tree.subtree) @ np.asarray(tree.body_mass)

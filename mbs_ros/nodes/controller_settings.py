@@ -53,6 +53,7 @@ class ControllerSettings:
     max_mass_ratio: float = _d("max_mass_ratio")
     locked_joints: Tuple[str, ...] = _d("locked_joints")
     locked_joint_positions: Tuple[float, ...] = _d("locked_joint_positions")
+    joint_armature: Tuple[float, ...] = _d("joint_armature")
     mimic: str = _d("mimic")
     allocate_thrusters: bool = _d("allocate_thrusters")
     thruster_weights: Tuple[float, ...] = _d("thruster_weights")  # () = all 1
@@ -112,6 +113,7 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
         locked_joints=locked[0],
         locked_joint_positions=locked[1],
         mimic=text("mimic", MIMIC_MODES),
+        joint_armature=prm.vector(values, "joint_armature", None),
         max_wrench=prm.limits(values, "max_wrench", 2),
         max_effort=prm.limits(values, "max_effort", None),
         max_time_jump=prm.number(values, "max_time_jump", lo=0.0, lo_open=True),
@@ -135,7 +137,7 @@ def build_model(s: ControllerSettings, source: ms.Source) -> Model:
         return ms.build_multibody(source, s.base_group, s.gravity, mass_scale=s.mass_scale,
                                   max_mass_ratio=s.max_mass_ratio,
                                   locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)),
-                                  mimic=s.mimic)
+                                  mimic=s.mimic, armature=s.joint_armature)
     ixx, ixy, ixz, iyy, iyz, izz = s.inertia
     inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]) * s.mass_scale
     try:

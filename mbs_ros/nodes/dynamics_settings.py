@@ -73,6 +73,7 @@ class Settings:
     locked_joints: Tuple[str, ...] = _DEFAULT["locked_joints"]  # frozen at load (Model.from_urdf)
     locked_joint_positions: Tuple[float, ...] = _DEFAULT["locked_joint_positions"]  # one per locked joint
     mimic: str = _DEFAULT["mimic"]  # URDF <mimic> joints: reduce (follow their master) | independent
+    joint_armature: Tuple[float, ...] = _DEFAULT["joint_armature"]  # rotor inertias (Model.from_urdf armature)
     publish_clock: bool = _DEFAULT["publish_clock"]
     real_time_factor: float = _DEFAULT["real_time_factor"]
     lockstep: bool = _DEFAULT["lockstep"]
@@ -155,6 +156,7 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         locked_joints=locked[0],
         locked_joint_positions=locked[1],
         mimic=text("mimic"),
+        joint_armature=vector("joint_armature", None),
         use_events_executor=flag("use_events_executor"),
         publish_clock=flag("publish_clock"),
         real_time_factor=number("real_time_factor", lo=0.0),
@@ -281,7 +283,7 @@ def build_model(s: Settings, source: Optional[ms.Source] = None) -> Model:
     if source is not None and source.multibody:
         model = ms.build_multibody(source, s.base_group, s.gravity, max_mass_ratio=s.max_mass_ratio,
                                    locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)),
-                                   mimic=s.mimic, fluid_density=s.fluid_density)
+                                   mimic=s.mimic, fluid_density=s.fluid_density, armature=s.joint_armature)
         return model.with_current(s.current, s.current_rate)
     try:
         with warnings.catch_warnings():

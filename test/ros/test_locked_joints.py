@@ -3,8 +3,8 @@ position})`` makes each named joint a fixed joint at that position, before the s
 robot with a massless hand loads once the hand is locked; the nodes take it as two parallel parameters.
 
 Checked here: against ``pinocchio.buildReducedModel`` on TALOS (grippers locked, fixed and free-flying base),
-Panda (fingers locked), and Romeo and iCub (refused for their massless hand / neck until the joints their error
-names are locked) — M, C v + g, RNEA and forward dynamics at random states to 1e-9 relative, both backends; a
+Panda (fingers locked), Romeo (refused for its massless hands until the joints its error names are locked) and
+iCub (neck locked) — M, C v + g, RNEA and forward dynamics at random states to 1e-9 relative, both backends; a
 two-link arm whose locked elbow gives M in closed form; the ModelErrors of bad locks; the singular-joint error's
 ``locked_joints`` suggestion; and the dynamics and controller nodes started with the parameters in real processes.
 The agreement figures, printed by each case: ``python -m pytest -q -s test/ros/test_locked_joints.py -k pinocchio``.
@@ -195,7 +195,7 @@ CASES = {
     "talos grippers": ("talos_data/robots/talos_full_v2.urdf", "gripper"),
     "panda fingers": ("panda_description/urdf/panda.urdf", "finger"),
     "romeo hands (suggested)": ("romeo_description/urdf/romeo.urdf", None),
-    "icub neck (suggested)": ("icub_description/robots/icub.urdf", None),
+    "icub neck": ("icub_description/robots/icub.urdf", "neck"),
 }
 
 

@@ -21,7 +21,8 @@ EXPECTED_DEFAULTS = dict(
     wrench_rate=100.0, markers_rate=20.0, diagnostics_rate=1.0, initial_position=(0.0, 0.0, 0.0),
     initial_rpy=(0.0, 0.0, 0.0), initial_twist=(0.0,) * 6, initial_joint_positions=(), initial_joint_velocities=(),
     world_frame="world", base_frame="base_link", cmd_timeout=0.5, max_mass_ratio=1.0e6, locked_joints=(),
-    locked_joint_positions=(), mimic="reduce", use_events_executor=True, publish_clock=False, real_time_factor=1.0,
+    locked_joint_positions=(), mimic="reduce",
+    joint_armature=(), use_events_executor=True, publish_clock=False, real_time_factor=1.0,
     lockstep=False, control_rate=100.0, publish_markers=True, marker_wrench_scale=0.01, max_wrench=(),
     max_effort=(), fluid_density=0.0, current=(0.0, 0.0, 0.0), current_rate=(0.0, 0.0, 0.0),
     environment_temperature=288.15, energy_rate=10.0, start_paused=False)

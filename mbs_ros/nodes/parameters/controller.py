@@ -8,8 +8,8 @@ from dataclasses import replace
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model import MAX_MASS_RATIO
 from mbs_ros.nodes.parameters import from_pairs
-from mbs_ros.nodes.parameters.dynamics import (LOCKED_JOINTS_DESCRIPTION, LOCKED_POSITIONS_DESCRIPTION,
-                                               MIMIC_DESCRIPTION)
+from mbs_ros.nodes.parameters.dynamics import (ARMATURE_DESCRIPTION, LOCKED_JOINTS_DESCRIPTION,
+                                               LOCKED_POSITIONS_DESCRIPTION, MIMIC_DESCRIPTION)
 
 LAWS = ("computed_torque", "passivity", "pd_gravity")
 
@@ -52,6 +52,7 @@ _PAIRS = {
     "locked_joints": (LOCKED_JOINTS_DESCRIPTION + " As dynamics_node's (the same list).", ()),
     "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, ()),
     "mimic": (MIMIC_DESCRIPTION + " As dynamics_node's.", "reduce"),
+    "joint_armature": (ARMATURE_DESCRIPTION + " As dynamics_node's (the same values).", ()),
     "allocate_thrusters": (
         "A model with thrusters: map the base wrench to thrusts (weighted pseudo-inverse with saturation "
         "redistributed, mbs_ros.controllers.allocation) and publish them on thruster_command and cmd_thrust "

@@ -14,6 +14,11 @@ LOCKED_JOINTS_DESCRIPTION = (
 LOCKED_POSITIONS_DESCRIPTION = (
     "Positions of locked_joints, same order and length [rad or m], within each joint's URDF <limit>; empty = "
     "zeros.")
+ARMATURE_DESCRIPTION = (
+    "Rotor inertia of each joint [kg m^2 or kg], added to the mass matrix's diagonal (MuJoCo's armature, "
+    "Pinocchio's model.armature): empty = none; one number for every movable joint; else one per joint in "
+    "joint_names order (without locked joints and mimics). Finite, >= 0. Lets a robot with massless links (e.g. "
+    "finger chains) load without locking them. Robots only.")
 MIMIC_DESCRIPTION = (
     "URDF <mimic> joints: reduce (q = multiplier * q_master + offset; they leave joint_names, as Pinocchio 3 and "
     "ros2_control treat them) or independent (each moves on its own). Robots only.")
@@ -98,6 +103,7 @@ _PAIRS = {
     "locked_joints": (LOCKED_JOINTS_DESCRIPTION, {"type": "string[]", "default": (), "read_only": True}),
     "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, {"type": "double[]", "default": (), "read_only": True}),
     "mimic": (MIMIC_DESCRIPTION, {"type": "string", "default": "reduce", "choices": MIMIC_MODES, "read_only": True}),
+    "joint_armature": (ARMATURE_DESCRIPTION, {"type": "double[]", "default": (), "read_only": True}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
         "with a warning); false: always the single-threaded executor.",
