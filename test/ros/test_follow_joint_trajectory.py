@@ -9,7 +9,8 @@ real rclpy action client in the test process, on ``/fjt/controller_node/follow_j
 - a goal tolerance not met within goal_time_tolerance aborts with GOAL_TOLERANCE_VIOLATED;
 - a cancel mid-trajectory ends the goal CANCELED and the arm holds where it was;
 - a second goal preempts the first (aborted with INVALID_GOAL, as the kilted joint_trajectory_controller does) and
-  succeeds itself.
+  succeeds itself;
+- a goal of 10⁶ points is refused from its sizes, before it is decoded, and the commands go on.
 
 Times are simulation time (the state stamps, the feedback's time_from_start); every wait is for a message, a
 response or a state stamp, with a generous timeout (a busy 2-core machine may run the simulation slower than real
@@ -79,6 +80,7 @@ class Rig:
         self.probe, self.procs = probe, procs
         self.alive = list(procs.values())
         self.states = Recorder(probe, JointState, f"/{NS}/joint_states", depth=5000)
+        self.commands = Recorder(probe, JointState, f"/{NS}/joint_command", depth=5000)
         # the feedback topic itself: an action client drops the feedback that arrives after the goal's result
         self.feedback = Recorder(probe, FollowJointTrajectory.Impl.FeedbackMessage, f"{ACTION}/_action/feedback")
         self.client = ActionClient(probe.node, FollowJointTrajectory, ACTION)
@@ -266,6 +268,31 @@ def test_second_goal_preempts_the_first(rig):
     assert response.status == GoalStatus.STATUS_SUCCEEDED, (response, rig.ctl.log_tail())
     _t, q, _v = rig.newest()
     assert np.all(np.abs(q - target) <= 0.02), (q, target)
+
+
+def test_oversized_goal_is_refused_before_decoding(rig):
+    """10⁶ points (one point object repeated: cheap to send) are refused by their count, read before rclpy turns
+    the request into Python objects (which took seconds with the interpreter held): the reason says "not
+    decoded", and the controller's commands go on, stamped with the states, without a gap of seconds."""
+    goal = rig.goal([])
+    goal.trajectory.points = [JointTrajectoryPoint(positions=[0.1, 0.2], time_from_start=duration(1.0))] * 10**6
+    first = len(rig.commands)
+    handle, _feedback, _future = rig.send(goal)
+    assert not handle.accepted
+    assert rig.ctl.wait_for_log("goal rejected: 1000000 points: at most 10000; not decoded", timeout=TIMEOUT), \
+        rig.ctl.log_tail()
+    answered = len(rig.commands)
+    t_answer = stamp_of(rig.commands.messages[-1])
+    rig.probe.spin_until(lambda: len(rig.commands) > answered + 50
+                         and stamp_of(rig.commands.messages[-1]) >= t_answer + 500_000_000,
+                         what="the commands after the refusal", alive=rig.alive)
+    stamps = [stamp_of(m) for m in rig.commands.messages[max(first - 10, 0):]]
+    assert stamps == sorted(stamps)
+    gap = max(b - a for a, b in zip(stamps, stamps[1:])) * 1e-9
+    # the stall lasted 1.7-8 s (simulation time) while the goal was decoded; now the C size read and rmw's own
+    # deserialisation are left (0.04 s for 10⁵ points, 0.6 s for 10⁶ on this busy 2-core machine)
+    assert gap < 3.0, f"the commands stopped for {gap:.3f} s of simulation time"
+    print(f"oversized goal: {len(stamps)} commands around it, largest stamp gap {gap:.3f} s")
 
 
 def test_controller_log_is_clean(rig):
