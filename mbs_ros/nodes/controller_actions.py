@@ -72,6 +72,15 @@ def _pointer(capsule) -> int:
     return _capsule_pointer(capsule, _capsule_name(capsule))
 
 
+_CAPSULES = ("_CREATE_ROS_MESSAGE", "_DESTROY_ROS_MESSAGE", "_CONVERT_FROM_PY", "_CONVERT_TO_PY", "_TYPE_SUPPORT")
+
+
+def _capsules(meta) -> Dict[str, object]:
+    """The C functions a rosidl message metaclass carries (create, destroy, convert from and to Python, type
+    support): what rclpy calls to take a message, here by name as rclpy looks them up."""
+    return {name: getattr(meta, name) for name in _CAPSULES}
+
+
 def _words(seq: _Seq, width: int) -> np.ndarray:
     """The elements of a sequence of structs ``width`` machine words wide, as an (n, width) array of words."""
     if not seq.size:
@@ -91,16 +100,15 @@ class BoundedGoalIntake:
         self._refused: Dict[int, tuple] = {}  # id(goal) -> (goal, reason)
         self.request_type, self.usable = _REQUEST, False
         check_for_type_support(_REQUEST)  # rosidl's capsules are set once its type support is loaded
-        meta = type(_REQUEST)
         try:
-            self._convert = _CALL_CONVERTER(_pointer(meta._CONVERT_TO_PY))
+            attrs = _capsules(type(_REQUEST))
+            self._convert = _CALL_CONVERTER(_pointer(attrs["_CONVERT_TO_PY"]))
             self._callback = _CONVERTER(self._convert_checked)  # kept alive as long as the capsule is in use
-            attrs = {k: getattr(meta, k) for k in ("_CREATE_ROS_MESSAGE", "_DESTROY_ROS_MESSAGE",
-                                                    "_CONVERT_FROM_PY", "_TYPE_SUPPORT")}
+            rosidl = dict(attrs)
             attrs["_CONVERT_TO_PY"] = _capsule_new(ctypes.cast(self._callback, ctypes.c_void_p), None, None)
         except (AttributeError, ValueError, TypeError):  # not rosidl's capsules as known here
             return
-        if self._layout_matches(meta):
+        if self._layout_matches(rosidl):
             self.request_type = type("BoundedGoalRequestMeta", (type,), attrs)("BoundedGoalRequest", (), {})
             self.usable = True
 
@@ -136,16 +144,20 @@ class BoundedGoalIntake:
             large = [req.trajectory.points, req.trajectory.joint_names, req.multi_dof_trajectory.points,
                      req.multi_dof_trajectory.joint_names] + [getattr(req, name) for name, _ in _TOLERANCES]
             sizes = [s.size for s in large]
-            frame_id = req.trajectory.frame_id.size
+            frame_id = req.trajectory.frame_id  # rosidl converts a string up to its NUL: blanked for a moment
+            first = ctypes.c_char.from_address(frame_id.data) if frame_id.data else None
+            byte = first.value if first is not None else None
             for s in large:
                 s.size = 0
-            req.trajectory.frame_id.size = 0
+            if first is not None:
+                first.value = b"\0"
             try:
                 msg = self._convert(address)
             finally:  # rosidl frees the request's elements by its sizes
                 for s, n in zip(large, sizes):
                     s.size = n
-                req.trajectory.frame_id.size = frame_id
+                if first is not None:
+                    first.value = byte
             if len(self._refused) > 64:  # goals whose callback never ran (e.g. a repeated goal id)
                 self._refused.clear()
             self._refused[id(msg.goal)] = (msg.goal, reason)
@@ -158,7 +170,7 @@ class BoundedGoalIntake:
         entry = self._refused.pop(id(goal), None)
         return entry[1] if entry is not None and entry[0] is goal else None
 
-    def _layout_matches(self, meta) -> bool:
+    def _layout_matches(self, rosidl: Dict[str, object]) -> bool:
         """Whether the C layout read here is this rclpy's: fill a request of known sizes in C memory with
         rosidl's own conversion and read it back."""
         probe = _REQUEST()
@@ -171,14 +183,21 @@ class BoundedGoalIntake:
         probe.goal.component_goal_tolerance = [JointComponentTolerance(joint_name="z" * 8)] * 3
         probe.goal.multi_dof_trajectory.joint_names = ["m"] * 6
         probe.goal.goal_time_tolerance = Duration(sec=11, nanosec=13)
-        create = ctypes.CFUNCTYPE(ctypes.c_void_p)(_pointer(meta._CREATE_ROS_MESSAGE))
-        destroy = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_pointer(meta._DESTROY_ROS_MESSAGE))
-        fill = ctypes.PYFUNCTYPE(ctypes.c_bool, ctypes.py_object, ctypes.c_void_p)(_pointer(meta._CONVERT_FROM_PY))
+        create = ctypes.CFUNCTYPE(ctypes.c_void_p)(_pointer(rosidl["_CREATE_ROS_MESSAGE"]))
+        destroy = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_pointer(rosidl["_DESTROY_ROS_MESSAGE"]))
+        fill = ctypes.PYFUNCTYPE(ctypes.c_bool, ctypes.py_object, ctypes.c_void_p)(
+            _pointer(rosidl["_CONVERT_FROM_PY"]))
         address = create()
         try:
             if not address or not fill(probe, address):
                 return False
             req = _GoalRequest.from_address(address)
+            t = req.trajectory
+            counts = (t.points.size, t.joint_names.size, t.frame_id.size, req.path_tolerance.size,
+                      req.goal_tolerance.size, req.component_path_tolerance.size,
+                      req.component_goal_tolerance.size, req.multi_dof_trajectory.joint_names.size)
+            if counts != (2, 3, 5, 4, 5, 0, 3, 6):  # before any pointer of a layout that may be wrong is followed
+                return False
             point = _words(req.trajectory.points, _POINT_WORDS)
             return (self._sizes(req) == (2, 3, 3, 5, True, 8)
                     and (req.goal_time_tolerance.sec, req.goal_time_tolerance.nanosec) == (11, 13)
