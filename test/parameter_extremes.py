@@ -55,7 +55,7 @@ CONTROLLER = [
     ("lambda", 1e-300, 1e9, None, 1.1e9),
     ("control_rate", 1e-3, 1e5, 0.9e-3, 1.01e5),  # state_timeout must then be >= 1/control_rate: set with it
     ("state_timeout", 0.01, 1e6, 0.0099, 1.01e6),  # at least one control period (100 Hz)
-    ("max_time_jump", 1e-3, 1e6, 0.9e-3, 1.01e6),
+    ("max_time_jump", 0.1, 1e6, 0.099, 1.01e6),
     ("max_mass_ratio", 0.0, 1e300, -1e-9, None),
     ("goal_time_tolerance", 0.0, 1e6, -1e-9, 1.01e6),
     ("stopped_velocity_tolerance", 0.0, 1e6, -1e-9, 1.01e6),

@@ -25,7 +25,7 @@ __all__ = ["ControllerSettings", "DEFAULTS", "settings_from_values", "build_mode
 # Bounds that keep every quantity derived from a parameter finite and meaningful (docs/controller_node.md)
 MAX_GAIN = 1.0e9  # kp, kd, lambda entries: a gain times any admissible error stays far from overflow
 MASS_SCALE_RANGE = (1.0e-3, 1.0e3)
-MIN_TIME_JUMP = 1.0e-3  # s: max_time_jump
+MIN_TIME_JUMP = 0.1  # s: max_time_jump (states 10 ms apart, or skipping ahead by some 10 ms, are time running on)
 THRUSTER_WEIGHT_RANGE = (1.0e-6, 1.0e6)
 
 

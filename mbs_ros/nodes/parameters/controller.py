@@ -48,9 +48,8 @@ _PAIRS = {
                    "order), each in [1e-9, 1e6 N m/kg x the total mass]; clipped beyond. Empty: the URDF <limit "
                    "effort> (at most that bound), else 100 N m/kg times the total mass.", ()),
     "max_time_jump": ("Largest forward step [s] between consecutive state stamps taken as time running on, >= "
-                      "0.001; a larger one, or a step back, becomes the time base only after 3 consecutive "
-                      "states.",
-                      {"default": 5.0, "floating_point_range": (0.001, 1.0e6)}),
+                      "0.1; a larger one, or a step back, becomes the time base only after 3 consecutive states.",
+                      {"default": 5.0, "floating_point_range": (0.1, 1.0e6)}),
     "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, MAX_MASS_RATIO),
     "locked_joints": (LOCKED_JOINTS_DESCRIPTION + " As dynamics_node's (the same list).", ()),
     "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, ()),
