@@ -273,7 +273,7 @@ def test_second_goal_preempts_the_first(rig):
 
 def test_oversized_goal_is_refused_before_decoding(rig):
     """2·10⁵ points (one point object repeated: cheap to send) are refused by their count, read before rclpy
-    turns the request into Python objects (1.3 s with the interpreter held for 10⁵ points, 8 s for 10⁶): the
+    turns the request into Python objects (2.2 s with the interpreter held for 10⁵ points, 12 s for 10⁶): the
     reason says "not decoded", and the controller's commands go on, stamped with the newest states. How long
     the commands paused is printed, not asserted: a request of megabytes also floods the loopback transport, and
     states then reach the controller late (up to 3 s here, after the refusal, with the controller idle)."""
