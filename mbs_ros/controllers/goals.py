@@ -10,12 +10,36 @@ from typing import Optional, Sequence, Tuple
 import numpy as np
 
 from mbs_ros.controllers import tolerances as tol
-from mbs_ros.controllers.reference_input import Rejected
+from mbs_ros.controllers.reference_input import MAX_POINTS, Rejected
 
-__all__ = ["check_goal", "check_goal_end", "GoalMonitor", "GoalSample", "FEEDBACK_PERIOD_S", "PREEMPTED"]
+__all__ = ["check_goal", "check_goal_sizes", "check_goal_end", "GoalMonitor", "GoalSample", "FEEDBACK_PERIOD_S",
+           "PREEMPTED", "MULTI_DOF", "MAX_GOAL_NAMES", "MAX_NAME_BYTES"]
 
 FEEDBACK_PERIOD_S = 0.05  # between feedbacks (JTC's action_monitor_rate, 20 Hz)
 PREEMPTED = "Current goal preempted by new incoming action."  # JTC's text for a goal a new one replaces
+MULTI_DOF = "multi_dof_trajectory is not supported (the base follows base_reference)"
+MAX_GOAL_NAMES = 1000  # joint names, and entries of each tolerance list, of a goal
+MAX_NAME_BYTES = 1024  # a goal's frame_id, joint names and tolerance names
+
+
+def check_goal_sizes(n_points: int, n_names: int, longest_point: int, n_tolerances: int, multi_dof: bool,
+                     longest_name: int) -> None:
+    """Rejected for a goal larger than any valid one, judged from its sizes alone (before its points are
+    decoded, which for 10⁶ points takes seconds): more than ``MAX_POINTS`` points, more than ``MAX_GOAL_NAMES``
+    joint names or entries in a tolerance list (``n_tolerances``: the longest), a point with more values in one of
+    its arrays (``longest_point``) than the goal has joint names, a name longer than ``MAX_NAME_BYTES``, or any
+    ``multi_dof_trajectory``."""
+    if multi_dof:
+        raise Rejected(MULTI_DOF)
+    if n_points > MAX_POINTS:
+        raise Rejected(f"{n_points} points: at most {MAX_POINTS}; not decoded")
+    for n, what in ((n_names, "joint names"), (n_tolerances, "tolerances in a list")):
+        if n > MAX_GOAL_NAMES:
+            raise Rejected(f"{n} {what}: at most {MAX_GOAL_NAMES}; not decoded")
+    if longest_point > n_names:
+        raise Rejected(f"a point has {longest_point} values in one array for {n_names} joint names; not decoded")
+    if longest_name > MAX_NAME_BYTES:
+        raise Rejected(f"a name or frame_id of {longest_name} bytes: at most {MAX_NAME_BYTES}; not decoded")
 
 
 def check_goal(names: Sequence[str], joint_names: Sequence[str], allow_partial: bool, n_points: int,
@@ -24,7 +48,7 @@ def check_goal(names: Sequence[str], joint_names: Sequence[str], allow_partial: 
     controller's (unless ``allow_partial``), no joint names, no points, or a last point with a velocity. The
     trajectory itself is checked as a joint reference."""
     if multi_dof:
-        raise Rejected("multi_dof_trajectory is not supported (the base follows base_reference)")
+        raise Rejected(MULTI_DOF)
     names = list(names)
     if not allow_partial and len(names) != len(joint_names):
         raise Rejected(f"joints {names[:20]} don't match the controller's joints {', '.join(joint_names)} "

@@ -3,10 +3,12 @@
 joint_trajectory_controller serves it. A goal is checked (:mod:`mbs_ros.controllers.goals`) and its trajectory
 decoded as joint_reference's on the reference worker; each state is checked against its tolerances
 (:class:`mbs_ros.controllers.goals.GoalMonitor`), which gives the feedback and the outcome. The execute callback is
-a coroutine that awaits the outcome the state callbacks, a cancel or a preemption set. Behaviour:
-docs/controller_node.md."""
+a coroutine that awaits the outcome the state callbacks, a cancel or a preemption set. A goal request is sized up
+in its C form, before rclpy turns it into Python objects (seconds for 10⁶ points, with the interpreter held):
+:class:`BoundedGoalIntake`. Behaviour: docs/controller_node.md."""
 from __future__ import annotations
 
+import ctypes
 import time
 from dataclasses import dataclass
 from typing import Dict, Optional
@@ -14,8 +16,10 @@ from typing import Dict, Optional
 import numpy as np
 from builtin_interfaces.msg import Duration
 from control_msgs.action import FollowJointTrajectory
+from control_msgs.msg import JointComponentTolerance, JointTolerance
 from rclpy.action import ActionServer, CancelResponse, GoalResponse
 from rclpy.task import Future
+from rclpy.type_support import check_for_type_support
 from trajectory_msgs.msg import JointTrajectoryPoint
 
 from mbs_ros.controllers import Reference, goals
@@ -26,9 +30,202 @@ from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes.controller_inputs import point_times, stamp_ns
 from mbs_ros.nodes.controller_publishing import floats
 
-__all__ = ["TrajectoryActions", "ActiveGoal"]
+__all__ = ["TrajectoryActions", "ActiveGoal", "BoundedGoalIntake", "BoundedActionServer"]
 
 _FJT = FollowJointTrajectory.Result
+_REQUEST = FollowJointTrajectory.Impl.SendGoalService.Request
+
+
+class _Seq(ctypes.Structure):  # a rosidl sequence or string: data pointer, size, capacity
+    _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_size_t), ("capacity", ctypes.c_size_t)]
+
+
+class _Time(ctypes.Structure):  # builtin_interfaces Time or Duration
+    _fields_ = [("sec", ctypes.c_int32), ("nanosec", ctypes.c_uint32)]
+
+
+class _Trajectory(ctypes.Structure):  # JointTrajectory and MultiDOFJointTrajectory: header, joint_names, points
+    _fields_ = [("stamp", _Time), ("frame_id", _Seq), ("joint_names", _Seq), ("points", _Seq)]
+
+
+class _GoalRequest(ctypes.Structure):  # FollowJointTrajectory_SendGoal_Request: goal_id, then the goal's fields
+    _fields_ = [("goal_id", ctypes.c_uint8 * 16), ("trajectory", _Trajectory), ("multi_dof_trajectory", _Trajectory),
+                ("path_tolerance", _Seq), ("component_path_tolerance", _Seq), ("goal_tolerance", _Seq),
+                ("component_goal_tolerance", _Seq), ("goal_time_tolerance", _Time)]
+
+
+_POINT_WORDS = 13  # a JointTrajectoryPoint: four double sequences and a Duration, 13 machine words
+# the tolerance lists and their elements' width in machine words: a JointTolerance is a string and three doubles,
+# a JointComponentTolerance a string, a uint16 and three doubles; the name's size is their second word
+_TOLERANCES = (("path_tolerance", 6), ("component_path_tolerance", 7), ("goal_tolerance", 6),
+               ("component_goal_tolerance", 7))
+_CONVERTER = ctypes.CFUNCTYPE(ctypes.py_object, ctypes.c_void_p)  # rosidl's message-to-Python function
+_CALL_CONVERTER = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p)
+_capsule_name = ctypes.PYFUNCTYPE(ctypes.c_char_p, ctypes.py_object)(("PyCapsule_GetName", ctypes.pythonapi))
+_capsule_pointer = ctypes.PYFUNCTYPE(ctypes.c_void_p, ctypes.py_object, ctypes.c_char_p)(
+    ("PyCapsule_GetPointer", ctypes.pythonapi))
+_capsule_new = ctypes.PYFUNCTYPE(ctypes.py_object, ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p)(
+    ("PyCapsule_New", ctypes.pythonapi))
+
+
+def _pointer(capsule) -> int:
+    return _capsule_pointer(capsule, _capsule_name(capsule))
+
+
+_CAPSULES = ("_CREATE_ROS_MESSAGE", "_DESTROY_ROS_MESSAGE", "_CONVERT_FROM_PY", "_CONVERT_TO_PY", "_TYPE_SUPPORT")
+
+
+def _capsules(meta) -> Dict[str, object]:
+    """The C functions a rosidl message metaclass carries (create, destroy, convert from and to Python, type
+    support): what rclpy calls to take a message, here by name as rclpy looks them up."""
+    return {name: getattr(meta, name) for name in _CAPSULES}
+
+
+def _words(seq: _Seq, width: int) -> np.ndarray:
+    """The elements of a sequence of structs ``width`` machine words wide, as an (n, width) array of words."""
+    if not seq.size:
+        return np.zeros((0, width), dtype=np.uint64)
+    buf = (ctypes.c_uint64 * (seq.size * width)).from_address(seq.data)
+    return np.frombuffer(buf, dtype=np.uint64).reshape(seq.size, width)
+
+
+class BoundedGoalIntake:
+    """The type an action server takes FollowJointTrajectory goal requests as: rosidl's, except that its
+    conversion to Python first reads the request's sizes in C memory (:func:`goals.check_goal_sizes`). An
+    oversized request is converted with its large sequences emptied (microseconds instead of seconds) and
+    remembered with the reason (:meth:`refusal`). The C layout is checked against a known request at start-up;
+    ``usable`` is False when it does not match this rclpy's (then requests are taken as rosidl's)."""
+
+    def __init__(self):
+        self._refused: Dict[int, tuple] = {}  # id(goal) -> (goal, reason)
+        self.request_type, self.usable = _REQUEST, False
+        check_for_type_support(_REQUEST)  # rosidl's capsules are set once its type support is loaded
+        try:
+            attrs = _capsules(type(_REQUEST))
+            self._convert = _CALL_CONVERTER(_pointer(attrs["_CONVERT_TO_PY"]))
+            self._callback = _CONVERTER(self._convert_checked)  # kept alive as long as the capsule is in use
+            rosidl = dict(attrs)
+            attrs["_CONVERT_TO_PY"] = _capsule_new(ctypes.cast(self._callback, ctypes.c_void_p), None, None)
+        except (AttributeError, ValueError, TypeError):  # not rosidl's capsules as known here
+            return
+        if self._layout_matches(rosidl):
+            self.request_type = type("BoundedGoalRequestMeta", (type,), attrs)("BoundedGoalRequest", (), {})
+            self.usable = True
+
+    @staticmethod
+    def _sizes(req: _GoalRequest):
+        """The arguments of :func:`goals.check_goal_sizes` read from a request in C memory."""
+        t, m = req.trajectory, req.multi_dof_trajectory
+        lists = [getattr(req, name) for name, _ in _TOLERANCES]
+        n_tolerances = max(s.size for s in lists)
+        multi_dof = bool(m.joint_names.size or m.points.size)
+        if t.points.size > ri.MAX_POINTS or max(t.joint_names.size, n_tolerances) > goals.MAX_GOAL_NAMES:
+            return t.points.size, t.joint_names.size, 0, n_tolerances, multi_dof, 0  # refused by the counts
+        points = _words(t.points, _POINT_WORDS)
+        longest_point = int(points[:, [1, 4, 7, 10]].max()) if len(points) else 0
+        names = [_words(t.joint_names, 3)] + [_words(s, width) for s, (_, width) in zip(lists, _TOLERANCES)]
+        longest_name = max([int(t.frame_id.size)] + [int(w[:, 1].max()) for w in names if len(w)])
+        return t.points.size, t.joint_names.size, longest_point, n_tolerances, multi_dof, longest_name
+
+    def _check(self, req: _GoalRequest) -> Optional[str]:
+        try:
+            goals.check_goal_sizes(*self._sizes(req))
+        except Rejected as e:
+            return str(e)
+        return None
+
+    def _convert_checked(self, address: int):
+        """rosidl's conversion, after the size check; never raises (it is called from C)."""
+        try:
+            req = _GoalRequest.from_address(address)
+            reason = self._check(req)
+            if reason is None:
+                return self._convert(address)
+            large = [req.trajectory.points, req.trajectory.joint_names, req.multi_dof_trajectory.points,
+                     req.multi_dof_trajectory.joint_names] + [getattr(req, name) for name, _ in _TOLERANCES]
+            sizes = [s.size for s in large]
+            frame_id = req.trajectory.frame_id  # rosidl converts a string up to its NUL: blanked for a moment
+            first = ctypes.c_char.from_address(frame_id.data) if frame_id.data else None
+            byte = first.value if first is not None else None
+            for s in large:
+                s.size = 0
+            if first is not None:
+                first.value = b"\0"
+            try:
+                msg = self._convert(address)
+            finally:  # rosidl frees the request's elements by its sizes
+                for s, n in zip(large, sizes):
+                    s.size = n
+                if first is not None:
+                    first.value = byte
+            if len(self._refused) > 64:  # goals whose callback never ran (e.g. a repeated goal id)
+                self._refused.clear()
+            self._refused[id(msg.goal)] = (msg.goal, reason)
+            return msg
+        except Exception:  # noqa: BLE001 - never raise into C: take the request as rosidl does
+            return self._convert(address)
+
+    def refusal(self, goal) -> Optional[str]:
+        """Why the goal (a request's ``goal`` this intake converted) was refused before decoding, or None."""
+        entry = self._refused.pop(id(goal), None)
+        return entry[1] if entry is not None and entry[0] is goal else None
+
+    def _layout_matches(self, rosidl: Dict[str, object]) -> bool:
+        """Whether the C layout read here is this rclpy's: fill a request of known sizes in C memory with
+        rosidl's own conversion and read it back."""
+        probe = _REQUEST()
+        probe.goal.trajectory.joint_names = ["a", "bb", "ccc"]
+        probe.goal.trajectory.header.frame_id = "f" * 5
+        probe.goal.trajectory.points = [JointTrajectoryPoint(positions=[1.0, 2.0], velocities=[1.0] * 3,
+                                                             time_from_start=Duration(sec=7, nanosec=9))] * 2
+        probe.goal.path_tolerance = [JointTolerance(name="x" * 6)] * 4
+        probe.goal.goal_tolerance = [JointTolerance(name="y")] * 5
+        probe.goal.component_goal_tolerance = [JointComponentTolerance(joint_name="z" * 8)] * 3
+        probe.goal.multi_dof_trajectory.joint_names = ["m"] * 6
+        probe.goal.goal_time_tolerance = Duration(sec=11, nanosec=13)
+        create = ctypes.CFUNCTYPE(ctypes.c_void_p)(_pointer(rosidl["_CREATE_ROS_MESSAGE"]))
+        destroy = ctypes.CFUNCTYPE(None, ctypes.c_void_p)(_pointer(rosidl["_DESTROY_ROS_MESSAGE"]))
+        fill = ctypes.PYFUNCTYPE(ctypes.c_bool, ctypes.py_object, ctypes.c_void_p)(
+            _pointer(rosidl["_CONVERT_FROM_PY"]))
+        address = create()
+        try:
+            if not address or not fill(probe, address):
+                return False
+            req = _GoalRequest.from_address(address)
+            t = req.trajectory
+            counts = (t.points.size, t.joint_names.size, t.frame_id.size, req.path_tolerance.size,
+                      req.goal_tolerance.size, req.component_path_tolerance.size,
+                      req.component_goal_tolerance.size, req.multi_dof_trajectory.joint_names.size)
+            if counts != (2, 3, 5, 4, 5, 0, 3, 6):  # before any pointer of a layout that may be wrong is followed
+                return False
+            point = _words(req.trajectory.points, _POINT_WORDS)
+            return (self._sizes(req) == (2, 3, 3, 5, True, 8)
+                    and (req.goal_time_tolerance.sec, req.goal_time_tolerance.nanosec) == (11, 13)
+                    and point[1, 12] == 7 + (9 << 32) and self._check(req) == goals.MULTI_DOF)
+        except Exception:  # noqa: BLE001 - any mismatch: not usable
+            return False
+        finally:
+            if address:
+                destroy(address)
+
+
+class BoundedActionServer(ActionServer):
+    """rclpy's ActionServer taking goal requests through a :class:`BoundedGoalIntake` (``intake``)."""
+
+    def __init__(self, *args, intake: BoundedGoalIntake, **kwargs):
+        self.intake = intake
+        super().__init__(*args, **kwargs)
+
+    def take_data(self):
+        taken = None
+        if getattr(self, "_is_goal_request_ready", False):
+            with self._lock:
+                taken = self._handle.take_goal_request(self.intake.request_type)
+            self._is_goal_request_ready = False  # taken: the base class takes the other requests
+        data = super().take_data()
+        if taken is not None and taken[0]:
+            data["goal"] = taken
+        return data
 
 
 @dataclass
@@ -67,8 +264,16 @@ class TrajectoryActions:
         self._default_tolerances = tolerances_.SegmentTolerances.defaults(
             self.nj, s.goal_time_tolerance, s.stopped_velocity_tolerance)
         self.action_server = None
+        self._intake = None
         if self.nj:
-            self.action_server = ActionServer(
+            intake = BoundedGoalIntake()
+            if intake.usable and all(hasattr(ActionServer, k) for k in ("take_data", "is_ready")):
+                self._intake, server = intake, lambda *a, **k: BoundedActionServer(*a, intake=intake, **k)
+            else:
+                server = ActionServer
+                self.get_logger().warning("follow_joint_trajectory: this rclpy's goal request layout is not the "
+                                          "one expected: goals are sized up only after rclpy decoded them")
+            self.action_server = server(
                 self, FollowJointTrajectory, "~/follow_joint_trajectory", execute_callback=self._execute_goal,
                 goal_callback=self._on_goal, handle_accepted_callback=self._on_goal_accepted,
                 cancel_callback=self._on_cancel)
@@ -83,7 +288,11 @@ class TrajectoryActions:
         goal is checked and its reference built on the reference worker (in order with the references, never
         holding the control loop up); this coroutine waits for the answer. The reference is installed by
         :meth:`_on_goal_accepted`."""
-        if self.state is None:
+        refused = self._intake.refusal(goal) if self._intake is not None else None
+        if refused is not None:
+            self._count("received_follow_joint_trajectory")
+            answer = Rejected(refused)
+        elif self.state is None:
             self._count("received_follow_joint_trajectory")
             answer = Rejected("no state received yet")
         else:

@@ -15,10 +15,18 @@ from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.dynamics.model_source import ParameterError, base_link
 from mbs_ros.nodes import params as prm
+from mbs_ros.nodes.dynamics_settings import MASS_RANGE, MAX_COM, MAX_GRAVITY, check_inertia
 from mbs_ros.nodes.parameters.controller import LAWS, PARAMETERS
 
 __all__ = ["ControllerSettings", "DEFAULTS", "settings_from_values", "build_model", "make_law", "command_limits",
            "layout_description", "field_name", "ParameterError"]
+
+
+# Bounds that keep every quantity derived from a parameter finite and meaningful (docs/controller_node.md)
+MAX_GAIN = 1.0e9  # kp, kd, lambda entries: a gain times any admissible error stays far from overflow
+MASS_SCALE_RANGE = (1.0e-3, 1.0e3)
+MIN_TIME_JUMP = 0.1  # s: max_time_jump (states 10 ms apart, or skipping ahead by some 10 ms, are time running on)
+THRUSTER_WEIGHT_RANGE = (1.0e-6, 1.0e6)
 
 
 def _d(name: str):
@@ -76,10 +84,14 @@ def _gain(values, name):
     if isinstance(v, bool) or isinstance(v, str):
         raise ParameterError(f"{name} must be a positive number or a list of positive numbers, got {v!r}")
     if isinstance(v, (int, float)):
-        return float(v)
-    if hasattr(v, "__len__") and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
-        return tuple(float(x) for x in v)
-    raise ParameterError(f"{name} must be a positive number or a list of positive numbers, got {v!r}")
+        out = float(v)
+    elif hasattr(v, "__len__") and all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in v):
+        out = tuple(float(x) for x in v)
+    else:
+        raise ParameterError(f"{name} must be a positive number or a list of positive numbers, got {v!r}")
+    if any(abs(x) > MAX_GAIN for x in np.ravel(out)):  # NaN and inf: the law refuses them
+        raise ParameterError(f"{name} entries must be <= {MAX_GAIN:g}, got {v!r}")
+    return out
 
 
 def settings_from_values(values: Dict[str, object], source: ms.Source) -> ControllerSettings:
@@ -89,41 +101,53 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
     def text(name, choices=None, allow_empty=False):
         return prm.text(values, name, choices, allow_empty)
 
+    def number(name, lo=None, lo_open=False, hi=None):  # and within the table's range
+        return prm.ranged(values, name, PARAMETERS, lo, lo_open, hi)
+
     locked = prm.locked_joints_setting(values, source.multibody)
     s = ControllerSettings(
         robot_description=text("robot_description", allow_empty=True),
         model_file=text("model_file", allow_empty=True),
         base_group=text("base_group", ms.TREE_BASES if source.multibody else ms.BASES),
-        mass=prm.number(values, "mass", lo=0.0, lo_open=True),
+        mass=number("mass", lo=MASS_RANGE[0], hi=MASS_RANGE[1]),
         inertia=prm.vector(values, "inertia", 6),
-        com=prm.vector(values, "com", 3),
-        gravity=prm.vector(values, "gravity", 3),
-        mass_scale=prm.number(values, "mass_scale", lo=0.0, lo_open=True),
+        com=prm.bounded_vector(values, "com", 3, MAX_COM),
+        gravity=prm.bounded_vector(values, "gravity", 3, MAX_GRAVITY, norm=True),
+        mass_scale=number("mass_scale", lo=MASS_SCALE_RANGE[0], hi=MASS_SCALE_RANGE[1]),
         law=text("law", LAWS),
         kp=_gain(values, "kp"),
         kd=_gain(values, "kd"),
         lambda_=_gain(values, "lambda"),
-        control_rate=prm.number(values, "control_rate", lo=0.0, lo_open=True),
-        state_timeout=prm.number(values, "state_timeout", lo=0.0, lo_open=True),
+        control_rate=number("control_rate", lo=0.0, lo_open=True),
+        state_timeout=number("state_timeout", lo=0.0, lo_open=True),
         world_frame=text("world_frame"),
         base_frame=text("base_frame"),
         lockstep=prm.flag(values, "lockstep"),
         use_events_executor=prm.flag(values, "use_events_executor"),
-        max_mass_ratio=prm.number(values, "max_mass_ratio", lo=0.0),
+        max_mass_ratio=number("max_mass_ratio", lo=0.0),
         locked_joints=locked[0],
         locked_joint_positions=locked[1],
         mimic=text("mimic", MIMIC_MODES),
         joint_armature=prm.vector(values, "joint_armature", None),
         max_wrench=prm.limits(values, "max_wrench", 2),
         max_effort=prm.limits(values, "max_effort", None),
-        max_time_jump=prm.number(values, "max_time_jump", lo=0.0, lo_open=True),
+        max_time_jump=number("max_time_jump", lo=MIN_TIME_JUMP),
         allocate_thrusters=prm.flag(values, "allocate_thrusters"),
         thruster_weights=prm.vector(values, "thruster_weights", None),
         compensate_passive=prm.flag(values, "compensate_passive"),
         allow_partial_joints_goal=prm.flag(values, "allow_partial_joints_goal"),
-        goal_time_tolerance=prm.number(values, "goal_time_tolerance", lo=0.0),
-        stopped_velocity_tolerance=prm.number(values, "stopped_velocity_tolerance", lo=0.0),
+        goal_time_tolerance=number("goal_time_tolerance", lo=0.0),
+        stopped_velocity_tolerance=number("stopped_velocity_tolerance", lo=0.0),
     )
+    lo, hi = THRUSTER_WEIGHT_RANGE
+    if any(not lo <= w <= hi for w in s.thruster_weights):
+        raise ParameterError(f"thruster_weights must lie in [{lo:g}, {hi:g}], got {list(s.thruster_weights)}")
+    if not s.lockstep and s.state_timeout < 1.0 / s.control_rate:
+        raise ParameterError(f"state_timeout must be at least one control period (1/control_rate = "
+                             f"{1.0 / s.control_rate:g} s), got {s.state_timeout:g} s: every state would be stale")
+    if not source.multibody:
+        ixx, ixy, ixz, iyy, iyz, izz = s.inertia
+        check_inertia(np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]))
     if source.multibody and s.base_frame.lstrip("/") != base_link(source):
         raise ParameterError(f"base_frame must name the robot's base link {base_link(source)!r} "
                              f"(or be left unset), got {s.base_frame!r}")

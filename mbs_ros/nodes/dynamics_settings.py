@@ -39,6 +39,9 @@ MASS_RANGE = (1.0e-6, 1.0e9)  # kg
 INERTIA_RANGE = (1.0e-12, 1.0e9)  # kg m^2, principal moments
 MAX_COM = 1.0e3  # m
 MAX_CURRENT = 100.0  # m/s (and m/s² for its rate), per component
+MIN_TEMPERATURE = 1.0  # K: environment_temperature, the divisor of the entropy production
+MIN_REAL_TIME_FACTOR = 1.0e-3  # a positive real_time_factor (0 = as fast as possible)
+MIN_RATE = prm.MIN_RATE  # Hz: wrench_rate, markers_rate, diagnostics_rate, energy_rate when on
 
 _DEFAULT = {name: p.default for name, p in PARAMETERS.items()}
 
@@ -116,8 +119,11 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         return prm.text(values, name, choices if choices is not None else (PARAMETERS[name].choices or None),
                         allow_empty)
 
-    def number(name, lo=None, lo_open=False, hi=None):
-        return prm.number(values, name, lo, lo_open, hi)
+    def number(name, lo=None, lo_open=False, hi=None):  # and within the table's range
+        return prm.ranged(values, name, PARAMETERS, lo, lo_open, hi)
+
+    def rate_or_off(name):
+        return prm.rate_or_off(values, name, PARAMETERS)
 
     def vector(name, n):
         return prm.vector(values, name, n)
@@ -141,9 +147,9 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         integrator=text("integrator"),
         physics_rate=number("physics_rate", lo=0.0, lo_open=True, hi=1.0e5),
         publish_rate=number("publish_rate", lo=MIN_PUBLISH_RATE),
-        wrench_rate=number("wrench_rate", lo=0.0),
-        markers_rate=number("markers_rate", lo=0.0),
-        diagnostics_rate=number("diagnostics_rate", lo=0.0),
+        wrench_rate=rate_or_off("wrench_rate"),
+        markers_rate=rate_or_off("markers_rate"),
+        diagnostics_rate=rate_or_off("diagnostics_rate"),
         initial_position=bounded("initial_position", 3, MAX_INITIAL_POSITION),
         initial_rpy=bounded("initial_rpy", 3, MAX_RPY),
         initial_twist=vector("initial_twist", 6),
@@ -159,7 +165,7 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         joint_armature=vector("joint_armature", None),
         use_events_executor=flag("use_events_executor"),
         publish_clock=flag("publish_clock"),
-        real_time_factor=number("real_time_factor", lo=0.0),
+        real_time_factor=number("real_time_factor", lo=0.0),  # 0, or >= MIN_REAL_TIME_FACTOR: below
         lockstep=flag("lockstep"),
         control_rate=number("control_rate", lo=0.0, lo_open=True),
         publish_markers=flag("publish_markers"),
@@ -169,10 +175,17 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         fluid_density=number("fluid_density", lo=0.0, hi=1.0e5),
         current=bounded("current", 3, MAX_CURRENT),
         current_rate=bounded("current_rate", 3, MAX_CURRENT),
-        environment_temperature=number("environment_temperature", lo=0.0, lo_open=True, hi=1.0e4),
-        energy_rate=number("energy_rate", lo=0.0),
+        environment_temperature=number("environment_temperature", lo=MIN_TEMPERATURE, hi=1.0e4),
+        energy_rate=rate_or_off("energy_rate"),
         start_paused=flag("start_paused"),
     )
+    if 0.0 < s.real_time_factor < MIN_REAL_TIME_FACTOR:
+        raise ParameterError(f"real_time_factor must be 0 (as fast as possible) or >= {MIN_REAL_TIME_FACTOR:g}, got "
+                             f"{s.real_time_factor:g}")
+    step = cv.period_ns(s.physics_rate) * 1e-9
+    if 0.0 < s.cmd_timeout < step:
+        raise ParameterError(f"cmd_timeout must be 0 (start-up only) or at least one physics step (1/physics_rate = "
+                             f"{step:g} s), got {s.cmd_timeout:g} s: a command must apply to one step at least")
     if s.publish_rate > s.physics_rate:
         raise ParameterError(
             f"publish_rate ({s.publish_rate:g} Hz) must not exceed physics_rate ({s.physics_rate:g} Hz)")

@@ -5,11 +5,18 @@ from __future__ import annotations
 import math
 from typing import Dict, Mapping, Optional, Sequence, Tuple
 
+import numpy as np
+
 from mbs_ros.dynamics import actuators
 from mbs_ros.dynamics.model_source import ParameterError
 
-__all__ = ["text", "number", "vector", "flag", "positive_list", "limits", "bounded_vector", "locked_joints_setting",
-           "command_limits"]
+__all__ = ["text", "number", "ranged", "rate_or_off", "vector", "flag", "positive_list", "limits", "bounded_vector",
+           "locked_joints_setting", "command_limits", "MIN_RATE", "MIN_COMMAND_LIMIT", "MAX_LIMIT_PER_KG"]
+
+# Bounds that keep every quantity derived from a parameter finite and meaningful, at start-up and at run time
+MIN_RATE = 1.0e-3  # Hz: an optional publication that is on (0 = off); steps between publications stay < 2^63
+MIN_COMMAND_LIMIT = 1.0e-9  # N, N m: max_wrench and max_effort
+MAX_LIMIT_PER_KG = 1.0e6  # m/s^2, N m/kg: max_wrench and max_effort at most this times the model's total mass
 
 
 def text(values: Mapping, name: str, choices: Optional[Sequence[str]] = None, allow_empty: bool = False) -> str:
@@ -35,6 +42,26 @@ def number(values: Mapping, name: str, lo=None, lo_open: bool = False, hi=None) 
         raise ParameterError(f"{name} must be {'>' if lo_open else '>='} {lo:g}, got {v:g}")
     if hi is not None and v > hi:
         raise ParameterError(f"{name} must be <= {hi:g}, got {v:g}")
+    return v
+
+
+def ranged(values: Mapping, name: str, parameters: Mapping, lo=None, lo_open: bool = False, hi=None) -> float:
+    """:func:`number` within ``[lo, hi]`` and within the parameter table's range: rclpy checks that range on
+    doubles only (an integer value passes it), and the settings see values that did not come through rclpy."""
+    span = parameters[name].range
+    if span is not None:
+        if lo is None or span[0] > lo:
+            lo, lo_open = span[0], False
+        if hi is None or span[1] < hi:
+            hi = span[1]
+    return number(values, name, lo, lo_open, hi)
+
+
+def rate_or_off(values: Mapping, name: str, parameters: Mapping) -> float:
+    """A rate [Hz] that is 0 (off) or at least ``MIN_RATE`` (within the table's range)."""
+    v = ranged(values, name, parameters, lo=0.0)
+    if 0.0 < v < MIN_RATE:
+        raise ParameterError(f"{name} must be 0 (off) or >= {MIN_RATE:g} Hz, got {v:g}")
     return v
 
 
@@ -126,10 +153,25 @@ def locked_joints_setting(values: Dict[str, object], multibody: bool) -> Tuple[t
 
 def command_limits(model, settings) -> actuators.CommandLimits:
     """The saturation limits a node's ``max_wrench`` and ``max_effort`` settings give on ``model`` (empty: the
-    model's defaults, :func:`mbs_ros.dynamics.actuators.command_limits`); ParameterError with the reason."""
+    model's defaults, :func:`mbs_ros.dynamics.actuators.command_limits`); ParameterError with the reason. A given
+    limit must lie in ``[MIN_COMMAND_LIMIT, MAX_LIMIT_PER_KG x total mass]``: a larger one turns saturation off
+    in effect and makes the full-effort rate of the physics-rate check overflow; a model's own limit beyond it
+    (a URDF's ``<limit effort>``) is taken as that bound."""
     max_effort = settings.max_effort
     try:
-        return actuators.command_limits(model, settings.max_wrench or None,
-                                        max_effort if isinstance(max_effort, float) else (max_effort or None))
+        lim = actuators.command_limits(model, settings.max_wrench or None,
+                                       max_effort if isinstance(max_effort, float) else (max_effort or None))
     except ValueError as e:
         raise ParameterError(str(e)) from None
+    top = MAX_LIMIT_PER_KG * float(model.total_mass)
+    given = [("max_wrench", x) for x in (settings.max_wrench or ())]
+    if isinstance(max_effort, float) or max_effort:
+        given += [("max_effort", x) for x in lim.max_effort]
+    for name, x in given:
+        if not MIN_COMMAND_LIMIT <= x <= top:
+            raise ParameterError(f"{name} limits must lie in [{MIN_COMMAND_LIMIT:g}, {top:g}] (N, N m: at most "
+                                 f"{MAX_LIMIT_PER_KG:g} m/s^2 or N m/kg times the model's total mass "
+                                 f"{float(model.total_mass):g} kg), got {x:g}")
+    effort = np.minimum(lim.max_effort, top)
+    effort.setflags(write=False)
+    return actuators.CommandLimits(min(lim.max_force, top), min(lim.max_torque, top), effort)

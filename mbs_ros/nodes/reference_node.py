@@ -180,9 +180,12 @@ class ReferenceNode(Node):
             raise ReferenceError(f"stamp must be one of {', '.join(STAMP_MODES)}, got {v['stamp']!r}")
         for name, lo in (("min_subscribers", 1), ("command_timeout", 0.0), ("start_time", -math.inf)):
             x = v[name]
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < lo:
-                raise ReferenceError(f"{name} must be a {'finite number' if lo == -math.inf else f'number >= {lo}'}, "
-                                     f"got {x!r}")
+            span = PARAMETERS[name].range or (lo, math.inf)  # rclpy checks the range on doubles only
+            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < lo \
+                    or not span[0] <= x <= span[1]:
+                raise ReferenceError(f"{name} must be a {'finite number' if lo == -math.inf else f'number >= {lo}'}"
+                                     + (f" in [{span[0]:g}, {span[1]:g}]" if span[1] < math.inf else "")
+                                     + f", got {x!r}")
         self.wps = wps
         self.stamp_mode = v["stamp"]
         self.start_time_ns = int(round(float(v["start_time"]) * 1e9)) if v["start_time"] >= 0 else None

@@ -9,7 +9,8 @@ real rclpy action client in the test process, on ``/fjt/controller_node/follow_j
 - a goal tolerance not met within goal_time_tolerance aborts with GOAL_TOLERANCE_VIOLATED;
 - a cancel mid-trajectory ends the goal CANCELED and the arm holds where it was;
 - a second goal preempts the first (aborted with INVALID_GOAL, as the kilted joint_trajectory_controller does) and
-  succeeds itself.
+  succeeds itself;
+- a goal of 2·10⁵ points is refused from its sizes, before it is decoded, and the commands go on.
 
 Times are simulation time (the state stamps, the feedback's time_from_start); every wait is for a message, a
 response or a state stamp, with a generous timeout (a busy 2-core machine may run the simulation slower than real
@@ -18,6 +19,7 @@ time). The two processes are shared by the tests, which run in order, each from 
 
 from __future__ import annotations
 
+import bisect
 import math
 import time
 from pathlib import Path
@@ -79,6 +81,7 @@ class Rig:
         self.probe, self.procs = probe, procs
         self.alive = list(procs.values())
         self.states = Recorder(probe, JointState, f"/{NS}/joint_states", depth=5000)
+        self.commands = Recorder(probe, JointState, f"/{NS}/joint_command", depth=5000)
         # the feedback topic itself: an action client drops the feedback that arrives after the goal's result
         self.feedback = Recorder(probe, FollowJointTrajectory.Impl.FeedbackMessage, f"{ACTION}/_action/feedback")
         self.client = ActionClient(probe.node, FollowJointTrajectory, ACTION)
@@ -266,6 +269,36 @@ def test_second_goal_preempts_the_first(rig):
     assert response.status == GoalStatus.STATUS_SUCCEEDED, (response, rig.ctl.log_tail())
     _t, q, _v = rig.newest()
     assert np.all(np.abs(q - target) <= 0.02), (q, target)
+
+
+def test_oversized_goal_is_refused_before_decoding(rig):
+    """2·10⁵ points (one point object repeated: cheap to send) are refused by their count, read before rclpy
+    turns the request into Python objects (2.2 s with the interpreter held for 10⁵ points, 12 s for 10⁶): the
+    reason says "not decoded", and the controller's commands go on, stamped with the newest states. How long
+    the commands paused is printed, not asserted: a request of megabytes also floods the loopback transport, and
+    states then reach the controller late (up to 3 s here, after the refusal, with the controller idle)."""
+    n = 200_000
+    goal = rig.goal([])
+    goal.trajectory.points = [JointTrajectoryPoint(positions=[0.1, 0.2], time_from_start=duration(1.0))] * n
+    first = len(rig.commands)
+    handle, _feedback, _future = rig.send(goal)
+    assert not handle.accepted
+    assert rig.ctl.wait_for_log(f"goal rejected: {n} points: at most 10000; not decoded", timeout=TIMEOUT), \
+        rig.ctl.log_tail()
+    answered = len(rig.commands)
+    t_answer = max(map(stamp_of, rig.states.messages))
+    rig.probe.spin_until(lambda: len(rig.commands) > answered + 50
+                         and stamp_of(rig.commands.messages[-1]) >= t_answer + 500_000_000,
+                         what="the commands after the refusal", alive=rig.alive)
+    stamps = [stamp_of(m) for m in rig.commands.messages[max(first - 10, 0):]]
+    assert stamps == sorted(stamps)
+    # the states not answered between two consecutive commands (each carries the stamp of the newest state the
+    # controller had)
+    states = sorted({stamp_of(m) for m in rig.states.messages})
+    missed = max(bisect.bisect_left(states, b) - bisect.bisect_right(states, a) for a, b in zip(stamps, stamps[1:]))
+    gap = max(b - a for a, b in zip(stamps, stamps[1:])) * 1e-9
+    print(f"oversized goal: {len(stamps)} commands around it; at most {missed} states in a row not answered; "
+          f"largest command stamp gap {gap:.3f} s")
 
 
 def test_controller_log_is_clean(rig):

@@ -90,3 +90,19 @@ def test_feedback_is_throttled_by_the_given_clock():
     due = [m(0, 0.1 * i, ZERO, ZERO, ZERO, ZERO, now=now).feedback for i, now in enumerate([0.0, 0.02, 0.049,
                                                                                                0.05, 0.06, 0.2])]
     assert due == [True, False, False, True, False, True]
+
+
+@pytest.mark.parametrize("kwargs, reason", [
+    (dict(multi_dof=True), "multi_dof_trajectory is not supported"),
+    (dict(n_points=10_001), "10001 points: at most 10000; not decoded"),
+    (dict(n_names=1001, longest_point=0), "1001 joint names: at most 1000"),
+    (dict(n_tolerances=1001), "1001 tolerances in a list: at most 1000"),
+    (dict(longest_point=3), "a point has 3 values in one array for 2 joint names"),
+    (dict(longest_name=1025), "a name or frame_id of 1025 bytes: at most 1024"),
+])
+def test_goal_sizes_beyond_any_valid_goal_are_refused(kwargs, reason):
+    args = dict(n_points=10_000, n_names=2, longest_point=2, n_tolerances=1000, multi_dof=False, longest_name=1024)
+    goals.check_goal_sizes(**args)  # the largest valid sizes
+    args.update(kwargs)
+    with pytest.raises(Rejected, match=reason):
+        goals.check_goal_sizes(**args)

@@ -5,6 +5,7 @@ import subprocess
 import sys
 import textwrap
 
+import parameter_extremes as extremes
 import pytest
 from urdf_text import joint, link, robot
 
@@ -85,3 +86,50 @@ def test_the_settings_are_ros_free():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() == "False"
+
+
+def _controller_value(name, value):
+    values = {n: p.default for n, p in table("controller").items()}
+    values[name] = value
+    if name == "control_rate":  # state_timeout at least one control period
+        values["state_timeout"] = max(values["state_timeout"], 1.0 / value)
+    return values
+
+
+@pytest.mark.parametrize("name, value, accepted", extremes.cases(extremes.CONTROLLER + extremes.CONTROLLER_VECTORS))
+def test_every_numeric_parameter_at_its_extremes(name, value, accepted):
+    """The lowest and highest value are taken (law and limits built on a single body of 1 kg), one just outside
+    is refused naming the parameter."""
+    from mbs_ros.nodes.controller_settings import build_model, command_limits, make_law
+
+    source = ms.load_source("", "")
+    values = _controller_value(name, value)
+    if accepted:
+        s = settings_from_values(values, source)
+        model = build_model(s, source)
+        make_law(model, s)
+        command_limits(model, s)
+    else:
+        with pytest.raises(ParameterError, match=name):
+            s = settings_from_values(values, source)
+            model = build_model(s, source)
+            make_law(model, s)
+            command_limits(model, s)
+
+
+def test_state_timeout_is_one_control_period_at_least_but_not_in_lockstep():
+    source = ms.load_source("", "")
+    values = _controller_value("control_rate", 10.0)
+    assert settings_from_values(dict(values, state_timeout=0.1), source).state_timeout == 0.1
+    with pytest.raises(ParameterError, match="state_timeout must be at least one control period .*0.1 s"):
+        settings_from_values(dict(values, state_timeout=0.09), source)
+    assert settings_from_values(dict(values, state_timeout=0.09, lockstep=True), source).lockstep
+
+
+def test_thruster_weights_bounds():
+    source = ms.load_source("", "")
+    values = _controller_value("thruster_weights", [1e-6, 1e6])
+    assert settings_from_values(values, source).thruster_weights == (1e-6, 1e6)
+    for bad in ([0.9e-6, 1.0], [1.0, 1.1e6]):
+        with pytest.raises(ParameterError, match="thruster_weights must lie in"):
+            settings_from_values(dict(values, thruster_weights=bad), source)

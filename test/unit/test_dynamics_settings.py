@@ -1,10 +1,11 @@
-"""The dynamics node's ROS-free parts: its parameter table (defaults, types, the docs page generated from it) and
-the wall-clock pacing. No process, no rclpy."""
+"""The dynamics node's ROS-free parts: its parameter table (defaults, types, the docs page generated from it), the
+bounds of every numeric parameter (test/parameter_extremes.py) and the wall-clock pacing. No process, no rclpy."""
 from __future__ import annotations
 
 import re
 from pathlib import Path
 
+import parameter_extremes as extremes
 import pytest
 
 from mbs_ros.nodes.dynamics_settings import DEFAULTS, settings_from_values
@@ -113,3 +114,74 @@ def test_timer_period():
     assert timer_period(0.001, 0.0, lockstep=False) == 0.0
     assert timer_period(0.001, 0.0, lockstep=True) == pytest.approx(0.05)
     assert timer_period(0.001, 1.0, lockstep=True) == pytest.approx(1.0 / MAX_TICK_RATE_HZ)
+
+
+def _dynamics_value(name, value):
+    values = dict(EXPECTED_DEFAULTS, **{name: value})
+    if name == "physics_rate" and value < 100.0:  # every rate at most physics_rate
+        values.update(publish_rate=min(value, 1.0), wrench_rate=0.0, markers_rate=0.0, diagnostics_rate=0.0,
+                      energy_rate=0.0, cmd_timeout=0.0)
+    return values
+
+
+@pytest.mark.parametrize("name, value, accepted", extremes.cases(
+    extremes.DYNAMICS_RUNTIME + extremes.DYNAMICS_RUNTIME_VECTORS + extremes.DYNAMICS_STARTUP))
+def test_every_numeric_parameter_at_its_extremes(name, value, accepted):
+    """The settings (start-up and run time alike) take the lowest and highest value and refuse one just outside,
+    naming the parameter; max_wrench is checked against the model (a single body of 1 kg)."""
+    from mbs_ros.dynamics.model_source import ParameterError
+    from mbs_ros.nodes.dynamics_settings import build_model, command_limits
+
+    values = _dynamics_value(name, value)
+    if accepted:
+        s = settings_from_values(values)
+        command_limits(build_model(s), s)
+    else:
+        with pytest.raises(ParameterError, match=name):
+            s = settings_from_values(values)
+            command_limits(build_model(s), s)
+
+
+@pytest.mark.parametrize("name, value", [("wrench_rate", 0.0), ("markers_rate", 0.0), ("diagnostics_rate", 0.0),
+                                         ("energy_rate", 0.0), ("real_time_factor", 0.0), ("cmd_timeout", 0.0),
+                                         ("environment_temperature", 5e-324), ("cmd_timeout", 1e-300),
+                                         ("diagnostics_rate", 5e-324), ("real_time_factor", 1e-300)])
+def test_off_values_and_the_issues_tiny_values(name, value):
+    """0 still means off (rates), as fast as possible (real_time_factor) or hold forever (cmd_timeout, start-up);
+    the tiny positive values that made a quantity infinite or every command expire at once are refused."""
+    from mbs_ros.dynamics.model_source import ParameterError
+
+    if value == 0.0:
+        assert getattr(settings_from_values(dict(EXPECTED_DEFAULTS, **{name: value})), name) == 0.0
+    else:
+        with pytest.raises(ParameterError, match=name):
+            settings_from_values(dict(EXPECTED_DEFAULTS, **{name: value}))
+
+
+def test_cmd_timeout_is_at_least_one_physics_step_at_any_rate():
+    from mbs_ros.dynamics.model_source import ParameterError
+
+    at_50hz = dict(EXPECTED_DEFAULTS, physics_rate=50.0, publish_rate=50.0, wrench_rate=50.0, markers_rate=20.0,
+                   diagnostics_rate=1.0, energy_rate=10.0)
+    assert settings_from_values(dict(at_50hz, cmd_timeout=0.02)).cmd_timeout == 0.02
+    with pytest.raises(ParameterError, match="one physics step .* 0.02 s"):
+        settings_from_values(dict(at_50hz, cmd_timeout=0.019))
+
+
+@pytest.mark.parametrize("name, value, accepted", extremes.cases([extremes.ARM_EFFORT]))
+def test_max_effort_at_its_extremes_on_the_arm(name, value, accepted):
+    """max_effort on the 2-link arm (13.5 kg): [1e-9, 1e6 N m/kg x 13.5 kg], one number or one per joint."""
+    from mbs_ros.dynamics import model_source as ms
+    from mbs_ros.dynamics.model_source import ParameterError
+    from mbs_ros.nodes.dynamics_settings import build_model, command_limits
+
+    source = ms.load_source("", str(ROOT / "config" / "robots" / "arm_2link_planar.yaml"))
+    values = dict(EXPECTED_DEFAULTS, base_group="fixed", base_frame=ms.base_link(source))
+    model = build_model(settings_from_values(values, source), source)
+    for given in (value, [value, 1.0]):
+        s = settings_from_values(dict(values, max_effort=given), source)
+        if accepted:
+            assert command_limits(model, s).max_effort[0] == value
+        else:
+            with pytest.raises(ParameterError, match="max_effort limits must lie in \\[1e-09, 1.35e\\+07\\]"):
+                command_limits(model, s)

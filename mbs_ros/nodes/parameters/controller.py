@@ -17,23 +17,24 @@ _PAIRS = {
     "robot_description": ("URDF XML of the robot (as dynamics_node).", ""),
     "model_file": ("URDF, xacro or robot YAML file, or a package:// or file:// URI (as dynamics_node).", ""),
     "base_group": ("Base group (as dynamics_node): " + ", ".join(ms.TREE_BASES) + ".", "se3"),
-    "mass": ("Single body only: mass [kg].", 1.0),
+    "mass": ("Single body only: mass [kg], in [1e-6, 1e9].", 1.0),
     "inertia": ("Single body only: [ixx, ixy, ixz, iyy, iyz, izz] about the c.o.m. [kg m^2].",
                 (0.01, 0.0, 0.0, 0.01, 0.0, 0.01)),
-    "com": ("Single body only: centre of mass in the body frame [m].", (0.0, 0.0, 0.0)),
-    "gravity": ("Gravity in the world frame [m/s^2] (default: the robot YAML's, else [0, 0, -9.81]).",
+    "com": ("Single body only: centre of mass in the body frame [m], each |x| <= 1e3.", (0.0, 0.0, 0.0)),
+    "gravity": ("Gravity in the world frame [m/s^2], norm <= 1e3 (default: the robot YAML's, else [0, 0, -9.81]).",
                 (0.0, 0.0, -9.81)),
-    "mass_scale": ("Multiplies every mass and inertia of the controller's model (robustness tests); > 0.",
-                   1.0),
+    "mass_scale": ("Multiplies every mass and inertia of the controller's model (robustness tests); in "
+                   "[0.001, 1000].", 1.0),
     "law": ("Control law: " + ", ".join(LAWS) + ".", "computed_torque"),
-    "kp": ("Position gain (computed_torque, pd_gravity): scalar or one per velocity component (nv).",
-           9.0),
-    "kd": ("Velocity gain: scalar or one per velocity component (nv).", 6.0),
-    "lambda": ("Slotine-Li Lambda (passivity): scalar or one per velocity component (nv).", 3.0),
+    "kp": ("Position gain (computed_torque, pd_gravity): scalar or one per velocity component (nv), each in "
+           "(0, 1e9].", 9.0),
+    "kd": ("Velocity gain: scalar or one per velocity component (nv), each in (0, 1e9].", 6.0),
+    "lambda": ("Slotine-Li Lambda (passivity): scalar or one per velocity component (nv), each in (0, 1e9].",
+               3.0),
     "control_rate": ("Command rate [Hz] on the node clock (the wall clock, or /clock with use_sim_time), > 0; "
                      "not used in lockstep.", {"default": 100.0, "floating_point_range": (0.001, 100000.0)}),
     "state_timeout": ("A state older than this [s of the node clock] stops commanding (zero command once, "
-                      "throttled warning); not used in lockstep.",
+                      "throttled warning); at least one control period (1/control_rate); not used in lockstep.",
                       {"default": 0.2, "floating_point_range": (0.0, 1.0e6)}),
     "lockstep": ("Compute and publish one command per complete state (odom + joint_states with equal stamps), "
                  "stamped with the state's stamp, instead of on a timer (dynamics_node lockstep).",
@@ -41,13 +42,14 @@ _PAIRS = {
     "world_frame": ("Fixed frame of odom and base_reference.", "world"),
     "base_frame": ("Base frame (as dynamics_node); prefixed with the namespace.", "base_link"),
     "max_wrench": ("[force, torque]: largest norms [N, N m] of the cmd_wrench force and torque (scaled down "
-                   "beyond). Empty: [100 m/s^2, 100 N m/kg] times the model's total mass.", ()),
+                   "beyond), each in [1e-9, 1e6 m/s^2 or N m/kg x the model's total mass]. Empty: [100 m/s^2, "
+                   "100 N m/kg] times the model's total mass.", ()),
     "max_effort": ("Largest joint effort [N m or N]: one number for every joint or one per joint (joint_names "
-                   "order); clipped beyond. Empty: the URDF <limit effort>, else 100 N m/kg times the total mass.",
-                   ()),
-    "max_time_jump": ("Largest forward step [s] between consecutive state stamps taken as time running on; a "
-                      "larger one, or a step back, becomes the time base only after 3 consecutive states.",
-                      {"default": 5.0, "floating_point_range": (0.0, 1.0e6)}),
+                   "order), each in [1e-9, 1e6 N m/kg x the total mass]; clipped beyond. Empty: the URDF <limit "
+                   "effort> (at most that bound), else 100 N m/kg times the total mass.", ()),
+    "max_time_jump": ("Largest forward step [s] between consecutive state stamps taken as time running on, >= "
+                      "0.1; a larger one, or a step back, becomes the time base only after 3 consecutive states.",
+                      {"default": 5.0, "floating_point_range": (0.1, 1.0e6)}),
     "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, MAX_MASS_RATIO),
     "locked_joints": (LOCKED_JOINTS_DESCRIPTION + " As dynamics_node's (the same list).", ()),
     "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, ()),
@@ -58,7 +60,8 @@ _PAIRS = {
         "redistributed, mbs_ros.controllers.allocation) and publish them on thruster_command and cmd_thrust "
         "instead of cmd_wrench.", True),
     "thruster_weights": (
-        "Allocation weights, one per thruster (the cost is sum w_k T_k^2); empty = all 1.", ()),
+        "Allocation weights, one per thruster (the cost is sum w_k T_k^2), each in [1e-6, 1e6]; empty = all 1.",
+        ()),
     "compensate_passive": (
         "Add -tau_p(q, v): cancel the model's passive forces (joint springs, dampers and friction, hydrodynamic "
         "damping and the current's loads) as computed torque cancels C v + g.", True),

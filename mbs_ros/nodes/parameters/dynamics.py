@@ -62,15 +62,15 @@ _PAIRS = {
         "[0.1, physics_rate]; published every round(physics_rate/publish_rate) steps. Not used in lockstep (once "
         "per control period).", {"type": "double", "default": 100.0, "floating_point_range": (0.001, 100000.0)}),
     "wrench_rate": (
-        "Rate of joint_wrenches/<joint> [Hz], <= physics_rate, every round(physics_rate/wrench_rate) steps; 0 = "
-        "off. Computed only while someone subscribes to one of them.",
+        "Rate of joint_wrenches/<joint> [Hz], 0 = off, else in [0.001, physics_rate]; every "
+        "round(physics_rate/wrench_rate) steps. Computed only while someone subscribes to one of them.",
         {"type": "double", "default": 100.0, "floating_point_range": (0.0, 100000.0)}),
     "markers_rate": (
-        "Rate of markers [Hz], <= physics_rate, every round(physics_rate/markers_rate) steps (with publish_markers); "
-        "0 = off. Built only while someone subscribes.",
+        "Rate of markers [Hz], 0 = off, else in [0.001, physics_rate]; every round(physics_rate/markers_rate) steps "
+        "(with publish_markers). Built only while someone subscribes.",
         {"type": "double", "default": 20.0, "floating_point_range": (0.0, 100000.0)}),
     "diagnostics_rate": (
-        "Energy/momentum bookkeeping rate on /diagnostics [Hz], <= physics_rate; 0 = off.",
+        "Energy/momentum bookkeeping rate on /diagnostics [Hz], 0 = off, else in [0.001, physics_rate].",
         {"type": "double", "default": 1.0, "floating_point_range": (0.0, 100000.0)}),
     "initial_position": (
         "Initial position of the base in the world [m], each |x| <= 1e6; used at start-up and "
@@ -97,8 +97,9 @@ _PAIRS = {
         {"type": "string", "default": "base_link", "read_only": True}),
     "cmd_timeout": (
         "A cmd_wrench or cmd_joint_effort is held for this long [s of simulation time], then it goes to zero; "
-        "in (0, 60]. 0 = hold the last command forever, accepted at start-up only (for replays): a change to 0 "
-        "at run time is refused.", {"type": "double", "default": 0.5, "floating_point_range": (0.0, 1.0e6)}),
+        "in [1/physics_rate, 60] (one physics step at least). 0 = hold the last command forever, accepted at "
+        "start-up only (for replays): a change to 0 at run time is refused.",
+        {"type": "double", "default": 0.5, "floating_point_range": (0.0, 60.0)}),
     "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, {"type": "double", "default": MAX_MASS_RATIO, "read_only": True}),
     "locked_joints": (LOCKED_JOINTS_DESCRIPTION, {"type": "string[]", "default": (), "read_only": True}),
     "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, {"type": "double[]", "default": (), "read_only": True}),
@@ -113,8 +114,8 @@ _PAIRS = {
         "use_sim_time:=true. One node per ROS graph should publish it.",
         {"type": "bool", "default": False, "read_only": True}),
     "real_time_factor": (
-        "Simulation seconds per wall-clock second, >= 0; 0 = as fast as possible. In lockstep: the maximum "
-        "speed (0 = as fast as the controller answers).",
+        "Simulation seconds per wall-clock second: 0 = as fast as possible, else in [0.001, 1e6]. In lockstep: "
+        "the maximum speed (0 = as fast as the controller answers).",
         {"type": "double", "default": 1.0, "floating_point_range": (0.0, 1.0e6)}),
     "lockstep": (
         "Advance one control period (physics_rate/control_rate steps) only when the commands stamped with the "
@@ -132,12 +133,14 @@ _PAIRS = {
         {"type": "double", "default": 0.01, "floating_point_range": (0.0, 1.0e6)}),
     "max_wrench": (
         "[force, torque]: largest norms [N, N m] of the applied base wrench's force and torque (a larger one is "
-        "scaled down along its direction; counted). Empty: [100 m/s^2, 100 N m/kg] times the model's total mass "
-        "(as controller_node).", {"type": "double[]", "default": ()}),
+        "scaled down along its direction; counted), each in [1e-9, 1e6 m/s^2 or N m/kg x the model's total "
+        "mass]. Empty: [100 m/s^2, 100 N m/kg] times the model's total mass (as controller_node).",
+        {"type": "double[]", "default": ()}),
     "max_effort": (
-        "Largest joint effort [N m or N]: one number for every joint or one per joint (joint_names order); "
-        "clipped beyond (counted). Empty: the URDF <limit effort>, else 100 N m/kg times the total mass (as "
-        "controller_node).", {"type": "double|double[]", "default": ()}),
+        "Largest joint effort [N m or N]: one number for every joint or one per joint (joint_names order), each "
+        "in [1e-9, 1e6 N m/kg x the total mass]; clipped beyond (counted). Empty: the URDF <limit effort> (at "
+        "most that bound), else 100 N m/kg times the total mass (as controller_node).",
+        {"type": "double|double[]", "default": ()}),
     "fluid_density": (
         "Density of the water [kg/m^3] for links whose <hydrodynamics> names none; 0 = the robot YAML's "
         "fluid.density, else 1000.",
@@ -151,12 +154,12 @@ _PAIRS = {
         "the displaced volume). The current itself changes only when set.",
         {"type": "double[]", "default": (0.0, 0.0, 0.0)}),
     "environment_temperature": (
-        "Temperature theta_0 [K] of the environment the dissipated power goes to: entropy production = "
-        "dissipated power / theta_0 (energy topic).",
-        {"type": "double", "default": 288.15, "floating_point_range": (0.0, 1.0e4)}),
+        "Temperature theta_0 [K] of the environment the dissipated power goes to, in [1, 1e4]: entropy "
+        "production = dissipated power / theta_0 (energy topic).",
+        {"type": "double", "default": 288.15, "floating_point_range": (1.0, 1.0e4)}),
     "energy_rate": (
-        "Rate of the energy topic (mbs_ros_msgs/EnergyPorts: storages, ports, dissipators, entropy) [Hz], <= "
-        "physics_rate; 0 = off. Built only while someone subscribes.",
+        "Rate of the energy topic (mbs_ros_msgs/EnergyPorts: storages, ports, dissipators, entropy) [Hz], 0 = "
+        "off, else in [0.001, physics_rate]. Built only while someone subscribes.",
         {"type": "double", "default": 10.0, "floating_point_range": (0.0, 100000.0)}),
     "start_paused": (
         "Start paused at t0: the initial state is published (again whenever a new subscriber of the state or a "

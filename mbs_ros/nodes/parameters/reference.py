@@ -16,11 +16,13 @@ _PAIRS = {
                        "instead of the waypoint parameters.", ""),
     "stamp": ("state: header.stamp = the newest state's stamp, that state prepended at 0 when the first "
               "waypoint is later; zero: header.stamp 0 (the controller starts it at its newest state).", "state"),
-    "start_time": ("Simulation time [s] the reference starts at: header.stamp = start_time (overrides stamp; no "
-                   "wait for the controller's command); negative: not set.", -1.0),
+    "start_time": ("Simulation time [s] the reference starts at, < 2e9 (a stamp's seconds are 32 bits): "
+                   "header.stamp = start_time (overrides stamp; no wait for the controller's command); negative: "
+                   "not set.", {"default": -1.0, "floating_point_range": (-1.0e9, 2.0e9)}),
     "min_subscribers": ("Publish once every reference topic has this many matched subscriptions (>= 1).", 1),
     "command_timeout": ("Wait at most this long [s, wall clock] for the controller's first command once the rest "
-                        "is ready; then publish anyway, with a warning.", 10.0),
+                        "is ready, in [0, 1e6]; then publish anyway, with a warning.",
+                        {"default": 10.0, "floating_point_range": (0.0, 1.0e6)}),
     "world_frame": ("header.frame_id of base_reference.", "world"),
 }
 

@@ -1,0 +1,81 @@
+"""Every numeric parameter of the nodes at its extremes, written out from the parameter tables' descriptions and
+docs/*_node.md (not computed by the code under test): the lowest and highest value a node takes and a value just
+outside on each side, which it refuses. Shared by the unit tests of the settings and the ROS tests, which set
+them at start-up and at run time.
+
+The single rigid body runs at physics_rate 1000 Hz with mass 1 kg (max_wrench: [1e-9, 1e6 x 1 kg]); the arm is
+config/robots/arm_2link_planar.yaml (13.5 kg: max_effort up to 1.35e7 N m). Each row: (name, lowest, highest,
+just below, just above); None where a side has no bound (just below: none for max_mass_ratio's unbounded top).
+"""
+
+# dynamics_node, settable at run time (on the single body at 1000 Hz)
+DYNAMICS_RUNTIME = [
+    ("mass", 1e-6, 1e9, 0.99e-6, 1.01e9),
+    ("publish_rate", 0.1, 1000.0, 0.099, 1000.5),
+    ("wrench_rate", 1e-3, 1000.0, 0.9e-3, 1000.5),  # 0 = off is accepted too
+    ("markers_rate", 1e-3, 1000.0, 0.9e-3, 1000.5),
+    ("diagnostics_rate", 1e-3, 1000.0, 0.9e-3, 1000.5),
+    ("energy_rate", 1e-3, 1000.0, 0.9e-3, 1000.5),
+    ("cmd_timeout", 1e-3, 60.0, 0.9e-3, 60.5),  # one physics step at least; 0 at start-up only
+    ("real_time_factor", 1e-3, 1e6, 0.9e-3, 1.1e6),  # 0 = as fast as possible is accepted too
+    ("marker_wrench_scale", 0.0, 1e6, -1e-9, 1.1e6),
+    ("environment_temperature", 1.0, 1e4, 0.999, 1.0001e4),
+]
+
+# dynamics_node, vectors settable at run time (single body): (name, lowest, highest, just below, just above)
+DYNAMICS_RUNTIME_VECTORS = [
+    ("inertia", [1e-12, 0.0, 0.0, 1e-12, 0.0, 1e-12], [1e9, 0.0, 0.0, 1e9, 0.0, 1e9],
+     [0.9e-12, 0.0, 0.0, 0.9e-12, 0.0, 0.9e-12], [1.1e9, 0.0, 0.0, 1.1e9, 0.0, 1.1e9]),
+    ("com", [-1e3, 0.0, 0.0], [1e3, 1e3, 1e3], [-1000.5, 0.0, 0.0], [1000.5, 0.0, 0.0]),
+    ("gravity", [0.0, 0.0, 0.0], [0.0, 0.0, -1e3], None, [0.0, 600.0, -800.5]),
+    ("current", [-100.0, -100.0, -100.0], [100.0, 100.0, 100.0], [-100.5, 0.0, 0.0], [0.0, 0.0, 100.5]),
+    ("current_rate", [-100.0, 0.0, 0.0], [100.0, 100.0, 100.0], [-100.5, 0.0, 0.0], [0.0, 100.5, 0.0]),
+    ("initial_position", [-1e6, -1e6, -1e6], [1e6, 1e6, 1e6], [-1.000001e6, 0.0, 0.0], [0.0, 0.0, 1.000001e6]),
+    ("initial_rpy", [-1e3, 0.0, 0.0], [1e3, 1e3, 1e3], [-1000.5, 0.0, 0.0], [0.0, 1000.5, 0.0]),
+    ("max_wrench", [1e-9, 1e-9], [1e6, 1e6], [0.9e-9, 1.0], [1.0, 1.01e6]),
+]
+
+# dynamics_node, start-up only (read-only): physics_rate's lowest needs every rate at most 1 Hz
+DYNAMICS_STARTUP = [
+    ("physics_rate", 1.0, 1e5, 0.99, 1.01e5),
+    ("control_rate", 1e-3, 1e5, 0.9e-3, 1.01e5),
+    ("fluid_density", 0.0, 1e5, -1e-9, 1.01e5),
+    ("max_mass_ratio", 0.0, 1e300, -1e-9, None),
+]
+
+# the arm's joints: max_effort (13.5 kg: at most 1.35e7 N m)
+ARM_EFFORT = ("max_effort", 1e-9, 1.35e7, 0.9e-9, 1.36e7)
+
+# controller_node (every parameter start-up only), on the single body, control_rate 100 Hz, not lockstep
+CONTROLLER = [
+    ("mass", 1e-6, 1e9, 0.99e-6, 1.01e9),
+    ("mass_scale", 1e-3, 1e3, 0.9e-3, 1.1e3),
+    ("kp", 1e-300, 1e9, None, 1.1e9),  # a gain must be > 0: 0 is refused by the law
+    ("kd", 1e-300, 1e9, None, 1.1e9),
+    ("lambda", 1e-300, 1e9, None, 1.1e9),
+    ("control_rate", 1e-3, 1e5, 0.9e-3, 1.01e5),  # state_timeout must then be >= 1/control_rate: set with it
+    ("state_timeout", 0.01, 1e6, 0.0099, 1.01e6),  # at least one control period (100 Hz)
+    ("max_time_jump", 0.1, 1e6, 0.099, 1.01e6),
+    ("max_mass_ratio", 0.0, 1e300, -1e-9, None),
+    ("goal_time_tolerance", 0.0, 1e6, -1e-9, 1.01e6),
+    ("stopped_velocity_tolerance", 0.0, 1e6, -1e-9, 1.01e6),
+]
+
+CONTROLLER_VECTORS = [
+    ("com", [1e3, 0.0, 0.0], [1e3, 1e3, 1e3], None, [1000.5, 0.0, 0.0]),
+    ("gravity", [0.0, 0.0, 0.0], [0.0, 0.0, -1e3], None, [0.0, 0.0, -1000.5]),
+    ("inertia", [1e-12, 0.0, 0.0, 1e-12, 0.0, 1e-12], [1e9, 0.0, 0.0, 1e9, 0.0, 1e9],
+     [0.9e-12, 0.0, 0.0, 0.9e-12, 0.0, 0.9e-12], [1.1e9, 0.0, 0.0, 1.1e9, 0.0, 1.1e9]),
+    ("max_wrench", [1e-9, 1e-9], [1e6, 1e6], [0.9e-9, 1.0], [1.0, 1.01e6]),
+]
+
+# what a value just outside is refused with: the parameter's name (rclpy's range refusal names it too)
+
+
+def cases(rows):
+    """``(name, value, accepted)`` for every row: lowest and highest accepted, just below and above refused."""
+    out = []
+    for name, lo, hi, below, above in rows:
+        out += [(name, lo, True), (name, hi, True)]
+        out += [(name, v, False) for v in (below, above) if v is not None]
+    return out
