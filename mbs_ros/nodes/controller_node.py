@@ -210,7 +210,9 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
         if self.state is None:
             return
         age = (self.get_clock().now().nanoseconds - self._state_arrival_ns) * 1e-9
-        if age > self.settings.state_timeout:
+        # A state goes stale once answered: one its first timer call finds already old (a loaded machine) still gets
+        # its command, so a dynamics node waiting for a first command (wait_for_command) is never started by a zero.
+        if age > self.settings.state_timeout and self._last_tau_stamp == self.state[0]:
             self._warn("stale", f"state is {age:.3f} s old (state_timeout {self.settings.state_timeout:g} s): "
                                 "not commanding")
             if not self._stopped:

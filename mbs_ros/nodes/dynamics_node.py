@@ -118,6 +118,8 @@ class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reco
         self._counts = {**{f"received_{t}": 0 for t in inputs}, **{f"rejected_{t}": 0 for t in inputs},
                         "callback_errors": 0}
         self._reported = {}  # counts (and saturations) at the last diagnostics: what is new since
+        if values["wait_for_command"] and not s.lockstep and not s.start_paused:
+            self.await_first_command()  # a robot under gravity holds its initial pose while its controller starts
         self.pacer = Pacer(self.dt_ns, s.real_time_factor)
         self._set_rates(s)
         self._last_clock_stamp = None
@@ -193,6 +195,8 @@ class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reco
                 + (", publishing /clock" if s.publish_clock else "")
                 + (f"; paused at t = {self.stamp() * 1e-9:.9f} s (start_paused: ~/pause false resumes, ~/step "
                    "steps)" if s.start_paused else "")
+                + (f"; paused at t = {self.stamp() * 1e-9:.9f} s until the first command (wait_for_command)"
+                   if self._awaiting_command else "")
                 + f"; {self._limits_text()}; fastest modes: "
                 f"gravity {rate.omega_gravity:.3g} rad/s, full effort {rate.omega_effort:.3g} rad/s; runaway beyond "
                 f"{self.sim.max_angular_rate:g} rad/s")
