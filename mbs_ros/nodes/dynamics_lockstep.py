@@ -4,7 +4,8 @@ channel the simulator expects lets one control period run (``Simulator.check_sta
 ``period_complete``); while it waits, the state is sent again after ``LOCKSTEP_RESEND_S`` or when a new endpoint
 matches, and a warning says what is missing once no command has come for ``LOCKSTEP_WARN_S`` since the state was
 sent (the time it stood paused does not count). Paused, the state is sent again to late joiners; with
-``wait_for_command`` the first accepted command ends the start's pause. The speed limit is
+``wait_for_command`` the node stands still at the start, sending the state like that and at publish_rate, until
+the first accepted command. The speed limit is
 :class:`mbs_ros.nodes.pacing.Pacer`."""
 from __future__ import annotations
 
@@ -33,7 +34,7 @@ class LockstepWatch:
     _last_input_wall = 0.0
     _last_state_wall = 0.0
     _graph_counts = ()
-    _awaiting_command = False  # wait_for_command: paused at the start until the first accepted command
+    _awaiting_command = False  # wait_for_command: no step from the start until the first accepted command
     _accepted_at_start = 0
     _waiting_k = None  # lockstep: the step whose commands are awaited, and since when (wall clock, running)
     _waiting_since = 0.0
@@ -94,9 +95,6 @@ class LockstepWatch:
         counts = self._graph_counts_now()
         grew = any(c > old for c, old in zip(counts, self._graph_counts))
         self._graph_counts = counts
-        if self._awaiting_command and self._accepted_commands() > self._accepted_at_start:
-            self._start_on_command()
-            return
         if grew:
             self._publish_state(everything=True)
         elif self._awaiting_command and time.monotonic() - self._last_state_wall >= 1.0 / self.settings.publish_rate:
@@ -105,34 +103,31 @@ class LockstepWatch:
             self._publish_state(controller_inputs_only=True)
 
     def await_first_command(self) -> None:
-        """wait_for_command: pause at the start until a command is accepted (:meth:`_paused_watch` resumes)."""
+        """wait_for_command: the timer steps nothing until a command is accepted (:meth:`_command_arrived`)."""
         self._awaiting_command = True
         self._accepted_at_start = self._accepted_commands()
-        self.sim.pause(True)
+
+    def _command_arrived(self) -> bool:
+        """wait_for_command: has the first command been accepted? Then the time starts from the initial state, with
+        that command applied from the first step."""
+        if self._accepted_commands() <= self._accepted_at_start:
+            return False
+        self._awaiting_command = False
+        self._anchor()
+        self.get_logger().info(f"first command: running from t = {self.stamp() * 1e-9:.9f} s (wait_for_command)")
+        return True
 
     def _on_pause(self, request, response):
         """``~/pause`` (then :class:`~mbs_ros.nodes.dynamics_services.Services`): a caller who pauses or resumes
-        decides from then on, so a waiting start (wait_for_command) no longer ends on a command."""
+        decides from then on, so a waiting start (wait_for_command) no longer waits for a command."""
         self._awaiting_command = False
         return super()._on_pause(request, response)
-
-    def _on_step(self, request, response):
-        """``~/step`` (then Services): as ``~/pause``, the caller takes over a waiting start."""
-        self._awaiting_command = False
-        return super()._on_step(request, response)
 
     def _accepted_commands(self) -> int:
         """Commands taken in so far: received minus rejected minus those whose callback failed."""
         c = self._counts
         return (sum(v for k, v in c.items() if k.startswith("received_"))
                 - sum(v for k, v in c.items() if k.startswith("rejected_")) - c.get("callback_errors", 0))
-
-    def _start_on_command(self) -> None:
-        """The first command arrived while waiting for it: time starts from the initial state with it applied."""
-        self._awaiting_command = False
-        self.sim.pause(False)
-        self._anchor()
-        self.get_logger().info(f"first command: running from t = {self.stamp() * 1e-9:.9f} s (wait_for_command)")
 
     def _lockstep_watch(self) -> None:
         """Lockstep timer: pace, send the state again if the commands are late, warn if nothing comes."""

@@ -195,7 +195,7 @@ class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reco
                 + (", publishing /clock" if s.publish_clock else "")
                 + (f"; paused at t = {self.stamp() * 1e-9:.9f} s (start_paused: ~/pause false resumes, ~/step "
                    "steps)" if s.start_paused else "")
-                + (f"; paused at t = {self.stamp() * 1e-9:.9f} s until the first command (wait_for_command)"
+                + (f"; waiting at t = {self.stamp() * 1e-9:.9f} s for the first command (wait_for_command)"
                    if self._awaiting_command else "")
                 + f"; {self._limits_text()}; fastest modes: "
                 f"gravity {rate.omega_gravity:.3g} rad/s, full effort {rate.omega_effort:.3g} rad/s; runaway beyond "
@@ -321,7 +321,9 @@ class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reco
         if not self._spinning:  # the wall clock counts from the first tick, not from the set-up before the spin
             self._spinning = True
             self._anchor()
-        if sim.paused:  # time stands still; keep the bookkeeping and the clock visible
+        if sim.paused or (self._awaiting_command and not self._command_arrived()):
+            # time stands still (paused, or wait_for_command before the first command): keep the bookkeeping and
+            # the clock visible
             if (self._diag_every
                     and time.monotonic() - self._last_diag_wall >= 1.0 / self.settings.diagnostics_rate):
                 self._publish_diagnostics()
