@@ -13,8 +13,8 @@ is the file's ``initial_joint_positions`` exactly, and ``SIM_WINDOW_S`` s of sim
 within ``TOLERANCE_RAD`` of it (a robot that fell while its controller started is held where it fell, radians
 away), and the controller's first state is that initial one. The largest error on the way is printed, not gated:
 on a heavily loaded machine the running loop itself can miss its state_timeout and sag for a moment (then the
-trial's end is held to ``LOADED_BOUND_RAD``, still far from a collapse). The fixed arm (the trial's robot) five times, the
-vehicle-manipulator README shows twice.
+trial's end is held to ``LOADED_BOUND_RAD``, still far from a collapse). The fixed arm (the trial's robot) five
+times, the vehicle-manipulator README shows twice.
 """
 
 from __future__ import annotations
