@@ -118,7 +118,7 @@ class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reco
         self._counts = {**{f"received_{t}": 0 for t in inputs}, **{f"rejected_{t}": 0 for t in inputs},
                         "callback_errors": 0}
         self._reported = {}  # counts (and saturations) at the last diagnostics: what is new since
-        if values["wait_for_command"] and not s.lockstep and not s.start_paused:
+        if s.wait_for_command and not s.lockstep and not s.start_paused:
             self.await_first_command()  # a robot under gravity holds its initial pose while its controller starts
         self.pacer = Pacer(self.dt_ns, s.real_time_factor)
         self._set_rates(s)

@@ -87,6 +87,7 @@ class Settings:
     environment_temperature: float = _DEFAULT["environment_temperature"]  # K, θ₀ of the entropy production
     energy_rate: float = _DEFAULT["energy_rate"]  # Hz, the energy topic
     start_paused: bool = _DEFAULT["start_paused"]  # start paused at t0 (~/pause false or ~/step advance it)
+    wait_for_command: bool = _DEFAULT["wait_for_command"]  # outside lockstep: no step before the first command
 
     @property
     def inertia_matrix(self) -> np.ndarray:
@@ -170,6 +171,7 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         environment_temperature=number("environment_temperature", lo=0.0, lo_open=True, hi=1.0e4),
         energy_rate=number("energy_rate", lo=0.0),
         start_paused=flag("start_paused"),
+        wait_for_command=flag("wait_for_command"),
     )
     if s.publish_rate > s.physics_rate:
         raise ParameterError(
