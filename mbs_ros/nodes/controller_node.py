@@ -85,6 +85,11 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
         s = settings_from_values(values, source)
         model = build_model(s, source)
         law = make_law(model, s)
+        try:  # load the compiled kernels now, not on the first state (a first answer took 2 s on a loaded machine)
+            q, z = model.neutral(), np.zeros(model.nv)
+            law(q, z, q, z, z)
+        except Exception:  # noqa: BLE001 - a warm-up only; the first state reports a real problem
+            pass
         max_force, max_torque, max_effort = command_limits(model, s)
         allocation = None
         if model.group is not None and model.thruster_names and s.allocate_thrusters:

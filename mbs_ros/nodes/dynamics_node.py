@@ -104,6 +104,9 @@ class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reco
                              lockstep_steps=lockstep_steps(s) if s.lockstep else 0,
                              t0_ns=self.get_clock().now().nanoseconds,  # 0 with use_sim_time and no /clock yet
                              max_wrench=(limits.max_force, limits.max_torque), max_effort=limits.max_effort)
+        # a step of a throw-away copy loads the compiled kernels now, not on the first real step (0.5 s on a loaded
+        # machine, while a controller waits for the next state)
+        Simulator(model, q0, v0, self.dt, integrator=s.integrator).advance(1)
         self.sim.on_wrench_applied = self._publish_wrench
         self.sim.on_efforts_applied = self._publish_effort
         self.sim.on_timeout = self._on_command_timeout
