@@ -128,6 +128,9 @@ class Inputs:
             if self.settings.lockstep and self._last_tau_stamp == t:
                 # lockstep: the dynamics node sent this state again (our command may have been lost)
                 self._publish(t, self._last_tau, self.state[1])
+            elif self.state is not None and self.state[0] == t:
+                # a dynamics node standing paused sends its state again: it is as fresh as when it came
+                self._state_arrival_ns = max(self._state_arrival_ns, self.get_clock().now().nanoseconds)
             return
         last = self.timebase.last
         side = "before" if t < last else "after"

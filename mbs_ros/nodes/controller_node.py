@@ -85,6 +85,11 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
         s = settings_from_values(values, source)
         model = build_model(s, source)
         law = make_law(model, s)
+        try:  # load the compiled kernels now, not on the first state (a first answer took 2 s on a loaded machine)
+            q, z = model.neutral(), np.zeros(model.nv)
+            law(q, z, q, z, z)
+        except Exception:  # noqa: BLE001 - a warm-up only; the first state reports a real problem
+            pass
         max_force, max_torque, max_effort = command_limits(model, s)
         allocation = None
         if model.group is not None and model.thruster_names and s.allocate_thrusters:
@@ -113,6 +118,7 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
         self.timebase = tb.TimeBase(int(round(s.max_time_jump * _NS)))
         self._stopped = False
         self._last_tau_stamp = None
+        self._answered_ns = 0  # node clock when the timer first answered the newest state
         self._last_tau = None
         self._lock = threading.Lock()  # the worker's reads of (state, offset, reference) and its installs
         inputs = ("odom", "joint_states", "joint_reference", "base_reference", "follow_joint_trajectory")
@@ -209,7 +215,15 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
     def _on_timer(self) -> None:
         if self.state is None:
             return
-        age = (self.get_clock().now().nanoseconds - self._state_arrival_ns) * 1e-9
+        if self._last_tau_stamp != self.state[0]:
+            # A new state is answered however late the timer gets to it (a loaded machine, a first call that
+            # compiles), and goes stale only state_timeout after the answer went out: a dynamics node waiting for
+            # its first command (wait_for_command) is started by the answer, and not stopped by a zero right after.
+            self._stopped = False
+            self._command()
+            self._answered_ns = self.get_clock().now().nanoseconds
+            return
+        age = (self.get_clock().now().nanoseconds - max(self._state_arrival_ns, self._answered_ns)) * 1e-9
         if age > self.settings.state_timeout:
             self._warn("stale", f"state is {age:.3f} s old (state_timeout {self.settings.state_timeout:g} s): "
                                 "not commanding")

@@ -2,7 +2,11 @@
 :class:`~mbs_ros.nodes.dynamics_node.DynamicsNode`): a command stamped with the current state's stamp on every
 channel the simulator expects lets one control period run (``Simulator.check_stamp``/``submit``/
 ``period_complete``); while it waits, the state is sent again after ``LOCKSTEP_RESEND_S`` or when a new endpoint
-matches. Paused, the state is sent again to late joiners. The speed limit is :class:`mbs_ros.nodes.pacing.Pacer`."""
+matches, and a warning says what is missing once no command has come for ``LOCKSTEP_WARN_S`` since the state was
+sent (the time it stood paused does not count). Paused, the state is sent again to late joiners; with
+``wait_for_command`` the node stands still at the start, sending the state like that and at publish_rate, until
+the first accepted command. The speed limit is
+:class:`mbs_ros.nodes.pacing.Pacer`."""
 from __future__ import annotations
 
 import time
@@ -30,6 +34,10 @@ class LockstepWatch:
     _last_input_wall = 0.0
     _last_state_wall = 0.0
     _graph_counts = ()
+    _awaiting_command = False  # wait_for_command: no step from the start until the first accepted command
+    _accepted_at_start = 0
+    _waiting_k = None  # lockstep: the step whose commands are awaited, and since when (wall clock, running)
+    _waiting_since = 0.0
 
     def _lockstep_stamp_ok(self, topic: str, stamp_ns: int) -> bool:
         """Lockstep: is a command stamped ``stamp_ns`` for the current period? Logs why not (throttled)."""
@@ -81,12 +89,45 @@ class LockstepWatch:
     def _paused_watch(self) -> None:
         """Paused: the state again (same stamp, everything) when a subscriber of odom or joint_states or a command
         publisher matched since it was last sent, so that a node started while the time stands still (a controller,
-        a reference node, a recorder; start_paused) gets the state it would otherwise wait for."""
+        a reference node, a recorder; start_paused) gets the state it would otherwise wait for. Waiting for the first
+        command (wait_for_command): also at publish_rate, and the first accepted command starts the time."""
+        self._waiting_k = None  # lockstep: the time paused is no wait for the controller
         counts = self._graph_counts_now()
         grew = any(c > old for c, old in zip(counts, self._graph_counts))
         self._graph_counts = counts
         if grew:
             self._publish_state(everything=True)
+        elif self._awaiting_command and time.monotonic() - self._last_state_wall >= 1.0 / self.settings.publish_rate:
+            # the state again at publish_rate: the controller keeps it fresh (not stale) and answers it until the
+            # time starts
+            self._publish_state(controller_inputs_only=True)
+
+    def await_first_command(self) -> None:
+        """wait_for_command: the timer steps nothing until a command is accepted (:meth:`_command_arrived`)."""
+        self._awaiting_command = True
+        self._accepted_at_start = self._accepted_commands()
+
+    def _command_arrived(self) -> bool:
+        """wait_for_command: has the first command been accepted? Then the time starts from the initial state, with
+        that command applied from the first step."""
+        if self._accepted_commands() <= self._accepted_at_start:
+            return False
+        self._awaiting_command = False
+        self._anchor()
+        self.get_logger().info(f"first command: running from t = {self.stamp() * 1e-9:.9f} s (wait_for_command)")
+        return True
+
+    def _on_pause(self, request, response):
+        """``~/pause`` (then :class:`~mbs_ros.nodes.dynamics_services.Services`): a caller who pauses or resumes
+        decides from then on, so a waiting start (wait_for_command) no longer waits for a command."""
+        self._awaiting_command = False
+        return super()._on_pause(request, response)
+
+    def _accepted_commands(self) -> int:
+        """Commands taken in so far: received minus rejected minus those whose callback failed."""
+        c = self._counts
+        return (sum(v for k, v in c.items() if k.startswith("received_"))
+                - sum(v for k, v in c.items() if k.startswith("rejected_")) - c.get("callback_errors", 0))
 
     def _lockstep_watch(self) -> None:
         """Lockstep timer: pace, send the state again if the commands are late, warn if nothing comes."""
@@ -95,12 +136,14 @@ class LockstepWatch:
             return
         self._repeat_clock()
         now = time.monotonic()
+        if self._waiting_k != self.sim.k:  # a new period's state is out (or the simulation resumed): count from now
+            self._waiting_k, self._waiting_since = self.sim.k, now
         counts = self._graph_counts_now()
         grew = any(c > old for c, old in zip(counts, self._graph_counts))
         self._graph_counts = counts
         if grew or now - self._last_state_wall > LOCKSTEP_RESEND_S:
             self._publish_state(controller_inputs_only=True)  # the same stamp and values again
-        quiet = now - self._last_input_wall
+        quiet = now - max(self._last_input_wall, self._waiting_since)
         if quiet > LOCKSTEP_WARN_S:
             missing = [TOPIC[ch] for ch in self.sim.missing()]
             seen = ", ".join(f"{TOPIC[ch]} {t * 1e-9:.9f} s"

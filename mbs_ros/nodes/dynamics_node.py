@@ -104,6 +104,9 @@ class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reco
                              lockstep_steps=lockstep_steps(s) if s.lockstep else 0,
                              t0_ns=self.get_clock().now().nanoseconds,  # 0 with use_sim_time and no /clock yet
                              max_wrench=(limits.max_force, limits.max_torque), max_effort=limits.max_effort)
+        # a step of a throw-away copy loads the compiled kernels now, not on the first real step (0.5 s on a loaded
+        # machine, while a controller waits for the next state)
+        Simulator(model, q0, v0, self.dt, integrator=s.integrator).advance(1)
         self.sim.on_wrench_applied = self._publish_wrench
         self.sim.on_efforts_applied = self._publish_effort
         self.sim.on_timeout = self._on_command_timeout
@@ -118,6 +121,8 @@ class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reco
         self._counts = {**{f"received_{t}": 0 for t in inputs}, **{f"rejected_{t}": 0 for t in inputs},
                         "callback_errors": 0}
         self._reported = {}  # counts (and saturations) at the last diagnostics: what is new since
+        if s.wait_for_command and not s.lockstep and not s.start_paused:
+            self.await_first_command()  # a robot under gravity holds its initial pose while its controller starts
         self.pacer = Pacer(self.dt_ns, s.real_time_factor)
         self._set_rates(s)
         self._last_clock_stamp = None
@@ -193,6 +198,8 @@ class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reco
                 + (", publishing /clock" if s.publish_clock else "")
                 + (f"; paused at t = {self.stamp() * 1e-9:.9f} s (start_paused: ~/pause false resumes, ~/step "
                    "steps)" if s.start_paused else "")
+                + (f"; waiting at t = {self.stamp() * 1e-9:.9f} s for the first command (wait_for_command)"
+                   if self._awaiting_command else "")
                 + f"; {self._limits_text()}; fastest modes: "
                 f"gravity {rate.omega_gravity:.3g} rad/s, full effort {rate.omega_effort:.3g} rad/s; runaway beyond "
                 f"{self.sim.max_angular_rate:g} rad/s")
@@ -317,7 +324,9 @@ class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reco
         if not self._spinning:  # the wall clock counts from the first tick, not from the set-up before the spin
             self._spinning = True
             self._anchor()
-        if sim.paused:  # time stands still; keep the bookkeeping and the clock visible
+        if sim.paused or (self._awaiting_command and not self._command_arrived()):
+            # time stands still (paused, or wait_for_command before the first command): keep the bookkeeping and
+            # the clock visible
             if (self._diag_every
                     and time.monotonic() - self._last_diag_wall >= 1.0 / self.settings.diagnostics_rate):
                 self._publish_diagnostics()

@@ -91,6 +91,7 @@ class Settings:
     environment_temperature: float = _DEFAULT["environment_temperature"]  # K, θ₀ of the entropy production
     energy_rate: float = _DEFAULT["energy_rate"]  # Hz, the energy topic
     start_paused: bool = _DEFAULT["start_paused"]  # start paused at t0 (~/pause false or ~/step advance it)
+    wait_for_command: bool = _DEFAULT["wait_for_command"]  # outside lockstep: no step before the first command
 
     @property
     def inertia_matrix(self) -> np.ndarray:
@@ -178,6 +179,7 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         environment_temperature=number("environment_temperature", lo=MIN_TEMPERATURE, hi=1.0e4),
         energy_rate=rate_or_off("energy_rate"),
         start_paused=flag("start_paused"),
+        wait_for_command=flag("wait_for_command"),
     )
     if 0.0 < s.real_time_factor < MIN_REAL_TIME_FACTOR:
         raise ParameterError(f"real_time_factor must be 0 (as fast as possible) or >= {MIN_REAL_TIME_FACTOR:g}, got "

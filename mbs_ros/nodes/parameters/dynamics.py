@@ -166,6 +166,13 @@ _PAIRS = {
         "new command publisher matches) and time stands still until ~/pause false, or ~/step advances it. The "
         "scenario runner starts a lockstep run on simulation time so, and resumes it once the controller holds "
         "its reference.", {"type": "bool", "default": False, "read_only": True}),
+    "wait_for_command": (
+        "Outside lockstep: hold the time at t0, publishing the initial state (again at publish_rate, same "
+        "stamp), until the first accepted command, a controller's answer to that state, so a robot under "
+        "gravity holds its initial pose while its controller starts. ~/pause ends the wait; with start_paused "
+        "it does not apply; lockstep waits for its commands anyway. The shipped parameter files with a "
+        "controller set it.",
+        {"type": "bool", "default": False, "read_only": True}),
 }
 
 
