@@ -80,9 +80,10 @@ def newest_stamp(recorder):
     return max((cv.ns_from_time(m.header.stamp) for m in recorder.messages), default=-1)
 
 
-def test_a_million_steps_leave_the_node_free_for_other_services_and_for_sigint(probe, tmp_path):
-    ns = "svlong"
-    proc = rov(ns, tmp_path)
+@pytest.mark.parametrize("events_executor", [True, False], ids=["events_executor", "single_threaded_executor"])
+def test_a_million_steps_leave_the_node_free_for_other_services_and_for_sigint(probe, tmp_path, events_executor):
+    ns = "svlong" + ("ev" if events_executor else "st")
+    proc = rov(ns, tmp_path, use_events_executor=events_executor)
     odom = Recorder(probe, Odometry, f"/{ns}/odom", depth=10000)
     with proc:
         srv = clients(probe, ns, proc)
@@ -121,7 +122,9 @@ def test_a_million_steps_leave_the_node_free_for_other_services_and_for_sigint(p
         probe.spin_for(0.5)  # the last states in flight
         assert rc == 0, proc.log_tail()
         assert newest_stamp(odom) < (k + MILLION) * MS
-    print(f"SIGINT during a 10^6-step ~/step on bluerov2_heavy_alpha5: the node exited with 0 after {seconds:.3f} s "
+    executor = "events" if events_executor else "single-threaded"
+    print(f"SIGINT during a 10^6-step ~/step on bluerov2_heavy_alpha5 ({executor} executor): the node exited with 0 "
+          f"after {seconds:.3f} s "
           f"(~/reset answered during the steps, after {taken} of them)")
 
 
