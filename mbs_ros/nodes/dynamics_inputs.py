@@ -14,6 +14,7 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.dynamics_lockstep import TOPIC
 
 __all__ = ["CommandInputs"]
 
@@ -68,6 +69,10 @@ class CommandInputs:
         error = self._stamp_error(msg.header.stamp)
         if error:
             self._reject("cmd_wrench", "stamp", error)
+            return
+        if self.lockstep and "wrench" not in self.sim.expected:  # a thruster-driven base: its thrusts instead
+            self._reject("cmd_wrench", "lockstep", "lockstep: this model's periods take "
+                         f"{' and '.join(TOPIC[ch] for ch in self.sim.expected)}, not cmd_wrench")
             return
         if self.lockstep and not self._lockstep_stamp_ok("cmd_wrench", cv.ns_from_time(msg.header.stamp)):
             return

@@ -1,39 +1,82 @@
 """The dynamics node's services (:class:`Services`, a part of :class:`~mbs_ros.nodes.dynamics_node.DynamicsNode`):
 ``~/reset`` (std_srvs/Trigger), ``~/pause`` (std_srvs/SetBool) and ``~/step`` (mbs_ros_msgs/Step, as Gazebo's
-``multi_step``); their behaviour is described in docs/dynamics_node.md, "Services"."""
+``multi_step``); their behaviour is described in docs/dynamics_node.md, "Services".
+
+Every request is answered while the node lives: the services keep all requests (``SERVICE_QOS``, KEEP_ALL), and a
+long ``~/step`` runs in chunks of at most ``STEP_CHUNK_S`` of wall clock with the executor free in between
+(other services, commands, timers, shutdown); its reply is deferred until the steps are done."""
 from __future__ import annotations
 
+import time
+
+from rclpy.callback_groups import ReentrantCallbackGroup
+from rclpy.executors import Executor
+from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import SetBool, Trigger
 
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes.dynamics_lockstep import TOPIC
 from mbs_ros.nodes.dynamics_settings import initial_state
+from mbs_ros.nodes.pacing import STEP_CHUNK_S
 
 try:  # the ~/step service's type (mbs_ros_msgs/srv/Step); an older build of the package has only EnergyPorts
     from mbs_ros_msgs.srv import Step
 except ImportError:  # pragma: no cover - without it: no ~/step (a warning says so)
     Step = None
 
-__all__ = ["Services", "Step", "MAX_STEP_REQUEST"]
+__all__ = ["Services", "Step", "MAX_STEP_REQUEST", "SERVICE_QOS", "seconds_text"]
 
-# ~/step: at most this many physics steps per request (the steps run inside the service callback)
+# ~/step: at most this many physics steps per request
 MAX_STEP_REQUEST = 1_000_000
+
+# The services' queues: every request is kept until it is answered (rclpy's default, KEEP_LAST 10, drops the
+# requests of a burst beyond the tenth without an answer); reliable, as every ROS service.
+SERVICE_QOS = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE,
+                         durability=DurabilityPolicy.VOLATILE)
+
+
+def seconds_text(ns: int) -> str:
+    """A time in integer ns as seconds with 9 decimals, exactly (a float rounds past 2^53 ns, about 104 days)."""
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    return f"{sign}{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
+
+
+class _NextChunk:
+    """Awaited between two chunks of a ``~/step``: hands the executor back for one round of other callbacks."""
+
+    def __await__(self):
+        yield
 
 
 class Services:
     """Needs, from the node: ``sim``, ``model``, ``settings``, ``pacer``, ``advance``, ``_take_period``,
-    ``_try_period``, the publishing methods, ``_guard_service``."""
+    ``_try_period``, the publishing methods, ``_guard_service``, ``_counts``, ``_warn``, ``_anchor``."""
+
+    _step_run = None  # the ~/step in progress (see _on_step)
 
     def _create_services(self) -> None:
-        self.srv_reset = self.create_service(Trigger, "~/reset", self._guard_service(self._on_reset, "reset"))
-        self.srv_pause = self.create_service(SetBool, "~/pause", self._guard_service(self._on_pause, "pause"))
+        qos = SERVICE_QOS
+        self.srv_reset = self.create_service(Trigger, "~/reset", self._guard_service(self._on_reset, "reset"),
+                                             qos_profile=qos)
+        self.srv_pause = self.create_service(SetBool, "~/pause", self._guard_service(self._on_pause, "pause"),
+                                             qos_profile=qos)
         self.srv_step = None
         if Step is not None:
-            self.srv_step = self.create_service(Step, "~/step", self._guard_service(self._on_step, "step"))
+            # its own group: the single-threaded executor runs nothing else of a group whose task is pending
+            self.srv_step = self.create_service(Step, "~/step", self._on_step_request, qos_profile=qos,
+                                                callback_group=ReentrantCallbackGroup())
         else:
             self.get_logger().warning("mbs_ros_msgs has no Step service (an older build): no ~/step (make setup "
                                       "builds it)")
+
+    def _stop_step(self, why: str) -> str:
+        """End the ``~/step`` in progress (its reply says ``why``); the words for the caller's reply."""
+        run = self._step_run
+        if run is None or run[2] is not None:
+            return ""
+        run[2], run[3] = why, self.sim.k - run[1]
+        return f" (the ~/step in progress stopped after {self.sim.k - run[1]} of {run[0]} steps)"
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
         try:
@@ -41,6 +84,7 @@ class Services:
         except ParameterError as e:  # pragma: no cover - validated when set
             response.success, response.message = False, str(e)
             return response
+        stopped = self._stop_step("~/reset")
         # The initial state becomes the state of the next step: stamps never repeat or go back. The commands
         # are cleared (the zero wrench is announced on `wrench` by the next step if it differs).
         fault = self.sim.fault
@@ -50,14 +94,16 @@ class Services:
         self._publish_state(everything=True)
         self._publish_diagnostics()
         response.success = True
-        response.message = f"reset to the initial state at t = {self.stamp() * 1e-9:.9f} s" + (
-            f" (the fault at t = {fault.stamp_ns * 1e-9:.9f} s cleared"
-            + (", still paused: ~/pause false resumes)" if self.sim.paused else ", running)") if fault else "")
+        response.message = f"reset to the initial state at t = {seconds_text(self.stamp())} s" + (
+            f" (the fault at t = {seconds_text(fault.stamp_ns)} s cleared"
+            + (", still paused: ~/pause false resumes)" if self.sim.paused else ", running)") if fault else "") \
+            + stopped
         self.get_logger().info(response.message)
         return response
 
     def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         sim = self.sim
+        stopped = self._stop_step("~/pause " + ("true" if request.data else "false"))
         if request.data and not sim.paused:
             sim.pause(True)
             if self._last_published_k != sim.k:
@@ -65,71 +111,129 @@ class Services:
                 self._publish_applied()
             self._publish_diagnostics()
             self._graph_counts = self._graph_counts_now()  # those matched later get the state again
-            response.message = f"paused at t = {self.stamp() * 1e-9:.9f} s"
+            response.message = f"paused at t = {seconds_text(self.stamp())} s"
         elif not request.data and sim.fault is not None:
             sim.pause(False)  # the pause asked for ends; the fault holds until a reset
             f = sim.fault
             response.success = False
-            response.message = (f"halted by a fault at t = {f.stamp_ns * 1e-9:.9f} s ({f.reason}); call ~/reset to "
-                                "resume from the initial state")
+            response.message = (f"halted by a fault at t = {seconds_text(f.stamp_ns)} s ({f.reason}); call "
+                                "~/reset to resume from the initial state")
             self.get_logger().warning(response.message)
             return response
         elif not request.data and sim.paused:
             sim.pause(False)
             self._anchor()
-            response.message = f"resumed at t = {self.stamp() * 1e-9:.9f} s"
+            response.message = f"resumed at t = {seconds_text(self.stamp())} s"
             if self.lockstep:
                 self._try_period()  # the commands may all be here already
         else:
             response.message = "already " + ("paused" if sim.paused else "running")
+        response.message += stopped
         response.success = True
         self.get_logger().info(response.message)
         return response
 
-    def _on_step(self, request, response):
-        """``~/step`` (mbs_ros_msgs/Step): ``request.steps`` physics steps of a paused simulation (lockstep: one
-        control period whose commands have arrived); see the module docstring, "Services"."""
+    async def _on_step_request(self, request, response):
+        """``~/step``: :meth:`_on_step`, whose exceptions become the reply's reason (as ``_guard_service``)."""
+        try:
+            return await self._on_step(request, response)
+        except Exception as e:  # noqa: BLE001 - no request stops the node
+            self._counts["callback_errors"] += 1
+            self._warn("error_step", f"step failed: {type(e).__name__}: {e}", error=True)
+            response.success = False
+            response.message = f"step failed: {type(e).__name__}: {e}"
+            return response
+
+    def _step_refusal(self, n: int):
+        """Why ``n`` steps cannot be taken now (None: they can)."""
+        sim = self.sim
+        if self._step_run is not None:
+            run = self._step_run
+            return (f"busy: a ~/step of {run[0]} steps is in progress ({sim.k - run[1]} taken); call again when it "
+                    "has answered")
+        if sim.fault is not None:
+            f = sim.fault
+            return f"halted by a fault at t = {seconds_text(f.stamp_ns)} s ({f.reason}); call ~/reset"
+        if not sim.paused:
+            return "not paused: ~/step advances a paused simulation (~/pause true first, or start_paused)"
+        if self.lockstep and n not in (0, sim.lockstep_steps):
+            return (f"lockstep: one control period at a time, steps {sim.lockstep_steps} (physics_rate / "
+                    f"control_rate) or 0, not {n}: the next period needs the controller's answer to the state this "
+                    "one publishes")
+        if self.lockstep and n and not sim.period_complete():
+            return (f"lockstep: the period at t = {seconds_text(self.stamp())} s still waits for "
+                    f"{' and '.join(TOPIC[ch] for ch in sim.missing())} stamped with it; call again once the "
+                    "controller has answered that state")
+        if n > MAX_STEP_REQUEST:
+            return f"{n} steps: at most {MAX_STEP_REQUEST} per request"
+        return None
+
+    async def _on_step(self, request, response):
+        """``request.steps`` physics steps of a paused simulation (lockstep: one control period whose commands
+        have arrived), in chunks of at most ``STEP_CHUNK_S`` of wall clock with the executor free in between; the
+        reply once they are done, or once a ``~/pause``/``~/reset`` stopped them (docs/dynamics_node.md,
+        "Services")."""
         sim = self.sim
         n = int(request.steps)
         k0 = sim.k
-        why = None
-        if sim.fault is not None:
-            f = sim.fault
-            why = f"halted by a fault at t = {f.stamp_ns * 1e-9:.9f} s ({f.reason}); call ~/reset"
-        elif not sim.paused:
-            why = "not paused: ~/step advances a paused simulation (~/pause true first, or start_paused)"
-        elif self.lockstep and n not in (0, sim.lockstep_steps):
-            why = (f"lockstep: one control period at a time, steps {sim.lockstep_steps} (physics_rate / control_rate) "
-                   f"or 0, not {n}: the next period needs the controller's answer to the state this one publishes")
-        elif self.lockstep and n and not sim.period_complete():
-            why = (f"lockstep: the period at t = {self.stamp() * 1e-9:.9f} s still waits for "
-                   f"{' and '.join(TOPIC[ch] for ch in sim.missing())} stamped with it; call again once the "
-                   "controller has answered that state")
-        elif n > MAX_STEP_REQUEST:
-            why = f"{n} steps: at most {MAX_STEP_REQUEST} per request (they are taken inside the service call)"
+        why = self._step_refusal(n)
+        run = [n, k0, None, 0]  # steps asked, k at the start, what stopped it, steps taken when it stopped
         if why is None and n:
-            sim.pause(False)
-            self._stepping = True
+            self._step_run = run
             try:
-                if self.lockstep:
-                    self._take_period()
+                if self.lockstep:  # one control period, bounded by the control period itself
+                    self._step_chunk(self._take_period)
                 else:
-                    self.advance(n)
+                    end = k0 + n
+                    while not self._step_chunk(lambda: self._advance_within(end, STEP_CHUNK_S)):
+                        if not self.context.ok():
+                            break
+                        if isinstance(self.executor, Executor):  # rclpy's own: back here without its wait
+                            self.executor.wake()
+                        await _NextChunk()
+                        if run[2] is not None:
+                            break
             finally:
-                sim.pause(True)
-                self._stepping = False
-            if self._last_published_k != sim.k:  # as a pause: the state it stopped at
-                self._publish_state(everything=True)
-                self._publish_applied()
-            self._publish_diagnostics()
-        taken = sim.k - k0
+                self._step_run = None
+            if run[2] != "~/reset":  # as a pause: the state it stopped at (a reset published its own)
+                if self._last_published_k != sim.k:
+                    self._publish_state(everything=True)
+                    self._publish_applied()
+                self._publish_diagnostics()
+        taken = run[3] if run[2] is not None else sim.k - k0
         response.sim_time = cv.time_from_ns(self.stamp())
         response.step_index = sim.k
-        if why is None and sim.fault is not None:
+        if why is None and run[2] is not None:
+            why = f"stopped by {run[2]} after {taken} of {n} steps; now at t = {seconds_text(self.stamp())} s"
+        elif why is None and sim.fault is not None:
             f = sim.fault
-            why = (f"halted by a fault after {taken} of {n} steps, at t = {f.stamp_ns * 1e-9:.9f} s ({f.reason}); "
-                   "call ~/reset")
+            why = (f"halted by a fault after {taken} of {n} steps, at t = {seconds_text(f.stamp_ns)} s "
+                   f"({f.reason}); call ~/reset")
         response.success = why is None
-        response.message = why or f"{taken} steps to t = {self.stamp() * 1e-9:.9f} s (step {sim.k})"
+        response.message = why or f"{taken} steps to t = {seconds_text(self.stamp())} s (step {sim.k})"
         self.get_logger().debug(f"~/step: {response.message}")
         return response
+
+    def _step_chunk(self, take) -> bool:
+        """``take()`` with the simulation stepping for ``~/step`` (paused for everyone watching: diagnostics say
+        so), paused again after; True when the ``~/step`` is over (all taken, or a fault)."""
+        sim = self.sim
+        sim.pause(False)
+        self._stepping = True
+        try:
+            done = take()
+        finally:
+            sim.pause(True)
+            self._stepping = False
+        return done is not False or sim.fault is not None
+
+    def _advance_within(self, end: int, seconds: float) -> bool:
+        """Steps towards step ``end``, batch by batch (``Pacer.max_batch_steps``), until ``seconds`` of wall clock
+        are used; True when ``end`` is reached."""
+        sim = self.sim
+        deadline = time.monotonic_ns() + int(seconds * 1e9)
+        while sim.k < end and not sim.paused:
+            self.advance(min(end - sim.k, self.pacer.max_batch_steps))
+            if time.monotonic_ns() >= deadline:
+                break
+        return sim.k >= end

@@ -6,7 +6,7 @@ is a speed limit: a control period of n steps starts no earlier than n dt / real
 from __future__ import annotations
 
 __all__ = ["Pacer", "timer_period", "MAX_TICK_RATE_HZ", "MAX_LAG_S", "MAX_BATCH_S", "WARN_THROTTLE_S",
-           "LOCKSTEP_WATCH_S"]
+           "LOCKSTEP_WATCH_S", "STEP_CHUNK_S"]
 
 # The stepping timer ticks at most this often; each tick steps what the wall clock demands.
 MAX_TICK_RATE_HZ = 500.0
@@ -15,6 +15,8 @@ MAX_LAG_S = 0.05
 # At most this much simulation time per timer callback (catching up takes several callbacks, with the
 # subscriptions served in between).
 MAX_BATCH_S = 0.01
+# A ~/step runs in chunks of at most about this much wall clock (whole batches), the executor free in between.
+STEP_CHUNK_S = 0.01
 # Warnings about pacing, lockstep and inputs: at most one per key this often.
 WARN_THROTTLE_S = 2.0
 # Lockstep with real_time_factor 0: the timer only watches (commands start the periods), this often.
