@@ -327,16 +327,10 @@ def run_node(factory: Callable[[], "rclpy.node.Node"], args=None, *,
         unknown = None if parameters is None else unknown_parameters_problem(
             node, parameters, sys.argv if args is None else args)
         if unknown is not None:
-            node.get_logger().fatal(f"invalid parameters: {unknown}")
-            node.destroy_node()
-            try_shutdown()
-            return EXIT_BAD_ARGUMENTS
+            return _refuse(node, f"invalid parameters: {unknown}", EXIT_BAD_ARGUMENTS)
         node.configure()
     except errors as e:
-        node.get_logger().fatal(f"invalid parameters: {e}")
-        node.destroy_node()
-        try_shutdown()
-        return 2
+        return _refuse(node, f"invalid parameters: {e}", 2)
     except (KeyboardInterrupt, ExternalShutdownException):
         try_shutdown()
         return 0
@@ -359,6 +353,17 @@ def run_node(factory: Callable[[], "rclpy.node.Node"], args=None, *,
         node.destroy_node()
         try_shutdown()
         guard.done()
+    return rc
+
+
+def _refuse(node, message: str, rc: int) -> int:
+    """Log ``message`` as FATAL and release the node's ROS entities under a :class:`TeardownGuard`, so a refused
+    start ends the process with ``rc`` even when the middleware's teardown hangs."""
+    node.get_logger().fatal(message)
+    guard = TeardownGuard(node.get_logger().name, rc)
+    node.destroy_node()
+    try_shutdown()
+    guard.done()
     return rc
 
 

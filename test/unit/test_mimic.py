@@ -31,7 +31,14 @@ from urdf_text import joint, link, robot
 
 pin = pytest.importorskip("pinocchio", reason="Pinocchio (PyPI: pin) is the reference; make setup installs it")
 
-REL = 1e-9
+# Each comparison's gate, 15-100x over its worst measured figure (README quotes the figures): forward dynamics
+# through a solve gathers more roundoff than M, C v + g, RNEA, poses and energies.
+GATES = {"forward dynamics vs KKT": 1e-12, "forward dynamics vs Pinocchio mimic": 1e-11,
+         "energy drift, 0.5 s rk4": 1e-12}
+
+
+def gate(quantity: str) -> float:
+    return GATES.get(quantity, 1e-13)
 
 
 def _load(urdf, **kw):
@@ -138,7 +145,7 @@ def check_against_kkt(urdf, base, rng, label):
             for k, e in errors.items():
                 if e > worst.get(k, (-1.0,))[0]:
                     worst[k] = (float(e), f"{label}, {base}, {model.backend}")
-            assert max(errors.values()) < REL, (label, base, model.backend, errors)
+            assert all(e < gate(k) for k, e in errors.items()), (label, base, model.backend, errors)
     return worst
 
 
@@ -228,7 +235,7 @@ def against_pinocchio(path, relpath):
                 e = float(np.abs(x - ref[k]).max() / np.abs(ref[k]).max())
                 if e > worst.get(k, (-1.0,))[0]:
                     worst[k] = (e, f"{relpath}, {model.backend}")
-                assert e < REL, (relpath, model.backend, k, e)
+                assert e < gate(k), (relpath, model.backend, k, e)
     return worst
 
 
@@ -385,4 +392,4 @@ def test_figures():
             merge(against_pinocchio(_erd_path(relpath), relpath))
     for k, (e, where) in sorted(figures.items()):
         print(f"mimic: worst {k}: {e:.2g} ({where})")
-    assert "forward dynamics vs KKT" in figures and max(e for e, _ in figures.values()) < REL
+    assert "forward dynamics vs KKT" in figures and all(e < gate(k) for k, (e, _) in figures.items())
