@@ -77,7 +77,9 @@ def live(tmp_path_factory):
     ns = spec.namespace
     topics = foxglove_topics(scenario) + ["/clock"]
     dynamics = NodeProcess("mbs_ros.nodes.dynamics_node", name=spec.name, namespace=ns, params_file=params,
-                           parameters=dict(publish_clock=True, energy_rate=20.0, markers_rate=10.0),
+                           # no controller here: the vehicle's parameters wait for a first command otherwise
+                           parameters=dict(publish_clock=True, energy_rate=20.0, markers_rate=10.0,
+                                           wait_for_command=False),
                            log_file=tmp / "dynamics.log")
     bridge = NodeProcess("mbs_ros.bringup.foxglove_bridge", name="foxglove_bridge", args=["--port", "0", "--topics",
                                                                                          *topics],
