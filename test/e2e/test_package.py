@@ -41,6 +41,7 @@ MODULE_TO_KEY = {
     "PIL": "python3-pil",  # Pillow: GIF frames of the animation
     "foxglove": "python3-foxglove-sdk-pip",  # pip: foxglove-sdk (no distro package), the live view's server
     "websockets": "python3-websockets",  # the Foxglove test's WebSocket client
+    "trimesh": "python3-trimesh",  # the animation's mesh visuals
 }
 # ROS packages whose Python module has the package's name (besides *_msgs, *_srvs and *_interfaces).
 ROS_MODULES = {
