@@ -11,6 +11,7 @@ The formulation step by step: ``docs/dynamics.md``.
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from .compiled import PIVOT_TOLERANCE, SingularMassMatrix
 
@@ -296,20 +297,20 @@ def forward_dynamics(model, q, v, tau, kin: Kinematics | None = None) -> np.ndar
     kin = kin or kinematics(model, q)
     rhs = np.asarray(tau, dtype=float) - nonlinear_effects(model, q, v, kin)
     M = crba(model, q, kin)
-    check_pivots(model, M)
-    return np.linalg.solve(M, rhs)
+    return scipy.linalg.cho_solve((check_pivots(model, M), True), rhs, check_finite=False)
 
 
-def check_pivots(model, M) -> None:
-    """:class:`~.compiled.SingularMassMatrix` naming the joint where a pivot of M's Cholesky factorisation is at
-    most :data:`~.compiled.PIVOT_TOLERANCE` of M's largest diagonal entry (singular to within rounding), as the
-    compiled articulated-body algorithm does with its pivots."""
+def check_pivots(model, M) -> np.ndarray:
+    """M's lower Cholesky factor, which the forward dynamics solves with; :class:`~.compiled.SingularMassMatrix`
+    naming the joint where a pivot of it is at most :data:`~.compiled.PIVOT_TOLERANCE` of M's largest diagonal
+    entry (singular to within rounding), as the compiled articulated-body algorithm does with its pivots."""
     try:
-        pivots = np.diag(np.linalg.cholesky(M)) ** 2
+        L = np.linalg.cholesky(M)
+        pivots = np.diag(L) ** 2
     except np.linalg.LinAlgError:
-        pivots = np.zeros(1)
+        L, pivots = None, np.zeros(1)
     if M.size == 0 or pivots.min() > PIVOT_TOLERANCE * float(np.diag(M).max()):
-        return
+        return L
     tree = model.tree
     i = int(np.argmin(pivots)) if pivots.size == len(M) else tree.nvb
     what = f"joint {tree.joint_names[i - tree.nvb]!r}" if i >= tree.nvb else f"base velocity component {i}"
