@@ -52,6 +52,12 @@ def ns_from_time(stamp: Time) -> int:
     return int(stamp.sec) * NS_PER_S + int(stamp.nanosec)
 
 
+def seconds_text(ns: int) -> str:
+    """A time in integer ns as seconds with 9 decimals, exactly (a float rounds past 2^53 ns, about 104 days)."""
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    return f"{sign}{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
+
+
 def period_ns(rate_hz: float) -> int:
     """The integer-nanosecond period nearest to ``1 / rate_hz``."""
     if not rate_hz > 0.0 or not math.isfinite(rate_hz):

@@ -278,7 +278,7 @@ class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reco
         fault, self._new_fault = self._new_fault, None
         if fault is None:
             return
-        self._warn("fault", f"simulation halted at t = {fault.stamp_ns * 1e-9:.9f} s (step {fault.k}): "
+        self._warn("fault", f"simulation halted at t = {cv.seconds_text(fault.stamp_ns)} s (step {fault.k}): "
                    f"{fault.reason}; commands cleared, the state at that time is kept; call ~/reset to resume",
                    error=True)
         self._grids = None

@@ -415,8 +415,8 @@ class StatePublishing:
         if sim.fault is not None:
             f = sim.fault
             level = DiagnosticStatus.ERROR
-            message = (f"halted at t = {f.stamp_ns * 1e-9:.9f} s (step {f.k}, {f.kind}): {f.reason}; the state at "
-                       "that time is kept; call ~/reset")
+            message = (f"halted at t = {cv.seconds_text(f.stamp_ns)} s (step {f.k}, {f.kind}): {f.reason}; "
+                       "the state at that time is kept; call ~/reset")
         else:
             level = DiagnosticStatus.WARN if new else DiagnosticStatus.OK
             message = "paused" if paused else "running"

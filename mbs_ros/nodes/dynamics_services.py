@@ -25,7 +25,7 @@ try:  # the ~/step service's type (mbs_ros_msgs/srv/Step); an older build of the
 except ImportError:  # pragma: no cover - without it: no ~/step (a warning says so)
     Step = None
 
-__all__ = ["Services", "Step", "MAX_STEP_REQUEST", "SERVICE_QOS", "seconds_text"]
+__all__ = ["Services", "Step", "MAX_STEP_REQUEST", "SERVICE_QOS"]
 
 # ~/step: at most this many physics steps per request
 MAX_STEP_REQUEST = 1_000_000
@@ -34,12 +34,6 @@ MAX_STEP_REQUEST = 1_000_000
 # requests of a burst beyond the tenth without an answer); reliable, as every ROS service.
 SERVICE_QOS = QoSProfile(history=HistoryPolicy.KEEP_ALL, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.VOLATILE)
-
-
-def seconds_text(ns: int) -> str:
-    """A time in integer ns as seconds with 9 decimals, exactly (a float rounds past 2^53 ns, about 104 days)."""
-    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
-    return f"{sign}{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
 
 
 class _NextChunk:
@@ -94,8 +88,8 @@ class Services:
         self._publish_state(everything=True)
         self._publish_diagnostics()
         response.success = True
-        response.message = f"reset to the initial state at t = {seconds_text(self.stamp())} s" + (
-            f" (the fault at t = {seconds_text(fault.stamp_ns)} s cleared"
+        response.message = f"reset to the initial state at t = {cv.seconds_text(self.stamp())} s" + (
+            f" (the fault at t = {cv.seconds_text(fault.stamp_ns)} s cleared"
             + (", still paused: ~/pause false resumes)" if self.sim.paused else ", running)") if fault else "") \
             + stopped
         self.get_logger().info(response.message)
@@ -111,19 +105,19 @@ class Services:
                 self._publish_applied()
             self._publish_diagnostics()
             self._graph_counts = self._graph_counts_now()  # those matched later get the state again
-            response.message = f"paused at t = {seconds_text(self.stamp())} s"
+            response.message = f"paused at t = {cv.seconds_text(self.stamp())} s"
         elif not request.data and sim.fault is not None:
             sim.pause(False)  # the pause asked for ends; the fault holds until a reset
             f = sim.fault
             response.success = False
-            response.message = (f"halted by a fault at t = {seconds_text(f.stamp_ns)} s ({f.reason}); call "
+            response.message = (f"halted by a fault at t = {cv.seconds_text(f.stamp_ns)} s ({f.reason}); call "
                                 "~/reset to resume from the initial state")
             self.get_logger().warning(response.message)
             return response
         elif not request.data and sim.paused:
             sim.pause(False)
             self._anchor()
-            response.message = f"resumed at t = {seconds_text(self.stamp())} s"
+            response.message = f"resumed at t = {cv.seconds_text(self.stamp())} s"
             if self.lockstep:
                 self._try_period()  # the commands may all be here already
         else:
@@ -153,7 +147,7 @@ class Services:
                     "has answered")
         if sim.fault is not None:
             f = sim.fault
-            return f"halted by a fault at t = {seconds_text(f.stamp_ns)} s ({f.reason}); call ~/reset"
+            return f"halted by a fault at t = {cv.seconds_text(f.stamp_ns)} s ({f.reason}); call ~/reset"
         if not sim.paused:
             return "not paused: ~/step advances a paused simulation (~/pause true first, or start_paused)"
         if self.lockstep and n not in (0, sim.lockstep_steps):
@@ -161,7 +155,7 @@ class Services:
                     f"control_rate) or 0, not {n}: the next period needs the controller's answer to the state this "
                     "one publishes")
         if self.lockstep and n and not sim.period_complete():
-            return (f"lockstep: the period at t = {seconds_text(self.stamp())} s still waits for "
+            return (f"lockstep: the period at t = {cv.seconds_text(self.stamp())} s still waits for "
                     f"{' and '.join(TOPIC[ch] for ch in sim.missing())} stamped with it; call again once the "
                     "controller has answered that state")
         if n > MAX_STEP_REQUEST:
@@ -204,13 +198,13 @@ class Services:
         response.sim_time = cv.time_from_ns(self.stamp())
         response.step_index = sim.k
         if why is None and run[2] is not None:
-            why = f"stopped by {run[2]} after {taken} of {n} steps; now at t = {seconds_text(self.stamp())} s"
+            why = f"stopped by {run[2]} after {taken} of {n} steps; now at t = {cv.seconds_text(self.stamp())} s"
         elif why is None and sim.fault is not None:
             f = sim.fault
-            why = (f"halted by a fault after {taken} of {n} steps, at t = {seconds_text(f.stamp_ns)} s "
+            why = (f"halted by a fault after {taken} of {n} steps, at t = {cv.seconds_text(f.stamp_ns)} s "
                    f"({f.reason}); call ~/reset")
         response.success = why is None
-        response.message = why or f"{taken} steps to t = {seconds_text(self.stamp())} s (step {sim.k})"
+        response.message = why or f"{taken} steps to t = {cv.seconds_text(self.stamp())} s (step {sim.k})"
         self.get_logger().debug(f"~/step: {response.message}")
         return response
 
