@@ -25,7 +25,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mbs_ros"
 LAYERS = (
     ("base", ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.packages", "mbs_ros.process")),
     ("dynamics", ("mbs_ros.dynamics.*",)),
-    ("controllers/ephs", ("mbs_ros.controllers.*", "mbs_ros.ephs.*")),
+    ("controllers/ephs/sensors/estimation", ("mbs_ros.controllers.*", "mbs_ros.ephs.*", "mbs_ros.sensors.*",
+                                             "mbs_ros.estimation.*")),
     ("nodes", ("mbs_ros.nodes.*",)),
     # the scenario schema is ROS-free and reads the nodes' parameter tables; the animation resolves --model SCENARIO
     # through it, so it sits below the tools while the runner, the bridge and the launch helpers stay on top
@@ -37,7 +38,8 @@ LAYERS = (
 )
 # Modules that must run without ROS: the numerics, and the ROS-free helpers of the nodes and the analysis tools.
 ROS_FREE = ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.packages", "mbs_ros.process", "mbs_ros.dynamics.*",
-            "mbs_ros.controllers.*", "mbs_ros.ephs.*", "mbs_ros.nodes.parameters.*", "mbs_ros.nodes.params",
+            "mbs_ros.controllers.*", "mbs_ros.ephs.*", "mbs_ros.sensors.*", "mbs_ros.estimation.*",
+            "mbs_ros.nodes.parameters.*", "mbs_ros.nodes.params",
             "mbs_ros.nodes.paramsfile", "mbs_ros.analysis.*", "mbs_ros.bringup.scenario")
 # rclpy itself only where a node, the runner, the recorder, the Foxglove bridge or the node benchmark lives.
 RCLPY_ALLOWED = ("mbs_ros.nodes.*", "mbs_ros.bringup.*", "mbs_ros.recording", "mbs_ros.foxglove_schemas",
@@ -429,7 +431,8 @@ PLANTED = [
     ({"dynamics/model.py": "x = 1\n\n\ndef f():\n    import mbs_ros.controllers.laws\n"}, layer_violations,
      "mbs_ros/dynamics/model.py:5: mbs_ros.dynamics.model (layer dynamics) imports mbs_ros.controllers.laws"),
     ({"ephs/ports.py": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..nodes.params import x\n"},
-     layer_violations, "mbs_ros/ephs/ports.py:3: mbs_ros.ephs.ports (layer controllers/ephs) imports "
+     layer_violations, "mbs_ros/ephs/ports.py:3: mbs_ros.ephs.ports (layer controllers/ephs/sensors/estimation) "
+                       "imports "
                        "mbs_ros.nodes.params (layer nodes, higher)"),
     ({"nodes/params.py": "from mbs_ros import recording\n"}, layer_violations,
      "mbs_ros/nodes/params.py:1: mbs_ros.nodes.params (layer nodes) imports mbs_ros.recording"),
