@@ -77,9 +77,12 @@ class SensorSuite:
         model = self.model
         q0, zero = model.neutral(), np.zeros(model.nv)
         if any(self._needs_acc) or self.needs_wrenches:
-            a0 = model.forward_dynamics(q0, zero, zero)
-            if self.needs_wrenches:
-                model.joint_wrenches(q0, zero, a0)
+            try:
+                a0 = model.forward_dynamics(q0, zero, zero)
+                if self.needs_wrenches:
+                    model.joint_wrenches(q0, zero, a0)
+            except Exception:  # noqa: BLE001 - a warm-up only (M may be singular at q0); sampling reports errors
+                pass
         T, V, A, nb = np.eye(4), np.zeros(6), np.zeros(6), self._nb
         _pose_matrix(np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]), np.empty((4, 4)))
         for has_acc in (True, False):
