@@ -29,7 +29,8 @@ import numpy as np
 
 from mbs_ros.yamlfile import shown
 
-from .frames import Reading
+from .frames import Reading, reading
+from .noise import generator
 
 __all__ = ["KEYS", "Params", "parse", "Sensor", "beam_directions", "beam_frames", "beam_ranges"]
 
@@ -115,8 +116,7 @@ class Sensor:
         self._env = env
         self._B = beam_directions(self.params.beam_angle)
         self._current = np.asarray(env.current, dtype=float).reshape(3)
-        self._rng = np.random.default_rng(spec.seed)
-        self._delay_ns = int(round(spec.delay_steps * dt * 1e9))
+        self._rng = generator(spec)
 
     def _lock(self, T, ranges):
         """(mask of returning beams, why there is no lock or None)."""
@@ -145,8 +145,7 @@ class Sensor:
         n = self._rng.standard_normal(8)
         p, env, B = self.params, self._env, self._B
         T = frame.T_world_sensor
-        seabed = env.seabed_z if env.seabed_z is not None else -np.inf
-        true_ranges = beam_ranges(T, B, seabed) if env.seabed_z is not None else np.full(4, np.inf)
+        true_ranges = beam_ranges(T, B, env.seabed_z) if env.seabed_z is not None else np.full(4, np.inf)
         ok, reason = self._lock(T, true_ranges)
         ranges = np.where(ok, true_ranges + p.range_std * n[4:], np.nan)
         v = np.asarray(frame.v, dtype=float)
@@ -165,7 +164,4 @@ class Sensor:
             cov = (p.velocity_std ** 2 * N).ravel()
         values = {"velocity": velocity, "velocity_cov": cov, "mode": mode, "ranges": ranges,
                   "beam_directions": B.copy()}
-        spec = self.spec
-        stamp = frame.stamp_ns + (self._delay_ns if spec.stamp == "arrival" else 0)
-        return Reading(spec.name, spec.type, frame.k, stamp, frame.k + spec.delay_steps, values, mode is not None,
-                       reason)
+        return reading(self.spec, frame, values, mode is not None, reason)

@@ -26,7 +26,8 @@ import numpy as np
 
 from mbs_ros.dynamics.model_source import base_sizes, joint_positions_from_q
 
-from .frames import Reading
+from .frames import Reading, reading
+from .noise import generator
 
 __all__ = ["KEYS", "Params", "parse", "Sensor"]
 
@@ -100,8 +101,7 @@ class Sensor:
         self._wrap = types == "continuous"
         self._period = spec.period_steps * dt
         self._previous = None
-        self._rng = np.random.default_rng(spec.seed)
-        self._delay_ns = int(round(spec.delay_steps * dt * 1e9))
+        self._rng = generator(spec)
 
     def measure(self, frame) -> Reading:
         p = self.params
@@ -121,7 +121,4 @@ class Sensor:
             self._previous = pos.copy()
         else:
             vel = np.asarray(frame.v_gen)[self._nv_base:][self._idx] + p.velocity_std * n[nj:]
-        spec = self.spec
-        stamp = frame.stamp_ns + (self._delay_ns if spec.stamp == "arrival" else 0)
-        return Reading(spec.name, spec.type, frame.k, stamp, frame.k + spec.delay_steps,
-                       {"names": p.joints, "position": pos, "velocity": vel}, True, None)
+        return reading(self.spec, frame, {"names": p.joints, "position": pos, "velocity": vel})

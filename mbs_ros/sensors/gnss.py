@@ -18,7 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .frames import Reading
+from .frames import Reading, reading
+from .noise import generator
 from .geodesy import enu_to_geodetic
 
 __all__ = ["KEYS", "Params", "parse", "Sensor", "STATUS_FIX", "STATUS_NO_FIX"]
@@ -60,21 +61,19 @@ class Sensor:
         self._cov = np.diag(self._std ** 2).ravel()
         self._wet = env.fluid_density is not None
         self._surface = float(env.water_surface_z) + p.surface_margin
-        self._rng = np.random.default_rng(spec.seed)
-        self._delay_ns = int(round(spec.delay_steps * dt * 1e9))
+        self._rng = generator(spec)
 
     def measure(self, frame) -> Reading:
         n = self._rng.standard_normal(3)
         p = np.asarray(frame.T_world_sensor, dtype=float)[:3, 3]
         spec = self.spec
-        stamp = frame.stamp_ns + (self._delay_ns if spec.stamp == "arrival" else 0)
         if self._wet and p[2] < self._surface:
             values = {"latitude": float("nan"), "longitude": float("nan"), "altitude": float("nan"),
                       "status": STATUS_NO_FIX, "position_cov": self._cov.copy()}
             reason = f"no fix: antenna {self._surface - p[2]:.3g} m below the water surface (+ surface_margin)"
-            return Reading(spec.name, spec.type, frame.k, stamp, frame.k + spec.delay_steps, values, False, reason)
+            return reading(spec, frame, values, False, reason)
         e, nn, u = p + self._std * n
         lat, lon, alt = enu_to_geodetic(e, nn, u, *self._datum)
         values = {"latitude": float(lat), "longitude": float(lon), "altitude": float(alt), "status": STATUS_FIX,
                   "position_cov": self._cov.copy()}
-        return Reading(spec.name, spec.type, frame.k, stamp, frame.k + spec.delay_steps, values, True, None)
+        return reading(spec, frame, values)
