@@ -375,6 +375,27 @@ def test_encoder_velocity_by_finite_difference_of_the_counts():
     assert abs(vel[1:].mean() - rate) <= res / (len(vel[1:]) * T) + 1e-12
 
 
+def test_on_the_rov_with_its_arm_water_comes_from_the_model_and_encoders_skip_the_base():
+    """BlueROV2 Heavy with the Alpha 5 arm (config/robots/bluerov2_heavy_alpha5.yaml, se3 base, sea water 1025
+    kg/m³ in its hydrodynamics): a pressure sensor and a DVL need no environment.fluid_density, the pressure uses
+    the model's density; the encoders read the arm's joints after the base's 7 configuration / 6 velocity entries."""
+    model = Model.from_yaml("config/robots/bluerov2_heavy_alpha5.yaml")
+    sset = _sensors([_pressure(resolution=0, noise={"std": 0}), _dvl(noise={"range_std": 0}),
+                     {"name": "enc", "type": "encoders", "link": "base_link", "rate": 100, "resolution": 0,
+                      "noise": {"velocity_std": 0}}], model, {"seabed_depth": 40.0})
+    assert sset.environment.fluid_density == 1025.0
+    joints = [0.3, -0.4, 0.5, -0.6]
+    rates = [0.1, 0.2, -0.3, 0.4]
+    q = model.configuration_from_pose([1.0, 2.0, -7.5], [0, 0, 0, 1], joints)
+    v = np.concatenate([[0.2, 0, 0, 0, 0, 0.1], rates])
+    out = _read(model, sset, q, v)
+    assert out["depth"].values["fluid_pressure"] == pytest.approx(P_ATM + 1025.0 * 9.81 * 7.5, rel=1e-14)
+    assert out["dvl"].valid and np.allclose(out["dvl"].values["ranges"], 32.5 / math.cos(math.radians(25)), rtol=1e-14)
+    assert np.allclose(out["enc"].values["position"], joints, rtol=0, atol=1e-15)
+    assert np.array_equal(out["enc"].values["velocity"], rates)
+    assert out["enc"].values["names"] == model.joint_names
+
+
 # ----------------------------------------------------------------------------------------------- determinism
 def test_same_seed_same_stream_other_seed_other_stream():
     model = Model.rigid_body(gravity=(0, 0, -9.81))
