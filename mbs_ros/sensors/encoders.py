@@ -8,7 +8,8 @@ list).
 
 A real encoder driver counts edges and differentiates the counts over its period (or times the edges); the
 finite difference lags by half a period and carries the quantisation noise res/T, which ``velocity: difference``
-reproduces (its first sample reads 0; a continuous joint's difference is wrapped to (−π, π]). The default,
+reproduces (T: the steps since the previous sample, a period except across a simulator reset, whose jump shows
+in one sample; the first sample reads 0; a continuous joint's difference is wrapped to (−π, π]). The default,
 ``velocity: model``, is the model's joint velocity plus white noise, for estimators that want an unbiased rate.
 Continuous joints read their angle in (−π, π]. Units per joint: rad (revolute, continuous) or m (prismatic).
 YAML: ``joints: [names]`` (default every movable joint, model order), ``resolution`` (rad per count, default
@@ -99,7 +100,7 @@ class Sensor:
         self._res = np.array(p.resolutions, dtype=float)
         types = np.array(model.joint_types)[self._idx] if len(self._idx) else np.array([])
         self._wrap = types == "continuous"
-        self._period = spec.period_steps * dt
+        self._dt = float(dt)
         self._previous = None
         self._rng = generator(spec)
 
@@ -112,13 +113,13 @@ class Sensor:
         quantised = self._res > 0.0
         pos[quantised] = self._res[quantised] * np.floor(pos[quantised] / self._res[quantised] + 0.5)
         if p.velocity == "difference":
-            if self._previous is None:
+            if self._previous is None or frame.k <= self._previous[0]:
                 vel = np.zeros(nj)
             else:
-                d = pos - self._previous
+                d = pos - self._previous[1]
                 d[self._wrap] = (d[self._wrap] + math.pi) % (2.0 * math.pi) - math.pi
-                vel = d / self._period
-            self._previous = pos.copy()
+                vel = d / ((frame.k - self._previous[0]) * self._dt)
+            self._previous = (frame.k, pos.copy())
         else:
             vel = np.asarray(frame.v_gen)[self._nv_base:][self._idx] + p.velocity_std * n[nj:]
         return reading(self.spec, frame, {"names": p.joints, "position": pos, "velocity": vel})

@@ -357,7 +357,8 @@ def test_encoder_velocity_by_finite_difference_of_the_counts():
     """``velocity: difference``: (count_k − count_(k−1)) × res / T. A joint turning at a constant 1.234 rad/s read
     at 50 Hz (T = 2 physics steps) with 1000 counts per revolution: every reading is a whole number of counts per
     period, the first is 0, and over 2 s the mean is the true rate within one count per 2 s (the counts
-    telescope: the sum is the last count minus the first, each within half a count)."""
+    telescope: the sum is the last count minus the first, each within half a count); a sample one step after the
+    previous (after a reset) is divided by that one step."""
     model = _arm()
     sset = _sensors([{"name": "enc", "type": "encoders", "link": "base", "rate": 50, "counts_per_revolution": 1000,
                       "velocity": "difference", "joints": ["shoulder"]}], model)
@@ -373,6 +374,15 @@ def test_encoder_velocity_by_finite_difference_of_the_counts():
     counts = vel[1:] * T / res
     assert np.allclose(counts, np.round(counts), atol=1e-9)
     assert abs(vel[1:].mean() - rate) <= res / (len(vel[1:]) * T) + 1e-12
+    # one step after a sample (a simulator reset moves k on by one): divided by that step, not by a period; a
+    # 2^20-count encoder, so that one difference is the rate within a count per step (6e-4 rad/s)
+    fine = _sensors([{"name": "enc", "type": "encoders", "link": "base", "rate": 50, "joints": ["shoulder"],
+                      "counts_per_revolution": 2 ** 20, "velocity": "difference"}], model)
+    sensor = SensorSuite(model, fine, DT).sensors[0]
+    for k in (200, 201):
+        last = sensor.measure(SensorFrame(k, k * 10_000_000, np.eye(4), np.zeros(3), np.zeros(3), q=_joint_q(
+            model, [-1.0 + rate * k * DT, 0.0, 0.0]), v_gen=np.array([rate, 0, 0]), dt_ns=10_000_000))
+    assert abs(last.values["velocity"][0] - rate) <= 2 * math.pi / 2 ** 20 / DT + 1e-12
 
 
 def test_on_the_rov_with_its_arm_water_comes_from_the_model_and_encoders_skip_the_base():
