@@ -92,6 +92,7 @@ def test_body_accelerations_equal_pinocchio_classical_accelerations_on_the_ur5(b
             a_ours[:3] = R @ (a[:3] + np.cross(v[3:6], v[:3]))
         T, V, _ = link_motion(ours, q_ours, v_ours)
         A = body_accelerations(ours, q_ours, v_ours, a_ours)
+        assert np.array_equal(A, ours.body_accelerations(q_ours, v_ours, a_ours))
         pin.forwardKinematics(pm, pd, q, v, a)
         pin.updateFramePlacements(pm, pd)
         for i, name in enumerate(ours.link_names):
