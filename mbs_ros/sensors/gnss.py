@@ -26,8 +26,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from .frames import Reading, reading
-from .noise import generator
 from .geodesy import LocalTangentPlane
+from .noise import generator
 
 __all__ = ["KEYS", "Params", "parse", "Sensor", "STATUS_FIX", "STATUS_NO_FIX"]
 
