@@ -57,6 +57,9 @@ class SensorSuite:
         self._on_body = tuple(_Mount(tree.T_body_link[i] @ s.T_link_sensor) for i, s in zip(self._links, self.specs))
         self._queue = []  # heap of (publish_k, k, sensor index, reading)
         self._last_k = None
+        self._plans = {}  # due sensors -> (needs accelerations, needs joint wrenches, all on the base body)
+        self._H = np.asarray(model.velocity_map(model.neutral()), dtype=float) if (
+            model.group is not None and model.velocity_map_is_constant) else None
 
     # ------------------------------------------------------------------------------------------------ sampling
     def due_sensors(self, k: int) -> tuple:
@@ -77,15 +80,18 @@ class SensorSuite:
         due = self.due_sensors(k)
         if not due:
             return 0
+        plan = self._plans.get(due)
+        if plan is None:  # what the sensors due together need (a handful of combinations)
+            plan = self._plans[due] = (any(self._needs_acc[i] or self._joints[i] is not None for i in due),
+                                       any(self._joints[i] is not None for i in due),
+                                       all(self._on_base[i] for i in due))
+        need_acc, need_wrenches, on_base = plan
         model = sim.model
         q, v = sim.q, sim.v
-        need_acc = any(self._needs_acc[i] or self._joints[i] is not None for i in due)
         a = model.forward_dynamics(q, v, sim.generalized_force()) if need_acc else None
-        W = None
-        if any(self._joints[i] is not None for i in due):
-            W = model.joint_wrenches(q, v, a)
-        if all(self._on_base[i] for i in due):
-            Tb, Vb, Ab = _base_motion(model, q, v, a)
+        W = model.joint_wrenches(q, v, a) if need_wrenches else None
+        if on_base:
+            Tb, Vb, Ab = self._base_motion(model, q, v, a)
             links = None
         else:
             links = link_motion(model, q, v, a)
@@ -107,6 +113,21 @@ class SensorSuite:
             reading.stamp_ns = stamp + (spec.delay_steps * self.dt_ns if spec.stamp == "arrival" else 0)
             heapq.heappush(self._queue, (reading.publish_k, k, i, reading))
         return len(due)
+
+    def _base_motion(self, model, q, v, a):
+        """World pose, body twist and body acceleration of the base body (None when ``a`` is)."""
+        T = np.empty((4, 4))
+        _pose_matrix(*model.pose(q), T)
+        if model.group is None:
+            return T, np.zeros(6), None if a is None else np.zeros(6)
+        nvb = model.tree.nvb
+        H = self._H
+        if H is not None:  # the SE(3) subgroups: V = H v, V̇ = H v̇
+            return T, H @ v[:nvb], None if a is None else H @ a[:nvb]
+        V = model.twist(q, v)  # SO(3)×R³: V = [Rᵀ ṗ; ω], V̇ = [Rᵀ p̈ − ω × Rᵀ ṗ; ω̇]
+        if a is None:
+            return T, V, None
+        return T, V, np.concatenate([T[:3, :3].T @ a[:3] - _cross(V[3:], V[:3]), a[3:6]])
 
     def due(self, k: int) -> list:
         """The queued readings with ``publish_k <= k``, removed from the queue, in (publish_k, k, sensor) order."""
@@ -147,24 +168,6 @@ def _cross(a, b) -> np.ndarray:
     a0, a1, a2 = a
     b0, b1, b2 = b
     return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
-
-
-def _base_motion(model, q, v, a):
-    """World pose, body twist and body acceleration of the base body (None when ``a`` is)."""
-    T = np.empty((4, 4))
-    _pose_matrix(*model.pose(q), T)
-    if model.group is None:
-        return T, np.zeros(6), None if a is None else np.zeros(6)
-    nvb = model.tree.nvb
-    V = model.twist(q, v)
-    if a is None:
-        return T, V, None
-    if model.velocity_map_is_constant:
-        A = model.velocity_map(q) @ np.asarray(a, dtype=float)[:nvb]
-    else:  # SO(3)×R³: V = [Rᵀ ṗ; ω], V̇ = [Rᵀ p̈ − ω × Rᵀ ṗ; ω̇]
-        R = T[:3, :3]
-        A = np.concatenate([R.T @ a[:3] - _cross(V[3:], V[:3]), a[3:6]])
-    return T, V, A
 
 
 @jit
