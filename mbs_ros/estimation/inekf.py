@@ -191,8 +191,8 @@ def _covariance(cov, n: int, what: str) -> np.ndarray:
 
 class InvariantEKF:
     """Right-invariant EKF on SE₂(3) × R⁶ (module docstring). Attributes R, v, p, bg, ba, P (15×15, order
-    [ξ_R, ξ_v, ξ_p, δb_g, δb_a]), gravity, noise, omega (the last bias-corrected gyro, body) and the counts
-    n_propagations / n_updates."""
+    [ξ_R, ξ_v, ξ_p, δb_g, δb_a]), gravity, noise, omega (the last bias-corrected gyro, body), transition (the
+    last propagate's Φ) and the counts n_propagations / n_updates."""
 
     def __init__(self, R, v, p, P, noise: ImuNoise, gravity=(0.0, 0.0, -9.81), bg=(0.0, 0.0, 0.0),
                  ba=(0.0, 0.0, 0.0)):
@@ -222,7 +222,8 @@ class InvariantEKF:
                                    np.full(3, noise.accelerometer_noise_density ** 2), np.zeros(3),
                                    np.full(3, noise.gyroscope_random_walk ** 2),
                                    np.full(3, noise.accelerometer_random_walk ** 2)])
-        self._Phi = np.eye(15)  # the transition of the last step (its constant entries are set once)
+        self._Phi = np.eye(15)  # the transition of the last sub-step (its constant entries are set once)
+        self.transition = np.eye(15)  # Φ of the last propagate(): ξ⁺ ≈ Φ ξ
 
     # ------------------------------------------------------------------------------------------------ propagation
 
@@ -247,8 +248,11 @@ class InvariantEKF:
         rho = dt * (2 * float(np.abs(w).sum()) + float(np.abs(a).sum()) + 1.0)
         substeps = max(1, math.ceil(rho / 0.5))
         h = dt / substeps
+        transition = np.eye(15)
         for _ in range(substeps):
             self._step(w, a, h)
+            transition = self._Phi @ transition
+        self.transition = transition
         self.omega = w
         self._gyro_variance = self.noise.gyroscope_noise_density ** 2 / dt
         self.n_propagations += 1
@@ -338,7 +342,8 @@ class InvariantEKF:
     def update_body_velocity(self, y, cov, R_body_sensor=_I3, lever_arm=(0.0, 0.0, 0.0), omega=None) -> float:
         """DVL: y = R_bsᵀ (Rᵀ v + ω × r) + n in sensor axes, r = lever_arm (body) of the sensor, ω = omega (the
         bias-corrected body rate; default the last propagated one). A left-invariant observation: with
-        X = exp(δ) X̂, Rᵀ v ≈ R̂ᵀ v̂ + R̂ᵀ δ_v and ω = ω̂ − δb_g, so H = R_bsᵀ [0, R̂ᵀ, 0, r^, 0]. Returns the NIS."""
+        X = exp(δ) X̂, Rᵀ v ≈ R̂ᵀ v̂ + R̂ᵀ δ_v and ω = ω̂ − δb_g, so H = R_bsᵀ [0, R̂ᵀ, 0, r^, 0]. The gyro sample's
+        white noise in ω × r (variance σ_g²/dt of the last IMU step) is added to cov. Returns the NIS."""
         y = _check(y, (3,), "y")
         N = _covariance(cov, 3, "cov")
         Rbs = _check(R_body_sensor, (3, 3), "R_body_sensor")
@@ -348,6 +353,9 @@ class InvariantEKF:
         H = np.zeros((3, 15))
         H[:, 3:6] = Rbs.T @ self.R.T
         H[:, 9:12] = Rbs.T @ hat(r)
+        if self._gyro_variance > 0 and r.any():
+            C = H[:, 9:12]
+            N = N + self._gyro_variance * (C @ C.T)
         return self._correct(y - predicted, H, N)
 
     def update_depth(self, depth, var, lever_arm=(0.0, 0.0, 0.0), water_surface_z=0.0) -> float:
