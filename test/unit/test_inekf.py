@@ -356,3 +356,16 @@ def test_anees_bounds_are_the_chi_square_quantiles():
     assert c.fraction_inside == 0.5
     with pytest.raises(ValueError):
         anees_bounds(0, 5)
+
+
+def test_the_dvl_update_counts_the_gyro_sample_noise_of_the_lever_arm():
+    """With P ≈ 0 the innovation covariance is the DVL's own plus the gyro sample's white noise through ω × r:
+    S = σ² I + (σ_g²/dt) r^ r^ᵀ in sensor = body axes, so the NIS of a chosen misfit is ỹᵀ S⁻¹ ỹ (hand formula)."""
+    ekf = filter_at(state(np.eye(3), np.zeros(3), np.zeros(3)), P=np.eye(15) * 1e-30,
+                    noise=ImuNoise(NOISE.gyroscope_noise_density, 0.0, 0.0, 0.0))  # P stays ≈ 0 but for the rotation
+    ekf.propagate([0.0, 0.0, 0.0], -G, 0.01)
+    r = np.array([0.0, 2.0, 0.0])
+    misfit = np.array([0.01, 0.0, 0.01])
+    nis = ekf.update_body_velocity(ekf.body_velocity + misfit, 1e-4, lever_arm=r, omega=np.zeros(3))
+    q = NOISE.gyroscope_noise_density ** 2 / 0.01 * 4.0   # (σ_g²/dt)|r|² on the axes ⟂ r (x and z)
+    assert nis == pytest.approx(0.01 ** 2 / (1e-4 + q) * 2, rel=1e-6)
