@@ -31,6 +31,7 @@ if not hasattr(msgs, "Step"):
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from geometry_msgs.msg import PointStamped, TwistWithCovarianceStamped, WrenchStamped  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, NavSatFix, Range  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
@@ -310,6 +311,54 @@ def test_same_seeds_give_bit_identical_streams_whatever_the_chunks_other_seeds_o
         assert (any if topic == "sensors/depth" else all)(differ), f"{topic}: other seeds, same noise"
     print(f"sensor determinism: {compared} messages on {len(TOPICS)} topics bit-identical "
           f"(chunks {chunks['snb1']} vs {chunks['snb2']})")
+
+
+# ------------------------------------------------------------------------------------ lockstep
+
+LOCKSTEP = """\
+sensors:
+  - {name: imu, type: imu, link: base_link, rate: 100, seed: 1}
+  - {name: depth, type: pressure, link: base_link, rate: 50, delay: 0.004, seed: 2}
+"""
+
+
+def test_lockstep_publishes_the_readings_due_in_a_period_during_that_period(probe, tmp_path):
+    """The ROV in lockstep (10 steps per control period), the probe answering each state with a zero
+    thruster_command: once it stops answering after 12 periods, the node waits at step 120 having published
+    exactly the readings due by then (IMU every 5 steps, in the middle of each period too; the pressure sensor's
+    every 10 steps 2 steps later), none twice, none of the next period."""
+    ns, periods, n = "snl", 12, 10
+    thrusters = [f"t{i}" for i in range(1, 9)]  # the BlueROV2 Heavy's (bluerov2_heavy.urdf.xacro)
+    path = tmp_path / "lockstep.yaml"
+    path.write_text(LOCKSTEP)
+    proc = node(ns, tmp_path, ROV, path, lockstep=True, control_rate=50.0, real_time_factor=0.0,
+                start_paused=False)
+    topics = {t: TOPICS[t] for t in ("sensors/imu", "sensors/depth")}
+    rec = record(probe, ns, topics)
+    odom = Recorder(probe, Odometry, f"/{ns}/odom")
+    cmd = probe.node.create_publisher(JointState, f"/{ns}/thruster_command", 10)
+    end = periods * n * DT
+    answered = set()
+
+    def answer():
+        for t in stamps(odom):
+            if t < end and t not in answered:
+                answered.add(t)
+                cmd.publish(cv.joint_state_msg(t, thrusters, effort=[0.0] * 8))
+        return end in stamps(odom)
+
+    with proc:
+        probe.spin_until(lambda: matched(probe, ns, topics) and cmd.get_subscription_count() > 0,
+                         what="the lockstep node", alive=[proc])
+        probe.spin_until(answer, what=f"{periods} control periods", alive=[proc], timeout=15)
+        K = periods * n
+        want = {"sensors/imu": [k * DT for k in range(0, K + 1, 5)],
+                "sensors/depth": [k * DT for k in range(0, K + 1, 10) if k + 2 <= K]}
+        probe.spin_until(lambda: all(len(rec[t]) >= len(w) for t, w in want.items()), what="the readings",
+                         alive=[proc])
+        probe.spin_for(0.3)  # the node waits at t = end: no reading of the next period comes
+    for topic, w in want.items():
+        assert stamps(rec[topic]) == w, topic
 
 
 # ------------------------------------------------------------------------------------ (c) DVL without lock
