@@ -335,7 +335,7 @@ class SensorPublishing:
         reaches the sensors' environment too (a DVL's water track). ``sensors`` itself is read-only."""
         result = super()._on_set_parameters(params)
         if result.successful and self.suite is not None and any(p.name == "current" for p in params):
-            self.suite.set_current(np.asarray(self.settings.current, dtype=float))
+            self.suite.set_current(self.settings.current)
         return result
 
     # ----------------------------------------------------------------------------- diagnostics

@@ -118,6 +118,10 @@ class Sensor:
         self._current = np.asarray(env.current, dtype=float).reshape(3)
         self._rng = generator(spec)
 
+    def set_current(self, current) -> None:
+        """The water's current [m/s], world axes, from the next measurement on (water track)."""
+        self._current = np.array(current, dtype=float).reshape(3)
+
     def _lock(self, T, ranges):
         """(mask of returning beams, why there is no lock or None)."""
         p, env = self.params, self._env
