@@ -361,6 +361,46 @@ def test_lockstep_publishes_the_readings_due_in_a_period_during_that_period(prob
         assert stamps(rec[topic]) == w, topic
 
 
+# ------------------------------------------------------------------------------------ live current
+
+WATER_TRACK = """\
+sensors:
+  - {name: dvl, type: dvl, link: base_link, rate: 25, water_track: true, seed: 3,
+     noise: {velocity_std: 0.0, range_std: 0.0}}
+"""
+
+
+def test_a_live_change_of_current_reaches_the_dvl_water_track(probe, tmp_path):
+    """No seabed: the DVL tracks the water, v_dvl = v - Rᵀ c (noise off). Its readings against odom at the same
+    stamps (both every 20 steps): c = 0 for the first 100 steps, then the current set through set_parameters."""
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+
+    ns, current = "snw", [0.5, -0.3, 0.1]
+    path = tmp_path / "water.yaml"
+    path.write_text(WATER_TRACK)
+    proc = node(ns, tmp_path, ROV, path, publish_rate=25.0, initial_twist=[0.2, 0.1, 0.0, 0.05, 0.0, 0.3])
+    dvl = Recorder(probe, TwistWithCovarianceStamped, f"/{ns}/sensors/dvl", qos=QOS)
+    odom = Recorder(probe, Odometry, f"/{ns}/odom", depth=1000)
+    with proc:
+        probe.spin_until(lambda: matched(probe, ns, ("sensors/dvl", "odom")), what="the DVL and odom", alive=[proc])
+        step(probe, ns, 100, proc)
+        req = SetParameters.Request(parameters=[Parameter("current", value=current).to_parameter_msg()])
+        assert probe.call(SetParameters, f"/{ns}/dynamics_node/set_parameters", req, alive=[proc]).results[0].successful
+        step(probe, ns, 100, proc)
+        probe.spin_until(lambda: len(dvl) >= 11 and 200 * DT in stamps(odom), what="11 DVL readings and odom",
+                         alive=[proc])
+    state = {cv.ns_from_time(m.header.stamp): m for m in odom.messages}
+    assert stamps(dvl) == [k * DT for k in range(0, 201, 20)]
+    for m in dvl.messages:
+        t = cv.ns_from_time(m.header.stamp)
+        o = state[t]
+        R = cv.rotation_matrix(cv.array_from_quaternion(o.pose.pose.orientation))
+        c = np.array(current) if t > 100 * DT else np.zeros(3)
+        want = cv.array_from_vector3(o.twist.twist.linear) - R.T @ c
+        assert cv.array_from_vector3(m.twist.twist.linear) == pytest.approx(want, abs=1e-12), t
+
+
 # ------------------------------------------------------------------------------------ (c) DVL without lock
 
 NO_LOCK = """environment:
