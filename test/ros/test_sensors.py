@@ -401,6 +401,34 @@ def test_a_live_change_of_current_reaches_the_dvl_water_track(probe, tmp_path):
         assert cv.array_from_vector3(m.twist.twist.linear) == pytest.approx(want, abs=1e-12), t
 
 
+# ------------------------------------------------------------------------------------ reset
+
+DELAYED = """\
+sensors:
+  - {name: depth, type: pressure, link: base_link, rate: 50, delay: 0.01, seed: 2}
+"""
+
+
+def test_reset_drops_the_readings_still_waiting_for_their_delay(probe, tmp_path):
+    """Pressure every 10 steps, published 5 steps later: after 100 steps the reading of step 100 waits; ~/reset
+    (the reset state is step 101) drops it; 20 more steps publish step 110's only (step 120's waits)."""
+    from std_srvs.srv import Trigger
+
+    ns = "snr"
+    path = tmp_path / "delayed.yaml"
+    path.write_text(DELAYED)
+    proc = node(ns, tmp_path, ROV, path)
+    depth = Recorder(probe, FluidPressure, f"/{ns}/sensors/depth", qos=QOS)
+    with proc:
+        probe.spin_until(lambda: matched(probe, ns, ("sensors/depth",)), what="the pressure topic", alive=[proc])
+        step(probe, ns, 100, proc)
+        assert probe.call(Trigger, f"/{ns}/dynamics_node/reset", Trigger.Request(), alive=[proc]).success
+        assert step(probe, ns, 20, proc).step_index == 121
+        probe.spin_until(lambda: 110 * DT in stamps(depth), what="the reading of step 110", alive=[proc])
+        probe.spin_for(0.2)
+    assert stamps(depth) == [k * DT for k in range(0, 91, 10)] + [110 * DT]
+
+
 # ------------------------------------------------------------------------------------ (c) DVL without lock
 
 NO_LOCK = """environment:
