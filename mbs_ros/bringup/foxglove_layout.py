@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-__all__ = ["layout", "layout_text", "port_names", "sensor_specs", "layout_path", "main"]
+__all__ = ["layout", "layout_text", "port_names", "sensor_specs", "sensor_topics", "layout_path", "main"]
 
 _GRID = {"layerId": "foxglove.Grid", "instanceId": "grid", "label": "Grid (world)", "visible": True,
          "frameLocked": True, "frameId": "world", "size": 20, "divisions": 20, "lineWidth": 1,
@@ -76,6 +76,16 @@ def sensor_specs(robot) -> tuple:
 
     dt = cv.period_ns(float(dyn.get("physics_rate", 1000.0))) * 1e-9
     return load_sensors(path, model, dt).sensors
+
+
+def sensor_topics(robot) -> List[str]:
+    """Absolute names of every topic the robot's dynamics node publishes for its sensors (a pressure sensor's
+    depth and a DVL's beams included): what the bridge serves besides the state."""
+    out = []
+    for s in sensor_specs(robot):
+        topic = f"{robot.namespace}/{s.topic}"
+        out += [topic] + {"pressure": [topic + "/depth"], "dvl": [topic + "/beams"]}.get(s.type, [])
+    return out
 
 
 def port_names(robot) -> List[str]:
@@ -149,11 +159,11 @@ def _sensor_paths(robot, topics: Dict[str, object]) -> List[Dict[str, object]]:
     for s in sensor_specs(robot):
         topic = f"{ns}/{s.topic}"
         if s.type == "pressure":
-            out.append(_path(f"{topic}/depth.point.z", f"{s.name} depth [m]"))
+            out.append(_path(f"{topic}/depth.point.z", f"{s.name}: depth [m]"))
         elif s.type == "imu":
-            out.append(_path(f"{topic}.linear_acceleration.z", f"{s.name} specific force z [m/s²]"))
+            out.append(_path(f"{topic}.linear_acceleration.z", f"{s.name}: specific force z [m/s²]"))
         elif s.type == "dvl":
-            out += [_path(f"{topic}.twist.twist.linear.{a}", f"{s.name} v{a} [m/s]") for a in ("x", "y", "z")]
+            out += [_path(f"{topic}.twist.twist.linear.{a}", f"{s.name}: v{a} [m/s]") for a in ("x", "y", "z")]
             topics[f"{topic}/beams"] = {"visible": True}
     return out
 

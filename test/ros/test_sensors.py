@@ -498,6 +498,48 @@ def test_a_bad_sensors_file_refuses_the_start_naming_file_sensor_and_key(tmp_pat
     assert f"invalid parameters: sensors: {path}: {where}: {key}: " in log, log
 
 
+# ------------------------------------------------------------------------------------ Foxglove layout (no process)
+
+
+def test_the_foxglove_layout_plots_the_sensors_the_bridge_serves(tmp_path):
+    import json
+    import re
+
+    from mbs_ros.bringup import foxglove_layout
+    from mbs_ros.bringup.foxglove_bridge import foxglove_topics
+    from mbs_ros.bringup.scenario import load_scenario
+
+    (tmp_path / "s.yaml").write_text(sensors_file(tmp_path).read_text())
+    (tmp_path / "rov_sensed.yaml").write_text(f"""\
+name: rov_sensed
+description: the vehicle-manipulator with every sensor type
+physics_rate: 500.0
+duration: 1.0
+robots:
+  - namespace: rov
+    model: {UVMS}
+    base_group: se3
+    dynamics:
+      sensors: {tmp_path / "s.yaml"}
+""")
+    scenario = load_scenario(tmp_path / "rov_sensed.yaml")
+    d = json.loads(foxglove_layout.layout_text(scenario))
+    paths = [p["value"] for p in d["configById"]["Plot!sensors"]["paths"]]
+    assert paths == ["/rov/sensors/imu.linear_acceleration.z", "/rov/sensors/depth/depth.point.z",
+                     "/rov/sensors/dvl.twist.twist.linear.x", "/rov/sensors/dvl.twist.twist.linear.y",
+                     "/rov/sensors/dvl.twist.twist.linear.z"]
+    assert d["configById"]["3D!scene"]["topics"]["/rov/sensors/dvl/beams"] == {"visible": True}
+
+    def leaves(node):
+        return [node] if isinstance(node, str) else leaves(node["first"]) + leaves(node["second"])
+
+    assert sorted(leaves(d["layout"])) == sorted(d["configById"])
+    served = set(foxglove_topics(scenario))
+    shown = {re.match(r"^(/[^.]+)\.", p).group(1) for p in paths} | set(d["configById"]["3D!scene"]["topics"])
+    assert shown <= served, sorted(shown - served)
+    assert {"/rov/nav/mag", "/rov/sensors/gps", "/rov/sensors/arm_encoders", "/rov/sensors/wrist_ft"} <= served
+
+
 # ------------------------------------------------------------------------------------ conversions (no process)
 
 
