@@ -17,6 +17,7 @@ import heapq
 import numpy as np
 
 from mbs_ros.dynamics.algorithms import link_motion
+from mbs_ros.dynamics.jit import jit
 
 from .frames import SensorFrame
 from .spec import TYPES, SensorSet
@@ -56,6 +57,9 @@ class SensorSuite:
         self._on_body = tuple(_Mount(tree.T_body_link[i] @ s.T_link_sensor) for i, s in zip(self._links, self.specs))
         self._queue = []  # heap of (publish_k, k, sensor index, reading)
         self._last_k = None
+        self._plans = {}  # due sensors -> (needs accelerations, needs joint wrenches, all on the base body)
+        self._H = np.asarray(model.velocity_map(model.neutral()), dtype=float) if (
+            model.group is not None and model.velocity_map_is_constant) else None
 
     # ------------------------------------------------------------------------------------------------ sampling
     def due_sensors(self, k: int) -> tuple:
@@ -76,15 +80,18 @@ class SensorSuite:
         due = self.due_sensors(k)
         if not due:
             return 0
+        plan = self._plans.get(due)
+        if plan is None:  # what the sensors due together need (a handful of combinations)
+            plan = self._plans[due] = (any(self._needs_acc[i] or self._joints[i] is not None for i in due),
+                                       any(self._joints[i] is not None for i in due),
+                                       all(self._on_base[i] for i in due))
+        need_acc, need_wrenches, on_base = plan
         model = sim.model
         q, v = sim.q, sim.v
-        need_acc = any(self._needs_acc[i] or self._joints[i] is not None for i in due)
         a = model.forward_dynamics(q, v, sim.generalized_force()) if need_acc else None
-        W = None
-        if any(self._joints[i] is not None for i in due):
-            W = model.joint_wrenches(q, v, a)
-        if all(self._on_base[i] for i in due):
-            Tb, Vb, Ab = _base_motion(model, q, v, a)
+        W = model.joint_wrenches(q, v, a) if need_wrenches else None
+        if on_base:
+            Tb, Vb, Ab = self._base_motion(model, q, v, a)
             links = None
         else:
             links = link_motion(model, q, v, a)
@@ -106,6 +113,21 @@ class SensorSuite:
             reading.stamp_ns = stamp + (spec.delay_steps * self.dt_ns if spec.stamp == "arrival" else 0)
             heapq.heappush(self._queue, (reading.publish_k, k, i, reading))
         return len(due)
+
+    def _base_motion(self, model, q, v, a):
+        """World pose, body twist and body acceleration of the base body (None when ``a`` is)."""
+        T = np.empty((4, 4))
+        _pose_matrix(*model.pose(q), T)
+        if model.group is None:
+            return T, np.zeros(6), None if a is None else np.zeros(6)
+        nvb = model.tree.nvb
+        H = self._H
+        if H is not None:  # the SE(3) subgroups: V = H v, V̇ = H v̇
+            return T, H @ v[:nvb], None if a is None else H @ a[:nvb]
+        V = model.twist(q, v)  # SO(3)×R³: V = [Rᵀ ṗ; ω], V̇ = [Rᵀ p̈ − ω × Rᵀ ṗ; ω̇]
+        if a is None:
+            return T, V, None
+        return T, V, np.concatenate([T[:3, :3].T @ a[:3] - _cross(V[3:], V[:3]), a[3:6]])
 
     def due(self, k: int) -> list:
         """The queued readings with ``publish_k <= k``, removed from the queue, in (publish_k, k, sensor) order."""
@@ -159,48 +181,68 @@ def _cross(a, b) -> np.ndarray:
     return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
 
 
-def _base_motion(model, q, v, a):
-    """World pose, body twist and body acceleration of the base body (None when ``a`` is)."""
-    T = model.base_pose_matrix(q)
-    if model.group is None:
-        return T, np.zeros(6), None if a is None else np.zeros(6)
-    nvb = model.tree.nvb
-    V = model.twist(q, v)
-    if a is None:
-        return T, V, None
-    if model.velocity_map_is_constant:
-        A = model.velocity_map(q) @ np.asarray(a, dtype=float)[:nvb]
-    else:  # SO(3)×R³: V = [Rᵀ ṗ; ω], V̇ = [Rᵀ p̈ − ω × Rᵀ ṗ; ω̇]
-        R = T[:3, :3]
-        A = np.concatenate([R.T @ a[:3] - _cross(V[3:], V[:3]), a[3:6]])
-    return T, V, A
+@jit
+def _pose_matrix(p, quat, out):
+    """``out`` = the 4×4 pose of position p and quaternion xyzw (normalised here, as the base group does)."""
+    x, y, z, w = quat[0], quat[1], quat[2], quat[3]
+    s = 2.0 / (x * x + y * y + z * z + w * w)
+    out[0, 0], out[0, 1], out[0, 2] = 1.0 - s * (y * y + z * z), s * (x * y - z * w), s * (x * z + y * w)
+    out[1, 0], out[1, 1], out[1, 2] = s * (x * y + z * w), 1.0 - s * (x * x + z * z), s * (y * z - x * w)
+    out[2, 0], out[2, 1], out[2, 2] = s * (x * z - y * w), s * (y * z + x * w), 1.0 - s * (x * x + y * y)
+    out[0, 3], out[1, 3], out[2, 3] = p[0], p[1], p[2]
+    out[3, 0], out[3, 1], out[3, 2], out[3, 3] = 0.0, 0.0, 0.0, 1.0
+
+
+@jit
+def _point_motion(T, V, A, M, has_acc, T_out, out):
+    """The motion of a frame S fixed at pose ``M`` (4×4) on a frame F of world pose T, body twist V = [v; ω] and
+    body acceleration A = [v̇; ω̇] (F axes): ``T_out = T M`` and the rows of ``out`` (4, 3) v_S, ω_S, a_S, α_S in S
+    axes — ``Rᵀ(v + ω × r)``, ``Rᵀω``, ``Rᵀ(v̇ + ω × v + ω̇ × r + ω × (ω × r))``, ``Rᵀω̇`` with (R, r) = M (the last
+    two only when ``has_acc``)."""
+    for i in range(4):
+        for j in range(4):
+            acc = 0.0
+            for k in range(4):
+                acc += T[i, k] * M[k, j]
+            T_out[i, j] = acc
+    r0, r1, r2 = M[0, 3], M[1, 3], M[2, 3]
+    v0, v1, v2, w0, w1, w2 = V[0], V[1], V[2], V[3], V[4], V[5]
+    c0, c1, c2 = w1 * r2 - w2 * r1, w2 * r0 - w0 * r2, w0 * r1 - w1 * r0  # ω × r
+    x = np.empty((4, 3))
+    x[0, 0], x[0, 1], x[0, 2] = v0 + c0, v1 + c1, v2 + c2
+    x[1, 0], x[1, 1], x[1, 2] = w0, w1, w2
+    n = 2
+    if has_acc:
+        d0, d1, d2 = A[3], A[4], A[5]
+        x[2, 0] = A[0] + (w1 * v2 - w2 * v1) + (d1 * r2 - d2 * r1) + (w1 * c2 - w2 * c1)
+        x[2, 1] = A[1] + (w2 * v0 - w0 * v2) + (d2 * r0 - d0 * r2) + (w2 * c0 - w0 * c2)
+        x[2, 2] = A[2] + (w0 * v1 - w1 * v0) + (d0 * r1 - d1 * r0) + (w0 * c1 - w1 * c0)
+        x[3, 0], x[3, 1], x[3, 2] = d0, d1, d2
+        n = 4
+    for row in range(n):
+        for j in range(3):
+            out[row, j] = M[0, j] * x[row, 0] + M[1, j] * x[row, 1] + M[2, j] * x[row, 2]
 
 
 class _Mount:
     """A sensor's pose ``T`` on the frame whose motion is given (its link, or its link's body) and the point
-    kinematics that take that frame's motion to the sensor frame."""
+    kinematics that take that frame's motion to the sensor frame (:func:`_point_motion`)."""
+
+    _NO_ACC = np.zeros(6)
 
     def __init__(self, T):
-        self.T = np.asarray(T, dtype=float)
-        self.R = self.T[:3, :3]
-        self.Rt = np.ascontiguousarray(self.R.T)
+        self.T = np.ascontiguousarray(T, dtype=float)
+        self.Rt = np.ascontiguousarray(self.T[:3, :3].T)
         self.r = self.T[:3, 3].copy()
-        self.offset = bool(self.r.any())
-        self.rhat_neg = np.array([[0.0, self.r[2], -self.r[1]], [-self.r[2], 0.0, self.r[0]],
-                                  [self.r[1], -self.r[0], 0.0]])  # x ↦ x × r
 
     def frame(self, k, stamp, T, V, A) -> SensorFrame:
         """The :class:`SensorFrame` of the sensor on a frame of pose T, body twist V and body acceleration A."""
-        Rt = self.Rt
-        v, w = V[:3], V[3:]
-        wr = self.rhat_neg @ w if self.offset else np.zeros(3)  # ω × r
-        frame = SensorFrame(k, stamp, T @ self.T, Rt @ (v + wr), Rt @ w)
-        if A is not None:
-            wd = A[3:]
-            a_point = A[:3] + _cross(w, v)
-            if self.offset:
-                a_point += self.rhat_neg @ wd + _cross(w, wr)
-            frame.a, frame.alpha = Rt @ a_point, Rt @ wd
+        T_out, out = np.empty((4, 4)), np.empty((4, 3))
+        has_acc = A is not None
+        _point_motion(np.ascontiguousarray(T), V, A if has_acc else self._NO_ACC, self.T, has_acc, T_out, out)
+        frame = SensorFrame(k, stamp, T_out, out[0], out[1])
+        if has_acc:
+            frame.a, frame.alpha = out[2], out[3]
         return frame
 
     def wrench(self, W) -> np.ndarray:
