@@ -168,23 +168,50 @@ def test_no_fix_under_water_and_fix_again_at_the_surface():
     assert dry.measure(_frame([0.0, 0.0, -5.0])).valid
 
 
+def _enu_errors(receiver, p, n):
+    """(n, 3) ENU errors of ``n`` readings (one measurement each) at the fixed point ``p`` of the datum (47, 8,
+    400), back to ENU by the reference."""
+    out = []
+    for k in range(n):
+        v = receiver.measure(_frame(p, k)).values
+        out.append((v["latitude"], v["longitude"], v["altitude"]))
+    out = np.array(out)
+    east, north, up = _ref_axes(47.0, 8.0)
+    d = _ref_ecef(out[:, 0], out[:, 1], out[:, 2]) - _ref_ecef(47.0, 8.0, 400.0)[:, None]
+    return np.stack([east @ d, north @ d, up @ d], axis=1) - p
+
+
 def test_position_noise_matches_the_configured_horizontal_and_vertical_std():
     """20 000 seeded samples at one point: the sample std of east, north, up (back to ENU by the reference) is the
     configured 2 m / 5 m within 3 % (the sample std's own relative std is 1/sqrt(2N) = 0.5 %: 6 sigma), the mean
     within 5 sigma of the mean's std; the covariance is diag(σh², σh², σv²)."""
     s = _receiver(noise={"horizontal_std": 2.0, "vertical_std": 5.0})
     N = 20_000
-    out = np.array([[s.measure(_frame([100.0, 200.0, 3.0], k)).values[c] for c in ("latitude", "longitude",
-                                                                                  "altitude")] for k in range(N)])
-    east, north, up = _ref_axes(47.0, 8.0)
-    d = _ref_ecef(out[:, 0], out[:, 1], out[:, 2]) - _ref_ecef(47.0, 8.0, 400.0)[:, None]
-    enu = np.stack([east @ d, north @ d, up @ d], axis=1)
-    err = enu - [100.0, 200.0, 3.0]
+    err = _enu_errors(s, [100.0, 200.0, 3.0], N)
     std = err.std(axis=0)
     assert np.allclose(std, [2.0, 2.0, 5.0], rtol=0.03), std
     assert np.all(np.abs(err.mean(axis=0)) < 5 * np.array([2.0, 2.0, 5.0]) / math.sqrt(N))
     cov = s.measure(_frame([0, 0, 3.0])).values["position_cov"].reshape(3, 3)
     assert np.array_equal(cov, np.diag([4.0, 4.0, 25.0]))
+
+
+def test_correlated_position_error_is_a_gauss_markov_process_with_the_configured_std():
+    """noise.correlation_time τ = T / ln 2 at 10 Hz (T = 0.1 s): φ = exp(−T/τ) = 0.5. Over 20 000 seeded samples
+    the lag-1 autocorrelation of each ENU error is 0.5 within 0.03 (its estimate's std is √((1 − φ²)/N) = 0.006: 5
+    sigma) and the std the configured one within 5 % (N_eff = N (1 − φ)/(1 + φ) = 6 700, so the sample std's
+    relative std is 0.9 %: 5.7 sigma); white noise (the default) has lag-1 autocorrelation 0 within 0.03."""
+    def errors(noise):
+        return _enu_errors(_receiver(noise=noise), [10.0, 20.0, 3.0], 20_000)
+
+    def lag1(x):
+        x = x - x.mean(axis=0)
+        return (x[1:] * x[:-1]).sum(axis=0) / (x * x).sum(axis=0)
+
+    err = errors({"horizontal_std": 2.0, "vertical_std": 5.0, "correlation_time": 0.1 / math.log(2.0)})
+    assert np.allclose(lag1(err), 0.5, atol=0.03), lag1(err)
+    assert np.allclose(err.std(axis=0), [2.0, 2.0, 5.0], rtol=0.05), err.std(axis=0)
+    white = errors({"horizontal_std": 2.0, "vertical_std": 5.0})
+    assert np.all(np.abs(lag1(white)) < 0.03), lag1(white)
 
 
 @pytest.mark.parametrize("gnss, key, what", [
@@ -193,6 +220,7 @@ def test_position_noise_matches_the_configured_horizontal_and_vertical_std():
     ({"noise": {"std": 1.0}}, "noise.std", "unknown key"),
     ({"surface_margin": [0.1]}, "surface_margin", "expected a finite number"),
     ({"surface_margin": -0.1}, "surface_margin", "expected a number >= 0"),
+    ({"noise": {"correlation_time": -60}}, "noise.correlation_time", "expected a number >= 0"),
 ])
 def test_bad_gnss_keys_are_refused_naming_file_sensor_and_key(gnss, key, what):
     item = {"name": "gps", "type": "gnss", "link": "base_link", "rate": 10, **gnss}
