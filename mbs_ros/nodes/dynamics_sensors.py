@@ -232,6 +232,15 @@ class SensorPublishing:
         self._sensor_last_k: Dict[str, Optional[int]] = {s.name: None for s in self._sensor_specs}
         self._sensors_sampled_k = None
 
+    def _sensors_text(self) -> str:
+        """The sensors in the start-up line: ``no sensors`` or ``N sensors from FILE: name (type, rate Hz), ...``."""
+        if self.suite is None:
+            return "no sensors"
+        parts = [f"{s.name} ({s.type}, {s.rate:g} Hz" + (f", delay {s.delay:g} s)" if s.delay_steps else ")")
+                 for s in self._sensor_specs]
+        n = len(parts)
+        return f"{n} sensor{'s' if n > 1 else ''} from {self.suite.sensor_set.source}: " + ", ".join(parts)
+
     def _sensor_frame(self, frame_id: str) -> str:
         """A sensor's frame_id as published: prefixed like base_frame (a leading '/': as given)."""
         if frame_id.startswith("/"):

@@ -95,7 +95,7 @@ def node(ns, tmp_path, model, sensors, **params):
     # publish_rate 3 Hz: the state's grid (every 167 steps) is none of the sensors', so the steps the node stops
     # at for the sensors are their own
     base = dict(model_file=str(model), physics_rate=500.0, publish_rate=3.0, start_paused=True, use_sim_time=True,
-                initial_position=[0.0, 0.0, -5.0], sensors=str(sensors))
+                initial_position=[0.0, 0.0, -5.0], **({} if sensors is None else {"sensors": str(sensors)}))
     base.update(params)
     return NodeProcess(DYNAMICS, name="dynamics_node", namespace=ns, parameters=base,
                        remappings={"/clock": f"/{ns}/clock"}, log_file=tmp_path / f"{ns}.log")
@@ -468,6 +468,32 @@ def test_dvl_beyond_max_range_publishes_no_twist_its_reason_on_diagnostics_and_i
     values = cv.values_from_status(warn)
     assert values["invalid"] >= 1 and values["published"] == 0
     assert "no bottom lock" in proc.log_text()
+
+
+# ------------------------------------------------------------------------------------ the robot YAML's sensors
+
+
+def test_the_robot_yamls_sensors_are_the_default_and_none_turns_them_off(probe, tmp_path):
+    robot = tmp_path / "rov_with_sensors.yaml"
+    robot.write_text(f"""\
+robot:
+  name: rov_with_sensors
+  base: se3
+  urdf: {ROOT / "config" / "robots" / "bluerov2_heavy.urdf.xacro"}
+  xacro_args: {{with_arm: "false", water_density: "1025"}}
+  environment: {{seabed_depth: 30.0}}
+  sensors:
+    - {{name: imu, type: imu, link: base_link, rate: 100}}
+    - {{name: depth, type: pressure, link: base_link, rate: 50, delay: 0.01}}
+""")
+    procs = {"sny": node("sny", tmp_path, robot, None), "snn": node("snn", tmp_path, robot, "none")}
+    with running(procs):
+        probe.spin_until(lambda: matched(probe, "sny", ("sensors/imu", "sensors/depth", "sensors/depth/depth"))
+                         and matched(probe, "snn", ("odom",)), what="both nodes", alive=list(procs.values()))
+        assert procs["sny"].wait_for_log(f"2 sensors from {robot}: imu (imu, 100 Hz), depth (pressure, 50 Hz, "
+                                         "delay 0.01 s)", timeout=TIMEOUT)
+        assert procs["snn"].wait_for_log("; no sensors; ", timeout=TIMEOUT)
+    assert "sensors from" not in procs["snn"].log_text()
 
 
 # ------------------------------------------------------------------------------------ (d) bad files refused
