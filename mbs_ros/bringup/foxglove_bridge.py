@@ -49,7 +49,7 @@ def foxglove_topics(scenario) -> List[str]:
     from mbs_ros.bringup.scenario import record_topics
 
     topics = record_topics(scenario, FOXGLOVE_TOPICS)
-    return topics + [t for r in scenario.robots for t in sensor_topics(r) if t not in topics]
+    return topics + [t for r in scenario.robots for t in sensor_topics(r, scenario.physics_rate) if t not in topics]
 
 
 # ------------------------------------------------------------------------------------------ front
