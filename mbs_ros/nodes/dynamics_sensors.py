@@ -35,7 +35,7 @@ MESSAGE_TYPES = {"imu": Imu, "magnetometer": MagneticField, "pressure": FluidPre
 NONE = "none"
 
 
-# ------------------------------------------------------------------------------------ loading (ROS-free)
+# ------------------------------------------------------------------------------------ loading
 
 
 def sensors_path(setting: str, source: ms.Source) -> Optional[str]:
