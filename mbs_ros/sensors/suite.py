@@ -2,9 +2,10 @@
 
 At a step k on a sensor's grid (``k % period_steps == 0``, k the simulator's step count) the suite computes once,
 for every sensor due, what they share: the acceleration ``a = M⁻¹(τ − C v − g + τ_p)`` of the state (the
-simulator's forward dynamics under the commands it applied; only when a due sensor needs it), the links' poses,
-body twists and body accelerations (:func:`mbs_ros.dynamics.algorithms.link_motion`; a cheaper path when every
-due sensor sits on the base body), the joint wrenches for force/torque sensors; then it moves them to each
+simulator's forward dynamics under the commands it applied; only when a due sensor needs it), the bodies' poses,
+body twists and body accelerations (the base's from its velocity map; the others by a compiled recursion over the
+tree, equal to :func:`mbs_ros.dynamics.algorithms.link_motion`, the numpy reference checked against Pinocchio,
+only when a due sensor is off the base body), the joint wrenches for force/torque sensors; then it moves them to each
 sensor's frame (rigid-body kinematics of a point at offset r: ``v + ω × r``, ``v̇ + ω × v + ω̇ × r + ω × (ω × r)``)
 and queues each sensor's :class:`~mbs_ros.sensors.frames.Reading` until its publication step (k + delay).
 Sampling depends only on the state and the step count, never on who listens or on how the simulation is chunked:
@@ -13,10 +14,10 @@ the same seeds give bit-identical streams. ROS-free.
 from __future__ import annotations
 
 import heapq
+import math
 
 import numpy as np
 
-from mbs_ros.dynamics.algorithms import link_motion
 from mbs_ros.dynamics.jit import jit
 
 from .frames import SensorFrame
@@ -52,14 +53,43 @@ class SensorSuite:
                                 for s, sensor in zip(self.specs, self.sensors))
         self.needs_wrenches = any(j is not None for j in self._joints)
         tree = model.tree
-        self._on_base = tuple(int(tree.link_body[i]) == 0 for i in self._links)
+        self._bodies = tuple(int(tree.link_body[i]) for i in self._links)
+        self._on_base = tuple(b == 0 for b in self._bodies)
         self._on_link = tuple(_Mount(s.T_link_sensor) for s in self.specs)
         self._on_body = tuple(_Mount(tree.T_body_link[i] @ s.T_link_sensor) for i, s in zip(self._links, self.specs))
+        self._tree_args = tuple(np.ascontiguousarray(x) for x in (
+            np.asarray(tree.parent, dtype=np.int64), np.asarray(tree.jtype, dtype=np.int64),
+            np.asarray(tree.iq, dtype=np.int64), np.asarray(tree.iv, dtype=np.int64), tree.X0, tree.PA, tree.PA2,
+            tree.Pa, tree.s_joint))
+        self._nb = tree.nb
         self._queue = []  # heap of (publish_k, k, sensor index, reading)
         self._last_k = None
         self._plans = {}  # due sensors -> (needs accelerations, needs joint wrenches, all on the base body)
         self._H = np.asarray(model.velocity_map(model.neutral()), dtype=float) if (
             model.group is not None and model.velocity_map_is_constant) else None
+        if self.specs:
+            self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Run the compiled kernels once (numba compiles, or loads its cache, at the first call), the model's
+        forward dynamics and joint wrenches included: here, when the node starts, rather than in the first
+        sample's callback."""
+        model = self.model
+        q0, zero = model.neutral(), np.zeros(model.nv)
+        if any(self._needs_acc) or self.needs_wrenches:
+            try:
+                a0 = model.forward_dynamics(q0, zero, zero)
+                if self.needs_wrenches:
+                    model.joint_wrenches(q0, zero, a0)
+            except Exception:  # noqa: BLE001 - a warm-up only (M may be singular at q0); sampling reports errors
+                pass
+        T, V, A, nb = np.eye(4), np.zeros(6), np.zeros(6), self._nb
+        _pose_matrix(np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]), np.empty((4, 4)))
+        for has_acc in (True, False):
+            _point_motion(T, V, A, self._on_body[0].T, has_acc, np.empty((4, 4)), np.empty((4, 3)))
+            nq, nv = model.tree.nq, model.tree.nv
+            _tree_motion(*self._tree_args, np.zeros(nq), np.zeros(nv), np.zeros(nv), has_acc, np.empty((nb, 4, 4)),
+                         np.zeros((nb, 6)), np.zeros((nb, 6)))
 
     # ------------------------------------------------------------------------------------------------ sampling
     def due_sensors(self, k: int) -> tuple:
@@ -90,19 +120,17 @@ class SensorSuite:
         q, v = sim.q, sim.v
         a = model.forward_dynamics(q, v, sim.generalized_force()) if need_acc else None
         W = model.joint_wrenches(q, v, a) if need_wrenches else None
-        if on_base:
-            Tb, Vb, Ab = self._base_motion(model, q, v, a)
-            links = None
-        else:
-            links = link_motion(model, q, v, a)
+        Tb, Vb, Ab = self._base_motion(model, q, v, a)
+        if not on_base:
+            Tb, Vb, Ab = self._body_motion(model, q, v, a, Tb, Vb, Ab)
         stamp = int(sim.stamp(k))
         for i in due:
-            if links is None:
-                mount, T, V, A = self._on_body[i], Tb, Vb, Ab
+            if on_base:
+                T, V, A = Tb, Vb, Ab
             else:
-                li = self._links[i]
-                mount, T, V, A = self._on_link[i], links[0][li], links[1][li], None if a is None else links[2][li]
-            frame = mount.frame(k, stamp, T, V, A)
+                b = self._bodies[i]
+                T, V, A = Tb[b], Vb[b], None if a is None else Ab[b]
+            frame = self._on_body[i].frame(k, stamp, T, V, A)
             frame.q, frame.v_gen, frame.a_gen, frame.dt_ns = q, v, a, self.dt_ns
             j = self._joints[i]
             if j is not None:
@@ -128,6 +156,21 @@ class SensorSuite:
         if a is None:
             return T, V, None
         return T, V, np.concatenate([T[:3, :3].T @ a[:3] - _cross(V[3:], V[:3]), a[3:6]])
+
+    def _body_motion(self, model, q, v, a, T0, V0, A0):
+        """Every body's world pose, body twist and body acceleration (:func:`_tree_motion`; the full tree's
+        coordinates for a model with mimic joints), the base's given."""
+        mm = model.mimic_reduction
+        if mm is not None:
+            q, v, a = mm.q_full(q), mm.v_full(v), None if a is None else mm.v_full(a)
+        nb = self._nb
+        T, V, A = np.empty((nb, 4, 4)), np.empty((nb, 6)), np.zeros((nb, 6))
+        T[0], V[0] = T0, V0
+        if a is not None:
+            A[0] = A0
+        _tree_motion(*self._tree_args, np.asarray(q, dtype=float), np.asarray(v, dtype=float),
+                     V[0] if a is None else np.asarray(a, dtype=float), a is not None, T, V, A)
+        return T, V, A
 
     def due(self, k: int) -> list:
         """The queued readings with ``publish_k <= k``, removed from the queue, in (publish_k, k, sensor) order."""
@@ -179,6 +222,67 @@ def _cross(a, b) -> np.ndarray:
     a0, a1, a2 = a
     b0, b1, b2 = b
     return np.array([a1 * b2 - a2 * b1, a2 * b0 - a0 * b2, a0 * b1 - a1 * b0])
+
+
+@jit
+def _tree_motion(parent, jtype, iq, iv, X0, PA, PA2, Pa, s_joint, q, v, a, has_acc, T, V, A):
+    """Bodies' world poses T, body twists V and body accelerations A (body axes, [v; ω]) from the base's (row 0,
+    filled by the caller), parents before children: ``T_k = T_p X_j(q)``, ``V_k = Ad_X⁻¹ V_p + s q̇``,
+    ``A_k = Ad_X⁻¹ A_p + s q̈ + ad_{V_k}(s q̇)`` (Featherstone 2008 eqs. 5.7-5.8 in body-velocity form)."""
+    X = np.empty((4, 4))
+    x = np.empty(6)
+    for k in range(1, parent.shape[0]):
+        j = k - 1
+        p = parent[k]
+        for r in range(4):
+            for c in range(4):
+                X[r, c] = X0[j, r, c]
+        if jtype[j] == 1:  # prismatic
+            d = q[iq[j]]
+            for r in range(3):
+                X[r, 3] += d * Pa[j, r]
+        else:
+            if jtype[j] == 0:  # revolute
+                th = q[iq[j]]
+                s, c1 = math.sin(th), 1.0 - math.cos(th)
+            else:  # continuous: (cos, sin)
+                s, c1 = q[iq[j] + 1], 1.0 - q[iq[j]]
+            for r in range(3):
+                for c in range(3):
+                    X[r, c] += s * PA[j, r, c] + c1 * PA2[j, r, c]
+        for r in range(4):
+            for c in range(4):
+                acc = 0.0
+                for m in range(4):
+                    acc += T[p, r, m] * X[m, c]
+                T[k, r, c] = acc
+        qd = v[iv[j]]
+        for i in range(6):
+            x[i] = s_joint[j, i] * qd
+        _ad_inv(X, V[p], V[k])
+        for i in range(6):
+            V[k, i] += x[i]
+        if has_acc:
+            _ad_inv(X, A[p], A[k])
+            qdd = a[iv[j]]
+            w0, w1, w2, u0, u1, u2 = V[k, 3], V[k, 4], V[k, 5], V[k, 0], V[k, 1], V[k, 2]
+            A[k, 0] += s_joint[j, 0] * qdd + (w1 * x[2] - w2 * x[1]) + (u1 * x[5] - u2 * x[4])
+            A[k, 1] += s_joint[j, 1] * qdd + (w2 * x[0] - w0 * x[2]) + (u2 * x[3] - u0 * x[5])
+            A[k, 2] += s_joint[j, 2] * qdd + (w0 * x[1] - w1 * x[0]) + (u0 * x[4] - u1 * x[3])
+            A[k, 3] += s_joint[j, 3] * qdd + (w1 * x[5] - w2 * x[4])
+            A[k, 4] += s_joint[j, 4] * qdd + (w2 * x[3] - w0 * x[5])
+            A[k, 5] += s_joint[j, 5] * qdd + (w0 * x[4] - w1 * x[3])
+
+
+@jit
+def _ad_inv(X, Y, out):
+    """out = Ad_X⁻¹ Y = [Rᵀ(y_l − p × y_a); Rᵀ y_a] for the pose X = (R, p)."""
+    l0 = Y[0] - (X[1, 3] * Y[5] - X[2, 3] * Y[4])
+    l1 = Y[1] - (X[2, 3] * Y[3] - X[0, 3] * Y[5])
+    l2 = Y[2] - (X[0, 3] * Y[4] - X[1, 3] * Y[3])
+    for c in range(3):
+        out[c] = X[0, c] * l0 + X[1, c] * l1 + X[2, c] * l2
+        out[3 + c] = X[0, c] * Y[3] + X[1, c] * Y[4] + X[2, c] * Y[5]
 
 
 @jit

@@ -257,3 +257,12 @@ def test_the_defaults_are_the_notes_adis16448_values():
     assert (p.gyroscope_turn_on_bias_sigma, p.accelerometer_turn_on_bias_sigma, p.orientation) == (0.0, 0.0, False)
     sensor, _ = make_imu(noise=QUIET)
     assert np.array_equal(sensor.measure(still_frame(0)).values["angular_velocity"], np.zeros(3))
+
+
+def test_quantise_rounds_to_the_nearest_multiple_of_the_resolution():
+    """quantise(x, 0.25): 0.3 → 0.25, 0.38 → 0.5, −0.13 → −0.25 (hand-rounded); resolution 0 leaves x as it is."""
+    from mbs_ros.sensors.noise import quantise
+
+    assert np.array_equal(quantise(np.array([0.3, 0.38, -0.13, 1.0]), 0.25), [0.25, 0.5, -0.25, 1.0])
+    x = np.array([0.123456789])
+    assert quantise(x, 0.0) is x
