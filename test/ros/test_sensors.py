@@ -313,6 +313,44 @@ def test_same_seeds_give_bit_identical_streams_whatever_the_chunks_other_seeds_o
           f"(chunks {chunks['snb1']} vs {chunks['snb2']})")
 
 
+PACED = """\
+sensors:
+  - {name: imu, type: imu, link: base_link, pose: {xyz: [0.2, 0.1, -0.1]}, rate: 100, seed: 7}
+  - {name: depth, type: pressure, link: base_link, rate: 50, delay: 0.006, seed: 8}
+"""
+
+
+def test_a_node_running_on_the_wall_clock_publishes_the_stream_of_one_stepped_by_hand(probe, tmp_path):
+    """The ROV with an IMU and a delayed pressure sensor: one node runs at 4x real time (wait_for_command: it starts
+    on the probe's zero thruster command), the other is stepped with ~/step; their readings of the first 300
+    steps are bit-identical, however the timer batched the steps (about 4 per tick, off the sensors' grid)."""
+    path = tmp_path / "paced.yaml"
+    path.write_text(PACED)
+    twist = dict(initial_twist=[0.2, 0.0, 0.1, 0.1, -0.1, 0.4])
+    procs = {"snp": node("snp", tmp_path, ROV, path, start_paused=False, wait_for_command=True,
+                         real_time_factor=4.0, **twist),
+             "sns": node("sns", tmp_path, ROV, path, **twist)}
+    topics = {t: TOPICS[t] for t in ("sensors/imu", "sensors/depth")}
+    rec = {ns: record(probe, ns, topics) for ns in procs}
+    cmd = probe.node.create_publisher(JointState, "/snp/thruster_command", 10)
+    total, alive = 300, list(procs.values())
+
+    def upto(ns, topic):
+        return [m for m in rec[ns][topic].messages if cv.ns_from_time(m.header.stamp) <= (total - 3) * DT]
+
+    with running(procs):
+        probe.spin_until(lambda: all(matched(probe, ns, topics) for ns in procs) and cmd.get_subscription_count(),
+                         what="both nodes", alive=alive)
+        cmd.publish(cv.joint_state_msg(0, [f"t{i}" for i in range(1, 9)], effort=[0.0] * 8))
+        step(probe, "sns", total, procs["sns"])
+        want = {"sensors/imu": 60, "sensors/depth": 30}  # stamps 0 ... 295 and 0 ... 290 steps
+        probe.spin_until(lambda: all(len(upto(ns, t)) >= n for ns in procs for t, n in want.items()),
+                         what="the readings of 300 steps of both", alive=alive)
+    for topic, n in want.items():
+        a, b = (payloads({topic: SimpleNamespace(messages=upto(ns, topic))}, ns)[topic] for ns in procs)
+        assert len(a) == len(b) == n and a == b, topic
+
+
 # ------------------------------------------------------------------------------------ lockstep
 
 LOCKSTEP = """\
