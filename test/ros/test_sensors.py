@@ -351,6 +351,32 @@ def test_a_node_running_on_the_wall_clock_publishes_the_stream_of_one_stepped_by
         assert len(a) == len(b) == n and a == b, topic
 
 
+def test_the_streams_do_not_depend_on_who_listens(probe, tmp_path):
+    """Two nodes of the same IMU (and seed): one listened to from the start, the other only after its first 100
+    steps: the readings of steps 105 ... 200 are bit-identical (the unheard samples were taken all the same)."""
+    path = tmp_path / "imu.yaml"
+    path.write_text(PACED)
+    twist = dict(initial_twist=[0.2, 0.0, 0.1, 0.1, -0.1, 0.4])
+    procs = {ns: node(ns, tmp_path, ROV, path, **twist) for ns in ("snu1", "snu2")}
+    topic = {"sensors/imu": TOPICS["sensors/imu"]}
+    early = record(probe, "snu1", topic)["sensors/imu"]
+    alive = list(procs.values())
+    with running(procs):
+        probe.spin_until(lambda: matched(probe, "snu1", topic), what="the first node's IMU", alive=alive)
+        for ns in procs:
+            step(probe, ns, 100, procs[ns])  # the service answers once the node is up
+        late = record(probe, "snu2", topic)["sensors/imu"]
+        probe.spin_until(lambda: matched(probe, "snu2", topic) and late.sub.get_publisher_count() > 0,
+                         what="the second node's IMU", alive=alive)
+        for ns in procs:
+            step(probe, ns, 100, procs[ns])
+        probe.spin_until(lambda: len(late) >= 20 and len(early) >= 41, what="the IMU readings", alive=alive)
+    assert stamps(late) == [k * DT for k in range(105, 201, 5)]
+    a = payloads({"imu": SimpleNamespace(messages=early.messages[21:])}, "snu1")["imu"]
+    b = payloads({"imu": SimpleNamespace(messages=late.messages)}, "snu2")["imu"]
+    assert a == b
+
+
 # ------------------------------------------------------------------------------------ lockstep
 
 LOCKSTEP = """\
