@@ -436,14 +436,16 @@ sensors:
 
 def test_a_live_change_of_current_reaches_the_dvl_water_track(probe, tmp_path):
     """No seabed: the DVL tracks the water, v_dvl = v - Rᵀ c (noise off). Its readings against odom at the same
-    stamps (both every 20 steps): c = 0 for the first 100 steps, then the current set through set_parameters."""
+    stamps (both every 20 steps): the node's start-up current for the first 100 steps, then the one set through
+    set_parameters."""
     from rcl_interfaces.srv import SetParameters
     from rclpy.parameter import Parameter
 
-    ns, current = "snw", [0.5, -0.3, 0.1]
+    ns, start, current = "snw", [0.1, 0.2, 0.0], [0.5, -0.3, 0.1]
     path = tmp_path / "water.yaml"
     path.write_text(WATER_TRACK)
-    proc = node(ns, tmp_path, ROV, path, publish_rate=25.0, initial_twist=[0.2, 0.1, 0.0, 0.05, 0.0, 0.3])
+    proc = node(ns, tmp_path, ROV, path, publish_rate=25.0, initial_twist=[0.2, 0.1, 0.0, 0.05, 0.0, 0.3],
+                current=start)
     dvl = Recorder(probe, TwistWithCovarianceStamped, f"/{ns}/sensors/dvl", qos=QOS)
     odom = Recorder(probe, Odometry, f"/{ns}/odom", depth=1000)
     with proc:
@@ -460,7 +462,7 @@ def test_a_live_change_of_current_reaches_the_dvl_water_track(probe, tmp_path):
         t = cv.ns_from_time(m.header.stamp)
         o = state[t]
         R = cv.rotation_matrix(cv.array_from_quaternion(o.pose.pose.orientation))
-        c = np.array(current) if t > 100 * DT else np.zeros(3)
+        c = np.array(current if t > 100 * DT else start)
         want = cv.array_from_vector3(o.twist.twist.linear) - R.T @ c
         assert cv.array_from_vector3(m.twist.twist.linear) == pytest.approx(want, abs=1e-12), t
 
