@@ -361,7 +361,10 @@ class SensorPublishing:
             values = {"type": s.type, "topic": s.topic, "frame_id": self._sensor_frames[s.name],
                       "rate": s.rate, "period_steps": s.period_steps, "delay_steps": s.delay_steps, "seed": s.seed,
                       **self._sensor_counts[s.name],
-                      "last_measured_step": "none" if last is None else last}
+                      "last_measured_step": "none" if last is None else last,
+                      # matched subscribers of each topic: subscribers, subscribers/depth, subscribers/beams
+                      **{"subscribers" + suffix: p.get_subscription_count()
+                         for suffix, p in self._sensor_pubs[s.name].items()}}
             status.append(DiagnosticStatus(
                 level=DiagnosticStatus.WARN if reason else DiagnosticStatus.OK,
                 name=f"{node}/sensors/{s.name}: {s.type}", message=reason or "ok",

@@ -34,6 +34,7 @@ from geometry_msgs.msg import PointStamped, TwistWithCovarianceStamped, WrenchSt
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, NavSatFix, Range  # noqa: E402
+from std_srvs.srv import SetBool  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from mbs_ros.nodes import conversions as cv  # noqa: E402
@@ -95,7 +96,8 @@ def node(ns, tmp_path, model, sensors, **params):
     # publish_rate 3 Hz: the state's grid (every 167 steps) is none of the sensors', so the steps the node stops
     # at for the sensors are their own
     base = dict(model_file=str(model), physics_rate=500.0, publish_rate=3.0, start_paused=True, use_sim_time=True,
-                initial_position=[0.0, 0.0, -5.0], **({} if sensors is None else {"sensors": str(sensors)}))
+                initial_position=[0.0, 0.0, -5.0], diagnostics_rate=20.0,
+                **({} if sensors is None else {"sensors": str(sensors)}))
     base.update(params)
     return NodeProcess(DYNAMICS, name="dynamics_node", namespace=ns, parameters=base,
                        remappings={"/clock": f"/{ns}/clock"}, log_file=tmp_path / f"{ns}.log")
@@ -112,8 +114,34 @@ def record(probe, ns, topics=TOPICS):
 
 
 def matched(probe, ns, topics=TOPICS):
-    """Every sensor topic of ``ns`` has its publisher matched by the probe (the node is up, and publishes them)."""
+    """Every topic of ``ns`` has a publisher in the graph (the node is up, and publishes them)."""
     return all(probe.node.count_publishers(f"/{ns}/{t}") >= 1 for t in topics)
+
+
+class SensorDiagnostics:
+    """The newest /diagnostics values of every sensor status (``/<ns>/dynamics_node/sensors/<name>``)."""
+
+    def __init__(self, probe):
+        self.values = {}
+        probe.node.create_subscription(DiagnosticArray, "/diagnostics", self._on, QoSProfile(depth=100))
+
+    def _on(self, m):
+        for s in m.status:
+            self.values[s.name.split(":")[0]] = cv.values_from_status(s)
+
+
+@pytest.fixture(scope="module")
+def diag(probe):
+    return SensorDiagnostics(probe)
+
+
+def ready(probe, diag, ns, topics=TOPICS):
+    """The node's sensor topics among ``topics`` have the probe's subscriptions matched on the node's side (its
+    /diagnostics count them: a reading published before would be lost to the probe), the others are in the graph."""
+    suffix = {"sensors/depth/depth": "/depth", "sensors/dvl/beams": "/beams"}
+    return matched(probe, ns, topics) and all(
+        diag.values.get(f"/{ns}/dynamics_node/sensors/{TOPICS[t][1]}", {}).get("subscribers" + suffix.get(t, ""), 0)
+        >= 1 for t in topics if t in TOPICS)
 
 
 def step(probe, ns, n, proc):
@@ -189,7 +217,7 @@ def same_as_reading(m, r):
     raise AssertionError(type(m))
 
 
-def test_every_sensor_topic_carries_its_type_frame_and_grid_stamps_and_tf_static_has_the_frames(probe, tmp_path):
+def test_every_sensor_topic_carries_its_type_frame_and_grid_stamps_and_tf_static_has_the_frames(probe, diag, tmp_path):
     ns, total = "sna", 100
     path = sensors_file(tmp_path)
     proc = node(ns, tmp_path, UVMS, path, **MOTION)
@@ -197,7 +225,7 @@ def test_every_sensor_topic_carries_its_type_frame_and_grid_stamps_and_tf_static
     static = Recorder(probe, TFMessage, "/tf_static",
                       qos=QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL))
     with proc:
-        probe.spin_until(lambda: matched(probe, ns), what="the sensor topics", alive=[proc])
+        probe.spin_until(lambda: ready(probe, diag, ns), what="the sensor topics", alive=[proc])
         r = step(probe, ns, total, proc)
         assert r.step_index == total
         for topic, (_t, name, period, delay, arrival) in TOPICS.items():
@@ -280,7 +308,7 @@ def payloads(rec, ns):
     return out
 
 
-def test_same_seeds_give_bit_identical_streams_whatever_the_chunks_other_seeds_other_noise(probe, tmp_path):
+def test_same_seeds_give_bit_identical_streams_whatever_the_chunks_other_seeds_other_noise(probe, diag, tmp_path):
     total = 200
     chunks = {"snb1": [200], "snb2": [1, 6, 93, 100], "snb3": [200]}
     files = {"snb1": sensors_file(tmp_path, "a.yaml"), "snb2": sensors_file(tmp_path, "b.yaml"),
@@ -289,7 +317,7 @@ def test_same_seeds_give_bit_identical_streams_whatever_the_chunks_other_seeds_o
     rec = {ns: record(probe, ns) for ns in chunks}
     alive = list(procs.values())
     with running(procs):
-        probe.spin_until(lambda: all(matched(probe, ns) for ns in chunks), what="the sensor topics", alive=alive)
+        probe.spin_until(lambda: all(ready(probe, diag, ns) for ns in chunks), what="the sensor topics", alive=alive)
         for ns, plan in chunks.items():
             for n in plan:
                 step(probe, ns, n, procs[ns])
@@ -320,7 +348,7 @@ sensors:
 """
 
 
-def test_a_node_running_on_the_wall_clock_publishes_the_stream_of_one_stepped_by_hand(probe, tmp_path):
+def test_a_node_running_on_the_wall_clock_publishes_the_stream_of_one_stepped_by_hand(probe, diag, tmp_path):
     """The ROV with an IMU and a delayed pressure sensor: one node runs at 4x real time (wait_for_command: it starts
     on the probe's zero thruster command), the other is stepped with ~/step; their readings of the first 300
     steps are bit-identical, however the timer batched the steps (about 4 per tick, off the sensors' grid)."""
@@ -339,7 +367,7 @@ def test_a_node_running_on_the_wall_clock_publishes_the_stream_of_one_stepped_by
         return [m for m in rec[ns][topic].messages if cv.ns_from_time(m.header.stamp) <= (total - 3) * DT]
 
     with running(procs):
-        probe.spin_until(lambda: all(matched(probe, ns, topics) for ns in procs) and cmd.get_subscription_count(),
+        probe.spin_until(lambda: all(ready(probe, diag, ns, topics) for ns in procs) and cmd.get_subscription_count(),
                          what="both nodes", alive=alive)
         cmd.publish(cv.joint_state_msg(0, [f"t{i}" for i in range(1, 9)], effort=[0.0] * 8))
         step(probe, "sns", total, procs["sns"])
@@ -351,7 +379,7 @@ def test_a_node_running_on_the_wall_clock_publishes_the_stream_of_one_stepped_by
         assert len(a) == len(b) == n and a == b, topic
 
 
-def test_the_streams_do_not_depend_on_who_listens(probe, tmp_path):
+def test_the_streams_do_not_depend_on_who_listens(probe, diag, tmp_path):
     """Two nodes of the same IMU (and seed): one listened to from the start, the other only after its first 100
     steps: the readings of steps 105 ... 200 are bit-identical (the unheard samples were taken all the same)."""
     path = tmp_path / "imu.yaml"
@@ -362,12 +390,11 @@ def test_the_streams_do_not_depend_on_who_listens(probe, tmp_path):
     early = record(probe, "snu1", topic)["sensors/imu"]
     alive = list(procs.values())
     with running(procs):
-        probe.spin_until(lambda: matched(probe, "snu1", topic), what="the first node's IMU", alive=alive)
+        probe.spin_until(lambda: ready(probe, diag, "snu1", topic), what="the first node's IMU", alive=alive)
         for ns in procs:
             step(probe, ns, 100, procs[ns])  # the service answers once the node is up
         late = record(probe, "snu2", topic)["sensors/imu"]
-        probe.spin_until(lambda: matched(probe, "snu2", topic) and late.sub.get_publisher_count() > 0,
-                         what="the second node's IMU", alive=alive)
+        probe.spin_until(lambda: ready(probe, diag, "snu2", topic), what="the second node's IMU", alive=alive)
         for ns in procs:
             step(probe, ns, 100, procs[ns])
         probe.spin_until(lambda: len(late) >= 20 and len(early) >= 41, what="the IMU readings", alive=alive)
@@ -386,17 +413,17 @@ sensors:
 """
 
 
-def test_lockstep_publishes_the_readings_due_in_a_period_during_that_period(probe, tmp_path):
-    """The ROV in lockstep (10 steps per control period), the probe answering each state with a zero
-    thruster_command: once it stops answering after 12 periods, the node waits at step 120 having published
+def test_lockstep_publishes_the_readings_due_in_a_period_during_that_period(probe, diag, tmp_path):
+    """The ROV in lockstep (10 steps per control period; started paused, resumed once the probe listens), the
+    probe answering each state with a zero thruster_command: once it stops answering after 12 periods, the node
+    waits at step 120 having published
     exactly the readings due by then (IMU every 5 steps, in the middle of each period too; the pressure sensor's
     every 10 steps 2 steps later), none twice, none of the next period."""
     ns, periods, n = "snl", 12, 10
     thrusters = [f"t{i}" for i in range(1, 9)]  # the BlueROV2 Heavy's (bluerov2_heavy.urdf.xacro)
     path = tmp_path / "lockstep.yaml"
     path.write_text(LOCKSTEP)
-    proc = node(ns, tmp_path, ROV, path, lockstep=True, control_rate=50.0, real_time_factor=0.0,
-                start_paused=False)
+    proc = node(ns, tmp_path, ROV, path, lockstep=True, control_rate=50.0, real_time_factor=0.0)
     topics = {t: TOPICS[t] for t in ("sensors/imu", "sensors/depth")}
     rec = record(probe, ns, topics)
     odom = Recorder(probe, Odometry, f"/{ns}/odom")
@@ -412,8 +439,10 @@ def test_lockstep_publishes_the_readings_due_in_a_period_during_that_period(prob
         return end in stamps(odom)
 
     with proc:
-        probe.spin_until(lambda: matched(probe, ns, topics) and cmd.get_subscription_count() > 0,
+        probe.spin_until(lambda: ready(probe, diag, ns, topics) and cmd.get_subscription_count() > 0,
                          what="the lockstep node", alive=[proc])
+        # started paused (its diagnostics count the probe's subscriptions meanwhile): resume
+        assert probe.call(SetBool, f"/{ns}/dynamics_node/pause", SetBool.Request(data=False), alive=[proc]).success
         probe.spin_until(answer, what=f"{periods} control periods", alive=[proc], timeout=15)
         K = periods * n
         want = {"sensors/imu": [k * DT for k in range(0, K + 1, 5)],
@@ -434,7 +463,7 @@ sensors:
 """
 
 
-def test_a_live_change_of_current_reaches_the_dvl_water_track(probe, tmp_path):
+def test_a_live_change_of_current_reaches_the_dvl_water_track(probe, diag, tmp_path):
     """No seabed: the DVL tracks the water, v_dvl = v - Rᵀ c (noise off). Its readings against odom at the same
     stamps (both every 20 steps): the node's start-up current for the first 100 steps, then the one set through
     set_parameters."""
@@ -449,7 +478,8 @@ def test_a_live_change_of_current_reaches_the_dvl_water_track(probe, tmp_path):
     dvl = Recorder(probe, TwistWithCovarianceStamped, f"/{ns}/sensors/dvl", qos=QOS)
     odom = Recorder(probe, Odometry, f"/{ns}/odom", depth=1000)
     with proc:
-        probe.spin_until(lambda: matched(probe, ns, ("sensors/dvl", "odom")), what="the DVL and odom", alive=[proc])
+        probe.spin_until(lambda: ready(probe, diag, ns, ("sensors/dvl",)) and len(odom) > 0, what="the DVL and odom",
+                         alive=[proc])
         step(probe, ns, 100, proc)
         req = SetParameters.Request(parameters=[Parameter("current", value=current).to_parameter_msg()])
         assert probe.call(SetParameters, f"/{ns}/dynamics_node/set_parameters", req, alive=[proc]).results[0].successful
@@ -475,7 +505,7 @@ sensors:
 """
 
 
-def test_reset_drops_the_readings_still_waiting_for_their_delay(probe, tmp_path):
+def test_reset_drops_the_readings_still_waiting_for_their_delay(probe, diag, tmp_path):
     """Pressure every 10 steps, published 5 steps later: after 100 steps the reading of step 100 waits; ~/reset
     (the reset state is step 101) drops it; 20 more steps publish step 110's only (step 120's waits)."""
     from std_srvs.srv import Trigger
@@ -486,7 +516,7 @@ def test_reset_drops_the_readings_still_waiting_for_their_delay(probe, tmp_path)
     proc = node(ns, tmp_path, ROV, path)
     depth = Recorder(probe, FluidPressure, f"/{ns}/sensors/depth", qos=QOS)
     with proc:
-        probe.spin_until(lambda: matched(probe, ns, ("sensors/depth",)), what="the pressure topic", alive=[proc])
+        probe.spin_until(lambda: ready(probe, diag, ns, ("sensors/depth",)), what="the pressure topic", alive=[proc])
         step(probe, ns, 100, proc)
         assert probe.call(Trigger, f"/{ns}/dynamics_node/reset", Trigger.Request(), alive=[proc]).success
         assert step(probe, ns, 20, proc).step_index == 121
@@ -504,7 +534,7 @@ sensors:
 """
 
 
-def test_dvl_beyond_max_range_publishes_no_twist_its_reason_on_diagnostics_and_its_beams(probe, tmp_path):
+def test_dvl_beyond_max_range_publishes_no_twist_its_reason_on_diagnostics_and_its_beams(probe, diag, tmp_path):
     ns, total = "snc", 100
     path = tmp_path / "nolock.yaml"
     path.write_text(NO_LOCK)
@@ -519,7 +549,7 @@ def test_dvl_beyond_max_range_publishes_no_twist_its_reason_on_diagnostics_and_i
     probe.node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, QoSProfile(depth=100))
     n_samples = total // 20 + 1
     with proc:
-        probe.spin_until(lambda: matched(probe, ns, ("sensors/dvl", "sensors/dvl/beams")), what="the DVL topics",
+        probe.spin_until(lambda: ready(probe, diag, ns, ("sensors/dvl", "sensors/dvl/beams")), what="the DVL topics",
                          alive=[proc])
         step(probe, ns, total, proc)
         probe.spin_until(lambda: len(beams) >= 4 * n_samples and any(s.level == DiagnosticStatus.WARN
