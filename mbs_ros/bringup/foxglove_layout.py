@@ -15,7 +15,9 @@ The file is the layout JSON both apps export and import (``configById`` of the p
   joint, labelled with its name), against the header stamps;
 - ``Plot!ports``: the first robot's port powers (``energy.port_power[i]``, labelled with the port names the
   dynamics node gives that model: ``effort/<joint>``, ``wrench``, ``thruster/<name>``, ``current``);
-- ``RawMessages!energy``: the first robot's ``energy`` message (storages, ports, dissipators by name; balance).
+- ``RawMessages!energy``: the first robot's ``energy`` message (storages, ports, dissipators by name; balance);
+- with sensors (the dynamics node's ``sensors``, docs/dynamics_node.md): the DVLs' beams in the 3D panel and
+  ``Plot!sensors``: the first robot's depth (pressure sensors), IMU specific force z and DVL velocity.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-__all__ = ["layout", "layout_text", "port_names", "layout_path", "main"]
+__all__ = ["layout", "layout_text", "port_names", "sensor_specs", "sensor_topics", "layout_path", "main"]
 
 _GRID = {"layerId": "foxglove.Grid", "instanceId": "grid", "label": "Grid (world)", "visible": True,
          "frameLocked": True, "frameId": "world", "size": 20, "divisions": 20, "lineWidth": 1,
@@ -44,22 +46,62 @@ def layout_path(scenario_name: str, root: Optional[Path] = None) -> Path:
     return (root or package_root() or Path.cwd()) / "config" / "foxglove" / f"{scenario_name}.json"
 
 
-def port_names(robot) -> List[str]:
-    """The names of the robot's energy ports, in the order the dynamics node publishes them (``energy``'s
-    ``port_names``): :meth:`Model.energy_ports` of the model the node builds, at rest."""
-    import numpy as np
-
+def _source(robot):
     from mbs_ros.dynamics import model_source as ms
 
     dyn = robot.dynamics
-    source = ms.load_source(str(dyn.get("robot_description", "") or ""), str(dyn.get("model_file", "") or ""))
+    return ms.load_source(str(dyn.get("robot_description", "") or ""), str(dyn.get("model_file", "") or ""))
+
+
+def _model(robot, source=None):
+    """The model the dynamics node builds for a scenario robot."""
+    from mbs_ros.dynamics import model_source as ms
+
+    dyn = robot.dynamics
+    source = source or _source(robot)
     names = list(dyn.get("locked_joints") or ())
     positions = list(dyn.get("locked_joint_positions") or ()) or [0.0] * len(names)
     model = ms.build_multibody(source, robot.base_group, ms.default_gravity(source), max_mass_ratio=0.0,
                                locked_joints=dict(zip(names, positions)) or None, mimic=str(dyn.get("mimic", "reduce")),
                                fluid_density=float(dyn.get("fluid_density", 0.0) or 0.0))
-    model = model.with_current(tuple(dyn.get("current", (0.0, 0.0, 0.0))),
-                               tuple(dyn.get("current_rate", (0.0, 0.0, 0.0))))
+    return model.with_current(tuple(dyn.get("current", (0.0, 0.0, 0.0))),
+                              tuple(dyn.get("current_rate", (0.0, 0.0, 0.0))))
+
+
+def sensor_specs(robot, physics_rate: Optional[float] = None) -> tuple:
+    """The robot's sensors as its dynamics node loads them (its ``sensors`` parameter; empty: the robot YAML's) at
+    ``physics_rate`` (the scenario's; else the robot's dynamics parameter, else the node's default)."""
+    from mbs_ros.nodes import conversions as cv
+    from mbs_ros.nodes.dynamics_sensors import sensors_path
+    from mbs_ros.nodes.parameters.dynamics import PARAMETERS
+
+    dyn = robot.dynamics
+    source = _source(robot)
+    path = sensors_path(str(dyn.get("sensors", "") or ""), source)
+    if path is None:  # no model to build
+        return ()
+    from mbs_ros.sensors.spec import load_sensors
+
+    dt = cv.period_ns(float(physics_rate or dyn.get("physics_rate") or PARAMETERS["physics_rate"].default)) * 1e-9
+    return load_sensors(path, _model(robot, source), dt).sensors
+
+
+def sensor_topics(robot, physics_rate: Optional[float] = None) -> List[str]:
+    """Absolute names of every topic the robot's dynamics node publishes for its sensors (a pressure sensor's
+    depth and a DVL's beams included): what the bridge serves besides the state."""
+    out = []
+    for s in sensor_specs(robot, physics_rate):
+        topic = f"{robot.namespace}/{s.topic}"
+        out += [topic] + {"pressure": [topic + "/depth"], "dvl": [topic + "/beams"]}.get(s.type, [])
+    return out
+
+
+def port_names(robot) -> List[str]:
+    """The names of the robot's energy ports, in the order the dynamics node publishes them (``energy``'s
+    ``port_names``): :meth:`Model.energy_ports` of the model the node builds, at rest."""
+    import numpy as np
+
+    model = _model(robot)
     nj = len(model.joint_names)
     nt = len(model.passive.thruster_names) if model.passive is not None else 0
     report = model.energy_ports(model.neutral(), np.zeros(model.nv), efforts=np.zeros(nj) if nj else None,
@@ -106,12 +148,32 @@ def layout(scenario) -> Dict[str, object]:
                                "diffTopicPath": "", "showFullMessageForDiff": False,
                                "foxglovePanelTitle": f"{first.name}: energy ports"},
     }
+    right = {"direction": "column", "first": "Plot!ports", "second": "RawMessages!energy", "splitPercentage": 50}
+    sensors = _sensor_paths(first, topics, scenario.physics_rate)
+    if sensors:
+        config_by_id["Plot!sensors"] = {"paths": sensors, **_PLOT,
+                                        "foxglovePanelTitle": f"{first.name}: sensors (depth, IMU, DVL)"}
+        right = {"direction": "column", "first": "Plot!sensors", "second": right, "splitPercentage": 34}
     mosaic = {"direction": "row", "first": "3D!scene", "splitPercentage": 55,
-              "second": {"direction": "column", "first": "Plot!state", "splitPercentage": 34,
-                         "second": {"direction": "column", "first": "Plot!ports", "second": "RawMessages!energy",
-                                    "splitPercentage": 50}}}
+              "second": {"direction": "column", "first": "Plot!state", "splitPercentage": 34, "second": right}}
     return {"configById": config_by_id, "globalVariables": {}, "userNodes": {}, "playbackConfig": {"speed": 1.0},
             "layout": mosaic}
+
+
+def _sensor_paths(robot, topics: Dict[str, object], physics_rate: Optional[float]) -> List[Dict[str, object]]:
+    """Plot series of the robot's sensors (depth, IMU specific force z, DVL velocity); its DVLs' beam topics join
+    the 3D panel's ``topics``."""
+    ns, out = robot.namespace, []
+    for s in sensor_specs(robot, physics_rate):
+        topic = f"{ns}/{s.topic}"
+        if s.type == "pressure":
+            out.append(_path(f"{topic}/depth.point.z", f"{s.name}: depth [m]"))
+        elif s.type == "imu":
+            out.append(_path(f"{topic}.linear_acceleration.z", f"{s.name}: specific force z [m/s²]"))
+        elif s.type == "dvl":
+            out += [_path(f"{topic}.twist.twist.linear.{a}", f"{s.name}: v{a} [m/s]") for a in ("x", "y", "z")]
+            topics[f"{topic}/beams"] = {"visible": True}
+    return out
 
 
 def layout_text(scenario) -> str:
