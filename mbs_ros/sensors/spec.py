@@ -29,8 +29,15 @@ ENVIRONMENT_KEYS = ("fluid_density", "water_surface", "seabed_depth", "seabed_z"
 #: Earth's field in world ENU axes [T]: 20 µT north (+y), 45 µT down (a mid-latitude field).
 MAGNETIC_FIELD = (0.0, 2.0e-5, -4.5e-5)
 ATMOSPHERIC_PRESSURE = 101325.0  # Pa
-#: Relative tolerance of "a whole number of physics steps" (physics_rate / rate, delay / dt).
+#: Relative tolerance of "a whole number of physics steps" (physics_rate / rate, delay / dt), to which
+#: :func:`whole_tolerance` adds the rounding of the node's step to whole nanoseconds.
 WHOLE_TOLERANCE = 1e-9
+
+
+def whole_tolerance(dt: float) -> float:
+    """Relative tolerance of a ratio to ``dt``: :data:`WHOLE_TOLERANCE` plus half a nanosecond of ``dt`` (the node
+    steps by a whole number of ns, so at 600 Hz its rate is 599.99988 Hz and 300 Hz must still be every 2nd step)."""
+    return WHOLE_TOLERANCE + 0.5e-9 / dt
 
 
 class SensorConfigError(ValueError):
@@ -354,7 +361,7 @@ def whole_steps(value: float, dt: float) -> int | None:
     """``value / dt`` when it is a whole number to :data:`WHOLE_TOLERANCE` (relative), else None."""
     ratio = value / dt
     n = round(ratio)
-    return int(n) if abs(ratio - n) <= WHOLE_TOLERANCE * max(1.0, ratio) else None
+    return int(n) if abs(ratio - n) <= whole_tolerance(dt) * max(1.0, ratio) else None
 
 
 def _rate(r: Reader, value, dt: float) -> tuple:
@@ -362,7 +369,7 @@ def _rate(r: Reader, value, dt: float) -> tuple:
     physics = 1.0 / dt
     ratio = physics / rate
     n = round(ratio)
-    if n >= 1 and abs(ratio - n) <= WHOLE_TOLERANCE * ratio:
+    if n >= 1 and abs(ratio - n) <= whole_tolerance(dt) * ratio:
         return rate, int(n)
     if ratio < 1:
         r.fail("rate", f"{rate:g} Hz is above the physics rate {physics:g} Hz (at most one sample per step)")

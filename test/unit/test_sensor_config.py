@@ -216,3 +216,16 @@ def test_a_pressure_sensor_on_a_dry_robot_is_refused(arm):
     doc = {"sensors": [{"name": "depth", "type": "pressure", "link": "link1", "rate": 10}]}
     with pytest.raises(SensorConfigError, match=r"^arm\.yaml: sensors\[0\] \(depth\): [a-z_.]+: no water: "):
         parse_sensors(doc, "arm.yaml", arm, 0.001)
+
+
+@pytest.mark.parametrize("physics_rate, rate, period", [(600.0, 300.0, 2), (600.0, 200.0, 3), (3000.0, 1000.0, 3),
+                                                        (7000.0, 7.0, 1000)])
+def test_rates_divide_the_nodes_nanosecond_step(rov, physics_rate, rate, period):
+    """The node steps by a whole number of ns (600 Hz: 1 666 667 ns, i.e. 599.99988 Hz): a rate that divides the
+    physics rate is that many steps all the same, and one that does not is still refused."""
+    dt = round(1e9 / physics_rate) * 1e-9
+    doc = {"sensors": [{"name": "imu", "type": "imu", "link": "base_link", "rate": rate}]}
+    assert parse_sensors(doc, "s.yaml", rov, dt).sensors[0].period_steps == period
+    doc["sensors"][0]["rate"] = physics_rate / (period + 0.5)
+    with pytest.raises(SensorConfigError, match="divided by a whole number"):
+        parse_sensors(doc, "s.yaml", rov, dt)
