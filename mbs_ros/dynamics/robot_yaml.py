@@ -97,7 +97,7 @@ def load_robot(path) -> RobotConfig:
         r.fail("robot", "missing (the file must have a top-level 'robot' mapping)")
     robot = r.mapping(doc["robot"], "robot",
                       ("name", "base", "gravity", "urdf", "xacro_args", "links", "joints", "fluid", "hydrodynamics",
-                       "joint_dynamics", "thrusters"))
+                       "joint_dynamics", "thrusters", "sensors", "environment"))  # the last two: mbs_ros.sensors.spec
     base = r.choice(robot.get("base", "fixed"), "robot.base", _BASES)
     gravity = tuple(r.numbers(robot.get("gravity", [0.0, 0.0, -9.81]), "robot.gravity", 3))
     has_file, has_inline = "urdf" in robot, ("links" in robot or "joints" in robot)

@@ -35,6 +35,7 @@ from mbs_ros.nodes.dynamics_inputs import CommandInputs
 from mbs_ros.nodes.dynamics_lockstep import TIMEOUT_TOPIC, TOPIC, LockstepWatch
 from mbs_ros.nodes.dynamics_publishing import EnergyPorts, StatePublishing, TFMessage
 from mbs_ros.nodes.dynamics_reconfigure import Reconfiguration
+from mbs_ros.nodes.dynamics_sensors import SensorPublishing, load_suite
 from mbs_ros.nodes.dynamics_services import MAX_STEP_REQUEST, Services  # noqa: F401 - importable from here
 from mbs_ros.nodes.dynamics_settings import (  # noqa: F401 - importable from here, as users and tests do
     DEFAULTS, INERTIAL, SINGLE_BODY_ONLY, Settings, build_model, check_inertia, check_rate,
@@ -52,12 +53,14 @@ __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values",
 # ------------------------------------------------------------------------------------------- node
 
 
-class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reconfiguration, Node):
+class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWatch, Services, Reconfiguration, Node):
     """Construct, then call :meth:`configure` (raises ParameterError).
 
     The simulation itself is ``self.sim``, a :class:`mbs_ros.dynamics.simulator.Simulator`: this class builds it
     and advances it from a timer (or per lockstep period); the parts turn command messages into its commands
-    (:class:`~mbs_ros.nodes.dynamics_inputs.CommandInputs`), publish its state (:class:`~mbs_ros.nodes.dynamics_publishing.StatePublishing`), run lockstep
+    (:class:`~mbs_ros.nodes.dynamics_inputs.CommandInputs`), publish its state
+    (:class:`~mbs_ros.nodes.dynamics_publishing.StatePublishing`) and its sensors
+    (:class:`~mbs_ros.nodes.dynamics_sensors.SensorPublishing`), run lockstep
     (:class:`~mbs_ros.nodes.dynamics_lockstep.LockstepWatch`), serve ``~/reset``, ``~/pause``, ``~/step``
     (:class:`~mbs_ros.nodes.dynamics_services.Services`) and parameter changes
     (:class:`~mbs_ros.nodes.dynamics_reconfigure.Reconfiguration`)."""
@@ -134,6 +137,8 @@ class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reco
         self._last_input_wall = time.monotonic()
         self._last_state_wall = 0.0
         self._graph_counts = ()
+        # the sensors (docs/dynamics_node.md, Sensors): a bad sensors file refuses the start
+        self._setup_sensors(load_suite(s.sensors, source, model, self.dt, current=s.current))
 
         self._create_publishers()
         self._create_inputs()
@@ -357,20 +362,27 @@ class DynamicsNode(CommandInputs, StatePublishing, LockstepWatch, Services, Reco
     def advance(self, steps: int) -> None:
         """Take ``steps`` physics steps, publishing what falls due on the way (the state every
         ``_publish_every`` steps outside lockstep, joint wrenches, markers and diagnostics on their own step
-        grids, each only while someone subscribes). The one place the simulation advances (timer and lockstep)."""
+        grids, each only while someone subscribes; the sensors on theirs always, their readings as they fall due).
+        The one place the simulation advances (timer and lockstep)."""
         sim = self.sim
         end = sim.k + steps
+        if self.suite is not None and sim.k < end and not sim.paused:
+            self._sensors_step()  # the state the steps start from (the first after start-up or a reset)
         while sim.k < end and not sim.paused:
             k = sim.k
             if self._grids is None:  # asked again after every state: subscribers come and go
                 self._grids = self._active_grids()
             grids = self._grids
             nxt = min([end] + [(k // every + 1) * every for every in grids])
+            if self.suite is not None:  # the sensors' grids, always: their streams never depend on subscribers
+                nxt = self._sensor_next_stop(k, nxt)
             sim.advance(nxt - k)
             if self._new_fault is not None:
                 self._report_fault()
                 break
             k = sim.k
+            if self.suite is not None:  # readings due now, before the state of the same step
+                self._sensors_step()
             if not self.lockstep:  # lockstep: the state and what goes with it once per period (_try_period)
                 wrenches = bool(self._wrench_every) and k % self._wrench_every == 0
                 markers = bool(self._markers_every) and k % self._markers_every == 0

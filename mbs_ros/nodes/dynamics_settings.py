@@ -92,6 +92,7 @@ class Settings:
     energy_rate: float = _DEFAULT["energy_rate"]  # Hz, the energy topic
     start_paused: bool = _DEFAULT["start_paused"]  # start paused at t0 (~/pause false or ~/step advance it)
     wait_for_command: bool = _DEFAULT["wait_for_command"]  # outside lockstep: no step before the first command
+    sensors: str = _DEFAULT["sensors"]  # "": the robot YAML's; a path: that file; "none": no sensors
 
     @property
     def inertia_matrix(self) -> np.ndarray:
@@ -180,6 +181,7 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         energy_rate=rate_or_off("energy_rate"),
         start_paused=flag("start_paused"),
         wait_for_command=flag("wait_for_command"),
+        sensors=text("sensors", allow_empty=True),
     )
     if 0.0 < s.real_time_factor < MIN_REAL_TIME_FACTOR:
         raise ParameterError(f"real_time_factor must be 0 (as fast as possible) or >= {MIN_REAL_TIME_FACTOR:g}, got "

@@ -26,7 +26,8 @@ EXPECTED_DEFAULTS = dict(
     joint_armature=(), use_events_executor=True, publish_clock=False, real_time_factor=1.0,
     lockstep=False, control_rate=100.0, publish_markers=True, marker_wrench_scale=0.01, max_wrench=(),
     max_effort=(), fluid_density=0.0, current=(0.0, 0.0, 0.0), current_rate=(0.0, 0.0, 0.0),
-    environment_temperature=288.15, energy_rate=10.0, start_paused=False, wait_for_command=False)
+    environment_temperature=288.15, energy_rate=10.0, start_paused=False, wait_for_command=False,
+    sensors="")
 
 
 def test_table_holds_the_documented_defaults_and_settings_take_them():

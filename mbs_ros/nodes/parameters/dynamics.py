@@ -173,6 +173,12 @@ _PAIRS = {
         "it does not apply; lockstep waits for its commands anyway. The shipped parameter files with a "
         "controller set it.",
         {"type": "bool", "default": False, "read_only": True}),
+    "sensors": (
+        "Simulated sensors (mbs_ros.sensors; docs/dynamics_node.md, Sensors): empty = the robot YAML's "
+        "sensors: list when model_file is one that has it, else none; a path (as model_file: share directory, "
+        "then the current directory; package:// and file:// URIs) = that sensors file or robot YAML; none = no "
+        "sensors. A bad file refuses the start naming file, sensor and key.",
+        {"type": "string", "default": "", "read_only": True}),
 }
 
 

@@ -1,0 +1,383 @@
+"""The dynamics node's simulated sensors (:class:`SensorPublishing`, a part of
+:class:`~mbs_ros.nodes.dynamics_node.DynamicsNode`): the sensor suite of the ``sensors`` parameter
+(:class:`mbs_ros.sensors.suite.SensorSuite`, ROS-free), sampled on each sensor's own step grid whatever is
+subscribed (so the random streams are the same in every run of the same seeds), its readings published as they
+fall due (measurement step + delay, before the state of that step), the static TF link -> sensor frame (and the
+DVL's beam frames), and one /diagnostics status per sensor. Topics and message fields: docs/dynamics_node.md,
+"Sensors".
+"""
+from __future__ import annotations
+
+import math
+from typing import Dict, List, Optional
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import PointStamped, TwistWithCovarianceStamped, WrenchStamped
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, NavSatFix, NavSatStatus, Range
+
+from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.model_source import ParameterError
+from mbs_ros.nodes import conversions as cv
+
+__all__ = ["SensorPublishing", "sensors_path", "load_suite", "reading_messages", "beam_rotation", "sensor_qos",
+           "SENSOR_QOS_MIN_DEPTH", "BEAM_FIELD_OF_VIEW", "MESSAGE_TYPES"]
+
+#: each sensor topic keeps at least this many messages (RELIABLE, KEEP_LAST): see :func:`sensor_qos`
+SENSOR_QOS_MIN_DEPTH = 100
+#: sensor_msgs/Range field_of_view of a DVL beam [rad] when its parameters name none (a 4° acoustic beam)
+BEAM_FIELD_OF_VIEW = math.radians(4.0)
+#: the message type of each sensor type's main topic ``sensors/<name>``
+MESSAGE_TYPES = {"imu": Imu, "magnetometer": MagneticField, "pressure": FluidPressure,
+                 "dvl": TwistWithCovarianceStamped, "gnss": NavSatFix, "encoders": JointState,
+                 "force_torque": WrenchStamped}
+NONE = "none"
+
+
+# ------------------------------------------------------------------------------------ loading (ROS-free)
+
+
+def sensors_path(setting: str, source: ms.Source) -> Optional[str]:
+    """The file the ``sensors`` parameter names: ``none`` -> None; empty -> the robot YAML's own file when the
+    model came from one (None otherwise; the YAML may still carry no sensors); else the path resolved as
+    ``model_file`` is (:func:`mbs_ros.dynamics.model_source.resolve_model_file`). ParameterError naming it."""
+    setting = (setting or "").strip()
+    if setting.lower() == NONE:
+        return None
+    if not setting:
+        return source.path if source.kind == "yaml" else None
+    try:
+        return ms.resolve_model_file(setting)
+    except ParameterError as e:
+        text = str(e)
+        raise ParameterError("sensors" + text[len("model_file"):] if text.startswith("model_file") else
+                             f"sensors: {text}") from None
+
+
+def load_suite(setting: str, source: ms.Source, model, dt: float, current=(0.0, 0.0, 0.0)):
+    """The :class:`~mbs_ros.sensors.suite.SensorSuite` of the ``sensors`` parameter, or None (no sensors).
+    A :class:`~mbs_ros.sensors.spec.SensorConfigError` (its message names file, sensor and key) becomes a
+    ParameterError, so the node refuses to start with it."""
+    path = sensors_path(setting, source)
+    if path is None:
+        return None
+    from mbs_ros.sensors.spec import SensorConfigError, load_sensors
+    from mbs_ros.sensors.suite import SensorSuite
+
+    try:
+        sensor_set = load_sensors(path, model, dt, current=tuple(float(x) for x in current))
+    except SensorConfigError as e:
+        raise ParameterError(f"sensors: {e}") from None
+    if not sensor_set.sensors:
+        if (setting or "").strip():  # a file given on purpose that declares nothing: say so
+            raise ParameterError(f"sensors: {path}: declares no sensors (sensors: none turns them off)")
+        return None
+    return SensorSuite(model, sensor_set, dt)
+
+
+def sensor_qos(period_steps: int, batch_steps: int) -> QoSProfile:
+    """RELIABLE, KEEP_LAST: a lockstep estimator must get every sample (its stream is deterministic only if none is
+    lost), so the queue holds every sample of one batch of steps (a lockstep control period, or the most the
+    timer takes at once) twice over, and at least :data:`SENSOR_QOS_MIN_DEPTH`."""
+    per_batch = -(-int(batch_steps) // max(1, int(period_steps)))
+    return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=max(SENSOR_QOS_MIN_DEPTH, 2 * per_batch),
+                      reliability=ReliabilityPolicy.RELIABLE)
+
+
+def beam_rotation(direction) -> np.ndarray:
+    """R_sensor_beam (3x3) of a DVL beam frame: x along the beam (sensor_msgs/Range measures along x), y
+    orthogonal to x and to the sensor's z axis (z's component when the beam runs along z), z = x × y."""
+    x = np.asarray(direction, dtype=float)
+    x = x / np.linalg.norm(x)
+    ref = np.array([0.0, 0.0, 1.0]) if abs(x[2]) < 0.99 else np.array([1.0, 0.0, 0.0])
+    y = np.cross(ref, x)
+    y /= np.linalg.norm(y)
+    return np.column_stack([x, y, np.cross(x, y)])
+
+
+# ------------------------------------------------------------------------------------ Reading -> messages
+
+
+def _arr(values, n: int) -> np.ndarray:
+    a = np.asarray(values, dtype=np.float64).reshape(-1)
+    if a.shape != (n,):
+        raise ValueError(f"expected {n} values, got {a.size}")
+    return a
+
+
+def _vec3(msg, values) -> None:
+    msg.x, msg.y, msg.z = (float(x) for x in _arr(values, 3))
+
+
+def beam_range(value: float, min_range: float, max_range: float) -> float:
+    """A beam's range as sensor_msgs/Range wants it (REP 117): the range within [min, max]; no return (nan) or
+    beyond max_range: +inf; closer than min_range: -inf."""
+    value = float(value)
+    if not math.isfinite(value) or value > max_range:
+        return math.inf
+    if value < min_range:
+        return -math.inf
+    return value
+
+
+def reading_messages(reading, frame: str, beam_frames=(), beam_limits=(0.0, math.inf),
+                     field_of_view: float = BEAM_FIELD_OF_VIEW) -> List[tuple]:
+    """``[(topic suffix, message)]`` of one :class:`~mbs_ros.sensors.frames.Reading` (suffix "" is
+    ``sensors/<name>`` itself), stamped ``reading.stamp_ns``, ``frame_id`` ``frame``: an invalid reading gives
+    none, except a DVL's beams (always) and a GNSS fix message (status NO_FIX). Field by field:
+    docs/dynamics_node.md, "Sensors"."""
+    t, v, ok = reading.type, reading.values, bool(reading.valid)
+    stamp = cv.time_from_ns(reading.stamp_ns)
+    out = []
+
+    def header(m):
+        m.header.stamp = stamp
+        m.header.frame_id = frame
+        return m
+
+    if t == "imu":
+        if ok:
+            m = header(Imu())
+            _vec3(m.linear_acceleration, v["linear_acceleration"])
+            _vec3(m.angular_velocity, v["angular_velocity"])
+            if v.get("orientation") is not None:
+                o = _arr(v["orientation"], 4)
+                m.orientation.x, m.orientation.y, m.orientation.z, m.orientation.w = (float(x) for x in o)
+            m.linear_acceleration_covariance = _arr(v["linear_acceleration_cov"], 9)
+            m.angular_velocity_covariance = _arr(v["angular_velocity_cov"], 9)
+            m.orientation_covariance = _arr(v["orientation_cov"], 9)
+            out.append(("", m))
+    elif t == "magnetometer":
+        if ok:
+            m = header(MagneticField())
+            _vec3(m.magnetic_field, v["magnetic_field"])
+            m.magnetic_field_covariance = _arr(v["magnetic_field_cov"], 9)
+            out.append(("", m))
+    elif t == "pressure":
+        if ok:
+            m = header(FluidPressure())
+            m.fluid_pressure, m.variance = float(v["fluid_pressure"]), float(v["variance"])
+            d = header(PointStamped())
+            d.point.z = float(v["depth"])
+            out += [("", m), ("/depth", d)]
+    elif t == "dvl":
+        if ok and v.get("velocity") is not None:
+            m = header(TwistWithCovarianceStamped())
+            _vec3(m.twist.twist.linear, v["velocity"])
+            cov = np.zeros((6, 6))
+            cov[:3, :3] = _arr(v["velocity_cov"], 9).reshape(3, 3)
+            cov[3, 3] = cov[4, 4] = cov[5, 5] = -1.0  # the angular part is not measured
+            m.twist.covariance = cov.reshape(-1)
+            out.append(("", m))
+        ranges = np.asarray(v["ranges"], dtype=float).reshape(-1)
+        lo, hi = beam_limits
+        for i, (r, beam) in enumerate(zip(ranges, beam_frames)):
+            b = Range()
+            b.header.stamp, b.header.frame_id = stamp, beam
+            b.radiation_type = Range.ULTRASOUND
+            b.field_of_view, b.min_range, b.max_range = float(field_of_view), float(lo), float(hi)
+            b.range = beam_range(r, lo, hi)
+            out.append(("/beams", b))
+    elif t == "gnss":
+        m = header(NavSatFix())
+        fix = ok and int(v.get("status", -1)) >= 0
+        m.status.status = NavSatStatus.STATUS_FIX if fix else NavSatStatus.STATUS_NO_FIX
+        m.status.service = NavSatStatus.SERVICE_GPS
+        m.latitude, m.longitude, m.altitude = (float(v.get(k, math.nan)) for k in ("latitude", "longitude",
+                                                                                   "altitude"))
+        if fix:
+            m.position_covariance = _arr(v["position_cov"], 9)
+            m.position_covariance_type = NavSatFix.COVARIANCE_TYPE_KNOWN
+        else:
+            m.position_covariance_type = NavSatFix.COVARIANCE_TYPE_UNKNOWN
+        out.append(("", m))
+    elif t == "encoders":
+        if ok:
+            m = header(JointState())
+            m.name = [str(n) for n in v["names"]]
+            m.position = np.asarray(v["position"], dtype=np.float64).reshape(-1).tolist()
+            m.velocity = np.asarray(v["velocity"], dtype=np.float64).reshape(-1).tolist()
+            out.append(("", m))
+    elif t == "force_torque":
+        if ok:
+            m = header(WrenchStamped())
+            _vec3(m.wrench.force, v["force"])
+            _vec3(m.wrench.torque, v["torque"])
+            out.append(("", m))
+    else:
+        raise ValueError(f"sensor {reading.name}: no message for type {t!r}")
+    return out
+
+
+# ------------------------------------------------------------------------------------ the node's part
+
+
+class SensorPublishing:
+    """Needs, from the node: ``sim``, ``model``, ``settings``, ``source``, ``multibody``, ``base_frame``,
+    ``_prefix``, ``_frame``, ``pacer``, ``lockstep``, ``pub_diag``, ``_warn``, ``_logs``; call
+    :meth:`_setup_sensors` before ``_create_publishers``. Overrides (calling the next part first):
+    ``_setup_frames`` (the sensor frames join the static transforms), ``_create_publishers`` and
+    ``_publish_diagnostics``."""
+
+    suite = None
+    _sensor_specs = ()
+
+    def _setup_sensors(self, suite) -> None:
+        """Take ``suite`` (None: no sensors): frames, bookkeeping; the first sample is taken at the current step
+        when it lies on a sensor's grid (as after every step)."""
+        self.suite = suite
+        self._sensor_specs = tuple(suite.sensor_set.sensors) if suite is not None else ()
+        self._sensor_frames = {s.name: self._sensor_frame(s.frame_id) for s in self._sensor_specs}
+        self._beam_frames = {}
+        self._beam_limits = {}
+        self._beam_fov = {}
+        for s in self._sensor_specs:
+            if s.type == "dvl":
+                frame = self._sensor_frames[s.name]
+                self._beam_frames[s.name] = tuple(f"{frame}/beam{i}" for i in range(4))
+                p = s.params
+                self._beam_limits[s.name] = (float(getattr(p, "min_range", 0.0)),
+                                             float(getattr(p, "max_range", math.inf)))
+                self._beam_fov[s.name] = float(getattr(p, "beam_width", BEAM_FIELD_OF_VIEW))
+        # per sensor: (period, delay) of its grid; counts and the last reason for diagnostics
+        self._sensor_grid = tuple((s.period_steps, s.delay_steps) for s in self._sensor_specs)
+        self._sensor_counts = {s.name: {"published": 0, "invalid": 0} for s in self._sensor_specs}
+        self._sensor_reason: Dict[str, Optional[str]] = {s.name: None for s in self._sensor_specs}
+        self._sensor_last_k: Dict[str, Optional[int]] = {s.name: None for s in self._sensor_specs}
+        self._sensors_sampled_k = None
+
+    def _sensor_frame(self, frame_id: str) -> str:
+        """A sensor's frame_id as published: prefixed like base_frame (a leading '/': as given)."""
+        if frame_id.startswith("/"):
+            return frame_id.strip("/")
+        return self._prefix + frame_id
+
+    def _sensor_link_frame(self, link: str) -> str:
+        return self._frame(link) if self.multibody else self.base_frame
+
+    # ----------------------------------------------------------------------------- publishers, TF
+
+    def _setup_frames(self) -> None:
+        super()._setup_frames()
+        for s in self._sensor_specs:
+            frame = self._sensor_frames[s.name]
+            T = np.asarray(s.T_link_sensor, dtype=float)
+            self._static_transforms.append((self._sensor_link_frame(s.link), frame, T[:3, 3].copy(),
+                                            cv.quaternion_from_matrix(T[:3, :3])))
+            if s.type == "dvl":
+                for beam, direction in zip(self._beam_frames[s.name], self._beam_directions(s)):
+                    self._static_transforms.append((frame, beam, np.zeros(3),
+                                                    cv.quaternion_from_matrix(beam_rotation(direction))))
+
+    def _beam_directions(self, spec) -> np.ndarray:
+        """The DVL's four beam unit vectors in sensor axes, from its model (``beam_directions`` of the sensor
+        object or the type module)."""
+        sensor = self.suite.sensor(spec.name) if hasattr(self.suite, "sensor") else None
+        for owner in (sensor, spec.params):
+            d = getattr(owner, "beam_directions", None)
+            if d is not None:
+                return np.asarray(d() if callable(d) else d, dtype=float).reshape(4, 3)
+        from mbs_ros.sensors import dvl
+
+        return np.asarray(dvl.beam_directions(spec.params), dtype=float).reshape(4, 3)
+
+    def _create_publishers(self) -> None:
+        super()._create_publishers()
+        self._sensor_pubs = {}
+        batch = self.sim.lockstep_steps if self.lockstep else self.pacer.max_batch_steps
+        for s in self._sensor_specs:
+            qos = sensor_qos(s.period_steps, batch)
+            pubs = {"": self.create_publisher(MESSAGE_TYPES[s.type], s.topic, qos)}
+            if s.type == "pressure":
+                pubs["/depth"] = self.create_publisher(PointStamped, s.topic + "/depth", qos)
+            elif s.type == "dvl":
+                # one topic for the four beams, each message in its own beam frame
+                pubs["/beams"] = self.create_publisher(Range, s.topic + "/beams", qos)
+            self._sensor_pubs[s.name] = pubs
+
+    # ----------------------------------------------------------------------------- stepping
+
+    def _sensor_next_stop(self, k: int, end: int) -> int:
+        """The first step after ``k`` (at most ``end``) where a sensor samples or a delayed reading falls due."""
+        nxt = end
+        for period, delay in self._sensor_grid:
+            nxt = min(nxt, (k // period + 1) * period)
+            if delay:
+                nxt = min(nxt, ((k - delay) // period + 1) * period + delay)
+        return nxt
+
+    def _sensors_step(self) -> None:
+        """At the current step: sample the sensors whose grid it is on (once per step), then publish every
+        reading due by now, in (step, sensor) order."""
+        suite, sim = self.suite, self.sim
+        if suite is None:
+            return
+        k = sim.k
+        if k != self._sensors_sampled_k and any(k % period == 0 for period, _ in self._sensor_grid):
+            self._sensors_sampled_k = k
+            suite.sample(sim)
+        for reading in suite.due(k):
+            self._publish_reading(reading)
+
+    def _publish_reading(self, reading) -> None:
+        name = reading.name
+        pubs = self._sensor_pubs[name]
+        counts = self._sensor_counts[name]
+        for suffix, msg in reading_messages(reading, self._sensor_frames[name], self._beam_frames.get(name, ()),
+                                            self._beam_limits.get(name, (0.0, math.inf)),
+                                            self._beam_fov.get(name, BEAM_FIELD_OF_VIEW)):
+            pubs[suffix].publish(msg)
+        self._sensor_last_k[name] = reading.k
+        if reading.valid:
+            counts["published"] += 1
+            if self._sensor_reason[name] is not None:
+                self._sensor_reason[name] = None
+                self._logs.info(f"sensor_ok_{name}", f"sensor {name}: output again at t = "
+                                f"{cv.seconds_text(reading.stamp_ns)} s")
+            return
+        counts["invalid"] += 1
+        reason = reading.reason or "no output"
+        self._sensor_reason[name] = reason
+        self._warn(f"sensor_{name}", f"sensor {name} ({reading.type}): no output at t = "
+                   f"{cv.seconds_text(reading.stamp_ns)} s: {reason}")
+
+    def _on_reset(self, request, response):
+        """``~/reset`` (then :class:`~mbs_ros.nodes.dynamics_services.Services`): the readings still queued (delayed)
+        are dropped (:meth:`SensorSuite.reset`; the random streams go on); the reset state is sampled by the next
+        step on its grid."""
+        if self.suite is not None:
+            self.suite.reset()
+            self._sensors_sampled_k = None
+        return super()._on_reset(request, response)
+
+    def _on_set_parameters(self, params):
+        """A change of ``current`` that :class:`~mbs_ros.nodes.dynamics_reconfigure.Reconfiguration` accepts
+        reaches the sensors' environment too (a DVL's water track). ``sensors`` itself is read-only."""
+        result = super()._on_set_parameters(params)
+        if result.successful and self.suite is not None and any(p.name == "current" for p in params):
+            self.suite.set_current(np.asarray(self.settings.current, dtype=float))
+        return result
+
+    # ----------------------------------------------------------------------------- diagnostics
+
+    def _publish_diagnostics(self) -> None:
+        super()._publish_diagnostics()
+        if not self._sensor_specs or not self.pub_diag.get_subscription_count():
+            return
+        node = self.get_fully_qualified_name()
+        status = []
+        for s in self._sensor_specs:
+            reason = self._sensor_reason[s.name]
+            last = self._sensor_last_k[s.name]
+            values = {"type": s.type, "topic": s.topic, "frame_id": self._sensor_frames[s.name],
+                      "rate": s.rate, "period_steps": s.period_steps, "delay_steps": s.delay_steps, "seed": s.seed,
+                      **self._sensor_counts[s.name],
+                      "last_measured_step": "none" if last is None else last}
+            status.append(DiagnosticStatus(
+                level=DiagnosticStatus.WARN if reason else DiagnosticStatus.OK,
+                name=f"{node}/sensors/{s.name}: {s.type}", message=reason or "ok",
+                hardware_id=self._sensor_frames[s.name], values=cv.key_values(values)))
+        msg = DiagnosticArray(status=status)
+        msg.header.stamp = cv.time_from_ns(self.stamp())
+        self.pub_diag.publish(msg)

@@ -1,0 +1,438 @@
+"""The sensors of a robot as declared in YAML (docs/sensors.md): the environment they measure in and, per sensor,
+its mounting (link, pose), rate, delay, seed, output names and its type's own parameters, checked key by key.
+
+A sensors file has the top-level keys ``environment:`` and ``sensors:``; a robot YAML may carry the same two keys
+inside its ``robot:`` mapping. Every error is a :class:`SensorConfigError` of one line,
+``FILE: sensors[i] (NAME): KEY: what``, that never echoes the file's content (:func:`mbs_ros.yamlfile.shown`).
+Rates and delays are whole numbers of physics steps: the sensors are sampled on the simulator's own steps, so that
+the same seed gives the same stream however the simulation is chunked. ROS-free.
+"""
+from __future__ import annotations
+
+import importlib
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mbs_ros.yamlfile import YamlFileError, is_name, read_yaml, shown
+
+__all__ = ["SensorConfigError", "Reader", "Environment", "SensorSpec", "SensorSet", "TYPES", "load_sensors",
+           "parse_sensors", "rotation_rpy", "ros_name_problem", "COMMON_KEYS", "ENVIRONMENT_KEYS"]
+
+#: Keys every sensor may have (its type adds its own, the type module's ``KEYS``).
+COMMON_KEYS = ("name", "type", "link", "joint", "pose", "rate", "delay", "seed", "frame_id", "topic", "stamp")
+ENVIRONMENT_KEYS = ("fluid_density", "water_surface", "seabed_depth", "seabed_z", "atmospheric_pressure",
+                    "magnetic_field", "datum")
+#: Earth's field in world ENU axes [T]: 20 µT north (+y), 45 µT down (a mid-latitude field).
+MAGNETIC_FIELD = (0.0, 2.0e-5, -4.5e-5)
+ATMOSPHERIC_PRESSURE = 101325.0  # Pa
+#: Relative tolerance of "a whole number of physics steps" (physics_rate / rate, delay / dt).
+WHOLE_TOLERANCE = 1e-9
+
+
+class SensorConfigError(ValueError):
+    """A sensors declaration that does not follow the schema; the message names the file, the sensor and the key."""
+
+
+class Reader:
+    """Checks values of one file (and, with ``where``, one sensor of it): the methods of the robot YAML's reader,
+    raising :class:`SensorConfigError` ``"FILE: WHERE: KEY: what"``; the value is only ever :func:`shown`."""
+
+    def __init__(self, path, where: str = ""):
+        self.path = str(path)
+        self.where = where
+
+    def at(self, where: str) -> "Reader":
+        """The same file's reader for the part ``where`` (e.g. ``"sensors[2] (dvl)"``)."""
+        return Reader(self.path, where)
+
+    def fail(self, key, msg):
+        parts = [self.path] + ([self.where] if self.where else []) + ([key] if key else [])
+        raise SensorConfigError(": ".join(parts) + f": {msg}")
+
+    def mapping(self, value, key, allowed, required=()):
+        if not isinstance(value, dict):
+            self.fail(key, f"expected a mapping, got {shown(value)}")
+        for k in value:
+            if k not in allowed:
+                where = (f"{key}.{k}" if key else str(k)) if is_name(k) else key
+                self.fail(where, f"unknown key {'' if is_name(k) else shown(k) + ' '}(allowed: {', '.join(allowed)})")
+        for k in required:
+            if k not in value:
+                self.fail(f"{key}.{k}" if key else k, "missing")
+        return value
+
+    def number(self, value, key, minimum=None, positive=False):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+            self.fail(key, f"expected a finite number, got {shown(value)}")
+        if positive and value <= 0:
+            self.fail(key, f"expected a positive number, got {shown(value)}")
+        if minimum is not None and value < minimum:
+            self.fail(key, f"expected a number >= {minimum:g}, got {shown(value)}")
+        return float(value)
+
+    def numbers(self, value, key, n):
+        if not isinstance(value, (list, tuple)) or len(value) != n:
+            self.fail(key, f"expected {n} numbers, got {shown(value)}")
+        return [self.number(x, f"{key}[{i}]") for i, x in enumerate(value)]
+
+    def integer(self, value, key, minimum=None):
+        if isinstance(value, bool) or not isinstance(value, int):
+            if not (isinstance(value, float) and math.isfinite(value) and value == int(value)):
+                self.fail(key, f"expected a whole number, got {shown(value)}")
+        value = int(value)
+        if minimum is not None and value < minimum:
+            self.fail(key, f"expected a whole number >= {minimum}, got {shown(value)}")
+        return value
+
+    def name(self, value, key):
+        if not isinstance(value, str) or not value.strip():
+            self.fail(key, f"expected a non-empty string, got {shown(value)}")
+        return value
+
+    def model_name(self, value, key):
+        """A sensor, link or joint name (:func:`mbs_ros.dynamics.urdf.model_name_problem`)."""
+        from mbs_ros.dynamics.urdf import model_name_problem
+
+        problem = model_name_problem(self.name(value, key))
+        if problem is not None:
+            self.fail(key, problem)
+        return value
+
+    def ros_name(self, value, key, what):
+        problem = ros_name_problem(self.name(value, key), what)
+        if problem is not None:
+            self.fail(key, problem)
+        return value
+
+    def choice(self, value, key, choices):
+        if value not in choices:
+            self.fail(key, f"expected one of {', '.join(choices)}, got {shown(value)}")
+        return value
+
+    def boolean(self, value, key):
+        if not isinstance(value, bool):
+            self.fail(key, f"expected true or false, got {shown(value)}")
+        return value
+
+
+_ROS_NAME = re.compile(r"[A-Za-z_~][A-Za-z0-9_]*(/[A-Za-z_][A-Za-z0-9_]*)*\Z")
+
+
+def ros_name_problem(text, what: str) -> str | None:
+    """None when ``text`` is a relative ROS name (a topic or a frame id: tokens of letters, digits and ``_`` that
+    do not start with a digit, joined by single ``/``); else why not, without quoting it."""
+    if isinstance(text, str) and len(text) <= 256 and _ROS_NAME.match(text):
+        return None
+    return (f"not a valid relative {what} (tokens of letters, digits and '_', not starting with a digit, joined by "
+            "single '/')")
+
+
+def rotation_rpy(rpy) -> np.ndarray:
+    """R = Rz(yaw) Ry(pitch) Rx(roll): URDF's fixed-axis roll, pitch, yaw."""
+    r, p, y = (float(x) for x in rpy)
+    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
+    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
+                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
+                     [-sp, cp * sr, cp * cr]])
+
+
+def _ro(a) -> np.ndarray:
+    a = np.array(a, dtype=float)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True, eq=False)
+class Environment:
+    """What the sensors measure in. ``gravity`` (3,) world [m/s²] (the model's); ``fluid_density`` [kg/m³] or None
+    (no water); ``water_surface_z`` [m] world z of the (flat) water surface; ``seabed_z`` [m] world z of a flat
+    seabed or None; ``current`` (3,) world [m/s] (the dynamics node's ``current``); ``atmospheric_pressure`` [Pa];
+    ``magnetic_field`` (3,) world ENU [T]; ``datum`` (latitude deg, longitude deg, altitude m) of the world origin."""
+
+    gravity: np.ndarray
+    fluid_density: float | None = None
+    water_surface_z: float = 0.0
+    seabed_z: float | None = None
+    current: np.ndarray = field(default_factory=lambda: _ro(np.zeros(3)))
+    atmospheric_pressure: float = ATMOSPHERIC_PRESSURE
+    magnetic_field: np.ndarray = field(default_factory=lambda: _ro(MAGNETIC_FIELD))
+    datum: tuple = (0.0, 0.0, 0.0)
+
+    def require_water(self, r: Reader, key: str) -> float:
+        """The fluid density, or the sensor's :class:`SensorConfigError` "no water" at ``key`` when the robot has
+        none (no hydrodynamics in its model and no ``environment.fluid_density``): a sensor that needs water is
+        refused rather than reading a silent zero."""
+        if self.fluid_density is None:
+            r.fail(key, "no water: this sensor needs a fluid, but the robot has no hydrodynamics (robot.fluid / "
+                        "robot.hydrodynamics) and the file sets no environment.fluid_density")
+        return self.fluid_density
+
+
+@dataclass(frozen=True, eq=False)
+class SensorSpec:
+    """One sensor, checked. ``link``: the link it is mounted on (a force/torque sensor's: its joint's child link);
+    ``T_link_sensor`` (4, 4) its pose on the link; ``rate`` [Hz] = physics rate / ``period_steps``; ``delay`` [s] =
+    ``delay_steps`` physics steps between the measured state and the publication; ``stamp``: "measurement" (the
+    header carries the measured step's time) or "arrival" (measurement time + delay); ``params``: the type's own
+    frozen dataclass (its module's ``parse``)."""
+
+    name: str
+    type: str
+    link: str
+    T_link_sensor: np.ndarray
+    rate: float
+    period_steps: int
+    params: object
+    joint: str | None = None
+    delay: float = 0.0
+    delay_steps: int = 0
+    seed: int = 0
+    frame_id: str = ""
+    topic: str = ""
+    stamp: str = "measurement"
+
+
+@dataclass(frozen=True, eq=False)
+class SensorSet:
+    """The environment and the sensors of one robot; ``source``: the file they were read from."""
+
+    environment: Environment
+    sensors: tuple
+    source: str = ""
+
+
+#: Sensor types: name -> module of :mod:`mbs_ros.sensors` (imported when first used).
+_TYPE_MODULES = {"imu": "imu", "magnetometer": "magnetometer", "pressure": "pressure", "dvl": "dvl", "gnss": "gnss",
+                 "encoders": "encoders", "force_torque": "force_torque"}
+
+
+class _Types(Mapping):
+    """``TYPES[name]`` is the type's module, imported on first use (a type whose module is absent raises
+    KeyError there, so a declaration of it is refused with a clear message)."""
+
+    def __init__(self, modules):
+        self._modules = dict(modules)
+
+    def __getitem__(self, name):
+        module = self._modules[name]
+        try:
+            return importlib.import_module(f"mbs_ros.sensors.{module}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"mbs_ros.sensors.{module}":
+                raise
+            raise KeyError(name) from None
+
+    def __iter__(self):
+        return iter(self._modules)
+
+    def __len__(self):
+        return len(self._modules)
+
+    def available(self) -> tuple:
+        """The type names whose module can be imported."""
+        out = []
+        for name in self._modules:
+            try:
+                self[name]
+            except KeyError:
+                continue
+            out.append(name)
+        return tuple(out)
+
+
+TYPES = _Types(_TYPE_MODULES)
+
+
+def model_fluid_density(model) -> float | None:
+    """The density of the water the model is in, or None when the model has no hydrodynamics: the root link's
+    ``<hydrodynamics density>`` (else the first link's that sets one), else the model's (robot YAML
+    ``fluid.density``, default fresh water)."""
+    P = model.passive
+    if P is None or not P.has_fluid:
+        return None
+    if model.urdf:
+        from mbs_ros.dynamics.passive import parse_extensions
+
+        hydro = parse_extensions(model.urdf)[0]
+        dens = [h.density for name, h in sorted(hydro.items(), key=lambda kv: kv[0] != model.link_names[0])
+                if h.density is not None]
+        if dens:
+            return float(dens[0])
+    return float(P.density)
+
+
+def load_sensors(path, model, dt: float, *, current=(0.0, 0.0, 0.0)) -> SensorSet:
+    """Read the sensors of ``path`` (a sensors file, or a robot YAML whose ``robot:`` mapping has ``sensors:``) for
+    ``model`` simulated with step ``dt`` [s]; :class:`SensorConfigError` naming the file, sensor and key."""
+    try:
+        doc = read_yaml(path)
+    except YamlFileError as exc:
+        raise SensorConfigError(str(exc)) from None
+    return parse_sensors(doc, path, model, dt, current=current)
+
+
+def parse_sensors(doc, path, model, dt: float, current=(0.0, 0.0, 0.0)) -> SensorSet:
+    """:func:`load_sensors` of an already read document ``doc``."""
+    r = Reader(path)
+    prefix = ""
+    if isinstance(doc, dict) and "robot" in doc:
+        if not isinstance(doc["robot"], dict):
+            r.fail("robot", f"expected a mapping, got {shown(doc['robot'])}")
+        doc, prefix = doc["robot"], "robot."
+        doc = {k: doc[k] for k in ("environment", "sensors") if k in doc}
+    elif doc is None:
+        doc = {}
+    else:
+        r.mapping(doc, "", ("environment", "sensors"))
+    env = parse_environment(r, doc.get("environment", {}), prefix + "environment", model, current)
+    raw = doc.get("sensors", [])
+    if raw is None:
+        raw = []
+    if not isinstance(raw, list):
+        r.fail(prefix + "sensors", f"expected a list of sensors, got {shown(raw)}")
+    dt = float(dt)
+    if not (math.isfinite(dt) and dt > 0):
+        raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
+    sensors, names = [], set()
+    for i, item in enumerate(raw):
+        spec = parse_sensor(r, item, f"{prefix}sensors[{i}]", model, env, dt)
+        if spec.name in names:
+            r.at(f"{prefix}sensors[{i}] ({spec.name})").fail("name", "a sensor of this name is declared before")
+        names.add(spec.name)
+        sensors.append(spec)
+    topics = {}
+    for i, s in enumerate(sensors):
+        if s.topic in topics:
+            r.at(f"{prefix}sensors[{i}] ({s.name})").fail("topic", f"also the topic of sensor {topics[s.topic]!r}")
+        topics[s.topic] = s.name
+    return SensorSet(env, tuple(sensors), str(path))
+
+
+def parse_environment(r: Reader, raw, key: str, model, current=(0.0, 0.0, 0.0)) -> Environment:
+    """The ``environment:`` mapping (every key optional); gravity is the model's, the fluid density the model's
+    unless given."""
+    raw = {} if raw is None else raw
+    r.mapping(raw, key, ENVIRONMENT_KEYS)
+    density = model_fluid_density(model)
+    if "fluid_density" in raw:
+        density = r.number(raw["fluid_density"], f"{key}.fluid_density", positive=True)
+    surface = r.number(raw.get("water_surface", 0.0), f"{key}.water_surface")
+    if "seabed_depth" in raw and "seabed_z" in raw:
+        r.fail(key, "give seabed_depth (below the water surface) or seabed_z (world z), not both")
+    seabed = None
+    if "seabed_depth" in raw:
+        seabed = surface - r.number(raw["seabed_depth"], f"{key}.seabed_depth", positive=True)
+    elif "seabed_z" in raw:
+        seabed = r.number(raw["seabed_z"], f"{key}.seabed_z")
+        if seabed >= surface:
+            r.fail(f"{key}.seabed_z", f"the seabed must be below the water surface (z = {surface:g} m)")
+    p_atm = r.number(raw.get("atmospheric_pressure", ATMOSPHERIC_PRESSURE), f"{key}.atmospheric_pressure",
+                     minimum=0.0)
+    field_w = r.numbers(raw.get("magnetic_field", list(MAGNETIC_FIELD)), f"{key}.magnetic_field", 3)
+    datum = (0.0, 0.0, 0.0)
+    if "datum" in raw:
+        d = r.mapping(raw["datum"], f"{key}.datum", ("latitude", "longitude", "altitude"), ("latitude", "longitude"))
+        lat = r.number(d["latitude"], f"{key}.datum.latitude")
+        lon = r.number(d["longitude"], f"{key}.datum.longitude")
+        if not -90.0 <= lat <= 90.0:
+            r.fail(f"{key}.datum.latitude", f"expected degrees in [-90, 90], got {shown(d['latitude'])}")
+        if not -180.0 <= lon <= 180.0:
+            r.fail(f"{key}.datum.longitude", f"expected degrees in [-180, 180], got {shown(d['longitude'])}")
+        datum = (lat, lon, r.number(d.get("altitude", 0.0), f"{key}.datum.altitude"))
+    cur = np.array(current, dtype=float).reshape(3)
+    if not np.isfinite(cur).all():
+        raise ValueError("current must be 3 finite numbers [m/s]")
+    return Environment(gravity=_ro(model.gravity), fluid_density=density, water_surface_z=surface, seabed_z=seabed,
+                       current=_ro(cur), atmospheric_pressure=p_atm, magnetic_field=_ro(field_w), datum=datum)
+
+
+def whole_steps(value: float, dt: float) -> int | None:
+    """``value / dt`` when it is a whole number to :data:`WHOLE_TOLERANCE` (relative), else None."""
+    ratio = value / dt
+    n = round(ratio)
+    return int(n) if abs(ratio - n) <= WHOLE_TOLERANCE * max(1.0, ratio) else None
+
+
+def _rate(r: Reader, value, dt: float) -> tuple:
+    rate = r.number(value, "rate", positive=True)
+    physics = 1.0 / dt
+    ratio = physics / rate
+    n = round(ratio)
+    if n >= 1 and abs(ratio - n) <= WHOLE_TOLERANCE * ratio:
+        return rate, int(n)
+    if ratio < 1:
+        r.fail("rate", f"{rate:g} Hz is above the physics rate {physics:g} Hz (at most one sample per step)")
+    lo, hi = max(1, math.floor(ratio)), math.ceil(ratio)
+    near = ", ".join(f"{physics / m:g} Hz" for m in sorted({lo, hi}))
+    r.fail("rate", f"{rate:g} Hz is not the physics rate {physics:g} Hz divided by a whole number; nearest allowed: "
+                   f"{near}")
+
+
+def parse_sensor(r0: Reader, raw, where: str, model, env: Environment, dt: float) -> SensorSpec:
+    """One entry of ``sensors:``; ``where`` is its place (``sensors[i]``)."""
+    if not isinstance(raw, dict):
+        r0.at(where).fail("", f"expected a mapping, got {shown(raw)}")
+    name = raw.get("name")
+    r = r0.at(f"{where} ({name})" if isinstance(name, str) and is_name(name) else where)
+    if "name" not in raw:
+        r.fail("name", "missing")
+    r.model_name(name, "name")
+    if "type" not in raw:
+        r.fail("type", "missing")
+    kind = r.choice(raw["type"], "type", tuple(TYPES))
+    try:
+        module = TYPES[kind]
+    except KeyError:
+        r.fail("type", f"the sensor type {kind!r} is not available in this build (available: "
+                       f"{', '.join(TYPES.available())})")
+    allowed = COMMON_KEYS + tuple(k for k in module.KEYS if k not in COMMON_KEYS)
+    r.mapping(raw, "", allowed, ("rate",))
+    joint = None
+    if kind == "force_torque":
+        if "link" in raw:
+            r.fail("link", "a force/torque sensor is placed by its joint (the link is the joint's child): give joint")
+        if "joint" not in raw:
+            r.fail("joint", "missing (the joint whose reaction wrench it measures)")
+        joint = r.model_name(raw["joint"], "joint")
+        if joint not in model.joint_names:
+            r.fail("joint", f"no movable joint named {joint!r} in the model (movable joints: "
+                            f"{_listed(model.joint_names)})")
+        tree = model.tree
+        link = tree.body_names[list(tree.joint_names).index(joint) + 1]
+    else:
+        if "joint" in raw:
+            r.fail("joint", "only a force_torque sensor has a joint; mount this one on a link")
+        if "link" not in raw:
+            r.fail("link", "missing (the link the sensor is mounted on)")
+        link = r.model_name(raw["link"], "link")
+        if link not in model.link_names:
+            r.fail("link", f"no link named {link!r} in the model (links: {_listed(model.link_names)})")
+    T = np.eye(4)
+    if "pose" in raw:
+        pose = r.mapping(raw["pose"], "pose", ("xyz", "rpy"))
+        T[:3, 3] = r.numbers(pose.get("xyz", [0, 0, 0]), "pose.xyz", 3)
+        T[:3, :3] = rotation_rpy(r.numbers(pose.get("rpy", [0, 0, 0]), "pose.rpy", 3))
+    rate, period = _rate(r, raw["rate"], dt)
+    delay = r.number(raw.get("delay", 0.0), "delay", minimum=0.0)
+    delay_steps = whole_steps(delay, dt)
+    if delay_steps is None:
+        r.fail("delay", f"{delay:g} s is not a whole number of physics steps of {dt:g} s")
+    seed = r.integer(raw.get("seed", 0), "seed", minimum=0)
+    frame_id = r.ros_name(raw.get("frame_id", name), "frame_id", "frame id")
+    topic = r.ros_name(raw.get("topic", f"sensors/{name}"), "topic", "topic name")
+    stamp = r.choice(raw.get("stamp", "measurement"), "stamp", ("measurement", "arrival"))
+    type_raw = {k: raw[k] for k in module.KEYS if k in raw}
+    params = module.parse(r, type_raw, "", model, env)
+    return SensorSpec(name=name, type=kind, link=link, T_link_sensor=_ro(T), rate=rate, period_steps=period,
+                      params=params, joint=joint, delay=delay, delay_steps=delay_steps, seed=seed, frame_id=frame_id,
+                      topic=topic, stamp=stamp)
+
+
+def _listed(names, limit: int = 8) -> str:
+    names = [n for n in names if is_name(n)]
+    more = f", … ({len(names) - limit} more)" if len(names) > limit else ""
+    return ", ".join(names[:limit]) + more if names else "none"
