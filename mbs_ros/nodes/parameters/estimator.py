@@ -49,8 +49,10 @@ _PAIRS = {
     "initial_attitude_sigma": ("Prior standard deviations [rad] of roll/pitch and of yaw: [tilt, yaw], > 0.",
                                (0.02, 0.1)),
     "initial_velocity_sigma": ("Prior standard deviation of the velocity [m/s], > 0.", 0.05),
-    "initial_gyro_bias_sigma": ("Prior standard deviation of each gyroscope bias [rad/s], > 0.", 0.002),
-    "initial_accel_bias_sigma": ("Prior standard deviation of each accelerometer bias [m/s^2], > 0.", 0.02),
+    "initial_gyro_bias_sigma": ("Prior standard deviation of each gyroscope bias [rad/s]; 0: the IMU's "
+                                "gyroscope_turn_on_bias_sigma (at least 1e-5).", 0.0),
+    "initial_accel_bias_sigma": ("Prior standard deviation of each accelerometer bias [m/s^2]; 0: the IMU's "
+                                 "accelerometer_turn_on_bias_sigma (at least 1e-4).", 0.0),
     "min_measurement_sigma": ("Floor [SI units] of every aiding measurement's standard deviation (a sensor "
                               "configured without noise would otherwise make a singular update), > 0.",
                               {"default": 1.0e-4, "floating_point_range": (1.0e-12, 1.0e3)}),
