@@ -18,7 +18,7 @@ from .compiled import PIVOT_TOLERANCE, SingularMassMatrix
 __all__ = [
     "Kinematics", "kinematics", "body_placements", "link_poses", "rnea", "crba", "coriolis_matrix",
     "nonlinear_effects", "gravity_forces", "forward_dynamics", "joint_wrenches", "kinetic_energy",
-    "potential_energy", "spatial_momentum", "body_twists", "project",
+    "potential_energy", "spatial_momentum", "body_twists", "project", "link_motion", "body_accelerations",
 ]
 
 
@@ -371,3 +371,50 @@ def spatial_momentum(model, q, v, kin: Kinematics | None = None) -> np.ndarray:
     R, p = kin.T_base[:3, :3], kin.T_base[:3, 3]
     lin = R @ h[:3]
     return np.concatenate([lin, R @ h[3:] + np.cross(p, lin)])
+
+
+# ------------------------------------------------------------------------------------------ link motion (sensors)
+def _inverse_adjoint_apply(T, X):
+    """``Ad_T⁻¹ X`` for T (n, 4, 4) and twists X (n, 6) ``[x_l; x_a]``: ``[Rᵀ(x_l − p × x_a); Rᵀ x_a]``."""
+    Rt = T[:, :3, :3].transpose(0, 2, 1)
+    lin = X[:, :3] - np.cross(T[:, :3, 3], X[:, 3:])
+    return np.concatenate([_mv(Rt, lin), _mv(Rt, X[:, 3:])], axis=1)
+
+
+def link_motion(model, q, v, a=None):
+    """``(T, V, A)`` of every URDF link (``model.link_names`` order): world poses T (nl, 4, 4), body-frame twists
+    V (nl, 6) ``[v; ω]`` (the link origin's velocity and the angular velocity, in link axes) and, with ``a``, the
+    body-frame accelerations A (nl, 6) ``[v̇; ω̇]``, the time derivatives of V's components (else None); the
+    acceleration of the link origin in link axes is ``v̇ + ω × v``.
+
+    A is the RNEA's forward pass without gravity: in the base frame ``Â_k = Σ_c∈support(k) ad_{V_b(c)} S_c v_c +
+    S_c a_c`` (+ Ḃ v for an SO(3)×R³ base), and ``A_k = Ad_k⁻¹ Â_k`` because ``d/dt Ad_k⁻¹ = Ad_k⁻¹ ad_{V_0 − V_k}``
+    (Featherstone 2008 eq. 5.7 in body-velocity form; Murray, Li & Sastry 1994 §2.4). Mimic joints: the full
+    tree's, with ``a`` mapped like ``v``."""
+    mm = model.mimic_reduction
+    if mm is not None:
+        full = mm.full
+        return link_motion(full, mm.q_full(np.asarray(q, dtype=float)), mm.v_full(v),
+                           None if a is None else mm.v_full(a))
+    tree = model.tree
+    kin = kinematics(model, q, inertia=False)
+    v = np.asarray(v, dtype=float)
+    S = kin.S
+    Vc = S * v[:, None]
+    V = tree.support @ Vc
+    Tl = kin.T[tree.link_body] @ tree.T_body_link  # link poses in the base frame
+    Vl = _inverse_adjoint_apply(Tl, V[tree.link_body])
+    Al = None
+    if a is not None:
+        AD = _batch(_AD, V, 6)
+        acc = _mv(AD[tree.col_body], Vc) + S * np.asarray(a, dtype=float)[:, None]
+        if tree.nvb and tree.base_cols is None:
+            acc[:3] += _base_rate_columns(V[0], S) * v[:3, None]
+        Al = _inverse_adjoint_apply(Tl, (tree.support @ acc)[tree.link_body])
+    return kin.T_base @ Tl, Vl, Al
+
+
+def body_accelerations(model, q, v, a) -> np.ndarray:
+    """(nl, 6): each link's body-frame spatial acceleration ``[v̇; ω̇]``, the derivative of its body twist's
+    components (:func:`link_motion`); Pinocchio's classical acceleration of the link frame is ``[v̇ + ω × v; ω̇]``."""
+    return link_motion(model, q, v, a)[2]

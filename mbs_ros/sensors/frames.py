@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["SensorFrame", "Reading"]
+__all__ = ["SensorFrame", "Reading", "reading"]
 
 
 @dataclass
@@ -20,7 +20,7 @@ class SensorFrame:
     angular acceleration in S axes (``a`` and ``alpha`` are None when no due sensor needs accelerations); ``q``,
     ``v_gen``, ``a_gen`` the model's generalised vectors (``a_gen`` None likewise); ``joint_wrench`` (6,) or None:
     for a sensor with a joint, the wrench ``[F; τ]`` the joint transmits to its child (Model.joint_wrenches),
-    expressed in S axes about S's origin."""
+    expressed in S axes about S's origin. ``dt_ns``: the physics step [ns] (for the stamps of :func:`reading`)."""
 
     k: int
     stamp_ns: int
@@ -33,6 +33,7 @@ class SensorFrame:
     v_gen: np.ndarray | None = None
     a_gen: np.ndarray | None = None
     joint_wrench: np.ndarray | None = None
+    dt_ns: int = 0
 
 
 @dataclass
@@ -50,3 +51,11 @@ class Reading:
     values: dict = field(default_factory=dict)
     valid: bool = True
     reason: str | None = None
+
+
+def reading(spec, frame: SensorFrame, values: dict, valid: bool = True, reason: str | None = None) -> Reading:
+    """The :class:`Reading` of sensor ``spec`` measured at ``frame``: published ``spec.delay_steps`` steps later,
+    stamped with the measurement time, or with the arrival time when ``spec.stamp`` is "arrival"."""
+    arrival = spec.stamp == "arrival"
+    stamp = frame.stamp_ns + (spec.delay_steps * frame.dt_ns if arrival else 0)
+    return Reading(spec.name, spec.type, frame.k, stamp, frame.k + spec.delay_steps, values, valid, reason)
