@@ -785,7 +785,10 @@ def _estimator(c: _Checker, doc: Mapping, key: str, dyn: Mapping, model, g: Mapp
         est["initial_velocity"] = tuple(float(x) for x in R @ _vec(dyn["initial_twist"][:3]))
     from mbs_ros.nodes.estimator_settings import ParameterError, build_setup, settings_from_values
 
+    from mbs_ros.dynamics import model_source as ms
+
     values = {n: p.default for n, p in parameter_table("estimator").items()}
+    values.update({k: v for k, v in ms.model_defaults(source).items() if k in values})
     values.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in est.items()})
     try:
         build_setup(settings_from_values(values, source), source)
