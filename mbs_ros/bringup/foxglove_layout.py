@@ -15,7 +15,9 @@ The file is the layout JSON both apps export and import (``configById`` of the p
   joint, labelled with its name), against the header stamps;
 - ``Plot!ports``: the first robot's port powers (``energy.port_power[i]``, labelled with the port names the
   dynamics node gives that model: ``effort/<joint>``, ``wrench``, ``thruster/<name>``, ``current``);
-- ``RawMessages!energy``: the first robot's ``energy`` message (storages, ports, dissipators by name; balance).
+- ``RawMessages!energy``: the first robot's ``energy`` message (storages, ports, dissipators by name; balance);
+- with sensors (the dynamics node's ``sensors``, docs/dynamics_node.md): the DVLs' beams in the 3D panel and
+  ``Plot!sensors``: the first robot's depth (pressure sensors), IMU specific force z and DVL velocity.
 """
 
 from __future__ import annotations
@@ -26,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-__all__ = ["layout", "layout_text", "port_names", "layout_path", "main"]
+__all__ = ["layout", "layout_text", "port_names", "sensor_specs", "layout_path", "main"]
 
 _GRID = {"layerId": "foxglove.Grid", "instanceId": "grid", "label": "Grid (world)", "visible": True,
          "frameLocked": True, "frameId": "world", "size": 20, "divisions": 20, "lineWidth": 1,
@@ -44,11 +46,8 @@ def layout_path(scenario_name: str, root: Optional[Path] = None) -> Path:
     return (root or package_root() or Path.cwd()) / "config" / "foxglove" / f"{scenario_name}.json"
 
 
-def port_names(robot) -> List[str]:
-    """The names of the robot's energy ports, in the order the dynamics node publishes them (``energy``'s
-    ``port_names``): :meth:`Model.energy_ports` of the model the node builds, at rest."""
-    import numpy as np
-
+def _model(robot):
+    """(source, model) the dynamics node builds for a scenario robot."""
     from mbs_ros.dynamics import model_source as ms
 
     dyn = robot.dynamics
@@ -60,6 +59,31 @@ def port_names(robot) -> List[str]:
                                fluid_density=float(dyn.get("fluid_density", 0.0) or 0.0))
     model = model.with_current(tuple(dyn.get("current", (0.0, 0.0, 0.0))),
                                tuple(dyn.get("current_rate", (0.0, 0.0, 0.0))))
+    return source, model
+
+
+def sensor_specs(robot) -> tuple:
+    """The robot's sensors as its dynamics node loads them (its ``sensors`` parameter; empty: the robot YAML's)."""
+    from mbs_ros.nodes import conversions as cv
+    from mbs_ros.nodes.dynamics_sensors import sensors_path
+
+    dyn = robot.dynamics
+    source, model = _model(robot)
+    path = sensors_path(str(dyn.get("sensors", "") or ""), source)
+    if path is None:
+        return ()
+    from mbs_ros.sensors.spec import load_sensors
+
+    dt = cv.period_ns(float(dyn.get("physics_rate", 1000.0))) * 1e-9
+    return load_sensors(path, model, dt).sensors
+
+
+def port_names(robot) -> List[str]:
+    """The names of the robot's energy ports, in the order the dynamics node publishes them (``energy``'s
+    ``port_names``): :meth:`Model.energy_ports` of the model the node builds, at rest."""
+    import numpy as np
+
+    _source, model = _model(robot)
     nj = len(model.joint_names)
     nt = len(model.passive.thruster_names) if model.passive is not None else 0
     report = model.energy_ports(model.neutral(), np.zeros(model.nv), efforts=np.zeros(nj) if nj else None,
@@ -106,12 +130,32 @@ def layout(scenario) -> Dict[str, object]:
                                "diffTopicPath": "", "showFullMessageForDiff": False,
                                "foxglovePanelTitle": f"{first.name}: energy ports"},
     }
+    right = {"direction": "column", "first": "Plot!ports", "second": "RawMessages!energy", "splitPercentage": 50}
+    sensors = _sensor_paths(first, topics)
+    if sensors:
+        config_by_id["Plot!sensors"] = {"paths": sensors, **_PLOT,
+                                        "foxglovePanelTitle": f"{first.name}: sensors (depth, IMU, DVL)"}
+        right = {"direction": "column", "first": "Plot!sensors", "second": right, "splitPercentage": 34}
     mosaic = {"direction": "row", "first": "3D!scene", "splitPercentage": 55,
-              "second": {"direction": "column", "first": "Plot!state", "splitPercentage": 34,
-                         "second": {"direction": "column", "first": "Plot!ports", "second": "RawMessages!energy",
-                                    "splitPercentage": 50}}}
+              "second": {"direction": "column", "first": "Plot!state", "splitPercentage": 34, "second": right}}
     return {"configById": config_by_id, "globalVariables": {}, "userNodes": {}, "playbackConfig": {"speed": 1.0},
             "layout": mosaic}
+
+
+def _sensor_paths(robot, topics: Dict[str, object]) -> List[Dict[str, object]]:
+    """Plot series of the robot's sensors (depth, IMU specific force z, DVL velocity); its DVLs' beam topics join
+    the 3D panel's ``topics``."""
+    ns, out = robot.namespace, []
+    for s in sensor_specs(robot):
+        topic = f"{ns}/{s.topic}"
+        if s.type == "pressure":
+            out.append(_path(f"{topic}/depth.point.z", f"{s.name} depth [m]"))
+        elif s.type == "imu":
+            out.append(_path(f"{topic}.linear_acceleration.z", f"{s.name} specific force z [m/s²]"))
+        elif s.type == "dvl":
+            out += [_path(f"{topic}.twist.twist.linear.{a}", f"{s.name} v{a} [m/s]") for a in ("x", "y", "z")]
+            topics[f"{topic}/beams"] = {"visible": True}
+    return out
 
 
 def layout_text(scenario) -> str:

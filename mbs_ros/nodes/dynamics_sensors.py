@@ -21,12 +21,12 @@ from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes import conversions as cv
 
-__all__ = ["SensorPublishing", "sensors_path", "load_suite", "reading_messages", "beam_rotation", "sensor_qos",
+__all__ = ["SensorPublishing", "sensors_path", "load_suite", "reading_messages", "beam_range", "sensor_qos",
            "SENSOR_QOS_MIN_DEPTH", "BEAM_FIELD_OF_VIEW", "MESSAGE_TYPES"]
 
 #: each sensor topic keeps at least this many messages (RELIABLE, KEEP_LAST): see :func:`sensor_qos`
 SENSOR_QOS_MIN_DEPTH = 100
-#: sensor_msgs/Range field_of_view of a DVL beam [rad] when its parameters name none (a 4° acoustic beam)
+#: sensor_msgs/Range field_of_view of a DVL beam [rad]: a 4° acoustic beam (the DVL model has no beam width)
 BEAM_FIELD_OF_VIEW = math.radians(4.0)
 #: the message type of each sensor type's main topic ``sensors/<name>``
 MESSAGE_TYPES = {"imu": Imu, "magnetometer": MagneticField, "pressure": FluidPressure,
@@ -83,17 +83,6 @@ def sensor_qos(period_steps: int, batch_steps: int) -> QoSProfile:
     per_batch = -(-int(batch_steps) // max(1, int(period_steps)))
     return QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=max(SENSOR_QOS_MIN_DEPTH, 2 * per_batch),
                       reliability=ReliabilityPolicy.RELIABLE)
-
-
-def beam_rotation(direction) -> np.ndarray:
-    """R_sensor_beam (3x3) of a DVL beam frame: x along the beam (sensor_msgs/Range measures along x), y
-    orthogonal to x and to the sensor's z axis (z's component when the beam runs along z), z = x × y."""
-    x = np.asarray(direction, dtype=float)
-    x = x / np.linalg.norm(x)
-    ref = np.array([0.0, 0.0, 1.0]) if abs(x[2]) < 0.99 else np.array([1.0, 0.0, 0.0])
-    y = np.cross(ref, x)
-    y /= np.linalg.norm(y)
-    return np.column_stack([x, y, np.cross(x, y)])
 
 
 # ------------------------------------------------------------------------------------ Reading -> messages
@@ -231,15 +220,11 @@ class SensorPublishing:
         self._sensor_frames = {s.name: self._sensor_frame(s.frame_id) for s in self._sensor_specs}
         self._beam_frames = {}
         self._beam_limits = {}
-        self._beam_fov = {}
         for s in self._sensor_specs:
             if s.type == "dvl":
                 frame = self._sensor_frames[s.name]
                 self._beam_frames[s.name] = tuple(f"{frame}/beam{i}" for i in range(4))
-                p = s.params
-                self._beam_limits[s.name] = (float(getattr(p, "min_range", 0.0)),
-                                             float(getattr(p, "max_range", math.inf)))
-                self._beam_fov[s.name] = float(getattr(p, "beam_width", BEAM_FIELD_OF_VIEW))
+                self._beam_limits[s.name] = (float(s.params.min_range), float(s.params.max_range))
         # per sensor: (period, delay) of its grid; counts and the last reason for diagnostics
         self._sensor_grid = tuple((s.period_steps, s.delay_steps) for s in self._sensor_specs)
         self._sensor_counts = {s.name: {"published": 0, "invalid": 0} for s in self._sensor_specs}
@@ -266,21 +251,16 @@ class SensorPublishing:
             self._static_transforms.append((self._sensor_link_frame(s.link), frame, T[:3, 3].copy(),
                                             cv.quaternion_from_matrix(T[:3, :3])))
             if s.type == "dvl":
-                for beam, direction in zip(self._beam_frames[s.name], self._beam_directions(s)):
-                    self._static_transforms.append((frame, beam, np.zeros(3),
-                                                    cv.quaternion_from_matrix(beam_rotation(direction))))
+                for beam, R in zip(self._beam_frames[s.name], self._beam_rotations(s)):
+                    self._static_transforms.append((frame, beam, np.zeros(3), cv.quaternion_from_matrix(R)))
 
-    def _beam_directions(self, spec) -> np.ndarray:
-        """The DVL's four beam unit vectors in sensor axes, from its model (``beam_directions`` of the sensor
-        object or the type module)."""
-        sensor = self.suite.sensor(spec.name) if hasattr(self.suite, "sensor") else None
-        for owner in (sensor, spec.params):
-            d = getattr(owner, "beam_directions", None)
-            if d is not None:
-                return np.asarray(d() if callable(d) else d, dtype=float).reshape(4, 3)
+    @staticmethod
+    def _beam_rotations(spec) -> np.ndarray:
+        """(4, 3, 3) R_sensor_beam of the DVL's beam frames: its model's (:func:`mbs_ros.sensors.dvl.beam_frames`),
+        x along each beam."""
         from mbs_ros.sensors import dvl
 
-        return np.asarray(dvl.beam_directions(spec.params), dtype=float).reshape(4, 3)
+        return np.asarray(dvl.beam_frames(spec.params.beam_angle), dtype=float)[:, :3, :3]
 
     def _create_publishers(self) -> None:
         super()._create_publishers()
@@ -325,8 +305,7 @@ class SensorPublishing:
         pubs = self._sensor_pubs[name]
         counts = self._sensor_counts[name]
         for suffix, msg in reading_messages(reading, self._sensor_frames[name], self._beam_frames.get(name, ()),
-                                            self._beam_limits.get(name, (0.0, math.inf)),
-                                            self._beam_fov.get(name, BEAM_FIELD_OF_VIEW)):
+                                            self._beam_limits.get(name, (0.0, math.inf))):
             pubs[suffix].publish(msg)
         self._sensor_last_k[name] = reading.k
         if reading.valid:

@@ -1,0 +1,438 @@
+"""The dynamics node's simulated sensors (issue 18): real node processes of the BlueROV2 Heavy with and without its
+Alpha-5 arm, started paused on simulation time (t0 = 0) and advanced with ``~/step``.
+
+- every declared sensor topic carries its message type with the sensor's frame (prefixed by the namespace), at the
+  stamps of the sensor's step grid (+ its delay, for ``stamp: arrival``), and /tf_static has link -> sensor frame
+  at the declared pose and the DVL's beam frames;
+- determinism: two nodes of the same sensors file stepped in different chunks publish bit-identical sensor messages
+  (every field, floats by their bytes); a node with other seeds publishes other noise at the same stamps; the
+  node's stream is the ROS-free :class:`~mbs_ros.sensors.suite.SensorSuite`'s own for the same motion;
+- a DVL whose seabed is beyond max_range publishes no twist, its reason on /diagnostics, its four beams (+inf);
+- a bad sensors file refuses the start, the log naming file, sensor and key;
+- the Reading -> message conversions of the node (no process).
+
+Every wait is for a graph match, a message, a service reply or a process exit; no wall-clock assertion.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs not built into this environment yet")
+msgs = pytest.importorskip("mbs_ros_msgs.srv", reason="mbs_ros_msgs not built into this environment yet")
+if not hasattr(msgs, "Step"):
+    pytest.skip("mbs_ros_msgs has no Step service yet (make setup rebuilds it)", allow_module_level=True)
+
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
+from geometry_msgs.msg import PointStamped, TwistWithCovarianceStamped, WrenchStamped  # noqa: E402
+from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, NavSatFix, Range  # noqa: E402
+from tf2_msgs.msg import TFMessage  # noqa: E402
+
+from mbs_ros.nodes import conversions as cv  # noqa: E402
+from mbs_ros.nodes.dynamics_sensors import beam_range, reading_messages  # noqa: E402
+from mbs_ros.process import NodeProcess  # noqa: E402
+from ros_helpers import Probe, Recorder, exact_fields, running  # noqa: E402
+
+Step = msgs.Step
+ROOT = Path(__file__).resolve().parents[2]
+DYNAMICS = "mbs_ros.nodes.dynamics_node"
+ROV = ROOT / "config" / "robots" / "bluerov2_heavy.yaml"
+UVMS = ROOT / "config" / "robots" / "bluerov2_heavy_alpha5.yaml"
+TIMEOUT = 60.0
+MS = 1_000_000
+DT = 2 * MS  # physics_rate 500 Hz
+QOS = QoSProfile(depth=1000, reliability=ReliabilityPolicy.RELIABLE)
+
+# Every sensor type on the vehicle-manipulator (seeds 11.., rates and delays whole numbers of 2 ms steps).
+ALL_SENSORS = """\
+environment:
+  seabed_depth: 30.0
+sensors:
+  - {name: imu, type: imu, link: base_link, pose: {xyz: [0.1, -0.05, 0.02], rpy: [0.0, 0.0, 1.5707963267948966]},
+     rate: 100, seed: SEED1}
+  - {name: depth, type: pressure, link: base_link, pose: {xyz: [-0.2, 0.0, 0.05]}, rate: 50, delay: 0.01,
+     seed: SEED2}
+  - {name: dvl, type: dvl, link: base_link, pose: {xyz: [0.0, 0.0, -0.12]}, rate: 25, delay: 0.004, stamp: arrival,
+     seed: SEED3}
+  - {name: compass, type: magnetometer, link: base_link, frame_id: mag, topic: nav/mag, rate: 50, seed: SEED4}
+  - {name: gps, type: gnss, link: base_link, pose: {xyz: [0.0, 0.0, 0.3]}, rate: 10, seed: SEED5}
+  - {name: arm_encoders, type: encoders, link: alpha_base_link, rate: 100, seed: SEED6}
+  - {name: wrist_ft, type: force_torque, joint: alpha_axis_b, rate: 100, seed: SEED7}
+"""
+# topic -> (message type, sensor name, period in steps, delay in steps, stamped at arrival)
+TOPICS = {
+    "sensors/imu": (Imu, "imu", 5, 0, False),
+    "sensors/depth": (FluidPressure, "depth", 10, 5, False),
+    "sensors/depth/depth": (PointStamped, "depth", 10, 5, False),
+    "sensors/dvl": (TwistWithCovarianceStamped, "dvl", 20, 2, True),
+    "sensors/dvl/beams": (Range, "dvl", 20, 2, True),
+    "nav/mag": (MagneticField, "compass", 10, 0, False),
+    "sensors/gps": (NavSatFix, "gps", 50, 0, False),
+    "sensors/arm_encoders": (JointState, "arm_encoders", 5, 0, False),
+    "sensors/wrist_ft": (WrenchStamped, "wrist_ft", 5, 0, False),
+}
+FRAMES = {"imu": "imu", "depth": "depth", "dvl": "dvl", "compass": "mag", "gps": "gps",
+          "arm_encoders": "arm_encoders", "wrist_ft": "wrist_ft"}
+
+
+def sensors_file(tmp_path, name="sensors.yaml", seed0=11, text=ALL_SENSORS):
+    for i in range(7, 0, -1):
+        text = text.replace(f"SEED{i}", str(seed0 + i - 1))
+    path = tmp_path / name
+    path.write_text(text)
+    return path
+
+
+def node(ns, tmp_path, model, sensors, **params):
+    base = dict(model_file=str(model), physics_rate=500.0, start_paused=True, use_sim_time=True,
+                initial_position=[0.0, 0.0, -5.0], sensors=str(sensors))
+    base.update(params)
+    return NodeProcess(DYNAMICS, name="dynamics_node", namespace=ns, parameters=base,
+                       remappings={"/clock": f"/{ns}/clock"}, log_file=tmp_path / f"{ns}.log")
+
+
+@pytest.fixture(scope="module")
+def probe():
+    with Probe("test_sensors_probe", TIMEOUT) as p:
+        yield p
+
+
+def record(probe, ns, topics=TOPICS):
+    return {t: Recorder(probe, spec[0], f"/{ns}/{t}", qos=QOS) for t, spec in topics.items()}
+
+
+def matched(probe, ns, topics=TOPICS):
+    """Every sensor topic of ``ns`` has its publisher matched by the probe (the node is up, and publishes them)."""
+    return all(probe.node.count_publishers(f"/{ns}/{t}") >= 1 for t in topics)
+
+
+def step(probe, ns, n, proc):
+    r = probe.call(Step, f"/{ns}/dynamics_node/step", Step.Request(steps=n), alive=[proc])
+    assert r.success, r.message
+    return r
+
+
+def expected_stamps(period, delay, arrival, total):
+    """Stamps [ns] of the readings of a sensor published once ``total`` steps are taken (from k = 0)."""
+    return [(k + (delay if arrival else 0)) * DT for k in range(0, total + 1, period) if k + delay <= total]
+
+
+def stamps(recorder):
+    return [cv.ns_from_time(m.header.stamp) for m in recorder.messages]
+
+
+# ------------------------------------------------------------------------------------ (a) topics, frames, stamps
+
+
+MOTION = dict(initial_twist=[0.3, 0.0, -0.1, 0.0, 0.0, 0.2], initial_joint_velocities=[0.3, -0.2, 0.1, 0.4])
+
+
+def headless_readings(path, total):
+    """The ROS-free SensorSuite's readings of the node's motion (same model, initial state, step, integrator, no
+    command), stepped headless: what the node must publish."""
+    import dataclasses
+
+    from mbs_ros.dynamics import model_source as ms
+    from mbs_ros.dynamics.simulator import Simulator
+    from mbs_ros.nodes.dynamics_settings import DEFAULTS, build_model, initial_state
+    from mbs_ros.sensors.spec import load_sensors
+    from mbs_ros.sensors.suite import SensorSuite
+
+    s = dataclasses.replace(DEFAULTS, model_file=str(UVMS), physics_rate=500.0, initial_position=(0.0, 0.0, -5.0),
+                            **{k: tuple(v) for k, v in MOTION.items()})
+    source = ms.load_source("", s.model_file)
+    model = build_model(s, source)
+    q0, v0 = initial_state(model, s)
+    sim = Simulator(model, q0, v0, DT * 1e-9, integrator="rk4", t0_ns=0)
+    suite = SensorSuite(model, load_sensors(path, model, DT * 1e-9), DT * 1e-9)
+    return suite.run(sim, total)
+
+
+def same_as_reading(m, r):
+    """The message's fields are the reading's values, bit for bit."""
+    v = r.values
+
+    def xyz(vec):
+        return [vec.x, vec.y, vec.z]
+
+    if isinstance(m, Imu):
+        return (xyz(m.linear_acceleration) == list(v["linear_acceleration"])
+                and xyz(m.angular_velocity) == list(v["angular_velocity"])
+                and list(m.linear_acceleration_covariance) == list(v["linear_acceleration_cov"]))
+    if isinstance(m, FluidPressure):
+        return (m.fluid_pressure, m.variance) == (v["fluid_pressure"], v["variance"])
+    if isinstance(m, PointStamped):
+        return xyz(m.point) == [0.0, 0.0, v["depth"]]
+    if isinstance(m, TwistWithCovarianceStamped):
+        return xyz(m.twist.twist.linear) == list(v["velocity"])
+    if isinstance(m, Range):
+        return True  # the beams: their ranges against the reading's below
+    if isinstance(m, MagneticField):
+        return xyz(m.magnetic_field) == list(v["magnetic_field"])
+    if isinstance(m, NavSatFix):
+        return m.status.status == v["status"]
+    if isinstance(m, JointState):
+        return list(m.name) == list(v["names"]) and list(m.position) == list(v["position"]) and list(
+            m.velocity) == list(v["velocity"])
+    if isinstance(m, WrenchStamped):
+        return xyz(m.wrench.force) == list(v["force"]) and xyz(m.wrench.torque) == list(v["torque"])
+    raise AssertionError(type(m))
+
+
+def test_every_sensor_topic_carries_its_type_frame_and_grid_stamps_and_tf_static_has_the_frames(probe, tmp_path):
+    ns, total = "sna", 100
+    path = sensors_file(tmp_path)
+    proc = node(ns, tmp_path, UVMS, path, **MOTION)
+    rec = record(probe, ns)
+    static = Recorder(probe, TFMessage, "/tf_static",
+                      qos=QoSProfile(depth=100, durability=DurabilityPolicy.TRANSIENT_LOCAL))
+    with proc:
+        probe.spin_until(lambda: matched(probe, ns), what="the sensor topics", alive=[proc])
+        r = step(probe, ns, total, proc)
+        assert r.step_index == total
+        for topic, (_t, name, period, delay, arrival) in TOPICS.items():
+            n = len(expected_stamps(period, delay, arrival, total)) * (4 if topic.endswith("beams") else 1)
+            probe.spin_until(lambda: len(rec[topic]) >= n, what=f"{n} messages on {topic}", alive=[proc])
+        probe.spin_until(lambda: any(t.child_frame_id == f"{ns}/dvl/beam3" for m in static.messages
+                                     for t in m.transforms), what="the sensor frames on /tf_static", alive=[proc])
+        probe.spin_for(0.2)  # nothing more comes: the node is paused
+    assert proc.returncode == 0, proc.log_tail()
+
+    for topic, (msg_type, name, period, delay, arrival) in TOPICS.items():
+        msgs_ = rec[topic].messages
+        assert all(isinstance(m, msg_type) for m in msgs_), topic
+        want = expected_stamps(period, delay, arrival, total)
+        if topic.endswith("beams"):
+            assert stamps(rec[topic]) == [t for t in want for _ in range(4)], topic
+            assert [m.header.frame_id for m in msgs_] == [f"{ns}/dvl/beam{i}" for _ in want for i in range(4)]
+            assert all(0.3 < m.range < 50.0 and m.min_range == pytest.approx(0.3) for m in msgs_)
+        else:
+            assert stamps(rec[topic]) == want, topic
+            assert {m.header.frame_id for m in msgs_} == {f"{ns}/{FRAMES[name]}"}, topic
+    # the physics of a few fields (the models' own tests check them to their tolerances)
+    imu = rec["sensors/imu"].messages[0]
+    assert imu.linear_acceleration.z == pytest.approx(9.81, abs=0.5)  # specific force at rest: +g up
+    assert imu.orientation_covariance[0] == -1.0 or imu.orientation_covariance[0] >= 0.0
+    depth = [m.point.z for m in rec["sensors/depth/depth"].messages]
+    assert np.allclose(depth, 5.0 - 0.05, atol=0.05)  # sensor 5 cm above the base at z = -5 m, sinking 0.1 m/s
+    assert all(m.status.status == -1 for m in rec["sensors/gps"].messages)  # under water: no fix
+    assert list(rec["sensors/arm_encoders"].messages[0].name) == ["alpha_axis_e", "alpha_axis_d", "alpha_axis_c",
+                                                                   "alpha_axis_b"]
+
+    # the node publishes the ROS-free suite's own readings of the same motion, field by field, bit for bit
+    readings = headless_readings(path, total)
+    compared = 0
+    for topic, (_t, name, period, delay, arrival) in TOPICS.items():
+        mine = [r for r in readings if r.name == name]
+        if topic == "sensors/dvl":
+            mine = [r for r in mine if r.valid]
+        msgs_ = rec[topic].messages
+        if topic.endswith("beams"):
+            got = np.array([m.range for m in msgs_]).reshape(-1, 4)
+            want = np.array([r.values["ranges"] for r in mine], dtype=np.float32)  # Range.range is a float32
+            assert np.array_equal(got, np.where(np.isfinite(want), want, np.inf)), topic
+            continue
+        assert [cv.ns_from_time(m.header.stamp) for m in msgs_] == [r.stamp_ns for r in mine], topic
+        bad = [cv.ns_from_time(m.header.stamp) for m, r in zip(msgs_, mine) if not same_as_reading(m, r)]
+        assert not bad, f"{topic}: the node's messages differ from the suite's readings at {bad}"
+        compared += len(msgs_)
+    assert compared == 102  # 21 imu, 10 + 10 depth, 5 dvl, 11 mag, 3 gps, 21 encoders, 21 F/T
+
+    transforms = {(t.header.frame_id, t.child_frame_id): t.transform for m in static.messages for t in m.transforms}
+    imu_tf = transforms[(f"{ns}/base_link", f"{ns}/imu")]
+    assert [imu_tf.translation.x, imu_tf.translation.y, imu_tf.translation.z] == pytest.approx([0.1, -0.05, 0.02])
+    half = math.sqrt(0.5)  # yaw 90°: q = [0, 0, sin 45°, cos 45°]
+    assert [imu_tf.rotation.x, imu_tf.rotation.y, imu_tf.rotation.z, imu_tf.rotation.w] == pytest.approx(
+        [0.0, 0.0, half, half], abs=1e-12)
+    assert (f"{ns}/base_link", f"{ns}/mag") in transforms
+    assert (f"{ns}/alpha_base_link", f"{ns}/arm_encoders") in transforms
+    assert (f"{ns}/alpha_link_b", f"{ns}/wrist_ft") in transforms  # the child link of alpha_axis_b
+    for i in range(4):  # each beam frame's x axis: 25° off the DVL's -z, azimuth 45° + 90° i
+        R = cv.rotation_matrix(cv.array_from_quaternion(transforms[(f"{ns}/dvl", f"{ns}/dvl/beam{i}")].rotation))
+        psi, th = math.radians(45.0 + 90.0 * i), math.radians(25.0)
+        assert R[:, 0] == pytest.approx([math.sin(th) * math.cos(psi), math.sin(th) * math.sin(psi), -math.cos(th)],
+                                        abs=1e-12)
+
+
+# ------------------------------------------------------------------------------------ (b) determinism
+
+
+def payloads(rec, ns):
+    """topic -> every message's exact fields in arrival order (the namespace taken out of the frame ids)."""
+    out = {}
+    for topic, r in rec.items():
+        rows = []
+        for m in r.messages:
+            assert m.header.frame_id.startswith(f"{ns}/")
+            m.header.frame_id = m.header.frame_id[len(ns) + 1:]
+            rows.append(exact_fields(m))
+        out[topic] = rows
+    return out
+
+
+def test_same_seeds_give_bit_identical_streams_whatever_the_chunks_other_seeds_other_noise(probe, tmp_path):
+    total = 200
+    chunks = {"snb1": [200], "snb2": [1, 6, 93, 100], "snb3": [200]}
+    files = {"snb1": sensors_file(tmp_path, "a.yaml"), "snb2": sensors_file(tmp_path, "b.yaml"),
+             "snb3": sensors_file(tmp_path, "c.yaml", seed0=101)}
+    procs = {ns: node(ns, tmp_path, UVMS, files[ns], **MOTION) for ns in chunks}
+    rec = {ns: record(probe, ns) for ns in chunks}
+    alive = list(procs.values())
+    with running(procs):
+        probe.spin_until(lambda: all(matched(probe, ns) for ns in chunks), what="the sensor topics", alive=alive)
+        for ns, plan in chunks.items():
+            for n in plan:
+                step(probe, ns, n, procs[ns])
+        for ns in chunks:
+            for topic, (_t, _name, period, delay, arrival) in TOPICS.items():
+                n = len(expected_stamps(period, delay, arrival, total)) * (4 if topic.endswith("beams") else 1)
+                probe.spin_until(lambda: len(rec[ns][topic]) >= n, what=f"{n} messages on /{ns}/{topic}",
+                                 alive=alive)
+    a, b, c = (payloads(rec[ns], ns) for ns in chunks)
+    compared = 0
+    for topic in TOPICS:
+        assert a[topic] == b[topic], f"{topic}: the same seeds stepped in other chunks differ"
+        compared += len(a[topic])
+    # other seeds: the same stamps, other noise: every sample of a sensor with continuous noise differs; the
+    # pressure sensor's is quantised (20 Pa steps, std 20 Pa), so some of its 20 samples may coincide, not all
+    for topic in ("sensors/imu", "sensors/depth", "sensors/dvl", "nav/mag", "sensors/wrist_ft"):
+        assert [dict(x)["header"] for x in a[topic]] == [dict(x)["header"] for x in c[topic]], topic
+        differ = [x != y for x, y in zip(a[topic], c[topic])]
+        assert (any if topic == "sensors/depth" else all)(differ), f"{topic}: other seeds, same noise"
+    print(f"sensor determinism: {compared} messages on {len(TOPICS)} topics bit-identical "
+          f"(chunks {chunks['snb1']} vs {chunks['snb2']})")
+
+
+# ------------------------------------------------------------------------------------ (c) DVL without lock
+
+NO_LOCK = """environment:
+  seabed_depth: 200.0
+sensors:
+  - {name: dvl, type: dvl, link: base_link, rate: 25, max_range: 50.0, seed: 3}
+"""
+
+
+def test_dvl_beyond_max_range_publishes_no_twist_its_reason_on_diagnostics_and_its_beams(probe, tmp_path):
+    ns, total = "snc", 100
+    path = tmp_path / "nolock.yaml"
+    path.write_text(NO_LOCK)
+    proc = node(ns, tmp_path, ROV, path, diagnostics_rate=50.0)
+    twist = Recorder(probe, TwistWithCovarianceStamped, f"/{ns}/sensors/dvl", qos=QOS)
+    beams = Recorder(probe, Range, f"/{ns}/sensors/dvl/beams", qos=QOS)
+    statuses = []
+
+    def on_diag(m):
+        statuses.extend(s for s in m.status if s.name.startswith(f"/{ns}/dynamics_node/sensors/dvl"))
+
+    probe.node.create_subscription(DiagnosticArray, "/diagnostics", on_diag, QoSProfile(depth=100))
+    n_samples = total // 20 + 1
+    with proc:
+        probe.spin_until(lambda: matched(probe, ns, ("sensors/dvl", "sensors/dvl/beams")), what="the DVL topics",
+                         alive=[proc])
+        step(probe, ns, total, proc)
+        probe.spin_until(lambda: len(beams) >= 4 * n_samples and any(s.level == DiagnosticStatus.WARN
+                                                                    for s in statuses),
+                         what="the beams and a WARN on /diagnostics", alive=[proc])
+        assert proc.wait_for_log("no output", timeout=TIMEOUT)
+    assert len(twist) == 0
+    assert stamps(beams) == [k * DT for k in range(0, total + 1, 20) for _ in range(4)]
+    assert all(m.range == math.inf for m in beams.messages)  # REP 117: no return within max_range
+    warn = [s for s in statuses if s.level == DiagnosticStatus.WARN][-1]
+    assert "no bottom lock" in warn.message and "max_range 50 m" in warn.message, warn.message
+    values = cv.values_from_status(warn)
+    assert values["invalid"] >= 1 and values["published"] == 0
+    assert "no bottom lock" in proc.log_text()
+
+
+# ------------------------------------------------------------------------------------ (d) bad files refused
+
+BAD_LINK = """sensors:
+  - {name: imu, type: imu, link: base_link, rate: 100}
+  - {name: depth, type: pressure, link: no_such_link, rate: 50}
+"""
+BAD_NOISE = """sensors:
+  - {name: dvl, type: dvl, link: base_link, rate: 25, noise: {velocity_std: -1}}
+"""
+BAD_RATE = """sensors:
+  - {name: imu, type: imu, link: base_link, rate: 300}
+"""
+
+
+@pytest.mark.parametrize("text, where, key", [(BAD_LINK, "sensors[1] (depth)", "link"),
+                                              (BAD_NOISE, "sensors[0] (dvl)", "noise.velocity_std"),
+                                              (BAD_RATE, "sensors[0] (imu)", "rate")])
+def test_a_bad_sensors_file_refuses_the_start_naming_file_sensor_and_key(tmp_path, text, where, key):
+    path = tmp_path / "bad_sensors.yaml"
+    path.write_text(text)
+    proc = node("snd", tmp_path, ROV, path)
+    with proc:
+        rc = proc.wait(timeout=TIMEOUT)
+    log = proc.log_text()
+    assert rc == 2, log
+    assert f"invalid parameters: sensors: {path}: {where}: {key}: " in log, log
+
+
+# ------------------------------------------------------------------------------------ conversions (no process)
+
+
+def reading(kind, valid=True, reason=None, **values):
+    return SimpleNamespace(name="s", type=kind, k=3, stamp_ns=1_500_000_007, publish_k=3, valid=valid,
+                           reason=reason, values=values)
+
+
+def test_range_follows_rep_117_and_an_invalid_dvl_reading_gives_beams_only():
+    assert beam_range(12.5, 0.3, 50.0) == 12.5
+    assert beam_range(float("nan"), 0.3, 50.0) == math.inf  # no return
+    assert beam_range(63.1, 0.3, 50.0) == math.inf
+    assert beam_range(0.1, 0.3, 50.0) == -math.inf
+    r = reading("dvl", False, "no bottom lock", velocity=None, velocity_cov=np.zeros(9), mode=None,
+                ranges=np.array([np.nan, 20.0, 0.1, 55.0]), beam_directions=np.zeros((4, 3)))
+    out = reading_messages(r, "rov/dvl", [f"rov/dvl/beam{i}" for i in range(4)], (0.3, 50.0))
+    assert [s for s, _ in out] == ["/beams"] * 4
+    assert [m.range for _, m in out] == [math.inf, 20.0, -math.inf, math.inf]
+    assert [m.header.frame_id for _, m in out] == [f"rov/dvl/beam{i}" for i in range(4)]
+    assert all(cv.ns_from_time(m.header.stamp) == 1_500_000_007 for _, m in out)
+    locked = reading("dvl", velocity=np.array([0.5, -0.25, 0.125]), velocity_cov=np.arange(9.0), mode="bottom",
+                     ranges=np.full(4, 10.0), beam_directions=np.zeros((4, 3)))
+    (suffix, m), *_ = reading_messages(locked, "rov/dvl", [f"b{i}" for i in range(4)], (0.3, 50.0))
+    assert suffix == "" and m.header.frame_id == "rov/dvl"
+    assert [m.twist.twist.linear.x, m.twist.twist.linear.y, m.twist.twist.linear.z] == [0.5, -0.25, 0.125]
+    cov = np.array(m.twist.covariance).reshape(6, 6)
+    assert np.array_equal(cov[:3, :3], np.arange(9.0).reshape(3, 3)) and list(np.diag(cov)[3:]) == [-1.0] * 3
+
+
+def test_imu_pressure_gnss_encoders_and_wrench_fields():
+    imu = reading("imu", linear_acceleration=np.array([0.1, 0.2, 9.8]), angular_velocity=np.array([1.0, 2.0, 3.0]),
+                  orientation=None, linear_acceleration_cov=np.full(9, 2.0), angular_velocity_cov=np.full(9, 3.0),
+                  orientation_cov=np.array([-1.0] + [0.0] * 8))
+    [(_, m)] = reading_messages(imu, "imu")
+    assert [m.linear_acceleration.x, m.linear_acceleration.y, m.linear_acceleration.z] == [0.1, 0.2, 9.8]
+    assert [m.angular_velocity.x, m.angular_velocity.y, m.angular_velocity.z] == [1.0, 2.0, 3.0]
+    assert m.orientation_covariance[0] == -1.0 and list(m.linear_acceleration_covariance) == [2.0] * 9
+    p = reading("pressure", fluid_pressure=151_600.5, variance=4.0, depth=5.0, depth_variance=1e-6)
+    (s1, m1), (s2, m2) = reading_messages(p, "rov/depth")
+    assert (s1, s2) == ("", "/depth") and m1.fluid_pressure == 151_600.5 and m1.variance == 4.0
+    assert (m2.point.x, m2.point.y, m2.point.z) == (0.0, 0.0, 5.0) and m2.header.frame_id == "rov/depth"
+    assert reading_messages(reading("pressure", False, "out of the water"), "x") == []
+    fix = reading("gnss", latitude=48.1, longitude=11.5, altitude=520.0, status=0, position_cov=np.eye(3).ravel())
+    [(_, g)] = reading_messages(fix, "gps")
+    assert (g.status.status, g.latitude, g.longitude, g.altitude) == (0, 48.1, 11.5, 520.0)
+    assert g.position_covariance_type == NavSatFix.COVARIANCE_TYPE_KNOWN
+    nofix = reading("gnss", False, "under water", latitude=math.nan, longitude=math.nan, altitude=math.nan,
+                    status=-1, position_cov=np.eye(3).ravel())
+    [(_, g)] = reading_messages(nofix, "gps")
+    assert g.status.status == -1 and g.position_covariance_type == NavSatFix.COVARIANCE_TYPE_UNKNOWN
+    enc = reading("encoders", names=("a", "b"), position=np.array([0.5, -0.5]), velocity=np.array([1.0, 2.0]))
+    [(_, j)] = reading_messages(enc, "enc")
+    assert list(j.name) == ["a", "b"] and list(j.position) == [0.5, -0.5] and list(j.velocity) == [1.0, 2.0]
+    assert list(j.effort) == []
+    ft = reading("force_torque", force=np.array([1.0, 2.0, 3.0]), torque=np.array([4.0, 5.0, 6.0]))
+    [(_, w)] = reading_messages(ft, "ft")
+    assert list(cv.wrench_from_msg(w.wrench)) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
