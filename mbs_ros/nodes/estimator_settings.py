@@ -315,11 +315,9 @@ class Fusion:
             sg = max(s.initial_gyro_bias_sigma or imu.gyroscope_turn_on_bias_sigma, MIN_GYRO_BIAS_SIGMA)
             sa = max(s.initial_accel_bias_sigma or imu.accelerometer_turn_on_bias_sigma, MIN_ACCEL_BIAS_SIGMA)
             tilt, yaw = s.initial_attitude_sigma
-            # the prior's attitude sigmas are about world axes (roll/pitch: tilt, yaw: about z); the filter's
-            # rotation error is right-invariant, i.e. in world axes as well (docs/estimation.md)
             sig = [tilt, tilt, yaw] + [s.initial_velocity_sigma] * 3 + [s.initial_position_sigma] * 3 \
                 + [sg] * 3 + [sa] * 3
-            P = np.diag(np.square(sig))
+            P = prior_covariance(np.diag(np.square(sig)), v_wi, p_wi)
             self.ekf = InvariantEKF(R_wi, v_wi, p_wi, P, noise, gravity=tuple(model.gravity))
             self.mounts = {}
             for role, T_bs in setup.T_base_sensor.items():  # sensor pose in the IMU (filter body) frame
@@ -489,6 +487,19 @@ class Fusion:
         w_i = np.zeros(3) if self.held is None else np.asarray(self.held[0], float) - ekf.bg
         out.p, out.R, out.V, out.pose_cov, out.twist_cov = base_state(ekf, self.T_bi, w_i)
         return out
+
+
+def prior_covariance(P_phys: np.ndarray, v: np.ndarray, p: np.ndarray) -> np.ndarray:
+    """The filter's prior covariance (of the right-invariant error xi = log(X_hat X^-1), docs/estimation.md) from
+    independent sigmas of the physical errors [dtheta (world axes), dv, dp, dbg, dba]: to first order
+    xi_R = dtheta, xi_v = dv + [v]x dtheta, xi_p = dp + [p]x dtheta (X_hat X^-1 has p_hat - R_hat R^T p). A
+    diagonal P in xi itself would tie the position's uncertainty to the attitude's through the vehicle's
+    distance from the world origin: 5 m down, a 0.1 rad heading sigma adds 0.5 m, and each heading correction
+    moves the position estimate by dpsi x p."""
+    J = np.eye(15)
+    J[3:6, 0:3] = _skew(v)
+    J[6:9, 0:3] = _skew(p)
+    return J @ P_phys @ J.T
 
 
 def base_state(ekf, T_bi: np.ndarray, w_i: np.ndarray):

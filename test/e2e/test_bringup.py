@@ -725,7 +725,9 @@ def test_real_robot_scenario_tracks(run, tmp_path, name):
 # Every shipped scenario runs without a warning: those below here, the rest in the test named (assert_clean_logs).
 CLEAN_ELSEWHERE = {"panda": "test_real_robot_scenario_tracks", "solo12": "test_real_robot_scenario_tracks",
                    "rov_alpha5": "test_rov_scenario_holds_station_and_balances_its_energy_ports",
-                   "vessel": "test_vessel_scenario_holds_heading_with_two_propellers"}
+                   "vessel": "test_vessel_scenario_holds_heading_with_two_propellers",
+                   "rov_alpha5_sensors": "test_sensor_scenarios.py",
+                   "vehicle_manipulator_sensors": "test_sensor_scenarios.py"}
 CLEAN_HERE = ("fleet", "manipulator", "scara", "vehicle", "vehicle_manipulator")
 # what a loaded machine makes a wall-clock run say (the simulation or the controller missing the wall clock), not a
 # warning of the scenario's own
