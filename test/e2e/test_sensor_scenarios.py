@@ -122,3 +122,22 @@ def test_rov_sensor_runs_record_identical_estimates(run, tmp_path):
     assert not differ, (f"the runs' estimates differ from t = {differ[0] * 1e-9:.2f} s on ({len(differ)} of "
                         f"{len(common)})")
     print(f"two rov_alpha5_sensors runs: {len(common)} estimates bit-identical")
+
+
+@pytest.mark.parametrize("name", sorted(NS))
+def test_launch_starts_the_estimator_of_the_sensor_scenario(name):
+    """``ros2 launch mbs_ros vehicle_manipulator.launch.py scenario:=<name>``: launch_setup gives the estimator's
+    Node (its console script) after the controller and before the reference node, as the runner starts them
+    (skipped without ROS 2's launch packages; the specs themselves: test/unit/test_scenario_keys.py)."""
+    launch = pytest.importorskip("launch", reason="launch is not installed (ROS 2's launch packages)")
+    if not hasattr(launch, "LaunchService"):  # this checkout's launch/ folder, seen as a namespace package
+        pytest.skip("launch is not installed (ROS 2's launch packages)")
+    pytest.importorskip("launch_ros")
+    from mbs_ros.bringup import launch_actions
+
+    context = launch.LaunchContext()
+    context.launch_configurations.update({"scenario": str(ROOT / "config" / "scenarios" / f"{name}.yaml"),
+                                          "rviz": "false", "rviz_config": ""})
+    actions = launch_actions.launch_setup(context, kind="vehicle_manipulator")
+    assert [(a.node_package, a.node_executable) for a in actions] == [
+        ("mbs_ros", e) for e in ("dynamics_node", "controller_node", "estimator_node", "reference_node")]
