@@ -152,3 +152,65 @@ def test_a_bad_estimator_config_is_refused_naming_the_parameter(tmp_path, case):
     assert rc == 2, log
     for text in expected:
         assert text in log, log
+
+
+def test_malformed_and_unordered_imu_messages_never_reach_the_filter(tmp_path):
+    """An estimator on the wall clock (origin: its first IMU sample) gets IMU samples of a vehicle at rest (specific
+    force +9.81 up, no rotation), among them one with a NaN rate and one stamped before its predecessor: both are
+    rejected (rejected_imu = 2 on ~/diagnostics, one rate-limited warning in the log), every estimate stays finite and at rest
+    (the prior's position: a NaN that reached the filter would make every later estimate NaN; an out-of-order
+    sample propagated backwards, or its later duplicate, would move it)."""
+    from diagnostic_msgs.msg import DiagnosticArray
+    from sensor_msgs.msg import Imu
+
+    from mbs_ros.nodes import conversions as cv
+
+    sensors = tmp_path / "sensors.yaml"
+    sensors.write_text(SENSORS)
+    proc = NodeProcess("mbs_ros.nodes.estimator_node", name="estimator_node", namespace="mal",
+                       parameters=dict(model_file=str(ROV), sensors=str(sensors), physics_rate=500.0, imu="imu",
+                                       publish_rate=50.0, initial_position=P0),
+                       log_file=tmp_path / "estimator.log")
+    t0 = 1_000_000_000
+    period = 10_000_000  # the IMU's 100 Hz
+
+    def imu(k, rate=0.0):
+        m = Imu()
+        m.header.stamp = cv.time_from_ns(t0 + k * period)
+        m.header.frame_id = "mal/imu"
+        m.angular_velocity.x = rate
+        m.linear_acceleration.z = 9.81
+        return m
+
+    # k = 0..40, with a NaN at k = 5 and, after k = 9, k = 7 again (out of order)
+    stream = [imu(k) for k in range(5)] + [imu(5, rate=float("nan"))] + [imu(k) for k in range(6, 10)] + \
+        [imu(7, rate=1.0)] + [imu(k) for k in range(10, 41)]
+    with Probe("test_estimator_malformed", TIMEOUT) as probe, running([proc]):
+        est = Recorder(probe, Odometry, "/mal/estimate/odom", qos=QOS)
+        diags = Recorder(probe, DiagnosticArray, "/mal/estimator_node/diagnostics")
+        pub = probe.node.create_publisher(Imu, "/mal/sensors/imu", QOS)
+        probe.spin_until(lambda: pub.get_subscription_count() > 0, what="the estimator's IMU subscription",
+                         alive=[proc])
+        for m in stream:
+            pub.publish(m)
+        end = t0 + 40 * period
+
+        def rejected():
+            for d in diags.messages:
+                values = {kv.key: kv.value for s in d.status for kv in s.values}
+                if values.get("rejected_imu") == "2" and int(values.get("estimates", 0)) >= 21:
+                    return True
+            return False
+
+        probe.spin_until(lambda: len(est) and stamp_of(est.messages[-1]) >= end and rejected(),
+                         what="the estimates up to the last sample and rejected_imu = 2", alive=[proc])
+        log = proc.log_text()
+    stamps = [stamp_of(m) for m in est.messages]
+    assert stamps == list(range(t0, end + 1, 20_000_000)), stamps
+    for m in est.messages:
+        p = m.pose.pose.position
+        q = m.pose.pose.orientation
+        assert all(math.isfinite(x) for x in (p.x, p.y, p.z, q.x, q.y, q.z, q.w))
+        assert np.allclose([p.x, p.y, p.z], P0, atol=1e-9) and abs(q.w) == pytest.approx(1.0, abs=1e-12)
+    assert "sensors/imu: message rejected: angular_velocity: not finite" in log, log
+    assert log.count("message rejected") == 1, log  # the second within 2 s: held back by the rate limit
