@@ -592,6 +592,14 @@ class Model:
         order (``T_world_link``; a link's frame is its URDF frame, i.e. its parent joint's frame)."""
         return self._backend.link_poses(self, q)
 
+    def body_accelerations(self, q: np.ndarray, v: np.ndarray, a: np.ndarray) -> np.ndarray:
+        """(n_links, 6): each link's body-frame acceleration ``[v̇; ω̇]`` (the derivative of its body twist's
+        components; its origin's acceleration in link axes is ``v̇ + ω × v``), ``link_names`` order:
+        :func:`mbs_ros.dynamics.algorithms.body_accelerations`."""
+        from .algorithms import body_accelerations
+
+        return body_accelerations(self, q, v, a)
+
     def link_pose_dict(self, q: np.ndarray) -> dict:
         """:meth:`link_poses` as ``{link name: 4×4}``."""
         return dict(zip(self.link_names, self.link_poses(q)))

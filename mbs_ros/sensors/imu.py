@@ -97,16 +97,17 @@ class Sensor:
         self.gyro_cov = _diag(self.gyro_std ** 2)
         self.accel_cov = _diag(self.accel_std ** 2)
         self.orientation_cov = _diag(p.orientation_noise_std ** 2) if p.orientation else np.r_[-1.0, np.zeros(8)]
+        for c in (self.gyro_cov, self.accel_cov, self.orientation_cov):
+            c.setflags(write=False)
 
     def specific_force(self, frame) -> np.ndarray:
         """``f = a − R_wsᵀ g`` in sensor axes (``frame.a`` is the inertial acceleration in sensor axes)."""
-        R = frame.T_world_sensor[:3, :3]
-        return frame.a - R.T @ self.gravity
+        return frame.a - self.gravity @ frame.T_world_sensor[:3, :3]  # gᵀR = (Rᵀg)ᵀ
 
     def measure(self, frame) -> Reading:
         Z = self.rng.standard_normal(NORMALS_PER_SAMPLE)
         gb, ab = self.gyro_bias, self.accel_bias
-        acc = self.specific_force(frame) + ab.value + self.accel_std * Z[6:9]
+        acc = (frame.a - self.gravity @ frame.T_world_sensor[:3, :3]) + ab.value + self.accel_std * Z[6:9]
         gyro = frame.w + gb.value + self.gyro_std * Z[0:3]
         gb.advance(Z[3:6])
         ab.advance(Z[9:12])
@@ -130,6 +131,6 @@ class Sensor:
                 R = R @ Rotation.from_rotvec(p.orientation_noise_std * Z[12:15]).as_matrix()
             orientation = Rotation.from_matrix(R).as_quat()
         values = {"linear_acceleration": acc, "angular_velocity": gyro, "orientation": orientation,
-                  "linear_acceleration_cov": self.accel_cov.copy(), "angular_velocity_cov": self.gyro_cov.copy(),
-                  "orientation_cov": self.orientation_cov.copy()}
+                  "linear_acceleration_cov": self.accel_cov, "angular_velocity_cov": self.gyro_cov,
+                  "orientation_cov": self.orientation_cov}  # read-only, shared by the readings
         return reading(self.spec, frame, values)

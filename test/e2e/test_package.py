@@ -42,6 +42,7 @@ MODULE_TO_KEY = {
     "foxglove": "python3-foxglove-sdk-pip",  # pip: foxglove-sdk (no distro package), the live view's server
     "websockets": "python3-websockets",  # the Foxglove test's WebSocket client
     "trimesh": "python3-trimesh",  # the animation's mesh visuals
+    "allantools": "python3-allantools-pip",  # pip: allantools (no distro package), the IMU's Allan deviations
 }
 # ROS packages whose Python module has the package's name (besides *_msgs, *_srvs and *_interfaces).
 ROS_MODULES = {
