@@ -29,7 +29,8 @@ import numpy as np
 
 from mbs_ros.yamlfile import shown
 
-from .frames import Reading
+from .frames import Reading, reading
+from .noise import generator
 
 __all__ = ["KEYS", "Params", "parse", "Sensor", "beam_directions", "beam_frames", "beam_ranges"]
 
@@ -101,37 +102,49 @@ def beam_frames(beam_angle_deg: float) -> np.ndarray:
 def beam_ranges(T_world_sensor, B: np.ndarray, seabed_z: float) -> np.ndarray:
     """(4,) slant ranges [m] along the beams (rows of ``B``, sensor axes) from the sensor origin to the plane
     z = seabed_z; ``inf`` for a beam that does not point down towards it (or a sensor at or below it)."""
-    h = float(T_world_sensor[2, 3]) - seabed_z
-    down = -(np.asarray(T_world_sensor)[2, :3] @ B.T)  # b_iᵂ · n with n = −e_z
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where((down > 0.0) & (h > 0.0), h / down, np.inf)
+    T = np.asarray(T_world_sensor, dtype=float)
+    h = float(T[2, 3]) - seabed_z
+    down = -(B @ T[2, :3])  # b_iᵂ · n with n = −e_z
+    out = np.full(len(B), np.inf)
+    if h > 0.0:
+        hit = down > 0.0
+        out[hit] = h / down[hit]
+    return out
 
 
 class Sensor:
-    """Evaluates one DVL (module docstring); its own seeded random stream."""
+    """Evaluates one DVL (module docstring); its own seeded random stream. The least-squares solutions of every
+    usable beam subset (all four, each three) are computed once here."""
 
     def __init__(self, spec, env, model, dt):
         self.spec, self.params = spec, spec.params
         self._env = env
         self._B = beam_directions(self.params.beam_angle)
+        self._B.setflags(write=False)
         self._current = np.asarray(env.current, dtype=float).reshape(3)
-        self._rng = np.random.default_rng(spec.seed)
-        self._delay_ns = int(round(spec.delay_steps * dt * 1e9))
+        var = self.params.velocity_std ** 2
+        self._solutions = {}  # beams used -> (their indices, (BᵀB)⁻¹Bᵀ, covariance (9,))
+        for used in ((True,) * 4,) + tuple(tuple(j != i for j in range(4)) for i in range(4)):
+            idx = np.flatnonzero(used)
+            Bu = self._B[idx]
+            N = np.linalg.inv(Bu.T @ Bu)
+            self._solutions[used] = (idx, N @ Bu.T, var * N.ravel())
+        self._rng = generator(spec)
 
-    def _lock(self, T, ranges):
-        """(mask of returning beams, why there is no lock or None)."""
+    def _lock(self, z, ranges):
+        """(which beams return, why there is no bottom lock or None) at sensor height ``z`` (world)."""
         p, env = self.params, self._env
-        z = float(T[2, 3])
         if z > env.water_surface_z:
-            return np.zeros(4, bool), f"out of the water: sensor {z - env.water_surface_z:.3g} m above the surface"
+            return (False,) * 4, f"out of the water: sensor {z - env.water_surface_z:.3g} m above the surface"
         if env.seabed_z is None:
-            return np.zeros(4, bool), "no bottom lock: no seabed configured (environment.seabed_z)"
-        ok = (ranges >= p.min_range) & (ranges <= p.max_range)
-        if ok.sum() >= p.min_beams:
+            return (False,) * 4, "no bottom lock: no seabed configured (environment.seabed_z)"
+        ok = tuple(bool(p.min_range <= d <= p.max_range) for d in ranges)
+        count = sum(ok)
+        if count >= p.min_beams:
             return ok, None
         if z <= env.seabed_z:
             return ok, f"no bottom lock: sensor {env.seabed_z - z:.3g} m below the seabed"
-        i = int(np.flatnonzero(~ok)[0])
+        i = ok.index(False)
         d = ranges[i]
         if not np.isfinite(d):
             why = f"beam {i} points away from the seabed"
@@ -139,33 +152,26 @@ class Sensor:
             why = f"beam {i} range {d:.3g} m > max_range {p.max_range:.3g} m"
         else:
             why = f"beam {i} range {d:.3g} m < min_range {p.min_range:.3g} m"
-        return ok, f"no bottom lock: {why} ({int(ok.sum())} of 4 beams in range, min_beams {p.min_beams})"
+        return ok, f"no bottom lock: {why} ({count} of 4 beams in range, min_beams {p.min_beams})"
 
     def measure(self, frame) -> Reading:
         n = self._rng.standard_normal(8)
         p, env, B = self.params, self._env, self._B
         T = frame.T_world_sensor
-        seabed = env.seabed_z if env.seabed_z is not None else -np.inf
-        true_ranges = beam_ranges(T, B, seabed) if env.seabed_z is not None else np.full(4, np.inf)
-        ok, reason = self._lock(T, true_ranges)
+        true_ranges = beam_ranges(T, B, env.seabed_z) if env.seabed_z is not None else np.full(4, np.inf)
+        ok, reason = self._lock(float(T[2, 3]), true_ranges)
         ranges = np.where(ok, true_ranges + p.range_std * n[4:], np.nan)
         v = np.asarray(frame.v, dtype=float)
         mode, used = None, ok
         if reason is None:
             mode = "bottom"
         elif p.water_track and not reason.startswith("out of the water"):
-            mode, used, reason = "water", np.ones(4, bool), None
+            mode, used, reason = "water", (True,) * 4, None
             v = v - T[:3, :3].T @ self._current
         velocity, cov = None, np.zeros(9)
         if mode is not None:
-            Bu = B[used]
-            u = Bu @ v + p.velocity_std * n[:4][used]
-            N = np.linalg.inv(Bu.T @ Bu)
-            velocity = N @ (Bu.T @ u)
-            cov = (p.velocity_std ** 2 * N).ravel()
-        values = {"velocity": velocity, "velocity_cov": cov, "mode": mode, "ranges": ranges,
-                  "beam_directions": B.copy()}
-        spec = self.spec
-        stamp = frame.stamp_ns + (self._delay_ns if spec.stamp == "arrival" else 0)
-        return Reading(spec.name, spec.type, frame.k, stamp, frame.k + spec.delay_steps, values, mode is not None,
-                       reason)
+            idx, pinv, cov = self._solutions[used]
+            velocity = pinv @ (B[idx] @ v + p.velocity_std * n[idx])
+            cov = cov.copy()
+        values = {"velocity": velocity, "velocity_cov": cov, "mode": mode, "ranges": ranges, "beam_directions": B}
+        return reading(self.spec, frame, values, mode is not None, reason)

@@ -8,7 +8,8 @@ list).
 
 A real encoder driver counts edges and differentiates the counts over its period (or times the edges); the
 finite difference lags by half a period and carries the quantisation noise res/T, which ``velocity: difference``
-reproduces (its first sample reads 0; a continuous joint's difference is wrapped to (−π, π]). The default,
+reproduces (T: the steps since the previous sample, a period except across a simulator reset, whose jump shows
+in one sample; the first sample reads 0; a continuous joint's difference is wrapped to (−π, π]). The default,
 ``velocity: model``, is the model's joint velocity plus white noise, for estimators that want an unbiased rate.
 Continuous joints read their angle in (−π, π]. Units per joint: rad (revolute, continuous) or m (prismatic).
 YAML: ``joints: [names]`` (default every movable joint, model order), ``resolution`` (rad per count, default
@@ -26,7 +27,8 @@ import numpy as np
 
 from mbs_ros.dynamics.model_source import base_sizes, joint_positions_from_q
 
-from .frames import Reading
+from .frames import Reading, reading
+from .noise import generator
 
 __all__ = ["KEYS", "Params", "parse", "Sensor"]
 
@@ -98,10 +100,9 @@ class Sensor:
         self._res = np.array(p.resolutions, dtype=float)
         types = np.array(model.joint_types)[self._idx] if len(self._idx) else np.array([])
         self._wrap = types == "continuous"
-        self._period = spec.period_steps * dt
+        self._dt = float(dt)
         self._previous = None
-        self._rng = np.random.default_rng(spec.seed)
-        self._delay_ns = int(round(spec.delay_steps * dt * 1e9))
+        self._rng = generator(spec)
 
     def measure(self, frame) -> Reading:
         p = self.params
@@ -112,16 +113,13 @@ class Sensor:
         quantised = self._res > 0.0
         pos[quantised] = self._res[quantised] * np.floor(pos[quantised] / self._res[quantised] + 0.5)
         if p.velocity == "difference":
-            if self._previous is None:
+            if self._previous is None or frame.k <= self._previous[0]:
                 vel = np.zeros(nj)
             else:
-                d = pos - self._previous
+                d = pos - self._previous[1]
                 d[self._wrap] = (d[self._wrap] + math.pi) % (2.0 * math.pi) - math.pi
-                vel = d / self._period
-            self._previous = pos.copy()
+                vel = d / ((frame.k - self._previous[0]) * self._dt)
+            self._previous = (frame.k, pos.copy())
         else:
             vel = np.asarray(frame.v_gen)[self._nv_base:][self._idx] + p.velocity_std * n[nj:]
-        spec = self.spec
-        stamp = frame.stamp_ns + (self._delay_ns if spec.stamp == "arrival" else 0)
-        return Reading(spec.name, spec.type, frame.k, stamp, frame.k + spec.delay_steps,
-                       {"names": p.joints, "position": pos, "velocity": vel}, True, None)
+        return reading(self.spec, frame, {"names": p.joints, "position": pos, "velocity": vel})

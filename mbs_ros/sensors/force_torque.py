@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .frames import Reading
+from .frames import Reading, reading
+from .noise import generator
 
 __all__ = ["KEYS", "Params", "parse", "Sensor"]
 
@@ -54,8 +55,7 @@ class Sensor:
         p = self.params
         self._std = np.array([p.force_std] * 3 + [p.torque_std] * 3)
         self._bias = np.concatenate((p.force_bias, p.torque_bias)).astype(float)
-        self._rng = np.random.default_rng(spec.seed)
-        self._delay_ns = int(round(spec.delay_steps * dt * 1e9))
+        self._rng = generator(spec)
 
     def measure(self, frame) -> Reading:
         n = self._rng.standard_normal(6)
@@ -64,6 +64,4 @@ class Sensor:
             raise ValueError(f"force_torque sensor {spec.name}: the frame has no joint wrench (the suite computes "
                              f"it for sensors with a joint)")
         W = np.asarray(frame.joint_wrench, dtype=float).reshape(6) + self._bias + self._std * n
-        stamp = frame.stamp_ns + (self._delay_ns if spec.stamp == "arrival" else 0)
-        return Reading(spec.name, spec.type, frame.k, stamp, frame.k + spec.delay_steps,
-                       {"force": W[:3], "torque": W[3:]}, True, None)
+        return reading(spec, frame, {"force": W[:3], "torque": W[3:]})

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .frames import Reading
+from .frames import Reading, reading
+from .noise import generator
 
 __all__ = ["KEYS", "Params", "parse", "Sensor"]
 
@@ -48,14 +49,10 @@ class Sensor:
         self._field = np.asarray(env.magnetic_field, dtype=float).reshape(3)
         self._bias = np.asarray(self.params.bias, dtype=float)
         self._cov = np.diag(np.full(3, self.params.std ** 2)).ravel()
-        self._rng = np.random.default_rng(spec.seed)
-        self._delay_ns = int(round(spec.delay_steps * dt * 1e9))
+        self._rng = generator(spec)
 
     def measure(self, frame) -> Reading:
         n = self._rng.standard_normal(3)
         R = frame.T_world_sensor[:3, :3]
         m = R.T @ self._field + self._bias + self.params.std * n
-        spec = self.spec
-        stamp = frame.stamp_ns + (self._delay_ns if spec.stamp == "arrival" else 0)
-        return Reading(spec.name, spec.type, frame.k, stamp, frame.k + spec.delay_steps,
-                       {"magnetic_field": m, "magnetic_field_cov": self._cov.copy()}, True, None)
+        return reading(self.spec, frame, {"magnetic_field": m, "magnetic_field_cov": self._cov.copy()})

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .frames import Reading
+from .frames import Reading, reading
+from .noise import generator
 
 __all__ = ["KEYS", "Params", "parse", "Sensor", "hydrostatic_pressure"]
 
@@ -72,8 +73,7 @@ class Sensor:
         p = self.params
         self._rho_g = p.density * p.g
         self._var = p.std ** 2 + p.resolution ** 2 / 12.0
-        self._rng = np.random.default_rng(spec.seed)
-        self._delay_ns = int(round(spec.delay_steps * dt * 1e9))
+        self._rng = generator(spec)
 
     def measure(self, frame) -> Reading:
         n = self._rng.standard_normal()
@@ -86,6 +86,4 @@ class Sensor:
         values = {"fluid_pressure": value, "variance": self._var,
                   "depth": (value - env.atmospheric_pressure) / self._rho_g,
                   "depth_variance": self._var / self._rho_g ** 2}
-        spec = self.spec
-        stamp = frame.stamp_ns + (self._delay_ns if spec.stamp == "arrival" else 0)
-        return Reading(spec.name, spec.type, frame.k, stamp, frame.k + spec.delay_steps, values, True, None)
+        return reading(self.spec, frame, values)
