@@ -44,10 +44,12 @@ _EXCLUDED_BY_ALL = re.compile(r"^/(rosout|parameter_events)$")
 
 def foxglove_topics(scenario) -> List[str]:
     """Absolute topic names the runner's bridge serves for a scenario: :data:`FOXGLOVE_TOPICS` in every robot's
-    namespace, plus ``/clock`` with ``sim_time``."""
+    namespace, plus ``/clock`` with ``sim_time``, plus each robot's sensor topics (its layout plots them)."""
+    from mbs_ros.bringup.foxglove_layout import sensor_topics
     from mbs_ros.bringup.scenario import record_topics
 
-    return record_topics(scenario, FOXGLOVE_TOPICS)
+    topics = record_topics(scenario, FOXGLOVE_TOPICS)
+    return topics + [t for r in scenario.robots for t in sensor_topics(r, scenario.physics_rate) if t not in topics]
 
 
 # ------------------------------------------------------------------------------------------ front

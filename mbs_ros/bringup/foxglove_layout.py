@@ -28,7 +28,7 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-__all__ = ["layout", "layout_text", "port_names", "sensor_specs", "layout_path", "main"]
+__all__ = ["layout", "layout_text", "port_names", "sensor_specs", "sensor_topics", "layout_path", "main"]
 
 _GRID = {"layerId": "foxglove.Grid", "instanceId": "grid", "label": "Grid (world)", "visible": True,
          "frameLocked": True, "frameId": "world", "size": 20, "divisions": 20, "lineWidth": 1,
@@ -46,36 +46,54 @@ def layout_path(scenario_name: str, root: Optional[Path] = None) -> Path:
     return (root or package_root() or Path.cwd()) / "config" / "foxglove" / f"{scenario_name}.json"
 
 
-def _model(robot):
-    """(source, model) the dynamics node builds for a scenario robot."""
+def _source(robot):
     from mbs_ros.dynamics import model_source as ms
 
     dyn = robot.dynamics
-    source = ms.load_source(str(dyn.get("robot_description", "") or ""), str(dyn.get("model_file", "") or ""))
+    return ms.load_source(str(dyn.get("robot_description", "") or ""), str(dyn.get("model_file", "") or ""))
+
+
+def _model(robot, source=None):
+    """The model the dynamics node builds for a scenario robot."""
+    from mbs_ros.dynamics import model_source as ms
+
+    dyn = robot.dynamics
+    source = source or _source(robot)
     names = list(dyn.get("locked_joints") or ())
     positions = list(dyn.get("locked_joint_positions") or ()) or [0.0] * len(names)
     model = ms.build_multibody(source, robot.base_group, ms.default_gravity(source), max_mass_ratio=0.0,
                                locked_joints=dict(zip(names, positions)) or None, mimic=str(dyn.get("mimic", "reduce")),
                                fluid_density=float(dyn.get("fluid_density", 0.0) or 0.0))
-    model = model.with_current(tuple(dyn.get("current", (0.0, 0.0, 0.0))),
-                               tuple(dyn.get("current_rate", (0.0, 0.0, 0.0))))
-    return source, model
+    return model.with_current(tuple(dyn.get("current", (0.0, 0.0, 0.0))),
+                              tuple(dyn.get("current_rate", (0.0, 0.0, 0.0))))
 
 
-def sensor_specs(robot) -> tuple:
-    """The robot's sensors as its dynamics node loads them (its ``sensors`` parameter; empty: the robot YAML's)."""
+def sensor_specs(robot, physics_rate: Optional[float] = None) -> tuple:
+    """The robot's sensors as its dynamics node loads them (its ``sensors`` parameter; empty: the robot YAML's) at
+    ``physics_rate`` (the scenario's; else the robot's dynamics parameter, else the node's default)."""
     from mbs_ros.nodes import conversions as cv
     from mbs_ros.nodes.dynamics_sensors import sensors_path
+    from mbs_ros.nodes.parameters.dynamics import PARAMETERS
 
     dyn = robot.dynamics
-    source, model = _model(robot)
+    source = _source(robot)
     path = sensors_path(str(dyn.get("sensors", "") or ""), source)
-    if path is None:
+    if path is None:  # no model to build
         return ()
     from mbs_ros.sensors.spec import load_sensors
 
-    dt = cv.period_ns(float(dyn.get("physics_rate", 1000.0))) * 1e-9
-    return load_sensors(path, model, dt).sensors
+    dt = cv.period_ns(float(physics_rate or dyn.get("physics_rate") or PARAMETERS["physics_rate"].default)) * 1e-9
+    return load_sensors(path, _model(robot, source), dt).sensors
+
+
+def sensor_topics(robot, physics_rate: Optional[float] = None) -> List[str]:
+    """Absolute names of every topic the robot's dynamics node publishes for its sensors (a pressure sensor's
+    depth and a DVL's beams included): what the bridge serves besides the state."""
+    out = []
+    for s in sensor_specs(robot, physics_rate):
+        topic = f"{robot.namespace}/{s.topic}"
+        out += [topic] + {"pressure": [topic + "/depth"], "dvl": [topic + "/beams"]}.get(s.type, [])
+    return out
 
 
 def port_names(robot) -> List[str]:
@@ -83,7 +101,7 @@ def port_names(robot) -> List[str]:
     ``port_names``): :meth:`Model.energy_ports` of the model the node builds, at rest."""
     import numpy as np
 
-    _source, model = _model(robot)
+    model = _model(robot)
     nj = len(model.joint_names)
     nt = len(model.passive.thruster_names) if model.passive is not None else 0
     report = model.energy_ports(model.neutral(), np.zeros(model.nv), efforts=np.zeros(nj) if nj else None,
@@ -131,7 +149,7 @@ def layout(scenario) -> Dict[str, object]:
                                "foxglovePanelTitle": f"{first.name}: energy ports"},
     }
     right = {"direction": "column", "first": "Plot!ports", "second": "RawMessages!energy", "splitPercentage": 50}
-    sensors = _sensor_paths(first, topics)
+    sensors = _sensor_paths(first, topics, scenario.physics_rate)
     if sensors:
         config_by_id["Plot!sensors"] = {"paths": sensors, **_PLOT,
                                         "foxglovePanelTitle": f"{first.name}: sensors (depth, IMU, DVL)"}
@@ -142,18 +160,18 @@ def layout(scenario) -> Dict[str, object]:
             "layout": mosaic}
 
 
-def _sensor_paths(robot, topics: Dict[str, object]) -> List[Dict[str, object]]:
+def _sensor_paths(robot, topics: Dict[str, object], physics_rate: Optional[float]) -> List[Dict[str, object]]:
     """Plot series of the robot's sensors (depth, IMU specific force z, DVL velocity); its DVLs' beam topics join
     the 3D panel's ``topics``."""
     ns, out = robot.namespace, []
-    for s in sensor_specs(robot):
+    for s in sensor_specs(robot, physics_rate):
         topic = f"{ns}/{s.topic}"
         if s.type == "pressure":
-            out.append(_path(f"{topic}/depth.point.z", f"{s.name} depth [m]"))
+            out.append(_path(f"{topic}/depth.point.z", f"{s.name}: depth [m]"))
         elif s.type == "imu":
-            out.append(_path(f"{topic}.linear_acceleration.z", f"{s.name} specific force z [m/s²]"))
+            out.append(_path(f"{topic}.linear_acceleration.z", f"{s.name}: specific force z [m/s²]"))
         elif s.type == "dvl":
-            out += [_path(f"{topic}.twist.twist.linear.{a}", f"{s.name} v{a} [m/s]") for a in ("x", "y", "z")]
+            out += [_path(f"{topic}.twist.twist.linear.{a}", f"{s.name}: v{a} [m/s]") for a in ("x", "y", "z")]
             topics[f"{topic}/beams"] = {"visible": True}
     return out
 

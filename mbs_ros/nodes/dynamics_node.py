@@ -205,7 +205,7 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
                    "steps)" if s.start_paused else "")
                 + (f"; waiting at t = {self.stamp() * 1e-9:.9f} s for the first command (wait_for_command)"
                    if self._awaiting_command else "")
-                + f"; {self._limits_text()}; fastest modes: "
+                + f"; {self._limits_text()}; {self._sensors_text()}; fastest modes: "
                 f"gravity {rate.omega_gravity:.3g} rad/s, full effort {rate.omega_effort:.3g} rad/s; runaway beyond "
                 f"{self.sim.max_angular_rate:g} rad/s")
 

@@ -35,7 +35,7 @@ MESSAGE_TYPES = {"imu": Imu, "magnetometer": MagneticField, "pressure": FluidPre
 NONE = "none"
 
 
-# ------------------------------------------------------------------------------------ loading (ROS-free)
+# ------------------------------------------------------------------------------------ loading
 
 
 def sensors_path(setting: str, source: ms.Source) -> Optional[str]:
@@ -232,6 +232,15 @@ class SensorPublishing:
         self._sensor_last_k: Dict[str, Optional[int]] = {s.name: None for s in self._sensor_specs}
         self._sensors_sampled_k = None
 
+    def _sensors_text(self) -> str:
+        """The sensors in the start-up line: ``no sensors`` or ``N sensors from FILE: name (type, rate Hz), ...``."""
+        if self.suite is None:
+            return "no sensors"
+        parts = [f"{s.name} ({s.type}, {s.rate:g} Hz" + (f", delay {s.delay:g} s)" if s.delay_steps else ")")
+                 for s in self._sensor_specs]
+        n = len(parts)
+        return f"{n} sensor{'s' if n > 1 else ''} from {self.suite.sensor_set.source}: " + ", ".join(parts)
+
     def _sensor_frame(self, frame_id: str) -> str:
         """A sensor's frame_id as published: prefixed like base_frame (a leading '/': as given)."""
         if frame_id.startswith("/"):
@@ -335,7 +344,7 @@ class SensorPublishing:
         reaches the sensors' environment too (a DVL's water track). ``sensors`` itself is read-only."""
         result = super()._on_set_parameters(params)
         if result.successful and self.suite is not None and any(p.name == "current" for p in params):
-            self.suite.set_current(np.asarray(self.settings.current, dtype=float))
+            self.suite.set_current(self.settings.current)
         return result
 
     # ----------------------------------------------------------------------------- diagnostics

@@ -131,6 +131,10 @@ class Sensor:
             self._solutions[used] = (idx, N @ Bu.T, var * N.ravel())
         self._rng = generator(spec)
 
+    def set_current(self, current) -> None:
+        """The water's current [m/s], world axes, from the next measurement on (water track)."""
+        self._current = np.array(current, dtype=float).reshape(3)
+
     def _lock(self, z, ranges):
         """(which beams return, why there is no bottom lock or None) at sensor height ``z`` (world)."""
         p, env = self.params, self._env

@@ -176,6 +176,17 @@ class SensorSuite:
         out.extend(self.due(int(sim.k)))
         return out
 
+    def set_current(self, current) -> None:
+        """The water's current changed to ``current`` (3,) [m/s], world axes (the dynamics node's ``current``
+        parameter): every sensor that measures relative to the water (a DVL's water track) uses it from its next
+        sample on (``sensor_set.environment`` keeps the current the suite was built with)."""
+        c = np.array(current, dtype=float).reshape(3)
+        if not np.isfinite(c).all():
+            raise ValueError("current must be 3 finite numbers [m/s]")
+        for sensor in self.sensors:
+            if hasattr(sensor, "set_current"):
+                sensor.set_current(c)
+
     def reset(self) -> None:
         """Drop the queued readings (a simulator reset); the sensors' random streams and biases go on (a reset
         does not replay the noise: a seed fixes a whole run's stream, resets included)."""

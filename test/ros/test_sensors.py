@@ -31,6 +31,7 @@ if not hasattr(msgs, "Step"):
 
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus  # noqa: E402
 from geometry_msgs.msg import PointStamped, TwistWithCovarianceStamped, WrenchStamped  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy  # noqa: E402
 from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, NavSatFix, Range  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
@@ -91,8 +92,10 @@ def sensors_file(tmp_path, name="sensors.yaml", seed0=11, text=ALL_SENSORS):
 
 
 def node(ns, tmp_path, model, sensors, **params):
-    base = dict(model_file=str(model), physics_rate=500.0, start_paused=True, use_sim_time=True,
-                initial_position=[0.0, 0.0, -5.0], sensors=str(sensors))
+    # publish_rate 3 Hz: the state's grid (every 167 steps) is none of the sensors', so the steps the node stops
+    # at for the sensors are their own
+    base = dict(model_file=str(model), physics_rate=500.0, publish_rate=3.0, start_paused=True, use_sim_time=True,
+                initial_position=[0.0, 0.0, -5.0], **({} if sensors is None else {"sensors": str(sensors)}))
     base.update(params)
     return NodeProcess(DYNAMICS, name="dynamics_node", namespace=ns, parameters=base,
                        remappings={"/clock": f"/{ns}/clock"}, log_file=tmp_path / f"{ns}.log")
@@ -310,6 +313,122 @@ def test_same_seeds_give_bit_identical_streams_whatever_the_chunks_other_seeds_o
           f"(chunks {chunks['snb1']} vs {chunks['snb2']})")
 
 
+# ------------------------------------------------------------------------------------ lockstep
+
+LOCKSTEP = """\
+sensors:
+  - {name: imu, type: imu, link: base_link, rate: 100, seed: 1}
+  - {name: depth, type: pressure, link: base_link, rate: 50, delay: 0.004, seed: 2}
+"""
+
+
+def test_lockstep_publishes_the_readings_due_in_a_period_during_that_period(probe, tmp_path):
+    """The ROV in lockstep (10 steps per control period), the probe answering each state with a zero
+    thruster_command: once it stops answering after 12 periods, the node waits at step 120 having published
+    exactly the readings due by then (IMU every 5 steps, in the middle of each period too; the pressure sensor's
+    every 10 steps 2 steps later), none twice, none of the next period."""
+    ns, periods, n = "snl", 12, 10
+    thrusters = [f"t{i}" for i in range(1, 9)]  # the BlueROV2 Heavy's (bluerov2_heavy.urdf.xacro)
+    path = tmp_path / "lockstep.yaml"
+    path.write_text(LOCKSTEP)
+    proc = node(ns, tmp_path, ROV, path, lockstep=True, control_rate=50.0, real_time_factor=0.0,
+                start_paused=False)
+    topics = {t: TOPICS[t] for t in ("sensors/imu", "sensors/depth")}
+    rec = record(probe, ns, topics)
+    odom = Recorder(probe, Odometry, f"/{ns}/odom")
+    cmd = probe.node.create_publisher(JointState, f"/{ns}/thruster_command", 10)
+    end = periods * n * DT
+    answered = set()
+
+    def answer():
+        for t in stamps(odom):
+            if t < end and t not in answered:
+                answered.add(t)
+                cmd.publish(cv.joint_state_msg(t, thrusters, effort=[0.0] * 8))
+        return end in stamps(odom)
+
+    with proc:
+        probe.spin_until(lambda: matched(probe, ns, topics) and cmd.get_subscription_count() > 0,
+                         what="the lockstep node", alive=[proc])
+        probe.spin_until(answer, what=f"{periods} control periods", alive=[proc], timeout=15)
+        K = periods * n
+        want = {"sensors/imu": [k * DT for k in range(0, K + 1, 5)],
+                "sensors/depth": [k * DT for k in range(0, K + 1, 10) if k + 2 <= K]}
+        probe.spin_until(lambda: all(len(rec[t]) >= len(w) for t, w in want.items()), what="the readings",
+                         alive=[proc])
+        probe.spin_for(0.3)  # the node waits at t = end: no reading of the next period comes
+    for topic, w in want.items():
+        assert stamps(rec[topic]) == w, topic
+
+
+# ------------------------------------------------------------------------------------ live current
+
+WATER_TRACK = """\
+sensors:
+  - {name: dvl, type: dvl, link: base_link, rate: 25, water_track: true, seed: 3,
+     noise: {velocity_std: 0.0, range_std: 0.0}}
+"""
+
+
+def test_a_live_change_of_current_reaches_the_dvl_water_track(probe, tmp_path):
+    """No seabed: the DVL tracks the water, v_dvl = v - Rᵀ c (noise off). Its readings against odom at the same
+    stamps (both every 20 steps): c = 0 for the first 100 steps, then the current set through set_parameters."""
+    from rcl_interfaces.srv import SetParameters
+    from rclpy.parameter import Parameter
+
+    ns, current = "snw", [0.5, -0.3, 0.1]
+    path = tmp_path / "water.yaml"
+    path.write_text(WATER_TRACK)
+    proc = node(ns, tmp_path, ROV, path, publish_rate=25.0, initial_twist=[0.2, 0.1, 0.0, 0.05, 0.0, 0.3])
+    dvl = Recorder(probe, TwistWithCovarianceStamped, f"/{ns}/sensors/dvl", qos=QOS)
+    odom = Recorder(probe, Odometry, f"/{ns}/odom", depth=1000)
+    with proc:
+        probe.spin_until(lambda: matched(probe, ns, ("sensors/dvl", "odom")), what="the DVL and odom", alive=[proc])
+        step(probe, ns, 100, proc)
+        req = SetParameters.Request(parameters=[Parameter("current", value=current).to_parameter_msg()])
+        assert probe.call(SetParameters, f"/{ns}/dynamics_node/set_parameters", req, alive=[proc]).results[0].successful
+        step(probe, ns, 100, proc)
+        probe.spin_until(lambda: len(dvl) >= 11 and 200 * DT in stamps(odom), what="11 DVL readings and odom",
+                         alive=[proc])
+    state = {cv.ns_from_time(m.header.stamp): m for m in odom.messages}
+    assert stamps(dvl) == [k * DT for k in range(0, 201, 20)]
+    for m in dvl.messages:
+        t = cv.ns_from_time(m.header.stamp)
+        o = state[t]
+        R = cv.rotation_matrix(cv.array_from_quaternion(o.pose.pose.orientation))
+        c = np.array(current) if t > 100 * DT else np.zeros(3)
+        want = cv.array_from_vector3(o.twist.twist.linear) - R.T @ c
+        assert cv.array_from_vector3(m.twist.twist.linear) == pytest.approx(want, abs=1e-12), t
+
+
+# ------------------------------------------------------------------------------------ reset
+
+DELAYED = """\
+sensors:
+  - {name: depth, type: pressure, link: base_link, rate: 50, delay: 0.01, seed: 2}
+"""
+
+
+def test_reset_drops_the_readings_still_waiting_for_their_delay(probe, tmp_path):
+    """Pressure every 10 steps, published 5 steps later: after 100 steps the reading of step 100 waits; ~/reset
+    (the reset state is step 101) drops it; 20 more steps publish step 110's only (step 120's waits)."""
+    from std_srvs.srv import Trigger
+
+    ns = "snr"
+    path = tmp_path / "delayed.yaml"
+    path.write_text(DELAYED)
+    proc = node(ns, tmp_path, ROV, path)
+    depth = Recorder(probe, FluidPressure, f"/{ns}/sensors/depth", qos=QOS)
+    with proc:
+        probe.spin_until(lambda: matched(probe, ns, ("sensors/depth",)), what="the pressure topic", alive=[proc])
+        step(probe, ns, 100, proc)
+        assert probe.call(Trigger, f"/{ns}/dynamics_node/reset", Trigger.Request(), alive=[proc]).success
+        assert step(probe, ns, 20, proc).step_index == 121
+        probe.spin_until(lambda: 110 * DT in stamps(depth), what="the reading of step 110", alive=[proc])
+        probe.spin_for(0.2)
+    assert stamps(depth) == [k * DT for k in range(0, 91, 10)] + [110 * DT]
+
+
 # ------------------------------------------------------------------------------------ (c) DVL without lock
 
 NO_LOCK = """environment:
@@ -351,6 +470,32 @@ def test_dvl_beyond_max_range_publishes_no_twist_its_reason_on_diagnostics_and_i
     assert "no bottom lock" in proc.log_text()
 
 
+# ------------------------------------------------------------------------------------ the robot YAML's sensors
+
+
+def test_the_robot_yamls_sensors_are_the_default_and_none_turns_them_off(probe, tmp_path):
+    robot = tmp_path / "rov_with_sensors.yaml"
+    robot.write_text(f"""\
+robot:
+  name: rov_with_sensors
+  base: se3
+  urdf: {ROOT / "config" / "robots" / "bluerov2_heavy.urdf.xacro"}
+  xacro_args: {{with_arm: "false", water_density: "1025"}}
+  environment: {{seabed_depth: 30.0}}
+  sensors:
+    - {{name: imu, type: imu, link: base_link, rate: 100}}
+    - {{name: depth, type: pressure, link: base_link, rate: 50, delay: 0.01}}
+""")
+    procs = {"sny": node("sny", tmp_path, robot, None), "snn": node("snn", tmp_path, robot, "none")}
+    with running(procs):
+        probe.spin_until(lambda: matched(probe, "sny", ("sensors/imu", "sensors/depth", "sensors/depth/depth"))
+                         and matched(probe, "snn", ("odom",)), what="both nodes", alive=list(procs.values()))
+        assert procs["sny"].wait_for_log(f"2 sensors from {robot}: imu (imu, 100 Hz), depth (pressure, 50 Hz, "
+                                         "delay 0.01 s)", timeout=TIMEOUT)
+        assert procs["snn"].wait_for_log("; no sensors; ", timeout=TIMEOUT)
+    assert "sensors from" not in procs["snn"].log_text()
+
+
 # ------------------------------------------------------------------------------------ (d) bad files refused
 
 BAD_LINK = """sensors:
@@ -377,6 +522,50 @@ def test_a_bad_sensors_file_refuses_the_start_naming_file_sensor_and_key(tmp_pat
     log = proc.log_text()
     assert rc == 2, log
     assert f"invalid parameters: sensors: {path}: {where}: {key}: " in log, log
+
+
+# ------------------------------------------------------------------------------------ Foxglove layout (no process)
+
+
+def test_the_foxglove_layout_plots_the_sensors_the_bridge_serves(tmp_path):
+    import json
+    import re
+
+    from mbs_ros.bringup import foxglove_layout
+    from mbs_ros.bringup.foxglove_bridge import foxglove_topics
+    from mbs_ros.bringup.scenario import load_scenario
+
+    # every type; the IMU's 80 Hz is a whole number of steps at the scenario's 400 Hz, not at the node's default
+    (tmp_path / "s.yaml").write_text(ALL_SENSORS.replace("rate: 100, seed: SEED1", "rate: 80, seed: SEED1")
+                                     .replace("delay: 0.004, ", "").replace("SEED", "1"))
+    (tmp_path / "rov_sensed.yaml").write_text(f"""\
+name: rov_sensed
+description: the vehicle-manipulator with every sensor type
+physics_rate: 400.0
+duration: 1.0
+robots:
+  - namespace: rov
+    model: {UVMS}
+    base_group: se3
+    dynamics:
+      sensors: {tmp_path / "s.yaml"}
+""")
+    scenario = load_scenario(tmp_path / "rov_sensed.yaml")
+    d = json.loads(foxglove_layout.layout_text(scenario))
+    paths = [p["value"] for p in d["configById"]["Plot!sensors"]["paths"]]
+    assert paths == ["/rov/sensors/imu.linear_acceleration.z", "/rov/sensors/depth/depth.point.z",
+                     "/rov/sensors/dvl.twist.twist.linear.x", "/rov/sensors/dvl.twist.twist.linear.y",
+                     "/rov/sensors/dvl.twist.twist.linear.z"]
+    assert d["configById"]["3D!scene"]["topics"]["/rov/sensors/dvl/beams"] == {"visible": True}
+
+    def leaves(node):
+        return [node] if isinstance(node, str) else leaves(node["first"]) + leaves(node["second"])
+
+    assert sorted(leaves(d["layout"])) == sorted(d["configById"])
+    served = set(foxglove_topics(scenario))
+    shown = {re.match(r"^(/[^.]+)\.", p).group(1) for p in paths} | set(d["configById"]["3D!scene"]["topics"])
+    assert shown <= served, sorted(shown - served)
+    assert {"/rov/nav/mag", "/rov/sensors/gps", "/rov/sensors/arm_encoders", "/rov/sensors/wrist_ft"} <= served
 
 
 # ------------------------------------------------------------------------------------ conversions (no process)
