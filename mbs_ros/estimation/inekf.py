@@ -3,10 +3,11 @@
 State X = [[R, v, p], [0, 1, 0], [0, 0, 1]] ∈ SE₂(3) (R world←body, v, p world), biases b_g, b_a; covariance P of the
 right-invariant error ξ = [ξ_R, ξ_v, ξ_p, δb_g, δb_a] with exp(ξ_{0:9}) = X̂ X⁻¹ and δb = b̂ − b (Barrau & Bonnabel,
 "The invariant extended Kalman filter as a stable observer", IEEE TAC 2017; Hartley et al., "Contact-aided invariant
-extended Kalman filtering for robot state estimation", IJRR 2020, Sec. 5 for the bias terms). The IMU propagation is
-group affine: the mean is integrated exactly for constant bias-corrected inputs over a step (Γ₁, Γ₂ of Hartley et al.
-eq. 31); the transition Φ is the exact matrix exponential of the error dynamics written in the left-invariant
-coordinates, where they are constant over a step, carried to the right-invariant ones by Ad_X̂ (ξ = Ad_X̂ ζ).
+extended Kalman filtering for robot state estimation", IJRR 2020, for the bias terms). The IMU propagation is
+group affine: the mean is integrated exactly for constant bias-corrected inputs over a step (the Γ₁, Γ₂ of Hartley
+et al.); the error transition Φ is exact over a step too: its in-group block is constant (the right-invariant error
+dynamics do not depend on the estimate), its bias block is the integral of the left-invariant error dynamics, which
+are constant over a step, carried to the right-invariant error by Ad_X̂ (ξ = Ad_X̂ ζ).
 Updates are EKF corrections X̂⁺ = exp(δ) X̂, b̂⁺ = b̂ + δ_b with Joseph-form covariance; DVL velocity and magnetometer
 are invariant observations, depth is not (its rotational Jacobian holds the estimated position, Potokar, Norman &
 Mangelson, "Invariant extended Kalman filtering for underwater navigation", IEEE RA-L 2021). docs/estimation.md is
@@ -191,8 +192,8 @@ def _covariance(cov, n: int, what: str) -> np.ndarray:
 
 class InvariantEKF:
     """Right-invariant EKF on SE₂(3) × R⁶ (module docstring). Attributes R, v, p, bg, ba, P (15×15, order
-    [ξ_R, ξ_v, ξ_p, δb_g, δb_a]), gravity, noise, omega (the last bias-corrected gyro, body) and the counts
-    n_propagations / n_updates."""
+    [ξ_R, ξ_v, ξ_p, δb_g, δb_a]), gravity, noise, omega (the last bias-corrected gyro, body), transition (the
+    last propagate's Φ) and the counts n_propagations / n_updates."""
 
     def __init__(self, R, v, p, P, noise: ImuNoise, gravity=(0.0, 0.0, -9.81), bg=(0.0, 0.0, 0.0),
                  ba=(0.0, 0.0, 0.0)):
@@ -218,21 +219,22 @@ class InvariantEKF:
         self.n_propagations = 0
         self.n_updates = 0
         # continuous noise in the input coordinates (gyro, accel white noise, bias random walks): the diagonal of Q_c
-        self._qc = np.concatenate([np.full(3, noise.gyroscope_noise_density ** 2),
-                                   np.full(3, noise.accelerometer_noise_density ** 2), np.zeros(3),
-                                   np.full(3, noise.gyroscope_random_walk ** 2),
-                                   np.full(3, noise.accelerometer_random_walk ** 2)])
-        self._Phi = np.eye(15)  # the transition of the last step (its constant entries are set once)
+        self._q_gyro = noise.gyroscope_noise_density ** 2
+        self._q_accel = noise.accelerometer_noise_density ** 2
+        self._Q_bias = np.diag(np.concatenate([np.zeros(9), np.full(3, noise.gyroscope_random_walk ** 2),
+                                               np.full(3, noise.accelerometer_random_walk ** 2)]))
+        self._Phi = np.eye(15)  # the transition of the last sub-step (its constant entries are set once)
+        self.transition = np.eye(15)  # Φ of the last propagate(): ξ⁺ ≈ Φ ξ
 
     # ------------------------------------------------------------------------------------------------ propagation
 
     def propagate(self, gyro, accel, dt) -> None:
         """One IMU step: gyro [rad/s] and specific force accel [m/s²] in the body (= IMU) frame, held over dt [s].
 
-        Mean (exact for constant ω̂ = gyro − b̂_g, â = accel − b̂_a; Hartley et al. 2020 eq. 31):
+        Mean (exact for constant ω̂ = gyro − b̂_g, â = accel − b̂_a; the Γ functions of Hartley et al. 2020):
         R⁺ = R Exp(ω̂ dt), v⁺ = v + R Γ₁ â dt + g dt, p⁺ = p + v dt + R Γ₂ â dt² + g dt²/2.
-        Covariance: the exact transition of the linearised error dynamics ξ̇ = A ξ − Ad_X̂ [δb_g; δb_a] + Ad_X̂ [n_g; n_a]
-        over the step: in-group block [[I, 0, 0], [g^ dt, I, 0], [g^ dt²/2, I dt, I]]; bias block Ad_X̂⁺ ∫₀^dt
+        Covariance: the exact transition of the linearised error dynamics
+        ξ̇ = A ξ − Ad_X̂ [δb_g; δb_a] + Ad_X̂ [n_g; n_a] over the step: in-group block [[I, 0, 0], [g^ dt, I, 0], [g^ dt²/2, I dt, I]]; bias block Ad_X̂⁺ ∫₀^dt
         exp(A_L τ) dτ (−E), from the left-invariant error dynamics A_L = [[−ω̂^, 0, 0], [−â^, −ω̂^, 0], [0, I, −ω̂^]]
         (constant over the step; ξ = Ad_X̂ ζ), E = [I₆; 0₃ₓ₆]. Q_d by the trapezoidal rule of its exact integral."""
         gyro = _check(gyro, (3,), "gyro")
@@ -247,8 +249,11 @@ class InvariantEKF:
         rho = dt * (2 * float(np.abs(w).sum()) + float(np.abs(a).sum()) + 1.0)
         substeps = max(1, math.ceil(rho / 0.5))
         h = dt / substeps
+        transition = np.eye(15)
         for _ in range(substeps):
             self._step(w, a, h)
+            transition = self._Phi @ transition
+        self.transition = transition
         self.omega = w
         self._gyro_variance = self.noise.gyroscope_noise_density ** 2 / dt
         self.n_propagations += 1
@@ -268,43 +273,53 @@ class InvariantEKF:
         p1 = p0 + v0 * dt + R0 @ (G2 @ a) * (dt * dt) + 0.5 * g * (dt * dt)
 
         # in-group block: exact and constant (right-invariant errors are autonomous); bias block: Ad_X̂⁺ times
-        # −∫₀^dt exp(A_L τ) dτ E = −Σ_k A_L^k dt^(k+1)/(k+1)! E, summed until a term is below 1e-17 of the first
+        # −∫₀^dt exp(A_L τ) dτ E = −Σ_k A_L^k dt^(k+1)/(k+1)! E, summed until the bound ρ^k/k! of a term relative to
+        # the first (ρ = |A_L|∞ dt) is below 1e-13
         AL = np.zeros((9, 9))
         W = hat(w)
         AL[0:3, 0:3] = AL[3:6, 3:6] = AL[6:9, 6:9] = -W
         AL[3:6, 0:3] = -hat(a)
         AL[6:9, 3:6] = _I3
-        rho = dt * float(np.abs(AL).sum(axis=1).max())
+        rho = dt * (2 * float(np.abs(w).sum()) + max(float(np.abs(a).sum()), 1.0))
         bound, k = 1.0, 1
-        while bound > 1e-17:
+        while bound > 1e-13:
             k += 1
             bound *= rho / k
         term = np.zeros((9, 6))
         term[0:3, 0:3] = term[3:6, 3:6] = -dt * _I3
         BL = term.copy()
         for j in range(2, k + 1):
-            term = AL @ term * (dt / j)
+            term = AL @ term
+            term *= dt / j
             BL += term
-        Ad1 = se23_adjoint(R1, v1, p1)
         Phi = self._Phi
-        Phi[3:6, 0:3] = hat(g) * dt
-        Phi[6:9, 0:3] = hat(g) * (0.5 * dt * dt)
+        g_hat = hat(g)
+        Phi[3:6, 0:3] = g_hat * dt
+        Phi[6:9, 0:3] = g_hat * (0.5 * dt * dt)
         Phi[6:9, 3:6] = dt * _I3
-        Phi[0:9, 9:15] = Ad1 @ BL
+        top = R1 @ BL[0:3]                                 # Ad_X̂⁺ BL, Ad = [[R, 0, 0], [v^R, R, 0], [p^R, 0, R]]
+        Phi[0:3, 9:15] = top
+        Phi[3:6, 9:15] = hat(v1) @ top + R1 @ BL[3:6]
+        Phi[6:9, 9:15] = hat(p1) @ top + R1 @ BL[6:9]
         # Q_d = ∫₀^dt Φ(dt, s) G(s) Q_c G(s)ᵀ Φ(dt, s)ᵀ ds, G = diag(Ad_X̂, I₆), by the trapezoidal rule:
         # P⁺ = Φ (P + Q₀ dt/2) Φᵀ + Q₁ dt/2 with Q = G Q_c Gᵀ at either end of the step
-        P = self.P + self._input_noise(se23_adjoint(R0, v0, p0), 0.5 * dt)
-        P = Phi @ P @ Phi.T + self._input_noise(Ad1, 0.5 * dt)
+        P = self.P + self._input_noise(v0, p0, 0.5 * dt)
+        P = Phi @ P @ Phi.T + self._input_noise(v1, p1, 0.5 * dt)
         self.R = _reorthonormalise(R1)
         self.v, self.p = v1, p1
         self.P = 0.5 * (P + P.T)
 
-    def _input_noise(self, Ad: np.ndarray, dt: float) -> np.ndarray:
-        """G Q_c Gᵀ dt with G = diag(Ad_X̂, I₆): white noise through the adjoint, bias random walks as they are."""
-        Q = np.zeros((15, 15))
-        A6 = Ad[:, :6]
-        Q[:9, :9] = (A6 * (self._qc[:6] * dt)) @ A6.T
-        Q[9:, 9:] = np.diag(self._qc[9:] * dt)
+    def _input_noise(self, v: np.ndarray, p: np.ndarray, dt: float) -> np.ndarray:
+        """G Q_c Gᵀ dt with G = diag(Ad_X̂, I₆): isotropic white noise through the adjoint (the gyro's Ad column
+        [R; v^R; p^R] gives σ_g² S Sᵀ with S = [I; v^; p^] as R Rᵀ = I; the accelerometer's [0; R; 0] gives σ_a² on
+        the velocity block), bias random walks as they are."""
+        S = np.empty((9, 3))
+        S[0:3] = _I3
+        S[3:6] = hat(v)
+        S[6:9] = hat(p)
+        Q = self._Q_bias * dt
+        Q[:9, :9] = (self._q_gyro * dt) * (S @ S.T)
+        Q[3:6, 3:6] += (self._q_accel * dt) * _I3
         return Q
 
     # ------------------------------------------------------------------------------------------------ updates
@@ -313,11 +328,19 @@ class InvariantEKF:
         """EKF correction with y − h(X̂) ≈ H δ + n, δ the truth relative to the estimate (X = exp(δ) X̂, b = b̂ + δ_b,
         δ = −ξ to first order): X̂⁺ = exp(K y~) X̂, b̂⁺ = b̂ + K_b y~, P⁺ = (I − KH) P (I − KH)ᵀ + K N Kᵀ.
         Returns the normalised innovation squared y~ᵀ S⁻¹ y~ (the NIS)."""
+        K, Sinv = self._gain(H, N)
+        self._apply(K @ innovation, K, H, N)
+        return float(innovation @ Sinv @ innovation)
+
+    def _gain(self, H: np.ndarray, N: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """K = P Hᵀ S⁻¹ and S⁻¹, S = H P Hᵀ + N."""
         PHt = self.P @ H.T
         S = H @ PHt + N
         Sinv = np.linalg.inv(0.5 * (S + S.T))
-        K = PHt @ Sinv
-        d = K @ innovation
+        return PHt @ Sinv, Sinv
+
+    def _apply(self, d: np.ndarray, K: np.ndarray, H: np.ndarray, N: np.ndarray) -> None:
+        """X̂⁺ = exp(d) X̂, b̂⁺ = b̂ + d_b, Joseph-form P⁺."""
         phi = d[0:3]
         ca, cb, cc, _ = _coefficients(math.sqrt(float(phi @ phi)))
         F = hat(phi)
@@ -333,12 +356,12 @@ class InvariantEKF:
         P = IKH @ self.P @ IKH.T + K @ N @ K.T
         self.P = 0.5 * (P + P.T)
         self.n_updates += 1
-        return float(innovation @ Sinv @ innovation)
 
     def update_body_velocity(self, y, cov, R_body_sensor=_I3, lever_arm=(0.0, 0.0, 0.0), omega=None) -> float:
         """DVL: y = R_bsᵀ (Rᵀ v + ω × r) + n in sensor axes, r = lever_arm (body) of the sensor, ω = omega (the
         bias-corrected body rate; default the last propagated one). A left-invariant observation: with
-        X = exp(δ) X̂, Rᵀ v ≈ R̂ᵀ v̂ + R̂ᵀ δ_v and ω = ω̂ − δb_g, so H = R_bsᵀ [0, R̂ᵀ, 0, r^, 0]. Returns the NIS."""
+        X = exp(δ) X̂, Rᵀ v ≈ R̂ᵀ v̂ + R̂ᵀ δ_v and ω = ω̂ − δb_g, so H = R_bsᵀ [0, R̂ᵀ, 0, r^, 0]. The gyro sample's
+        white noise in ω × r (variance σ_g²/dt of the last IMU step) is added to cov. Returns the NIS."""
         y = _check(y, (3,), "y")
         N = _covariance(cov, 3, "cov")
         Rbs = _check(R_body_sensor, (3, 3), "R_body_sensor")
@@ -348,6 +371,9 @@ class InvariantEKF:
         H = np.zeros((3, 15))
         H[:, 3:6] = Rbs.T @ self.R.T
         H[:, 9:12] = Rbs.T @ hat(r)
+        if self._gyro_variance > 0 and r.any():
+            C = H[:, 9:12]
+            N = N + self._gyro_variance * (C @ C.T)
         return self._correct(y - predicted, H, N)
 
     def update_depth(self, depth, var, lever_arm=(0.0, 0.0, 0.0), water_surface_z=0.0) -> float:
@@ -365,18 +391,41 @@ class InvariantEKF:
         H[0, 8] = -1.0
         return self._correct(np.array([depth - (surface - m[2])]), H, N)
 
-    def update_magnetometer(self, m, cov, field_world, R_body_sensor=_I3) -> float:
+    def update_magnetometer(self, m, cov, field_world, R_body_sensor=_I3, iterations: int = 20) -> float:
         """Full-field magnetometer: m = R_bsᵀ Rᵀ m_w + n [T] (no hard/soft iron: calibrate first). An invariant
         observation of the rotation alone, H = [R_bsᵀ R̂ᵀ m_w^, 0, 0, 0, 0]: it observes the rotation about every
         axis ⟂ m_w, i.e. the heading and, through the field's inclination, part of roll/pitch, which the
-        accelerometer's gravity makes consistent with the same truth. Returns the NIS."""
+        accelerometer's gravity makes consistent with the same truth.
+
+        Iterated (Gauss–Newton on the MAP cost, Bell & Cathey 1993) until the correction moves by < 1e-9 rad or
+        after ``iterations`` (1 = the plain EKF update): near the truth the second iterate changes nothing that
+        matters, but from a heading tens of degrees off the plain update collapses P long before the error (its
+        linearisation sees sin of the error), which costs tens of seconds of convergence. The Jacobian at the
+        iterate δ_i is H(exp(δ_i) X̂) J_l(δ_R,i). Returns the NIS of the first (EKF) innovation."""
         m = _check(m, (3,), "m")
         N = _covariance(cov, 3, "cov")
         mw = _check(field_world, (3,), "field_world")
         Rbs = _check(R_body_sensor, (3, 3), "R_body_sensor")
+        if not (isinstance(iterations, int) and iterations >= 1):
+            raise ValueError(f"iterations: expected an integer >= 1, got {iterations!r}")
+        d = np.zeros(15)
         H = np.zeros((3, 15))
-        H[:, 0:3] = Rbs.T @ self.R.T @ hat(mw)
-        return self._correct(m - Rbs.T @ self.R.T @ mw, H, N)
+        nis = None
+        for _ in range(iterations):
+            Ri = so3_exp(d[0:3]) @ self.R
+            predicted = Rbs.T @ Ri.T @ mw
+            H[:, 0:3] = Rbs.T @ Ri.T @ hat(mw) @ so3_left_jacobian(d[0:3])
+            K, Sinv = self._gain(H, N)
+            innovation = m - predicted
+            if nis is None:
+                nis = float(innovation @ Sinv @ innovation)
+            step = K @ (innovation + H @ d)
+            moved = float(np.abs(step[0:3] - d[0:3]).max())
+            d = step
+            if moved < 1e-9:
+                break
+        self._apply(d, K, H, N)
+        return nis
 
     def update_heading(self, yaw, var) -> float:
         """Heading (ZYX yaw of R, rad, ENU: 0 along +x, counter-clockwise) from a compass that outputs one. With
