@@ -85,6 +85,9 @@ def test_every_scenario_loads_and_gives_node_specs():
         assert specs, path
         for robot in scenario.robots:
             mine = [s for s in specs if s.robot == robot.name]
+            estimator = [s for s in mine if s.role == "estimator"]  # a robot on sensors: its own test file
+            assert len(estimator) == (robot.estimator is not None), path
+            mine = [s for s in mine if s.role != "estimator"]
             assert [s.role for s in mine] == ["dynamics", "controller", "reference"], path
             for s in mine:
                 assert s.namespace == robot.namespace and s.package == "mbs_ros"

@@ -3,7 +3,7 @@ vehicle_manipulator_sensors.yaml through the runner (``python -m mbs_ros.bringup
 the scenarios ship), recorded.
 
 - each runs clean (every node exits 0, no warning in any log), its recording carries the sensor topics of its
-  record list and an estimate for every state the dynamics node published (same stamps: the controller answered
+  record list (stamps on each sensor's grid) and an estimate for every state the dynamics node published (same stamps: the controller answered
   the dynamics node's states through the estimator), and the estimate stays within a few centimetres of the truth;
 - two runs of rov_alpha5_sensors record bit-identical estimates (lockstep: each estimate waits for the readings due
   by its stamp, so the topics' arrival order does not matter).
@@ -80,8 +80,8 @@ def _p(m):
 
 @pytest.mark.parametrize("name", sorted(NS))
 def test_sensor_scenario_runs_clean_on_the_estimator(run, tmp_path, name):
-    """The scenario as shipped for 3 simulated seconds: clean exit and logs, the sensor topics at their rates (at
-    least 80 % of rate x duration: the recorder joins and stops around the run's edges), an estimate at every
+    """The scenario as shipped for 3 simulated seconds: clean exit and logs, the sensor topics on their grids (at
+    least half of rate x duration recorded: the recorder joins and stops around the run's edges), an estimate at every
     recorded state's stamp, and |p_est - p_true| below 5 cm (the prior is the true initial pose; DVL dead
     reckoning over 3 s gives sigma_x = 8.4 mm/s sqrt(0.1 s x 3 s) = 4.6 mm, test/ros/test_estimator_node.py:
     a factor 10)."""
@@ -92,7 +92,11 @@ def test_sensor_scenario_runs_clean_on_the_estimator(run, tmp_path, name):
     assert_clean_logs(logs, allowed=LOAD_WARNINGS)
     data, counts = recorded(bag, NS[name])
     for topic, rate in SENSOR_RATES[name].items():
-        assert counts.get(topic, 0) >= 0.8 * rate * DURATION, (topic, counts.get(topic))
+        # the recorder joins before the run and stops with /clock at its end, and what is in flight then is lost
+        # (test_bringup.py): at least half of rate x duration, every stamp on the sensor's grid
+        assert counts.get(topic, 0) >= 0.5 * rate * DURATION, (topic, counts.get(topic))
+        period = 1_000_000_000 // rate
+        assert all(t % period == 0 for t in data[topic]), topic
     truth, estimate = data["odom"], data["estimate/odom"]
     # the recorder stops once /clock reaches the duration: the estimate of the last state may still be in flight
     stamps = [t for t in sorted(truth) if t <= max(estimate)]
