@@ -67,6 +67,29 @@ class SensorSuite:
         self._plans = {}  # due sensors -> (needs accelerations, needs joint wrenches, all on the base body)
         self._H = np.asarray(model.velocity_map(model.neutral()), dtype=float) if (
             model.group is not None and model.velocity_map_is_constant) else None
+        if self.specs:
+            self._warm_up()
+
+    def _warm_up(self) -> None:
+        """Run the compiled kernels once (numba compiles, or loads its cache, at the first call), the model's
+        forward dynamics and joint wrenches included: here, when the node starts, rather than in the first
+        sample's callback."""
+        model = self.model
+        q0, zero = model.neutral(), np.zeros(model.nv)
+        if any(self._needs_acc) or self.needs_wrenches:
+            try:
+                a0 = model.forward_dynamics(q0, zero, zero)
+                if self.needs_wrenches:
+                    model.joint_wrenches(q0, zero, a0)
+            except Exception:  # noqa: BLE001 - a warm-up only (M may be singular at q0); sampling reports errors
+                pass
+        T, V, A, nb = np.eye(4), np.zeros(6), np.zeros(6), self._nb
+        _pose_matrix(np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]), np.empty((4, 4)))
+        for has_acc in (True, False):
+            _point_motion(T, V, A, self._on_body[0].T, has_acc, np.empty((4, 4)), np.empty((4, 3)))
+            nq, nv = model.tree.nq, model.tree.nv
+            _tree_motion(*self._tree_args, np.zeros(nq), np.zeros(nv), np.zeros(nv), has_acc, np.empty((nb, 4, 4)),
+                         np.zeros((nb, 6)), np.zeros((nb, 6)))
 
     # ------------------------------------------------------------------------------------------------ sampling
     def due_sensors(self, k: int) -> tuple:

@@ -170,18 +170,18 @@ def test_imus_on_every_ur5_link_read_pinocchios_link_motion():
 
 
 # ------------------------------------------------------------------------------------------- lever arm, rest
-@pytest.mark.parametrize("seed", [0, 1, 2])
-def test_lever_arm_specific_force_equals_the_closed_form_on_a_spinning_accelerating_body(seed):
+@pytest.mark.parametrize("seed,base", [(0, "se3"), (1, "se3"), (2, "se3"), (3, "so3xr3")])
+def test_lever_arm_specific_force_equals_the_closed_form_on_a_spinning_accelerating_body(seed, base):
     """An IMU at offset r (random, ~0.5 m) with a random mounting rotation on a rigid body (c.o.m. at its origin,
     full inertia) moving with a random twist under a random body wrench [F; τ]: the reading (noise off) at the
     step after the wrench starts equals ``R_wsᵀ (a_o + α × r_w + ω × (ω × r_w) − g)`` with ``a_o = R F/m + g``
     and ``α = R I⁻¹(τ − ω_b × I ω_b)`` (Newton–Euler, world axes, written here), and the gyro ``R_lsᵀ ω_b``, to
-    1e-9."""
+    1e-9. On SE(3) and on SO(3)×R³ (v = [ṗ world; ω body]: the base's twist rate has the Ḃ v term)."""
     rng = np.random.default_rng(seed)
     Rq = np.linalg.qr(rng.normal(size=(3, 3)))[0]
     inertia = Rq @ np.diag(rng.uniform(0.5, 2.0, 3)) @ Rq.T
     mass = 2.5
-    model = Model.rigid_body("se3", mass=mass, inertia=inertia)
+    model = Model.rigid_body(base, mass=mass, inertia=inertia)
     r_b, rpy = rng.normal(scale=0.5, size=3), rng.uniform(-3, 3, size=3)
     dt = 0.01
     ss = parse_sensors({"sensors": [imu("imu", "base_link", 100, r_b, rpy, noise=QUIET)]}, "t.yaml", model, dt)
@@ -203,7 +203,7 @@ def test_lever_arm_specific_force_equals_the_closed_form_on_a_spinning_accelerat
     f = R_ws.T @ (a_o + np.cross(alpha, r_w) + np.cross(w_w, np.cross(w_w, r_w)) - g)
     err_f = np.abs(got["linear_acceleration"] - f).max()
     err_w = np.abs(got["angular_velocity"] - rpy_matrix(*rpy).T @ w_b).max()
-    print(f"\nlever arm seed {seed}: |f| = {np.linalg.norm(f):.3f} m/s², |ω| = {np.linalg.norm(w_b):.2f} rad/s, "
+    print(f"\nlever arm {base} seed {seed}: |f| = {np.linalg.norm(f):.3f} m/s², |ω| = {np.linalg.norm(w_b):.2f} rad/s, "
           f"|r| = {np.linalg.norm(r_b):.2f} m: error {err_f:.1e} m/s² (gyro {err_w:.1e} rad/s)")
     assert np.linalg.norm(np.cross(w_w, np.cross(w_w, r_w))) > 0.1 and np.linalg.norm(np.cross(alpha, r_w)) > 0.1
     assert err_f < 1e-9 and err_w < 1e-9
@@ -244,8 +244,9 @@ def test_an_imu_at_rest_reads_plus_g_upwards_on_every_link_and_mounting():
 
 
 def test_the_base_path_equals_the_tree_path():
-    """An IMU on the ROV's base link (the suite's base-body shortcut) and the same IMU evaluated through the whole
-    tree's link motion (a second IMU on an arm link forces that path) read the same to 1e-12."""
+    """An IMU on the ROV's base link alone (the base body's motion only) and beside an IMU on an arm link (then the
+    bodies' motion comes from the compiled tree recursion, the base IMU reading its row 0) read the same to
+    1e-12."""
     model = Model.from_yaml(ROV)
     rng = np.random.default_rng(5)
     dt = 0.001
@@ -274,9 +275,10 @@ ixy="0" ixz="0" iyz="0"/></inertial></link>
 
 @pytest.mark.parametrize("base", ["fixed", "se3", "so3xr3", "se2", "schoenflies", "so3"])
 def test_the_base_path_equals_the_tree_path_on_every_base_group(base):
-    """A body with an arm on each base group: the base IMU alone (the shortcut: the base's pose from its
-    quaternion, its twist and acceleration from the velocity map, SO(3)×R³'s Ḃ v) and beside an arm IMU (the
-    tree's link motion) read the same to 1e-12, at a random state under a random wrench and joint effort."""
+    """A body with an arm on each base group: the base IMU alone (the base body's motion only) and beside an arm
+    IMU (the bodies' motion from the tree recursion, which starts from the base's) read the same to 1e-12, at a
+    random state under a random wrench and joint effort; the base's own motion is checked independently by the
+    lever-arm closed form (SE(3), SO(3)×R³) and Pinocchio (the UR5)."""
     model = Model.from_urdf(TWO_LINKS, base=base)
     rng = np.random.default_rng(9)
     dt = 0.01
