@@ -205,16 +205,16 @@ def reading_messages(reading, frame: str, beam_frames=(), beam_limits=(0.0, math
 class SensorPublishing:
     """Needs, from the node: ``sim``, ``model``, ``settings``, ``source``, ``multibody``, ``base_frame``,
     ``_prefix``, ``_frame``, ``pacer``, ``lockstep``, ``pub_diag``, ``_warn``, ``_logs``; call
-    :meth:`_setup_sensors` before ``_create_publishers``. Overrides (calling the next part first):
-    ``_setup_frames`` (the sensor frames join the static transforms), ``_create_publishers`` and
-    ``_publish_diagnostics``."""
+    :meth:`_setup_sensors` before ``_create_publishers``, and from ``advance`` :meth:`_sensor_next_stop` and
+    :meth:`_sensors_step`. Overrides (each calling the next part): ``_setup_frames`` (the sensor frames join the
+    static transforms), ``_create_publishers``, ``_publish_diagnostics``, ``_on_reset`` and ``_on_set_parameters``."""
 
     suite = None
     _sensor_specs = ()
 
     def _setup_sensors(self, suite) -> None:
-        """Take ``suite`` (None: no sensors): frames, bookkeeping; the first sample is taken at the current step
-        when it lies on a sensor's grid (as after every step)."""
+        """Take ``suite`` (None: no sensors): frames, bookkeeping. Nothing is sampled before the first step: the
+        first ``advance`` samples the state it starts from (when on a grid), so a paused start measures nothing."""
         self.suite = suite
         self._sensor_specs = tuple(suite.sensor_set.sensors) if suite is not None else ()
         self._sensor_frames = {s.name: self._sensor_frame(s.frame_id) for s in self._sensor_specs}

@@ -313,6 +313,70 @@ def test_same_seeds_give_bit_identical_streams_whatever_the_chunks_other_seeds_o
           f"(chunks {chunks['snb1']} vs {chunks['snb2']})")
 
 
+PACED = """\
+sensors:
+  - {name: imu, type: imu, link: base_link, pose: {xyz: [0.2, 0.1, -0.1]}, rate: 100, seed: 7}
+  - {name: depth, type: pressure, link: base_link, rate: 50, delay: 0.006, seed: 8}
+"""
+
+
+def test_a_node_running_on_the_wall_clock_publishes_the_stream_of_one_stepped_by_hand(probe, tmp_path):
+    """The ROV with an IMU and a delayed pressure sensor: one node runs at 4x real time (wait_for_command: it starts
+    on the probe's zero thruster command), the other is stepped with ~/step; their readings of the first 300
+    steps are bit-identical, however the timer batched the steps (about 4 per tick, off the sensors' grid)."""
+    path = tmp_path / "paced.yaml"
+    path.write_text(PACED)
+    twist = dict(initial_twist=[0.2, 0.0, 0.1, 0.1, -0.1, 0.4])
+    procs = {"snp": node("snp", tmp_path, ROV, path, start_paused=False, wait_for_command=True,
+                         real_time_factor=4.0, **twist),
+             "sns": node("sns", tmp_path, ROV, path, **twist)}
+    topics = {t: TOPICS[t] for t in ("sensors/imu", "sensors/depth")}
+    rec = {ns: record(probe, ns, topics) for ns in procs}
+    cmd = probe.node.create_publisher(JointState, "/snp/thruster_command", 10)
+    total, alive = 300, list(procs.values())
+
+    def upto(ns, topic):
+        return [m for m in rec[ns][topic].messages if cv.ns_from_time(m.header.stamp) <= (total - 3) * DT]
+
+    with running(procs):
+        probe.spin_until(lambda: all(matched(probe, ns, topics) for ns in procs) and cmd.get_subscription_count(),
+                         what="both nodes", alive=alive)
+        cmd.publish(cv.joint_state_msg(0, [f"t{i}" for i in range(1, 9)], effort=[0.0] * 8))
+        step(probe, "sns", total, procs["sns"])
+        want = {"sensors/imu": 60, "sensors/depth": 30}  # stamps 0 ... 295 and 0 ... 290 steps
+        probe.spin_until(lambda: all(len(upto(ns, t)) >= n for ns in procs for t, n in want.items()),
+                         what="the readings of 300 steps of both", alive=alive)
+    for topic, n in want.items():
+        a, b = (payloads({topic: SimpleNamespace(messages=upto(ns, topic))}, ns)[topic] for ns in procs)
+        assert len(a) == len(b) == n and a == b, topic
+
+
+def test_the_streams_do_not_depend_on_who_listens(probe, tmp_path):
+    """Two nodes of the same IMU (and seed): one listened to from the start, the other only after its first 100
+    steps: the readings of steps 105 ... 200 are bit-identical (the unheard samples were taken all the same)."""
+    path = tmp_path / "imu.yaml"
+    path.write_text(PACED)
+    twist = dict(initial_twist=[0.2, 0.0, 0.1, 0.1, -0.1, 0.4])
+    procs = {ns: node(ns, tmp_path, ROV, path, **twist) for ns in ("snu1", "snu2")}
+    topic = {"sensors/imu": TOPICS["sensors/imu"]}
+    early = record(probe, "snu1", topic)["sensors/imu"]
+    alive = list(procs.values())
+    with running(procs):
+        probe.spin_until(lambda: matched(probe, "snu1", topic), what="the first node's IMU", alive=alive)
+        for ns in procs:
+            step(probe, ns, 100, procs[ns])  # the service answers once the node is up
+        late = record(probe, "snu2", topic)["sensors/imu"]
+        probe.spin_until(lambda: matched(probe, "snu2", topic) and late.sub.get_publisher_count() > 0,
+                         what="the second node's IMU", alive=alive)
+        for ns in procs:
+            step(probe, ns, 100, procs[ns])
+        probe.spin_until(lambda: len(late) >= 20 and len(early) >= 41, what="the IMU readings", alive=alive)
+    assert stamps(late) == [k * DT for k in range(105, 201, 5)]
+    a = payloads({"imu": SimpleNamespace(messages=early.messages[21:])}, "snu1")["imu"]
+    b = payloads({"imu": SimpleNamespace(messages=late.messages)}, "snu2")["imu"]
+    assert a == b
+
+
 # ------------------------------------------------------------------------------------ lockstep
 
 LOCKSTEP = """\
@@ -372,14 +436,16 @@ sensors:
 
 def test_a_live_change_of_current_reaches_the_dvl_water_track(probe, tmp_path):
     """No seabed: the DVL tracks the water, v_dvl = v - Rᵀ c (noise off). Its readings against odom at the same
-    stamps (both every 20 steps): c = 0 for the first 100 steps, then the current set through set_parameters."""
+    stamps (both every 20 steps): the node's start-up current for the first 100 steps, then the one set through
+    set_parameters."""
     from rcl_interfaces.srv import SetParameters
     from rclpy.parameter import Parameter
 
-    ns, current = "snw", [0.5, -0.3, 0.1]
+    ns, start, current = "snw", [0.1, 0.2, 0.0], [0.5, -0.3, 0.1]
     path = tmp_path / "water.yaml"
     path.write_text(WATER_TRACK)
-    proc = node(ns, tmp_path, ROV, path, publish_rate=25.0, initial_twist=[0.2, 0.1, 0.0, 0.05, 0.0, 0.3])
+    proc = node(ns, tmp_path, ROV, path, publish_rate=25.0, initial_twist=[0.2, 0.1, 0.0, 0.05, 0.0, 0.3],
+                current=start)
     dvl = Recorder(probe, TwistWithCovarianceStamped, f"/{ns}/sensors/dvl", qos=QOS)
     odom = Recorder(probe, Odometry, f"/{ns}/odom", depth=1000)
     with proc:
@@ -396,7 +462,7 @@ def test_a_live_change_of_current_reaches_the_dvl_water_track(probe, tmp_path):
         t = cv.ns_from_time(m.header.stamp)
         o = state[t]
         R = cv.rotation_matrix(cv.array_from_quaternion(o.pose.pose.orientation))
-        c = np.array(current) if t > 100 * DT else np.zeros(3)
+        c = np.array(current if t > 100 * DT else start)
         want = cv.array_from_vector3(o.twist.twist.linear) - R.T @ c
         assert cv.array_from_vector3(m.twist.twist.linear) == pytest.approx(want, abs=1e-12), t
 
