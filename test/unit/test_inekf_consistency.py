@@ -148,7 +148,7 @@ def test_the_truths_series_exponential_is_scipys():
 
 
 RUNS = 50
-DURATION = 60.0
+DURATION = 60.0    # 50 runs of 60 s: ≈ 85 s of CPU here (a propagate is ≈ 0.1–0.17 ms of numpy)
 CHECK_EVERY = 50   # every 0.5 s: 120 checked steps
 
 
@@ -160,11 +160,13 @@ def truth():
 @pytest.mark.slow
 def test_nees_lies_within_the_chi_square_bounds_over_50_runs(truth):
     """50 seeded runs of 60 s; the average NEES over the runs at each of 120 checked steps (every 0.5 s) against the
-    two-sided 95 % bounds of χ²(15·50)/50 = [13.5, 16.6]. Standard: ≥ 90 % of the checked steps inside (a consistent
-    filter has 95 % in expectation; the steps of a run are correlated, so the fraction scatters more than a binomial
-    would), and the mean over the steps inside the same bounds (a tighter demand on the mean than the per-step one).
-    Measured (seeds 0..49): see the report; an overconfident or biased filter (a wrong bias-coupling sign, gravity
-    sign, a missing Q term) leaves both far outside."""
+    two-sided 95 % bounds of χ²(15·50)/50 = [13.52, 16.56]. Standard: ≥ 90 % of the checked steps inside (a
+    consistent filter has 95 % in expectation; the steps of a run are correlated — x/y position and the biases
+    keep their errors for tens of seconds — so the fraction scatters more than a binomial one would), and the mean
+    over the steps inside the same bounds. Measured (seeds 0..49): mean ANEES 14.42, 92.5 % of the steps inside,
+    per-step 13.16–16.45 (every excursion on the conservative side: these seeds' initial x/y position and gyro-bias
+    draws are small, 0.6–0.8 of their prior variances, and those errors last the whole run). Planted: without the accelerometer's white
+    noise in Q the mean is 16.64 and 50 % of the steps are inside."""
     values = np.array([run(truth, seed, check_every=CHECK_EVERY)[0] for seed in range(RUNS)])
     c = consistency(values, 15)
     print(f"ANEES mean {c.mean_anees:.2f}, inside [{c.lower:.2f}, {c.upper:.2f}] at {c.fraction_inside:.1%} of "
