@@ -298,7 +298,9 @@ def test_a_bad_sensors_file_is_refused_with_file_sensor_and_key(tmp_path):
 def test_truth_is_the_default_and_needs_no_estimator(tmp_path):
     """Without state_source the controller takes the true state (its parameter's default), and an estimator may
     still run beside it (for comparison)."""
-    specs = by_label(node_specs(load_scenario(rov(tmp_path, source="truth"))))
-    assert specs["rov/controller_node"].parameters["state_source"] == "truth"
+    path = rov(tmp_path, edit=("controller: {law: computed_torque, state_source: estimate}",
+                               "controller: {law: computed_torque}"))
+    specs = by_label(node_specs(load_scenario(path)))
+    assert specs["rov/controller_node"].parameters.get("state_source", "truth") == "truth"
     assert "rov/estimator_node" in specs
     assert parameters.table("controller")["state_source"].default == "truth"
