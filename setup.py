@@ -42,6 +42,7 @@ setup(
             "plot = mbs_ros.plot:main",
             "controller_node = mbs_ros.nodes.controller_node:main",
             "reference_node = mbs_ros.nodes.reference_node:main",
+            "estimator_node = mbs_ros.nodes.estimator_node:main",
             "bringup = mbs_ros.bringup.runner:main",
         ],
     },

@@ -33,6 +33,7 @@ from mbs_ros.bringup.scenario import (
     node_specs,
     record_topics,
 )
+from mbs_ros.nodes.parameters.controller import STATE_TOPICS
 from mbs_ros.process import NodeProcess, NodeProcessError
 
 __all__ = ["Runner", "RunResult", "main"]
@@ -348,7 +349,7 @@ class Runner:
             # fall while its controller still imports numpy); each reference node once the recorder records its
             # robot's state (so that the recording holds the whole reference)
             for spec in self.specs:
-                if spec.role == "controller":
+                if spec.role in ("controller", "estimator"):
                     self._start_node(spec)
             for role, ready in (("dynamics", self._wait_for_controller), ("reference", self._wait_for_recorder)):
                 for spec in self.specs:
@@ -382,12 +383,21 @@ class Runner:
         return True
 
     def _wait_for_controller(self, graph: "_Graph", dynamics: NodeSpec) -> bool:
-        """Wait until the robot's controller (if any) subscribes its state."""
+        """Wait until the robot's controller (if any) subscribes its state (estimate/odom with state_source
+        estimate) and its estimator (if any) its IMU (else its encoders)."""
+        est = next((s for s in self.specs if s.role == "estimator" and s.robot == dynamics.robot), None)
+        if est is not None:
+            sensor = est.parameters.get("imu") or est.parameters.get("encoders")
+            topic = f"{est.namespace}/sensors/{sensor}"
+            if sensor and not self._wait(lambda: graph.subscribed(topic, est.name, est.namespace),
+                                         f"{est.label} did not subscribe {topic}"):
+                return False
         ctl = next((s for s in self.specs if s.role == "controller" and s.robot == dynamics.robot), None)
         if ctl is None:
             return True
         floating = ctl.parameters.get("base_group", "fixed") != "fixed"
-        topic = f"{ctl.namespace}/odom" if floating else f"{ctl.namespace}/joint_states"
+        odom, joints = STATE_TOPICS[ctl.parameters.get("state_source", "truth")]
+        topic = f"{ctl.namespace}/{odom}" if floating else f"{ctl.namespace}/{joints}"
         return self._wait(lambda: graph.subscribed(topic, ctl.name, ctl.namespace),
                           f"{ctl.label} did not subscribe {topic}")
 

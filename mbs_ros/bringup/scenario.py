@@ -20,7 +20,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple, Union
 import yaml
 
 from mbs_ros.nodes.parameters import names as parameter_names
-from mbs_ros.nodes.parameters.controller import LAWS
+from mbs_ros.nodes.parameters import table as parameter_table
+from mbs_ros.nodes.parameters.controller import LAWS, STATE_SOURCES
 from mbs_ros.nodes.paramsfile import YamlFileError, flatten, read_params_file, read_yaml
 from mbs_ros.yamlfile import is_name, shown
 from mbs_ros.dynamics.mimic import MIMIC_MODES
@@ -44,12 +45,13 @@ NODES = {
     "dynamics": ("dynamics_node", "mbs_ros.nodes.dynamics_node", "dynamics_node"),
     "controller": ("controller_node", "mbs_ros.nodes.controller_node", "controller_node"),
     "reference": ("reference_node", "mbs_ros.nodes.reference_node", "reference_node"),
+    "estimator": ("estimator_node", "mbs_ros.nodes.estimator_node", "estimator_node"),
 }
 
 _GLOBAL_KEYS = ("name", "description", "physics_rate", "publish_rate", "control_rate", "sim_time",
                 "real_time_factor", "lockstep", "duration", "record", "robots")
 _ROBOT_KEYS = ("namespace", "count", "offset", "model", "params", "base_group", "locked_joints", "mimic", "initial",
-               "controller", "dynamics", "remappings", "reference")
+               "controller", "dynamics", "remappings", "reference", "sensors", "estimator")
 _INITIAL_KEYS = {"position": "initial_position", "rpy": "initial_rpy", "twist": "initial_twist",
                  "joint_positions": "initial_joint_positions", "joint_velocities": "initial_joint_velocities"}
 _REFERENCE_KEYS = ("base", "joints", "joint_names")
@@ -58,6 +60,10 @@ _JOINT_WAYPOINT_KEYS = ("time", "positions")
 # keys the scenario sets itself: not allowed in the free-form controller/dynamics mappings
 _MANAGED = ("model_file", "robot_description", "base_group", "use_sim_time", "publish_clock", "lockstep",
             "locked_joints", "locked_joint_positions", "mimic")
+# estimator_node parameters the scenario sets itself (from the robot's model, sensors, initial state and the global
+# rates): not allowed in the estimator mapping
+_ESTIMATOR_MANAGED = _MANAGED + ("sensors", "physics_rate", "control_rate", "gravity", "initial_position",
+                                 "initial_rpy", "initial_velocity", "initial_joint_positions")
 
 
 class ScenarioError(ValueError):
@@ -99,6 +105,7 @@ class Robot:
     dynamics: Dict[str, object]  # dynamics_node parameters from the robot's keys (params file merged in)
     controller: Optional[Dict[str, object]]  # None: no controller
     remappings: Tuple[Tuple[str, str], ...] = ()
+    estimator: Optional[Dict[str, object]] = None  # estimator_node parameters; None: no estimator
     base_reference: Tuple[Waypoint, ...] = ()
     joint_reference_names: Tuple[str, ...] = ()
     joint_reference: Tuple[Waypoint, ...] = ()
@@ -139,7 +146,7 @@ class NodeSpec:
     ``parameters`` is flat (``name -> value``; numbers are floats, lists homogeneous and never empty, as both
     launch_ros and rcl's parameter-file parser want them)."""
 
-    role: str  # dynamics | controller | reference
+    role: str  # dynamics | controller | reference | estimator
     robot: str  # the robot's namespace without slashes
     package: str
     executable: str  # console script (ros2 run / launch_ros)
@@ -632,6 +639,18 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
                                                       declared["controller"], _join(key, "controller")))
     dyn.update(extra)
 
+    # --- sensors (the dynamics node publishes them) and the estimator (fuses them)
+    _sensors(c, doc, key, dyn, model, g)
+    estimator = _estimator(c, doc, key, dyn, model, g, source)
+    if ctl_params is not None:
+        state_source = ctl_params.get("state_source", "truth")
+        skey = _join(ckey, "state_source")
+        if state_source not in STATE_SOURCES:
+            c.fail(skey, f"must be one of {', '.join(STATE_SOURCES)}, got {_show(state_source)}")
+        if state_source == "estimate" and estimator is None:
+            c.fail(skey, f"estimate needs an estimator: add {_join(key, 'estimator')} (its imu, dvl, depth, "
+                         "compass, encoders)")
+
     # --- remappings
     rkey = _join(key, "remappings")
     remaps = c.mapping(doc.get("remappings"), rkey, ())
@@ -694,8 +713,96 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
 
     return Robot(namespace=namespace, model_file=str(dyn.get("model_file", "")), base_group=base,
                  joint_names=joints, nv=model.nv, dynamics=dyn, controller=ctl_params, remappings=remappings,
+                 estimator=estimator,
                  base_reference=tuple(base_wps), joint_reference_names=joint_names if joint_wps else (),
                  joint_reference=tuple(joint_wps))
+
+
+def _physics_rate(dyn: Mapping, g: Mapping) -> float:
+    rate = g.get("physics_rate") or dyn.get("physics_rate") or parameter_table("dynamics")["physics_rate"].default
+    return float(rate)
+
+
+def _sensors(c: _Checker, doc: Mapping, key: str, dyn: dict, model, g: Mapping) -> None:
+    """The robot's ``sensors`` key: a sensors file (docs/sensors.md) for the dynamics node's ``sensors``
+    parameter (or ``none``); loaded here so that a bad file is refused before any node starts."""
+    skey = _join(key, "sensors")
+    if doc.get("sensors") is None:
+        return
+    if "sensors" in dyn:
+        c.fail(skey, f"given twice: here and in {_join(key, 'dynamics')} (or the params file)")
+    text = c.text(doc["sensors"], skey)
+    if text.lower() == "none":
+        dyn["sensors"] = "none"
+        return
+    found = resolve_path(text, beside=c.path)
+    if found is None:
+        c.fail(skey, f"sensors file {shown(text)} not found (looked in the package, beside the scenario and in the "
+                     "current directory)")
+    from mbs_ros.sensors.spec import SensorConfigError, load_sensors
+
+    try:
+        load_sensors(str(found), model, 1.0 / _physics_rate(dyn, g))
+    except SensorConfigError as e:
+        c.fail(skey, str(e))
+    dyn["sensors"] = str(found)
+
+
+def _estimator(c: _Checker, doc: Mapping, key: str, dyn: Mapping, model, g: Mapping, source) -> Optional[dict]:
+    """The robot's ``estimator`` mapping: estimator_node parameters (its sensor roles, prior sigmas,
+    initial_error, publish_rate); the model, the sensors file, the prior mean (the robot's initial state) and the
+    rates come from the scenario. Checked as the node checks them (names of the sensors file, mounts)."""
+    ekey = _join(key, "estimator")
+    if doc.get("estimator") is None:
+        return None
+    est = c.mapping(doc["estimator"], ekey, ())
+    declared = declared_parameters("estimator")
+    for k in est:
+        if k in _ESTIMATOR_MANAGED:
+            c.fail(_join(ekey, k), "set by the scenario (model, sensors, initial, physics_rate, control_rate, "
+                                   "sim_time, lockstep)")
+        if k not in declared:
+            c.fail(_join(ekey, k), _unknown_parameter(k, "estimator", declared))
+    if dyn.get("sensors") == "none":
+        c.fail(ekey, "the robot's sensors are off (sensors: none): nothing to estimate from")
+    est = dict(est)
+    est["model_file"] = dyn.get("model_file", "")
+    if dyn.get("robot_description"):
+        est["robot_description"] = dyn["robot_description"]
+    est["base_group"] = dyn["base_group"]
+    if dyn.get("gravity") is not None:
+        est["gravity"] = dyn["gravity"]
+    if dyn.get("sensors"):
+        est["sensors"] = dyn["sensors"]
+    est["physics_rate"] = _physics_rate(dyn, g)
+    if g.get("control_rate"):
+        est["control_rate"] = g["control_rate"]
+    for k in ("initial_position", "initial_rpy", "initial_joint_positions"):
+        if k in dyn:
+            est[k] = tuple(float(x) for x in dyn[k])
+    if dyn.get("initial_twist") is not None:  # body-frame [v; w] -> the base origin's world velocity
+        R = _rotation(dyn.get("initial_rpy", (0.0, 0.0, 0.0)))
+        est["initial_velocity"] = tuple(float(x) for x in R @ _vec(dyn["initial_twist"][:3]))
+    from mbs_ros.nodes.estimator_settings import ParameterError, build_setup, settings_from_values
+
+    from mbs_ros.dynamics import model_source as ms
+
+    values = {n: p.default for n, p in parameter_table("estimator").items()}
+    values.update({k: v for k, v in ms.model_defaults(source).items() if k in values})
+    values.update({k: (tuple(v) if isinstance(v, list) else v) for k, v in est.items()})
+    try:
+        build_setup(settings_from_values(values, source), source)
+    except ParameterError as e:
+        text = str(e)
+        name = text.split(":", 1)[0].split(" ", 1)[0]
+        c.fail(_join(ekey, name) if name in est and name in declared else ekey, text)
+    return est
+
+
+def _rotation(rpy):
+    from scipy.spatial.transform import Rotation
+
+    return Rotation.from_euler("xyz", [float(v) for v in rpy]).as_matrix()
 
 
 def _waypoint_list(c: _Checker, value, key: str) -> list:
@@ -754,11 +861,13 @@ def _clean(params: Mapping[str, object]) -> Dict[str, object]:
 
 def node_specs(scenario: Scenario, *, reference_subscribers: int = 1) -> List[NodeSpec]:
     """The nodes of a scenario, in start order: per robot ``dynamics_node``, ``controller_node`` (unless
-    ``controller: false``), ``reference_node`` (robots with a reference).
+    ``controller: false``), ``estimator_node`` (robots with an ``estimator``), ``reference_node`` (robots with a
+    reference).
 
     Global settings: ``physics_rate``/``publish_rate`` -> dynamics_node; ``control_rate`` -> controller_node
     (and dynamics_node with lockstep); ``sim_time`` -> dynamics_node ``publish_clock`` and ``use_sim_time`` on
-    every node; ``real_time_factor`` -> dynamics_node; ``lockstep`` -> dynamics_node and controller_node.
+    every node; ``real_time_factor`` -> dynamics_node; ``lockstep`` -> dynamics_node, controller_node and
+    estimator_node (whose physics_rate, control_rate, sensors and prior the robot's keys give).
     ``reference_subscribers``: how many subscriptions each reference topic must have before the reference node
     publishes (the controller; 2 when a recorder records it too)."""
     s = scenario
@@ -788,6 +897,13 @@ def node_specs(scenario: Scenario, *, reference_subscribers: int = 1) -> List[No
             if s.sim_time:
                 ctl["use_sim_time"] = True
             specs.append(_spec("controller", r, ctl))
+        if r.estimator is not None:
+            est = dict(r.estimator)
+            if s.lockstep:
+                est["lockstep"] = True
+            if s.sim_time:
+                est["use_sim_time"] = True
+            specs.append(_spec("estimator", r, est))
         if r.has_reference:
             ref: Dict[str, object] = {"min_subscribers": float(reference_subscribers)}
             if r.base_reference:

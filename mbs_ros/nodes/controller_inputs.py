@@ -25,6 +25,7 @@ from mbs_ros.controllers.reference_input import MAX_POINTS, Rejected
 from mbs_ros.controllers.timebase import JUMP_CONFIRMATIONS
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.parameters.controller import STATE_TOPICS
 
 __all__ = ["Inputs", "REFERENCE_QUEUE", "REFERENCE_TOPICS", "stamp_ns", "point_times"]
 
@@ -51,7 +52,8 @@ class Inputs:
 
     def _create_inputs(self) -> None:
         """The state and reference subscriptions of the model (odom and base_reference for a floating base,
-        joint_states and joint_reference for joints) and the worker's queue."""
+        joint_states and joint_reference for joints; with ``state_source: estimate`` the state topics are
+        estimate/odom and estimate/joint_states) and the worker's queue."""
         self.state: Optional[Tuple[int, np.ndarray, np.ndarray]] = None  # (stamp ns, q, v)
         self._state_arrival_ns = 0  # node clock (wall, or /clock with use_sim_time) when the state arrived
         # References: (start in reference time, Reference); reference time = stamp - timebase.offset
@@ -67,13 +69,14 @@ class Inputs:
         # as reference_node publishes: a (re)started controller still gets the reference sent before it
         ref_qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
+        odom_topic, joints_topic = STATE_TOPICS[self.settings.state_source]
         if self.floating:
-            self.create_subscription(Odometry, "odom", self._guard(self._on_odom, "odom"), state_qos)
+            self.create_subscription(Odometry, odom_topic, self._guard(self._on_odom, "odom"), state_qos)
             self.create_subscription(MultiDOFJointTrajectory, "base_reference",
                                      self._guard(lambda raw: self._enqueue("base_reference", raw), "base_reference"),
                                      ref_qos, raw=True)
         if self.nj:
-            self.create_subscription(JointState, "joint_states", self._guard(self._on_joint_states, "joint_states"),
+            self.create_subscription(JointState, joints_topic, self._guard(self._on_joint_states, "joint_states"),
                                      state_qos)
             self.create_subscription(JointTrajectory, "joint_reference",
                                      self._guard(lambda raw: self._enqueue("joint_reference", raw), "joint_reference"),

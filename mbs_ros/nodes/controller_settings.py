@@ -16,7 +16,7 @@ from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.dynamics.model_source import ParameterError, base_link
 from mbs_ros.nodes import params as prm
 from mbs_ros.nodes.dynamics_settings import MASS_RANGE, MAX_COM, MAX_GRAVITY, check_inertia
-from mbs_ros.nodes.parameters.controller import LAWS, PARAMETERS
+from mbs_ros.nodes.parameters.controller import LAWS, PARAMETERS, STATE_SOURCES
 
 __all__ = ["ControllerSettings", "DEFAULTS", "settings_from_values", "build_model", "make_law", "command_limits",
            "layout_description", "field_name", "ParameterError"]
@@ -54,6 +54,7 @@ class ControllerSettings:
     world_frame: str = _d("world_frame")
     base_frame: str = _d("base_frame")
     lockstep: bool = _d("lockstep")
+    state_source: str = _d("state_source")
     max_wrench: Tuple[float, ...] = _d("max_wrench")  # () = from the model
     max_effort: object = _d("max_effort")  # () = from the model; a number (every joint) or one per joint
     max_time_jump: float = _d("max_time_jump")
@@ -123,6 +124,7 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
         world_frame=text("world_frame"),
         base_frame=text("base_frame"),
         lockstep=prm.flag(values, "lockstep"),
+        state_source=text("state_source", STATE_SOURCES),
         use_events_executor=prm.flag(values, "use_events_executor"),
         max_mass_ratio=number("max_mass_ratio", lo=0.0),
         locked_joints=locked[0],

@@ -85,6 +85,9 @@ def test_every_scenario_loads_and_gives_node_specs():
         assert specs, path
         for robot in scenario.robots:
             mine = [s for s in specs if s.robot == robot.name]
+            estimator = [s for s in mine if s.role == "estimator"]  # a robot on sensors: its own test file
+            assert len(estimator) == (robot.estimator is not None), path
+            mine = [s for s in mine if s.role != "estimator"]
             assert [s.role for s in mine] == ["dynamics", "controller", "reference"], path
             for s in mine:
                 assert s.namespace == robot.namespace and s.package == "mbs_ros"
@@ -725,7 +728,9 @@ def test_real_robot_scenario_tracks(run, tmp_path, name):
 # Every shipped scenario runs without a warning: those below here, the rest in the test named (assert_clean_logs).
 CLEAN_ELSEWHERE = {"panda": "test_real_robot_scenario_tracks", "solo12": "test_real_robot_scenario_tracks",
                    "rov_alpha5": "test_rov_scenario_holds_station_and_balances_its_energy_ports",
-                   "vessel": "test_vessel_scenario_holds_heading_with_two_propellers"}
+                   "vessel": "test_vessel_scenario_holds_heading_with_two_propellers",
+                   "rov_alpha5_sensors": "test_sensor_scenarios.py",
+                   "vehicle_manipulator_sensors": "test_sensor_scenarios.py"}
 CLEAN_HERE = ("fleet", "manipulator", "scara", "vehicle", "vehicle_manipulator")
 # what a loaded machine makes a wall-clock run say (the simulation or the controller missing the wall clock), not a
 # warning of the scenario's own

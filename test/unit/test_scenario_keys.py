@@ -202,3 +202,105 @@ def test_limits_set_in_the_scenario_reach_the_nodes(tmp_path):
             assert {n: value(v) for n, v in zip(names, got.values)} == wanted, role
         for p in procs.values():
             assert "ignoring unknown parameters" not in p.log_text(), p.log_text()
+
+
+# ------------------------------------------------------------------ sensors, estimator, state_source (issue 18)
+
+ROV = """
+physics_rate: 1000.0
+control_rate: 100.0
+lockstep: true
+sim_time: true
+robots:
+  - namespace: rov
+    model: config/robots/bluerov2_heavy_alpha5.yaml
+    sensors: {sensors}
+    initial: {{position: [1.0, 2.0, -5.0], rpy: [0.0, 0.0, 0.3], twist: [0.2, 0.0, 0.0, 0.0, 0.0, 0.0]}}
+    controller: {{law: computed_torque, state_source: {source}}}
+    estimator: {{imu: imu, dvl: dvl, depth: depth, compass: compass, encoders: encoders{extra}}}
+"""
+SENSORS = str(ROOT / "config" / "sensors" / "bluerov2_heavy_alpha5.yaml")
+
+
+def rov(tmp_path, source="estimate", extra="", sensors=SENSORS, edit=None):
+    text = ROV.format(sensors=sensors, source=source, extra=extra)
+    if edit is not None:
+        text = text.replace(*edit)
+    return scenario(tmp_path, text)
+
+
+def test_estimator_key_starts_the_estimator_with_the_scenario_s_model_sensors_prior_and_rates(tmp_path):
+    """The robot's estimator mapping starts estimator_node in its namespace with the model, the sensors file, the
+    prior mean from the robot's initial state (the body-frame initial twist turned into a world velocity by the
+    initial yaw: closed form [0.2 cos 0.3, 0.2 sin 0.3, 0]), the physics and control rates, lockstep and sim
+    time; the controller gets state_source estimate and the dynamics node the sensors file."""
+    specs = by_label(node_specs(load_scenario(rov(tmp_path))))
+    est, ctl, dyn = specs["rov/estimator_node"], specs["rov/controller_node"], specs["rov/dynamics_node"]
+    assert (est.executable, est.module, est.namespace) == ("estimator_node", "mbs_ros.nodes.estimator_node", "/rov")
+    p = est.parameters
+    assert p["sensors"] == dyn.parameters["sensors"] == SENSORS
+    assert p["model_file"].endswith("config/robots/bluerov2_heavy_alpha5.yaml")
+    assert (p["imu"], p["dvl"], p["depth"], p["compass"], p["encoders"]) == ("imu", "dvl", "depth", "compass",
+                                                                             "encoders")
+    assert p["initial_position"] == [1.0, 2.0, -5.0] and p["initial_rpy"] == [0.0, 0.0, 0.3]
+    assert p["initial_velocity"] == pytest.approx([0.2 * 0.955336489125606, 0.2 * 0.29552020666133955, 0.0],
+                                                  abs=1e-12)
+    assert (p["physics_rate"], p["control_rate"], p["lockstep"], p["use_sim_time"]) == (1000.0, 100.0, True, True)
+    assert ctl.parameters["state_source"] == "estimate"
+    roles = [s.role for s in node_specs(load_scenario(rov(tmp_path)))]
+    assert roles.index("estimator") > roles.index("controller")
+
+
+STATE_SOURCE_CASES = {
+    # name -> (scenario edits, key path, fragment of the reason)
+    "bad_value": (dict(source="estimated"), "robots[0].controller.state_source", "must be one of truth, estimate"),
+    "estimate_without_estimator": (dict(edit=("    estimator: {imu: imu, dvl: dvl, depth: depth, compass: compass, "
+                                              "encoders: encoders}\n", "")),
+                                   "robots[0].controller.state_source", "estimate needs an estimator"),
+    "unknown_estimator_key": (dict(extra=", publish_rat: 20.0"), "robots[0].estimator.publish_rat",
+                              "unknown estimator_node parameter (did you mean 'publish_rate'?)"),
+    "managed_estimator_key": (dict(extra=", initial_position: [0.0, 0.0, 0.0]"),
+                              "robots[0].estimator.initial_position", "set by the scenario"),
+    "unknown_sensor_name": (dict(edit=("imu: imu,", "imu: imu2,")), "robots[0].estimator.imu",
+                            "no sensor 'imu2' in"),
+    "wrong_sensor_type": (dict(edit=("compass: compass", "compass: dvl")), "robots[0].estimator.compass",
+                          "is a dvl, not a magnetometer"),
+    "missing_sensors_file": (dict(sensors="config/sensors/nothing_here.yaml"), "robots[0].sensors",
+                             "not found"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STATE_SOURCE_CASES))
+def test_sensor_and_estimator_keys_are_refused_naming_the_key(tmp_path, case):
+    """Unknown or managed estimator keys, a state_source that is not truth/estimate, estimate without an
+    estimator, a role naming no sensor of the file or one of another type, a missing sensors file: each a
+    ScenarioError naming the file and the key path."""
+    edits, key, fragment = STATE_SOURCE_CASES[case]
+    path = rov(tmp_path, **edits)
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(path)
+    assert err.value.key == key, str(err.value)
+    assert fragment in err.value.reason, str(err.value)
+    assert str(path) in str(err.value)
+
+
+def test_a_bad_sensors_file_is_refused_with_file_sensor_and_key(tmp_path):
+    """A sensors file with a negative DVL rate is refused when the scenario loads (before any node starts), under
+    the robot's sensors key, with the sensors file's own message: file, sensors[i] (name) and key."""
+    bad = tmp_path / "bad_sensors.yaml"
+    bad.write_text(Path(SENSORS).read_text().replace("    rate: 10.0\n", "    rate: -10.0\n"))
+    with pytest.raises(ScenarioError) as err:
+        load_scenario(rov(tmp_path, sensors=str(bad)))
+    assert err.value.key == "robots[0].sensors"
+    assert str(bad) in err.value.reason and "sensors[1] (dvl)" in err.value.reason and "rate" in err.value.reason
+
+
+def test_truth_is_the_default_and_needs_no_estimator(tmp_path):
+    """Without state_source the controller takes the true state (its parameter's default), and an estimator may
+    still run beside it (for comparison)."""
+    path = rov(tmp_path, edit=("controller: {law: computed_torque, state_source: estimate}",
+                               "controller: {law: computed_torque}"))
+    specs = by_label(node_specs(load_scenario(path)))
+    assert specs["rov/controller_node"].parameters.get("state_source", "truth") == "truth"
+    assert "rov/estimator_node" in specs
+    assert parameters.table("controller")["state_source"].default == "truth"

@@ -12,7 +12,7 @@ __all__ = ["Parameter", "ROLES", "TYPES", "table", "names", "markdown_table"]
 TYPES = ("string", "bool", "double", "double[]", "string[]", "double|double[]")
 
 #: node role -> module of its table (each defines ``PARAMETERS: Dict[str, Parameter]``)
-ROLES = {"dynamics": "dynamics", "controller": "controller", "reference": "reference"}
+ROLES = {"dynamics": "dynamics", "controller": "controller", "reference": "reference", "estimator": "estimator"}
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,7 @@ def markdown_table(parameters: Dict[str, Parameter]) -> str:
 
 
 def table(role: str) -> Dict[str, Parameter]:
-    """The parameters of node ``role`` (dynamics, controller, reference)."""
+    """The parameters of node ``role`` (dynamics, controller, reference, estimator)."""
     if role not in ROLES:
         raise KeyError(f"no node role {role!r}; one of {', '.join(ROLES)}")
     return importlib.import_module(f"{__name__}.{ROLES[role]}").PARAMETERS

@@ -12,6 +12,10 @@ from mbs_ros.nodes.parameters.dynamics import (ARMATURE_DESCRIPTION, LOCKED_JOIN
                                                LOCKED_POSITIONS_DESCRIPTION, MIMIC_DESCRIPTION)
 
 LAWS = ("computed_torque", "passivity", "pd_gravity")
+#: where the controller's state comes from: the dynamics node's true state, or estimator_node's estimate
+STATE_SOURCES = ("truth", "estimate")
+#: (odom topic, joint_states topic) per state source, relative to the robot's namespace
+STATE_TOPICS = {"truth": ("odom", "joint_states"), "estimate": ("estimate/odom", "estimate/joint_states")}
 
 _PAIRS = {
     "robot_description": ("URDF XML of the robot (as dynamics_node).", ""),
@@ -39,6 +43,9 @@ _PAIRS = {
     "lockstep": ("Compute and publish one command per complete state (odom + joint_states with equal stamps), "
                  "stamped with the state's stamp, instead of on a timer (dynamics_node lockstep).",
                  False),
+    "state_source": ("Where the state comes from: truth (odom and joint_states, the simulator's own state) or "
+                     "estimate (estimate/odom and estimate/joint_states of estimator_node, which fuses the "
+                     "sensors).", {"default": "truth", "choices": STATE_SOURCES}),
     "world_frame": ("Fixed frame of odom and base_reference.", "world"),
     "base_frame": ("Base frame (as dynamics_node); prefixed with the namespace.", "base_link"),
     "max_wrench": ("[force, torque]: largest norms [N, N m] of the cmd_wrench force and torque (scaled down "

@@ -1,0 +1,269 @@
+"""Estimator node: the base state of a robot from its sensors (IMU, DVL, depth, compass) with the invariant EKF
+of :mod:`mbs_ros.estimation` (Barrau & Bonnabel 2017, on SE₂(3); the underwater sensor set of Potokar et al.
+2021), and its joint states from the encoders; published as ``estimate/odom`` and ``estimate/joint_states`` for
+a controller with ``state_source: estimate``.
+
+It reads the same sensors file as the dynamics node (mounts, rates, delays, stamp modes and noise densities: the
+filter's noise), subscribes the sensor topics dynamics_node publishes (``sensors/<name>``: sensor_msgs/Imu, the
+DVL's geometry_msgs/TwistWithCovarianceStamped and its beams' sensor_msgs/Range on ``sensors/<name>/beams``,
+sensor_msgs/FluidPressure, sensor_msgs/MagneticField, sensor_msgs/JointState) and publishes an estimate on a
+time grid; in lockstep the grid is the control period and each estimate waits for every reading due by its stamp,
+so the run is deterministic and the controller's answers carry the dynamics node's state stamps. The schedule and
+the settings are ROS-free (:mod:`mbs_ros.nodes.estimator_settings`); parameters, topics and the timing rule:
+docs/estimator_node.md.
+
+Run: ``ros2 run mbs_ros estimator_node --ros-args -r __ns:=/rov -p model_file:=config/robots/bluerov2_heavy_alpha5.yaml
+-p sensors:=config/sensors/bluerov2_heavy_alpha5.yaml -p imu:=imu -p dvl:=dvl -p depth:=depth -p compass:=compass``
+or, without a ROS install, ``python -m mbs_ros.nodes.estimator_node`` with the same arguments.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Dict, List, Optional
+
+import numpy as np
+from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
+from geometry_msgs.msg import TwistWithCovarianceStamped
+from nav_msgs.msg import Odometry
+from rclpy.clock import Clock, ClockType
+from rclpy.node import Node
+from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
+from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, Range
+
+from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.estimator_settings import (DEFAULTS, Fusion, Output, ParameterError, Rejected, build_setup,
+                                              settings_from_values)
+from mbs_ros.nodes.parameters.estimator import PARAMETERS
+from mbs_ros.nodes.ratelimit import RateLimitedLog
+from mbs_ros.nodes.runtime import declare_model_parameters, run_node, settings_executor, unknown_overrides
+
+__all__ = ["EstimatorNode", "main", "SENSOR_QUEUE", "RESEND_S", "MAX_ABS"]
+
+WARN_THROTTLE_S = 2.0
+SENSOR_QUEUE = 400  # RELIABLE, KEEP_LAST: every sample of a lockstep period (the dynamics node's queues hold >= 100)
+RESEND_S = 0.25  # lockstep: the newest estimate again after this long (wall) without a new one (late joiners)
+DIAGNOSTICS_PERIOD_S = 1.0
+MAX_ABS = 1.0e6  # any measured component beyond this (SI) is malformed
+
+
+def _stamp_ns(stamp) -> int:
+    if stamp.sec < 0 or not 0 <= stamp.nanosec < 1_000_000_000:
+        raise Rejected(f"header.stamp ({stamp.sec} s, {stamp.nanosec} ns) is not a valid time")
+    return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
+
+
+def _finite(values, what: str, n: Optional[int] = None) -> np.ndarray:
+    a = np.asarray(values, dtype=float).reshape(-1)
+    if n is not None and a.size != n:
+        raise Rejected(f"{what}: expected {n} values, got {a.size}")
+    if not np.all(np.isfinite(a)) or np.any(np.abs(a) > MAX_ABS):
+        raise Rejected(f"{what}: not finite or beyond {MAX_ABS:g}")
+    return a
+
+
+def _vec3(m, what: str) -> np.ndarray:
+    return _finite([m.x, m.y, m.z], what, 3)
+
+
+def _covariance(values, what: str, n: int) -> np.ndarray:
+    """The leading 3x3 block of an n x n row-major covariance; Rejected unless finite with a diagonal >= 0."""
+    c = _finite(values, what, n * n).reshape(n, n)[:3, :3]
+    if np.any(np.diag(c) < 0.0):
+        raise Rejected(f"{what}: a negative variance")
+    return c
+
+
+def _beam_index(frame_id: str) -> int:
+    tail = frame_id.rsplit("/", 1)[-1]
+    if not tail.startswith("beam") or tail[4:] not in ("0", "1", "2", "3"):
+        raise Rejected(f"frame_id {frame_id[:80]!r} names no beam (…/beam0 … /beam3)")
+    return int(tail[4:])
+
+
+class EstimatorNode(Node):
+    """Construct, then call :meth:`configure` (raises ParameterError). See docs/estimator_node.md."""
+
+    def __init__(self, node_name: str = "estimator_node", **kwargs):
+        super().__init__(node_name, **kwargs)
+        self._last: List[tuple] = []  # the newest estimate's messages (resent in lockstep)
+        self._last_publish_wall = 0.0
+
+    def configure(self) -> None:
+        """Declare and check the parameters, build the model, the sensors and the filter, create the topics."""
+        values, source = declare_model_parameters(self, PARAMETERS, lambda name: getattr(DEFAULTS, name))
+        unknown = unknown_overrides(self, PARAMETERS)
+        if unknown:
+            self.get_logger().warning("ignoring unknown parameters (typo?): " + ", ".join(unknown))
+        s = settings_from_values(values, source)
+        setup = build_setup(s, source)
+        self.settings, self.setup = s, setup
+        self.model = setup.model
+        self.joint_names = tuple(self.model.joint_names)
+        ns = self.get_namespace()
+        self.world_frame = s.world_frame.lstrip("/")
+        self.base_frame = cv.prefixed_frame(ns, s.base_frame)
+        self._logs = RateLimitedLog(self.get_logger(), WARN_THROTTLE_S)
+        self.rejected: Dict[str, int] = {}
+        sim_time = bool(self.get_parameter("use_sim_time").value)
+        # on simulation time the sensors' grids start at 0 (the dynamics node's first step); on the wall clock at
+        # the first IMU (or encoder) sample
+        self.fusion = Fusion(setup, origin_ns=None)
+        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        self.pub_odom = self.create_publisher(Odometry, "estimate/odom", qos) if setup.floating else None
+        self.pub_joints = (self.create_publisher(JointState, "estimate/joint_states", qos)
+                           if self.joint_names and "encoders" in setup.roles else None)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "~/diagnostics", qos)
+        self._create_subscriptions()
+        steady = Clock(clock_type=ClockType.STEADY_TIME)
+        self.create_timer(DIAGNOSTICS_PERIOD_S, lambda: self._guard(self._publish_diagnostics), clock=steady)
+        if s.lockstep:
+            self.create_timer(RESEND_S / 2, lambda: self._guard(self._resend), clock=steady)
+        if sim_time:
+            self._publish([self.fusion.start(0)])
+        roles = ", ".join(f"{r} {spec.name} ({spec.rate:g} Hz)" for r, spec in setup.roles.items())
+        grid = (f"lockstep on the control period 1/{s.control_rate:g} s" if s.lockstep
+                else f"{s.publish_rate:g} Hz")
+        self.get_logger().info(f"estimating from {setup.path}: {roles}; estimates at {grid}")
+
+    def _create_subscriptions(self) -> None:
+        qos = QoSProfile(history=HistoryPolicy.KEEP_LAST, depth=SENSOR_QUEUE, reliability=ReliabilityPolicy.RELIABLE)
+        handlers = {"imu": (Imu, self._on_imu), "dvl": (TwistWithCovarianceStamped, self._on_dvl),
+                    "depth": (FluidPressure, self._on_pressure), "compass": (MagneticField, self._on_compass),
+                    "encoders": (JointState, self._on_encoders)}
+        self.topics = {}
+        for role, spec in self.setup.roles.items():
+            kind, handler = handlers[role]
+            topic = spec.topic or f"sensors/{spec.name}"
+            self.topics[role] = topic
+            self.create_subscription(kind, topic, self._handler(role, handler), qos)
+            if role == "dvl":
+                self.create_subscription(Range, f"{topic}/beams", self._handler("dvl", self._on_beam), qos)
+
+    # ------------------------------------------------------------------------------- robustness
+
+    def _guard(self, fn, *args):
+        try:
+            return fn(*args)
+        except Exception as e:  # noqa: BLE001 - the estimator keeps running
+            if self.context.ok():
+                self._logs.error(f"error_{getattr(fn, '__name__', 'callback')}",
+                                 f"{getattr(fn, '__name__', 'callback')} failed: {type(e).__name__}: {e}")
+        return None
+
+    def _handler(self, role: str, fn):
+        def handle(msg):
+            try:
+                fn(msg)
+            except Rejected as e:
+                self.rejected[role] = self.rejected.get(role, 0) + 1
+                self._logs.warning(f"rejected_{role}", f"{self.topics[role]}: message rejected: {e}")
+            except Exception as e:  # noqa: BLE001
+                if self.context.ok():
+                    self._logs.error(f"error_{role}", f"{self.topics[role]}: {type(e).__name__}: {e}")
+        return handle
+
+    # ------------------------------------------------------------------------------------ inputs
+
+    def _add(self, role: str, stamp, payload) -> None:
+        t = _stamp_ns(stamp)
+        fusion = self.fusion
+        if fusion.origin is None:
+            if role != fusion.driver:
+                return  # before the origin: nothing to fuse it with yet
+            self._publish([fusion.start(fusion.measurement_time(role, t))])
+        self._publish(fusion.add(role, t, payload))
+
+    def _on_imu(self, msg: Imu) -> None:
+        self._add("imu", msg.header.stamp, (_vec3(msg.angular_velocity, "angular_velocity"),
+                                            _vec3(msg.linear_acceleration, "linear_acceleration")))
+
+    def _on_dvl(self, msg: TwistWithCovarianceStamped) -> None:
+        v = _vec3(msg.twist.twist.linear, "twist.linear")
+        self._add("dvl", msg.header.stamp, (v, _covariance(msg.twist.covariance, "twist.covariance", 6)))
+
+    def _on_beam(self, msg: Range) -> None:
+        index = _beam_index(msg.header.frame_id)
+        r = float(msg.range)
+        locked = math.isfinite(r) and msg.min_range <= r <= msg.max_range
+        self._add("dvl", msg.header.stamp, ("beam", index, locked))
+
+    def _on_pressure(self, msg: FluidPressure) -> None:
+        p = float(_finite([msg.fluid_pressure], "fluid_pressure")[0])
+        var = float(_finite([msg.variance], "variance")[0])
+        if var < 0.0:
+            raise Rejected("variance: negative")
+        env = self.setup.sensor_set.environment
+        rho_g = float(env.fluid_density) * float(np.linalg.norm(env.gravity))
+        # p = p_atm + rho g depth (the pressure sensor's model, docs/sensors.md)
+        self._add("depth", msg.header.stamp, ((p - float(env.atmospheric_pressure)) / rho_g, var / rho_g ** 2))
+
+    def _on_compass(self, msg: MagneticField) -> None:
+        m = _vec3(msg.magnetic_field, "magnetic_field")
+        self._add("compass", msg.header.stamp, (m, _covariance(msg.magnetic_field_covariance,
+                                                               "magnetic_field_covariance", 3)))
+
+    def _on_encoders(self, msg: JointState) -> None:
+        names = list(msg.name)
+        index = {n: i for i, n in enumerate(names)}
+        missing = [n for n in self.joint_names if n not in index]
+        if missing:
+            raise Rejected(f"no {', '.join(missing[:5])} among the names")
+        if len(msg.position) != len(names) or (len(msg.velocity) not in (0, len(names))):
+            raise Rejected(f"{len(names)} names, {len(msg.position)} positions, {len(msg.velocity)} velocities")
+        pos = _finite(msg.position, "position")
+        vel = _finite(msg.velocity, "velocity") if len(msg.velocity) else np.zeros(len(names))
+        order = [index[n] for n in self.joint_names]
+        self._add("encoders", msg.header.stamp, (pos[order], vel[order]))
+
+    # ----------------------------------------------------------------------------------- outputs
+
+    def _publish(self, outputs: List[Output]) -> None:
+        for out in outputs:
+            msgs = []
+            if self.pub_odom is not None and out.p is not None:
+                m = cv.odometry_msg(out.stamp_ns, self.world_frame, self.base_frame, out.p,
+                                    cv.quaternion_from_matrix(out.R), out.V)
+                m.pose.covariance = [float(x) for x in out.pose_cov.reshape(-1)]
+                m.twist.covariance = [float(x) for x in out.twist_cov.reshape(-1)]
+                msgs.append((self.pub_odom, m))
+            if self.pub_joints is not None and out.joint_positions is not None:
+                msgs.append((self.pub_joints, cv.joint_state_msg(out.stamp_ns, self.joint_names,
+                                                                 out.joint_positions, out.joint_velocities)))
+            # the joints first: the controller pairs the two by stamp and answers on the second
+            for pub, m in reversed(msgs):
+                pub.publish(m)
+            self._last = msgs
+            self._last_publish_wall = time.monotonic()
+
+    def _resend(self) -> None:
+        """Lockstep: the newest estimate again when none followed for RESEND_S (a controller that started late,
+        or whose command was lost, answers it again)."""
+        if self._last and time.monotonic() - self._last_publish_wall >= RESEND_S:
+            for pub, m in reversed(self._last):
+                pub.publish(m)
+            self._last_publish_wall = time.monotonic()
+
+    def _publish_diagnostics(self) -> None:
+        counts = dict(self.fusion.counts)
+        counts.update({f"rejected_{r}": n for r, n in self.rejected.items()})
+        late = sum(v for k, v in counts.items() if k.startswith("late_"))
+        bad = late or sum(self.rejected.values()) or counts["dropped"]
+        status = DiagnosticStatus(
+            level=DiagnosticStatus.WARN if bad else DiagnosticStatus.OK,
+            name=f"{self.get_fully_qualified_name()}: estimator",
+            message=f"{counts['estimates']} estimates, {sum(self.rejected.values())} messages rejected, "
+                    f"{late} late measurements dropped",
+            hardware_id=self.base_frame, values=cv.key_values(counts))
+        msg = DiagnosticArray(status=[status])
+        msg.header.stamp = self.get_clock().now().to_msg()
+        self.pub_diag.publish(msg)
+
+
+def main(args=None) -> int:
+    return run_node(EstimatorNode, args, make_executor=settings_executor, errors=(ParameterError,))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
