@@ -662,6 +662,13 @@ class Model:
         current's loads (:mod:`mbs_ros.dynamics.passive`); the simulation solves ``M v̇ + C v + g = τ + τ_p``."""
         return self._backend.passive_terms(self, q, v, springs)[0]
 
+    def body_loads(self, q: np.ndarray, v: np.ndarray):
+        """The water's loads on each body (:func:`mbs_ros.dynamics.passive.body_loads`): the ``f_ext`` of
+        :meth:`joint_wrenches` for the simulated motion; None without them."""
+        from . import passive
+
+        return passive.body_loads(self, q, v) if self.passive_active else None
+
     def passive_terms(self, q, v, springs: bool = True):
         """``(τ_p, dissipated power [W])``: :meth:`passive_forces` and the power they dissipate."""
         return self._backend.passive_terms(self, q, v, springs)

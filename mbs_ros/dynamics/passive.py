@@ -485,6 +485,16 @@ def passive_terms(model, q, v, springs: bool = True):
     return tau, p_diss
 
 
+def body_loads(model, q, v):
+    """The water's loads ON each body of the full tree (damping and the current's), own frame at its origin (nb, 6):
+    the ``f_ext`` under which inverse dynamics and joint wrenches are those of the simulated motion; None when the
+    model has none (the joints' springs, dampers and friction act along the joint axes, like efforts)."""
+    P = model.passive
+    if P is None or not (P.has_fluid and (P.elem_body.size or P.has_current)):
+        return None
+    return _loads(model, np.asarray(q, dtype=float), np.asarray(v, dtype=float))[2]
+
+
 def passive_forces(model, q, v, springs: bool = True) -> np.ndarray:
     """τ_p (nv,) of :func:`passive_terms`."""
     return passive_terms(model, q, v, springs)[0]

@@ -718,13 +718,23 @@ class Simulator:
         R = self.model.base_rotation(self.q)
         return np.concatenate([R.T @ cmd.W[:3], R.T @ cmd.W[3:]])
 
-    def joint_wrenches(self) -> np.ndarray:
-        """(nj, 6) ``Model.joint_wrenches(q, v, a)`` of the current state with ``a`` its forward dynamics under the
-        commands of the last step: the total wrench ``[F; τ]`` each joint transmits to its child, in the child
-        link's frame at its origin (actuation and gravity included)."""
+    def acceleration(self) -> np.ndarray:
+        """v̇ (nv,) of the current state under the commands of the last step, as the integrator's stages compute
+        it: ``M v̇ + C v + g = τ + τ_p`` with the passive forces (water, joint springs, dampers, friction)."""
+        q, v, model = self.q, self.v, self.model
+        tau = self.generalized_force()
+        if model.passive_active:
+            tau = tau + model.passive_forces(q, v)
+        return model.forward_dynamics(q, v, tau)
+
+    def joint_wrenches(self, a: Optional[np.ndarray] = None) -> np.ndarray:
+        """(nj, 6) ``Model.joint_wrenches`` of the current state with ``a`` (default :meth:`acceleration`) and the
+        water's loads on the links: the total wrench ``[F; τ]`` each joint transmits to its child, in the child
+        link's frame at its origin (actuation, joint passive torques and gravity included)."""
         q, v = self.q, self.v
-        a = self.model.forward_dynamics(q, v, self.generalized_force())
-        return self.model.joint_wrenches(q, v, a)
+        if a is None:
+            a = self.acceleration()
+        return self.model.joint_wrenches(q, v, a, f_ext=self.model.body_loads(q, v))
 
     def applied_wrench_world(self):
         """``(F, τ)`` of the applied base wrench in world axes at the current pose [N, N m]."""

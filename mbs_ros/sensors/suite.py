@@ -118,8 +118,8 @@ class SensorSuite:
         need_acc, need_wrenches, on_base = plan
         model = sim.model
         q, v = sim.q, sim.v
-        a = model.forward_dynamics(q, v, sim.generalized_force()) if need_acc else None
-        W = model.joint_wrenches(q, v, a) if need_wrenches else None
+        a = sim.acceleration() if need_acc else None
+        W = sim.joint_wrenches(a) if need_wrenches else None
         Tb, Vb, Ab = self._base_motion(model, q, v, a)
         if not on_base:
             Tb, Vb, Ab = self._body_motion(model, q, v, a, Tb, Vb, Ab)
