@@ -235,7 +235,8 @@ class InvariantEKF:
         R⁺ = R Exp(ω̂ dt), v⁺ = v + R Γ₁ â dt + g dt, p⁺ = p + v dt + R Γ₂ â dt² + g dt²/2.
         Covariance: the exact transition of the linearised error dynamics
         ξ̇ = A ξ − Ad_X̂ [δb_g; δb_a] + Ad_X̂ [n_g; n_a] over the step: in-group block
-        [[I, 0, 0], [g^ dt, I, 0], [g^ dt²/2, I dt, I]]; bias block Ad_X̂⁺ ∫₀^dt exp(A_L τ) dτ (−E), from the left-invariant error dynamics A_L = [[−ω̂^, 0, 0], [−â^, −ω̂^, 0], [0, I, −ω̂^]]
+        [[I, 0, 0], [g^ dt, I, 0], [g^ dt²/2, I dt, I]]; bias block Ad_X̂⁺ ∫₀^dt exp(A_L τ) dτ (−E), from the
+        left-invariant error dynamics A_L = [[−ω̂^, 0, 0], [−â^, −ω̂^, 0], [0, I, −ω̂^]]
         (constant over the step; ξ = Ad_X̂ ζ), E = [I₆; 0₃ₓ₆]. Q_d by the trapezoidal rule of its exact integral."""
         gyro = _check(gyro, (3,), "gyro")
         accel = _check(accel, (3,), "accel")

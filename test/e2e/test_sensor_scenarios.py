@@ -3,7 +3,8 @@ vehicle_manipulator_sensors.yaml through the runner (``python -m mbs_ros.bringup
 the scenarios ship), recorded.
 
 - each runs clean (every node exits 0, no warning in any log), its recording carries the sensor topics of its
-  record list (stamps on each sensor's grid) and an estimate for every state the dynamics node published (same stamps: the controller answered
+  record list (stamps on each sensor's grid) and an estimate for every state the dynamics node published (same stamps:
+  the controller answered
   the dynamics node's states through the estimator), and the estimate stays within a few centimetres of the truth;
 - two runs of rov_alpha5_sensors record bit-identical estimates (lockstep: each estimate waits for the readings due
   by its stamp, so the topics' arrival order does not matter).

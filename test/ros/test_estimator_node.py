@@ -157,7 +157,8 @@ def test_a_bad_estimator_config_is_refused_naming_the_parameter(tmp_path, case):
 def test_malformed_and_unordered_imu_messages_never_reach_the_filter(tmp_path):
     """An estimator on the wall clock (origin: its first IMU sample) gets IMU samples of a vehicle at rest (specific
     force +9.81 up, no rotation), among them one with a NaN rate and one stamped before its predecessor: both are
-    rejected (rejected_imu = 2 on ~/diagnostics, one rate-limited warning in the log), every estimate stays finite and at rest
+    rejected (rejected_imu = 2 on ~/diagnostics, one rate-limited warning in the log), every estimate stays finite and
+    at rest
     (the prior's position: a NaN that reached the filter would make every later estimate NaN; an out-of-order
     sample propagated backwards, or its later duplicate, would move it)."""
     from diagnostic_msgs.msg import DiagnosticArray

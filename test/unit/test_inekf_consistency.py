@@ -165,7 +165,8 @@ def test_nees_lies_within_the_chi_square_bounds_over_50_runs(truth):
     keep their errors for tens of seconds — so the fraction scatters more than a binomial one would), and the mean
     over the steps inside the same bounds. Measured (seeds 0..49): mean ANEES 14.42, 92.5 % of the steps inside,
     per-step 13.16–16.45 (every excursion on the conservative side: these seeds' initial x/y position and gyro-bias
-    draws are small, 0.6–0.8 of their prior variances, and those errors last the whole run). Planted: without the accelerometer's white
+    draws are small, 0.6–0.8 of their prior variances, and those errors last the whole run). Planted: without the
+    accelerometer's white
     noise in Q the mean is 16.64 and 50 % of the steps are inside."""
     values = np.array([run(truth, seed, check_every=CHECK_EVERY)[0] for seed in range(RUNS)])
     c = consistency(values, 15)
