@@ -21,7 +21,6 @@ too late) is dropped and counted (``late_<role>``), not applied at a wrong time.
 from __future__ import annotations
 
 import copy
-import math
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
@@ -31,6 +30,7 @@ from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes import params as prm
 from mbs_ros.nodes.parameters.estimator import PARAMETERS, ROLE_TYPES, SENSOR_ROLES
+from mbs_ros.sensors.spec import rotation_rpy
 
 __all__ = ["EstimatorSettings", "DEFAULTS", "settings_from_values", "Setup", "build_setup", "Fusion", "Output",
            "Rejected", "ParameterError", "MAX_QUEUE", "MAX_OUTPUTS_PER_CALL"]
@@ -236,15 +236,6 @@ class Output:
     twist_cov: Optional[np.ndarray] = None
     joint_positions: Optional[np.ndarray] = None
     joint_velocities: Optional[np.ndarray] = None
-
-
-def rotation_rpy(rpy) -> np.ndarray:
-    """R = Rz(yaw) Ry(pitch) Rx(roll) (URDF, the nodes)."""
-    r, p, y = (float(x) for x in rpy)
-    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
 
 
 def _skew(a) -> np.ndarray:

@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
+from transforms3d.euler import euler2mat
 
 from mbs_ros.yamlfile import YamlFileError, is_name, read_yaml, shown
 
@@ -139,12 +140,9 @@ def ros_name_problem(text, what: str) -> str | None:
 
 
 def rotation_rpy(rpy) -> np.ndarray:
-    """R = Rz(yaw) Ry(pitch) Rx(roll): URDF's fixed-axis roll, pitch, yaw."""
+    """R = Rz(yaw) Ry(pitch) Rx(roll): URDF's fixed-axis roll, pitch, yaw (transforms3d's static ``sxyz``)."""
     r, p, y = (float(x) for x in rpy)
-    cr, sr, cp, sp, cy, sy = math.cos(r), math.sin(r), math.cos(p), math.sin(p), math.cos(y), math.sin(y)
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
+    return euler2mat(r, p, y, "sxyz")
 
 
 def _ro(a) -> np.ndarray:
