@@ -132,8 +132,12 @@ def check_rviz(config: dict, namespaces):
         assert model["Description Topic"]["Durability Policy"] == "Transient Local"
         # the dynamics node publishes the URDF with the links already named <ns>/<link> (its TF frames)
         assert model["TF Prefix"] == ""
-        odom = _display(g["Displays"], "rviz_default_plugins/Odometry")
-        assert odom["Topic"]["Value"] == f"/{ns}/odom" and odom["Keep"] > 1  # a path, not one arrow
+        odoms = {d["Topic"]["Value"]: d for d in g["Displays"] if d["Class"] == "rviz_default_plugins/Odometry"}
+        assert odoms[f"/{ns}/odom"]["Keep"] > 1  # a path, not one arrow
+        # besides the truth, at most the estimator's estimate (with its covariance shown)
+        assert set(odoms) <= {f"/{ns}/odom", f"/{ns}/estimate/odom"}, sorted(odoms)
+        if f"/{ns}/estimate/odom" in odoms:
+            assert odoms[f"/{ns}/estimate/odom"]["Covariance"]["Value"] is True
         markers = _display(g["Displays"], "rviz_default_plugins/MarkerArray")
         assert markers["Topic"]["Value"] == f"/{ns}/markers"
     assert config["Panels"][0]["Class"] == "rviz_common/Displays"
