@@ -32,8 +32,8 @@ from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.model import BASES, MAX_MASS_RATIO, TREE_BASES
 from mbs_ros.packages import is_uri, resolve_uri
 
-__all__ = ["ParameterError", "Source", "load_source", "resolve_model_file", "scale_urdf_inertia",
-           "build_multibody", "meshes_for_rviz", "base_link", "model_defaults", "BASES", "TREE_BASES", "PACKAGE"]
+__all__ = ["ParameterError", "Source", "load_source", "resolve_model_file", "sensors_path", "NO_SENSORS",
+           "scale_urdf_inertia", "build_multibody", "meshes_for_rviz", "base_link", "model_defaults", "BASES", "TREE_BASES", "PACKAGE"]
 
 PACKAGE = "mbs_ros"
 
@@ -312,3 +312,23 @@ def base_sizes(model: Model) -> Tuple[int, int]:
         return 0, 0
     nqj = sum(2 if t == "continuous" else 1 for t in model.joint_types)
     return model.nq - nqj, model.nv - len(model.joint_names)
+
+
+NO_SENSORS = "none"  # the sensors parameter's value for no sensors
+
+
+def sensors_path(setting: str, source: Source) -> Optional[str]:
+    """The file the ``sensors`` parameter names: ``none`` -> None; empty -> the robot YAML's own file when the
+    model came from one (None otherwise; the YAML may still carry no sensors); else the path resolved as
+    ``model_file`` is (:func:`resolve_model_file`). ParameterError naming it."""
+    setting = (setting or "").strip()
+    if setting.lower() == NO_SENSORS:
+        return None
+    if not setting:
+        return source.path if source.kind == "yaml" else None
+    try:
+        return resolve_model_file(setting)
+    except ParameterError as e:
+        text = str(e)
+        raise ParameterError("sensors" + text[len("model_file"):] if text.startswith("model_file") else
+                             f"sensors: {text}") from None

@@ -32,27 +32,11 @@ BEAM_FIELD_OF_VIEW = math.radians(4.0)
 MESSAGE_TYPES = {"imu": Imu, "magnetometer": MagneticField, "pressure": FluidPressure,
                  "dvl": TwistWithCovarianceStamped, "gnss": NavSatFix, "encoders": JointState,
                  "force_torque": WrenchStamped}
-NONE = "none"
+NONE = ms.NO_SENSORS
+sensors_path = ms.sensors_path
 
 
 # ------------------------------------------------------------------------------------ loading
-
-
-def sensors_path(setting: str, source: ms.Source) -> Optional[str]:
-    """The file the ``sensors`` parameter names: ``none`` -> None; empty -> the robot YAML's own file when the
-    model came from one (None otherwise; the YAML may still carry no sensors); else the path resolved as
-    ``model_file`` is (:func:`mbs_ros.dynamics.model_source.resolve_model_file`). ParameterError naming it."""
-    setting = (setting or "").strip()
-    if setting.lower() == NONE:
-        return None
-    if not setting:
-        return source.path if source.kind == "yaml" else None
-    try:
-        return ms.resolve_model_file(setting)
-    except ParameterError as e:
-        text = str(e)
-        raise ParameterError("sensors" + text[len("model_file"):] if text.startswith("model_file") else
-                             f"sensors: {text}") from None
 
 
 def load_suite(setting: str, source: ms.Source, model, dt: float, current=(0.0, 0.0, 0.0)):

@@ -153,20 +153,13 @@ class Setup:
 
 def sensors_file(setting: str, source: ms.Source) -> str:
     """The sensors file of the ``sensors`` parameter (as dynamics_node's: empty = the robot YAML's own file)."""
-    setting = (setting or "").strip()
-    if not setting:
-        if source.kind != "yaml":
-            raise ParameterError("sensors: empty, and the model is no robot YAML that could carry them: give the "
-                                 "sensors file")
-        return source.path
-    if setting.lower() == "none":
+    if (setting or "").strip().lower() == ms.NO_SENSORS:
         raise ParameterError("sensors: none: the estimator needs the sensors file")
-    try:
-        return ms.resolve_model_file(setting)
-    except ParameterError as e:
-        text = str(e)
-        raise ParameterError("sensors" + text[len("model_file"):] if text.startswith("model_file") else
-                             f"sensors: {text}") from None
+    path = ms.sensors_path(setting, source)
+    if path is None:
+        raise ParameterError("sensors: empty, and the model is no robot YAML that could carry them: give the "
+                             "sensors file")
+    return path
 
 
 def build_setup(s: EstimatorSettings, source: ms.Source) -> Setup:
