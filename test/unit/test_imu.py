@@ -99,6 +99,7 @@ def test_allan_deviation_of_a_static_recording_recovers_the_configured_noise():
         assert abs(e_white) < 0.10 and abs(e_walk) < 0.10, (name, e_white, e_walk)
 
 
+@pytest.mark.slow
 def test_allan_deviation_of_a_rotating_recording_recovers_the_gyro_noise():
     """20 min at 50 Hz through the simulator and the suite: a body (inertia diag(1, 2, 3)) spinning torque-free
     at 3 rad/s about its major axis (a steady spin: ω stays exact), the IMU mounted tilted and offset; the true
