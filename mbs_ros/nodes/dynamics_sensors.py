@@ -209,12 +209,10 @@ class SensorPublishing:
                 frame = self._sensor_frames[s.name]
                 self._beam_frames[s.name] = tuple(f"{frame}/beam{i}" for i in range(4))
                 self._beam_limits[s.name] = (float(s.params.min_range), float(s.params.max_range))
-        # per sensor: (period, delay) of its grid; counts and the last reason for diagnostics
-        self._sensor_grid = tuple((s.period_steps, s.delay_steps) for s in self._sensor_specs)
+        # per sensor: counts and the last reason for diagnostics
         self._sensor_counts = {s.name: {"published": 0, "invalid": 0} for s in self._sensor_specs}
         self._sensor_reason: Dict[str, Optional[str]] = {s.name: None for s in self._sensor_specs}
         self._sensor_last_k: Dict[str, Optional[int]] = {s.name: None for s in self._sensor_specs}
-        self._sensors_sampled_k = None
 
     def _sensors_text(self) -> str:
         """The sensors in the start-up line: ``no sensors`` or ``N sensors from FILE: name (type, rate Hz), ...``."""
@@ -273,12 +271,7 @@ class SensorPublishing:
 
     def _sensor_next_stop(self, k: int, end: int) -> int:
         """The first step after ``k`` (at most ``end``) where a sensor samples or a delayed reading falls due."""
-        nxt = end
-        for period, delay in self._sensor_grid:
-            nxt = min(nxt, (k // period + 1) * period)
-            if delay:
-                nxt = min(nxt, ((k - delay) // period + 1) * period + delay)
-        return nxt
+        return min(end, self.suite.next_stop(k))
 
     def _sensors_step(self) -> None:
         """At the current step: sample the sensors whose grid it is on (once per step), then publish every
@@ -286,11 +279,8 @@ class SensorPublishing:
         suite, sim = self.suite, self.sim
         if suite is None:
             return
-        k = sim.k
-        if k != self._sensors_sampled_k and any(k % period == 0 for period, _ in self._sensor_grid):
-            self._sensors_sampled_k = k
-            suite.sample(sim)
-        for reading in suite.due(k):
+        suite.sample(sim)  # the sensors on their grid at this step, once (the suite keeps which step it sampled)
+        for reading in suite.due(sim.k):
             self._publish_reading(reading)
 
     def _publish_reading(self, reading) -> None:
@@ -320,7 +310,6 @@ class SensorPublishing:
         step on its grid."""
         if self.suite is not None:
             self.suite.reset()
-            self._sensors_sampled_k = None
         return super()._on_reset(request, response)
 
     def _on_set_parameters(self, params):

@@ -100,6 +100,14 @@ class SensorSuite:
         """The first step >= ``k`` at which some sensor samples (``k`` itself if one does)."""
         return min(k + (-k) % p for p in self.periods) if self.periods else k
 
+    def next_stop(self, k: int) -> int:
+        """The first step after ``k`` at which some sensor samples or a queued reading falls due: where a stepping
+        loop stops to call :meth:`sample` and :meth:`due`."""
+        nxt = self.next_sample(k + 1)
+        if self._queue:
+            nxt = min(nxt, max(k + 1, self._queue[0][0]))
+        return nxt
+
     def sample(self, sim) -> int:
         """Measure the state of ``sim`` (its ``q``, ``v`` at step ``sim.k``) with every sensor due at that step and
         queue the readings; sampling a step twice does nothing. Returns the number of readings queued."""

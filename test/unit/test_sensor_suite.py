@@ -401,3 +401,22 @@ def test_the_sensors_see_the_motion_the_simulator_integrates_in_water():
         sim.advance(1)
         central = (sim.v - before) / (2 * dt)
         assert np.abs(central - a).max() < 1e-4 * (1.0 + np.abs(a).max()), (n, np.abs(central - a).max())
+
+
+def test_a_stepping_loop_stops_where_a_delayed_reading_falls_due():
+    """next_stop(k): the IMU (every 5 steps, 3 steps' delay) and the wrist IMU (every 10) at 1 kHz: from step 0,
+    whose readings are queued, the next stop is step 3 (the delayed reading), then 5 and 8, then 10; with nothing
+    queued only the sampling grid counts (after reset, from 2: step 5)."""
+    suite, sim = _rov_suite(delay=0.003)
+    suite.sample(sim)
+    suite.due(0)
+    assert suite.next_stop(0) == 3
+    suite.due(3)
+    assert suite.next_stop(3) == 5
+    sim.advance(5)
+    suite.sample(sim)
+    assert suite.next_stop(5) == 8
+    suite.due(8)
+    assert suite.next_stop(8) == 10
+    suite.reset()
+    assert suite.next_stop(2) == 5
