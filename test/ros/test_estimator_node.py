@@ -18,6 +18,7 @@ rclpy = pytest.importorskip("rclpy")
 
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from std_srvs.srv import SetBool  # noqa: E402
 
 from mbs_ros.process import NodeProcess  # noqa: E402
 from ros_helpers import Probe, Recorder, running, stamp_of  # noqa: E402
@@ -53,7 +54,8 @@ def _nodes(tmp_path, sensors):
     common = dict(model_file=str(ROV), use_sim_time=True)
     dyn = NodeProcess("mbs_ros.nodes.dynamics_node", name="dynamics_node", namespace=ns, remappings=clock,
                       parameters=dict(common, physics_rate=PHYSICS, control_rate=CONTROL, lockstep=True,
-                                      publish_clock=True, initial_position=P0, sensors=str(sensors)),
+                                      publish_clock=True, initial_position=P0, sensors=str(sensors),
+                                      start_paused=True),
                       log_file=tmp_path / "dynamics.log")
     est = NodeProcess("mbs_ros.nodes.estimator_node", name="estimator_node", namespace=ns, remappings=clock,
                       parameters=dict(common, physics_rate=PHYSICS, control_rate=CONTROL, lockstep=True,
@@ -90,6 +92,12 @@ def test_rov_holds_station_on_the_estimate_within_the_sensor_derived_bound(tmp_p
     with Probe("test_estimator_probe", TIMEOUT) as probe, running(procs):
         odom = Recorder(probe, Odometry, "/rov/odom", qos=QOS)
         est = Recorder(probe, Odometry, "/rov/estimate/odom", qos=QOS)
+        # the dynamics node starts paused and is resumed once the probe hears both odometries: no state or
+        # estimate of the run goes out before the probe listens
+        probe.spin_until(lambda: odom.sub.get_publisher_count() and est.sub.get_publisher_count(),
+                         timeout=TIMEOUT, what="the odometry publishers", alive=list(procs.values()))
+        assert probe.call(SetBool, "/rov/dynamics_node/pause", SetBool.Request(data=False),
+                          alive=list(procs.values())).success
         end = int(RUN_S * NS_PER_S)
         probe.spin_until(lambda: len(odom) and stamp_of(odom.messages[-1]) >= end, timeout=900.0,
                          what=f"{RUN_S} s of simulated station keeping", alive=list(procs.values()))
