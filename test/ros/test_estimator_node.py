@@ -89,20 +89,21 @@ def test_rov_holds_station_on_the_estimate_within_the_sensor_derived_bound(tmp_p
     sensors = tmp_path / "sensors.yaml"
     sensors.write_text(SENSORS)
     procs = _nodes(tmp_path, sensors)
-    with Probe("test_estimator_probe", TIMEOUT) as probe, running(procs):
+    with Probe("test_estimator_probe", TIMEOUT) as probe:
+        # the probe listens before the nodes start; the dynamics node starts paused and is resumed once the probe
+        # hears both odometries: no state or estimate of the run goes out before the probe listens
         odom = Recorder(probe, Odometry, "/rov/odom", qos=QOS)
         est = Recorder(probe, Odometry, "/rov/estimate/odom", qos=QOS)
-        # the dynamics node starts paused and is resumed once the probe hears both odometries: no state or
-        # estimate of the run goes out before the probe listens
-        probe.spin_until(lambda: odom.sub.get_publisher_count() and est.sub.get_publisher_count(),
-                         timeout=TIMEOUT, what="the odometry publishers", alive=list(procs.values()))
-        assert probe.call(SetBool, "/rov/dynamics_node/pause", SetBool.Request(data=False),
-                          alive=list(procs.values())).success
-        end = int(RUN_S * NS_PER_S)
-        probe.spin_until(lambda: len(odom) and stamp_of(odom.messages[-1]) >= end, timeout=900.0,
-                         what=f"{RUN_S} s of simulated station keeping", alive=list(procs.values()))
-        probe.spin_until(lambda: len(est) and stamp_of(est.messages[-1]) >= end, timeout=TIMEOUT,
-                         what="the estimate of the last state", alive=list(procs.values()))
+        with running(procs):
+            probe.spin_until(lambda: odom.sub.get_publisher_count() and est.sub.get_publisher_count(),
+                             timeout=TIMEOUT, what="the odometry publishers", alive=list(procs.values()))
+            assert probe.call(SetBool, "/rov/dynamics_node/pause", SetBool.Request(data=False),
+                              alive=list(procs.values())).success
+            end = int(RUN_S * NS_PER_S)
+            probe.spin_until(lambda: len(odom) and stamp_of(odom.messages[-1]) >= end, timeout=900.0,
+                             what=f"{RUN_S} s of simulated station keeping", alive=list(procs.values()))
+            probe.spin_until(lambda: len(est) and stamp_of(est.messages[-1]) >= end, timeout=TIMEOUT,
+                             what="the estimate of the last state", alive=list(procs.values()))
     truth = {stamp_of(m): m for m in odom.messages}
     estimate = {stamp_of(m): m for m in est.messages}
     period = int(round(NS_PER_S / CONTROL))
