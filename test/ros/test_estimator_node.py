@@ -90,13 +90,15 @@ def test_rov_holds_station_on_the_estimate_within_the_sensor_derived_bound(tmp_p
     sensors.write_text(SENSORS)
     procs = _nodes(tmp_path, sensors)
     with Probe("test_estimator_probe", TIMEOUT) as probe:
-        # the probe listens before the nodes start; the dynamics node starts paused and is resumed once the probe
-        # hears both odometries: no state or estimate of the run goes out before the probe listens
+        # the dynamics node starts paused and is resumed once the probe has RECEIVED the state and the estimate at
+        # t = 0 (the paused dynamics node sends its state again to a new subscriber, the lockstep estimator its
+        # newest estimate every RESEND_S): a match seen from the probe's side does not mean the publisher has
+        # matched the probe yet, and estimates sent before that are lost to the probe
         odom = Recorder(probe, Odometry, "/rov/odom", qos=QOS)
         est = Recorder(probe, Odometry, "/rov/estimate/odom", qos=QOS)
         with running(procs):
-            probe.spin_until(lambda: odom.sub.get_publisher_count() and est.sub.get_publisher_count(),
-                             timeout=TIMEOUT, what="the odometry publishers", alive=list(procs.values()))
+            probe.spin_until(lambda: len(odom) and len(est), timeout=TIMEOUT,
+                             what="the state and the estimate at t = 0", alive=list(procs.values()))
             assert probe.call(SetBool, "/rov/dynamics_node/pause", SetBool.Request(data=False),
                               alive=list(procs.values())).success
             end = int(RUN_S * NS_PER_S)
