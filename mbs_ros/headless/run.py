@@ -203,8 +203,8 @@ class _Robot:
                 except Rejected:
                     pass
 
-    def allocate(self, rows: int) -> None:
-        """Room for ``rows`` recorded periods."""
+    def allocate(self, rows: int, energy: bool = True) -> None:
+        """Room for ``rows`` recorded periods (``energy``: with the energy balance residual)."""
         nq, nv, cm = self.sim.model.nq, self.sim.model.nv, self.cmodel
         self.n = 0
         self.stamp_ns = np.zeros(rows, dtype=np.int64)
@@ -212,7 +212,7 @@ class _Robot:
         self.q_d, self.v_d = np.full((rows, cm.nq), np.nan), np.full((rows, cm.nv), np.nan)
         self.tau, self.tau_applied = np.full((rows, nv), np.nan), np.full((rows, nv), np.nan)
         self.saturated = np.zeros(rows, dtype=bool)
-        self.energy = np.full(rows, np.nan)
+        self.energy = np.full(rows, np.nan) if energy else None
         self.est_q = np.full((rows, cm.nq), np.nan) if self.estimator is not None else None
         self.est_v = np.full((rows, cm.nv), np.nan) if self.estimator is not None else None
 
@@ -363,7 +363,8 @@ class _Robot:
         self.saturated[i] = cmd.saturated
         if self.est_q is not None:
             self.est_q[i], self.est_v[i] = q, v
-        self.energy[i] = energy_report(sim, self.settings.environment_temperature)["balance_residual"]
+        if self.energy is not None:
+            self.energy[i] = energy_report(sim, self.settings.environment_temperature)["balance_residual"]
         self.n = i + 1
 
     def install_reference(self) -> None:
@@ -430,7 +431,7 @@ class _Robot:
             nq_base=self.nq_base, nv_base=self.nv_base, stamp_ns=self.stamp_ns[:n].copy(),
             t=self.stamp_ns[:n] * 1e-9, q=self.q[:n].copy(), v=self.v[:n].copy(), q_d=self.q_d[:n].copy(),
             v_d=self.v_d[:n].copy(), tau=self.tau[:n].copy(), tau_applied=self.tau_applied[:n].copy(),
-            saturated=self.saturated[:n].copy(), energy_residual=self.energy[:n].copy(),
+            saturated=self.saturated[:n].copy(), energy_residual=None if self.energy is None else self.energy[:n].copy(),
             estimate_q=None if self.est_q is None else self.est_q[:n].copy(),
             estimate_v=None if self.est_v is None else self.est_v[:n].copy(),
             control_errors=self.control_errors)
@@ -451,11 +452,12 @@ def _robot_specs(scenario: Scenario) -> Dict[str, Dict[str, NodeSpec]]:
 
 
 def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optional[float] = None,
-                 overrides: Optional[Mapping[str, object]] = None) -> HeadlessRun:
+                 overrides: Optional[Mapping[str, object]] = None, energy: bool = True) -> HeadlessRun:
     """Run ``scenario`` (a loaded :class:`~mbs_ros.bringup.scenario.Scenario`, or a name or path loaded with
     ``overrides``) headless for ``duration`` simulated seconds (default: the scenario's). Never raises for a
     blow-up: a fault (non-finite state, runaway, an exception in the loop) ends the run early with
-    :attr:`HeadlessRun.fault`. HeadlessError for a scenario it cannot run."""
+    :attr:`HeadlessRun.fault`. HeadlessError for a scenario it cannot run. ``energy`` False: no energy report per
+    period (``RobotRecord.energy_residual`` None; a fifth of a period's cost on the vehicle-manipulator)."""
     if not isinstance(scenario, Scenario):
         try:
             scenario = load_scenario(scenario, overrides=overrides)
@@ -482,7 +484,7 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
         if r.steps * r.sim.dt_ns != period:
             raise HeadlessError(f"{r.namespace}: a control period of {r.steps * r.sim.dt_ns} ns, the first robot's "
                                 f"is {period} ns")
-        r.allocate(periods + 1)
+        r.allocate(periods + 1, energy)
     fault = None
     k = 0
     try:

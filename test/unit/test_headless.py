@@ -111,3 +111,27 @@ def test_scenarios_a_headless_run_refuses(tmp_path):
     with pytest.raises(HeadlessError, match="no duration"):
         run_scenario(scn)
 
+
+
+def test_without_the_energy_report_the_states_are_the_same():
+    """energy=False leaves out the energy balance (a fifth of a period's cost), nothing else: the same states."""
+    a = run_scenario("manipulator", duration=0.2)
+    b = run_scenario("manipulator", duration=0.2, energy=False)
+    ra, rb = a.robots["arm"], b.robots["arm"]
+    assert rb.energy_residual is None and ra.energy_residual is not None
+    assert ra.q.tobytes() == rb.q.tobytes() and ra.tau.tobytes() == rb.tau.tobytes()
+
+
+def test_the_cli_runs_prints_and_saves(tmp_path, capsys):
+    """python -m mbs_ros.headless: exit 0 with the real-time factor and a line per robot, the records in the .npz;
+    exit 2 naming the key for an override the scenario does not take."""
+    from mbs_ros.headless.__main__ import main
+
+    out = tmp_path / "run.npz"
+    assert main(["manipulator", "--duration", "0.048", "--set", "control_rate=250", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "manipulator: 0.048 s simulated" in text and "x real time" in text and "\n  arm: 13 periods" in text
+    data = np.load(out)
+    assert data["arm/q"].shape == (13, 6) and data["arm/stamp_ns"].tolist() == [k * 4_000_000 for k in range(13)]
+    assert main(["manipulator", "--set", "no_such_key=1"]) == 2
+    assert "no_such_key" in capsys.readouterr().err
