@@ -431,7 +431,8 @@ class _Robot:
             nq_base=self.nq_base, nv_base=self.nv_base, stamp_ns=self.stamp_ns[:n].copy(),
             t=self.stamp_ns[:n] * 1e-9, q=self.q[:n].copy(), v=self.v[:n].copy(), q_d=self.q_d[:n].copy(),
             v_d=self.v_d[:n].copy(), tau=self.tau[:n].copy(), tau_applied=self.tau_applied[:n].copy(),
-            saturated=self.saturated[:n].copy(), energy_residual=None if self.energy is None else self.energy[:n].copy(),
+            saturated=self.saturated[:n].copy(),
+            energy_residual=None if self.energy is None else self.energy[:n].copy(),
             estimate_q=None if self.est_q is None else self.est_q[:n].copy(),
             estimate_v=None if self.est_v is None else self.est_v[:n].copy(),
             control_errors=self.control_errors)

@@ -94,7 +94,8 @@ def test_scenarios_a_headless_run_refuses(tmp_path):
     with pytest.raises(HeadlessError, match="no_such_scenario"):
         run_scenario("no_such_scenario")
     bad = tmp_path / "bad.yaml"
-    bad.write_text("name: bad\nphysics_rate: fast\nrobots:\n  - namespace: arm\n    params: config/arm_6dof_fixed.yaml\n")
+    bad.write_text("name: bad\nphysics_rate: fast\nrobots:\n  - namespace: arm\n"
+                   "    params: config/arm_6dof_fixed.yaml\n")
     with pytest.raises(HeadlessError, match=r"bad\.yaml.*physics_rate"):
         run_scenario(bad)
     from mbs_ros.bringup.scenario import load_scenario, package_root
