@@ -37,7 +37,7 @@ from mbs_ros.nodes.parameters.dynamics import PARAMETERS as DYNAMICS_PARAMETERS
 from mbs_ros.nodes.parameters.estimator import PARAMETERS as ESTIMATOR_PARAMETERS
 from mbs_ros.nodes.parameters.reference import PARAMETERS as REFERENCE_PARAMETERS
 from mbs_ros.nodes.params import NS_PER_S, model_parameter_values, period_ns
-from mbs_ros.nodes.reference_core import ReferenceError, trajectories, waypoints_from_values
+from mbs_ros.nodes.reference_core import ReferenceError, start_time_ns, trajectories, waypoints_from_values
 from mbs_ros.nodes.rotations import quaternion_from_matrix
 
 __all__ = ["run_scenario", "HeadlessRun", "RobotRecord", "HeadlessError", "PAUSED_START"]
@@ -129,6 +129,7 @@ class _Robot:
         self.sim = make_simulator(model, s, q0, v0, dt_ns * 1e-9, limits, 0)  # sim time: 0 before the first /clock
         self.steps = self.sim.lockstep_steps
         self.view = StateView(model, source if source.multibody else None)
+        self.joint_state_names = StateView.joint_state_names(model)
         self.nj = len(model.joint_names)
         self.dyn_joint_index = {name: i for i, name in enumerate(model.joint_names)}
 
@@ -219,23 +220,9 @@ class _Robot:
     # ---------------------------------------------------------------------------------------- the state
 
     def published_joints(self) -> Tuple[List[str], np.ndarray, np.ndarray]:
-        """joint_states as the dynamics node publishes it: names, positions, velocities (moving joints, then
-        mimic joints, then locked ones)."""
-        sim, model = self.sim, self.sim.model
-        names = list(model.joint_names)
-        position, velocity = self.view.joint_positions(sim.q), sim.v[model.nv - self.nj:]
-        mimic = list(model.mimic_joints)
-        if mimic:
-            a = model.forward_dynamics(sim.q, sim.v, sim.generalized_force())
-            mq, mv, _me = model.mimic_joint_states(sim.q, sim.v, a)
-            names += mimic
-            position, velocity = np.concatenate((position, mq)), np.concatenate((velocity, mv))
-        locked = dict(model.locked_joints)
-        if locked:
-            names += list(locked)
-            position = np.concatenate((position, np.array(list(locked.values()), dtype=float)))
-            velocity = np.concatenate((velocity, np.zeros(len(locked))))
-        return names, position, velocity
+        """joint_states as the dynamics node publishes it: names, positions, velocities."""
+        position, velocity, _effort = self.view.joint_state(self.sim)
+        return self.joint_state_names, position, velocity
 
     def estimate_parts(self, t: int):
         """The base and joint parts the controller takes from estimate/odom and estimate/joint_states stamped
@@ -272,10 +259,7 @@ class _Robot:
             p, quat = self.view.base_pose(sim.model, sim.q)
             base = ri.base_state(np.array(p), np.array(quat), np.array(self.view.twist(sim.model, sim.q, sim.v)))
         if self.nj and self.estimator is None:
-            names, position, velocity = (self.published_joints() if self.sim.model.mimic_joints
-                                         or self.sim.model.locked_joints else
-                                         (list(sim.model.joint_names), self.view.joint_positions(sim.q),
-                                          sim.v[sim.model.nv - self.nj:]))
+            names, position, velocity = self.published_joints()
             joints = ri.joint_state(self.joint_names, names, position, velocity)
         step = self.timebase.step(t)
         if step.kind != tb.ACCEPT:
@@ -378,12 +362,11 @@ class _Robot:
         wps = waypoints_from_values({k: list(v[k] or ()) for k in ("base_times", "base_positions", "base_rpy",
                                                                     "joint_names", "joint_times",
                                                                     "joint_positions")})
-        start_time_ns = int(round(float(v["start_time"]) * 1e9)) if v["start_time"] >= 0 else None
         sim = self.sim
         p, quat = self.view.base_pose(sim.model, sim.q)
         names, position, _velocity = self.published_joints() if self.nj else ([], np.zeros(0), None)
         joints = dict(zip(names, position.tolist()))
-        traj = trajectories(wps, v["stamp"], start_time_ns, sim.stamp(), (np.array(p), np.array(quat)), joints,
+        traj = trajectories(wps, v["stamp"], start_time_ns(v["start_time"]), sim.stamp(), (np.array(p), np.array(quat)), joints,
                             names)
         if traj.base is not None and self.floating:
             secs = [d[0] for d, _p, _q in traj.base]
