@@ -112,11 +112,12 @@ def _values(spec: NodeSpec):
 class _Robot:
     """One robot's dynamics, controller and reference, stepped per lockstep period (see the module docstring)."""
 
-    def __init__(self, specs: Dict[str, NodeSpec]):
+    def __init__(self, specs: Dict[str, NodeSpec], load=ms.load_source):
         dyn = specs["dynamics"]
         self.namespace = dyn.robot
+        self.load = load
         values, source = model_parameter_values(DYNAMICS_PARAMETERS, lambda n: DYNAMICS_PARAMETERS[n].default,
-                                                _values(dyn))
+                                                _values(dyn), load)
         s = ds.settings_from_values(values, source)
         model = ds.build_model(s, source)
         q0, v0 = ds.initial_state(model, s)
@@ -137,7 +138,8 @@ class _Robot:
         if ctl is None:
             raise HeadlessError(f"{self.namespace}: no controller (controller: false): a lockstep run waits for one")
         values, csource = model_parameter_values(CONTROLLER_PARAMETERS,
-                                                 lambda n: getattr(cs.DEFAULTS, cs.field_name(n)), _values(ctl))
+                                                 lambda n: getattr(cs.DEFAULTS, cs.field_name(n)), _values(ctl),
+                                                 load)
         self.ctl = controller_setup(values, csource)
         c = self.ctl.settings
         self.estimator = None
@@ -165,7 +167,7 @@ class _Robot:
     def _setup_estimator(self, spec: NodeSpec, s, source, model) -> None:
         """The dynamics node's sensor suite and the estimator node's filter, started at t = 0 (simulation time)."""
         values, esource = model_parameter_values(ESTIMATOR_PARAMETERS, lambda n: getattr(es.DEFAULTS, n),
-                                                 _values(spec))
+                                                 _values(spec), self.load)
         setup = es.build_setup(es.settings_from_values(values, esource), esource)
         self.suite = load_suite(s.sensors, source, model, self.sim.dt, current=s.current)
         if self.suite is None:
@@ -421,6 +423,20 @@ class _Robot:
             control_errors=self.control_errors)
 
 
+def _shared_loader():
+    """:func:`mbs_ros.dynamics.model_source.load_source` that loads each (robot_description, model_file) once: the
+    nodes of a robot load the same file (a xacro takes ~0.2 s); a source is immutable data."""
+    loaded: Dict[Tuple[str, str], ms.Source] = {}
+
+    def load(robot_description: str, model_file: str) -> ms.Source:
+        key = (robot_description, model_file)
+        if key not in loaded:
+            loaded[key] = ms.load_source(robot_description, model_file)
+        return loaded[key]
+
+    return load
+
+
 def _lockstep(scenario: Scenario) -> Scenario:
     """The scenario as the lockstep run on simulation time runs it (as fast as it computes)."""
     return replace(scenario, lockstep=True, sim_time=True, real_time_factor=0.0)
@@ -457,7 +473,8 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
     robots: List[_Robot] = []
     try:
         specs = _robot_specs(scn)
-        robots = [_Robot(by_role) for by_role in specs.values()]
+        load = _shared_loader()
+        robots = [_Robot(by_role, load) for by_role in specs.values()]
     except (ParameterError, ReferenceError, ValueError) as e:
         if isinstance(e, HeadlessError):
             raise
