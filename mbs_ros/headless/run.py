@@ -169,7 +169,8 @@ class _Robot:
         values, esource = model_parameter_values(ESTIMATOR_PARAMETERS, lambda n: getattr(es.DEFAULTS, n),
                                                  _values(spec), self.load)
         setup = es.build_setup(es.settings_from_values(values, esource), esource)
-        self.suite = load_suite(s.sensors, source, model, self.sim.dt, current=s.current)
+        self.suite = load_suite(s.sensors, source, model, self.sim.dt, current=s.current,
+                                seed_offset=s.sensor_seed)
         if self.suite is None:
             raise HeadlessError(f"{self.namespace}: an estimator, but the dynamics node has no sensors")
         self.estimator = es.Fusion(setup, origin_ns=None)

@@ -35,6 +35,8 @@ LAYERS = (
     ("headless", ("mbs_ros.headless.*",)),
     ("tools/analysis", ("mbs_ros.recording", "mbs_ros.foxglove_schemas", "mbs_ros.plot", "mbs_ros.animate",
                         "mbs_ros.analysis.*", "mbs_ros.tools.*")),
+    # test campaigns: scenario draws, headless runs, metrics and criteria; ROS-free (Ray only inside its engine)
+    ("campaign", ("mbs_ros.campaign.*",)),
     ("bringup", ("mbs_ros.bringup.*",)),
     ("studies", ("mbs_ros.validation.*", "mbs_ros.bench.*", "mbs_ros.demo")),
 )
@@ -45,7 +47,7 @@ ROS_FREE = ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.packages", "mbs_ros.process"
             "mbs_ros.nodes.paramsfile", "mbs_ros.nodes.rotations", "mbs_ros.nodes.dynamics_settings",
             "mbs_ros.nodes.controller_settings", "mbs_ros.nodes.dynamics_core", "mbs_ros.nodes.controller_core",
             "mbs_ros.nodes.reference_core", "mbs_ros.nodes.estimator_settings", "mbs_ros.nodes.estimator_core",
-            "mbs_ros.analysis.*", "mbs_ros.bringup.scenario", "mbs_ros.headless.*")
+            "mbs_ros.analysis.*", "mbs_ros.bringup.scenario", "mbs_ros.headless.*", "mbs_ros.campaign.*")
 # rclpy itself only where a node, the runner, the recorder, the Foxglove bridge or the node benchmark lives.
 RCLPY_ALLOWED = ("mbs_ros.nodes.*", "mbs_ros.bringup.*", "mbs_ros.recording", "mbs_ros.foxglove_schemas",
                  "mbs_ros.bench.*")
