@@ -352,6 +352,12 @@ class Model:
         return self._backend.fast_step
 
     @property
+    def compiled_kernels(self):
+        """The :class:`~mbs_ros.dynamics.compiled.CompiledModel` whose kernels compute this model (the arrays the
+        compiled control laws and stepping loops take), or None (numpy backend, mimic joints)."""
+        return getattr(self._backend, "compiled", None)
+
+    @property
     def fast_simulate(self):
         """The compiled ``simulate`` loop that :func:`~mbs_ros.dynamics.integrators.simulate` takes for a held
         tau, or None."""
