@@ -8,7 +8,8 @@ linear-first tangent coordinates, body-frame velocities, right-trivialised dexp)
 >>> q = SE3.integrate(SE3.identity(), [0.1, 0.0, 0.0, 0.0, 0.0, 0.2])
 """
 
-from ._base import (DEXP_INV_SERIES, SE3_BETA_SERIES, SE3_DEXP_C3_SERIES, SE3_DEXP_C4_SERIES, SIN_COEFF_SERIES, SINC_THRESHOLD, LieGroup, hat3, vee3)
+from ._base import (DEXP_INV_SERIES, SE3_BETA_SERIES, SE3_DEXP_C3_SERIES, SE3_DEXP_C4_SERIES,
+                    SIN_COEFF_SERIES, SINC_THRESHOLD, LieGroup, hat3, vee3)
 from .rn import Rn, RnGroup
 from .schoenflies import Schoenflies
 from .se2 import SE2
