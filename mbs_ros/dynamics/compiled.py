@@ -505,16 +505,28 @@ def _solve_small(A, b, n):
 
 
 @jit
+def _aba_alloc(nb):
+    """The ABA's workspace (:func:`_alloc`'s, the articulated inertias, pivots, the base block's system)."""
+    Rr, pr, Rw, pw, Sb, vec, tmp = _alloc(nb)
+    return (Rr, pr, Rw, pw, Sb, vec, tmp, np.empty((nb, 6, 6)), np.empty((6, 6)), np.empty(nb), np.empty(nb),
+            np.empty(6), np.empty((6, 6)))
+
+
+@jit
 def _aba_core(im, fm, I6, q, v, tau, fext, use_f, qdd):
     """Articulated-body algorithm in body frames (Featherstone 2008, table 7.1), O(n): qdd (nv,)."""
+    _aba_work(im, fm, I6, q, v, tau, fext, use_f, qdd, _aba_alloc(im[_HDR, 1]))
+
+
+@jit
+def _aba_work(im, fm, I6, q, v, tau, fext, use_f, qdd, ws):
+    """:func:`_aba_core` in the workspace ``ws`` of :func:`_aba_alloc` (reused across the stages of a step: every
+    entry read is written first in each call)."""
     nb, nvb = im[_HDR, 1], im[_HDR, 6]
-    Rr, pr, Rw, pw, Sb, vec, tmp = _alloc(nb)
+    Rr, pr, Rw, pw, Sb, vec, tmp, IA, Ia, Dinv, u, rhs, Mb = ws
     V, c, pA, U, A = vec[0], vec[1], vec[2], vec[3], vec[4]
     t6, h, pa = vec[5, 0], vec[5, 1], vec[5, 2]
-    IA = I6.copy()
-    Ia = np.empty((6, 6))
-    Dinv = np.empty(nb)
-    u = np.empty(nb)
+    IA[:, :, :] = I6
     _joint_poses(im, fm, q, Rr, pr)
     _base_pose(im[_HDR, 0], q, Rw, pw)
     _base_columns(im, Rw, Sb)
@@ -566,8 +578,6 @@ def _aba_core(im, fm, I6, q, v, tau, fext, use_f, qdd):
         _mv6(IA[0], A[0], h)
         for r in range(6):
             h[r] += pA[0, r]
-        rhs = np.empty(6)
-        Mb = np.empty((6, 6))
         for k in range(nvb):
             rhs[k] = tau[k] - _dot6(Sb[k], h)
             _mv6(IA[0], Sb[k], t6)
@@ -920,17 +930,23 @@ def _step_core(im, fm, I6, q, v, taus, W, has_W, dt, A, b, q_out, v_out):
     """One Munthe-Kaas step (seed 001 eqs. 35–37) with tableau (A, b): Ψ_j = h Σ a_jl k_l, q_j = q·exp Ψ_j,
     v_j = v + h Σ a_jl a_l, k_j = dexp⁻¹(−Ψ_j) v_j, a_j = ABA(q_j, v_j, τ_j); q ← q·exp(h Σ b_j k_j),
     v ← v + h Σ b_j a_j. ``taus``: one row held over the step or one per stage; ``W`` a world-axes base wrench."""
+    _step_work(im, fm, I6, q, v, taus, W, has_W, dt, A, b, q_out, v_out, _step_alloc(im, b.shape[0]))
+
+
+@jit
+def _step_alloc(im, ns):
+    """The workspace of one Munthe-Kaas step with ``ns`` stages (reused by the steps of one call)."""
+    nq, nv = im[_HDR, 3], im[_HDR, 4]
+    return (np.empty((ns, nv)), np.empty((ns, nv)), np.empty(nv), np.empty(nv), np.empty(nq), np.empty(nv),
+            np.empty(nv), np.empty(1), np.empty((1, 6)), _aba_alloc(im[_HDR, 1]))
+
+
+@jit
+def _step_work(im, fm, I6, q, v, taus, W, has_W, dt, A, b, q_out, v_out, sw):
+    """:func:`_step_core` in the workspace ``sw`` of :func:`_step_alloc`."""
     nq, nv = im[_HDR, 3], im[_HDR, 4]
     ns = b.shape[0]
-    ks = np.empty((ns, nv))
-    accs = np.empty((ns, nv))
-    psi = np.empty(nv)
-    vj = np.empty(nv)
-    qj = np.empty(nq)
-    tj = np.empty(nv)
-    tp = np.empty(nv)
-    pwd = np.empty(1)
-    dummy = np.empty((1, 6))
+    ks, accs, psi, vj, qj, tj, tp, pwd, dummy, ws = sw
     for j in range(ns):
         if j == 0:
             for k in range(nq):
@@ -961,7 +977,7 @@ def _step_core(im, fm, I6, q, v, taus, W, has_W, dt, A, b, q_out, v_out):
             _passive_core(im, fm, qj, vj, True, tp, pwd)
             for k in range(nv):
                 tj[k] += tp[k]
-        _aba_core(im, fm, I6, qj, vj, tj, dummy, False, accs[j])
+        _aba_work(im, fm, I6, qj, vj, tj, dummy, False, accs[j], ws)
     for k in range(nv):
         sp = 0.0
         sa = 0.0
@@ -979,8 +995,30 @@ def _simulate_core(im, fm, I6, q0, v0, tau, W, has_W, dt, A, b, steps, qs, vs):
     taus = tau.reshape(1, tau.shape[0])
     qs[0] = q0
     vs[0] = v0
+    sw = _step_alloc(im, b.shape[0])
     for n in range(steps):
-        _step_core(im, fm, I6, qs[n], vs[n], taus, W, has_W, dt, A, b, qs[n + 1], vs[n + 1])
+        _step_work(im, fm, I6, qs[n], vs[n], taus, W, has_W, dt, A, b, qs[n + 1], vs[n + 1], sw)
+
+
+@jit
+def _advance_core(im, fm, I6, q0, v0, tau, W, has_W, dt, A, b, steps, v_caps, max_q, qs, vs):
+    """:func:`_simulate_core` that stops at the first step whose state is not finite or leaves the bounds
+    (some |v_i| > v_caps[i] or |q_i| > max_q; NaN fails every comparison); returns the number of steps within
+    them (the row after them holds the failing step, when there is one)."""
+    taus = tau.reshape(1, tau.shape[0])
+    qs[0] = q0
+    vs[0] = v0
+    sw = _step_alloc(im, b.shape[0])
+    nq, nv = qs.shape[1], vs.shape[1]
+    for n in range(steps):
+        _step_work(im, fm, I6, qs[n], vs[n], taus, W, has_W, dt, A, b, qs[n + 1], vs[n + 1], sw)
+        for k in range(nv):
+            if not abs(vs[n + 1, k]) <= v_caps[k]:
+                return n
+        for k in range(nq):
+            if not abs(qs[n + 1, k]) <= max_q:
+                return n
+    return steps
 
 
 @jit
@@ -1249,6 +1287,22 @@ class CompiledModel:
         return qs, vs
 
 
+    def advance(self, q0, v0, tau, dt, steps, method, wrench_world, v_caps, max_q):
+        """:meth:`simulate` stopping at the first step out of the bounds (finite, ``|v| <= v_caps``, ``|q| <=
+        max_q``): ``(qs, vs, n_within)``, rows ``0 .. n_within`` (and the failing one after them) filled."""
+        A, b = self._tableaus[method]
+        qs = np.empty((steps + 1, self.nq))
+        vs = np.empty((steps + 1, self.nv))
+        W = _NO_FEXT[0] if wrench_world is None else _f64(wrench_world, 6)
+        try:
+            n = _advance_core(self.im, self.fm, self.I6, _f64(q0, self.nq), _f64(v0, self.nv), _f64(tau, self.nv),
+                              W, wrench_world is not None, float(dt), A, b, int(steps), _f64(v_caps, self.nv),
+                              float(max_q), qs, vs)
+        except _SingularPivot as exc:
+            raise self._singular(exc) from None
+        return qs, vs, n
+
+
 def compile_model(base, tree, gravity, passive=None):
     """A :class:`CompiledModel` of a tree on ``base`` (with its :class:`~.passive.Passive`, if any), or None where
     numba is unavailable (or the environment sets ``MBS_BACKEND=numpy``)."""
@@ -1286,5 +1340,6 @@ def warm_up() -> float:
     c.step(q, v, v, 1e-3)
     c.step(q, v, v, 1e-3, wrench_world=np.zeros(6))
     c.simulate(q, v, v, 1e-3, 1)
+    c.advance(q, v, v, 1e-3, 2, "rk4", None, np.full(c.nv, np.inf), np.inf)
     c.passive(q, v)
     return time.perf_counter() - t0

@@ -352,6 +352,13 @@ class Model:
         return self._backend.fast_step
 
     @property
+    def fast_advance(self):
+        """The compiled loop ``(q0, v0, tau, dt, steps, method, wrench_world, v_caps, max_q) -> (qs, vs,
+        n_within)`` of :meth:`~mbs_ros.dynamics.compiled.CompiledModel.advance` that :class:`~.simulator.Simulator`
+        takes for the steps of a held command, or None."""
+        return self._backend.fast_advance
+
+    @property
     def compiled_kernels(self):
         """The :class:`~mbs_ros.dynamics.compiled.CompiledModel` whose kernels compute this model (the arrays the
         compiled control laws and stepping loops take), or None (numpy backend, mimic joints)."""

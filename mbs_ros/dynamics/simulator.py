@@ -467,7 +467,9 @@ class Simulator:
         every = self.energy_check_steps
         passive = model.passive_active
         nt = self.nt
-        for taken in range(int(n_steps)):
+        n_steps = int(n_steps)
+        batch = None  # (qs, vs, within bounds) of the steps from here under the held command, or None
+        for taken in range(n_steps):
             k = self.k
             q0, v0 = self.q, self.v
             fault = None
@@ -475,6 +477,7 @@ class Simulator:
                 if (w.pending is not None or e.pending is not None or self._thrusts.pending is not None
                         or k >= self._next_expiry):
                     self._take_commands(k)
+                    batch = None
                 thrust_end = None
                 if nt and not self._thrust_settled:
                     u = self._thrusts.applied
@@ -490,10 +493,19 @@ class Simulator:
                     self._force_stale = True
                 if self._force_stale:
                     self._build_force()
-                q1, v1 = step(model, q0, v0, self._tau, dt, method=method, t=k * dt,
-                              wrench_world=self._wrench_world)
-                # NaN fails every comparison: one test for finite and bounded
-                if not ((np.abs(v1) <= caps).all() and (np.abs(q1) <= MAX_POSITION).all()):
+                    batch = None
+                if batch is None and n_steps - taken > 1 and (not nt or self._thrust_settled):
+                    batch = self._batch(model, q0, v0, min(n_steps - taken, self._next_expiry - k))
+                if batch is not None and batch[3] < batch[2].shape[0]:
+                    i = batch[3]
+                    q1, v1, within = batch[0][i + 1], batch[1][i + 1], batch[2][i]
+                    batch[3] = i + 1
+                else:
+                    q1, v1 = step(model, q0, v0, self._tau, dt, method=method, t=k * dt,
+                                  wrench_world=self._wrench_world)
+                    # NaN fails every comparison: one test for finite and bounded
+                    within = (np.abs(v1) <= caps).all() and (np.abs(q1) <= MAX_POSITION).all()
+                if not within:
                     fault = self._runaway(q1, v1)
                 else:
                     if self._announce:
@@ -530,6 +542,24 @@ class Simulator:
                     self._halt(self.k, "runaway", reason)
                     return taken + 1
         return int(n_steps)
+
+    def _batch(self, model, q0, v0, n: int):
+        """``[qs, vs, within, 0]``: the next ``n`` steps from ``(q0, v0)`` under the held force in one compiled call
+        (the same kernel, on the same numbers, as ``n`` calls of :func:`~.integrators.step`, so the states are
+        identical), stopping at the first step that fails the per-step test (finite and within the runaway
+        bounds): ``within[i]`` is that test for step i. None where the call cannot be made (no compiled loop, a
+        force that varies within the step, n < 2) or failed (the steps are then taken one by one, and the failing
+        one reports its exception)."""
+        fast = model.fast_advance
+        if fast is None or n < 2 or callable(self._tau):
+            return None
+        try:
+            qs, vs, n_within = fast(q0, v0, self._tau, self.dt, n, self._integrator, self._wrench_world,
+                                    self._v_caps, MAX_POSITION)
+        except Exception:  # noqa: BLE001 - a singular mass matrix: step by step finds the step and says why
+            return None
+        within = np.arange(min(n_within + 1, n)) < n_within
+        return [qs, vs, within, 0]
 
     def _runaway(self, q1, v1):
         """``(kind, reason)`` for a step result that failed the per-step test."""
