@@ -375,6 +375,12 @@ class _CompiledKernels:
             return np.zeros(m.nv), 0.0
         return self.compiled.passive(q, v, springs)
 
+    def kinetic_energy(self, m, q, v) -> float:
+        return self.compiled.energies(q, v)[0]
+
+    def gravity_energy(self, m, q) -> float:
+        return self.compiled.energies(q, np.zeros(m.nv))[1]
+
     def with_current(self, passive) -> "Backend":
         out = copy.copy(self)
         _CompiledKernels.__init__(out, self.compiled.with_current(passive.current, passive.current_rate))

@@ -1043,6 +1043,56 @@ def _body_poses_core(im, fm, q, T):
 
 
 @jit
+def _energy_core(im, fm, I6, mc, q, v, out):
+    """out[0] = kinetic energy ½ Σ V_iᵀ I_i V_i + ½ Σ armature v_j² (body-frame twists, the RNEA's forward pass);
+    out[1] = −gᵀ Σ m_i c_i, the world centres of mass from the bodies' placements in the base frame (``mc[i]`` =
+    [m_i, m_i c_i]), then the base pose (``algorithms.kinetic_energy``, ``potential_energy``)."""
+    nb = im[_HDR, 1]
+    nvb = im[_HDR, 6]
+    Rr, pr, Rw, pw, Sb, vec, tmp = _alloc(nb)
+    V, t6 = vec[0], vec[2, 0]
+    Rb = np.empty((nb, 3, 3))
+    pb = np.empty((nb, 3))
+    _joint_poses(im, fm, q, Rr, pr)
+    _base_pose(im[_HDR, 0], q, Rw, pw)
+    _base_columns(im, Rw, Sb)
+    _base_velocity(im, Sb, v, V[0])
+    for i in range(3):
+        for j in range(3):
+            Rb[0, i, j] = 1.0 if i == j else 0.0
+        pb[0, i] = 0.0
+    kin = 0.0
+    for i in range(1, nb):
+        lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
+        _to_child(Rr[i], pr[i], V[lam], V[i])
+        for r in range(6):
+            V[i, r] += fm[i, _S + r] * v[iv]
+        kin += 0.5 * fm[i, _ARM] * v[iv] * v[iv]
+        for a in range(3):
+            for b in range(3):
+                Rb[i, a, b] = Rb[lam, a, 0] * Rr[i, 0, b] + Rb[lam, a, 1] * Rr[i, 1, b] + Rb[lam, a, 2] * Rr[i, 2, b]
+            pb[i, a] = Rb[lam, a, 0] * pr[i, 0] + Rb[lam, a, 1] * pr[i, 1] + Rb[lam, a, 2] * pr[i, 2] + pb[lam, a]
+    body = 0.0
+    for i in range(nb):
+        _mv6(I6[i], V[i], t6)
+        body += _dot6(V[i], t6)
+    out[0] = 0.5 * body + kin
+    f0, f1, f2, mass = 0.0, 0.0, 0.0, 0.0
+    for i in range(nb):
+        m = mc[i, 0]
+        mass += m
+        f0 += m * pb[i, 0] + Rb[i, 0, 0] * mc[i, 1] + Rb[i, 0, 1] * mc[i, 2] + Rb[i, 0, 2] * mc[i, 3]
+        f1 += m * pb[i, 1] + Rb[i, 1, 0] * mc[i, 1] + Rb[i, 1, 1] * mc[i, 2] + Rb[i, 1, 2] * mc[i, 3]
+        f2 += m * pb[i, 2] + Rb[i, 2, 0] * mc[i, 1] + Rb[i, 2, 1] * mc[i, 2] + Rb[i, 2, 2] * mc[i, 3]
+    g = fm[0, 0:3]
+    e = 0.0
+    for a in range(3):
+        w = Rw[a, 0] * f0 + Rw[a, 1] * f1 + Rw[a, 2] * f2 + mass * pw[a]
+        e -= g[a] * w
+    out[1] = e
+
+
+@jit
 def _all_terms_core(im, fm, I6, q, v, M, nle, g):
     """M, C v + g and g in one call (Pinocchio's computeAllTerms' dynamics part)."""
     nb = im[_HDR, 1]
@@ -1071,7 +1121,7 @@ class CompiledModel:
     """The arrays the kernels read, packed once from a model's tree (``base`` name, :class:`~.tree.Tree`, world
     gravity); one instance serves any number of calls, each call allocates its own workspace."""
 
-    __slots__ = ("im", "fm", "I6", "nq", "nv", "nb", "_tableaus", "joint_names")
+    __slots__ = ("im", "fm", "I6", "nq", "nv", "nb", "_tableaus", "joint_names", "mc")
 
     def __init__(self, base, tree, gravity, passive=None):
         nb, nj = tree.nb, tree.nj
@@ -1126,6 +1176,7 @@ class CompiledModel:
             im[_COLS, 7] = 0
         self.im, self.fm = im, fm
         self.I6 = np.ascontiguousarray(tree.body_inertia, dtype=np.float64).copy()
+        self.mc = np.ascontiguousarray(np.column_stack([tree.body_mass, tree.body_first_moment]), dtype=np.float64)
         self.nq, self.nv, self.nb = tree.nq, tree.nv, nb
         self.joint_names = tuple(tree.joint_names)
         from .integrators import TABLEAUS
@@ -1236,6 +1287,12 @@ class CompiledModel:
                 out.im[_HDR, 7] &= ~_F_CURRENT
         return out
 
+    def energies(self, q, v):
+        """``(kinetic, gravity potential)`` [J] at (q, v) (:func:`_energy_core`)."""
+        out = np.empty(2)
+        _energy_core(self.im, self.fm, self.I6, self.mc, _f64(q, self.nq), _f64(v, self.nv), out)
+        return float(out[0]), float(out[1])
+
     def body_poses(self, q):
         T = np.empty((self.nb, 4, 4))
         _body_poses_core(self.im, self.fm, _f64(q, self.nq), T)
@@ -1336,6 +1393,7 @@ def warm_up() -> float:
     c.all_terms(q, v)
     c.joint_wrenches(q, v, v)
     c.body_poses(q)
+    c.energies(q, v)
     c.integrate(q, v)
     c.step(q, v, v, 1e-3)
     c.step(q, v, v, 1e-3, wrench_world=np.zeros(6))

@@ -512,7 +512,10 @@ class Model:
         0; ValueError if V has components the base cannot have."""
         V = np.asarray(V, dtype=float).reshape(6)
         B = self.velocity_map(q)
-        if B.shape[1]:
+        if self._H is not None:  # orthonormal columns of the identity: the least-squares solution is Hᵀ V
+            vb = B.T @ V
+            residual = V - B @ vb
+        elif B.shape[1]:
             vb = np.linalg.lstsq(B, V, rcond=None)[0]
             residual = V - B @ vb
         else:
