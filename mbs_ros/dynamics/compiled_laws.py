@@ -7,7 +7,8 @@ space): the geometric error ``e = log(q⁻¹ q_d)`` (quaternion log, ``v = J(ω)
 triangular series of :mod:`mbs_ros.controllers.space` (Higham, *Functions of Matrices*, thm 3.6), and the torque
 ``τ = M(q) a + C(q, v) v + g(q)`` as one RNEA pass ``rnea(q, v, a)`` (Featherstone 2008, table 5.1) instead of
 building M: a period's law costs one recursion, and agrees with the reference to rounding. Why compiled: the
-headless campaigns run the law once per control period, where Python's per-call overhead was most of its cost.
+headless campaigns run the law once per control period, where Python's per-call overhead was most of its cost. :func:`reference_segment` evaluates one segment of a waypoint
+reference (:class:`~mbs_ros.controllers.reference.Reference`) on SE(3) or on plain coordinates the same way.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from .compiled import (_BODY, _HDR, _cross, _dexp_inv_coeffs, _beta, _cos_coeff,
 from .jit import AVAILABLE, jit
 from .lie import SE3_DEXP_C3_SERIES, SE3_DEXP_C4_SERIES
 
-__all__ = ["AVAILABLE", "CompiledComputedTorque", "CompiledPDGravity", "compiled_law_support"]
+__all__ = ["AVAILABLE", "CompiledComputedTorque", "CompiledPDGravity", "compiled_law_support", "reference_segment"]
 
 _C3_TMAX, _C3_TAB, _C3_LEN = _series_table(SE3_DEXP_C3_SERIES)
 _C4_TMAX, _C4_TAB, _C4_LEN = _series_table(SE3_DEXP_C4_SERIES)
@@ -374,3 +375,77 @@ class CompiledPDGravity(_CompiledLaw):
         _pd_torque(self.im, self.fm, self.I6, self.code, _f64(q, self.nq), _f64(v, self.nv), _f64(q_d, self.nq),
                    _f64(v_d, self.nv), self.kp, self.kd, tau)
         return tau
+
+
+@jit
+def _se3_integrate(q, xi, out):
+    """out = q·exp(ξ) on SE(3) (``SE3.integrate``: p + R J(ω) v, the quaternion times exp(ω), renormalised)."""
+    vx, vy, vz, wx, wy, wz = xi[0], xi[1], xi[2], xi[3], xi[4], xi[5]
+    theta = math.sqrt(wx * wx + wy * wy + wz * wz)
+    B, C = _cos_coeff(theta), _sin_coeff(theta)
+    cx, cy, cz = _cross(wx, wy, wz, vx, vy, vz)
+    ccx, ccy, ccz = _cross(wx, wy, wz, cx, cy, cz)
+    t0, t1, t2 = vx + B * cx + C * ccx, vy + B * cy + C * ccy, vz + B * cz + C * ccz
+    x, y, z, w = q[3], q[4], q[5], q[6]
+    r0, r1, r2 = _quat_rotate(x, y, z, w, t0, t1, t2)
+    out[0], out[1], out[2] = q[0] + r0, q[1] + r1, q[2] + r2
+    h = 0.5 * theta
+    k = 0.5 * _sinc(h)
+    bx, by, bz, bw = k * wx, k * wy, k * wz, math.cos(h)
+    qx = w * bx + x * bw + y * bz - z * by
+    qy = w * by - x * bz + y * bw + z * bx
+    qz = w * bz + x * by - y * bx + z * bw
+    qw = w * bw - x * bx - y * by - z * bz
+    n = 1.0 / math.sqrt(qx * qx + qy * qy + qz * qz + qw * qw)
+    out[3], out[4], out[5], out[6] = qx * n, qy * n, qz * n, qw * n
+
+
+@jit
+def _reference_segment(code, p0, c, tau, T, q, v, a):
+    """One segment of ``Reference.__call__``: φ, φ̇, φ̈ of the polynomial ``c`` (deg + 1, nv) in τ = (t − t_i)/T,
+    then q = p0·exp(φ), v = dexp(−φ) φ̇, a = dexp(−φ) φ̈ + (D dexp(−φ)[−φ̇]) φ̇ (SE(3), code 1) or q = p0 + φ,
+    v = φ̇, a = φ̈ (plain coordinates, code 0)."""
+    nk, nv = c.shape[0], c.shape[1]
+    phi = np.zeros(nv)
+    phid = np.zeros(nv)
+    phidd = np.zeros(nv)
+    for k in range(nk):
+        p = tau ** k
+        dp = k * tau ** (k - 1) if k >= 1 else 0.0
+        ddp = k * (k - 1) * tau ** (k - 2) if k >= 2 else 0.0
+        for j in range(nv):
+            phi[j] += p * c[k, j]
+            phid[j] += dp * c[k, j]
+            phidd[j] += ddp * c[k, j]
+    for j in range(nv):
+        phid[j] = phid[j] / T
+        phidd[j] = phidd[j] / (T * T)
+    if code == _SE3:
+        _se3_integrate(p0, phi, q)
+        m = np.empty(6)
+        mphid = np.empty(6)
+        for j in range(6):
+            m[j] = -phi[j]
+            mphid[j] = -phid[j]
+        D = np.empty((6, 6))
+        _se3_dexp(m, D)
+        _mv(D, phid, v, 6)
+        _mv(D, phidd, a, 6)
+        dd = np.empty(6)
+        _dexp_derivative(m, mphid, phid, False, dd)
+        for j in range(6):
+            a[j] += dd[j]
+    else:
+        for j in range(nv):
+            q[j] = p0[j] + phi[j]
+            v[j] = phid[j]
+            a[j] = phidd[j]
+
+
+def reference_segment(se3: bool, p0, coeffs, tau: float, T: float):
+    """``(q, v, a)`` of one reference segment (:func:`_reference_segment`): ``se3`` for a base reference on SE(3)
+    (nq 7, nv 6), else plain coordinates; ``p0`` the segment's first waypoint, ``coeffs`` its polynomial."""
+    nv = coeffs.shape[1]
+    q, v, a = np.empty(p0.shape[0]), np.empty(nv), np.empty(nv)
+    _reference_segment(_SE3 if se3 else _FIXED, p0, coeffs, float(tau), float(T), q, v, a)
+    return q, v, a

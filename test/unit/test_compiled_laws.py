@@ -153,3 +153,25 @@ def test_a_command_that_times_out_within_one_advance_stops_the_one_call_steps(uv
     assert sum(single.advance(1) for _ in range(10)) == 10
     assert timeouts == ["wrench", "joints"] and not np.any(many.applied_efforts)
     assert np.array_equal(many.q, single.q) and np.array_equal(many.v, single.v) and many.work == single.work
+
+
+@pytest.mark.parametrize("space", ["se3", "joints"])
+@pytest.mark.parametrize("interpolation", ["quintic", "cubic"])
+def test_reference_segments_compiled_equal_the_numpy_reference(space, interpolation):
+    """Waypoints with velocities (and accelerations), sampled across every segment and beyond both ends."""
+    from mbs_ros.controllers.reference import Reference
+    from mbs_ros.dynamics.lie import SE3
+
+    rng = np.random.default_rng(23)
+    n = 5
+    times = np.cumsum(rng.uniform(0.5, 2.0, n))
+    positions = np.array([SE3.random(rng) if space == "se3" else rng.normal(size=6) for _ in range(n)])
+    vel = rng.normal(size=(n, 6))
+    acc = rng.normal(size=(n, 6)) if interpolation == "quintic" else None
+    grp = SE3 if space == "se3" else 6
+    fast = Reference(grp, times, positions, vel, acc, interpolation)
+    ref = Reference(grp, times, positions, vel, acc, interpolation, compiled=False)
+    worst = 0.0
+    for t in np.linspace(times[0] - 0.5, times[-1] + 0.5, 400):
+        worst = max(worst, *(rel(x, y) for x, y in zip(fast(t), ref(t))))
+    assert worst < REL, worst
