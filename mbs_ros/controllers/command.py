@@ -53,12 +53,12 @@ class CommandOutput:
         W = thrust = None
         if self.floating:
             W = np.zeros(6)
-            if q is not None and np.any(tau[:nvb]):
+            if q is not None and tau[:nvb].any():
                 BT_pinv = self._BT_pinv
                 if BT_pinv is None:
                     BT_pinv = np.linalg.pinv(self.model.velocity_map(q).T)  # V_base = B v_base; tau_base = B^T W
                 W = BT_pinv @ tau[:nvb]
-                if not np.all(np.isfinite(W)):
+                if not np.isfinite(W).all():
                     raise FloatingPointError("non-finite wrench")
             W, saturated = actuators.saturate_wrench(W, self.limits)
             if self.allocation is not None:

@@ -735,10 +735,14 @@ class Model:
         joint entries of τ are 0."""
         W = np.asarray(W, dtype=float).reshape(6)
         B = self.velocity_map(q)
-        tau_b = B.T @ W
-        if self._H is None and self.group is not None:  # SO(3)×R³: B is invertible, every component acts
+        if self._H is not None and B.shape == (6, 6) and np.isfinite(W).all():
+            # SE(3): B = H = I, so Bᵀ W = W and nothing is dropped (the products below, without the products)
+            tau_b, applied, dropped = W.copy(), W.copy(), np.zeros(6)
+        elif self._H is None and self.group is not None:  # SO(3)×R³: B is invertible, every component acts
+            tau_b = B.T @ W
             applied, dropped = W.copy(), np.zeros(6)
         else:
+            tau_b = B.T @ W
             applied = B @ tau_b  # H has orthonormal columns: H Hᵀ projects onto the subalgebra
             dropped = W - applied
         if self._single:

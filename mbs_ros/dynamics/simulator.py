@@ -85,7 +85,7 @@ class WrenchCommand:
     frame: str = "body"
 
     def is_zero(self) -> bool:
-        return not np.any(self.W)
+        return not self.W.any()
 
     def same(self, other: "WrenchCommand") -> bool:
         return self.frame == other.frame and np.array_equal(self.W, other.W)
@@ -302,7 +302,7 @@ class Simulator:
         W = np.array(W, dtype=float).reshape(6)
         if self.model.group is None:
             raise ValueError("a fixed base takes no wrench")
-        if not np.all(np.isfinite(W)):
+        if not np.isfinite(W).all():
             raise ValueError(f"non-finite (NaN/inf) wrench components {W.tolist()}")
         if frame not in ("body", "world"):
             raise ValueError(f"frame must be 'body' or 'world', got {frame!r}")
@@ -310,7 +310,7 @@ class Simulator:
         R = self.model.base_rotation(self.q) if frame == "world" else None
         W_body = W if R is None else np.concatenate([R.T @ W[:3], R.T @ W[3:]])
         _tau, _applied, dropped = self.model.wrench_to_generalized(self.q, W_body)
-        if np.max(np.abs(dropped)) > 1e-12 * max(1.0, float(np.max(np.abs(W_body)))):
+        if dropped.any() and np.abs(dropped).max() > 1e-12 * max(1.0, float(np.abs(W_body).max())):
             W_body = W_body - dropped
             W = W_body if R is None else np.concatenate([R @ W_body[:3], R @ W_body[3:]])
         else:
@@ -330,7 +330,7 @@ class Simulator:
         e = np.array(efforts, dtype=float).reshape(-1)
         if e.shape != (self.nj,):
             raise ValueError(f"{e.size} joint efforts, expected {self.nj} ({', '.join(self.model.joint_names)})")
-        if not np.all(np.isfinite(e)):
+        if not np.isfinite(e).all():
             raise ValueError(f"non-finite (NaN/inf) joint efforts {e.tolist()}")
         e, saturated = clip_efforts(e, self.limits.max_effort)
         self.saturated["joints"] += saturated
@@ -342,7 +342,7 @@ class Simulator:
         :meth:`wrench_command`). A :class:`WrenchCommand` is taken as it is, saturated if it exceeds the limits."""
         if isinstance(W, WrenchCommand):
             cmd, dropped = W, np.zeros(6)
-            if not np.all(np.isfinite(cmd.W)):
+            if not np.isfinite(cmd.W).all():
                 raise ValueError(f"non-finite (NaN/inf) wrench components {cmd.W.tolist()}")
             W_sat = self._saturate_wrench(cmd.W)
             if W_sat is not cmd.W:
@@ -363,7 +363,7 @@ class Simulator:
         u = np.array(thrusts, dtype=float).reshape(-1)
         if u.shape != (self.nt,):
             raise ValueError(f"{u.size} thrusts, expected {self.nt} ({', '.join(self.model.thruster_names)})")
-        if not np.all(np.isfinite(u)):
+        if not np.isfinite(u).all():
             raise ValueError(f"non-finite (NaN/inf) thrusts {u.tolist()}")
         lo, hi = self.model.thrust_limits
         if np.any(u < lo) or np.any(u > hi):
