@@ -7,8 +7,9 @@ space): the geometric error ``e = log(q⁻¹ q_d)`` (quaternion log, ``v = J(ω)
 triangular series of :mod:`mbs_ros.controllers.space` (Higham, *Functions of Matrices*, thm 3.6), and the torque
 ``τ = M(q) a + C(q, v) v + g(q)`` as one RNEA pass ``rnea(q, v, a)`` (Featherstone 2008, table 5.1) instead of
 building M: a period's law costs one recursion, and agrees with the reference to rounding. Why compiled: the
-headless campaigns run the law once per control period, where Python's per-call overhead was most of its cost. :func:`reference_segment` evaluates one segment of a waypoint
-reference (:class:`~mbs_ros.controllers.reference.Reference`) on SE(3) or on plain coordinates the same way.
+headless campaigns run the law once per control period, where Python's per-call overhead was most of its cost.
+:func:`reference_segment` evaluates one segment of a waypoint reference
+(:class:`~mbs_ros.controllers.reference.Reference`) on SE(3) or on plain coordinates the same way.
 """
 from __future__ import annotations
 
