@@ -550,12 +550,11 @@ class Simulator:
         bounds): ``within[i]`` is that test for step i. None where the call cannot be made (no compiled loop, a
         force that varies within the step, n < 2) or failed (the steps are then taken one by one, and the failing
         one reports its exception)."""
-        fast = model.fast_advance
-        if fast is None or n < 2 or callable(self._tau):
+        if model.fast_advance is None or n < 2 or callable(self._tau):
             return None
         try:
-            qs, vs, n_within = fast(q0, v0, self._tau, self.dt, n, self._integrator, self._wrench_world,
-                                    self._v_caps, MAX_POSITION)
+            qs, vs, n_within = step(model, q0, v0, self._tau, self.dt, method=self._integrator,
+                                    wrench_world=self._wrench_world, steps=n, bounds=(self._v_caps, MAX_POSITION))
         except Exception:  # noqa: BLE001 - a singular mass matrix: step by step finds the step and says why
             return None
         within = np.arange(min(n_within + 1, n)) < n_within
