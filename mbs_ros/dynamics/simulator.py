@@ -88,7 +88,12 @@ class WrenchCommand:
         return not self.W.any()
 
     def same(self, other: "WrenchCommand") -> bool:
-        return self.frame == other.frame and np.array_equal(self.W, other.W)
+        return self.frame == other.frame and _equal(self.W, other.W)
+
+
+def _equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """``np.array_equal`` of two float arrays, without its generic input handling (once per period)."""
+    return a.shape == b.shape and bool((a == b).all())
 
 
 ZERO_WRENCH = WrenchCommand(np.zeros(6))
@@ -681,7 +686,7 @@ class Simulator:
             w.announced = w.applied
             if self.on_wrench_applied is not None:
                 self.on_wrench_applied(k, w.applied)
-        if self.nj and (e.announced is None or not np.array_equal(e.applied, e.announced)):
+        if self.nj and (e.announced is None or not _equal(e.applied, e.announced)):
             e.announced = e.applied
             if self.on_efforts_applied is not None:
                 self.on_efforts_applied(k, e.applied)
