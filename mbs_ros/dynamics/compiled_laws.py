@@ -14,15 +14,17 @@ headless campaigns run the law once per control period, where Python's per-call 
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 
-from .compiled import (_BODY, _HDR, _cross, _dexp_inv_coeffs, _beta, _cos_coeff, _quat_to_R, _rnea_core, _series,
+from .compiled import (_HDR, _beta, _cos_coeff, _cross, _dexp_inv_coeffs, _f64, _quat_to_R, _rnea_core, _series,
                        _series_table, _sin_coeff, _sinc)
 from .jit import AVAILABLE, jit
 from .lie import SE3_DEXP_C3_SERIES, SE3_DEXP_C4_SERIES
 
-__all__ = ["AVAILABLE", "CompiledComputedTorque", "CompiledPDGravity", "compiled_law_support", "reference_segment"]
+__all__ = ["AVAILABLE", "CompiledComputedTorque", "CompiledPDGravity", "compiled_law_support", "reference_segment",
+           "warm_up"]
 
 _C3_TMAX, _C3_TAB, _C3_LEN = _series_table(SE3_DEXP_C3_SERIES)
 _C4_TMAX, _C4_TAB, _C4_LEN = _series_table(SE3_DEXP_C4_SERIES)
@@ -314,13 +316,6 @@ def _pd_torque(im, fm, I6, code, q, v, qd, vd, kp, kd, tau):
         tau[k] = kpe[k] + kde[k] + tau[k]
 
 
-def _f64(x, n):
-    x = np.asarray(x, dtype=np.float64)
-    if x.shape != (n,):
-        raise ValueError(f"expected shape ({n},), got {x.shape}")
-    return np.ascontiguousarray(x)
-
-
 def compiled_law_support(model) -> str:
     """Why ``model`` cannot use the compiled laws, or "" when it can: the compiled backend, a base on SE(3) or
     fixed (including one rigid body on SE(3)), and only revolute and prismatic joints (nq = nv on the joints)."""
@@ -448,5 +443,32 @@ def reference_segment(se3: bool, p0, coeffs, tau: float, T: float):
     (nq 7, nv 6), else plain coordinates; ``p0`` the segment's first waypoint, ``coeffs`` its polynomial."""
     nv = coeffs.shape[1]
     q, v, a = np.empty(p0.shape[0]), np.empty(nv), np.empty(nv)
-    _reference_segment(_SE3 if se3 else _FIXED, p0, coeffs, float(tau), float(T), q, v, a)
+    _reference_segment(_SE3 if se3 else _FIXED, _f64(p0), _f64(coeffs), float(tau), float(T), q, v, a)
     return q, v, a
+
+
+def warm_up() -> float:
+    """Compile (or load from numba's on-disk cache) these kernels by calling each once on the UVMS-like warm-up
+    tree of :func:`mbs_ros.dynamics.compiled.warm_up`; returns the seconds it took."""
+    t0 = time.perf_counter()
+    if not AVAILABLE:
+        return 0.0
+    from .compiled import CompiledModel
+    from .tree import build_tree
+    from .urdf import parse_urdf
+
+    urdf = ('<robot name="warm"><link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0"'
+            ' ixz="0" iyz="0"/></inertial></link><link name="c"><inertial><mass value="1"/><inertia ixx="1" iyy="1"'
+            ' izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j" type="revolute"><parent link="b"/>'
+            '<child link="c"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>'
+            '</robot>')
+    c = CompiledModel("se3", build_tree(parse_urdf(urdf, warn=False), "se3"), np.array([0.0, 0.0, -9.81]))
+    q = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.1])
+    v, K, tau = np.zeros(7), np.eye(7), np.empty(7)
+    for code in (_FIXED, _SE3):
+        _ct_torque(c.im, c.fm, c.I6, code, q, v, q, v, v, K, K, tau)
+        _pd_torque(c.im, c.fm, c.I6, code, q, v, q, v, K, K, tau)
+    coeffs = np.zeros((6, 6))
+    reference_segment(True, q[:7].copy(), coeffs, 0.5, 1.0)
+    reference_segment(False, np.zeros(6), coeffs, 0.5, 1.0)
+    return time.perf_counter() - t0
