@@ -99,22 +99,31 @@ def period_row(plan: timing.Plan, tol: float, seed: int = 0) -> dict:
         single.advance(1)
         err = max(err, timing.rel_err(batched.q, single.q), timing.rel_err(batched.v, single.v),
                   abs(batched.work - single.work), float(batched.k != single.k))
-    W, E = WrenchCommand(5.0 * rng.normal(size=6)), 2.0 * rng.normal(size=6)
+    ok = err == 0.0 and batched.fault is None and single.fault is None
+    W, E = 5.0 * rng.normal(size=6), 2.0 * rng.normal(size=6)
+    # the timed periods alternate the command's sign (the state stays bounded over any number of calls)
+    commands = [(WrenchCommand(W), E), (WrenchCommand(-W), -E)]
+    calls = [0, 0]
 
     def one_call():
-        batched.submit("wrench", W)
-        batched.submit("joints", E)
+        W_k, E_k = commands[calls[0] & 1]
+        calls[0] += 1
+        batched.submit("wrench", W_k)
+        batched.submit("joints", E_k)
         batched.advance_period()
 
     def per_step():
-        single.submit("wrench", W)
-        single.submit("joints", E)
+        W_k, E_k = commands[calls[1] & 1]
+        calls[1] += 1
+        single.submit("wrench", W_k)
+        single.submit("joints", E_k)
         single.start_period()
         single.advance(1)
         single.advance(1)
 
     pair = timing.compare(one_call, per_step, plan)
-    ok = err == 0.0 and batched.fault is None and single.fault is None
+    if batched.fault is not None or single.fault is not None:
+        raise RuntimeError(f"the timed periods faulted: {batched.fault or single.fault}")
     return dict(section="headless", model="uvms", label="SE(3) vehicle + 6-DOF arm", nv=model.nv,
                 kernel="lockstep period (2 RK4)", **pair.as_dict(), err=err, tol=tol, agree=bool(ok), target="",
                 met=None, note="peer: the same period stepped one advance(1) at a time; err must be exactly 0")

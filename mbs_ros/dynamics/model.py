@@ -553,9 +553,9 @@ class Model:
         with the reason if the pose is not on the group (for a fixed base: if it is not the identity)."""
         p = np.asarray(position, dtype=float).reshape(3)
         quat = np.asarray(quaternion_xyzw, dtype=float).reshape(4)
-        if not (np.all(np.isfinite(p)) and np.all(np.isfinite(quat))):
+        if not (np.isfinite(p).all() and np.isfinite(quat).all()):
             raise ValueError("pose must be finite")
-        n = np.linalg.norm(quat)
+        n = math.sqrt(quat.dot(quat))  # np.linalg.norm of a vector, without its generic input handling
         if n < 1e-12:
             raise ValueError("quaternion has zero norm")
         quat = quat / n
