@@ -500,7 +500,7 @@ class Simulator:
                     self._build_force()
                     batch = None
                 if batch is None and n_steps - taken > 1 and (not nt or self._thrust_settled):
-                    batch = self._batch(model, q0, v0, min(n_steps - taken, self._next_expiry - k))
+                    batch = self._batch(model, q0, v0, k, min(n_steps - taken, self._next_expiry - k))
                 if batch is not None and batch[3] < batch[2].shape[0]:
                     i = batch[3]
                     q1, v1, within = batch[0][i + 1], batch[1][i + 1], batch[2][i]
@@ -548,8 +548,9 @@ class Simulator:
                     return taken + 1
         return int(n_steps)
 
-    def _batch(self, model, q0, v0, n: int):
-        """``[qs, vs, within, 0]``: the next ``n`` steps from ``(q0, v0)`` under the held force in one compiled call
+    def _batch(self, model, q0, v0, k: int, n: int):
+        """``[qs, vs, within, 0]``: the next ``n`` steps from ``(q0, v0)`` at step ``k`` under the held force in one
+        compiled call
         (the same kernel, on the same numbers, as ``n`` calls of :func:`~.integrators.step`, so the states are
         identical), stopping at the first step that fails the per-step test (finite and within the runaway
         bounds): ``within[i]`` is that test for step i. None where the call cannot be made (no compiled loop, a
@@ -558,7 +559,7 @@ class Simulator:
         if model.fast_advance is None or n < 2 or callable(self._tau):
             return None
         try:
-            qs, vs, n_within = step(model, q0, v0, self._tau, self.dt, method=self._integrator,
+            qs, vs, n_within = step(model, q0, v0, self._tau, self.dt, method=self._integrator, t=k * self.dt,
                                     wrench_world=self._wrench_world, steps=n, bounds=(self._v_caps, MAX_POSITION))
         except Exception:  # noqa: BLE001 - a singular mass matrix: step by step finds the step and says why
             return None
