@@ -550,9 +550,8 @@ class Simulator:
 
     def _batch(self, model, q0, v0, k: int, n: int):
         """``[qs, vs, within, 0]``: the next ``n`` steps from ``(q0, v0)`` at step ``k`` under the held force in one
-        compiled call
-        (the same kernel, on the same numbers, as ``n`` calls of :func:`~.integrators.step`, so the states are
-        identical), stopping at the first step that fails the per-step test (finite and within the runaway
+        compiled call (the same kernel, on the same numbers, as ``n`` calls of :func:`~.integrators.step`, so the
+        states are identical), stopping at the first step that fails the per-step test (finite and within the runaway
         bounds): ``within[i]`` is that test for step i. None where the call cannot be made (no compiled loop, a
         force that varies within the step, n < 2) or failed (the steps are then taken one by one, and the failing
         one reports its exception)."""
