@@ -17,6 +17,10 @@ agreement first and marked against its target:
    (target: 1 kHz under half a core); lockstep with the controller node at 500 Hz (target: real-time factor
    >= 10); the state -> command round trip (target: median < 0.5 ms).
 
+5. ``headless``: the vehicle-manipulator scenario with computed torque at 500 Hz and RK4 physics at 1 kHz run by
+   :func:`mbs_ros.headless.run_scenario`: the compiled law and the one-call lockstep period checked against their
+   references, the real-time factor on thread CPU time and the per-period breakdown. Target: >= 50x real time.
+
 Timing (:mod:`mbs_ros.bench.timing`): thread CPU time, alternating blocks, the median of the paired block
 ratios; each side's median µs per call. Agreement: relative errors against the peer (``--tol``, 1e-8); any
 disagreement, or an error in a section, makes the exit code 1 (targets never do). ``--quick``: small models,

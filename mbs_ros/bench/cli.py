@@ -16,7 +16,7 @@ import numpy as np
 from . import __doc__ as PACKAGE_DOC
 from . import timing
 
-SECTIONS = ("kernels", "step", "scaling", "node")
+SECTIONS = ("kernels", "step", "scaling", "node", "headless")
 TOL = 1e-8
 
 FULL_SET = dict(
@@ -82,6 +82,7 @@ class Run:
         self.rows = []
         self.scaling = None
         self.node = None
+        self.headless = None
         self.errors = []  # (section, message)
         self.skipped = []  # (section, what, reason)
         self.step_cache = {}
@@ -181,6 +182,12 @@ class Run:
             if "error" in self.node.get(part, {}):
                 self.errors.append(("node", f"{part}: {self.node[part]['error']}"))
 
+    def headless_section(self):
+        from . import headless
+
+        rows, self.headless = headless.run(self.quick, self.plan, self.tol, progress=_progress)
+        self.rows.extend(rows)
+
     # ------------------------------------------------------------------------------------------ verdicts
     def agreement_failures(self):
         return [r for r in self.rows if not r["agree"]]
@@ -196,6 +203,8 @@ class Run:
             res = (self.node or {}).get(part)
             if res is not None:
                 out.append((f"node {part}", bool(res.get("met", False))))
+        if self.headless is not None:
+            out.append(("headless real-time factor", self.headless["met"]))
         return out
 
 
@@ -350,6 +359,35 @@ def print_node(run):
     sys.stdout.flush()
 
 
+def print_headless(run):
+    h = run.headless
+    rows = [r for r in run.rows if r["section"] == "headless"]
+    if h is None and not rows:
+        return
+    print("\n5. Headless run: 12-DOF vehicle-manipulator, computed torque at 500 Hz, RK4 physics at 1 kHz "
+          "(mbs_ros.headless.run_scenario; target: >= 50x real time on one core)")
+    if rows:
+        body = [(r["kernel"], _us(r["ours_us"]), _us(r["peer_us"]), _ratio(r), _iqr(r), _err(r["err"], r["agree"]))
+                for r in rows]
+        print(_table(("part", "ours µs", "reference µs", "ratio", "IQR", "err"), body, "<>>>>>"))
+        print("  computed torque: compiled kernel vs the numpy reference (compiled=False); lockstep period: one "
+              "compiled call for both steps vs one advance(1) per step (states must be identical: err 0)")
+    if h is None:
+        return
+    fl = h.get("physics_floor", {})
+    print(f"  real-time factor {h['real_time_factor']:.1f}x on thread CPU time ({h['us_per_period']:.0f} µs per "
+          f"2 ms period; wall-clock factor of a {h['duration_s']:g} s run with set-up: "
+          f"{h['wall_real_time_factor']:.1f}x) (target {h['target']}) {_verdict(h['met'])}")
+    if fl.get("us_per_period"):
+        print(f"  physics alone (2 RK4 steps, compiled): {fl['us_per_period']:.1f} µs per period, a bound of "
+              f"{fl['real_time_factor_bound']:.0f}x")
+    if h.get("breakdown"):
+        print("  per-period breakdown (cProfile shares scaled to the unprofiled µs per period):")
+        body = [(b["part"], f"{100 * b['share']:.1f} %", f"{b['us']:.1f}") for b in h["breakdown"]]
+        print("    " + _table(("part", "share", "µs"), body, "<>>").replace("\n", "\n    "))
+    sys.stdout.flush()
+
+
 def print_summary(run, wall):
     print("\nsummary")
     t = run.targets()
@@ -410,7 +448,8 @@ def main(argv=None) -> int:
     if not args.json:
         print_header(env, run)
     for name, fn, show in (("kernels", run.kernels, print_kernels), ("step", run.step, print_step),
-                           ("scaling", run.scaling_section, print_scaling), ("node", run.node_section, print_node)):
+                           ("scaling", run.scaling_section, print_scaling), ("node", run.node_section, print_node),
+                           ("headless", run.headless_section, print_headless)):
         if name not in sections:
             continue
         try:
@@ -425,7 +464,7 @@ def main(argv=None) -> int:
     if args.json:
         doc = dict(environment=env, quick=args.quick, sections=sections, tolerance=args.tol,
                    method=dict(clock="time.thread_time_ns", **vars(run.plan)),
-                   rows=run.rows, scaling=run.scaling, node=run.node,
+                   rows=run.rows, scaling=run.scaling, node=run.node, headless=run.headless,
                    targets=[dict(what=w, met=m) for w, m in run.targets()],
                    agreement_ok=not run.agreement_failures(),
                    errors=[dict(section=s, message=m) for s, m in run.errors],

@@ -42,6 +42,9 @@ class CommandOutput:
         self.floating = model.group is not None
         self.nv_base = ms.base_sizes(model)[1]
         self.max_effort = np.asarray(limits.max_effort, dtype=float)
+        # (Bᵀ)⁺ once where B does not depend on q (the SE(3) subgroups): the same matrix every call would compute
+        self._BT_pinv = (np.linalg.pinv(model.velocity_map(None).T)
+                         if self.floating and model.velocity_map_is_constant else None)
 
     def __call__(self, tau: np.ndarray, q: Optional[np.ndarray]) -> Command:
         tau = np.asarray(tau, dtype=float)
@@ -50,10 +53,12 @@ class CommandOutput:
         W = thrust = None
         if self.floating:
             W = np.zeros(6)
-            if q is not None and np.any(tau[:nvb]):
-                B = self.model.velocity_map(q)  # V_base = B v_base; tau_base = B^T W
-                W = np.linalg.pinv(B.T) @ tau[:nvb]
-                if not np.all(np.isfinite(W)):
+            if q is not None and tau[:nvb].any():
+                BT_pinv = self._BT_pinv
+                if BT_pinv is None:
+                    BT_pinv = np.linalg.pinv(self.model.velocity_map(q).T)  # V_base = B v_base; tau_base = B^T W
+                W = BT_pinv @ tau[:nvb]
+                if not np.isfinite(W).all():
                     raise FloatingPointError("non-finite wrench")
             W, saturated = actuators.saturate_wrench(W, self.limits)
             if self.allocation is not None:

@@ -23,6 +23,13 @@ With ``E = q⁻¹ q_d`` (base block on G, joints plain):
 ``e`` is the logarithm with rotation angle in [0, π]: it jumps where the attitude error crosses π (the unavoidable
 cut of any continuous feedback on a compact group); every law is smooth elsewhere.
 
+Compiled kernels
+----------------
+:class:`ComputedTorque` and :class:`PDGravity` call the numba kernels of :mod:`mbs_ros.dynamics.compiled_laws`
+(the same equations; the torque as one RNEA pass) where the model allows it (compiled backend, an SE(3) or fixed
+base, revolute and prismatic joints); ``compiled=False`` keeps the numpy code below, the reference the kernels are
+tested against. ``law.compiled`` says which one runs.
+
 Gains
 -----
 A scalar, a per-DOF vector of length ``nv`` (base velocity components first, then joints) or a symmetric
@@ -34,6 +41,7 @@ from typing import Callable
 
 import numpy as np
 
+from ..dynamics.compiled_laws import CompiledComputedTorque, CompiledPDGravity, compiled_law_support
 from .space import ConfigurationSpace
 
 __all__ = ["ComputedTorque", "PassivityBased", "PDGravity", "gain_matrix"]
@@ -71,6 +79,19 @@ def gain_matrix(value, n: int, name: str = "gain") -> np.ndarray:
             raise ValueError(f"{name} must be positive definite, its eigenvalues are {eig.tolist()}")
         return a
     raise ValueError(f"{name} must be a number, a vector of length {n} or an {n}x{n} matrix, got {a.ndim}-D input")
+
+
+def _kernel(cls, model, kp, kd, compiled):
+    """The compiled kernel ``cls`` of a law on ``model``, or None: ``compiled`` None (where the model allows it),
+    False (never) or True (ValueError saying why it cannot)."""
+    if compiled is False:
+        return None
+    reason = compiled_law_support(model)
+    if reason:
+        if compiled:
+            raise ValueError(f"no compiled law for this model: {reason}")
+        return None
+    return cls(model, kp, kd)
 
 
 class _Law:
@@ -151,10 +172,12 @@ class ComputedTorque(_Law):
     ``kp = λ₁λ₂, kd = λ₁ + λ₂`` for distinct real poles).
     """
 
-    def __init__(self, model, kp, kd):
+    def __init__(self, model, kp, kd, compiled=None):
         super().__init__(model)
         self.kp = gain_matrix(kp, self.nv, "kp")
         self.kd = gain_matrix(kd, self.nv, "kd")
+        self._kernel = _kernel(CompiledComputedTorque, model, self.kp, self.kd, compiled)
+        self.compiled = self._kernel is not None
 
     def commanded_acceleration(self, q, v, q_d, v_d=None, a_d=None) -> np.ndarray:
         """The acceleration ``a`` the law asks the model for (see the class docstring)."""
@@ -169,6 +192,8 @@ class ComputedTorque(_Law):
 
     def __call__(self, q, v, q_d, v_d=None, a_d=None) -> np.ndarray:
         q, v, q_d, v_d, a_d = self._inputs(q, v, q_d, v_d, a_d)
+        if self._kernel is not None:
+            return self._kernel(q, v, q_d, v_d, a_d)
         a = self._acceleration(q, v, q_d, v_d, a_d)
         return self.model.mass_matrix(q) @ a + self.model.nonlinear_effects(q, v)
 
@@ -258,13 +283,17 @@ class PDGravity(_Law):
     reference it tracks with a lag; use it for regulation.
     """
 
-    def __init__(self, model, kp, kd):
+    def __init__(self, model, kp, kd, compiled=None):
         super().__init__(model)
         self.kp = gain_matrix(kp, self.nv, "kp")
         self.kd = gain_matrix(kd, self.nv, "kd")
+        self._kernel = _kernel(CompiledPDGravity, model, self.kp, self.kd, compiled)
+        self.compiled = self._kernel is not None
 
     def __call__(self, q, v, q_d, v_d=None, a_d=None) -> np.ndarray:
         q, v, q_d, v_d, _ = self._inputs(q, v, q_d, v_d, a_d)
+        if self._kernel is not None:
+            return self._kernel(q, v, q_d, v_d)
         e, eps, _, _, _ = self._errors(q, v, q_d, v_d)
         return self.space.dexp_inv_T(e, self.kp @ e) + self.kd @ eps + self.model.gravity_forces(q)
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dynamics.compiled_laws import AVAILABLE as _COMPILED, reference_segment
+from ..dynamics.lie import SE3
 from .space import ConfigurationSpace
 
 __all__ = ["Reference", "stack"]
@@ -35,10 +37,14 @@ class Reference:
     ``space``: a model, a base :class:`~mbs_ros.dynamics.lie.LieGroup`, an int (plain joints) or a
     :class:`ConfigurationSpace`. ``times`` (N,) strictly increasing; ``positions`` (N, nq); ``velocities`` and
     ``accelerations`` (N, nv) body-frame (default zeros: rest at every waypoint). ``interpolation``: ``"quintic"``
-    (default; C² through the waypoints) or ``"cubic"`` (C¹; accelerations must then be omitted).
+    (default; C² through the waypoints) or ``"cubic"`` (C¹; accelerations must then be omitted). A reference on SE(3)
+    alone or on plain coordinates evaluates its segments with the compiled kernel of
+    :func:`mbs_ros.dynamics.compiled_laws.reference_segment` (the same equations); ``compiled=False`` keeps the
+    numpy code, the reference it is tested against.
     """
 
-    def __init__(self, space, times, positions, velocities=None, accelerations=None, interpolation: str = "quintic"):
+    def __init__(self, space, times, positions, velocities=None, accelerations=None, interpolation: str = "quintic",
+                 compiled=None):
         sp = ConfigurationSpace.of(space)
         if interpolation not in ("quintic", "cubic"):
             raise ValueError(f"interpolation must be 'quintic' or 'cubic', got {interpolation!r}")
@@ -82,6 +88,10 @@ class Reference:
         self.velocities = velocities
         self.accelerations = accelerations
         self._coeffs = [self._segment(i) for i in range(n - 1)]  # per segment: (deg+1, nv) in τ = (t − t_i)/T
+        plain = sp.group is None and sp.nq == sp.nv
+        se3 = sp.group is SE3 and (sp.nq, sp.nv) == (7, 6)
+        #: segments evaluated by the compiled kernel: None (numpy), or whether the space is SE(3)
+        self._compiled = se3 if compiled is not False and _COMPILED and (plain or se3) else None
         for a in (self.times, self.positions, self.velocities, self.accelerations):
             a.setflags(write=False)
 
@@ -145,6 +155,8 @@ class Reference:
         T = times[i + 1] - times[i]
         tau = (t - times[i]) / T
         c = self._coeffs[i]
+        if self._compiled is not None:
+            return reference_segment(self._compiled, self.positions[i], c, tau, T)
         deg = c.shape[0] - 1
         k = np.arange(deg + 1)
         p = tau ** k

@@ -9,6 +9,7 @@ the models can do, so no valid input is refused, and close enough that every pro
 """
 from __future__ import annotations
 
+import math
 from typing import Sequence, Tuple
 
 import numpy as np
@@ -51,7 +52,7 @@ def stamp_ns(sec: int, nanosec: int, what: str) -> int:
 
 def check_vector(x: np.ndarray, bound: float, what: str, unit: str) -> None:
     """Rejected unless every component is finite and within ±``bound``."""
-    if not np.all(np.isfinite(x)):
+    if not np.isfinite(x).all():
         raise Rejected(f"{what} must be finite, got {np.array2string(x, threshold=8)}")
     if x.size and np.abs(x).max() > bound:
         raise Rejected(f"{what} must be within ±{bound:g} {unit}, got {np.abs(x).max():.3g}")
@@ -59,10 +60,11 @@ def check_vector(x: np.ndarray, bound: float, what: str, unit: str) -> None:
 
 def unit_quaternion(quat: np.ndarray, what: str) -> np.ndarray:
     """``quat`` normalised; Rejected unless finite with its norm in ``QUATERNION_NORM``."""
-    if not np.all(np.isfinite(quat)):
+    if not np.isfinite(quat).all():
         raise Rejected(f"{what} quaternion must be finite")
     scale = float(np.abs(quat).max())
-    n = scale * float(np.linalg.norm(quat / scale)) if scale > 0.0 else 0.0  # no overflow for huge entries
+    u = quat / scale if scale > 0.0 else None  # no overflow for huge entries; |u| as np.linalg.norm computes it
+    n = scale * math.sqrt(u.dot(u)) if scale > 0.0 else 0.0
     lo, hi = QUATERNION_NORM
     if not (lo <= n <= hi):
         raise Rejected(f"{what} quaternion norm {n:.3g} is not in [{lo:g}, {hi:g}]")
@@ -143,7 +145,7 @@ def state_vector(model, nv_base: int, base, joints) -> Tuple[np.ndarray, np.ndar
         v = np.zeros(model.nv)
     if joints is not None:
         v[nv_base:] = joints[1]
-    if not (np.all(np.isfinite(q)) and np.all(np.isfinite(v))):
+    if not (np.isfinite(q).all() and np.isfinite(v).all()):
         raise ValueError("non-finite configuration or velocity")
     return q, v
 

@@ -63,7 +63,13 @@ def command_limits(model, max_wrench=None, max_effort=None) -> CommandLimits:
 
 def scale_to_norm(x: np.ndarray, limit: float):
     """``(x scaled down to norm limit along its direction, whether it was)``; the norm without overflow (1e308
-    components have an infinite 2-norm in floating point)."""
+    components have an infinite 2-norm in floating point). A short vector whose 1-norm (an upper bound of its
+    2-norm; NaN or inf for non-finite components) is below the limit by more than rounding is returned at once:
+    the common, unsaturated case costs no numpy call."""
+    if x.size <= 8:
+        total = sum(map(abs, x.tolist()))
+        if total <= limit * (1.0 - 1e-12):
+            return x, False
     s = float(np.max(np.abs(x))) if x.size else 0.0
     if s == 0.0 or not math.isfinite(limit):
         return x, False
@@ -84,6 +90,6 @@ def saturate_wrench(W: np.ndarray, limits: CommandLimits):
 
 def clip_efforts(tau: np.ndarray, max_effort: np.ndarray):
     """``(tau, saturated)``: joint efforts clipped to ``±max_effort``."""
-    if np.any(np.abs(tau) > max_effort):
+    if (np.abs(tau) > max_effort).any():
         return np.clip(tau, -max_effort, max_effort), True
     return tau, False

@@ -36,6 +36,7 @@ class Backend(Protocol):
     mimic: object  #: the :class:`~mbs_ros.dynamics.mimic.Mimic` reduction, or None
     fast_step: object  #: the compiled Munthe-Kaas step ``(q, v, tau, dt, method, wrench_world)``, or None
     fast_simulate: object  #: the compiled loop ``(q0, v0, tau, dt, steps, method)``, or None
+    fast_advance: object  #: the compiled loop that stops out of bounds (``CompiledModel.advance``), or None
 
     def nq(self, m) -> int: ...
     def nv(self, m) -> int: ...
@@ -70,6 +71,7 @@ class TreeBackend:
     mimic = None
     fast_step = None
     fast_simulate = None
+    fast_advance = None
 
     # ------------------------------------------------------------------ configuration space
     def nq(self, m) -> int:
@@ -338,6 +340,7 @@ class _CompiledKernels:
         self.compiled = compiled
         self.fast_step = compiled.step
         self.fast_simulate = compiled.simulate
+        self.fast_advance = compiled.advance
 
     def link_poses(self, m, q) -> np.ndarray:
         tree = m.tree
@@ -371,6 +374,12 @@ class _CompiledKernels:
         if not m.passive_active:
             return np.zeros(m.nv), 0.0
         return self.compiled.passive(q, v, springs)
+
+    def kinetic_energy(self, m, q, v) -> float:
+        return self.compiled.energies(q, v)[0]
+
+    def gravity_energy(self, m, q) -> float:
+        return self.compiled.energies(q, np.zeros(m.nv))[1]
 
     def with_current(self, passive) -> "Backend":
         out = copy.copy(self)
@@ -406,6 +415,7 @@ class MimicBackend:
 
     fast_step = None
     fast_simulate = None
+    fast_advance = None
 
     def __init__(self, mimic):
         self.mimic = mimic

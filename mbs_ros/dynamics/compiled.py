@@ -505,16 +505,28 @@ def _solve_small(A, b, n):
 
 
 @jit
+def _aba_alloc(nb):
+    """The ABA's workspace (:func:`_alloc`'s, the articulated inertias, pivots, the base block's system)."""
+    Rr, pr, Rw, pw, Sb, vec, tmp = _alloc(nb)
+    return (Rr, pr, Rw, pw, Sb, vec, tmp, np.empty((nb, 6, 6)), np.empty((6, 6)), np.empty(nb), np.empty(nb),
+            np.empty(6), np.empty((6, 6)))
+
+
+@jit
 def _aba_core(im, fm, I6, q, v, tau, fext, use_f, qdd):
     """Articulated-body algorithm in body frames (Featherstone 2008, table 7.1), O(n): qdd (nv,)."""
+    _aba_work(im, fm, I6, q, v, tau, fext, use_f, qdd, _aba_alloc(im[_HDR, 1]))
+
+
+@jit
+def _aba_work(im, fm, I6, q, v, tau, fext, use_f, qdd, ws):
+    """:func:`_aba_core` in the workspace ``ws`` of :func:`_aba_alloc` (reused across the stages of a step: every
+    entry read is written first in each call)."""
     nb, nvb = im[_HDR, 1], im[_HDR, 6]
-    Rr, pr, Rw, pw, Sb, vec, tmp = _alloc(nb)
+    Rr, pr, Rw, pw, Sb, vec, tmp, IA, Ia, Dinv, u, rhs, Mb = ws
     V, c, pA, U, A = vec[0], vec[1], vec[2], vec[3], vec[4]
     t6, h, pa = vec[5, 0], vec[5, 1], vec[5, 2]
-    IA = I6.copy()
-    Ia = np.empty((6, 6))
-    Dinv = np.empty(nb)
-    u = np.empty(nb)
+    IA[:, :, :] = I6
     _joint_poses(im, fm, q, Rr, pr)
     _base_pose(im[_HDR, 0], q, Rw, pw)
     _base_columns(im, Rw, Sb)
@@ -566,8 +578,6 @@ def _aba_core(im, fm, I6, q, v, tau, fext, use_f, qdd):
         _mv6(IA[0], A[0], h)
         for r in range(6):
             h[r] += pA[0, r]
-        rhs = np.empty(6)
-        Mb = np.empty((6, 6))
         for k in range(nvb):
             rhs[k] = tau[k] - _dot6(Sb[k], h)
             _mv6(IA[0], Sb[k], t6)
@@ -920,17 +930,23 @@ def _step_core(im, fm, I6, q, v, taus, W, has_W, dt, A, b, q_out, v_out):
     """One Munthe-Kaas step (seed 001 eqs. 35–37) with tableau (A, b): Ψ_j = h Σ a_jl k_l, q_j = q·exp Ψ_j,
     v_j = v + h Σ a_jl a_l, k_j = dexp⁻¹(−Ψ_j) v_j, a_j = ABA(q_j, v_j, τ_j); q ← q·exp(h Σ b_j k_j),
     v ← v + h Σ b_j a_j. ``taus``: one row held over the step or one per stage; ``W`` a world-axes base wrench."""
+    _step_work(im, fm, I6, q, v, taus, W, has_W, dt, A, b, q_out, v_out, _step_alloc(im, b.shape[0]))
+
+
+@jit
+def _step_alloc(im, ns):
+    """The workspace of one Munthe-Kaas step with ``ns`` stages (reused by the steps of one call)."""
+    nq, nv = im[_HDR, 3], im[_HDR, 4]
+    return (np.empty((ns, nv)), np.empty((ns, nv)), np.empty(nv), np.empty(nv), np.empty(nq), np.empty(nv),
+            np.empty(nv), np.empty(1), np.empty((1, 6)), _aba_alloc(im[_HDR, 1]))
+
+
+@jit
+def _step_work(im, fm, I6, q, v, taus, W, has_W, dt, A, b, q_out, v_out, sw):
+    """:func:`_step_core` in the workspace ``sw`` of :func:`_step_alloc`."""
     nq, nv = im[_HDR, 3], im[_HDR, 4]
     ns = b.shape[0]
-    ks = np.empty((ns, nv))
-    accs = np.empty((ns, nv))
-    psi = np.empty(nv)
-    vj = np.empty(nv)
-    qj = np.empty(nq)
-    tj = np.empty(nv)
-    tp = np.empty(nv)
-    pwd = np.empty(1)
-    dummy = np.empty((1, 6))
+    ks, accs, psi, vj, qj, tj, tp, pwd, dummy, ws = sw
     for j in range(ns):
         if j == 0:
             for k in range(nq):
@@ -961,7 +977,7 @@ def _step_core(im, fm, I6, q, v, taus, W, has_W, dt, A, b, q_out, v_out):
             _passive_core(im, fm, qj, vj, True, tp, pwd)
             for k in range(nv):
                 tj[k] += tp[k]
-        _aba_core(im, fm, I6, qj, vj, tj, dummy, False, accs[j])
+        _aba_work(im, fm, I6, qj, vj, tj, dummy, False, accs[j], ws)
     for k in range(nv):
         sp = 0.0
         sa = 0.0
@@ -979,8 +995,30 @@ def _simulate_core(im, fm, I6, q0, v0, tau, W, has_W, dt, A, b, steps, qs, vs):
     taus = tau.reshape(1, tau.shape[0])
     qs[0] = q0
     vs[0] = v0
+    sw = _step_alloc(im, b.shape[0])
     for n in range(steps):
-        _step_core(im, fm, I6, qs[n], vs[n], taus, W, has_W, dt, A, b, qs[n + 1], vs[n + 1])
+        _step_work(im, fm, I6, qs[n], vs[n], taus, W, has_W, dt, A, b, qs[n + 1], vs[n + 1], sw)
+
+
+@jit
+def _advance_core(im, fm, I6, q0, v0, tau, W, has_W, dt, A, b, steps, v_caps, max_q, qs, vs):
+    """:func:`_simulate_core` that stops at the first step whose state is not finite or leaves the bounds
+    (some |v_i| > v_caps[i] or |q_i| > max_q; NaN fails every comparison); returns the number of steps within
+    them (the row after them holds the failing step, when there is one)."""
+    taus = tau.reshape(1, tau.shape[0])
+    qs[0] = q0
+    vs[0] = v0
+    sw = _step_alloc(im, b.shape[0])
+    nq, nv = qs.shape[1], vs.shape[1]
+    for n in range(steps):
+        _step_work(im, fm, I6, qs[n], vs[n], taus, W, has_W, dt, A, b, qs[n + 1], vs[n + 1], sw)
+        for k in range(nv):
+            if not abs(vs[n + 1, k]) <= v_caps[k]:
+                return n
+        for k in range(nq):
+            if not abs(qs[n + 1, k]) <= max_q:
+                return n
+    return steps
 
 
 @jit
@@ -1002,6 +1040,56 @@ def _body_poses_core(im, fm, q, T):
                 T[k, i, j] = T[lam, i, 0] * Rr[k, 0, j] + T[lam, i, 1] * Rr[k, 1, j] + T[lam, i, 2] * Rr[k, 2, j]
             T[k, i, 3] = T[lam, i, 0] * pr[k, 0] + T[lam, i, 1] * pr[k, 1] + T[lam, i, 2] * pr[k, 2] + T[lam, i, 3]
         T[k, 3, 0], T[k, 3, 1], T[k, 3, 2], T[k, 3, 3] = 0.0, 0.0, 0.0, 1.0
+
+
+@jit
+def _energy_core(im, fm, I6, mc, q, v, out):
+    """out[0] = kinetic energy ½ Σ V_iᵀ I_i V_i + ½ Σ armature v_j² (body-frame twists, the RNEA's forward pass);
+    out[1] = −gᵀ Σ m_i c_i, the world centres of mass from the bodies' placements in the base frame (``mc[i]`` =
+    [m_i, m_i c_i]), then the base pose (``algorithms.kinetic_energy``, ``potential_energy``)."""
+    nb = im[_HDR, 1]
+    nvb = im[_HDR, 6]
+    Rr, pr, Rw, pw, Sb, vec, tmp = _alloc(nb)
+    V, t6 = vec[0], vec[2, 0]
+    Rb = np.empty((nb, 3, 3))
+    pb = np.empty((nb, 3))
+    _joint_poses(im, fm, q, Rr, pr)
+    _base_pose(im[_HDR, 0], q, Rw, pw)
+    _base_columns(im, Rw, Sb)
+    _base_velocity(im, Sb, v, V[0])
+    for i in range(3):
+        for j in range(3):
+            Rb[0, i, j] = 1.0 if i == j else 0.0
+        pb[0, i] = 0.0
+    kin = 0.0
+    for i in range(1, nb):
+        lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
+        _to_child(Rr[i], pr[i], V[lam], V[i])
+        for r in range(6):
+            V[i, r] += fm[i, _S + r] * v[iv]
+        kin += 0.5 * fm[i, _ARM] * v[iv] * v[iv]
+        for a in range(3):
+            for b in range(3):
+                Rb[i, a, b] = Rb[lam, a, 0] * Rr[i, 0, b] + Rb[lam, a, 1] * Rr[i, 1, b] + Rb[lam, a, 2] * Rr[i, 2, b]
+            pb[i, a] = Rb[lam, a, 0] * pr[i, 0] + Rb[lam, a, 1] * pr[i, 1] + Rb[lam, a, 2] * pr[i, 2] + pb[lam, a]
+    body = 0.0
+    for i in range(nb):
+        _mv6(I6[i], V[i], t6)
+        body += _dot6(V[i], t6)
+    out[0] = 0.5 * body + kin
+    f0, f1, f2, mass = 0.0, 0.0, 0.0, 0.0
+    for i in range(nb):
+        m = mc[i, 0]
+        mass += m
+        f0 += m * pb[i, 0] + Rb[i, 0, 0] * mc[i, 1] + Rb[i, 0, 1] * mc[i, 2] + Rb[i, 0, 2] * mc[i, 3]
+        f1 += m * pb[i, 1] + Rb[i, 1, 0] * mc[i, 1] + Rb[i, 1, 1] * mc[i, 2] + Rb[i, 1, 2] * mc[i, 3]
+        f2 += m * pb[i, 2] + Rb[i, 2, 0] * mc[i, 1] + Rb[i, 2, 1] * mc[i, 2] + Rb[i, 2, 2] * mc[i, 3]
+    g = fm[0, 0:3]
+    e = 0.0
+    for a in range(3):
+        w = Rw[a, 0] * f0 + Rw[a, 1] * f1 + Rw[a, 2] * f2 + mass * pw[a]
+        e -= g[a] * w
+    out[1] = e
 
 
 @jit
@@ -1033,7 +1121,7 @@ class CompiledModel:
     """The arrays the kernels read, packed once from a model's tree (``base`` name, :class:`~.tree.Tree`, world
     gravity); one instance serves any number of calls, each call allocates its own workspace."""
 
-    __slots__ = ("im", "fm", "I6", "nq", "nv", "nb", "_tableaus", "joint_names")
+    __slots__ = ("im", "fm", "I6", "nq", "nv", "nb", "_tableaus", "joint_names", "mc")
 
     def __init__(self, base, tree, gravity, passive=None):
         nb, nj = tree.nb, tree.nj
@@ -1088,6 +1176,7 @@ class CompiledModel:
             im[_COLS, 7] = 0
         self.im, self.fm = im, fm
         self.I6 = np.ascontiguousarray(tree.body_inertia, dtype=np.float64).copy()
+        self.mc = np.ascontiguousarray(np.column_stack([tree.body_mass, tree.body_first_moment]), dtype=np.float64)
         self.nq, self.nv, self.nb = tree.nq, tree.nv, nb
         self.joint_names = tuple(tree.joint_names)
         from .integrators import TABLEAUS
@@ -1198,6 +1287,12 @@ class CompiledModel:
                 out.im[_HDR, 7] &= ~_F_CURRENT
         return out
 
+    def energies(self, q, v):
+        """``(kinetic, gravity potential)`` [J] at (q, v) (:func:`_energy_core`)."""
+        out = np.empty(2)
+        _energy_core(self.im, self.fm, self.I6, self.mc, _f64(q, self.nq), _f64(v, self.nv), out)
+        return float(out[0]), float(out[1])
+
     def body_poses(self, q):
         T = np.empty((self.nb, 4, 4))
         _body_poses_core(self.im, self.fm, _f64(q, self.nq), T)
@@ -1249,6 +1344,22 @@ class CompiledModel:
         return qs, vs
 
 
+    def advance(self, q0, v0, tau, dt, steps, method, wrench_world, v_caps, max_q):
+        """:meth:`simulate` stopping at the first step out of the bounds (finite, ``|v| <= v_caps``, ``|q| <=
+        max_q``): ``(qs, vs, n_within)``, rows ``0 .. n_within`` (and the failing one after them) filled."""
+        A, b = self._tableaus[method]
+        qs = np.empty((steps + 1, self.nq))
+        vs = np.empty((steps + 1, self.nv))
+        W = _NO_FEXT[0] if wrench_world is None else _f64(wrench_world, 6)
+        try:
+            n = _advance_core(self.im, self.fm, self.I6, _f64(q0, self.nq), _f64(v0, self.nv), _f64(tau, self.nv),
+                              W, wrench_world is not None, float(dt), A, b, int(steps), _f64(v_caps, self.nv),
+                              float(max_q), qs, vs)
+        except _SingularPivot as exc:
+            raise self._singular(exc) from None
+        return qs, vs, n
+
+
 def compile_model(base, tree, gravity, passive=None):
     """A :class:`CompiledModel` of a tree on ``base`` (with its :class:`~.passive.Passive`, if any), or None where
     numba is unavailable (or the environment sets ``MBS_BACKEND=numpy``)."""
@@ -1282,9 +1393,11 @@ def warm_up() -> float:
     c.all_terms(q, v)
     c.joint_wrenches(q, v, v)
     c.body_poses(q)
+    c.energies(q, v)
     c.integrate(q, v)
     c.step(q, v, v, 1e-3)
     c.step(q, v, v, 1e-3, wrench_world=np.zeros(6))
     c.simulate(q, v, v, 1e-3, 1)
+    c.advance(q, v, v, 1e-3, 2, "rk4", None, np.full(c.nv, np.inf), np.inf)
     c.passive(q, v)
     return time.perf_counter() - t0

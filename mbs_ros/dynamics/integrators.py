@@ -64,7 +64,7 @@ def check_time_step(dt, name: str = "dt") -> float:
 
 
 def step(model, q: np.ndarray, v: np.ndarray, tau: Torque, dt: float, method: str = "rk4", t: float = 0.0,
-         wrench_world=None):
+         wrench_world=None, steps=None, bounds=None):
     """One Munthe-Kaas step of size ``dt`` (seed 001 eqs. 35–37); returns ``(q_next, v_next)``.
 
     ``tau`` is a generalised-force vector held over the step, an ``(n_stages, nv)`` array (one row per stage of
@@ -75,6 +75,12 @@ def step(model, q: np.ndarray, v: np.ndarray, tau: Torque, dt: float, method: st
     (RKMK4). A :class:`~mbs_ros.dynamics.Model` with the compiled fast path takes the whole step in one compiled
     call unless ``tau`` is a function. A model's passive forces (:meth:`Model.passive_forces`: joint springs and
     friction, the water's damping and current) are added to ``tau`` at every stage.
+
+    ``steps`` (an int) asks for that many steps with ``tau`` (nv,) held, in one compiled call
+    (:attr:`Model.fast_advance`; ValueError without it): ``(qs, vs, n_within)``, rows 0 .. n_within of ``(steps + 1,
+    nq)`` and ``(steps + 1, nv)`` the states from ``(q, v)`` on, each the same numbers one call per step gives;
+    ``bounds = (v_caps, max_q)`` stops at the first step with a non-finite state, ``|v_i| > v_caps[i]`` or ``|q_i| >
+    max_q`` (its state is the row after the ``n_within`` good ones).
     """
     try:
         positive = 0.0 < dt < math.inf and dt is not True  # the hot path's test; check_time_step says why not
@@ -83,6 +89,12 @@ def step(model, q: np.ndarray, v: np.ndarray, tau: Torque, dt: float, method: st
     if not positive:
         check_time_step(dt)
     tab = _tableau(method)
+    if steps is not None:
+        fast = getattr(model, "fast_advance", None)
+        if fast is None or callable(tau):
+            raise ValueError("steps needs a model with the compiled loop (fast_advance) and a held tau")
+        v_caps, max_q = (np.full(model.nv, math.inf), math.inf) if bounds is None else bounds
+        return fast(q, v, tau, dt, int(steps), method, wrench_world, v_caps, max_q)
     fast = getattr(model, "fast_step", None)
     if fast is not None and not callable(tau):
         return fast(q, v, tau, dt, method, wrench_world)

@@ -352,6 +352,19 @@ class Model:
         return self._backend.fast_step
 
     @property
+    def fast_advance(self):
+        """The compiled loop ``(q0, v0, tau, dt, steps, method, wrench_world, v_caps, max_q) -> (qs, vs,
+        n_within)`` of :meth:`~mbs_ros.dynamics.compiled.CompiledModel.advance` that :class:`~.simulator.Simulator`
+        takes for the steps of a held command, or None."""
+        return self._backend.fast_advance
+
+    @property
+    def compiled_kernels(self):
+        """The :class:`~mbs_ros.dynamics.compiled.CompiledModel` whose kernels compute this model (the arrays the
+        compiled control laws and stepping loops take), or None (numpy backend, mimic joints)."""
+        return getattr(self._backend, "compiled", None)
+
+    @property
     def fast_simulate(self):
         """The compiled ``simulate`` loop that :func:`~mbs_ros.dynamics.integrators.simulate` takes for a held
         tau, or None."""
@@ -499,7 +512,10 @@ class Model:
         0; ValueError if V has components the base cannot have."""
         V = np.asarray(V, dtype=float).reshape(6)
         B = self.velocity_map(q)
-        if B.shape[1]:
+        if self._H is not None:  # orthonormal columns of the identity: the least-squares solution is Hᵀ V
+            vb = B.T @ V
+            residual = V - B @ vb
+        elif B.shape[1]:
             vb = np.linalg.lstsq(B, V, rcond=None)[0]
             residual = V - B @ vb
         else:
@@ -537,9 +553,9 @@ class Model:
         with the reason if the pose is not on the group (for a fixed base: if it is not the identity)."""
         p = np.asarray(position, dtype=float).reshape(3)
         quat = np.asarray(quaternion_xyzw, dtype=float).reshape(4)
-        if not (np.all(np.isfinite(p)) and np.all(np.isfinite(quat))):
+        if not (np.isfinite(p).all() and np.isfinite(quat).all()):
             raise ValueError("pose must be finite")
-        n = np.linalg.norm(quat)
+        n = math.sqrt(quat.dot(quat))  # np.linalg.norm of a vector, without its generic input handling
         if n < 1e-12:
             raise ValueError("quaternion has zero norm")
         quat = quat / n
@@ -719,10 +735,14 @@ class Model:
         joint entries of τ are 0."""
         W = np.asarray(W, dtype=float).reshape(6)
         B = self.velocity_map(q)
-        tau_b = B.T @ W
-        if self._H is None and self.group is not None:  # SO(3)×R³: B is invertible, every component acts
+        if self._H is not None and B.shape == (6, 6) and np.isfinite(W).all():
+            # SE(3): B = H = I, so Bᵀ W = W and nothing is dropped (the products below, without the products)
+            tau_b, applied, dropped = W.copy(), W.copy(), np.zeros(6)
+        elif self._H is None and self.group is not None:  # SO(3)×R³: B is invertible, every component acts
+            tau_b = B.T @ W
             applied, dropped = W.copy(), np.zeros(6)
         else:
+            tau_b = B.T @ W
             applied = B @ tau_b  # H has orthonormal columns: H Hᵀ projects onto the subalgebra
             dropped = W - applied
         if self._single:

@@ -316,6 +316,8 @@ def joint_positions_to_q(model: Model, angles) -> np.ndarray:
     """The joints' part of q from one position per joint (``joint_names`` order): revolute/prismatic as is,
     continuous as ``(cos θ, sin θ)``."""
     angles = np.asarray(angles, dtype=float).reshape(len(model.joint_names))
+    if "continuous" not in model.joint_types:  # one coordinate per joint: the angles themselves
+        return angles.copy()
     out = []
     for a, t in zip(angles, model.joint_types):
         if t == "continuous":

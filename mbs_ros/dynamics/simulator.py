@@ -85,10 +85,15 @@ class WrenchCommand:
     frame: str = "body"
 
     def is_zero(self) -> bool:
-        return not np.any(self.W)
+        return not self.W.any()
 
     def same(self, other: "WrenchCommand") -> bool:
-        return self.frame == other.frame and np.array_equal(self.W, other.W)
+        return self.frame == other.frame and _equal(self.W, other.W)
+
+
+def _equal(a: np.ndarray, b: np.ndarray) -> bool:
+    """``np.array_equal`` of two float arrays, without its generic input handling (once per period)."""
+    return a.shape == b.shape and bool((a == b).all())
 
 
 ZERO_WRENCH = WrenchCommand(np.zeros(6))
@@ -302,7 +307,7 @@ class Simulator:
         W = np.array(W, dtype=float).reshape(6)
         if self.model.group is None:
             raise ValueError("a fixed base takes no wrench")
-        if not np.all(np.isfinite(W)):
+        if not np.isfinite(W).all():
             raise ValueError(f"non-finite (NaN/inf) wrench components {W.tolist()}")
         if frame not in ("body", "world"):
             raise ValueError(f"frame must be 'body' or 'world', got {frame!r}")
@@ -310,7 +315,7 @@ class Simulator:
         R = self.model.base_rotation(self.q) if frame == "world" else None
         W_body = W if R is None else np.concatenate([R.T @ W[:3], R.T @ W[3:]])
         _tau, _applied, dropped = self.model.wrench_to_generalized(self.q, W_body)
-        if np.max(np.abs(dropped)) > 1e-12 * max(1.0, float(np.max(np.abs(W_body)))):
+        if dropped.any() and np.abs(dropped).max() > 1e-12 * max(1.0, float(np.abs(W_body).max())):
             W_body = W_body - dropped
             W = W_body if R is None else np.concatenate([R @ W_body[:3], R @ W_body[3:]])
         else:
@@ -330,7 +335,7 @@ class Simulator:
         e = np.array(efforts, dtype=float).reshape(-1)
         if e.shape != (self.nj,):
             raise ValueError(f"{e.size} joint efforts, expected {self.nj} ({', '.join(self.model.joint_names)})")
-        if not np.all(np.isfinite(e)):
+        if not np.isfinite(e).all():
             raise ValueError(f"non-finite (NaN/inf) joint efforts {e.tolist()}")
         e, saturated = clip_efforts(e, self.limits.max_effort)
         self.saturated["joints"] += saturated
@@ -342,7 +347,7 @@ class Simulator:
         :meth:`wrench_command`). A :class:`WrenchCommand` is taken as it is, saturated if it exceeds the limits."""
         if isinstance(W, WrenchCommand):
             cmd, dropped = W, np.zeros(6)
-            if not np.all(np.isfinite(cmd.W)):
+            if not np.isfinite(cmd.W).all():
                 raise ValueError(f"non-finite (NaN/inf) wrench components {cmd.W.tolist()}")
             W_sat = self._saturate_wrench(cmd.W)
             if W_sat is not cmd.W:
@@ -363,7 +368,7 @@ class Simulator:
         u = np.array(thrusts, dtype=float).reshape(-1)
         if u.shape != (self.nt,):
             raise ValueError(f"{u.size} thrusts, expected {self.nt} ({', '.join(self.model.thruster_names)})")
-        if not np.all(np.isfinite(u)):
+        if not np.isfinite(u).all():
             raise ValueError(f"non-finite (NaN/inf) thrusts {u.tolist()}")
         lo, hi = self.model.thrust_limits
         if np.any(u < lo) or np.any(u > hi):
@@ -467,7 +472,9 @@ class Simulator:
         every = self.energy_check_steps
         passive = model.passive_active
         nt = self.nt
-        for taken in range(int(n_steps)):
+        n_steps = int(n_steps)
+        batch = None  # (qs, vs, within bounds) of the steps from here under the held command, or None
+        for taken in range(n_steps):
             k = self.k
             q0, v0 = self.q, self.v
             fault = None
@@ -475,6 +482,7 @@ class Simulator:
                 if (w.pending is not None or e.pending is not None or self._thrusts.pending is not None
                         or k >= self._next_expiry):
                     self._take_commands(k)
+                    batch = None
                 thrust_end = None
                 if nt and not self._thrust_settled:
                     u = self._thrusts.applied
@@ -490,10 +498,19 @@ class Simulator:
                     self._force_stale = True
                 if self._force_stale:
                     self._build_force()
-                q1, v1 = step(model, q0, v0, self._tau, dt, method=method, t=k * dt,
-                              wrench_world=self._wrench_world)
-                # NaN fails every comparison: one test for finite and bounded
-                if not ((np.abs(v1) <= caps).all() and (np.abs(q1) <= MAX_POSITION).all()):
+                    batch = None
+                if batch is None and n_steps - taken > 1 and (not nt or self._thrust_settled):
+                    batch = self._batch(model, q0, v0, k, min(n_steps - taken, self._next_expiry - k))
+                if batch is not None and batch[3] < batch[2].shape[0]:
+                    i = batch[3]
+                    q1, v1, within = batch[0][i + 1], batch[1][i + 1], batch[2][i]
+                    batch[3] = i + 1
+                else:
+                    q1, v1 = step(model, q0, v0, self._tau, dt, method=method, t=k * dt,
+                                  wrench_world=self._wrench_world)
+                    # NaN fails every comparison: one test for finite and bounded
+                    within = (np.abs(v1) <= caps).all() and (np.abs(q1) <= MAX_POSITION).all()
+                if not within:
                     fault = self._runaway(q1, v1)
                 else:
                     if self._announce:
@@ -530,6 +547,23 @@ class Simulator:
                     self._halt(self.k, "runaway", reason)
                     return taken + 1
         return int(n_steps)
+
+    def _batch(self, model, q0, v0, k: int, n: int):
+        """``[qs, vs, within, 0]``: the next ``n`` steps from ``(q0, v0)`` at step ``k`` under the held force in one
+        compiled call (the same kernel, on the same numbers, as ``n`` calls of :func:`~.integrators.step`, so the
+        states are identical), stopping at the first step that fails the per-step test (finite and within the runaway
+        bounds): ``within[i]`` is that test for step i. None where the call cannot be made (no compiled loop, a
+        force that varies within the step, n < 2) or failed (the steps are then taken one by one, and the failing
+        one reports its exception)."""
+        if model.fast_advance is None or n < 2 or callable(self._tau):
+            return None
+        try:
+            qs, vs, n_within = step(model, q0, v0, self._tau, self.dt, method=self._integrator, t=k * self.dt,
+                                    wrench_world=self._wrench_world, steps=n, bounds=(self._v_caps, MAX_POSITION))
+        except Exception:  # noqa: BLE001 - a singular mass matrix: step by step finds the step and says why
+            return None
+        within = np.arange(min(n_within + 1, n)) < n_within
+        return [qs, vs, within, 0]
 
     def _runaway(self, q1, v1):
         """``(kind, reason)`` for a step result that failed the per-step test."""
@@ -652,7 +686,7 @@ class Simulator:
             w.announced = w.applied
             if self.on_wrench_applied is not None:
                 self.on_wrench_applied(k, w.applied)
-        if self.nj and (e.announced is None or not np.array_equal(e.applied, e.announced)):
+        if self.nj and (e.announced is None or not _equal(e.applied, e.announced)):
             e.announced = e.applied
             if self.on_efforts_applied is not None:
                 self.on_efforts_applied(k, e.applied)

@@ -72,6 +72,8 @@ def check_kernels(fast, ref, rng):
                           np.concatenate([ref.mass_matrix(q).ravel(), ref.nonlinear_effects(q, v),
                                           ref.gravity_forces(q)])),
             "link_poses": (fast.link_poses(q), ref.link_poses(q)),
+            "kinetic_energy": (fast.kinetic_energy(q, v), ref.kinetic_energy(q, v)),
+            "gravity_energy": (fast.gravity_energy(q), ref.gravity_energy(q)),
         }
         if ref.tree.nj:
             results["joint_wrenches"] = (fast.joint_wrenches(q, v, a), ref.joint_wrenches(q, v, a))

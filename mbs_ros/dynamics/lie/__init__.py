@@ -8,7 +8,8 @@ linear-first tangent coordinates, body-frame velocities, right-trivialised dexp)
 >>> q = SE3.integrate(SE3.identity(), [0.1, 0.0, 0.0, 0.0, 0.0, 0.2])
 """
 
-from ._base import DEXP_INV_SERIES, SE3_BETA_SERIES, SIN_COEFF_SERIES, SINC_THRESHOLD, LieGroup, hat3, vee3
+from ._base import (DEXP_INV_SERIES, SE3_BETA_SERIES, SE3_DEXP_C3_SERIES, SE3_DEXP_C4_SERIES,
+                    SIN_COEFF_SERIES, SINC_THRESHOLD, LieGroup, hat3, vee3)
 from .rn import Rn, RnGroup
 from .schoenflies import Schoenflies
 from .se2 import SE2
@@ -19,4 +20,5 @@ from .so3xr3 import SO3xR3
 GROUPS = {g.name: g for g in (SO3, SE3, SE2, Schoenflies, SO3xR3)}
 
 __all__ = ["LieGroup", "RnGroup", "SO3", "SE3", "SE2", "Schoenflies", "SO3xR3", "Rn", "GROUPS",
-           "hat3", "vee3", "SINC_THRESHOLD", "SIN_COEFF_SERIES", "DEXP_INV_SERIES", "SE3_BETA_SERIES"]
+           "hat3", "vee3", "SINC_THRESHOLD", "SIN_COEFF_SERIES", "DEXP_INV_SERIES", "SE3_BETA_SERIES",
+           "SE3_DEXP_C3_SERIES", "SE3_DEXP_C4_SERIES"]

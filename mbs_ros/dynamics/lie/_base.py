@@ -44,6 +44,8 @@ __all__ = [
     "dexp_inv_coeffs",
     "se3_dexp_coeffs",
     "se3_dexp_inv_beta",
+    "SE3_DEXP_C3_SERIES",
+    "SE3_DEXP_C4_SERIES",
 ]
 
 
@@ -148,6 +150,7 @@ _SE3_C3 = _series_brackets(
     [Fraction((-1) ** k * (k + 1), math.factorial(2 * k + 4)) for k in range(12)], 2.5)
 _SE3_C4 = _series_brackets(
     [Fraction((-1) ** k * (k + 1), math.factorial(2 * k + 5)) for k in range(12)], 2.5)
+SE3_DEXP_C3_SERIES, SE3_DEXP_C4_SERIES = _SE3_C3, _SE3_C4  # for the compiled control laws' tables
 
 # beta of seed 001 eq. (10): 1/theta^4 + (theta + sin theta)/(4 theta^3 (cos theta - 1)) -> -1/720.
 # With a = 1/12 + theta^2 a2:  beta = (3 a2 - a^2)/2  (so beta_k = (3 A_{k+1} - sum A_i A_j)/2),
