@@ -16,10 +16,10 @@ from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.dynamics.simulator import CommandLimits, RateCheck
 from mbs_ros.dynamics.simulator import rate_check, velocity_bounds
-from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import params as prm
-from mbs_ros.nodes.params import locked_joints_setting
+from mbs_ros.nodes.params import locked_joints_setting, period_ns
 from mbs_ros.nodes.parameters.dynamics import PARAMETERS
+from mbs_ros.nodes.rotations import quaternion_from_rpy
 
 __all__ = ["Settings", "DEFAULTS", "ParameterError", "settings_from_values", "check_runtime_change",
            "command_limits", "check_rate", "joint_position_limits", "lockstep_steps",
@@ -40,6 +40,7 @@ INERTIA_RANGE = (1.0e-12, 1.0e9)  # kg m^2, principal moments
 MAX_COM = 1.0e3  # m
 MAX_CURRENT = 100.0  # m/s (and m/s² for its rate), per component
 MIN_TEMPERATURE = 1.0  # K: environment_temperature, the divisor of the entropy production
+LINK_SCALE_RANGE = (1.0e-3, 1.0e3)  # link_mass_scales, each factor (as mass_scale)
 MIN_REAL_TIME_FACTOR = 1.0e-3  # a positive real_time_factor (0 = as fast as possible)
 MIN_RATE = prm.MIN_RATE  # Hz: wrench_rate, markers_rate, diagnostics_rate, energy_rate when on
 
@@ -93,6 +94,10 @@ class Settings:
     start_paused: bool = _DEFAULT["start_paused"]  # start paused at t0 (~/pause false or ~/step advance it)
     wait_for_command: bool = _DEFAULT["wait_for_command"]  # outside lockstep: no step before the first command
     sensors: str = _DEFAULT["sensors"]  # "": the robot YAML's; a path: that file; "none": no sensors
+    mass_scale: float = _DEFAULT["mass_scale"]  # the true model's masses and inertias (campaigns' model error)
+    added_mass_scale: float = _DEFAULT["added_mass_scale"]  # the true model's added-mass matrices
+    link_mass_scales: Tuple[float, ...] = _DEFAULT["link_mass_scales"]  # per link (link_names order); () = none
+    sensor_seed: int = 0  # added to every sensor's seed
 
     @property
     def inertia_matrix(self) -> np.ndarray:
@@ -182,11 +187,22 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         start_paused=flag("start_paused"),
         wait_for_command=flag("wait_for_command"),
         sensors=text("sensors", allow_empty=True),
+        mass_scale=number("mass_scale"),
+        added_mass_scale=number("added_mass_scale"),
+        link_mass_scales=prm.vector(values, "link_mass_scales", None),
+        sensor_seed=_seed(values, "sensor_seed"),
     )
+    bad = [f"{x:g}" for x in s.link_mass_scales if not LINK_SCALE_RANGE[0] <= x <= LINK_SCALE_RANGE[1]]
+    if bad:
+        raise ParameterError(f"link_mass_scales: every factor must lie in [{LINK_SCALE_RANGE[0]:g}, "
+                             f"{LINK_SCALE_RANGE[1]:g}], got {', '.join(bad)}")
+    if not multibody and (s.mass_scale != 1.0 or s.added_mass_scale != 1.0 or s.link_mass_scales):
+        raise ParameterError("mass_scale, added_mass_scale and link_mass_scales scale a robot's links: a single "
+                             "body takes its mass and inertia parameters instead")
     if 0.0 < s.real_time_factor < MIN_REAL_TIME_FACTOR:
         raise ParameterError(f"real_time_factor must be 0 (as fast as possible) or >= {MIN_REAL_TIME_FACTOR:g}, got "
                              f"{s.real_time_factor:g}")
-    step = cv.period_ns(s.physics_rate) * 1e-9
+    step = period_ns(s.physics_rate) * 1e-9
     if 0.0 < s.cmd_timeout < step:
         raise ParameterError(f"cmd_timeout must be 0 (start-up only) or at least one physics step (1/physics_rate = "
                              f"{step:g} s), got {s.cmd_timeout:g} s: a command must apply to one step at least")
@@ -211,6 +227,15 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
     return s
 
 
+def _seed(values: Dict[str, object], name: str) -> int:
+    """A whole number (an int, or a float with no fraction: the scenario writes numbers as floats) in the table's
+    range."""
+    v = prm.ranged(values, name, PARAMETERS)
+    if v != int(v):
+        raise ParameterError(f"{name} must be a whole number, got {v:g}")
+    return int(v)
+
+
 def check_runtime_change(old: Settings, new: Settings, changed) -> None:
     """Changes refused at run time only (ParameterError with the reason); see the module docstring."""
     if "cmd_timeout" in changed and new.cmd_timeout == 0.0:
@@ -227,7 +252,7 @@ def command_limits(model: Model, s: Settings) -> CommandLimits:
 def check_rate(model: Model, s: Settings, q0, limits: CommandLimits) -> RateCheck:
     """:func:`mbs_ros.dynamics.simulator.rate_check` at the settings' physics rate and integrator; ParameterError
     when it refuses the rate."""
-    result = rate_check(model, q0, cv.period_ns(s.physics_rate) * 1e-9, s.integrator, limits)
+    result = rate_check(model, q0, period_ns(s.physics_rate) * 1e-9, s.integrator, limits)
     if result.error:
         raise ParameterError(result.error)
     return result
@@ -300,7 +325,9 @@ def build_model(s: Settings, source: Optional[ms.Source] = None) -> Model:
     if source is not None and source.multibody:
         model = ms.build_multibody(source, s.base_group, s.gravity, max_mass_ratio=s.max_mass_ratio,
                                    locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)),
-                                   mimic=s.mimic, fluid_density=s.fluid_density, armature=s.joint_armature)
+                                   mimic=s.mimic, fluid_density=s.fluid_density, armature=s.joint_armature,
+                                   mass_scale=s.mass_scale, link_mass_scales=s.link_mass_scales,
+                                   added_mass_scale=s.added_mass_scale)
         return model.with_current(s.current, s.current_rate)
     try:
         with warnings.catch_warnings():
@@ -335,7 +362,7 @@ def initial_state(model: Model, s: Settings) -> Tuple[np.ndarray, np.ndarray]:
         joints = ms.joint_positions_to_q(model, angles)
     try:
         q0 = model.configuration_from_pose(np.array(s.initial_position),
-                                           cv.quaternion_from_rpy(s.initial_rpy), joints=joints)
+                                           quaternion_from_rpy(s.initial_rpy), joints=joints)
     except ValueError as e:
         raise ParameterError(f"initial_position/initial_rpy: {e}") from None
     try:
@@ -345,7 +372,7 @@ def initial_state(model: Model, s: Settings) -> Tuple[np.ndarray, np.ndarray]:
     if nj and s.initial_joint_velocities:
         v0 = np.array(v0, dtype=float)
         v0[model.nv - nj:] = s.initial_joint_velocities
-    caps = velocity_bounds(model, cv.period_ns(s.physics_rate) * 1e-9)
+    caps = velocity_bounds(model, period_ns(s.physics_rate) * 1e-9)
     over = np.abs(v0) > caps
     if np.any(over):
         i = int(np.argmax(over))
