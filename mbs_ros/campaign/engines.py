@@ -109,7 +109,7 @@ def error_row(campaign, index: int, reason: str, wall_s: float = math.nan) -> di
             values = {}
         for path, value in values.items():
             value = value.tolist() if hasattr(value, "tolist") else value
-            row[f"param.{path}"] = json.dumps(value) if isinstance(value, (list, tuple)) else value
+            row[f"param.{path}"] = json.dumps(value) if isinstance(value, (list, tuple, dict)) else value
     return row
 
 
