@@ -400,8 +400,11 @@ def write_report(campaign, table, out_dir) -> Path:
                     good = ~fails & ~failed_other
                     ax.scatter(px[good], x[good], s=14, color="tab:blue", label="pass")
                     ax.scatter(px[failed_other], x[failed_other], s=14, color="tab:orange", label="fails another")
-                    ax.scatter(px[fails], np.where(np.isnan(x[fails]), c.threshold, x[fails]), s=18, color="red",
-                               label=f"fails {c.text}")
+                    nan = np.isnan(x)
+                    ax.scatter(px[fails & ~nan], x[fails & ~nan], s=18, color="red", label=f"fails {c.text}")
+                    if np.any(fails & nan):  # no value (a fault or an error): a cross on the threshold
+                        ax.scatter(px[fails & nan], np.full(int(np.sum(fails & nan)), c.threshold), s=30,
+                                   color="red", marker="x", label="no value")
                     ax.axhline(c.threshold, color="red", linestyle="--", linewidth=0.8)
                     ax.set_xlabel(pname + suffix)
                     if labels:
