@@ -155,3 +155,13 @@ def test_file_stems_are_stable_file_names():
     assert file_stem("robots[0].dynamics.mass_scale") == "robots_0_dynamics_mass_scale"
     assert file_stem("uvms/max_joint_error") == "uvms_max_joint_error"
     assert np.all([re.fullmatch(r"[A-Za-z0-9_-]+", file_stem(x)) for x in ("a b", "é", "[]", "x.y/z")])
+
+
+def test_a_run_without_a_value_fails_the_criterion_and_is_the_worst():
+    t = pa.table({"run": [0, 1, 2], "status": ["pass", "fail", "pass"],
+                  "reason": ["", "t = 0.300 s: non-finite state (uvms)", ""], "wall_s": [1.0, 0.2, 1.0],
+                  "metric.err": [0.1, math.nan, 0.2]})
+    for op in ("<", ">"):
+        c = summarize(campaign([crit("err", op, 0.15)]), t).criteria[0]
+        assert 1 in c.failed_runs and c.worst[0].run == 1 and not c.worst[0].holds
+        assert math.isnan(c.worst[0].value)
