@@ -836,7 +836,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--count", type=int, default=None, metavar="N", help="fleet scenarios: this many robots per "
                                                                         "fleet template")
     p.add_argument("--set", type=_parse_set, action="append", default=[], metavar="KEY=VALUE",
-                   help="override a global scenario setting, e.g. --set sim_time=true --set real_time_factor=2")
+                   help="override a scenario setting by key or path, VALUE as YAML, e.g. --set sim_time=true "
+                        "--set real_time_factor=2 --set 'robots[0].controller.kp=[4,4,4,4,4,4,16,16,16,16]' "
+                        "--set robots[0].dynamics.mass_scale=1.2 (docs/bringup.md)")
     p.add_argument("--log-dir", type=Path, default=None, metavar="DIR",
                    help="keep the nodes' logs and parameter files here (default: a temporary directory, kept only "
                         "on failure)")

@@ -33,7 +33,8 @@ from mbs_ros.dynamics.model import BASES, MAX_MASS_RATIO, TREE_BASES
 from mbs_ros.packages import is_uri, resolve_uri
 
 __all__ = ["ParameterError", "Source", "load_source", "resolve_model_file", "sensors_path", "NO_SENSORS",
-           "scale_urdf_inertia", "build_multibody", "meshes_for_rviz", "base_link", "model_defaults", "BASES", "TREE_BASES", "PACKAGE"]
+           "scale_urdf_inertia", "link_order", "build_multibody", "meshes_for_rviz", "base_link", "model_defaults",
+           "BASES", "TREE_BASES", "PACKAGE"]
 
 PACKAGE = "mbs_ros"
 
@@ -200,22 +201,44 @@ def meshes_for_rviz(source: Source, limit: int = 3) -> Tuple[Optional[str], str]
                  f"{source.describe()}: {shown}")
 
 
-def scale_urdf_inertia(xml: str, scale: float) -> str:
-    """The URDF with every link's mass and inertia multiplied by ``scale`` (centres of mass unchanged): a
-    deliberately wrong model for robustness tests (``mass_scale`` of the controller node)."""
-    if scale == 1.0:
+def scale_urdf_inertia(xml: str, scale: float, link_scales=None, added_mass_scale: float = 1.0) -> str:
+    """The URDF with every link's mass and inertia multiplied by ``scale`` (centres of mass unchanged), link
+    ``name``'s by ``link_scales[name]`` on top of it, and every ``<hydrodynamics><added_mass>`` by
+    ``added_mass_scale``: a deliberately wrong model for robustness tests (the controller node's ``mass_scale``)
+    or a perturbed true model for test campaigns (the dynamics node's ``mass_scale``, ``link_mass_scales``,
+    ``added_mass_scale``). Scaling a link's mass and rotational inertia together scales its 6x6 spatial inertia
+    by the same factor (Featherstone 2008, eq. 2.63), so the scaled model stays physical for any factor > 0."""
+    link_scales = dict(link_scales or {})
+    if scale == 1.0 and added_mass_scale == 1.0 and all(f == 1.0 for f in link_scales.values()):
         return xml
     root = ET.fromstring(xml)
-    for inertial in root.iter("inertial"):
-        m = inertial.find("mass")
-        if m is not None and "value" in m.attrib:
-            m.set("value", repr(float(m.get("value")) * scale))
-        i = inertial.find("inertia")
-        if i is not None:
-            for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"):
-                if k in i.attrib:
-                    i.set(k, repr(float(i.get(k)) * scale))
+    for link in root.iter("link"):
+        factor = scale * float(link_scales.get(link.get("name"), 1.0))
+        for inertial in link.findall("inertial") if factor != 1.0 else ():
+            m = inertial.find("mass")
+            if m is not None and "value" in m.attrib:
+                m.set("value", repr(float(m.get("value")) * factor))
+            i = inertial.find("inertia")
+            if i is not None:
+                for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"):
+                    if k in i.attrib:
+                        i.set(k, repr(float(i.get(k)) * factor))
+        for added in link.findall("hydrodynamics/added_mass") if added_mass_scale != 1.0 else ():
+            try:
+                values = [float(x) * added_mass_scale for x in (added.text or "").replace(",", " ").split()]
+            except ValueError:
+                continue  # left as written: the passive elements' reader names what is wrong with it
+            added.text = " ".join(repr(x) for x in values)
     return ET.tostring(root, encoding="unicode")
+
+
+def link_order(source: Source) -> Tuple[str, ...]:
+    """Every URDF link of a robot source in the model's order (:attr:`Model.link_names`: the tree's depth-first
+    walk, children in joint-name order), the order of the dynamics node's ``link_mass_scales``."""
+    from mbs_ros.dynamics.tree import build_tree
+    from mbs_ros.dynamics.urdf import parse_urdf
+
+    return tuple(build_tree(parse_urdf(source.urdf), "fixed").link_names)
 
 
 MASS_RATIO_DESCRIPTION = (
@@ -226,19 +249,30 @@ MASS_RATIO_DESCRIPTION = (
 
 def build_multibody(source: Source, base: str, gravity, mass_scale: float = 1.0,
                     max_mass_ratio: float = MAX_MASS_RATIO, locked_joints=None, mimic: str = "reduce",
-                    fluid_density: float = 0.0, current=None, armature=()) -> Model:
+                    fluid_density: float = 0.0, current=None, armature=(), link_mass_scales=(),
+                    added_mass_scale: float = 1.0) -> Model:
     """The multibody :class:`Model` of a loaded source on ``base`` (one of TREE_BASES); ``max_mass_ratio`` 0 lifts
     the model's mass-ratio bound; ``locked_joints`` ``{joint name: position}``: joints made fixed at that position
     (see :meth:`Model.from_urdf`); ``mimic``: ``reduce`` or ``independent`` (the same); ``fluid_density`` > 0
     [kg/m³] overrides the robot YAML's (default 1000) for links whose ``<hydrodynamics>`` names none; ``current``
     the water's current (world axes, m/s); ``armature`` the ``joint_armature`` parameter (empty: none; one
-    number: every joint; else one per joint, see :meth:`Model.from_urdf`)."""
+    number: every joint; else one per joint, see :meth:`Model.from_urdf`); ``link_mass_scales`` (empty: none)
+    one factor per link in :func:`link_order` on top of ``mass_scale``, and ``added_mass_scale`` (see
+    :func:`scale_urdf_inertia`)."""
     if base not in TREE_BASES:
         raise ParameterError(f"base_group must be one of {', '.join(TREE_BASES)}, got {base!r}")
+    links = {}
+    if len(link_mass_scales):
+        order = link_order(source)
+        if len(link_mass_scales) != len(order):
+            raise ParameterError(f"link_mass_scales must have one factor per link ({len(order)}: "
+                                 f"{', '.join(order)}) or none, got {len(link_mass_scales)}")
+        links = dict(zip(order, (float(f) for f in link_mass_scales)))
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # triangle-inequality warnings: the URDF author's choice
-            return Model.from_urdf(scale_urdf_inertia(source.urdf, mass_scale), base=base,
+            xml = scale_urdf_inertia(source.urdf, mass_scale, links, added_mass_scale)
+            return Model.from_urdf(xml, base=base,
                                    gravity=np.asarray(gravity, dtype=float),
                                    max_mass_ratio=float(max_mass_ratio) if max_mass_ratio > 0 else None,
                                    locked_joints=locked_joints or None, mimic=mimic,

@@ -138,7 +138,8 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
         self._last_state_wall = 0.0
         self._graph_counts = ()
         # the sensors (docs/dynamics_node.md, Sensors): a bad sensors file refuses the start
-        self._setup_sensors(load_suite(s.sensors, source, model, self.dt, current=s.current))
+        self._setup_sensors(load_suite(s.sensors, source, model, self.dt, current=s.current,
+                                       seed_offset=s.sensor_seed))
 
         self._create_publishers()
         self._create_inputs()

@@ -39,8 +39,9 @@ sensors_path = ms.sensors_path
 # ------------------------------------------------------------------------------------ loading
 
 
-def load_suite(setting: str, source: ms.Source, model, dt: float, current=(0.0, 0.0, 0.0)):
-    """The :class:`~mbs_ros.sensors.suite.SensorSuite` of the ``sensors`` parameter, or None (no sensors).
+def load_suite(setting: str, source: ms.Source, model, dt: float, current=(0.0, 0.0, 0.0), seed_offset: int = 0):
+    """The :class:`~mbs_ros.sensors.suite.SensorSuite` of the ``sensors`` parameter, or None (no sensors);
+    ``seed_offset``: the ``sensor_seed`` parameter (see :func:`mbs_ros.sensors.spec.load_sensors`).
     A :class:`~mbs_ros.sensors.spec.SensorConfigError` (its message names file, sensor and key) becomes a
     ParameterError, so the node refuses to start with it."""
     path = sensors_path(setting, source)
@@ -50,7 +51,8 @@ def load_suite(setting: str, source: ms.Source, model, dt: float, current=(0.0, 
     from mbs_ros.sensors.suite import SensorSuite
 
     try:
-        sensor_set = load_sensors(path, model, dt, current=tuple(float(x) for x in current))
+        sensor_set = load_sensors(path, model, dt, current=tuple(float(x) for x in current),
+                                  seed_offset=seed_offset)
     except SensorConfigError as e:
         raise ParameterError(f"sensors: {e}") from None
     if not sensor_set.sensors:

@@ -40,6 +40,7 @@ INERTIA_RANGE = (1.0e-12, 1.0e9)  # kg m^2, principal moments
 MAX_COM = 1.0e3  # m
 MAX_CURRENT = 100.0  # m/s (and m/s² for its rate), per component
 MIN_TEMPERATURE = 1.0  # K: environment_temperature, the divisor of the entropy production
+LINK_SCALE_RANGE = (1.0e-3, 1.0e3)  # link_mass_scales, each factor (as mass_scale)
 MIN_REAL_TIME_FACTOR = 1.0e-3  # a positive real_time_factor (0 = as fast as possible)
 MIN_RATE = prm.MIN_RATE  # Hz: wrench_rate, markers_rate, diagnostics_rate, energy_rate when on
 
@@ -93,6 +94,10 @@ class Settings:
     start_paused: bool = _DEFAULT["start_paused"]  # start paused at t0 (~/pause false or ~/step advance it)
     wait_for_command: bool = _DEFAULT["wait_for_command"]  # outside lockstep: no step before the first command
     sensors: str = _DEFAULT["sensors"]  # "": the robot YAML's; a path: that file; "none": no sensors
+    mass_scale: float = _DEFAULT["mass_scale"]  # the true model's masses and inertias (campaigns' model error)
+    added_mass_scale: float = _DEFAULT["added_mass_scale"]  # the true model's added-mass matrices
+    link_mass_scales: Tuple[float, ...] = _DEFAULT["link_mass_scales"]  # per link (link_names order); () = none
+    sensor_seed: int = 0  # added to every sensor's seed
 
     @property
     def inertia_matrix(self) -> np.ndarray:
@@ -182,7 +187,18 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         start_paused=flag("start_paused"),
         wait_for_command=flag("wait_for_command"),
         sensors=text("sensors", allow_empty=True),
+        mass_scale=number("mass_scale"),
+        added_mass_scale=number("added_mass_scale"),
+        link_mass_scales=prm.vector(values, "link_mass_scales", None),
+        sensor_seed=_seed(values, "sensor_seed"),
     )
+    bad = [f"{x:g}" for x in s.link_mass_scales if not LINK_SCALE_RANGE[0] <= x <= LINK_SCALE_RANGE[1]]
+    if bad:
+        raise ParameterError(f"link_mass_scales: every factor must lie in [{LINK_SCALE_RANGE[0]:g}, "
+                             f"{LINK_SCALE_RANGE[1]:g}], got {', '.join(bad)}")
+    if not multibody and (s.mass_scale != 1.0 or s.added_mass_scale != 1.0 or s.link_mass_scales):
+        raise ParameterError("mass_scale, added_mass_scale and link_mass_scales scale a robot's links: a single "
+                             "body takes its mass and inertia parameters instead")
     if 0.0 < s.real_time_factor < MIN_REAL_TIME_FACTOR:
         raise ParameterError(f"real_time_factor must be 0 (as fast as possible) or >= {MIN_REAL_TIME_FACTOR:g}, got "
                              f"{s.real_time_factor:g}")
@@ -209,6 +225,15 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
     else:
         check_inertia(s.inertia_matrix)
     return s
+
+
+def _seed(values: Dict[str, object], name: str) -> int:
+    """A whole number (an int, or a float with no fraction: the scenario writes numbers as floats) in the table's
+    range."""
+    v = prm.ranged(values, name, PARAMETERS)
+    if v != int(v):
+        raise ParameterError(f"{name} must be a whole number, got {v:g}")
+    return int(v)
 
 
 def check_runtime_change(old: Settings, new: Settings, changed) -> None:
@@ -300,7 +325,9 @@ def build_model(s: Settings, source: Optional[ms.Source] = None) -> Model:
     if source is not None and source.multibody:
         model = ms.build_multibody(source, s.base_group, s.gravity, max_mass_ratio=s.max_mass_ratio,
                                    locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)),
-                                   mimic=s.mimic, fluid_density=s.fluid_density, armature=s.joint_armature)
+                                   mimic=s.mimic, fluid_density=s.fluid_density, armature=s.joint_armature,
+                                   mass_scale=s.mass_scale, link_mass_scales=s.link_mass_scales,
+                                   added_mass_scale=s.added_mass_scale)
         return model.with_current(s.current, s.current_rate)
     try:
         with warnings.catch_warnings():

@@ -9,6 +9,7 @@ the same seed gives the same stream however the simulation is chunked. ROS-free.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 import re
@@ -270,17 +271,19 @@ def model_fluid_density(model) -> float | None:
     return float(P.density)
 
 
-def load_sensors(path, model, dt: float, *, current=(0.0, 0.0, 0.0)) -> SensorSet:
+def load_sensors(path, model, dt: float, *, current=(0.0, 0.0, 0.0), seed_offset: int = 0) -> SensorSet:
     """Read the sensors of ``path`` (a sensors file, or a robot YAML whose ``robot:`` mapping has ``sensors:``) for
-    ``model`` simulated with step ``dt`` [s]; :class:`SensorConfigError` naming the file, sensor and key."""
+    ``model`` simulated with step ``dt`` [s]; :class:`SensorConfigError` naming the file, sensor and key.
+    ``seed_offset`` (>= 0, the dynamics node's ``sensor_seed``) is added to every sensor's seed: new noise streams
+    without editing the file."""
     try:
         doc = read_yaml(path)
     except YamlFileError as exc:
         raise SensorConfigError(str(exc)) from None
-    return parse_sensors(doc, path, model, dt, current=current)
+    return parse_sensors(doc, path, model, dt, current=current, seed_offset=seed_offset)
 
 
-def parse_sensors(doc, path, model, dt: float, current=(0.0, 0.0, 0.0)) -> SensorSet:
+def parse_sensors(doc, path, model, dt: float, current=(0.0, 0.0, 0.0), seed_offset: int = 0) -> SensorSet:
     """:func:`load_sensors` of an already read document ``doc``."""
     r = Reader(path)
     prefix = ""
@@ -314,6 +317,8 @@ def parse_sensors(doc, path, model, dt: float, current=(0.0, 0.0, 0.0)) -> Senso
         if s.topic in topics:
             r.at(f"{prefix}sensors[{i}] ({s.name})").fail("topic", f"also the topic of sensor {topics[s.topic]!r}")
         topics[s.topic] = s.name
+    if seed_offset:
+        sensors = [dataclasses.replace(s, seed=s.seed + int(seed_offset)) for s in sensors]
     return SensorSet(env, tuple(sensors), str(path))
 
 

@@ -33,6 +33,8 @@ LAYERS = (
     ("scenario schema", ("mbs_ros.bringup.scenario",)),
     ("tools/analysis", ("mbs_ros.recording", "mbs_ros.foxglove_schemas", "mbs_ros.plot", "mbs_ros.animate",
                         "mbs_ros.analysis.*", "mbs_ros.tools.*")),
+    # test campaigns: scenario draws, headless runs, metrics and criteria; ROS-free (Ray only inside its engine)
+    ("campaign", ("mbs_ros.campaign.*",)),
     ("bringup", ("mbs_ros.bringup.*",)),
     ("studies", ("mbs_ros.validation.*", "mbs_ros.bench.*", "mbs_ros.demo")),
 )
@@ -40,7 +42,7 @@ LAYERS = (
 ROS_FREE = ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.packages", "mbs_ros.process", "mbs_ros.dynamics.*",
             "mbs_ros.controllers.*", "mbs_ros.ephs.*", "mbs_ros.sensors.*", "mbs_ros.estimation.*",
             "mbs_ros.nodes.parameters.*", "mbs_ros.nodes.params",
-            "mbs_ros.nodes.paramsfile", "mbs_ros.analysis.*", "mbs_ros.bringup.scenario")
+            "mbs_ros.nodes.paramsfile", "mbs_ros.analysis.*", "mbs_ros.bringup.scenario", "mbs_ros.campaign.*")
 # rclpy itself only where a node, the runner, the recorder, the Foxglove bridge or the node benchmark lives.
 RCLPY_ALLOWED = ("mbs_ros.nodes.*", "mbs_ros.bringup.*", "mbs_ros.recording", "mbs_ros.foxglove_schemas",
                  "mbs_ros.bench.*")

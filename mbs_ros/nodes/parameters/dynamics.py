@@ -105,6 +105,24 @@ _PAIRS = {
     "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, {"type": "double[]", "default": (), "read_only": True}),
     "mimic": (MIMIC_DESCRIPTION, {"type": "string", "default": "reduce", "choices": MIMIC_MODES, "read_only": True}),
     "joint_armature": (ARMATURE_DESCRIPTION, {"type": "double[]", "default": (), "read_only": True}),
+    "mass_scale": (
+        "Multiplies every link's mass and rotational inertia of the simulated (true) model, centres of mass "
+        "unchanged, in [0.001, 1000]: a model error for test campaigns (the controller's own mass_scale scales "
+        "the controller's model). Robots only.",
+        {"type": "double", "default": 1.0, "read_only": True, "floating_point_range": (1.0e-3, 1.0e3)}),
+    "added_mass_scale": (
+        "Multiplies every link's hydrodynamic added-mass matrix (<hydrodynamics><added_mass>) of the simulated "
+        "model, in [0, 1000]. Robots only.",
+        {"type": "double", "default": 1.0, "read_only": True, "floating_point_range": (0.0, 1.0e3)}),
+    "link_mass_scales": (
+        "One factor per URDF link in the model's link order (depth-first from the root, children in joint-name "
+        "order: the dynamics' link_names) multiplying that link's mass and rotational inertia on top of "
+        "mass_scale, each in [0.001, 1000]; empty = none. Robots only.",
+        {"type": "double[]", "default": (), "read_only": True}),
+    "sensor_seed": (
+        "A whole number in [0, 2^31) added to every sensor's seed: new noise streams for every sensor without "
+        "editing the sensors file (0: the file's seeds).",
+        {"type": "double", "default": 0.0, "read_only": True, "floating_point_range": (0.0, 2147483647.0)}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
         "with a warning); false: always the single-threaded executor.",
