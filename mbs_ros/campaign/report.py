@@ -174,7 +174,8 @@ def summarize(campaign, table) -> Summary:
                 continue
             for c in ccols:
                 v = _float(cols[c][i])
-                entries.append(WorstRun(r, c[len(METRIC):], v, holds(cr.op, v, float(cr.value)),
+                ok = cr.holds(v) if hasattr(cr, "holds") and not math.isnan(v) else holds(cr.op, v, float(cr.value))
+                entries.append(WorstRun(r, c[len(METRIC):], v, ok,
                                         {p[len(PARAM):]: param_value(cols[p][i]) for p in params}))
         failed = tuple(sorted({e.run for e in entries if not e.holds}))
         judged.update(failed)
