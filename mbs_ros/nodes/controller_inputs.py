@@ -25,6 +25,7 @@ from mbs_ros.controllers.reference_input import MAX_POINTS, Rejected
 from mbs_ros.controllers.timebase import JUMP_CONFIRMATIONS
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.controller_core import evaluate, hold_references, reference_from_points
 from mbs_ros.nodes.parameters.controller import STATE_TOPICS
 
 __all__ = ["Inputs", "REFERENCE_QUEUE", "REFERENCE_TOPICS", "stamp_ns", "point_times"]
@@ -155,11 +156,7 @@ class Inputs:
         with self._lock:
             self.timebase.commit(t, jump)
             if first:  # hold the start-up state until a reference arrives
-                start = t - self.timebase.offset
-                if self.floating:
-                    self.base_ref = (start, Reference(self.model.group, [0.0], [q[: self.nq_base]]))
-                if self.nj:
-                    self.joint_ref = (start, Reference(self.nj, [0.0], [self._joint_positions(q)]))
+                self.base_ref, self.joint_ref = hold_references(self.model, q, t - self.timebase.offset)
         if jump is not None:
             self._last_tau_stamp = self._last_tau = None
             self._count("time_base_changes")
@@ -191,8 +188,7 @@ class Inputs:
     @staticmethod
     def _eval(ref: Tuple[int, Reference], t_ref: int):
         """The reference at reference time ``t_ref`` (ns)."""
-        start, r = ref
-        return r((t_ref - start) * 1e-9)
+        return evaluate(ref, t_ref)
 
     def _enqueue(self, topic: str, raw) -> None:
         """Executor thread: hand a serialized reference (or a FollowJointTrajectory goal and the future its answer
@@ -265,13 +261,12 @@ class Inputs:
         FollowJointTrajectory goal's trajectory) or base_reference message; Rejected with the reason."""
         points = msg.points
         ri.check_point_count(len(points))
-        start_ns = ri.start_time(stamp_ns(msg.header.stamp, "header.stamp"), state[0])
-        start = start_ns - offset  # reference time
-        times = point_times(points)
-        cur = self._eval(current, start)
+        stamp = stamp_ns(msg.header.stamp, "header.stamp")
+        sec = [p.time_from_start.sec for p in points]
+        nanosec = [p.time_from_start.nanosec for p in points]
         if topic == "joint_reference":
-            ref = self.joint_input(msg.joint_names, times, [p.positions for p in points],
-                                   [p.velocities for p in points], [p.accelerations for p in points], cur)
+            values = ([p.positions for p in points], [p.velocities for p in points],
+                      [p.accelerations for p in points])
         else:
             poses, twists, accels = [], [], []
             for i, pt in enumerate(points):
@@ -280,6 +275,6 @@ class Inputs:
                 poses.append(cv.transform_from_msg(pt.transforms[0]))
                 twists.append(cv.twist_from_msg(pt.velocities[0]) if pt.velocities else None)
                 accels.append(cv.twist_from_msg(pt.accelerations[0]) if pt.accelerations else None)
-            ref = self.base_input(msg.joint_names, times, poses, twists, accels, cur, state[1])
-        ri.check_rates(ref)
-        return start_ns, start, ref
+            values = (poses, twists, accels)
+        return reference_from_points(topic, stamp, sec, nanosec, msg.joint_names, values, state, offset, current,
+                                     self.joint_input, self.base_input)

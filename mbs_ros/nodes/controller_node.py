@@ -27,18 +27,16 @@ from rclpy.node import Node
 
 from mbs_ros.controllers import reference_input as ri
 from mbs_ros.controllers import timebase as tb
-from mbs_ros.controllers.allocation import for_model as allocation_for_model
-from mbs_ros.controllers.command import CommandOutput
 from mbs_ros.controllers.goals import FEEDBACK_PERIOD_S
 from mbs_ros.controllers.reference_input import (JOINT_LIMIT_MARGIN, MAX_ACCELERATION, MAX_DURATION,
                                                  MAX_JOINT_REFERENCE, MAX_POINTS, MAX_POSITION, MAX_STATE_VELOCITY,
                                                  MAX_VELOCITY, MIN_SEGMENT, QUATERNION_NORM,
                                                  reference_position_bounds)
 from mbs_ros.controllers.timebase import JUMP_CONFIRMATIONS
-from mbs_ros.dynamics import actuators
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes.controller_actions import TrajectoryActions
+from mbs_ros.nodes.controller_core import controller_setup, desired, law_command
 from mbs_ros.nodes.controller_inputs import REFERENCE_QUEUE, REFERENCE_TOPICS, Inputs  # noqa: F401 - importable here
 from mbs_ros.nodes.controller_publishing import DIAGNOSTICS_PERIOD_S, CommandPublishing  # noqa: F401 - as above
 from mbs_ros.nodes.controller_settings import (DEFAULTS, ControllerSettings, ParameterError, build_model,
@@ -82,22 +80,10 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
         unknown = unknown_overrides(self, PARAMETERS)
         if unknown:
             self.get_logger().warning("ignoring unknown parameters (typo?): " + ", ".join(unknown))
-        s = settings_from_values(values, source)
-        model = build_model(s, source)
-        law = make_law(model, s)
-        try:  # load the compiled kernels now, not on the first state (a first answer took 2 s on a loaded machine)
-            q, z = model.neutral(), np.zeros(model.nv)
-            law(q, z, q, z, z)
-        except Exception:  # noqa: BLE001 - a warm-up only; the first state reports a real problem
-            pass
-        max_force, max_torque, max_effort = command_limits(model, s)
-        allocation = None
-        if model.group is not None and model.thruster_names and s.allocate_thrusters:
-            try:
-                allocation = allocation_for_model(model, s.thruster_weights)
-            except ValueError as e:
-                raise ParameterError(str(e)) from None
-
+        setup = controller_setup(values, source)
+        s, model, law = setup.settings, setup.model, setup.law
+        max_force, max_torque, max_effort, allocation = (setup.max_force, setup.max_torque, setup.max_effort,
+                                                         setup.allocation)
         self.settings, self.source, self.model, self.law = s, source, model, law
         self.joint_names = tuple(model.joint_names)
         self.nj = len(self.joint_names)
@@ -105,7 +91,7 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
         self.floating = model.group is not None
         self.max_force, self.max_torque, self.max_effort = max_force, max_torque, max_effort
         self.allocation = allocation
-        self.output = CommandOutput(model, actuators.CommandLimits(max_force, max_torque, max_effort), allocation)
+        self.output = setup.output
         ns = self.get_namespace()
         self.world_frame = s.world_frame.lstrip("/")
         self.base_frame = cv.prefixed_frame(ns, s.base_frame)
@@ -239,13 +225,7 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
         t, q, v = self.state
         if self._last_tau_stamp != t:
             try:
-                q_d, v_d, a_d = self._desired(t)
-                tau = np.asarray(self.law(q, v, q_d, v_d, a_d), dtype=float)
-                passive = self.model.passive
-                if self.settings.compensate_passive and passive is not None and passive.active:
-                    tau = tau - self.model.passive_forces(q, v)
-                if not np.all(np.isfinite(tau)):
-                    raise FloatingPointError("the control law gave a non-finite command")
+                tau = law_command(self.law, self.model, self.settings.compensate_passive, q, v, *self._desired(t))
             except Exception as e:  # noqa: BLE001 - publish a safe command and keep running
                 self._count("control_errors")
                 self._warn("law", f"cannot compute the command ({type(e).__name__}: {e}): publishing zero",
@@ -257,17 +237,8 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
     def _desired(self, t_ns: int):
         """``(q_d, v_d, a_d)`` in the model's layout at the state time ``t_ns``: the base from ``base_ref``, the
         joints from ``joint_ref`` (both in reference time ``t_ns - timebase.offset``)."""
-        model = self.model
-        t_ref = t_ns - self.timebase.offset
-        q_d, v_d, a_d = model.neutral(), np.zeros(model.nv), np.zeros(model.nv)
-        if self.floating:
-            qb, vb, ab = self._eval(self.base_ref, t_ref)
-            q_d[: self.nq_base], v_d[: self.nv_base], a_d[: self.nv_base] = qb, vb, ab
-        if self.nj:
-            qj, vj, aj = self._eval(self.joint_ref, t_ref)
-            q_d[self.nq_base:] = ms.joint_positions_to_q(model, qj)
-            v_d[self.nv_base:], a_d[self.nv_base:] = vj, aj
-        return q_d, v_d, a_d
+        return desired(self.model, self.base_ref if self.floating else None, self.joint_ref if self.nj else None,
+                       t_ns - self.timebase.offset)
 
 
 def main(args=None) -> int:

@@ -33,7 +33,9 @@ from sensor_msgs.msg import JointState
 from transforms3d import euler as _euler
 from transforms3d import quaternions as _quaternions
 
-NS_PER_S = 1_000_000_000
+from mbs_ros.nodes.params import NS_PER_S, period_ns  # noqa: F401 - importable from here, as the nodes do
+from mbs_ros.nodes.rotations import quaternion_from_matrix, quaternion_from_rpy  # noqa: F401 - importable here
+
 
 # ---------------------------------------------------------------------------------------------- time
 
@@ -56,13 +58,6 @@ def seconds_text(ns: int) -> str:
     """A time in integer ns as seconds with 9 decimals, exactly (a float rounds past 2^53 ns, about 104 days)."""
     sign, ns = ("-", -ns) if ns < 0 else ("", ns)
     return f"{sign}{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
-
-
-def period_ns(rate_hz: float) -> int:
-    """The integer-nanosecond period nearest to ``1 / rate_hz``."""
-    if not rate_hz > 0.0 or not math.isfinite(rate_hz):
-        raise ValueError(f"rate must be a positive finite number of Hz, got {rate_hz!r}")
-    return max(1, int(round(NS_PER_S / float(rate_hz))))
 
 
 # ------------------------------------------------------------------------------------ small vectors
@@ -237,16 +232,6 @@ def set_pair(msg, first: str, second: str, values: Sequence[float]) -> None:
 # ------------------------------------------------------------------------------------ orientations
 
 
-def quaternion_from_rpy(rpy: Sequence[float]) -> np.ndarray:
-    """``[x, y, z, w]`` from roll, pitch, yaw in rad (ROS convention: R = Rz(yaw) Ry(pitch) Rx(roll)).
-
-    Human-facing input only: states never hold Euler angles.
-    """
-    r, p, y = _vec(rpy, 3, "roll/pitch/yaw")
-    w, x, y_, z = _euler.euler2quat(r, p, y, "sxyz")
-    return np.array([x, y_, z, w])
-
-
 def rpy_from_quaternion(q_xyzw: Sequence[float]) -> np.ndarray:
     """Roll, pitch, yaw in rad of an ``[x, y, z, w]`` quaternion. Human-facing output only."""
     x, y, z, w = _unit_quaternion(q_xyzw)
@@ -257,31 +242,6 @@ def rotation_matrix(q_xyzw: Sequence[float]) -> np.ndarray:
     """``R_world_base`` (3x3) of an ``[x, y, z, w]`` quaternion (normalised first)."""
     x, y, z, w = _unit_quaternion(q_xyzw)
     return _quaternions.quat2mat([w, x, y, z])
-
-
-def quaternion_from_matrix(R: np.ndarray) -> np.ndarray:
-    """``[x, y, z, w]`` (``w >= 0``, unit) of a rotation matrix, or (n, 4) of a stack (n, 3, 3) in one call.
-
-    Shepperd's method: the quaternion is read off the column of the largest of ``(w, x, y, z)``, so every
-    component is as accurate as the matrix (no square root of a small number)."""
-    R = np.asarray(R, dtype=float)
-    rows = R.reshape(-1, 9).tolist()  # a few matrices per call here: plain floats beat numpy's per-call overhead
-    return np.array([_quaternion(*r) for r in rows]).reshape(R.shape[:-2] + (4,))
-
-
-def _quaternion(m00, m01, m02, m10, m11, m12, m20, m21, m22) -> list:
-    tr = m00 + m11 + m22
-    if tr >= m00 and tr >= m11 and tr >= m22:
-        q = [m21 - m12, m02 - m20, m10 - m01, 1.0 + tr]
-    elif m00 >= m11 and m00 >= m22:
-        q = [1.0 + m00 - m11 - m22, m01 + m10, m02 + m20, m21 - m12]
-    elif m11 >= m22:
-        q = [m01 + m10, 1.0 - m00 + m11 - m22, m12 + m21, m02 - m20]
-    else:
-        q = [m02 + m20, m12 + m21, 1.0 - m00 - m11 + m22, m10 - m01]
-    n = math.sqrt(q[0] * q[0] + q[1] * q[1] + q[2] * q[2] + q[3] * q[3])
-    n = -n if q[3] < 0.0 else n
-    return [q[0] / n, q[1] / n, q[2] / n, q[3] / n]
 
 
 def inverse_transforms(T: np.ndarray) -> np.ndarray:

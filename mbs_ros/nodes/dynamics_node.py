@@ -31,6 +31,7 @@ from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.dynamics.simulator import Fault, Simulator
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.dynamics_core import make_simulator
 from mbs_ros.nodes.dynamics_inputs import CommandInputs
 from mbs_ros.nodes.dynamics_lockstep import TIMEOUT_TOPIC, TOPIC, LockstepWatch
 from mbs_ros.nodes.dynamics_publishing import EnergyPorts, StatePublishing, TFMessage
@@ -103,10 +104,8 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
         self.dt_ns = cv.period_ns(s.physics_rate)
         self.dt = self.dt_ns * 1e-9
         self.lockstep = s.lockstep
-        self.sim = Simulator(model, q0, v0, self.dt, integrator=s.integrator, cmd_timeout=s.cmd_timeout,
-                             lockstep_steps=lockstep_steps(s) if s.lockstep else 0,
-                             t0_ns=self.get_clock().now().nanoseconds,  # 0 with use_sim_time and no /clock yet
-                             max_wrench=(limits.max_force, limits.max_torque), max_effort=limits.max_effort)
+        # t0: 0 with use_sim_time and no /clock yet
+        self.sim = make_simulator(model, s, q0, v0, self.dt, limits, self.get_clock().now().nanoseconds)
         # a step of a throw-away copy loads the compiled kernels now, not on the first real step (0.5 s on a loaded
         # machine, while a controller waits for the next state)
         Simulator(model, q0, v0, self.dt, integrator=s.integrator).advance(1)

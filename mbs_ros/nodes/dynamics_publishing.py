@@ -23,6 +23,7 @@ from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.simulator import WrenchCommand
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import markers as mk
+from mbs_ros.nodes.dynamics_core import StateView, energy_report
 from mbs_ros.nodes.dynamics_settings import topic_token
 
 try:  # our interface package (mbs_ros_msgs/, built by make setup / colcon)
@@ -105,26 +106,14 @@ class StatePublishing:
         self._base_link_index = None
         self._world_to_base = True
         self._base_is_root = True
-        # joint positions from q: revolute/prismatic entries as they are, continuous ones as atan2(sin, cos)
-        nq_joints = sum(2 if t == "continuous" else 1 for t in model.joint_types)
-        lin_j, lin_q, cont_j, cont_q, i = [], [], [], [], model.nq - nq_joints
-        for j, t in enumerate(model.joint_types):
-            if t == "continuous":
-                cont_j.append(j)
-                cont_q.append(i)
-                i += 2
-            else:
-                lin_j.append(j)
-                lin_q.append(i)
-                i += 1
-        self._jpos = (np.array(lin_j, dtype=int), np.array(lin_q, dtype=int), np.array(cont_j, dtype=int),
-                      np.array(cont_q, dtype=int))
+        # the published state: odom's base pose and twist, joint_states' positions (continuous: atan2(sin, cos))
+        self._state_view = StateView(model, self.source if self.multibody else None)
         if not self.multibody:
             return
         index = {name: i for i, name in enumerate(model.link_names)}
         base_link = ms.base_link(self.source)
-        self._base_link_index = index[base_link]
-        self._base_is_root = base_link == self.source.root_link
+        self._base_link_index = self._state_view.base_link_index
+        self._base_is_root = self._state_view.base_is_root
         poses = model.link_poses(model.neutral())
         child_of = {}
         for name, jtype, parent, child in self.source.joints:
@@ -220,17 +209,12 @@ class StatePublishing:
         tf_wanted = not controller_inputs_only and self.pub_tf.get_subscription_count() > 0
         if self.multibody and (tf_wanted or not self._base_is_root or (everything or markers)):
             poses = model.link_poses(q)
-        if self.multibody and not self._base_is_root:  # a URDF rooted at "world": the base link's fixed pose
-            T = poses[self._base_link_index]
-            p, quat = T[:3, 3].tolist(), cv.quaternion_from_matrix(T[:3, :3]).tolist()
-        else:
-            p, quat = model.pose(q)
-            p, quat = p.tolist(), quat.tolist()
+        p, quat = self._state_view.base_pose(model, q, poses)  # a URDF rooted at "world": the base link's fixed pose
         if self.pub_odom.get_subscription_count():
             m = self._odom_msg
             cv.set_stamp(m.header, stamp)
             cv.set_pose(m.pose.pose, p, quat)
-            cv.set_pair(m.twist.twist, "linear", "angular", model.twist(q, v).tolist())
+            cv.set_pair(m.twist.twist, "linear", "angular", self._state_view.twist(model, q, v))
             self.pub_odom.publish(m)
         if not controller_inputs_only:
             if self.pub_pose.get_subscription_count():
@@ -268,11 +252,7 @@ class StatePublishing:
         self.pub_tf.publish(self._tf_msg)
 
     def _joint_positions(self, q: np.ndarray) -> np.ndarray:
-        lin_j, lin_q, cont_j, cont_q = self._jpos
-        out = np.empty(self.nj)
-        out[lin_j] = q[lin_q]
-        out[cont_j] = np.arctan2(q[cont_q + 1], q[cont_q])
-        return out
+        return self._state_view.joint_positions(q)
 
     def _publish_joint_states(self, stamp: int) -> None:
         sim, m = self.sim, self._joint_state_msg
@@ -355,21 +335,9 @@ class StatePublishing:
         self.pub_joint_effort.publish(m)
 
     def energy_report(self) -> dict:
-        """The port-level bookkeeping of the current state (:meth:`Model.energy_ports`) with the simulator's
-        integrals: what the energy topic carries."""
-        sim, model = self.sim, self.model
-        q, v = sim.q, sim.v
-        wrench = sim.applied_wrench_body() if model.group is not None else None
-        report = model.energy_ports(q, v, efforts=sim.applied_efforts if self.nj else None, wrench=wrench,
-                                    thrust=sim.thrust if self.nt else None,
-                                    temperature=self.settings.environment_temperature)
-        theta = report["temperature"]
-        total = sum(report["storages"].values())
-        supplied = sim.work + sim.passive_work + sim.dissipated
-        report.update(total_energy=total, supplied_energy=supplied, dissipated_energy=sim.dissipated,
-                      entropy_produced=sim.dissipated / theta,
-                      balance_residual=total - sim.energy_ref - supplied + sim.dissipated)
-        return report
+        """The port-level bookkeeping of the current state with the simulator's integrals: what the energy topic
+        carries (:func:`mbs_ros.nodes.dynamics_core.energy_report`)."""
+        return energy_report(self.sim, self.settings.environment_temperature)
 
     def _publish_energy(self) -> None:
         if self.pub_energy is None or not self.pub_energy.get_subscription_count():

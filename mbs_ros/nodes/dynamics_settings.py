@@ -16,10 +16,10 @@ from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.dynamics.simulator import CommandLimits, RateCheck
 from mbs_ros.dynamics.simulator import rate_check, velocity_bounds
-from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import params as prm
-from mbs_ros.nodes.params import locked_joints_setting
+from mbs_ros.nodes.params import locked_joints_setting, period_ns
 from mbs_ros.nodes.parameters.dynamics import PARAMETERS
+from mbs_ros.nodes.rotations import quaternion_from_rpy
 
 __all__ = ["Settings", "DEFAULTS", "ParameterError", "settings_from_values", "check_runtime_change",
            "command_limits", "check_rate", "joint_position_limits", "lockstep_steps",
@@ -202,7 +202,7 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
     if 0.0 < s.real_time_factor < MIN_REAL_TIME_FACTOR:
         raise ParameterError(f"real_time_factor must be 0 (as fast as possible) or >= {MIN_REAL_TIME_FACTOR:g}, got "
                              f"{s.real_time_factor:g}")
-    step = cv.period_ns(s.physics_rate) * 1e-9
+    step = period_ns(s.physics_rate) * 1e-9
     if 0.0 < s.cmd_timeout < step:
         raise ParameterError(f"cmd_timeout must be 0 (start-up only) or at least one physics step (1/physics_rate = "
                              f"{step:g} s), got {s.cmd_timeout:g} s: a command must apply to one step at least")
@@ -252,7 +252,7 @@ def command_limits(model: Model, s: Settings) -> CommandLimits:
 def check_rate(model: Model, s: Settings, q0, limits: CommandLimits) -> RateCheck:
     """:func:`mbs_ros.dynamics.simulator.rate_check` at the settings' physics rate and integrator; ParameterError
     when it refuses the rate."""
-    result = rate_check(model, q0, cv.period_ns(s.physics_rate) * 1e-9, s.integrator, limits)
+    result = rate_check(model, q0, period_ns(s.physics_rate) * 1e-9, s.integrator, limits)
     if result.error:
         raise ParameterError(result.error)
     return result
@@ -362,7 +362,7 @@ def initial_state(model: Model, s: Settings) -> Tuple[np.ndarray, np.ndarray]:
         joints = ms.joint_positions_to_q(model, angles)
     try:
         q0 = model.configuration_from_pose(np.array(s.initial_position),
-                                           cv.quaternion_from_rpy(s.initial_rpy), joints=joints)
+                                           quaternion_from_rpy(s.initial_rpy), joints=joints)
     except ValueError as e:
         raise ParameterError(f"initial_position/initial_rpy: {e}") from None
     try:
@@ -372,7 +372,7 @@ def initial_state(model: Model, s: Settings) -> Tuple[np.ndarray, np.ndarray]:
     if nj and s.initial_joint_velocities:
         v0 = np.array(v0, dtype=float)
         v0[model.nv - nj:] = s.initial_joint_velocities
-    caps = velocity_bounds(model, cv.period_ns(s.physics_rate) * 1e-9)
+    caps = velocity_bounds(model, period_ns(s.physics_rate) * 1e-9)
     over = np.abs(v0) > caps
     if np.any(over):
         i = int(np.argmax(over))

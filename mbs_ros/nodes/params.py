@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import math
-from typing import Dict, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
 from mbs_ros.dynamics import actuators
+from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 
 __all__ = ["text", "number", "ranged", "rate_or_off", "vector", "flag", "positive_list", "limits", "bounded_vector",
-           "locked_joints_setting", "command_limits", "MIN_RATE", "MIN_COMMAND_LIMIT", "MAX_LIMIT_PER_KG"]
+           "locked_joints_setting", "command_limits", "model_parameter_values", "period_ns", "NS_PER_S", "MIN_RATE",
+           "MIN_COMMAND_LIMIT", "MAX_LIMIT_PER_KG"]
 
 # Bounds that keep every quantity derived from a parameter finite and meaningful, at start-up and at run time
 MIN_RATE = 1.0e-3  # Hz: an optional publication that is on (0 = off); steps between publications stay < 2^63
 MIN_COMMAND_LIMIT = 1.0e-9  # N, N m: max_wrench and max_effort
+NS_PER_S = 1_000_000_000
 MAX_LIMIT_PER_KG = 1.0e6  # m/s^2, N m/kg: max_wrench and max_effort at most this times the model's total mass
 
 
@@ -175,3 +178,30 @@ def command_limits(model, settings) -> actuators.CommandLimits:
     effort = np.minimum(lim.max_effort, top)
     effort.setflags(write=False)
     return actuators.CommandLimits(min(lim.max_force, top), min(lim.max_torque, top), effort)
+
+
+def model_parameter_values(parameters: Mapping, default: Callable[[str], object],
+                           value: Callable[[object, object], object]) -> Tuple[Dict[str, object], "ms.Source"]:
+    """The raw values of a model node's ``parameters`` and the model source they name: ``value(param, default)``
+    gives one parameter's value (the node declares it; a headless run looks it up in the node's parameters),
+    ``robot_description`` and ``model_file`` first, the model source loaded from them
+    (:func:`mbs_ros.dynamics.model_source.load_source`), then every other one with ``default(name)`` or the
+    robot's own default (base_group, gravity, base_frame: :func:`mbs_ros.dynamics.model_source.model_defaults`).
+    ParameterError with the reason."""
+    values = {name: value(parameters[name], default(name)) for name in ("robot_description", "model_file")}
+    for name, v in values.items():
+        if not isinstance(v, str):
+            raise ParameterError(f"{name} must be a string, got {v!r}")
+    source = ms.load_source(values["robot_description"], values["model_file"])
+    robot = ms.model_defaults(source)
+    for name, param in parameters.items():
+        if name not in values:
+            values[name] = value(param, robot[name] if name in robot else default(name))
+    return values, source
+
+
+def period_ns(rate_hz: float) -> int:
+    """The integer-nanosecond period nearest to ``1 / rate_hz``."""
+    if not rate_hz > 0.0 or not math.isfinite(rate_hz):
+        raise ValueError(f"rate must be a positive finite number of Hz, got {rate_hz!r}")
+    return max(1, int(round(NS_PER_S / float(rate_hz))))

@@ -56,6 +56,7 @@ except ImportError:  # pragma: no cover - other rclpy layouts
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes.parameters import Parameter
+from mbs_ros.nodes.params import model_parameter_values
 from mbs_ros.process import dump_stacks_on_sigusr1
 
 __all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
@@ -441,16 +442,7 @@ def declare_model_parameters(node: "rclpy.node.Node", parameters: Mapping[str, P
     of ``parameters`` with ``default(name)``, or the robot's own default (base_group, gravity, base_frame:
     :func:`mbs_ros.dynamics.model_source.model_defaults`). Returns ``(values, source)``: the raw values for the
     node's ``settings_from_values``. ParameterError with the reason."""
-    values = {name: declare(node, parameters[name], default(name)) for name in ("robot_description", "model_file")}
-    for name, v in values.items():
-        if not isinstance(v, str):
-            raise ParameterError(f"{name} must be a string, got {v!r}")
-    source = ms.load_source(values["robot_description"], values["model_file"])
-    robot = ms.model_defaults(source)
-    for name, param in parameters.items():
-        if name not in values:
-            values[name] = declare(node, param, robot[name] if name in robot else default(name))
-    return values, source
+    return model_parameter_values(parameters, default, lambda param, value: declare(node, param, value))
 
 
 def parameter_overrides(node: "rclpy.node.Node") -> Dict[str, object]:

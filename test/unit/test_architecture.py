@@ -31,6 +31,8 @@ LAYERS = (
     # the scenario schema is ROS-free and reads the nodes' parameter tables; the animation resolves --model SCENARIO
     # through it, so it sits below the tools while the runner, the bridge and the launch helpers stay on top
     ("scenario schema", ("mbs_ros.bringup.scenario",)),
+    # a scenario run without ROS through the nodes' ROS-free cores, below the campaigns that run it
+    ("headless", ("mbs_ros.headless.*",)),
     ("tools/analysis", ("mbs_ros.recording", "mbs_ros.foxglove_schemas", "mbs_ros.plot", "mbs_ros.animate",
                         "mbs_ros.analysis.*", "mbs_ros.tools.*")),
     # test campaigns: scenario draws, headless runs, metrics and criteria; ROS-free (Ray only inside its engine)
@@ -42,7 +44,10 @@ LAYERS = (
 ROS_FREE = ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.packages", "mbs_ros.process", "mbs_ros.dynamics.*",
             "mbs_ros.controllers.*", "mbs_ros.ephs.*", "mbs_ros.sensors.*", "mbs_ros.estimation.*",
             "mbs_ros.nodes.parameters.*", "mbs_ros.nodes.params",
-            "mbs_ros.nodes.paramsfile", "mbs_ros.analysis.*", "mbs_ros.bringup.scenario", "mbs_ros.campaign.*")
+            "mbs_ros.nodes.paramsfile", "mbs_ros.nodes.rotations", "mbs_ros.nodes.dynamics_settings",
+            "mbs_ros.nodes.controller_settings", "mbs_ros.nodes.dynamics_core", "mbs_ros.nodes.controller_core",
+            "mbs_ros.nodes.reference_core", "mbs_ros.analysis.*", "mbs_ros.bringup.scenario", "mbs_ros.headless.*",
+            "mbs_ros.campaign.*")
 # rclpy itself only where a node, the runner, the recorder, the Foxglove bridge or the node benchmark lives.
 RCLPY_ALLOWED = ("mbs_ros.nodes.*", "mbs_ros.bringup.*", "mbs_ros.recording", "mbs_ros.foxglove_schemas",
                  "mbs_ros.bench.*")

@@ -1,0 +1,96 @@
+"""The dynamics node's ROS-free core: the simulator it builds from its settings (:func:`make_simulator`), the state
+it publishes (:class:`StateView`: the base pose and body twist of odom, the joint positions of joint_states) and
+its energy bookkeeping (:func:`energy_report`, the energy topic's content). The node
+(:mod:`mbs_ros.nodes.dynamics_node`) and a headless run (:mod:`mbs_ros.headless`) both call these, so the two
+integrate and report the same numbers. docs/dynamics_node.md.
+"""
+from __future__ import annotations
+
+from typing import Optional, Tuple
+
+import numpy as np
+
+from mbs_ros.dynamics import Model
+from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.actuators import CommandLimits
+from mbs_ros.dynamics.simulator import Simulator
+from mbs_ros.nodes.dynamics_settings import Settings, lockstep_steps
+from mbs_ros.nodes.rotations import quaternion_from_matrix
+
+__all__ = ["make_simulator", "StateView", "energy_report"]
+
+
+def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: CommandLimits, t0_ns: int) -> Simulator:
+    """The simulator of the settings: ``dt`` the physics step [s], ``t0_ns`` the time of step 0, the integrator,
+    command timeout, lockstep period and command limits of ``s``."""
+    return Simulator(model, q0, v0, dt, integrator=s.integrator, cmd_timeout=s.cmd_timeout,
+                     lockstep_steps=lockstep_steps(s) if s.lockstep else 0, t0_ns=t0_ns,
+                     max_wrench=(limits.max_force, limits.max_torque), max_effort=limits.max_effort)
+
+
+class StateView:
+    """The state as the node publishes it: :meth:`base_pose` (odom's pose: the base's, or for a URDF rooted at a
+    link above the base (``world``) that link's pose), :meth:`twist` (odom's body twist, linear first) and
+    :meth:`joint_positions` (one per joint: revolute/prismatic entries of q as they are, continuous ones as
+    ``atan2(sin, cos)``)."""
+
+    def __init__(self, model: Model, source: Optional[ms.Source]):
+        nq_joints = sum(2 if t == "continuous" else 1 for t in model.joint_types)
+        lin_j, lin_q, cont_j, cont_q, i = [], [], [], [], model.nq - nq_joints
+        for j, t in enumerate(model.joint_types):
+            if t == "continuous":
+                cont_j.append(j)
+                cont_q.append(i)
+                i += 2
+            else:
+                lin_j.append(j)
+                lin_q.append(i)
+                i += 1
+        self.nj = len(model.joint_types)
+        self.jpos = (np.array(lin_j, dtype=int), np.array(lin_q, dtype=int), np.array(cont_j, dtype=int),
+                     np.array(cont_q, dtype=int))
+        self.base_link_index = None
+        self.base_is_root = True
+        if source is not None and source.multibody:
+            index = {name: k for k, name in enumerate(model.link_names)}
+            base_link = ms.base_link(source)
+            self.base_link_index = index[base_link]
+            self.base_is_root = base_link == source.root_link
+
+    def base_pose(self, model: Model, q: np.ndarray, poses: Optional[np.ndarray] = None) -> Tuple[list, list]:
+        """``(p, quat xyzw)`` as lists of floats of ``model`` (the current one: a reconfiguration replaces it, with
+        the same kinematics); ``poses``: the link poses of ``q`` when already computed."""
+        if not self.base_is_root:
+            T = (model.link_poses(q) if poses is None else poses)[self.base_link_index]
+            return T[:3, 3].tolist(), quaternion_from_matrix(T[:3, :3]).tolist()
+        p, quat = model.pose(q)
+        return p.tolist(), quat.tolist()
+
+    @staticmethod
+    def twist(model: Model, q: np.ndarray, v: np.ndarray) -> list:
+        return model.twist(q, v).tolist()
+
+    def joint_positions(self, q: np.ndarray) -> np.ndarray:
+        lin_j, lin_q, cont_j, cont_q = self.jpos
+        out = np.empty(self.nj)
+        out[lin_j] = q[lin_q]
+        out[cont_j] = np.arctan2(q[cont_q + 1], q[cont_q])
+        return out
+
+
+def energy_report(sim: Simulator, temperature: float) -> dict:
+    """The port-level bookkeeping of the simulator's current state (:meth:`Model.energy_ports`) with its
+    integrals: total, supplied and dissipated energy, entropy produced and the balance residual
+    ``E - E_0 - supplied + dissipated`` (0 up to the integrator's error)."""
+    model = sim.model
+    q, v = sim.q, sim.v
+    wrench = sim.applied_wrench_body() if model.group is not None else None
+    report = model.energy_ports(q, v, efforts=sim.applied_efforts if sim.nj else None, wrench=wrench,
+                                thrust=sim.thrust if sim.nt else None, temperature=temperature)
+    theta = report["temperature"]
+    total = sum(report["storages"].values())
+    supplied = sim.work + sim.passive_work + sim.dissipated
+    report.update(total_energy=total, supplied_energy=supplied, dissipated_energy=sim.dissipated,
+                  entropy_produced=sim.dissipated / theta,
+                  balance_residual=total - sim.energy_ref - supplied + sim.dissipated)
+    return report
