@@ -329,6 +329,15 @@ def _param_series(values: list) -> List[Tuple[str, np.ndarray, Optional[List[str
     return [("", np.array([index[json.dumps(v) if not isinstance(v, str) else v] for v in vals], float), labels)]
 
 
+def _readable_ticks(ax) -> None:
+    """Tick labels in scientific notation outside [1e-3, 1e4] (a metric of 1e-4 m would print as 0.000100)."""
+    for axis in ("x", "y"):
+        try:
+            ax.ticklabel_format(axis=axis, style="sci", scilimits=(-3, 4), useOffset=False)
+        except AttributeError:  # a categorical axis
+            pass
+
+
 def write_report(campaign, table, out_dir) -> Path:
     """report.md in ``out_dir`` with the summary, the worst runs' replay commands and the plots it links, written
     into ``out_dir/plots``: ``<metric>_ecdf.png`` (threshold of each criterion on it as a vertical line),
@@ -370,6 +379,7 @@ def write_report(campaign, table, out_dir) -> Path:
             ax.set_ylabel("fraction of runs ≤ x")
             ax.set_ylim(0, 1.02)
             ax.set_title(f"{s.campaign}: ECDF of {name} ({ok.size} runs)")
+            _readable_ticks(ax)
             if thresholds.get(col):
                 ax.legend(loc="lower right")
             ax.grid(alpha=0.3)
@@ -383,6 +393,7 @@ def write_report(campaign, table, out_dir) -> Path:
             ax.set_xlabel(name)
             ax.set_ylabel("runs")
             ax.set_title(f"{s.campaign}: histogram of {name}")
+            _readable_ticks(ax)
             fig.tight_layout()
             fig.savefig(plots / f"{stem}_hist.png", dpi=90)
             plt.close(fig)
@@ -395,7 +406,8 @@ def write_report(campaign, table, out_dir) -> Path:
                 if f"plots/{fname}" in files:
                     continue
                 series = _param_series(cols[p])
-                fig, axes = plt.subplots(1, len(series), figsize=(min(4 * len(series), 16), 3.6), squeeze=False)
+                fig, axes = plt.subplots(1, len(series), figsize=(min(max(6, 4 * len(series)), 16), 3.6),
+                                         squeeze=False)
                 for ax, (suffix, px, labels) in zip(axes[0], series):
                     failed_other = np.array([st != "pass" for st in status]) & ~fails
                     good = ~fails & ~failed_other
@@ -411,6 +423,7 @@ def write_report(campaign, table, out_dir) -> Path:
                     if labels:
                         ax.set_xticks(range(len(labels)), labels, rotation=30, fontsize=7)
                     ax.set_ylabel(name)
+                    _readable_ticks(ax)
                     ax.grid(alpha=0.3)
                 axes[0][0].legend(fontsize=7)
                 fig.suptitle(f"{s.campaign}: {name} vs {pname}", fontsize=10)

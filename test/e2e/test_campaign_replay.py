@@ -77,23 +77,28 @@ def test_assert_campaign_names_the_failed_criterion_its_runs_values_and_replays(
     assert campaign.name == "must_fail"
 
 
-def _odometry(bag):
-    """stamp ns -> (position + quaternion xyzw, twist linear + angular) of every /uvms/odom message recorded."""
+def _states(bag):
+    """stamp ns -> (q[0:7] as odom has it: position, quaternion xyzw; v[0:6]: twist linear, angular) of
+    /uvms/odom, and stamp ns -> (joint positions, joint velocities) of /uvms/joint_states, as recorded."""
     from nav_msgs.msg import Odometry
     from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import JointState
 
     from mbs_ros.recording import read_messages
 
-    out = {}
+    odom, joints = {}, {}
     for _schema, channel, record in read_messages(bag):
-        if channel.topic != "/uvms/odom":
-            continue
-        m = deserialize_message(record.data, Odometry)
-        p, o, tw = m.pose.pose.position, m.pose.pose.orientation, m.twist.twist
-        stamp = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
-        out[stamp] = (np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w]),
-                      np.array([tw.linear.x, tw.linear.y, tw.linear.z, tw.angular.x, tw.angular.y, tw.angular.z]))
-    return out
+        if channel.topic == "/uvms/odom":
+            m = deserialize_message(record.data, Odometry)
+            p, o, tw = m.pose.pose.position, m.pose.pose.orientation, m.twist.twist
+            odom[m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec] = (
+                np.array([p.x, p.y, p.z, o.x, o.y, o.z, o.w]),
+                np.array([tw.linear.x, tw.linear.y, tw.linear.z, tw.angular.x, tw.angular.y, tw.angular.z]))
+        elif channel.topic == "/uvms/joint_states":
+            m = deserialize_message(record.data, JointState)
+            joints[m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec] = (
+                np.array(list(m.position)), np.array(list(m.velocity)))
+    return odom, joints
 
 
 def test_the_replay_command_records_the_headless_runs_states_bit_for_bit(failed, tmp_path):
@@ -106,28 +111,32 @@ def test_the_replay_command_records_the_headless_runs_states_bit_for_bit(failed,
     argv = shlex.split(line)
     assert argv[0] == "python"
     bag = tmp_path / f"out/replay/must_fail_run{run}.mcap"
+    path_env = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
     p = subprocess.run([sys.executable, *argv[1:], "--log-dir", str(tmp_path / "logs")], cwd=tmp_path,
                        capture_output=True, text=True, timeout=RUN_TIMEOUT, stdin=subprocess.DEVNULL,
-                       env=dict(os.environ, MPLBACKEND="Agg",
-                                PYTHONPATH=os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])))
+                       env=dict(os.environ, MPLBACKEND="Agg", PYTHONPATH=path_env))
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert bag.is_file() and any((tmp_path / f"out/replay/must_fail_run{run}").glob("*.png"))
-    recorded = _odometry(bag)
-    # the campaign's own run, from its draw (not from the command): the headless run the criteria judged
+    odom, joints = _states(bag)
+    # the campaign's own run, from its draw (not from the command): the headless run the criteria judged, run on
+    # past the duration for what the recorder caught in flight after it
     campaign = load_campaign(path)
-    headless = run_scenario(campaign.scenario, duration=campaign.duration, overrides=campaign.draw(run))
+    headless = run_scenario(campaign.scenario, duration=campaign.duration + 0.5, overrides=campaign.draw(run))
     assert headless.fault is None
     rec = headless.robots["uvms"]
     rows = {int(s): i for i, s in enumerate(rec.stamp_ns)}
-    last = max(recorded)
-    assert last >= 0.25e9, sorted(recorded)[-3:]  # the recorder may lose what is in flight when the run stops
-    compared = 0
-    for stamp, (pose, twist) in sorted(recorded.items()):
-        if stamp not in rows:
-            continue
+    last = max(odom)
+    assert last >= 0.75 * campaign.duration * 1e9, sorted(odom)[-3:]  # the recorder may lose the last in flight
+    assert last in rows and max(joints) in rows
+    nq, nv = rec.nq_base, rec.nv_base
+    for stamp, (pose, twist) in odom.items():
         i = rows[stamp]
-        assert pose.tobytes() == rec.q[i, :7].tobytes(), (stamp, pose, rec.q[i, :7])
-        assert twist.tobytes() == rec.v[i, :6].tobytes(), (stamp, twist, rec.v[i, :6])
-        compared += 1
-    assert last in rows, (last, sorted(rows)[-3:])
-    assert compared >= 25, compared
+        assert pose.tobytes() == rec.q[i, :nq].tobytes(), (stamp, pose, rec.q[i, :nq])
+        assert twist.tobytes() == rec.v[i, :nv].tobytes(), (stamp, twist, rec.v[i, :nv])
+    for stamp, (position, velocity) in joints.items():
+        i = rows[stamp]
+        assert position.tobytes() == rec.q[i, nq:].tobytes(), (stamp, position, rec.q[i, nq:])
+        assert velocity.tobytes() == rec.v[i, nv:].tobytes(), (stamp, velocity, rec.v[i, nv:])
+    # the final state the recording holds, and how much of the run it covers
+    print(f"replay of run {run}: {len(odom)} odom and {len(joints)} joint_states bit-identical to the headless "
+          f"run, the last at t = {last * 1e-9:.2f} s: q = {rec.q[rows[last], :3].tolist()}")
