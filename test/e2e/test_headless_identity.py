@@ -1,0 +1,113 @@
+"""A headless run (mbs_ros.headless) records the same states as the lockstep run over ROS, bit for bit.
+
+The ROS run is the runner's (``python -m mbs_ros.bringup SCENARIO --set lockstep=true --set sim_time=true --set
+real_time_factor=0 --duration D --record X.mcap``): real node processes, DDS, a recording. Its odom and joint_states
+at every recorded stamp are compared with the headless run's true state at that stamp, floats by their bytes: the
+state the dynamics node publishes is Pinocchio's configuration and body twist as they are (se3 base: position
+q[0:3], quaternion q[3:7] xyzw, twist v[0:6] linear first; revolute joints: q[7:], v[6:]).
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+RUN_TIMEOUT = 240.0  # a whole runner invocation on a loaded 2-core machine
+
+
+def _bytes(values) -> bytes:
+    return np.asarray(values, dtype=np.float64).tobytes()
+
+
+def ros_states(bag: Path, namespace: str):
+    """``{stamp: (position, quaternion, twist)}`` of odom and ``{stamp: (names, position, velocity)}`` of
+    joint_states of ``namespace``, decoded from a recording (a state recorded twice must be the same)."""
+    from nav_msgs.msg import Odometry
+    from rclpy.serialization import deserialize_message
+    from sensor_msgs.msg import JointState
+
+    from mbs_ros.recording import read_messages
+
+    odom, joints = {}, {}
+    for _schema, channel, record in read_messages(bag):
+        if channel.topic == f"/{namespace}/odom":
+            m = deserialize_message(record.data, Odometry)
+            p, o, tw = m.pose.pose.position, m.pose.pose.orientation, m.twist.twist
+            value = (_bytes([p.x, p.y, p.z]), _bytes([o.x, o.y, o.z, o.w]),
+                     _bytes([tw.linear.x, tw.linear.y, tw.linear.z, tw.angular.x, tw.angular.y, tw.angular.z]))
+            t = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+            assert odom.setdefault(t, value) == value, f"odom: two different states at t = {t}"
+        elif channel.topic == f"/{namespace}/joint_states":
+            m = deserialize_message(record.data, JointState)
+            value = (tuple(m.name), _bytes(list(m.position)), _bytes(list(m.velocity)))
+            t = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+            assert joints.setdefault(t, value) == value, f"joint_states: two different states at t = {t}"
+    return odom, joints
+
+
+def ros_run(tmp_path: Path, scenario: str, duration: float) -> Path:
+    bag = tmp_path / f"{scenario}.mcap"
+    cmd = [sys.executable, "-m", "mbs_ros.bringup", scenario, "--set", "lockstep=true", "--set", "sim_time=true",
+           "--set", "real_time_factor=0", "--duration", str(duration), "--record", str(bag),
+           "--log-dir", str(tmp_path / "logs")]
+    out = subprocess.run(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                         text=True, timeout=RUN_TIMEOUT)
+    assert out.returncode == 0, out.stdout
+    assert "resumed at t = 0.000000000 s" in out.stdout, out.stdout
+    return bag
+
+
+def first_difference(odom, joints, rec) -> list:
+    """The stamps where the recording and the headless record differ, each with what differs."""
+    index = {int(t): i for i, t in enumerate(rec.stamp_ns)}
+    nvb = rec.nv_base
+    differ = []
+    for t in sorted(set(odom) | set(joints)):
+        i = index.get(t)
+        if i is None:
+            differ.append((t, "no headless row"))
+            continue
+        q, v = rec.q[i], rec.v[i]
+        if t in odom:
+            p, quat, twist = odom[t]
+            for what, ros, mine in (("position", p, q[0:3]), ("orientation", quat, q[3:7]),
+                                    ("twist", twist, v[0:6])):
+                if ros != _bytes(mine):
+                    differ.append((t, f"odom {what}: ROS {np.frombuffer(ros).tolist()} headless {mine.tolist()}"))
+        if t in joints:
+            names, position, velocity = joints[t]
+            assert names[: len(rec.joint_names)] == rec.joint_names
+            n = len(rec.joint_names)
+            for what, ros, mine in (("position", position, q[rec.nq_base:]), ("velocity", velocity, v[nvb:])):
+                ros = np.frombuffer(ros)[:n]
+                if ros.tobytes() != _bytes(mine):
+                    differ.append((t, f"joint_states {what}: ROS {ros.tolist()} headless {mine.tolist()}"))
+    return differ
+
+
+@pytest.mark.parametrize("scenario, namespace, duration", [("vehicle_manipulator", "uvms", 2.0),
+                                                            ("rov_alpha5", "rov", 1.0)])
+def test_headless_run_is_bit_identical_to_the_lockstep_ros_run(tmp_path, scenario, namespace, duration):
+    """vehicle_manipulator (computed torque, base wrench and joint efforts) and rov_alpha5 (thrust allocation to 8
+    thrusters with their lag, added mass, current): every recorded odom and joint_states equals the headless state
+    at its stamp, bit for bit, over at least the first 75 % of the duration, on every control period."""
+    from mbs_ros.headless import run_scenario
+
+    bag = ros_run(tmp_path, scenario, duration)
+    odom, joints = ros_states(bag, namespace)
+    run = run_scenario(scenario, duration=duration + 0.5)  # past the recording's end: what was in flight
+    assert run.fault is None, run.fault
+    rec = run.robots[namespace]
+    period = int(round(1e9 / run.control_rate))
+    end = min(max(odom), max(joints))
+    assert end >= 0.75 * duration * 1e9, end
+    grid = set(range(0, end + 1, period))
+    assert {t for t in odom if t <= end} == grid and {t for t in joints if t <= end} == grid
+    differ = first_difference(odom, joints, rec)
+    assert not differ, f"{len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: {differ[0][1]}"
+    print(f"{scenario}: {len(odom)} odom and {len(joints)} joint_states bit-identical to the headless run "
+          f"(to t = {end * 1e-9:.2f} s)")

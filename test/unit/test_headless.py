@@ -1,0 +1,126 @@
+"""Headless runs without ROS (mbs_ros.headless): the record's layout and the paused start, a failing control law
+answered with zero and counted as the controller node does, a blow-up that ends the run with a fault instead of an
+exception, and the scenarios a headless run refuses. Bit-identity with the ROS run: test/e2e/test_headless_identity.py.
+"""
+from __future__ import annotations
+
+import dataclasses
+import sys
+
+import numpy as np
+import pytest
+
+from mbs_ros.dynamics import simulator as simulator_module
+from mbs_ros.headless import HeadlessError, run_scenario
+from mbs_ros.headless import run as headless_run
+
+
+def test_the_record_holds_one_row_per_control_period_and_the_paused_start():
+    """vehicle_manipulator for 0.1 s at 100 Hz control: 11 rows stamped 0, 10, ..., 100 ms (integer ns); the first
+    command holds the state at t = 0 (the reference is installed after it, as the runner's paused start does), the
+    next ones track the scenario's first waypoint (t = 0: position [0.2, -0.1, -4.9], joints [0.2, 0.4, -1.0, 0.2,
+    0.4, 0.2]; the quintic to the next waypoint 2 s later has moved less than 1e-4 by t = 10 ms)."""
+    run = run_scenario("vehicle_manipulator", duration=0.1)
+    assert run.fault is None and run.duration == pytest.approx(0.1, abs=1e-12)
+    assert run.control_rate == 100.0 and run.physics_rate == 500.0
+    rec = run.robots["uvms"]
+    assert rec.stamp_ns.dtype == np.int64 and rec.stamp_ns.tolist() == [k * 10_000_000 for k in range(11)]
+    assert rec.q.shape == (11, 13) and rec.v.shape == (11, 12) and rec.tau.shape == (11, 12)
+    assert rec.nq_base == 7 and rec.nv_base == 6 and len(rec.joint_names) == 6 and rec.base_group == "se3"
+    np.testing.assert_array_equal(rec.q[0], [0, 0, -5, 0, 0, 0, 1, 0.0, 0.6, -1.2, 0.0, 0.6, 0.0])
+    np.testing.assert_array_equal(rec.q_d[0], rec.q[0])  # held
+    np.testing.assert_allclose(rec.q_d[1:, :3], np.tile([0.2, -0.1, -4.9], (10, 1)), atol=1e-3)
+    np.testing.assert_allclose(rec.q_d[1, 7:], [0.2, 0.4, -1.0, 0.2, 0.4, 0.2], atol=1e-4)
+    assert not rec.saturated.any() and rec.control_errors == 0
+    assert rec.estimate_q is None and rec.estimate_v is None
+    assert np.all(np.abs(rec.energy_residual) < 1e-6), rec.energy_residual  # RK4 at 500 Hz over 0.1 s
+
+
+def test_a_failing_law_is_answered_with_zero_and_counted(monkeypatch):
+    """A law that gives NaN every third call: the controller node's rule, a zero command and one control error
+    per failed call, and the run goes on (manipulator: fixed base, six joints under gravity)."""
+    failed = []
+    real_setup = headless_run.controller_setup
+
+    def setup(values, source):
+        s = real_setup(values, source)
+        law, calls = s.law, [0]
+
+        def flaky(q, v, q_d, v_d, a_d):
+            calls[0] += 1
+            if calls[0] % 3 == 0:
+                failed.append(calls[0])
+                return np.full(len(v), np.nan)
+            return law(q, v, q_d, v_d, a_d)
+
+        return dataclasses.replace(s, law=flaky)
+
+    monkeypatch.setattr(headless_run, "controller_setup", setup)
+    run = run_scenario("manipulator", duration=0.3)
+    rec = run.robots["arm"]
+    assert run.fault is None and len(rec.t) == 31
+    assert rec.control_errors == len(failed) == 10
+    zero_rows = [i for i in range(31) if (i + 1) % 3 == 0]  # the law's i-th answer is call i + 1
+    np.testing.assert_array_equal(rec.tau[zero_rows], 0.0)
+    np.testing.assert_array_equal(rec.tau_applied[zero_rows], 0.0)
+    assert np.all(np.abs(rec.tau[[i for i in range(31) if i not in zero_rows]]).max(axis=1) > 0.0)
+
+
+@pytest.mark.parametrize("how", ["nonfinite", "exception"])
+def test_a_blow_up_ends_the_run_early_with_a_fault(monkeypatch, how):
+    """The integrator's step gives NaN (or raises) from t = 0.3 s on: no exception reaches the caller; the run ends
+    at the last good state, t = 0.3 s, with the fault's time and reason, and the rows end there."""
+    real_step = simulator_module.step
+
+    def step(model, q, v, tau, dt, method="rk4", t=0.0, **kw):
+        if t >= 0.3 - 1e-9:
+            if how == "exception":
+                raise ZeroDivisionError("planted")
+            return q + np.nan, v + np.nan
+        return real_step(model, q, v, tau, dt, method=method, t=t, **kw)
+
+    monkeypatch.setattr(simulator_module, "step", step)
+    run = run_scenario("manipulator", duration=1.0)
+    assert run.fault is not None and run.fault.startswith("t = 0.300 s: ") and run.fault.endswith("(arm)")
+    assert ("non-finite" if how == "nonfinite" else "ZeroDivisionError: planted") in run.fault
+    assert run.duration == pytest.approx(0.3, abs=1e-12)
+    rec = run.robots["arm"]
+    assert rec.stamp_ns[-1] == 300_000_000 and len(rec.t) == 31
+    assert np.all(np.isfinite(rec.q)) and np.all(np.isfinite(rec.v))
+
+
+def test_scenarios_a_headless_run_refuses(tmp_path):
+    """A scenario file with an error names the file and key; a robot without a controller is refused (a lockstep
+    run waits for its commands); a run needs a duration."""
+    with pytest.raises(HeadlessError, match="no_such_scenario"):
+        run_scenario("no_such_scenario")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("name: bad\nphysics_rate: fast\nrobots:\n  - namespace: arm\n    params: config/arm_6dof_fixed.yaml\n")
+    with pytest.raises(HeadlessError, match=r"bad\.yaml.*physics_rate"):
+        run_scenario(bad)
+    from mbs_ros.bringup.scenario import load_scenario, package_root
+
+    src = (package_root() / "config" / "scenarios" / "manipulator.yaml").read_text()
+    src = src[: src.index("    reference:")]  # a reference needs a controller
+    nocontrol = tmp_path / "nocontrol.yaml"
+    nocontrol.write_text(src.replace("    controller:\n      law: computed_torque\n      kp: 16.0        # lambda^2: a "
+                                     "double pole at -4 /s\n      kd: 8.0\n", "    controller: false\n")
+                         .replace("params: config/", f"params: {package_root()}/config/"))
+    with pytest.raises(HeadlessError, match="no controller"):
+        run_scenario(nocontrol, duration=0.1)
+    scn = dataclasses.replace(load_scenario("manipulator"), duration=None)
+    with pytest.raises(HeadlessError, match="no duration"):
+        run_scenario(scn)
+
+
+def test_headless_imports_no_ros():
+    """The package runs where ROS is not installed: importing it and running a scenario loads no rclpy and no
+    message package."""
+    import subprocess
+
+    code = ("import sys; from mbs_ros.headless import run_scenario; run_scenario('manipulator', duration=0.02); "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('rclpy', 'builtin_interfaces', 'nav_msgs', "
+            "'sensor_msgs', 'geometry_msgs', 'trajectory_msgs') or m.startswith('mbs_ros.nodes.') and "
+            "m.endswith('_node')]; print(bad); sys.exit(1 if bad else 0)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stdout + out.stderr
