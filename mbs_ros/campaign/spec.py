@@ -211,7 +211,7 @@ class _Reader:
             if not isinstance(k, str) or (allowed and k not in allowed):
                 close = difflib.get_close_matches(k, allowed, n=1) if isinstance(k, str) else []
                 hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(allowed)})"
-                self.fail(_join(key, shown(k)), f"unknown key{hint}")
+                self.fail(_join(key, k if is_name(k) else shown(k)), f"unknown key{hint}")
         return dict(value)
 
     def values(self, value, key: str, size: Optional[int], positive: bool = False):
