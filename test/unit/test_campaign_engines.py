@@ -195,7 +195,8 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_finished_rows(tmp_path):
     out = tmp_path / "o"
     script = CTRL_C_SCRIPT.format(test_dir=str(Path(__file__).parents[1]), source=str(campaign.source),
                                   calls=campaign.calls_dir, out=str(out))
-    proc = subprocess.Popen([sys.executable, "-c", script], env=os.environ.copy())
+    # its own process group, signalled as a whole: what Ctrl-C on a terminal does
+    proc = subprocess.Popen([sys.executable, "-c", script], env=os.environ.copy(), start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while not ((out / JOURNAL).exists() and len((out / JOURNAL).read_text().splitlines()) == 2):
@@ -204,7 +205,7 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_finished_rows(tmp_path):
             time.sleep(0.05)
         children = psutil.Process(proc.pid).children(recursive=True)
         assert children, "no worker processes"
-        proc.send_signal(signal.SIGINT)
+        os.killpg(proc.pid, signal.SIGINT)
         assert proc.wait(timeout=30) == 130
         gone, alive = psutil.wait_procs(children, timeout=10)
         assert not alive, f"workers left running: {alive}"
