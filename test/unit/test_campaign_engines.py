@@ -124,6 +124,13 @@ def test_bad_engine_arguments_are_refused_before_anything_runs(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_the_ray_engine_without_ray_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as without the package
+    with pytest.raises(EngineError, match=r"pip install ray"):
+        run_campaign(make_campaign(tmp_path), out_dir=tmp_path / "o", engine="ray", task=toy_task)
+    assert not (tmp_path / "o").exists()  # refused before anything is written
+
+
 # --- the local engine (worker processes) ---------------------------------------------------------------------
 
 @pytest.mark.e2e
