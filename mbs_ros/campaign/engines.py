@@ -177,6 +177,8 @@ def _pool_pass(ctx, campaign, pending: deque, workers: int, task, on_row) -> lis
                 except BrokenProcessPool:
                     broken = True
                     suspects.append(index)
+                except Exception as e:  # noqa: BLE001 - the task or its row failed to cross to or from the worker
+                    on_row(error_row(campaign, index, f"{type(e).__name__}: {e}"))
             if broken:
                 suspects += list(in_flight.values())
                 in_flight.clear()
@@ -244,7 +246,7 @@ def _ray_call(task, campaign, index):
 
 def _run_ray(ray, campaign, todo, workers: Optional[int], address: Optional[str], task, on_row) -> None:
     started = False
-    if address is not None or not ray.is_initialized():
+    if not ray.is_initialized():  # else: the instance this process joined already (address or not)
         options = dict(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
         if address is None:
             options["num_cpus"] = workers

@@ -224,3 +224,12 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_finished_rows(tmp_path):
     assert [r["run"] for r in rows] == [1, 2]
     assert [{k: v for k, v in r.items() if k != "wall_s"} for r in rows] == expected(campaign)[1:]
     assert json.loads((out / JOURNAL).read_text().splitlines()[0])["run"] in (1, 2)
+
+
+@pytest.mark.e2e
+def test_a_task_that_cannot_reach_a_worker_gives_error_rows_not_a_crash(tmp_path):
+    campaign = make_campaign(tmp_path, runs=3)
+    rows = run_campaign(campaign, out_dir=tmp_path / "o", workers=2, progress=False,
+                        task=lambda c, i: toy_row(c, i)).to_pylist()  # a lambda does not pickle
+    assert [(r["run"], r["status"]) for r in rows] == [(0, "error"), (1, "error"), (2, "error")]
+    assert all("pickle" in r["reason"].lower() for r in rows), rows[0]["reason"]
