@@ -130,9 +130,30 @@ def _call(task, campaign, index):
         return error_row(campaign, index, f"{type(e).__name__}: {e}", time.perf_counter() - start)
 
 
-def _ignore_sigint():
-    """Workers leave Ctrl-C (sent to the whole terminal process group) to the parent, which stops them."""
+#: Environment variables that size numpy's BLAS and OpenMP thread pools (as mbs_ros.nodes.runtime.THREAD_VARIABLES).
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS")
+
+
+def _worker_init():
+    """Each worker: Ctrl-C (sent to the whole terminal process group) is left to the parent, which stops the
+    workers; one BLAS/OpenMP thread unless the environment says otherwise (one worker per core already, the
+    kernels are small: more threads only contend; Ray's workers get OMP_NUM_THREADS=1 the same way)."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+
+    def size(name):
+        try:
+            return max(1, int(os.environ[name]))
+        except ValueError:
+            return 1
+
+    threadpool_limits(limits={"blas": size("OPENBLAS_NUM_THREADS"), "openmp": size("OMP_NUM_THREADS")})
 
 
 # --- local engine ---------------------------------------------------------------------------------------------
@@ -160,7 +181,7 @@ def _pool_pass(ctx, campaign, pending: deque, workers: int, task, on_row) -> lis
     pool broke (their worker may or may not be the one that died)."""
     others = set(multiprocessing.active_children())
     procs = set()
-    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_sigint)
+    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init)
     in_flight, suspects = {}, []
     try:
         while pending or in_flight:
@@ -199,7 +220,7 @@ def _stop(procs) -> None:
 
 
 def _alone_main(conn, task, campaign, index) -> None:
-    _ignore_sigint()
+    _worker_init()
     conn.send(_call(task, campaign, index))
     conn.close()
 

@@ -233,3 +233,19 @@ def test_a_task_that_cannot_reach_a_worker_gives_error_rows_not_a_crash(tmp_path
                         task=lambda c, i: toy_row(c, i)).to_pylist()  # a lambda does not pickle
     assert [(r["run"], r["status"]) for r in rows] == [(0, "error"), (1, "error"), (2, "error")]
     assert all("pickle" in r["reason"].lower() for r in rows), rows[0]["reason"]
+
+
+@pytest.mark.e2e
+def test_workers_run_one_blas_thread_unless_the_environment_says_otherwise(tmp_path, monkeypatch):
+    pytest.importorskip("threadpoolctl")
+    from campaign_tasks import threads_task
+
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                 "VECLIB_MAXIMUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    campaign = make_campaign(tmp_path, runs=2)
+    table = run_campaign(campaign, out_dir=tmp_path / "a", workers=2, progress=False, task=threads_task)
+    assert table["metric.blas_threads"].to_pylist() == [1.0, 1.0]
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    table = run_campaign(campaign, out_dir=tmp_path / "b", workers=2, progress=False, task=threads_task)
+    assert table["metric.blas_threads"].to_pylist() == [2.0, 2.0]
