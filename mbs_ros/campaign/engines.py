@@ -15,7 +15,8 @@ A worker that dies (kill -9, the out-of-memory killer) loses only its run, which
 makes an "error" row ("worker died (signal 9)"). Locally, a dead worker breaks the whole pool, so the runs that were
 in flight are each tried again alone in a fresh process (which tells the culprit from its neighbours; the first
 death is charged only to runs that had started) and the pool is rebuilt; on Ray, the task's own ``max_retries``
-retries it. A task that raises gives an "error" row with the exception. Ctrl-C stops the workers at once and keeps the finished rows (``resume=True`` continues).
+retries it. A task that raises gives an "error" row with the exception. Ctrl-C stops the workers at once and
+keeps the finished rows (``resume=True`` continues).
 """
 
 from __future__ import annotations
