@@ -28,13 +28,13 @@ setup(
         *tree("config"),
     ],
     install_requires=["setuptools", "numpy", "scipy", "transforms3d", "PyYAML", "urdfdom-py", "xacro",
-                      "mcap>=1.6", "mcap-ros2-support>=0.6", "matplotlib", "tqdm"],
+                      "mcap>=1.6", "mcap-ros2-support>=0.6", "matplotlib", "tqdm", "pyarrow"],
     zip_safe=True,
     maintainer="mbs_ros developers",
     maintainer_email="mbs-ros@example.org",
     description="Singularity-free Lie-group rigid-body and multibody dynamics, simulation and control for ROS 2.",
     license="Apache-2.0",
-    extras_require={"test": ["pytest"]},
+    extras_require={"test": ["pytest"], "ray": ["ray~=2.60"]},  # ray: the campaigns' optional engine
     entry_points={
         "console_scripts": [
             "dynamics_node = mbs_ros.nodes.dynamics_node:main",

@@ -43,6 +43,8 @@ MODULE_TO_KEY = {
     "websockets": "python3-websockets",  # the Foxglove test's WebSocket client
     "trimesh": "python3-trimesh",  # the animation's mesh visuals
     "allantools": "python3-allantools-pip",  # pip: allantools (no distro package), the IMU's Allan deviations
+    "pyarrow": "python3-pyarrow-pip",  # pip: pyarrow, the campaigns' result tables
+    "ray": "python3-ray-pip",  # pip: ray (no distro package), the campaigns' optional Ray engine
 }
 # ROS packages whose Python module has the package's name (besides *_msgs, *_srvs and *_interfaces).
 ROS_MODULES = {

@@ -1,0 +1,167 @@
+"""mbs_ros.campaign.report on hand-made result tables (no campaign is run): the pass rate and its Wilson interval
+against the closed form and scipy, the metric statistics against values worked out by hand, the worst runs of
+each criterion, the replay command read back as the shell and the runner read it, and the report's files."""
+
+from __future__ import annotations
+
+import math
+import re
+import shlex
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+import yaml
+
+pa = pytest.importorskip("pyarrow")
+
+from mbs_ros.campaign.report import (summarize, wilson_interval, replay_command, write_report,  # noqa: E402
+                                     file_stem)
+
+Z = 1.959963984540054
+
+
+def crit(metric, op, value):
+    return SimpleNamespace(metric=metric, op=op, value=value, text=f"{metric} {op} {value}")
+
+
+def campaign(criteria=(), duration=3.0):
+    return SimpleNamespace(name="demo", source=None, scenario="vehicle_manipulator", runs=10, seed=7,
+                           duration=duration, vary=(), metrics=(), criteria=tuple(criteria))
+
+
+def table():
+    """10 runs: max_err = 0.01 .. 0.10 (run i has 0.01 (i + 1)), run 9 an error (metric NaN); criterion
+    max_err < 0.075 fails runs 7 and 8 (0.08, 0.09); min_gap > 0.3 (gap = 1 - max_err... by hand below)."""
+    n = 10
+    err = [0.01 * (i + 1) for i in range(n)]
+    err[9] = math.nan
+    gap = [0.9, 0.8, 0.7, 0.6, 0.5, 0.4, 0.35, 0.2, 0.25, math.nan]
+    status = ["pass"] * 7 + ["fail", "fail", "error"]
+    reason = [""] * 7 + ["max_err = 0.08 >= 0.075; min_gap = 0.2 <= 0.3", "max_err = 0.09 >= 0.075; "
+                         "min_gap = 0.25 <= 0.3", "worker died"]
+    return pa.table({
+        "run": list(range(n)), "status": status, "reason": reason, "wall_s": [1.5] * n,
+        "param.robots[0].dynamics.mass_scale": [0.8 + 0.04 * i for i in range(n)],
+        "param.robots[0].initial.position": [f"[{0.1 * i}, 0.0, -5.0]" for i in range(n)],
+        "param.robots[0].controller.law": ["computed_torque"] * n,
+        "metric.max_err": err, "metric.min_gap": gap})
+
+
+CRITERIA = (crit("max_err", "<", 0.075), crit("min_gap", ">", 0.3))
+
+
+def test_wilson_interval_is_the_closed_form_and_scipys():
+    # closed forms: no passes -> [0, z^2 / (n + z^2)], all pass -> [n / (n + z^2), 1]
+    for n in (1, 7, 20, 1000):
+        lo, hi = wilson_interval(0, n)
+        assert lo == pytest.approx(0.0, abs=1e-15) and hi == pytest.approx(Z * Z / (n + Z * Z), rel=1e-12)
+        lo, hi = wilson_interval(n, n)
+        assert hi == pytest.approx(1.0, abs=1e-15) and lo == pytest.approx(n / (n + Z * Z), rel=1e-12)
+    stats = pytest.importorskip("scipy.stats")
+    for k, n in ((7, 10), (1, 3), (95, 100), (500, 1000), (12, 13)):
+        ref = stats.binomtest(k, n).proportion_ci(confidence_level=0.95, method="wilson")
+        assert wilson_interval(k, n) == pytest.approx((ref.low, ref.high), rel=1e-9, abs=1e-12)
+
+
+def test_summary_counts_pass_rate_and_metric_statistics():
+    s = summarize(campaign(CRITERIA), table())
+    assert (s.runs, s.passed, s.failed, s.errors) == (10, 7, 2, 1)
+    assert s.pass_rate == 0.7
+    assert s.pass_interval == pytest.approx(wilson_interval(7, 10))
+    m = s.metrics["max_err"]
+    # nine values 0.01 .. 0.09: median 0.05; p95 at rank 0.95 * 8 = 7.6 -> 0.08 + 0.6 * 0.01 = 0.086
+    assert (m.count, m.missing) == (9, 1)
+    assert (m.min, m.median, m.p95, m.max) == pytest.approx((0.01, 0.05, 0.086, 0.09), abs=1e-12)
+    g = s.metrics["min_gap"]
+    # sorted 0.2 0.25 0.35 0.4 0.5 0.6 0.7 0.8 0.9: median 0.5; p95 = 0.8 + 0.6 * 0.1 = 0.86
+    assert (g.min, g.median, g.p95, g.max) == pytest.approx((0.2, 0.5, 0.86, 0.9), abs=1e-12)
+    assert s.wall_s_total == pytest.approx(15.0)
+
+
+def test_worst_runs_per_criterion_are_the_largest_above_an_upper_bound_and_the_smallest_below_a_lower_one():
+    s = summarize(campaign(CRITERIA), table())
+    upper, lower = s.criteria
+    assert upper.failed_runs == (7, 8) and lower.failed_runs == (7, 8)
+    assert [w.run for w in upper.worst] == [8, 7, 6, 5, 4]
+    assert [w.holds for w in upper.worst] == [False, False, True, True, True]
+    assert [w.run for w in lower.worst] == [7, 8, 6, 5, 4]
+    assert upper.worst[0].params["robots[0].initial.position"] == pytest.approx([0.8, 0.0, -5.0])
+    assert upper.worst[0].params["robots[0].dynamics.mass_scale"] == pytest.approx(0.8 + 0.04 * 8)
+    text = str(s)
+    assert "10 runs, 7 pass, 2 fail, 1 error" in text and "70.0 %" in text
+    assert "run 9: error: worker died" in text
+    assert re.search(r"criterion max_err < 0.075: failed in 2 of 9 runs", text)
+
+
+def test_a_criterion_on_a_per_robot_metric_judges_every_robot():
+    t = pa.table({"run": [0, 1], "status": ["pass", "fail"], "reason": ["", "x"], "wall_s": [1.0, 1.0],
+                  "metric.a/err": [0.1, 0.1], "metric.b/err": [0.2, 0.9]})
+    s = summarize(campaign([crit("err", "<=", 0.5)]), t)
+    c = s.criteria[0]
+    assert c.columns == ("metric.a/err", "metric.b/err") and c.failed_runs == (1,)
+    assert (c.worst[0].run, c.worst[0].metric, c.worst[0].value) == (1, "b/err", 0.9)
+
+
+def test_replay_command_reads_back_to_the_drawn_values_bit_for_bit():
+    odd = 0.1 + 0.2  # 0.30000000000000004: a short format would lose its last bit
+    row = {"run": 12, "status": "fail", "reason": "", "param.robots[0].dynamics.mass_scale": odd,
+           "param.robots[0].initial.position": "[0.30000000000000004, -1e-17, -5.0]",
+           "param.robots[0].controller.kp": "[4.0, 4.0, 16.0]", "param.robots[0].dynamics.sensor_seed": 3,
+           "param.robots[0].controller.law": "computed torque", "metric.x": 1.0}
+    line = replay_command(campaign(), row)
+    argv = shlex.split(line)
+    assert argv[:4] == ["python", "-m", "mbs_ros.bringup", "vehicle_manipulator"]
+    sets = [argv[i + 1] for i, a in enumerate(argv) if a == "--set"]
+    assert sets[:3] == ["lockstep=true", "sim_time=true", "real_time_factor=0"]
+    got = {}
+    for s in sets[3:]:
+        key, _, value = s.partition("=")
+        got[key] = yaml.safe_load(value)  # what the runner's --set does with VALUE
+    assert got["robots[0].dynamics.mass_scale"] == odd and isinstance(got["robots[0].dynamics.mass_scale"], float)
+    assert got["robots[0].initial.position"] == [odd, -1e-17, -5.0]
+    assert got["robots[0].controller.kp"] == [4.0, 4.0, 16.0]
+    assert got["robots[0].dynamics.sensor_seed"] == 3 and got["robots[0].controller.law"] == "computed torque"
+    assert argv[argv.index("--duration") + 1] == "3.0"
+    assert argv[argv.index("--record") + 1] == "out/replay/demo_run12.mcap"
+    assert argv[argv.index("--plot") + 1] == "out/replay/demo_run12"
+    assert "\n" not in line
+    assert "--duration" not in replay_command(campaign(duration=None), row)
+
+
+def test_write_report_writes_the_summary_and_every_plot_it_links(tmp_path):
+    c = campaign(CRITERIA)
+    path = write_report(c, table(), tmp_path / "r")
+    text = path.read_text()
+    assert path == tmp_path / "r" / "report.md"
+    assert str(summarize(c, table())).splitlines()[0] in text
+    links = re.findall(r"\]\((plots/[^)]+\.png)\)", text)
+    expected = {"max_err_ecdf.png", "max_err_hist.png", "min_gap_ecdf.png", "min_gap_hist.png"}
+    for metric in ("max_err", "min_gap"):
+        for p in ("robots_0_dynamics_mass_scale", "robots_0_initial_position", "robots_0_controller_law"):
+            expected.add(f"{metric}_vs_{p}.png")
+    assert {Path(x).name for x in links} == expected
+    assert {p.name for p in (tmp_path / "r" / "plots").iterdir()} == expected
+    for x in links:
+        assert (tmp_path / "r" / x).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the failed and errored runs' replay commands
+    for run in (7, 8, 9):
+        assert f"out/replay/demo_run{run}.mcap" in text
+    assert "out/replay/demo_run6.mcap" not in text
+
+
+def test_file_stems_are_stable_file_names():
+    assert file_stem("robots[0].dynamics.mass_scale") == "robots_0_dynamics_mass_scale"
+    assert file_stem("uvms/max_joint_error") == "uvms_max_joint_error"
+    assert np.all([re.fullmatch(r"[A-Za-z0-9_-]+", file_stem(x)) for x in ("a b", "é", "[]", "x.y/z")])
+
+
+def test_a_run_without_a_value_fails_the_criterion_and_is_the_worst():
+    t = pa.table({"run": [0, 1, 2], "status": ["pass", "fail", "pass"],
+                  "reason": ["", "t = 0.300 s: non-finite state (uvms)", ""], "wall_s": [1.0, 0.2, 1.0],
+                  "metric.err": [0.1, math.nan, 0.2]})
+    for op in ("<", ">"):
+        c = summarize(campaign([crit("err", op, 0.15)]), t).criteria[0]
+        assert 1 in c.failed_runs and c.worst[0].run == 1 and not c.worst[0].holds
+        assert math.isnan(c.worst[0].value)
