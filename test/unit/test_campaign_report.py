@@ -165,3 +165,21 @@ def test_a_run_without_a_value_fails_the_criterion_and_is_the_worst():
         c = summarize(campaign([crit("err", op, 0.15)]), t).criteria[0]
         assert 1 in c.failed_runs and c.worst[0].run == 1 and not c.worst[0].holds
         assert math.isnan(c.worst[0].value)
+
+
+def test_an_infinite_value_counts_as_the_largest_and_is_left_out_of_the_plots(tmp_path):
+    # settling times: 1, 2, 3 s and two runs that never settle (inf)
+    t = pa.table({"run": list(range(5)), "status": ["pass"] * 3 + ["fail"] * 2, "reason": [""] * 5,
+                  "wall_s": [1.0] * 5, "param.p": [0.1, 0.2, 0.3, 0.4, 0.5],
+                  "metric.settling_time": [1.0, 2.0, 3.0, math.inf, math.inf]})
+    c = campaign([crit("settling_time", "<", 4.0)])
+    m = summarize(c, t).metrics["settling_time"]
+    # rank 0.5 * 4 = 2 -> 3.0; rank 0.95 * 4 = 3.8 between inf and inf; rank 0.6 * 4 = 2.4 between 3 and inf
+    assert (m.min, m.median, m.p95, m.max, m.missing) == (1.0, 3.0, math.inf, math.inf, 0)
+    from mbs_ros.campaign.report import percentile
+    assert percentile([1.0, 2.0, 3.0, math.inf, math.inf], 60) == math.inf
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+    assert summarize(c, t).criteria[0].failed_runs == (3, 4)
+    write_report(c, t, tmp_path)
+    assert {p.name for p in (tmp_path / "plots").iterdir()} == {"settling_time_ecdf.png", "settling_time_hist.png",
+                                                                "settling_time_vs_p.png"}
