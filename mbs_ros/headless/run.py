@@ -27,14 +27,18 @@ from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes import controller_settings as cs
 from mbs_ros.nodes import dynamics_settings as ds
+from mbs_ros.nodes import estimator_settings as es
 from mbs_ros.nodes.controller_core import (controller_setup, desired, hold_references, law_command,
                                            reference_from_points)
-from mbs_ros.nodes.dynamics_core import StateView, energy_report, make_simulator
+from mbs_ros.nodes.dynamics_core import StateView, energy_report, load_suite, make_simulator
+from mbs_ros.nodes.estimator_core import feed, reading_payloads, roles_by_sensor
 from mbs_ros.nodes.parameters.controller import PARAMETERS as CONTROLLER_PARAMETERS
 from mbs_ros.nodes.parameters.dynamics import PARAMETERS as DYNAMICS_PARAMETERS
+from mbs_ros.nodes.parameters.estimator import PARAMETERS as ESTIMATOR_PARAMETERS
 from mbs_ros.nodes.parameters.reference import PARAMETERS as REFERENCE_PARAMETERS
 from mbs_ros.nodes.params import NS_PER_S, model_parameter_values, period_ns
 from mbs_ros.nodes.reference_core import ReferenceError, trajectories, waypoints_from_values
+from mbs_ros.nodes.rotations import quaternion_from_matrix
 
 __all__ = ["run_scenario", "HeadlessRun", "RobotRecord", "HeadlessError", "PAUSED_START"]
 
@@ -135,9 +139,11 @@ class _Robot:
                                                  lambda n: getattr(cs.DEFAULTS, cs.field_name(n)), _values(ctl))
         self.ctl = controller_setup(values, csource)
         c = self.ctl.settings
-        if c.state_source != "truth":
-            raise HeadlessError(f"{self.namespace}: state_source {c.state_source}: the estimator does not run "
-                                "headless yet")
+        self.estimator = None
+        if c.state_source == "estimate":
+            if specs.get("estimator") is None:
+                raise HeadlessError(f"{self.namespace}: state_source estimate without an estimator")
+            self._setup_estimator(specs["estimator"], s, source, model)
         cm = self.ctl.model
         self.cmodel = cm
         self.floating = cm.group is not None
@@ -155,8 +161,50 @@ class _Robot:
         self.thruster_index = {name: i for i, name in enumerate(model.thruster_names)}
         self.reference = specs.get("reference")
 
-    def allocate(self, rows: int) -> None:
-        """Room for ``rows`` recorded periods."""
+    def _setup_estimator(self, spec: NodeSpec, s, source, model) -> None:
+        """The dynamics node's sensor suite and the estimator node's filter, started at t = 0 (simulation time)."""
+        values, esource = model_parameter_values(ESTIMATOR_PARAMETERS, lambda n: getattr(es.DEFAULTS, n),
+                                                 _values(spec))
+        setup = es.build_setup(es.settings_from_values(values, esource), esource)
+        self.suite = load_suite(s.sensors, source, model, self.sim.dt, current=s.current, seed_offset=s.sensor_seed)
+        if self.suite is None:
+            raise HeadlessError(f"{self.namespace}: an estimator, but the dynamics node has no sensors")
+        self.estimator = es.Fusion(setup, origin_ns=None)
+        self.estimates = {}  # stamp -> the newest estimate (Output) with it
+        self._keep(self.estimator.start(0))
+        self.est_roles = roles_by_sensor(setup.roles)
+        self.est_joint_names = tuple(setup.model.joint_names)
+        self.est_env = setup.sensor_set.environment
+        self.beam_limits = {sp.name: (float(sp.params.min_range), float(sp.params.max_range))
+                            for sp in self.suite.sensor_set.sensors if sp.type == "dvl"}
+        self.est_publishes_joints = bool(self.est_joint_names) and "encoders" in setup.roles
+
+    def _keep(self, out) -> None:
+        self.estimates[out.stamp_ns] = out
+
+    def sensors_step(self) -> None:
+        """The dynamics node's sensors at the current step (sampled once per step, the readings due now published)
+        and the estimator's intake of them (a reading it rejects is dropped, as the node does)."""
+        sim, est = self.sim, self.estimator
+        self.suite.sample(sim)
+        for reading in self.suite.due(sim.k):
+            role = self.est_roles.get(reading.name)
+            if role is None:
+                continue
+            try:
+                items = reading_payloads(reading, role, self.est_joint_names, self.est_env,
+                                         self.beam_limits.get(reading.name, (0.0, float("inf"))))
+            except Rejected:
+                continue
+            for t, payload in items:
+                try:
+                    for out in feed(est, role, t, payload):
+                        self._keep(out)
+                except Rejected:
+                    pass
+
+    def allocate(self, rows: int, energy: bool = True) -> None:
+        """Room for ``rows`` recorded periods (``energy``: with the energy balance residual)."""
         nq, nv, cm = self.sim.model.nq, self.sim.model.nv, self.cmodel
         self.n = 0
         self.stamp_ns = np.zeros(rows, dtype=np.int64)
@@ -164,7 +212,9 @@ class _Robot:
         self.q_d, self.v_d = np.full((rows, cm.nq), np.nan), np.full((rows, cm.nv), np.nan)
         self.tau, self.tau_applied = np.full((rows, nv), np.nan), np.full((rows, nv), np.nan)
         self.saturated = np.zeros(rows, dtype=bool)
-        self.energy = np.full(rows, np.nan)
+        self.energy = np.full(rows, np.nan) if energy else None
+        self.est_q = np.full((rows, cm.nq), np.nan) if self.estimator is not None else None
+        self.est_v = np.full((rows, cm.nv), np.nan) if self.estimator is not None else None
 
     # ---------------------------------------------------------------------------------------- the state
 
@@ -187,15 +237,41 @@ class _Robot:
             velocity = np.concatenate((velocity, np.zeros(len(locked))))
         return names, position, velocity
 
+    def estimate_parts(self, t: int):
+        """The base and joint parts the controller takes from estimate/odom and estimate/joint_states stamped
+        ``t`` (the estimator's output as its messages carry it)."""
+        out = self.estimates.get(t)
+        if out is None:
+            raise RuntimeError(f"lockstep: no estimate stamped t = {t * 1e-9:.9f} s (the estimator waits for "
+                               "readings that did not come)")
+        for old in [x for x in self.estimates if x < t]:
+            del self.estimates[old]
+        base = joints = None
+        if self.floating:
+            if out.p is None:
+                raise RuntimeError("the estimator gives no base state")
+            quat = quaternion_from_matrix(out.R)
+            base = ri.base_state(np.array([float(x) for x in out.p]), np.array([float(x) for x in quat]),
+                                 np.array([float(x) for x in out.V]))
+        if self.nj:
+            if not self.est_publishes_joints or out.joint_positions is None:
+                raise RuntimeError("the estimator publishes no joint states (no encoders role)")
+            joints = ri.joint_state(self.joint_names, self.est_joint_names,
+                                    [float(x) for x in out.joint_positions], [float(x) for x in out.joint_velocities])
+        return base, joints
+
     def controller_state(self) -> Tuple[int, np.ndarray, np.ndarray]:
-        """The state the controller takes from odom and joint_states at the simulator's current stamp."""
+        """The state the controller takes from odom and joint_states (estimate/… with state_source estimate) at
+        the simulator's current stamp."""
         sim = self.sim
         t = sim.stamp()
         base = joints = None
-        if self.floating:
+        if self.estimator is not None:
+            base, joints = self.estimate_parts(t)
+        elif self.floating:
             p, quat = self.view.base_pose(sim.model, sim.q)
             base = ri.base_state(np.array(p), np.array(quat), np.array(self.view.twist(sim.model, sim.q, sim.v)))
-        if self.nj:
+        if self.nj and self.estimator is None:
             names, position, velocity = (self.published_joints() if self.sim.model.mimic_joints
                                          or self.sim.model.locked_joints else
                                          (list(sim.model.joint_names), self.view.joint_positions(sim.q),
@@ -285,7 +361,10 @@ class _Robot:
         self.q_d[i], self.v_d[i] = q_d, v_d
         self.tau[i], self.tau_applied[i] = tau, self.applied()
         self.saturated[i] = cmd.saturated
-        self.energy[i] = energy_report(sim, self.settings.environment_temperature)["balance_residual"]
+        if self.est_q is not None:
+            self.est_q[i], self.est_v[i] = q, v
+        if self.energy is not None:
+            self.energy[i] = energy_report(sim, self.settings.environment_temperature)["balance_residual"]
         self.n = i + 1
 
     def install_reference(self) -> None:
@@ -331,7 +410,16 @@ class _Robot:
         sim = self.sim
         if not sim.start_period():
             return f"lockstep: no command for {' and '.join(sim.missing())}"
-        sim.advance(self.steps)
+        if self.estimator is None:
+            sim.advance(self.steps)
+        else:  # the dynamics node's advance: stop where a sensor samples or a reading falls due
+            end = sim.k + self.steps
+            self.sensors_step()  # the state the steps start from
+            while sim.k < end and not sim.paused:
+                sim.advance(min(end, self.suite.next_stop(sim.k)) - sim.k)
+                if sim.fault is not None:
+                    break
+                self.sensors_step()
         if sim.fault is not None:
             return sim.fault.reason
         return None
@@ -343,7 +431,10 @@ class _Robot:
             nq_base=self.nq_base, nv_base=self.nv_base, stamp_ns=self.stamp_ns[:n].copy(),
             t=self.stamp_ns[:n] * 1e-9, q=self.q[:n].copy(), v=self.v[:n].copy(), q_d=self.q_d[:n].copy(),
             v_d=self.v_d[:n].copy(), tau=self.tau[:n].copy(), tau_applied=self.tau_applied[:n].copy(),
-            saturated=self.saturated[:n].copy(), energy_residual=self.energy[:n].copy(),
+            saturated=self.saturated[:n].copy(),
+            energy_residual=None if self.energy is None else self.energy[:n].copy(),
+            estimate_q=None if self.est_q is None else self.est_q[:n].copy(),
+            estimate_v=None if self.est_v is None else self.est_v[:n].copy(),
             control_errors=self.control_errors)
 
 
@@ -362,11 +453,12 @@ def _robot_specs(scenario: Scenario) -> Dict[str, Dict[str, NodeSpec]]:
 
 
 def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optional[float] = None,
-                 overrides: Optional[Mapping[str, object]] = None) -> HeadlessRun:
+                 overrides: Optional[Mapping[str, object]] = None, energy: bool = True) -> HeadlessRun:
     """Run ``scenario`` (a loaded :class:`~mbs_ros.bringup.scenario.Scenario`, or a name or path loaded with
     ``overrides``) headless for ``duration`` simulated seconds (default: the scenario's). Never raises for a
     blow-up: a fault (non-finite state, runaway, an exception in the loop) ends the run early with
-    :attr:`HeadlessRun.fault`. HeadlessError for a scenario it cannot run."""
+    :attr:`HeadlessRun.fault`. HeadlessError for a scenario it cannot run. ``energy`` False: no energy report per
+    period (``RobotRecord.energy_residual`` None; a fifth of a period's cost on the vehicle-manipulator)."""
     if not isinstance(scenario, Scenario):
         try:
             scenario = load_scenario(scenario, overrides=overrides)
@@ -382,9 +474,6 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
     robots: List[_Robot] = []
     try:
         specs = _robot_specs(scn)
-        for ns in specs:
-            if "estimator" in specs[ns]:
-                raise HeadlessError(f"{ns}: the estimator does not run headless yet")
         robots = [_Robot(by_role) for by_role in specs.values()]
     except (ParameterError, ReferenceError, ValueError) as e:
         if isinstance(e, HeadlessError):
@@ -396,7 +485,7 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
         if r.steps * r.sim.dt_ns != period:
             raise HeadlessError(f"{r.namespace}: a control period of {r.steps * r.sim.dt_ns} ns, the first robot's "
                                 f"is {period} ns")
-        r.allocate(periods + 1)
+        r.allocate(periods + 1, energy)
     fault = None
     k = 0
     try:

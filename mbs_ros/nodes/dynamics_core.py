@@ -1,11 +1,12 @@
 """The dynamics node's ROS-free core: the simulator it builds from its settings (:func:`make_simulator`), the state
-it publishes (:class:`StateView`: the base pose and body twist of odom, the joint positions of joint_states) and
-its energy bookkeeping (:func:`energy_report`, the energy topic's content). The node
-(:mod:`mbs_ros.nodes.dynamics_node`) and a headless run (:mod:`mbs_ros.headless`) both call these, so the two
-integrate and report the same numbers. docs/dynamics_node.md.
+it publishes (:class:`StateView`: the base pose and body twist of odom, the joint positions of joint_states), its
+energy bookkeeping (:func:`energy_report`, the energy topic's content) and its sensors (:func:`load_suite`,
+:func:`beam_range`). The node (:mod:`mbs_ros.nodes.dynamics_node`) and a headless run (:mod:`mbs_ros.headless`)
+both call these, so the two integrate and report the same numbers. docs/dynamics_node.md.
 """
 from __future__ import annotations
 
+import math
 from typing import Optional, Tuple
 
 import numpy as np
@@ -13,11 +14,12 @@ import numpy as np
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.actuators import CommandLimits
+from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.dynamics.simulator import Simulator
 from mbs_ros.nodes.dynamics_settings import Settings, lockstep_steps
 from mbs_ros.nodes.rotations import quaternion_from_matrix
 
-__all__ = ["make_simulator", "StateView", "energy_report"]
+__all__ = ["make_simulator", "StateView", "energy_report", "load_suite", "beam_range"]
 
 
 def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: CommandLimits, t0_ns: int) -> Simulator:
@@ -94,3 +96,37 @@ def energy_report(sim: Simulator, temperature: float) -> dict:
                   entropy_produced=sim.dissipated / theta,
                   balance_residual=total - sim.energy_ref - supplied + sim.dissipated)
     return report
+
+
+def load_suite(setting: str, source: ms.Source, model, dt: float, current=(0.0, 0.0, 0.0), seed_offset: int = 0):
+    """The :class:`~mbs_ros.sensors.suite.SensorSuite` of the ``sensors`` parameter, or None (no sensors);
+    ``seed_offset``: the ``sensor_seed`` parameter (see :func:`mbs_ros.sensors.spec.load_sensors`). A
+    :class:`~mbs_ros.sensors.spec.SensorConfigError` (its message names file, sensor and key) becomes a
+    ParameterError, so the node refuses to start with it."""
+    path = ms.sensors_path(setting, source)
+    if path is None:
+        return None
+    from mbs_ros.sensors.spec import SensorConfigError, load_sensors
+    from mbs_ros.sensors.suite import SensorSuite
+
+    try:
+        sensor_set = load_sensors(path, model, dt, current=tuple(float(x) for x in current),
+                                  seed_offset=seed_offset)
+    except SensorConfigError as e:
+        raise ParameterError(f"sensors: {e}") from None
+    if not sensor_set.sensors:
+        if (setting or "").strip():  # a file given on purpose that declares nothing: say so
+            raise ParameterError(f"sensors: {path}: declares no sensors (sensors: none turns them off)")
+        return None
+    return SensorSuite(model, sensor_set, dt)
+
+
+def beam_range(value: float, min_range: float, max_range: float) -> float:
+    """A beam's range as sensor_msgs/Range wants it (REP 117): the range within [min, max]; no return (nan) or
+    beyond max_range: +inf; closer than min_range: -inf."""
+    value = float(value)
+    if not math.isfinite(value) or value > max_range:
+        return math.inf
+    if value < min_range:
+        return -math.inf
+    return value

@@ -18,8 +18,8 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, NavSatFix, NavSatStatus, Range
 
 from mbs_ros.dynamics import model_source as ms
-from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.dynamics_core import beam_range, load_suite  # noqa: F401 - importable from here, as the node does
 
 __all__ = ["SensorPublishing", "sensors_path", "load_suite", "reading_messages", "beam_range", "sensor_qos",
            "SENSOR_QOS_MIN_DEPTH", "BEAM_FIELD_OF_VIEW", "MESSAGE_TYPES"]
@@ -37,29 +37,6 @@ sensors_path = ms.sensors_path
 
 
 # ------------------------------------------------------------------------------------ loading
-
-
-def load_suite(setting: str, source: ms.Source, model, dt: float, current=(0.0, 0.0, 0.0), seed_offset: int = 0):
-    """The :class:`~mbs_ros.sensors.suite.SensorSuite` of the ``sensors`` parameter, or None (no sensors);
-    ``seed_offset``: the ``sensor_seed`` parameter (see :func:`mbs_ros.sensors.spec.load_sensors`).
-    A :class:`~mbs_ros.sensors.spec.SensorConfigError` (its message names file, sensor and key) becomes a
-    ParameterError, so the node refuses to start with it."""
-    path = sensors_path(setting, source)
-    if path is None:
-        return None
-    from mbs_ros.sensors.spec import SensorConfigError, load_sensors
-    from mbs_ros.sensors.suite import SensorSuite
-
-    try:
-        sensor_set = load_sensors(path, model, dt, current=tuple(float(x) for x in current),
-                                  seed_offset=seed_offset)
-    except SensorConfigError as e:
-        raise ParameterError(f"sensors: {e}") from None
-    if not sensor_set.sensors:
-        if (setting or "").strip():  # a file given on purpose that declares nothing: say so
-            raise ParameterError(f"sensors: {path}: declares no sensors (sensors: none turns them off)")
-        return None
-    return SensorSuite(model, sensor_set, dt)
 
 
 def sensor_qos(period_steps: int, batch_steps: int) -> QoSProfile:
@@ -83,17 +60,6 @@ def _arr(values, n: int) -> np.ndarray:
 
 def _vec3(msg, values) -> None:
     msg.x, msg.y, msg.z = (float(x) for x in _arr(values, 3))
-
-
-def beam_range(value: float, min_range: float, max_range: float) -> float:
-    """A beam's range as sensor_msgs/Range wants it (REP 117): the range within [min, max]; no return (nan) or
-    beyond max_range: +inf; closer than min_range: -inf."""
-    value = float(value)
-    if not math.isfinite(value) or value > max_range:
-        return math.inf
-    if value < min_range:
-        return -math.inf
-    return value
 
 
 def reading_messages(reading, frame: str, beam_frames=(), beam_limits=(0.0, math.inf),

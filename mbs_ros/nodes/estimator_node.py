@@ -18,12 +18,10 @@ or, without a ROS install, ``python -m mbs_ros.nodes.estimator_node`` with the s
 """
 from __future__ import annotations
 
-import math
 import sys
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List
 
-import numpy as np
 from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import TwistWithCovarianceStamped
 from nav_msgs.msg import Odometry
@@ -33,6 +31,8 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, Range
 
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.estimator_core import (MAX_ABS, beam_index, beam_payload, compass_payload,  # noqa: F401
+                                          depth_payload, dvl_payload, encoders_payload, feed, imu_payload)
 from mbs_ros.nodes.estimator_settings import (DEFAULTS, Fusion, Output, ParameterError, Rejected, build_setup,
                                               settings_from_values)
 from mbs_ros.nodes.parameters.estimator import PARAMETERS
@@ -45,7 +45,6 @@ WARN_THROTTLE_S = 2.0
 SENSOR_QUEUE = 400  # RELIABLE, KEEP_LAST: every sample of a lockstep period (the dynamics node's queues hold >= 100)
 RESEND_S = 0.25  # lockstep: the newest estimate again after this long (wall) without a new one (late joiners)
 DIAGNOSTICS_PERIOD_S = 1.0
-MAX_ABS = 1.0e6  # any measured component beyond this (SI) is malformed
 
 
 def _stamp_ns(stamp) -> int:
@@ -54,32 +53,8 @@ def _stamp_ns(stamp) -> int:
     return int(stamp.sec) * 1_000_000_000 + int(stamp.nanosec)
 
 
-def _finite(values, what: str, n: Optional[int] = None) -> np.ndarray:
-    a = np.asarray(values, dtype=float).reshape(-1)
-    if n is not None and a.size != n:
-        raise Rejected(f"{what}: expected {n} values, got {a.size}")
-    if not np.all(np.isfinite(a)) or np.any(np.abs(a) > MAX_ABS):
-        raise Rejected(f"{what}: not finite or beyond {MAX_ABS:g}")
-    return a
-
-
-def _vec3(m, what: str) -> np.ndarray:
-    return _finite([m.x, m.y, m.z], what, 3)
-
-
-def _covariance(values, what: str, n: int) -> np.ndarray:
-    """The leading 3x3 block of an n x n row-major covariance; Rejected unless finite with a diagonal >= 0."""
-    c = _finite(values, what, n * n).reshape(n, n)[:3, :3]
-    if np.any(np.diag(c) < 0.0):
-        raise Rejected(f"{what}: a negative variance")
-    return c
-
-
-def _beam_index(frame_id: str) -> int:
-    tail = frame_id.rsplit("/", 1)[-1]
-    if not tail.startswith("beam") or tail[4:] not in ("0", "1", "2", "3"):
-        raise Rejected(f"frame_id {frame_id[:80]!r} names no beam (…/beam0 … /beam3)")
-    return int(tail[4:])
+def _xyz(m) -> list:
+    return [m.x, m.y, m.z]
 
 
 class EstimatorNode(Node):
@@ -167,55 +142,29 @@ class EstimatorNode(Node):
     # ------------------------------------------------------------------------------------ inputs
 
     def _add(self, role: str, stamp, payload) -> None:
-        t = _stamp_ns(stamp)
-        fusion = self.fusion
-        if fusion.origin is None:
-            if role != fusion.driver:
-                return  # before the origin: nothing to fuse it with yet
-            self._publish([fusion.start(fusion.measurement_time(role, t))])
-        self._publish(fusion.add(role, t, payload))
+        self._publish(feed(self.fusion, role, _stamp_ns(stamp), payload))
 
     def _on_imu(self, msg: Imu) -> None:
-        self._add("imu", msg.header.stamp, (_vec3(msg.angular_velocity, "angular_velocity"),
-                                            _vec3(msg.linear_acceleration, "linear_acceleration")))
+        self._add("imu", msg.header.stamp, imu_payload(_xyz(msg.angular_velocity), _xyz(msg.linear_acceleration)))
 
     def _on_dvl(self, msg: TwistWithCovarianceStamped) -> None:
-        v = _vec3(msg.twist.twist.linear, "twist.linear")
-        self._add("dvl", msg.header.stamp, (v, _covariance(msg.twist.covariance, "twist.covariance", 6)))
+        self._add("dvl", msg.header.stamp, dvl_payload(_xyz(msg.twist.twist.linear), msg.twist.covariance))
 
     def _on_beam(self, msg: Range) -> None:
-        index = _beam_index(msg.header.frame_id)
-        r = float(msg.range)
-        locked = math.isfinite(r) and msg.min_range <= r <= msg.max_range
-        self._add("dvl", msg.header.stamp, ("beam", index, locked))
+        self._add("dvl", msg.header.stamp, beam_payload(beam_index(msg.header.frame_id), msg.range, msg.min_range,
+                                                        msg.max_range))
 
     def _on_pressure(self, msg: FluidPressure) -> None:
-        p = float(_finite([msg.fluid_pressure], "fluid_pressure")[0])
-        var = float(_finite([msg.variance], "variance")[0])
-        if var < 0.0:
-            raise Rejected("variance: negative")
-        env = self.setup.sensor_set.environment
-        rho_g = float(env.fluid_density) * float(np.linalg.norm(env.gravity))
-        # p = p_atm + rho g depth (the pressure sensor's model, docs/sensors.md)
-        self._add("depth", msg.header.stamp, ((p - float(env.atmospheric_pressure)) / rho_g, var / rho_g ** 2))
+        self._add("depth", msg.header.stamp, depth_payload(msg.fluid_pressure, msg.variance,
+                                                           self.setup.sensor_set.environment))
 
     def _on_compass(self, msg: MagneticField) -> None:
-        m = _vec3(msg.magnetic_field, "magnetic_field")
-        self._add("compass", msg.header.stamp, (m, _covariance(msg.magnetic_field_covariance,
-                                                               "magnetic_field_covariance", 3)))
+        self._add("compass", msg.header.stamp, compass_payload(_xyz(msg.magnetic_field),
+                                                               msg.magnetic_field_covariance))
 
     def _on_encoders(self, msg: JointState) -> None:
-        names = list(msg.name)
-        index = {n: i for i, n in enumerate(names)}
-        missing = [n for n in self.joint_names if n not in index]
-        if missing:
-            raise Rejected(f"no {', '.join(missing[:5])} among the names")
-        if len(msg.position) != len(names) or (len(msg.velocity) not in (0, len(names))):
-            raise Rejected(f"{len(names)} names, {len(msg.position)} positions, {len(msg.velocity)} velocities")
-        pos = _finite(msg.position, "position")
-        vel = _finite(msg.velocity, "velocity") if len(msg.velocity) else np.zeros(len(names))
-        order = [index[n] for n in self.joint_names]
-        self._add("encoders", msg.header.stamp, (pos[order], vel[order]))
+        self._add("encoders", msg.header.stamp, encoders_payload(self.joint_names, msg.name, msg.position,
+                                                                 msg.velocity))
 
     # ----------------------------------------------------------------------------------- outputs
 

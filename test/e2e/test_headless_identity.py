@@ -23,9 +23,10 @@ def _bytes(values) -> bytes:
     return np.asarray(values, dtype=np.float64).tobytes()
 
 
-def ros_states(bag: Path, namespace: str):
+def ros_states(bag: Path, namespace: str, prefix: str = ""):
     """``{stamp: (position, quaternion, twist)}`` of odom and ``{stamp: (names, position, velocity)}`` of
-    joint_states of ``namespace``, decoded from a recording (a state recorded twice must be the same)."""
+    joint_states of ``namespace`` (``prefix`` "estimate/": the estimator's), decoded from a recording (a state
+    recorded twice must be the same)."""
     from nav_msgs.msg import Odometry
     from rclpy.serialization import deserialize_message
     from sensor_msgs.msg import JointState
@@ -34,14 +35,14 @@ def ros_states(bag: Path, namespace: str):
 
     odom, joints = {}, {}
     for _schema, channel, record in read_messages(bag):
-        if channel.topic == f"/{namespace}/odom":
+        if channel.topic == f"/{namespace}/{prefix}odom":
             m = deserialize_message(record.data, Odometry)
             p, o, tw = m.pose.pose.position, m.pose.pose.orientation, m.twist.twist
             value = (_bytes([p.x, p.y, p.z]), _bytes([o.x, o.y, o.z, o.w]),
                      _bytes([tw.linear.x, tw.linear.y, tw.linear.z, tw.angular.x, tw.angular.y, tw.angular.z]))
             t = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
             assert odom.setdefault(t, value) == value, f"odom: two different states at t = {t}"
-        elif channel.topic == f"/{namespace}/joint_states":
+        elif channel.topic == f"/{namespace}/{prefix}joint_states":
             m = deserialize_message(record.data, JointState)
             value = (tuple(m.name), _bytes(list(m.position)), _bytes(list(m.velocity)))
             t = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
@@ -61,8 +62,9 @@ def ros_run(tmp_path: Path, scenario: str, duration: float) -> Path:
     return bag
 
 
-def first_difference(odom, joints, rec) -> list:
-    """The stamps where the recording and the headless record differ, each with what differs."""
+def first_difference(odom, joints, rec, estimate: bool = False) -> list:
+    """The stamps where the recording and the headless record (``estimate``: its estimate) differ, each with what
+    differs."""
     index = {int(t): i for i, t in enumerate(rec.stamp_ns)}
     nvb = rec.nv_base
     differ = []
@@ -71,7 +73,7 @@ def first_difference(odom, joints, rec) -> list:
         if i is None:
             differ.append((t, "no headless row"))
             continue
-        q, v = rec.q[i], rec.v[i]
+        q, v = (rec.estimate_q[i], rec.estimate_v[i]) if estimate else (rec.q[i], rec.v[i])
         if t in odom:
             p, quat, twist = odom[t]
             for what, ros, mine in (("position", p, q[0:3]), ("orientation", quat, q[3:7]),
@@ -111,3 +113,31 @@ def test_headless_run_is_bit_identical_to_the_lockstep_ros_run(tmp_path, scenari
     assert not differ, f"{len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: {differ[0][1]}"
     print(f"{scenario}: {len(odom)} odom and {len(joints)} joint_states bit-identical to the headless run "
           f"(to t = {end * 1e-9:.2f} s)")
+
+
+def test_headless_run_with_the_estimator_in_the_loop_is_bit_identical(tmp_path):
+    """rov_alpha5_sensors: the controller closes its loop on the estimator (IMU, DVL with its beams, depth, compass,
+    encoders fused by the invariant EKF in lockstep). The true states (odom, joint_states) are bit-identical to the
+    ROS run; so are the estimates' positions, twists and joint states (estimate/odom, estimate/joint_states against
+    the controller's state from them). The estimate's quaternion is compared within 2 units in the last place: the
+    controller normalises the quaternion it receives, and the record holds what it used."""
+    from mbs_ros.headless import run_scenario
+
+    duration = 1.0
+    bag = ros_run(tmp_path, "rov_alpha5_sensors", duration)
+    run = run_scenario("rov_alpha5_sensors", duration=duration + 0.3)
+    assert run.fault is None, run.fault
+    rec = run.robots["rov"]
+    odom, joints = ros_states(bag, "rov")
+    end = min(max(odom), max(joints))
+    assert end >= 0.75 * duration * 1e9, end
+    differ = first_difference(odom, joints, rec)
+    assert not differ, f"{len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: {differ[0][1]}"
+    est_odom, est_joints = ros_states(bag, "rov", "estimate/")
+    assert len(est_odom) >= 0.75 * len(odom) and len(est_joints) >= 0.75 * len(joints)
+    differ = [d for d in first_difference(est_odom, est_joints, rec, estimate=True) if "orientation" not in d[1]]
+    assert not differ, f"{len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: {differ[0][1]}"
+    index = {int(t): i for i, t in enumerate(rec.stamp_ns)}
+    for t, (_p, quat, _tw) in est_odom.items():
+        np.testing.assert_array_max_ulp(np.frombuffer(quat), rec.estimate_q[index[t], 3:7], maxulp=2)
+    print(f"rov_alpha5_sensors: {len(odom)} odom, {len(est_odom)} estimates bit-identical to the headless run")
