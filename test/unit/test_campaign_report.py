@@ -183,3 +183,20 @@ def test_an_infinite_value_counts_as_the_largest_and_is_left_out_of_the_plots(tm
     write_report(c, t, tmp_path)
     assert {p.name for p in (tmp_path / "plots").iterdir()} == {"settling_time_ecdf.png", "settling_time_hist.png",
                                                                 "settling_time_vs_p.png"}
+
+
+def test_the_assertion_message_lists_each_failed_criterion_its_worst_runs_and_the_other_failures():
+    from mbs_ros.campaign.testing import failure_message
+
+    text = failure_message(campaign(CRITERIA), table(), "/results")
+    lines = text.splitlines()
+    assert lines[0] == "campaign demo: 3 of 10 runs did not pass (results and report in /results)"
+    assert lines[1] == "criterion 'max_err < 0.075' failed in 2 of 9 runs (runs 7, 8); worst:"
+    assert lines[2].startswith("  run 8: max_err = 0.09; replay: python -m mbs_ros.bringup vehicle_manipulator ")
+    assert lines[3].startswith("  run 7: max_err = 0.08; replay: ")
+    assert lines[4] == "criterion 'min_gap > 0.3' failed in 2 of 9 runs (runs 7, 8); worst:"
+    assert lines[5].startswith("  run 7: min_gap = 0.2; replay: ") and lines[6].startswith("  run 8: min_gap = 0.25;")
+    assert lines[7].startswith("run 9 error: worker died; replay: python -m mbs_ros.bringup ")
+    assert "out/replay/demo_run9.mcap" in lines[7] and len(lines) == 8
+    passing = pa.table({"run": [0], "status": ["pass"], "reason": [""], "wall_s": [1.0], "metric.max_err": [0.01]})
+    assert failure_message(campaign(CRITERIA), passing) is None
