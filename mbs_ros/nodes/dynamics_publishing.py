@@ -153,13 +153,8 @@ class StatePublishing:
         self._wrench_msg = WrenchStamped()
         if self.nj:
             names = list(self.model.joint_names)
-            # mimic joints (Model.mimic_joints) follow the moving ones with their derived position, velocity and
-            # effort, then the locked joints (Model.locked_joints) at their fixed position with zero velocity and
-            # effort, so a JointState consumer sees every joint the URDF moves
-            self._mimic_names = list(self.model.mimic_joints)
-            locked = dict(self.model.locked_joints)
-            self._locked_tail = (np.array(list(locked.values()), dtype=float), np.zeros(len(locked)))
-            self._joint_state_msg = JointState(name=names + self._mimic_names + list(locked))
+            # the moving joints, then the mimic and the locked ones (StateView.joint_state_names)
+            self._joint_state_msg = JointState(name=StateView.joint_state_names(self.model))
             self._effort_msg = JointState(name=names)
             self._joint_wrench_msgs = []
             for frame in self._joint_child_frames:
@@ -255,22 +250,11 @@ class StatePublishing:
         return self._state_view.joint_positions(q)
 
     def _publish_joint_states(self, stamp: int) -> None:
-        sim, m = self.sim, self._joint_state_msg
+        m = self._joint_state_msg
         cv.set_stamp(m.header, stamp)
-        position, velocity = self._joint_positions(sim.q), sim.v[self.nv_base:]
-        effort = np.ascontiguousarray(sim.applied_efforts, dtype=float)
-        if self._mimic_names:  # derived: m q + o, m v, and the effort each carries under the applied commands
-            q, v = sim.q, sim.v
-            a = self.model.forward_dynamics(q, v, sim.generalized_force())
-            mq, mv, me = self.model.mimic_joint_states(q, v, a)
-            position, velocity, effort = (np.concatenate((position, mq)), np.concatenate((velocity, mv)),
-                                          np.concatenate((effort, me)))
-        locked_position, zeros = self._locked_tail
-        if zeros.size:
-            position = np.concatenate((position, locked_position))
-            velocity, effort = np.concatenate((velocity, zeros)), np.concatenate((effort, zeros))
+        position, velocity, effort = self._state_view.joint_state(self.sim)
         m.position = array("d", position.tobytes())
-        m.velocity = array("d", np.ascontiguousarray(velocity).tobytes())
+        m.velocity = array("d", velocity.tobytes())
         m.effort = array("d", effort.tobytes())
         self.pub_joint_states.publish(m)
 

@@ -181,18 +181,19 @@ def command_limits(model, settings) -> actuators.CommandLimits:
 
 
 def model_parameter_values(parameters: Mapping, default: Callable[[str], object],
-                           value: Callable[[object, object], object]) -> Tuple[Dict[str, object], "ms.Source"]:
+                           value: Callable[[object, object], object],
+                           load: Callable[[str, str], "ms.Source"] = ms.load_source) -> Tuple[dict, "ms.Source"]:
     """The raw values of a model node's ``parameters`` and the model source they name: ``value(param, default)``
     gives one parameter's value (the node declares it; a headless run looks it up in the node's parameters),
     ``robot_description`` and ``model_file`` first, the model source loaded from them
-    (:func:`mbs_ros.dynamics.model_source.load_source`), then every other one with ``default(name)`` or the
-    robot's own default (base_group, gravity, base_frame: :func:`mbs_ros.dynamics.model_source.model_defaults`).
-    ParameterError with the reason."""
+    (``load``: :func:`mbs_ros.dynamics.model_source.load_source`, or one that shares a loaded source), then every
+    other one with ``default(name)`` or the robot's own default (base_group, gravity, base_frame:
+    :func:`mbs_ros.dynamics.model_source.model_defaults`). ParameterError with the reason."""
     values = {name: value(parameters[name], default(name)) for name in ("robot_description", "model_file")}
     for name, v in values.items():
         if not isinstance(v, str):
             raise ParameterError(f"{name} must be a string, got {v!r}")
-    source = ms.load_source(values["robot_description"], values["model_file"])
+    source = load(values["robot_description"], values["model_file"])
     robot = ms.model_defaults(source)
     for name, param in parameters.items():
         if name not in values:

@@ -15,7 +15,7 @@ import numpy as np
 from mbs_ros.nodes.rotations import quaternion_from_rpy
 
 __all__ = ["ReferenceError", "Waypoints", "waypoints_from_values", "waypoints_from_file", "duration_parts",
-           "Trajectories", "trajectories", "STAMP_MODES"]
+           "start_time_ns", "Trajectories", "trajectories", "STAMP_MODES"]
 
 STAMP_MODES = ("state", "zero")
 
@@ -119,6 +119,11 @@ def duration_parts(seconds: float) -> Tuple[int, int]:
     if nanosec >= 1_000_000_000:
         sec, nanosec = sec + 1, nanosec - 1_000_000_000
     return sec, nanosec
+
+
+def start_time_ns(start_time: float) -> Optional[int]:
+    """The ``start_time`` parameter [s] as a stamp [ns]; None for a negative one (no fixed start)."""
+    return int(round(float(start_time) * 1e9)) if start_time >= 0 else None
 
 
 @dataclass(frozen=True)

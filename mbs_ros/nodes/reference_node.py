@@ -31,7 +31,8 @@ from trajectory_msgs.msg import (
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes.parameters.reference import PARAMETERS
 from mbs_ros.nodes.reference_core import (STAMP_MODES, ReferenceError, Waypoints,  # noqa: F401 - importable here
-                                          trajectories, waypoints_from_file, waypoints_from_values)
+                                          start_time_ns, trajectories, waypoints_from_file,
+                                          waypoints_from_values)
 from mbs_ros.nodes.runtime import descriptor, run_node
 
 __all__ = ["ReferenceNode", "ReferenceError", "Waypoints", "waypoints_from_values", "waypoints_from_file", "main"]
@@ -88,7 +89,7 @@ class ReferenceNode(Node):
                                      + f", got {x!r}")
         self.wps = wps
         self.stamp_mode = v["stamp"]
-        self.start_time_ns = int(round(float(v["start_time"]) * 1e9)) if v["start_time"] >= 0 else None
+        self.start_time_ns = start_time_ns(v["start_time"])
         self.min_subscribers = int(v["min_subscribers"])
         self.command_timeout = float(v["command_timeout"])
         self.world_frame = v["world_frame"].strip().lstrip("/") or PARAMETERS["world_frame"].default
