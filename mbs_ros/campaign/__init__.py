@@ -3,7 +3,7 @@ states, sensor seeds and gains; metrics and pass/fail criteria per run (docs/cam
 inside its engine.
 
     from mbs_ros.campaign import load_campaign, execute_run
-    campaign = load_campaign("config/campaigns/vehicle_manipulator_model_error.yaml")
+    campaign = load_campaign("my_campaign.yaml")
     row = execute_run(campaign, 0)   # {"run": 0, "status": "pass", ..., "metric.max_joint_error": ...}
 """
 

@@ -157,7 +157,7 @@ def _sample(rng: np.random.Generator, v: Variation):
     elif v.distribution == "normal":
         x = rng.normal(p["mean"], p["std"], shape)
     elif v.distribution == "log_uniform":
-        x = np.exp(rng.uniform(np.log(p["low"]), np.log(p["high"]), shape))
+        x = np.exp(rng.uniform(np.log(np.asarray(p["low"])), np.log(np.asarray(p["high"])), shape))
     elif v.distribution == "integers":
         x = rng.integers(p["low"], p["high"], size=shape, endpoint=True)
     else:  # choice
@@ -221,8 +221,8 @@ class _Reader:
                 self.fail(key, f"a list of {len(value)} numbers needs 'size: {len(value)}' (a vector of draws)")
             if len(value) != size:
                 self.fail(key, f"must have {size} entries (size), got {len(value)}")
-            return np.array([self.number(x, f"{key}[{i}]", 0.0 if positive else None, positive)
-                             for i, x in enumerate(value)])
+            return tuple(self.number(x, f"{key}[{i}]", 0.0 if positive else None, positive)
+                         for i, x in enumerate(value))
         return self.number(value, key, 0.0 if positive else None, positive)
 
 

@@ -188,6 +188,10 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
         if self.multibody:
             what = (f"{s.base_group} base robot {self.source.describe()}, {self.nj} joints "
                     f"({', '.join(model.joint_names)}), total mass {model.total_mass:g} kg")
+            errors = [f"{n} {getattr(s, n):g}" for n in ("mass_scale", "added_mass_scale") if getattr(s, n) != 1.0]
+            errors += ["link_mass_scales [" + ", ".join(f"{f:g}" for f in s.link_mass_scales) + "]"] \
+                if s.link_mass_scales else []
+            what += f" (true model perturbed: {', '.join(errors)})" if errors else ""
         else:
             what = f"{s.base_group} body, mass {s.mass:g} kg"
         if s.lockstep:

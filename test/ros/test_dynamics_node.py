@@ -56,6 +56,10 @@ INVALID = {
     "inertia_not_pd": (dict(inertia=[0.1, 0.0, 0.0, -0.1, 0.0, 0.1]), "positive definite"),
     "publish_too_fast": (dict(physics_rate=100.0, publish_rate=200.0), "must not exceed physics_rate"),
     "unknown_group": (dict(base_group="se4"), "base_group must be one of"),
+    # the true-model perturbations of campaigns: a link count the robot does not have, a seed that is no whole number
+    "link_scales": (dict(model_file=str(Path(__file__).resolve().parents[2] / "config" / "robots" / "uvms_6dof.yaml"),
+                         link_mass_scales=[1.0, 1.0]), "link_mass_scales must have one factor per link (9: vehicle"),
+    "sensor_seed": (dict(sensor_seed=1.5), "sensor_seed must be a whole number, got 1.5"),
 }
 
 

@@ -4,6 +4,7 @@ with scipy's rotations, settling into a band, overshoot past a step, saturation,
 function and the pass/fail texts. No headless run."""
 from __future__ import annotations
 
+import dataclasses
 import math
 import textwrap
 from pathlib import Path
@@ -193,9 +194,8 @@ def test_several_robots_get_their_namespace_and_a_user_function_runs_once(tmp_pa
     campaign = _campaign(MetricSpec("max_joint_error", "max_joint_error", {}),
                          MetricSpec("rows", "python", {"function": "my_metrics:rows", "name": "rows"}),
                          MetricSpec("b", "python", {"function": "my_metrics:both", "name": "b"}))
-    a, b = _joint_record(), _joint_record()
-    object.__setattr__(a, "namespace", "uvms1")
-    object.__setattr__(b, "namespace", "uvms2")
+    a = dataclasses.replace(_joint_record(), namespace="uvms1")
+    b = dataclasses.replace(_joint_record(), namespace="uvms2")
     got = compute_metrics(campaign, _run(a, b))
     assert got == {"uvms1/max_joint_error": 1.0, "uvms2/max_joint_error": 1.0, "rows": 10.0,
                    "b.duration": 0.5, "b.robots": 2.0}

@@ -263,3 +263,12 @@ def test_a_scenario_beside_the_campaign_file_is_found(tmp_path):
     scenario.write_text(scenario_path("vehicle_manipulator").read_text(encoding="utf-8"), encoding="utf-8")
     c = load_campaign(_write(tmp_path, "scenario: mine.yaml\nruns: 1\nseed: 0\n", name="camp.yaml"))
     assert c.scenario == str(scenario.resolve()) and c.name == "camp" and c.vary == ()
+
+
+def test_a_campaign_pickles_and_compares_as_a_value(tmp_path):
+    """The engines send the campaign to worker processes: a pickled copy equals it and draws the same."""
+    import pickle
+
+    c = load_campaign(_write(tmp_path, FULL))
+    copy = pickle.loads(pickle.dumps(c))
+    assert copy == c and [copy.draw(i) for i in range(8)] == [c.draw(i) for i in range(8)]

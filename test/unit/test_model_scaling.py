@@ -148,3 +148,27 @@ def test_sensor_seed_adds_to_every_seed_of_the_sensors_file():
     assert all(x[2:] != y[2:] for x, y in zip(a, c) if x[0] != "encoders") and a != c
     settings = ds.settings_from_values(_values(sensor_seed=17.0), source)
     assert settings.sensor_seed == 17 and isinstance(settings.sensor_seed, int)
+
+
+def test_the_headless_run_draws_its_sensor_noise_with_sensor_seed(tmp_path):
+    """vehicle_manipulator_sensors for 0.3 s headless: sensor_seed 9 gives, bit for bit, the estimates of the same
+    scenario with a copy of its sensors file whose seeds this test raised by 9; sensor_seed 0 those of the file."""
+    from mbs_ros.headless import run_scenario
+
+    with open(UVMS_SENSORS, encoding="utf-8") as f:
+        doc = yaml.safe_load(f)
+    for s in doc["sensors"]:
+        s["seed"] = s.get("seed", 0) + 9
+    edited = tmp_path / "uvms_sensors_plus_9.yaml"
+    edited.write_text(yaml.safe_dump(doc), encoding="utf-8")
+
+    def estimates(overrides):
+        run = run_scenario("vehicle_manipulator_sensors", duration=0.3, overrides=overrides)
+        assert run.fault is None
+        return run.robots["uvms"].estimate_q
+
+    plain, zero = estimates({}), estimates({"robots[0].dynamics.sensor_seed": 0})
+    nine = estimates({"robots[0].dynamics.sensor_seed": 9})
+    by_file = estimates({"robots[0].sensors": str(edited)})
+    assert plain.shape[0] == 31 and np.array_equal(plain, zero)
+    assert np.array_equal(nine, by_file) and not np.array_equal(nine, plain)
