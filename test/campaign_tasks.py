@@ -91,3 +91,11 @@ def calls(campaign: ToyCampaign) -> dict:
         i = int(f.name.split(".")[0])
         out[i] = out.get(i, 0) + 1
     return out
+
+
+def threads_task(campaign: ToyCampaign, index: int) -> dict:
+    """The row of a run that reports the worker's BLAS threads (threadpoolctl's own count of the loaded pools)."""
+    from threadpoolctl import threadpool_info
+
+    blas = [p["num_threads"] for p in threadpool_info() if p["user_api"] == "blas"]
+    return {"run": index, "status": "pass", "reason": "", "wall_s": 0.0, "metric.blas_threads": float(max(blas))}

@@ -31,8 +31,11 @@ def _positive(text: str) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m mbs_ros.campaign", description=__doc__.split("\n\n")[0],
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(prog="python -m mbs_ros.campaign",
+                                description="Run a campaign file's runs headless, write results.parquet/.csv and "
+                                            "a report (docs/campaign_engines.md).",
+                                epilog="exit code: 0 every run passed, 1 some run failed or gave an error, 2 a bad "
+                                       "campaign file or usage, 130 Ctrl-C (finished runs kept: --resume)")
     p.add_argument("file", help="campaign file (YAML; config/campaigns/*.yaml)")
     p.add_argument("--engine", choices=ENGINES, default="local",
                    help="local: a process pool on this machine (default); ray: Ray tasks")

@@ -6,16 +6,17 @@ campaign and its index (the seed is per run index, never per worker), so every e
 same table apart from ``wall_s``.
 
 - ``engine="local"``: a ``concurrent.futures.ProcessPoolExecutor`` ("spawn" context: no forked copy of the caller's
-  threads or DDS state), one task per run, at most ``workers`` in flight (default ``os.cpu_count()``).
+  threads or DDS state), one task per run, at most ``workers`` in flight (default: the cores this process may use).
 - ``engine="ray"``: ``ray.remote(max_retries=1)`` tasks collected with ``ray.wait``; Ray schedules. ``address``
   joins a running cluster; without it an instance already started in this process is used, else a local
   ``ray.init(num_cpus=workers)`` that is shut down at the end. Ray is imported here only (optional dependency).
 
 A worker that dies (kill -9, the out-of-memory killer) loses only its run, which is tried once more; a second death
 makes an "error" row ("worker died (signal 9)"). Locally, a dead worker breaks the whole pool, so the runs that were
-in flight are each tried again alone in a fresh process (which tells the culprit from its neighbours) and the pool
-is rebuilt; on Ray, the task's own ``max_retries`` retries it. A task that raises gives an "error" row with the
-exception. Ctrl-C stops the workers at once and keeps the finished rows (``resume=True`` continues).
+in flight are each tried again alone in a fresh process (which tells the culprit from its neighbours; the first
+death is charged only to runs that had started) and the pool is rebuilt; on Ray, the task's own ``max_retries``
+retries it. A task that raises gives an "error" row with the exception. Ctrl-C stops the workers at once and
+keeps the finished rows (``resume=True`` continues).
 """
 
 from __future__ import annotations
@@ -75,13 +76,21 @@ def run_campaign(campaign, *, out_dir, engine: str = "local", workers: Optional[
 
     try:
         if todo and engine == "local":
-            _run_local(campaign, todo, workers or os.cpu_count() or 1, task, on_row)
+            _run_local(campaign, todo, min(workers or local_cores(), len(todo)), task, on_row)
         elif todo:
             _run_ray(ray, campaign, todo, workers, address, task, on_row)
     finally:
         bar.close()
         table = store.close()
     return table.filter(_below(table, campaign.runs)) if table.num_rows else table
+
+
+def local_cores() -> int:
+    """The cores this process may run on (its CPU affinity: a container's or taskset's share), else all."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # no sched_getaffinity (macOS)
+        return os.cpu_count() or 1
 
 
 def _below(table, runs: int):
@@ -109,7 +118,7 @@ def error_row(campaign, index: int, reason: str, wall_s: float = math.nan) -> di
             values = {}
         for path, value in values.items():
             value = value.tolist() if hasattr(value, "tolist") else value
-            row[f"param.{path}"] = json.dumps(value) if isinstance(value, (list, tuple)) else value
+            row[f"param.{path}"] = json.dumps(value) if isinstance(value, (list, tuple, dict)) else value
     return row
 
 
@@ -130,9 +139,42 @@ def _call(task, campaign, index):
         return error_row(campaign, index, f"{type(e).__name__}: {e}", time.perf_counter() - start)
 
 
-def _ignore_sigint():
-    """Workers leave Ctrl-C (sent to the whole terminal process group) to the parent, which stops them."""
+#: Environment variables that size numpy's BLAS and OpenMP thread pools (as mbs_ros.nodes.runtime.THREAD_VARIABLES).
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS")
+
+
+_STARTED = None  # in a pool worker: the queue on which each run announces that it starts
+
+
+def _worker_init(started=None):
+    """Each worker: Ctrl-C (sent to the whole terminal process group) is left to the parent, which stops the
+    workers; one BLAS/OpenMP thread unless the environment says otherwise (one worker per core already, the
+    kernels are small: more threads only contend; Ray's workers get OMP_NUM_THREADS=1 the same way)."""
+    global _STARTED
+    _STARTED = started
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, "1")
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+
+    def size(name):
+        try:
+            return max(1, int(os.environ[name]))
+        except ValueError:
+            return 1
+
+    threadpool_limits(limits={"blas": size("OPENBLAS_NUM_THREADS"), "openmp": size("OMP_NUM_THREADS")})
+
+
+def _pool_call(task, campaign, index):
+    """One run in a pool worker, announced first, so that a broken pool tells the runs that had started (one of
+    them killed the worker) from those only handed to the pool."""
+    _STARTED.put(index)
+    return _call(task, campaign, index)
 
 
 # --- local engine ---------------------------------------------------------------------------------------------
@@ -142,8 +184,8 @@ def _run_local(campaign, todo: Iterable[int], workers: int, task, on_row) -> Non
     pending, deaths = deque(todo), Counter()
     while pending:
         suspects = _pool_pass(ctx, campaign, pending, workers, task, on_row)
-        for index in suspects:  # each alone: a death now is its own
-            deaths[index] += 1
+        for index, started in suspects:  # each alone: a death there is its own
+            deaths[index] += started  # a run that had started may be the one that broke the pool
             while True:
                 row, reason, wall = _alone(ctx, campaign, index, task)
                 if row is not None:
@@ -157,35 +199,48 @@ def _run_local(campaign, todo: Iterable[int], workers: int, task, on_row) -> Non
 
 def _pool_pass(ctx, campaign, pending: deque, workers: int, task, on_row) -> list:
     """Run ``pending`` in one pool until it is empty or a worker dies; returns the runs that were in flight when the
-    pool broke (their worker may or may not be the one that died)."""
+    pool broke as (index, started) pairs (one that had started may be the one whose worker died)."""
     others = set(multiprocessing.active_children())
     procs = set()
-    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_ignore_sigint)
-    in_flight, suspects = {}, []
+    queue = ctx.SimpleQueue()
+    pool = cf.ProcessPoolExecutor(max_workers=workers, mp_context=ctx, initializer=_worker_init, initargs=(queue,))
+    in_flight, started, suspects = {}, set(), []
+
+    def drain():  # also keeps the queue's pipe from filling up
+        while not queue.empty():
+            started.add(queue.get())
+
     try:
         while pending or in_flight:
             while pending and len(in_flight) < workers:
                 index = pending.popleft()
-                in_flight[pool.submit(_call, task, campaign, index)] = index
+                in_flight[pool.submit(_pool_call, task, campaign, index)] = index
                 procs |= set(multiprocessing.active_children()) - others
             done, _ = cf.wait(in_flight, return_when=cf.FIRST_COMPLETED)
+            drain()
             broken = False
             for future in done:
                 index = in_flight.pop(future)
                 try:
-                    on_row(future.result())
+                    row = future.result()
                 except BrokenProcessPool:
                     broken = True
                     suspects.append(index)
+                    continue
+                except Exception as e:  # noqa: BLE001 - the task or its row failed to cross to or from the worker
+                    row = error_row(campaign, index, f"{type(e).__name__}: {e}")
+                started.discard(index)
+                on_row(row)
             if broken:
                 suspects += list(in_flight.values())
                 in_flight.clear()
-                return sorted(suspects)
+                return [(i, i in started) for i in sorted(suspects)]
         return []
     finally:
         if in_flight or suspects:
             _stop(procs)
         pool.shutdown(wait=not (in_flight or suspects), cancel_futures=True)
+        queue.close()
 
 
 def _stop(procs) -> None:
@@ -197,7 +252,7 @@ def _stop(procs) -> None:
 
 
 def _alone_main(conn, task, campaign, index) -> None:
-    _ignore_sigint()
+    _worker_init()
     conn.send(_call(task, campaign, index))
     conn.close()
 
@@ -244,7 +299,7 @@ def _ray_call(task, campaign, index):
 
 def _run_ray(ray, campaign, todo, workers: Optional[int], address: Optional[str], task, on_row) -> None:
     started = False
-    if address is not None or not ray.is_initialized():
+    if not ray.is_initialized():  # else: the instance this process joined already (address or not)
         options = dict(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
         if address is None:
             options["num_cpus"] = workers

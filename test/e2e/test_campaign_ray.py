@@ -67,3 +67,32 @@ def test_a_run_that_kills_every_ray_worker_is_an_error_row(tmp_path, ray_instanc
     assert rows[2]["status"] == "error" and rows[2]["reason"].startswith("worker died")
     assert calls(campaign)[2] == 2  # max_retries=1: two attempts
     assert without_wall(rows[:2]) == without_wall(toy_row(campaign, i) for i in range(2))
+
+
+REAL = """\
+name: vm_ray
+scenario: vehicle_manipulator
+runs: 4
+seed: 9
+duration: 0.5
+vary:
+  - path: robots[0].dynamics.mass_scale
+    uniform: [0.8, 1.2]
+  - path: robots[0].initial.position
+    normal: {mean: [0.0, 0.0, -5.0], std: 0.05}
+    size: 3
+metrics: [max_base_position_error, max_joint_error, faults]
+criteria: ["max_joint_error < 1.0"]
+"""
+
+
+def test_a_real_campaign_on_ray_gives_execute_runs_rows(tmp_path, ray_instance):
+    from mbs_ros.campaign.execute import execute_run
+    from mbs_ros.campaign.spec import load_campaign
+
+    path = tmp_path / "vm.yaml"
+    path.write_text(REAL, encoding="utf-8")
+    campaign = load_campaign(path)
+    table = run_campaign(campaign, out_dir=tmp_path / "o", engine="ray", progress=False)
+    assert without_wall(table.to_pylist()) == without_wall(execute_run(campaign, i) for i in range(4))
+    assert set(table.column("status").to_pylist()) == {"pass"}

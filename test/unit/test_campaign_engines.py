@@ -124,6 +124,13 @@ def test_bad_engine_arguments_are_refused_before_anything_runs(tmp_path):
     assert not (tmp_path / "o").exists()
 
 
+def test_the_ray_engine_without_ray_says_how_to_install_it(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` raises ImportError, as without the package
+    with pytest.raises(EngineError, match=r"pip install ray"):
+        run_campaign(make_campaign(tmp_path), out_dir=tmp_path / "o", engine="ray", task=toy_task)
+    assert not (tmp_path / "o").exists()  # refused before anything is written
+
+
 # --- the local engine (worker processes) ---------------------------------------------------------------------
 
 @pytest.mark.e2e
@@ -217,3 +224,28 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_finished_rows(tmp_path):
     assert [r["run"] for r in rows] == [1, 2]
     assert [{k: v for k, v in r.items() if k != "wall_s"} for r in rows] == expected(campaign)[1:]
     assert json.loads((out / JOURNAL).read_text().splitlines()[0])["run"] in (1, 2)
+
+
+@pytest.mark.e2e
+def test_a_task_that_cannot_reach_a_worker_gives_error_rows_not_a_crash(tmp_path):
+    campaign = make_campaign(tmp_path, runs=3)
+    rows = run_campaign(campaign, out_dir=tmp_path / "o", workers=2, progress=False,
+                        task=lambda c, i: toy_row(c, i)).to_pylist()  # a lambda does not pickle
+    assert [(r["run"], r["status"]) for r in rows] == [(0, "error"), (1, "error"), (2, "error")]
+    assert all("pickle" in r["reason"].lower() for r in rows), rows[0]["reason"]
+
+
+@pytest.mark.e2e
+def test_workers_run_one_blas_thread_unless_the_environment_says_otherwise(tmp_path, monkeypatch):
+    pytest.importorskip("threadpoolctl")
+    from campaign_tasks import threads_task
+
+    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                 "VECLIB_MAXIMUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    campaign = make_campaign(tmp_path, runs=2)
+    table = run_campaign(campaign, out_dir=tmp_path / "a", workers=2, progress=False, task=threads_task)
+    assert table["metric.blas_threads"].to_pylist() == [1.0, 1.0]
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")
+    table = run_campaign(campaign, out_dir=tmp_path / "b", workers=2, progress=False, task=threads_task)
+    assert table["metric.blas_threads"].to_pylist() == [2.0, 2.0]
