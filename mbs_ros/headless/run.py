@@ -37,7 +37,7 @@ from mbs_ros.nodes.parameters.dynamics import PARAMETERS as DYNAMICS_PARAMETERS
 from mbs_ros.nodes.parameters.estimator import PARAMETERS as ESTIMATOR_PARAMETERS
 from mbs_ros.nodes.parameters.reference import PARAMETERS as REFERENCE_PARAMETERS
 from mbs_ros.nodes.params import NS_PER_S, model_parameter_values, period_ns
-from mbs_ros.nodes.reference_core import ReferenceError, trajectories, waypoints_from_values
+from mbs_ros.nodes.reference_core import ReferenceError, start_time_ns, trajectories, waypoints_from_values
 from mbs_ros.nodes.rotations import quaternion_from_matrix
 
 __all__ = ["run_scenario", "HeadlessRun", "RobotRecord", "HeadlessError", "PAUSED_START"]
@@ -112,11 +112,12 @@ def _values(spec: NodeSpec):
 class _Robot:
     """One robot's dynamics, controller and reference, stepped per lockstep period (see the module docstring)."""
 
-    def __init__(self, specs: Dict[str, NodeSpec]):
+    def __init__(self, specs: Dict[str, NodeSpec], load=ms.load_source):
         dyn = specs["dynamics"]
         self.namespace = dyn.robot
+        self.load = load
         values, source = model_parameter_values(DYNAMICS_PARAMETERS, lambda n: DYNAMICS_PARAMETERS[n].default,
-                                                _values(dyn))
+                                                _values(dyn), load)
         s = ds.settings_from_values(values, source)
         model = ds.build_model(s, source)
         q0, v0 = ds.initial_state(model, s)
@@ -129,6 +130,7 @@ class _Robot:
         self.sim = make_simulator(model, s, q0, v0, dt_ns * 1e-9, limits, 0)  # sim time: 0 before the first /clock
         self.steps = self.sim.lockstep_steps
         self.view = StateView(model, source if source.multibody else None)
+        self.joint_state_names = StateView.joint_state_names(model)
         self.nj = len(model.joint_names)
         self.dyn_joint_index = {name: i for i, name in enumerate(model.joint_names)}
 
@@ -136,7 +138,8 @@ class _Robot:
         if ctl is None:
             raise HeadlessError(f"{self.namespace}: no controller (controller: false): a lockstep run waits for one")
         values, csource = model_parameter_values(CONTROLLER_PARAMETERS,
-                                                 lambda n: getattr(cs.DEFAULTS, cs.field_name(n)), _values(ctl))
+                                                 lambda n: getattr(cs.DEFAULTS, cs.field_name(n)), _values(ctl),
+                                                 load)
         self.ctl = controller_setup(values, csource)
         c = self.ctl.settings
         self.estimator = None
@@ -164,7 +167,7 @@ class _Robot:
     def _setup_estimator(self, spec: NodeSpec, s, source, model) -> None:
         """The dynamics node's sensor suite and the estimator node's filter, started at t = 0 (simulation time)."""
         values, esource = model_parameter_values(ESTIMATOR_PARAMETERS, lambda n: getattr(es.DEFAULTS, n),
-                                                 _values(spec))
+                                                 _values(spec), self.load)
         setup = es.build_setup(es.settings_from_values(values, esource), esource)
         self.suite = load_suite(s.sensors, source, model, self.sim.dt, current=s.current,
                                 seed_offset=s.sensor_seed)
@@ -204,8 +207,8 @@ class _Robot:
                 except Rejected:
                     pass
 
-    def allocate(self, rows: int) -> None:
-        """Room for ``rows`` recorded periods."""
+    def allocate(self, rows: int, energy: bool = True) -> None:
+        """Room for ``rows`` recorded periods (``energy``: with the energy balance residual)."""
         nq, nv, cm = self.sim.model.nq, self.sim.model.nv, self.cmodel
         self.n = 0
         self.stamp_ns = np.zeros(rows, dtype=np.int64)
@@ -213,30 +216,16 @@ class _Robot:
         self.q_d, self.v_d = np.full((rows, cm.nq), np.nan), np.full((rows, cm.nv), np.nan)
         self.tau, self.tau_applied = np.full((rows, nv), np.nan), np.full((rows, nv), np.nan)
         self.saturated = np.zeros(rows, dtype=bool)
-        self.energy = np.full(rows, np.nan)
+        self.energy = np.full(rows, np.nan) if energy else None
         self.est_q = np.full((rows, cm.nq), np.nan) if self.estimator is not None else None
         self.est_v = np.full((rows, cm.nv), np.nan) if self.estimator is not None else None
 
     # ---------------------------------------------------------------------------------------- the state
 
     def published_joints(self) -> Tuple[List[str], np.ndarray, np.ndarray]:
-        """joint_states as the dynamics node publishes it: names, positions, velocities (moving joints, then
-        mimic joints, then locked ones)."""
-        sim, model = self.sim, self.sim.model
-        names = list(model.joint_names)
-        position, velocity = self.view.joint_positions(sim.q), sim.v[model.nv - self.nj:]
-        mimic = list(model.mimic_joints)
-        if mimic:
-            a = model.forward_dynamics(sim.q, sim.v, sim.generalized_force())
-            mq, mv, _me = model.mimic_joint_states(sim.q, sim.v, a)
-            names += mimic
-            position, velocity = np.concatenate((position, mq)), np.concatenate((velocity, mv))
-        locked = dict(model.locked_joints)
-        if locked:
-            names += list(locked)
-            position = np.concatenate((position, np.array(list(locked.values()), dtype=float)))
-            velocity = np.concatenate((velocity, np.zeros(len(locked))))
-        return names, position, velocity
+        """joint_states as the dynamics node publishes it: names, positions, velocities."""
+        position, velocity, _effort = self.view.joint_state(self.sim)
+        return self.joint_state_names, position, velocity
 
     def estimate_parts(self, t: int):
         """The base and joint parts the controller takes from estimate/odom and estimate/joint_states stamped
@@ -273,10 +262,7 @@ class _Robot:
             p, quat = self.view.base_pose(sim.model, sim.q)
             base = ri.base_state(np.array(p), np.array(quat), np.array(self.view.twist(sim.model, sim.q, sim.v)))
         if self.nj and self.estimator is None:
-            names, position, velocity = (self.published_joints() if self.sim.model.mimic_joints
-                                         or self.sim.model.locked_joints else
-                                         (list(sim.model.joint_names), self.view.joint_positions(sim.q),
-                                          sim.v[sim.model.nv - self.nj:]))
+            names, position, velocity = self.published_joints()
             joints = ri.joint_state(self.joint_names, names, position, velocity)
         step = self.timebase.step(t)
         if step.kind != tb.ACCEPT:
@@ -364,7 +350,8 @@ class _Robot:
         self.saturated[i] = cmd.saturated
         if self.est_q is not None:
             self.est_q[i], self.est_v[i] = q, v
-        self.energy[i] = energy_report(sim, self.settings.environment_temperature)["balance_residual"]
+        if self.energy is not None:
+            self.energy[i] = energy_report(sim, self.settings.environment_temperature)["balance_residual"]
         self.n = i + 1
 
     def install_reference(self) -> None:
@@ -378,12 +365,11 @@ class _Robot:
         wps = waypoints_from_values({k: list(v[k] or ()) for k in ("base_times", "base_positions", "base_rpy",
                                                                     "joint_names", "joint_times",
                                                                     "joint_positions")})
-        start_time_ns = int(round(float(v["start_time"]) * 1e9)) if v["start_time"] >= 0 else None
         sim = self.sim
         p, quat = self.view.base_pose(sim.model, sim.q)
         names, position, _velocity = self.published_joints() if self.nj else ([], np.zeros(0), None)
         joints = dict(zip(names, position.tolist()))
-        traj = trajectories(wps, v["stamp"], start_time_ns, sim.stamp(), (np.array(p), np.array(quat)), joints,
+        traj = trajectories(wps, v["stamp"], start_time_ns(v["start_time"]), sim.stamp(), (np.array(p), np.array(quat)), joints,
                             names)
         if traj.base is not None and self.floating:
             secs = [d[0] for d, _p, _q in traj.base]
@@ -431,10 +417,25 @@ class _Robot:
             nq_base=self.nq_base, nv_base=self.nv_base, stamp_ns=self.stamp_ns[:n].copy(),
             t=self.stamp_ns[:n] * 1e-9, q=self.q[:n].copy(), v=self.v[:n].copy(), q_d=self.q_d[:n].copy(),
             v_d=self.v_d[:n].copy(), tau=self.tau[:n].copy(), tau_applied=self.tau_applied[:n].copy(),
-            saturated=self.saturated[:n].copy(), energy_residual=self.energy[:n].copy(),
+            saturated=self.saturated[:n].copy(),
+            energy_residual=None if self.energy is None else self.energy[:n].copy(),
             estimate_q=None if self.est_q is None else self.est_q[:n].copy(),
             estimate_v=None if self.est_v is None else self.est_v[:n].copy(),
             control_errors=self.control_errors)
+
+
+def _shared_loader():
+    """:func:`mbs_ros.dynamics.model_source.load_source` that loads each (robot_description, model_file) once: the
+    nodes of a robot load the same file (a xacro takes ~0.2 s); a source is immutable data."""
+    loaded: Dict[Tuple[str, str], ms.Source] = {}
+
+    def load(robot_description: str, model_file: str) -> ms.Source:
+        key = (robot_description, model_file)
+        if key not in loaded:
+            loaded[key] = ms.load_source(robot_description, model_file)
+        return loaded[key]
+
+    return load
 
 
 def _lockstep(scenario: Scenario) -> Scenario:
@@ -452,11 +453,12 @@ def _robot_specs(scenario: Scenario) -> Dict[str, Dict[str, NodeSpec]]:
 
 
 def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optional[float] = None,
-                 overrides: Optional[Mapping[str, object]] = None) -> HeadlessRun:
+                 overrides: Optional[Mapping[str, object]] = None, energy: bool = True) -> HeadlessRun:
     """Run ``scenario`` (a loaded :class:`~mbs_ros.bringup.scenario.Scenario`, or a name or path loaded with
     ``overrides``) headless for ``duration`` simulated seconds (default: the scenario's). Never raises for a
     blow-up: a fault (non-finite state, runaway, an exception in the loop) ends the run early with
-    :attr:`HeadlessRun.fault`. HeadlessError for a scenario it cannot run."""
+    :attr:`HeadlessRun.fault`. HeadlessError for a scenario it cannot run. ``energy`` False: no energy report per
+    period (``RobotRecord.energy_residual`` None; a fifth of a period's cost on the vehicle-manipulator)."""
     if not isinstance(scenario, Scenario):
         try:
             scenario = load_scenario(scenario, overrides=overrides)
@@ -472,7 +474,8 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
     robots: List[_Robot] = []
     try:
         specs = _robot_specs(scn)
-        robots = [_Robot(by_role) for by_role in specs.values()]
+        load = _shared_loader()
+        robots = [_Robot(by_role, load) for by_role in specs.values()]
     except (ParameterError, ReferenceError, ValueError) as e:
         if isinstance(e, HeadlessError):
             raise
@@ -483,7 +486,7 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
         if r.steps * r.sim.dt_ns != period:
             raise HeadlessError(f"{r.namespace}: a control period of {r.steps * r.sim.dt_ns} ns, the first robot's "
                                 f"is {period} ns")
-        r.allocate(periods + 1)
+        r.allocate(periods + 1, energy)
     fault = None
     k = 0
     try:

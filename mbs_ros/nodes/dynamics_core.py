@@ -79,6 +79,32 @@ class StateView:
         out[cont_j] = np.arctan2(q[cont_q + 1], q[cont_q])
         return out
 
+    @staticmethod
+    def joint_state_names(model: Model) -> list:
+        """joint_states' names: the moving joints, the mimic joints (:attr:`Model.mimic_joints`), the locked ones
+        (:attr:`Model.locked_joints`), so a JointState consumer sees every joint the URDF moves."""
+        return list(model.joint_names) + list(model.mimic_joints) + list(dict(model.locked_joints))
+
+    def joint_state(self, sim: Simulator) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(position, velocity, effort)`` of :meth:`joint_state_names` at the simulator's state: mimic joints
+        derived (``m q + o``, ``m v``, the effort each carries under the applied commands), locked ones at their
+        fixed position with zero velocity and effort."""
+        model = sim.model
+        position, velocity = self.joint_positions(sim.q), sim.v[model.nv - self.nj:]
+        effort = np.ascontiguousarray(sim.applied_efforts, dtype=float)
+        if model.mimic_joints:
+            q, v = sim.q, sim.v
+            a = model.forward_dynamics(q, v, sim.generalized_force())
+            mq, mv, me = model.mimic_joint_states(q, v, a)
+            position, velocity, effort = (np.concatenate((position, mq)), np.concatenate((velocity, mv)),
+                                          np.concatenate((effort, me)))
+        locked = dict(model.locked_joints)
+        if locked:
+            zeros = np.zeros(len(locked))
+            position = np.concatenate((position, np.array(list(locked.values()), dtype=float)))
+            velocity, effort = np.concatenate((velocity, zeros)), np.concatenate((effort, zeros))
+        return position, np.ascontiguousarray(velocity), effort
+
 
 def energy_report(sim: Simulator, temperature: float) -> dict:
     """The port-level bookkeeping of the simulator's current state (:meth:`Model.energy_ports`) with its
