@@ -143,6 +143,22 @@ def _badness(op: str, value: float) -> float:
 
 # ------------------------------------------------------------------------------------------------ summary
 
+def percentile(values, p: float) -> float:
+    """The ``p``-th percentile by linear interpolation between order statistics (numpy's default), where an
+    infinite value (a settling time never reached) counts as the largest: a rank between a finite value and inf is
+    inf, not NaN."""
+    a = np.sort(np.asarray(values, dtype=float))
+    h = (a.size - 1) * p / 100.0
+    i = int(math.floor(h))
+    f = h - i
+    if f == 0.0 or i + 1 >= a.size:
+        return float(a[i])
+    lo, hi = float(a[i]), float(a[i + 1])
+    if math.isinf(lo) or math.isinf(hi):
+        return hi if math.isinf(hi) else lo
+    return lo + f * (hi - lo)
+
+
 def summarize(campaign, table) -> Summary:
     """Pass rate (Wilson 95 % interval), per metric min/median/p95/max (linear-interpolated percentile, NaN left
     out and counted), and per criterion the failing runs and the :data:`WORST` worst runs with their parameters."""
@@ -162,7 +178,7 @@ def summarize(campaign, table) -> Summary:
         name = c[len(METRIC):]
         if ok.size:
             metrics[name] = MetricStats(name, int(ok.size), int(n - ok.size), float(ok.min()),
-                                        float(np.percentile(ok, 50)), float(np.percentile(ok, 95)), float(ok.max()))
+                                        percentile(ok, 50), percentile(ok, 95), float(ok.max()))
         else:
             metrics[name] = MetricStats(name, 0, n, math.nan, math.nan, math.nan, math.nan)
     criteria, judged = [], set()
@@ -367,18 +383,20 @@ def write_report(campaign, table, out_dir) -> Path:
     for col in [c for c in cols if c.startswith(METRIC)]:
         name = col[len(METRIC):]
         x = np.array([_float(v) for v in cols[col]])
-        ok = np.sort(x[~np.isnan(x)])
+        valued = int(np.sum(~np.isnan(x)))
+        ok = np.sort(x[np.isfinite(x)])  # plotted; an infinite value (never settled) only lowers the ECDF's top
         stem = file_stem(name)
         files = []
         if ok.size:
             fig, ax = plt.subplots(figsize=(6, 4))
-            ax.step(np.concatenate([[ok[0]], ok]), np.arange(ok.size + 1) / ok.size, where="post")
+            ax.step(np.concatenate([[ok[0]], ok]), np.arange(ok.size + 1) / valued, where="post")
             for c in thresholds.get(col, []):
                 ax.axvline(c.threshold, color="red", linestyle="--", label=c.text)
             ax.set_xlabel(name)
             ax.set_ylabel("fraction of runs ≤ x")
             ax.set_ylim(0, 1.02)
-            ax.set_title(f"{s.campaign}: ECDF of {name} ({ok.size} runs)")
+            beyond = f", {valued - ok.size} infinite" if valued > ok.size else ""
+            ax.set_title(f"{s.campaign}: ECDF of {name} ({valued} runs{beyond})")
             _readable_ticks(ax)
             if thresholds.get(col):
                 ax.legend(loc="lower right")
@@ -409,15 +427,15 @@ def write_report(campaign, table, out_dir) -> Path:
                 fig, axes = plt.subplots(1, len(series), figsize=(min(max(6, 4 * len(series)), 16), 3.6),
                                          squeeze=False)
                 for ax, (suffix, px, labels) in zip(axes[0], series):
-                    failed_other = np.array([st != "pass" for st in status]) & ~fails
-                    good = ~fails & ~failed_other
+                    nan = ~np.isfinite(x)
+                    failed_other = np.array([st != "pass" for st in status]) & ~fails & ~nan
+                    good = ~fails & ~failed_other & ~nan
                     ax.scatter(px[good], x[good], s=14, color="tab:blue", label="pass")
                     ax.scatter(px[failed_other], x[failed_other], s=14, color="tab:orange", label="fails another")
-                    nan = np.isnan(x)
                     ax.scatter(px[fails & ~nan], x[fails & ~nan], s=18, color="red", label=f"fails {c.text}")
-                    if np.any(fails & nan):  # no value (a fault or an error): a cross on the threshold
+                    if np.any(fails & nan):  # no value or inf (a fault, never settled): a cross on the threshold
                         ax.scatter(px[fails & nan], np.full(int(np.sum(fails & nan)), c.threshold), s=30,
-                                   color="red", marker="x", label="no value")
+                                   color="red", marker="x", label="no finite value")
                     ax.axhline(c.threshold, color="red", linestyle="--", linewidth=0.8)
                     ax.set_xlabel(pname + suffix)
                     if labels:

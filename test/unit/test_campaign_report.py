@@ -165,3 +165,38 @@ def test_a_run_without_a_value_fails_the_criterion_and_is_the_worst():
         c = summarize(campaign([crit("err", op, 0.15)]), t).criteria[0]
         assert 1 in c.failed_runs and c.worst[0].run == 1 and not c.worst[0].holds
         assert math.isnan(c.worst[0].value)
+
+
+def test_an_infinite_value_counts_as_the_largest_and_is_left_out_of_the_plots(tmp_path):
+    # settling times: 1, 2, 3 s and two runs that never settle (inf)
+    t = pa.table({"run": list(range(5)), "status": ["pass"] * 3 + ["fail"] * 2, "reason": [""] * 5,
+                  "wall_s": [1.0] * 5, "param.p": [0.1, 0.2, 0.3, 0.4, 0.5],
+                  "metric.settling_time": [1.0, 2.0, 3.0, math.inf, math.inf]})
+    c = campaign([crit("settling_time", "<", 4.0)])
+    m = summarize(c, t).metrics["settling_time"]
+    # rank 0.5 * 4 = 2 -> 3.0; rank 0.95 * 4 = 3.8 between inf and inf; rank 0.6 * 4 = 2.4 between 3 and inf
+    assert (m.min, m.median, m.p95, m.max, m.missing) == (1.0, 3.0, math.inf, math.inf, 0)
+    from mbs_ros.campaign.report import percentile
+    assert percentile([1.0, 2.0, 3.0, math.inf, math.inf], 60) == math.inf
+    assert percentile([1.0, 2.0, 3.0, 4.0], 50) == 2.5
+    assert summarize(c, t).criteria[0].failed_runs == (3, 4)
+    write_report(c, t, tmp_path)
+    assert {p.name for p in (tmp_path / "plots").iterdir()} == {"settling_time_ecdf.png", "settling_time_hist.png",
+                                                                "settling_time_vs_p.png"}
+
+
+def test_the_assertion_message_lists_each_failed_criterion_its_worst_runs_and_the_other_failures():
+    from mbs_ros.campaign.testing import failure_message
+
+    text = failure_message(campaign(CRITERIA), table(), "/results")
+    lines = text.splitlines()
+    assert lines[0] == "campaign demo: 3 of 10 runs did not pass (results and report in /results)"
+    assert lines[1] == "criterion 'max_err < 0.075' failed in 2 of 9 runs (runs 7, 8); worst:"
+    assert lines[2].startswith("  run 8: max_err = 0.09; replay: python -m mbs_ros.bringup vehicle_manipulator ")
+    assert lines[3].startswith("  run 7: max_err = 0.08; replay: ")
+    assert lines[4] == "criterion 'min_gap > 0.3' failed in 2 of 9 runs (runs 7, 8); worst:"
+    assert lines[5].startswith("  run 7: min_gap = 0.2; replay: ") and lines[6].startswith("  run 8: min_gap = 0.25;")
+    assert lines[7].startswith("run 9 error: worker died; replay: python -m mbs_ros.bringup ")
+    assert "out/replay/demo_run9.mcap" in lines[7] and len(lines) == 8
+    passing = pa.table({"run": [0], "status": ["pass"], "reason": [""], "wall_s": [1.0], "metric.max_err": [0.01]})
+    assert failure_message(campaign(CRITERIA), passing) is None
