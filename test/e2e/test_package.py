@@ -85,6 +85,9 @@ def imported_modules(path):
 # The benchmark (python -m mbs_ros.bench) ships in the package but compares with Pinocchio and MuJoCo, which are
 # test dependencies, never runtime ones: its imports are held to the test scope.
 BENCH = Path("mbs_ros") / "bench"
+# The campaign's pytest helper (assert_campaign, campaign_fixture) runs inside a project's tests: pytest is a test
+# dependency of whoever calls it, so its imports are held to the test scope as well.
+CAMPAIGN_TESTING = Path("mbs_ros") / "campaign" / "testing.py"
 
 
 def python_files(*relative, exclude=()):
@@ -101,9 +104,9 @@ def python_files(*relative, exclude=()):
 SCOPES = {
     "runtime": (("mbs_ros", "launch"), ("depend", "exec_depend")),
     "build": (("setup.py",), ("depend", "build_depend", "buildtool_depend")),
-    "test": (("test", BENCH), ("depend", "exec_depend", "test_depend")),
+    "test": (("test", BENCH, CAMPAIGN_TESTING), ("depend", "exec_depend", "test_depend")),
 }
-EXCLUDE = {"runtime": (BENCH,)}
+EXCLUDE = {"runtime": (BENCH, CAMPAIGN_TESTING)}
 
 
 @pytest.mark.parametrize("scope", sorted(SCOPES))
