@@ -369,8 +369,8 @@ class _Robot:
         p, quat = self.view.base_pose(sim.model, sim.q)
         names, position, _velocity = self.published_joints() if self.nj else ([], np.zeros(0), None)
         joints = dict(zip(names, position.tolist()))
-        traj = trajectories(wps, v["stamp"], start_time_ns(v["start_time"]), sim.stamp(), (np.array(p), np.array(quat)), joints,
-                            names)
+        traj = trajectories(wps, v["stamp"], start_time_ns(v["start_time"]), sim.stamp(),
+                            (np.array(p), np.array(quat)), joints, names)
         if traj.base is not None and self.floating:
             secs = [d[0] for d, _p, _q in traj.base]
             nsecs = [d[1] for d, _p, _q in traj.base]
