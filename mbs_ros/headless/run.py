@@ -30,7 +30,7 @@ from mbs_ros.nodes import dynamics_settings as ds
 from mbs_ros.nodes import estimator_settings as es
 from mbs_ros.nodes.controller_core import (controller_setup, desired, hold_references, law_command,
                                            reference_from_points)
-from mbs_ros.nodes.dynamics_core import StateView, energy_report, load_suite, make_simulator
+from mbs_ros.nodes.dynamics_core import StateView, balance_residual, load_suite, make_simulator
 from mbs_ros.nodes.estimator_core import feed, reading_payloads, roles_by_sensor
 from mbs_ros.nodes.parameters.controller import PARAMETERS as CONTROLLER_PARAMETERS
 from mbs_ros.nodes.parameters.dynamics import PARAMETERS as DYNAMICS_PARAMETERS
@@ -351,7 +351,7 @@ class _Robot:
         if self.est_q is not None:
             self.est_q[i], self.est_v[i] = q, v
         if self.energy is not None:
-            self.energy[i] = energy_report(sim, self.settings.environment_temperature)["balance_residual"]
+            self.energy[i] = balance_residual(sim)
         self.n = i + 1
 
     def install_reference(self) -> None:
@@ -458,7 +458,7 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
     ``overrides``) headless for ``duration`` simulated seconds (default: the scenario's). Never raises for a
     blow-up: a fault (non-finite state, runaway, an exception in the loop) ends the run early with
     :attr:`HeadlessRun.fault`. HeadlessError for a scenario it cannot run. ``energy`` False: no energy report per
-    period (``RobotRecord.energy_residual`` None; a fifth of a period's cost on the vehicle-manipulator)."""
+    period (``RobotRecord.energy_residual`` None)."""
     if not isinstance(scenario, Scenario):
         try:
             scenario = load_scenario(scenario, overrides=overrides)
