@@ -109,6 +109,17 @@ def _values(spec: NodeSpec):
     return value
 
 
+def _take(index: Dict[str, int], names, what: str) -> np.ndarray:
+    """``[index[n] for n in names]`` as an index array (where the dynamics node puts each named entry of the
+    controller's commands); HeadlessError for a name the dynamics node does not know (it would reject every
+    command, and a lockstep run would wait forever)."""
+    unknown = [n for n in names if n not in index]
+    if unknown:
+        raise HeadlessError(f"{what} {', '.join(unknown)}: the controller commands them, the dynamics model has "
+                            "none of that name")
+    return np.array([index[n] for n in names], dtype=np.intp)
+
+
 class _Robot:
     """One robot's dynamics, controller and reference, stepped per lockstep period (see the module docstring)."""
 
@@ -162,6 +173,10 @@ class _Robot:
         self.control_errors = 0
         self.expected = self.sim.expected
         self.thruster_index = {name: i for i, name in enumerate(model.thruster_names)}
+        self.thruster_take = (_take(self.thruster_index, cm.thruster_names, f"{self.namespace}: thrusters")
+                              if "thrusters" in self.expected else None)
+        self.joint_take = (_take(self.dyn_joint_index, self.joint_names, f"{self.namespace}: joints")
+                           if "joints" in self.expected else None)
         self.reference = specs.get("reference")
 
     def _setup_estimator(self, spec: NodeSpec, s, source, model) -> None:
@@ -311,14 +326,14 @@ class _Robot:
             if not np.all(np.isfinite(values)):
                 raise RuntimeError(f"thruster_command rejected: non-finite thrusts {values.tolist()}")
             data = np.zeros(len(self.thruster_index))
-            data[[self.thruster_index[n] for n in self.cmodel.thruster_names]] = values
+            data[self.thruster_take] = values
             sim.submit("thrusters", data)
         if "joints" in self.expected:
             values = np.asarray(cmd.effort, dtype=float)
             if not np.all(np.isfinite(values)):
                 raise RuntimeError(f"joint_command rejected: non-finite efforts {values.tolist()}")
             data = np.zeros(self.nj)
-            data[[self.dyn_joint_index[n] for n in self.joint_names]] = values
+            data[self.joint_take] = values
             sim.submit("joints", data)
 
     def applied(self) -> np.ndarray:
