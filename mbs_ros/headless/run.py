@@ -314,7 +314,7 @@ class _Robot:
         sim = self.sim
         if "wrench" in self.expected:
             W = np.array([float(x) for x in cmd.wrench])
-            if not np.all(np.isfinite(W)):
+            if not np.isfinite(W).all():
                 raise RuntimeError(f"cmd_wrench rejected: non-finite (NaN/inf) components {W.tolist()}")
             value, _dropped = sim.wrench_command(W, "body")
             sim.submit("wrench", value)
@@ -323,14 +323,14 @@ class _Robot:
                 raise RuntimeError("lockstep: the dynamics node waits for thruster_command, the controller sends "
                                    "cmd_wrench (allocate_thrusters: false)")
             values = np.asarray(cmd.thrust, dtype=float)
-            if not np.all(np.isfinite(values)):
+            if not np.isfinite(values).all():
                 raise RuntimeError(f"thruster_command rejected: non-finite thrusts {values.tolist()}")
             data = np.zeros(len(self.thruster_index))
             data[self.thruster_take] = values
             sim.submit("thrusters", data)
         if "joints" in self.expected:
             values = np.asarray(cmd.effort, dtype=float)
-            if not np.all(np.isfinite(values)):
+            if not np.isfinite(values).all():
                 raise RuntimeError(f"joint_command rejected: non-finite efforts {values.tolist()}")
             data = np.zeros(self.nj)
             data[self.joint_take] = values

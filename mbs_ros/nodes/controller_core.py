@@ -102,7 +102,7 @@ def law_command(law, model: Model, compensate_passive: bool, q, v, q_d, v_d, a_d
     passive = model.passive
     if compensate_passive and passive is not None and passive.active:
         tau = tau - model.passive_forces(q, v)
-    if not np.all(np.isfinite(tau)):
+    if not np.isfinite(tau).all():
         raise FloatingPointError("the control law gave a non-finite command")
     return tau
 
