@@ -38,7 +38,7 @@ PARTS = (
     ("state in (odom, joint_states -> q, v)", "mbs_ros/headless/run.py", "controller_state"),
     ("command checks and submit", "mbs_ros/headless/run.py", "submit"),
     ("applied force (recording)", "mbs_ros/headless/run.py", "applied"),
-    ("energy bookkeeping (energy_report)", "mbs_ros/nodes/dynamics_core.py", "energy_report"),
+    ("energy balance residual (balance_residual)", "mbs_ros/nodes/dynamics_core.py", "balance_residual"),
 )
 PERIOD_FUNCTIONS = (("mbs_ros/headless/run.py", "answer"), ("mbs_ros/headless/run.py", "step"))
 

@@ -22,6 +22,9 @@ Outside ``[t_0, t_N]`` the reference holds the first / last configuration with z
 """
 from __future__ import annotations
 
+import bisect
+import math
+
 import numpy as np
 
 from ..dynamics.compiled_laws import AVAILABLE as _COMPILED, reference_segment
@@ -94,6 +97,7 @@ class Reference:
         self._compiled = se3 if compiled is not False and _COMPILED and (plain or se3) else None
         for a in (self.times, self.positions, self.velocities, self.accelerations):
             a.setflags(write=False)
+        self._times = tuple(times.tolist())  # the same doubles, for a per-call search without numpy's overhead
 
     @property
     def start_time(self) -> float:
@@ -145,13 +149,13 @@ class Reference:
     def __call__(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(q_d, v_d, a_d)`` at time t (copies)."""
         t = float(t)
-        times = self.times
-        if not np.isfinite(t):
+        times = self._times
+        if not math.isfinite(t):
             raise ValueError(f"time must be finite, got {t}")
         if t < times[0] or t >= times[-1]:
             q = self.positions[0] if t < times[0] else self.positions[-1]
             return q.copy(), np.zeros(self.nv), np.zeros(self.nv)
-        i = int(np.searchsorted(times, t, side="right")) - 1
+        i = bisect.bisect_right(times, t) - 1  # np.searchsorted(times, t, side="right") - 1
         T = times[i + 1] - times[i]
         tau = (t - times[i]) / T
         c = self._coeffs[i]

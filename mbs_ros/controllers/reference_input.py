@@ -9,6 +9,7 @@ the models can do, so no valid input is refused, and close enough that every pro
 """
 from __future__ import annotations
 
+import functools
 import math
 from typing import Sequence, Tuple
 
@@ -52,6 +53,8 @@ def stamp_ns(sec: int, nanosec: int, what: str) -> int:
 
 def check_vector(x: np.ndarray, bound: float, what: str, unit: str) -> None:
     """Rejected unless every component is finite and within ±``bound``."""
+    if x.size and np.abs(x).max() <= bound:  # one reduction: NaN fails the comparison, inf exceeds the bound
+        return
     if not np.isfinite(x).all():
         raise Rejected(f"{what} must be finite, got {np.array2string(x, threshold=8)}")
     if x.size and np.abs(x).max() > bound:
@@ -60,9 +63,9 @@ def check_vector(x: np.ndarray, bound: float, what: str, unit: str) -> None:
 
 def unit_quaternion(quat: np.ndarray, what: str) -> np.ndarray:
     """``quat`` normalised; Rejected unless finite with its norm in ``QUATERNION_NORM``."""
-    if not np.isfinite(quat).all():
-        raise Rejected(f"{what} quaternion must be finite")
     scale = float(np.abs(quat).max())
+    if not math.isfinite(scale):  # a NaN or inf component: the largest magnitude is one
+        raise Rejected(f"{what} quaternion must be finite")
     u = quat / scale if scale > 0.0 else None  # no overflow for huge entries; |u| as np.linalg.norm computes it
     n = scale * math.sqrt(u.dot(u)) if scale > 0.0 else 0.0
     lo, hi = QUATERNION_NORM
@@ -116,19 +119,32 @@ def joint_state(joint_names: Sequence[str], names: Sequence[str], position: Sequ
                 velocity: Sequence[float]) -> Tuple[np.ndarray, np.ndarray]:
     """``(positions, velocities)`` of ``joint_names`` from a joint state by name (other names ignored); Rejected
     for a missing or repeated joint, lengths that differ or values outside the bounds."""
-    names = list(names)
-    index = {n: i for i, n in enumerate(names)}
-    missing = [j for j in joint_names if j not in index]
-    if missing or len(position) != len(names) or len(velocity) != len(names):
+    names = tuple(names)
+    if len(position) != len(names) or len(velocity) != len(names):
+        missing = [j for j in joint_names if j not in names]
         raise Rejected(f"needs position and velocity of {', '.join(missing or joint_names)} (one per name)")
-    twice = sorted({j for j in joint_names if names.count(j) > 1}) if len(index) < len(names) else []
-    if twice:
-        raise Rejected(f"joint(s) {', '.join(twice)} named twice")
-    pos = np.array([position[index[j]] for j in joint_names], dtype=float)
-    vel = np.array([velocity[index[j]] for j in joint_names], dtype=float)
+    take = _joint_index(tuple(joint_names), names)
+    pos = np.asarray(position, dtype=float)[take]
+    vel = np.asarray(velocity, dtype=float)[take]
     check_vector(pos, MAX_POSITION, "position", "rad or m")
     check_vector(vel, MAX_STATE_VELOCITY, "velocity", "rad/s or m/s")
     return pos, vel
+
+
+@functools.lru_cache(maxsize=64)
+def _joint_index(joint_names: Tuple[str, ...], names: Tuple[str, ...]) -> np.ndarray:
+    """The index in ``names`` of each of ``joint_names`` (a state names the same joints every time: computed once
+    per pair); Rejected for a missing or repeated joint."""
+    index = {n: i for i, n in enumerate(names)}
+    missing = [j for j in joint_names if j not in index]
+    if missing:
+        raise Rejected(f"needs position and velocity of {', '.join(missing)} (one per name)")
+    twice = sorted({j for j in joint_names if names.count(j) > 1}) if len(index) < len(names) else []
+    if twice:
+        raise Rejected(f"joint(s) {', '.join(twice)} named twice")
+    take = np.array([index[j] for j in joint_names], dtype=np.intp)
+    take.setflags(write=False)
+    return take
 
 
 def state_vector(model, nv_base: int, base, joints) -> Tuple[np.ndarray, np.ndarray]:

@@ -562,7 +562,7 @@ class Model:
         qb = self._base_configuration(p, quat)
         if self._single and joints is None:
             return qb
-        q = self.neutral()
+        q = self.neutral() if joints is None else np.empty(self.nq)  # with joints, every entry is set below
         q[: qb.size] = qb
         if joints is not None:
             q[qb.size:] = np.asarray(joints, dtype=float).reshape(self.nq - qb.size)

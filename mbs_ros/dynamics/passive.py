@@ -536,6 +536,27 @@ def thrust_response(thrust, command, time_constants, dt):
     return end, mean
 
 
+def energy_storages(model, q, v) -> dict:
+    """The stored energies of :func:`energy_ports` at a state, ``{name: J}`` in its order: ``kinetic`` (bodies and
+    entrained fluid), ``gravity``, ``buoyancy`` (with a fluid), ``spring/<joint>`` (½k(θ − θ₀)²); their sum is
+    the total energy of the balance ``E − E₀ − supplied + dissipated`` (what a run records each period)."""
+    q = np.asarray(q, dtype=float)
+    v = np.asarray(v, dtype=float)
+    P = model.passive
+    mm = model.mimic_reduction
+    full = model if mm is None else mm.full
+    qf, vf = (q, v) if mm is None else (mm.q_full(q), mm.v_full(v))
+    storages = {"kinetic": model.kinetic_energy(q, v), "gravity": full.gravity_energy(qf)}
+    if P is not None and P.has_fluid:
+        storages["buoyancy"] = buoyancy_energy(full, qf)
+    if P is not None and full.tree.nj and np.any(P.stiffness > 0):
+        spring = _joint_terms(full, qf, vf)[0]
+        for j, name in enumerate(full.tree.joint_names):
+            if P.stiffness[j] > 0:
+                storages[f"spring/{name}"] = 0.5 * P.stiffness[j] * (spring[j] / P.stiffness[j]) ** 2
+    return {k: float(x) for k, x in storages.items()}
+
+
 def energy_ports(model, q, v, efforts=None, wrench=None, thrust=None, temperature=ENVIRONMENT_TEMPERATURE) -> dict:
     """Port-level bookkeeping at a state (seed 000): ``{"storages": {name: J}, "ports": {name: W into the system},
     "dissipators": {name: W ≥ 0}, "entropy_production": W/K}``.
@@ -552,9 +573,7 @@ def energy_ports(model, q, v, efforts=None, wrench=None, thrust=None, temperatur
     mm = model.mimic_reduction
     full = model if mm is None else mm.full
     qf, vf = (q, v) if mm is None else (mm.q_full(q), mm.v_full(v))
-    storages = {"kinetic": model.kinetic_energy(q, v), "gravity": full.gravity_energy(qf)}
-    if P is not None and P.has_fluid:
-        storages["buoyancy"] = buoyancy_energy(full, qf)
+    storages = energy_storages(model, q, v)
     ports, diss = {}, {}
     nj = len(model.joint_names)
     nvb = model.nv - nj
@@ -574,8 +593,6 @@ def energy_ports(model, q, v, efforts=None, wrench=None, thrust=None, temperatur
         if ftree.nj:
             spring, damper, friction, rates = _joint_terms(full, qf, vf)
             for j, name in enumerate(ftree.joint_names):
-                if P.stiffness[j] > 0:
-                    storages[f"spring/{name}"] = 0.5 * P.stiffness[j] * (spring[j] / P.stiffness[j]) ** 2
                 if P.damping[j] > 0:
                     diss[f"damper/{name}"] = float(-damper[j] * rates[j])
                 if P.friction[j] > 0:
@@ -589,6 +606,5 @@ def energy_ports(model, q, v, efforts=None, wrench=None, thrust=None, temperatur
                 p_hydro += d
             # the loads' power on the bodies is −Σ dissipated + what the current supplies
             ports["current"] = float(np.einsum("na,na->", W, V)) + p_hydro
-    storages = {k: float(x) for k, x in storages.items()}
     return {"storages": storages, "ports": ports, "dissipators": diss,
             "entropy_production": sum(diss.values()) / float(temperature), "temperature": float(temperature)}

@@ -30,7 +30,7 @@ from mbs_ros.nodes import dynamics_settings as ds
 from mbs_ros.nodes import estimator_settings as es
 from mbs_ros.nodes.controller_core import (controller_setup, desired, hold_references, law_command,
                                            reference_from_points)
-from mbs_ros.nodes.dynamics_core import StateView, energy_report, load_suite, make_simulator
+from mbs_ros.nodes.dynamics_core import StateView, balance_residual, load_suite, make_simulator
 from mbs_ros.nodes.estimator_core import feed, reading_payloads, roles_by_sensor
 from mbs_ros.nodes.parameters.controller import PARAMETERS as CONTROLLER_PARAMETERS
 from mbs_ros.nodes.parameters.dynamics import PARAMETERS as DYNAMICS_PARAMETERS
@@ -109,6 +109,17 @@ def _values(spec: NodeSpec):
     return value
 
 
+def _take(index: Dict[str, int], names, what: str) -> np.ndarray:
+    """``[index[n] for n in names]`` as an index array (where the dynamics node puts each named entry of the
+    controller's commands); HeadlessError for a name the dynamics node does not know (it would reject every
+    command, and a lockstep run would wait forever)."""
+    unknown = [n for n in names if n not in index]
+    if unknown:
+        raise HeadlessError(f"{what} {', '.join(unknown)}: the controller commands them, the dynamics model has "
+                            "none of that name")
+    return np.array([index[n] for n in names], dtype=np.intp)
+
+
 class _Robot:
     """One robot's dynamics, controller and reference, stepped per lockstep period (see the module docstring)."""
 
@@ -162,6 +173,10 @@ class _Robot:
         self.control_errors = 0
         self.expected = self.sim.expected
         self.thruster_index = {name: i for i, name in enumerate(model.thruster_names)}
+        self.thruster_take = (_take(self.thruster_index, cm.thruster_names, f"{self.namespace}: thrusters")
+                              if "thrusters" in self.expected else None)
+        self.joint_take = (_take(self.dyn_joint_index, self.joint_names, f"{self.namespace}: joints")
+                           if "joints" in self.expected else None)
         self.reference = specs.get("reference")
 
     def _setup_estimator(self, spec: NodeSpec, s, source, model) -> None:
@@ -299,7 +314,7 @@ class _Robot:
         sim = self.sim
         if "wrench" in self.expected:
             W = np.array([float(x) for x in cmd.wrench])
-            if not np.all(np.isfinite(W)):
+            if not np.isfinite(W).all():
                 raise RuntimeError(f"cmd_wrench rejected: non-finite (NaN/inf) components {W.tolist()}")
             value, _dropped = sim.wrench_command(W, "body")
             sim.submit("wrench", value)
@@ -308,17 +323,17 @@ class _Robot:
                 raise RuntimeError("lockstep: the dynamics node waits for thruster_command, the controller sends "
                                    "cmd_wrench (allocate_thrusters: false)")
             values = np.asarray(cmd.thrust, dtype=float)
-            if not np.all(np.isfinite(values)):
+            if not np.isfinite(values).all():
                 raise RuntimeError(f"thruster_command rejected: non-finite thrusts {values.tolist()}")
             data = np.zeros(len(self.thruster_index))
-            data[[self.thruster_index[n] for n in self.cmodel.thruster_names]] = values
+            data[self.thruster_take] = values
             sim.submit("thrusters", data)
         if "joints" in self.expected:
             values = np.asarray(cmd.effort, dtype=float)
-            if not np.all(np.isfinite(values)):
+            if not np.isfinite(values).all():
                 raise RuntimeError(f"joint_command rejected: non-finite efforts {values.tolist()}")
             data = np.zeros(self.nj)
-            data[[self.dyn_joint_index[n] for n in self.joint_names]] = values
+            data[self.joint_take] = values
             sim.submit("joints", data)
 
     def applied(self) -> np.ndarray:
@@ -351,7 +366,7 @@ class _Robot:
         if self.est_q is not None:
             self.est_q[i], self.est_v[i] = q, v
         if self.energy is not None:
-            self.energy[i] = energy_report(sim, self.settings.environment_temperature)["balance_residual"]
+            self.energy[i] = balance_residual(sim)
         self.n = i + 1
 
     def install_reference(self) -> None:
@@ -458,7 +473,7 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
     ``overrides``) headless for ``duration`` simulated seconds (default: the scenario's). Never raises for a
     blow-up: a fault (non-finite state, runaway, an exception in the loop) ends the run early with
     :attr:`HeadlessRun.fault`. HeadlessError for a scenario it cannot run. ``energy`` False: no energy report per
-    period (``RobotRecord.energy_residual`` None; a fifth of a period's cost on the vehicle-manipulator)."""
+    period (``RobotRecord.energy_residual`` None)."""
     if not isinstance(scenario, Scenario):
         try:
             scenario = load_scenario(scenario, overrides=overrides)

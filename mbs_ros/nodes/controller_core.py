@@ -83,7 +83,9 @@ def desired(model: Model, base_ref, joint_ref, t_ref: int):
     """``(q_d, v_d, a_d)`` in the model's layout at reference time ``t_ref``: the base from ``base_ref``, the joints
     from ``joint_ref`` (None for a part the robot has not)."""
     nq_base, nv_base = ms.base_sizes(model)
-    q_d, v_d, a_d = model.neutral(), np.zeros(model.nv), np.zeros(model.nv)
+    # both parts given: every entry of q_d is set below (the neutral configuration otherwise)
+    q_d = np.empty(model.nq) if base_ref is not None and joint_ref is not None else model.neutral()
+    v_d, a_d = np.zeros(model.nv), np.zeros(model.nv)
     if base_ref is not None:
         qb, vb, ab = evaluate(base_ref, t_ref)
         q_d[:nq_base], v_d[:nv_base], a_d[:nv_base] = qb, vb, ab
@@ -102,7 +104,7 @@ def law_command(law, model: Model, compensate_passive: bool, q, v, q_d, v_d, a_d
     passive = model.passive
     if compensate_passive and passive is not None and passive.active:
         tau = tau - model.passive_forces(q, v)
-    if not np.all(np.isfinite(tau)):
+    if not np.isfinite(tau).all():
         raise FloatingPointError("the control law gave a non-finite command")
     return tau
 

@@ -15,11 +15,12 @@ from mbs_ros.dynamics import Model
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.actuators import CommandLimits
 from mbs_ros.dynamics.model_source import ParameterError
+from mbs_ros.dynamics.passive import energy_storages
 from mbs_ros.dynamics.simulator import Simulator
 from mbs_ros.nodes.dynamics_settings import Settings, lockstep_steps
 from mbs_ros.nodes.rotations import quaternion_from_matrix
 
-__all__ = ["make_simulator", "StateView", "energy_report", "load_suite", "beam_range"]
+__all__ = ["make_simulator", "StateView", "energy_report", "balance_residual", "load_suite", "beam_range"]
 
 
 def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: CommandLimits, t0_ns: int) -> Simulator:
@@ -117,11 +118,23 @@ def energy_report(sim: Simulator, temperature: float) -> dict:
                                 thrust=sim.thrust if sim.nt else None, temperature=temperature)
     theta = report["temperature"]
     total = sum(report["storages"].values())
-    supplied = sim.work + sim.passive_work + sim.dissipated
+    supplied, residual = _balance(sim, total)
     report.update(total_energy=total, supplied_energy=supplied, dissipated_energy=sim.dissipated,
-                  entropy_produced=sim.dissipated / theta,
-                  balance_residual=total - sim.energy_ref - supplied + sim.dissipated)
+                  entropy_produced=sim.dissipated / theta, balance_residual=residual)
     return report
+
+
+def balance_residual(sim: Simulator) -> float:
+    """:func:`energy_report`'s ``balance_residual`` alone, from the stored energies
+    (:func:`mbs_ros.dynamics.passive.energy_storages`, the same numbers the report sums) without the ports'
+    powers: what a headless run records each period."""
+    return _balance(sim, sum(energy_storages(sim.model, sim.q, sim.v).values()))[1]
+
+
+def _balance(sim: Simulator, total: float) -> Tuple[float, float]:
+    """``(supplied, E − E₀ − supplied + dissipated)`` of the total energy ``total`` at the simulator's state."""
+    supplied = sim.work + sim.passive_work + sim.dissipated
+    return supplied, total - sim.energy_ref - supplied + sim.dissipated
 
 
 def load_suite(setting: str, source: ms.Source, model, dt: float, current=(0.0, 0.0, 0.0), seed_offset: int = 0):

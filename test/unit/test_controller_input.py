@@ -141,6 +141,29 @@ def test_measured_states():
         ri.base_state(np.array([2e6, 0.0, 0.0]), np.array([0.0, 0.0, 0.0, 1.0]), np.zeros(6))
 
 
+def test_measured_states_by_name_whatever_order_each_message_has():
+    """The joints are taken by name in every message, also when consecutive messages order them differently or
+    name other joints (the index of each name list is computed once and kept)."""
+    for names, position in ((["j1", "j2"], [1.0, 2.0]), (["j2", "j1"], [2.0, 1.0]), (["j2", "y", "j1"],
+                                                                                      [2.0, 7.0, 1.0])):
+        for _ in range(2):
+            pos, vel = ri.joint_state(("j1", "j2"), names, position, [10.0 * x for x in position])
+            np.testing.assert_array_equal(pos, [1.0, 2.0])
+            np.testing.assert_array_equal(vel, [10.0, 20.0])
+    pos, _vel = ri.joint_state(("j2",), ["j1", "j2"], [1.0, 2.0], [0.0, 0.0])
+    np.testing.assert_array_equal(pos, [2.0])
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_non_finite_states_are_refused_as_non_finite(bad):
+    with pytest.raises(Rejected, match="position must be finite"):
+        ri.joint_state(("j1", "j2"), ["j1", "j2"], [0.5, bad], [0.0, 0.0])
+    with pytest.raises(Rejected, match="twist must be finite"):
+        ri.base_state(np.zeros(3), np.array([0.0, 0.0, 0.0, 1.0]), np.array([0.0, 0.0, bad, 0.0, 0.0, 0.0]))
+    with pytest.raises(Rejected, match="orientation quaternion must be finite"):
+        ri.base_state(np.zeros(3), np.array([0.0, bad, 0.0, 1.0]), np.zeros(6))
+
+
 def test_state_vector_of_a_fixed_arm(arm):
     q, v = ri.state_vector(arm, 0, None, (np.array([0.5, math.pi]), np.array([0.1, 0.2])))
     np.testing.assert_allclose(q, [0.5, -1.0, 0.0], atol=1e-12)  # the continuous joint as (cos, sin)

@@ -452,6 +452,25 @@ def test_reference_passes_waypoints_with_consistent_derivatives(space, interpola
         np.testing.assert_allclose(a, (fp + fm) / h ** 2, atol=1e-4 * scale)
 
 
+@pytest.mark.parametrize("compiled", [None, False], ids=["compiled", "numpy"])
+def test_a_waypoint_time_starts_the_next_segment(compiled):
+    """At a waypoint's time exactly the reference is the segment that starts there (τ = 0: the waypoint's position
+    bit for bit, its velocity and acceleration), not the end of the one before it (τ = 1: the same up to rounding);
+    just before it, the segment before."""
+    times = [0.0, 0.3, 1.1, 1.7]
+    pos = np.array([[0.1, -0.7], [0.7, 0.3], [-0.3, 0.9], [0.2, 0.2]])
+    vel = np.array([[0.0, 0.0], [0.9, -0.4], [-0.3, 1.3], [0.0, 0.0]])
+    acc = np.array([[0.0, 0.0], [2.1, 0.7], [-1.9, 0.2], [0.0, 0.0]])
+    ref = Reference(2, times, pos, vel, acc, compiled=compiled)
+    for i in (1, 2):
+        q, v, a = ref(times[i])
+        assert q.tobytes() == pos[i].tobytes(), (i, q - pos[i])
+        np.testing.assert_allclose(v, vel[i], atol=1e-12)
+        np.testing.assert_allclose(a, acc[i], atol=1e-12)
+        q_before = ref(np.nextafter(times[i], -np.inf))[0]
+        np.testing.assert_allclose(q_before, pos[i], atol=1e-9)
+
+
 @pytest.mark.parametrize("base", BASES)
 def test_reference_without_derivatives_is_the_geodesic_and_holds_the_ends(base):
     """q(t) = q_i exp(s(t) log(q_i⁻¹ q_{i+1})) with the quintic smoothstep s; rest at the waypoints; the first/last

@@ -115,7 +115,7 @@ def test_scenarios_a_headless_run_refuses(tmp_path):
 
 
 def test_without_the_energy_report_the_states_are_the_same():
-    """energy=False leaves out the energy balance (a fifth of a period's cost), nothing else: the same states."""
+    """energy=False leaves out the energy balance, nothing else: the same states."""
     a = run_scenario("manipulator", duration=0.2)
     b = run_scenario("manipulator", duration=0.2, energy=False)
     ra, rb = a.robots["arm"], b.robots["arm"]
