@@ -92,7 +92,7 @@ def first_difference(odom, joints, rec, estimate: bool = False) -> list:
 
 
 @pytest.mark.parametrize("scenario, namespace, duration", [("vehicle_manipulator", "uvms", 2.0),
-                                                            ("rov_alpha5", "rov", 1.0)])
+                                                            ("rov_alpha5", "rov", 1.5)])
 def test_headless_run_is_bit_identical_to_the_lockstep_ros_run(tmp_path, scenario, namespace, duration):
     """vehicle_manipulator (computed torque, base wrench and joint efforts) and rov_alpha5 (thrust allocation to 8
     thrusters with their lag, added mass, current): every recorded odom and joint_states equals the headless state
@@ -126,9 +126,9 @@ def test_headless_run_with_the_estimator_in_the_loop_is_bit_identical(tmp_path):
     controller normalises the quaternion it receives, and the record holds what it used."""
     from mbs_ros.headless import run_scenario
 
-    duration = 1.0
+    duration = 1.5
     bag = ros_run(tmp_path, "rov_alpha5_sensors", duration)
-    run = run_scenario("rov_alpha5_sensors", duration=duration + 0.3)
+    run = run_scenario("rov_alpha5_sensors", duration=duration + 0.5)
     assert run.fault is None, run.fault
     rec = run.robots["rov"]
     odom, joints = ros_states(bag, "rov")
