@@ -120,9 +120,10 @@ def test_the_replay_command_records_the_headless_runs_states_bit_for_bit(failed,
     assert bag.is_file() and any((tmp_path / f"out/replay/must_fail_run{run}").glob("*.png"))
     odom, joints = _states(bag)
     # the campaign's own run, from its draw (not from the command): the headless run the criteria judged, run on
-    # past the duration for what the recorder caught in flight after it
+    # as far as the recording reaches (the runner stops the nodes some time after the duration)
     campaign = load_campaign(path)
-    headless = run_scenario(campaign.scenario, duration=campaign.duration + 0.5, overrides=campaign.draw(run))
+    headless = run_scenario(campaign.scenario, duration=max(max(odom), max(joints)) * 1e-9 + 0.05,
+                            overrides=campaign.draw(run))
     assert headless.fault is None
     rec = headless.robots["uvms"]
     rows = {int(s): i for i, s in enumerate(rec.stamp_ns)}

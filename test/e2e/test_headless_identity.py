@@ -102,7 +102,9 @@ def test_headless_run_is_bit_identical_to_the_lockstep_ros_run(tmp_path, scenari
 
     bag = ros_run(tmp_path, scenario, duration)
     odom, joints = ros_states(bag, namespace)
-    run = run_scenario(scenario, duration=duration + 0.5)  # past the recording's end: what was in flight
+    # headless as far as the recording reaches: the runner stops the nodes some time after the duration (0.6 s
+    # of simulated time later with both cores busy)
+    run = run_scenario(scenario, duration=max(max(odom), max(joints)) * 1e-9 + 0.05)
     assert run.fault is None, run.fault
     rec = run.robots[namespace]
     period = int(round(1e9 / run.control_rate))
@@ -128,7 +130,8 @@ def test_headless_run_with_the_estimator_in_the_loop_is_bit_identical(tmp_path):
 
     duration = 1.5
     bag = ros_run(tmp_path, "rov_alpha5_sensors", duration)
-    run = run_scenario("rov_alpha5_sensors", duration=duration + 0.5)
+    recorded = [t for states in (ros_states(bag, "rov") + ros_states(bag, "rov", "estimate/")) for t in states]
+    run = run_scenario("rov_alpha5_sensors", duration=max(recorded) * 1e-9 + 0.05)  # as far as the recording
     assert run.fault is None, run.fault
     rec = run.robots["rov"]
     odom, joints = ros_states(bag, "rov")
