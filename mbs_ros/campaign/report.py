@@ -22,6 +22,8 @@ from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
+from mbs_ros.process import format_parameter_value
+
 Z95 = 1.959963984540054  # the standard normal's 97.5 % quantile: a two-sided 95 % interval
 WORST = 5                # worst runs listed per criterion
 PARAM, METRIC = "param.", "metric."
@@ -261,19 +263,10 @@ def yaml_flow(value) -> str:
         value = value.tolist()
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        if math.isnan(value):
-            return ".nan"
-        if math.isinf(value):
-            return ".inf" if value > 0 else "-.inf"
-        text = repr(value)
-        mantissa, e, exponent = text.partition("e")
-        # PyYAML (YAML 1.1) reads a float only with a dot in the mantissa and a sign in the exponent
-        return f"{mantissa if '.' in mantissa else mantissa + '.0'}e{exponent}" if e else text
+    if isinstance(value, (bool, int, float)):
+        # a ROS parameter's text: floats by repr with a dot in the mantissa (Python's repr signs the exponent),
+        # which PyYAML (YAML 1.1) needs to read them back as floats
+        return format_parameter_value(value)
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(yaml_flow(v) for v in value) + "]"
     if isinstance(value, Mapping):
