@@ -666,6 +666,35 @@ class Model:
         """``(M, C v + g, g)`` at (q, v) in one call (the dynamics part of Pinocchio's ``computeAllTerms``)."""
         return self._backend.all_terms(self, q, v)
 
+    # ------------------------------------------------------------------ derivatives and linear models
+    def rnea_derivatives(self, q: np.ndarray, v: np.ndarray, a: np.ndarray, f_ext=None) -> tuple:
+        """``(∂τ/∂q, ∂τ/∂v, M)`` of :meth:`inverse_dynamics` along ``q ⊕ δ`` (Pinocchio's
+        ``computeRNEADerivatives``): :func:`mbs_ros.dynamics.derivatives.rnea_derivatives`."""
+        from .derivatives import rnea_derivatives
+
+        return rnea_derivatives(self, q, v, a, f_ext)
+
+    def aba_derivatives(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, f_ext=None) -> tuple:
+        """``(∂a/∂q, ∂a/∂v, M⁻¹)`` of :meth:`forward_dynamics` (Pinocchio's ``computeABADerivatives``):
+        :func:`mbs_ros.dynamics.derivatives.aba_derivatives`."""
+        from .derivatives import aba_derivatives
+
+        return aba_derivatives(self, q, v, tau, f_ext)
+
+    def dynamics_derivatives(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, passive: bool = True) -> tuple:
+        """``(a, ∂a/∂q, ∂a/∂v, ∂a/∂τ)`` of the simulated acceleration ``FD(q, v, τ + τ_p)``, passive forces
+        included: :func:`mbs_ros.dynamics.derivatives.forward_dynamics_derivatives`."""
+        from .derivatives import forward_dynamics_derivatives
+
+        return forward_dynamics_derivatives(self, q, v, tau, passive)
+
+    def linearize(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, **options):
+        """The :class:`~mbs_ros.dynamics.linear.LinearModel` ``(A, B)`` at ``(q, v, τ)`` on the state ``(δq, δv)``:
+        :func:`mbs_ros.dynamics.linear.linearize` (``options``: ``inputs``, ``dt``, ...)."""
+        from .linear import linearize
+
+        return linearize(self, q, v, tau, **options)
+
     # ------------------------------------------------------------------ passive elements
     @property
     def passive_active(self) -> bool:
