@@ -86,7 +86,7 @@ def test_interpolation_between_grid_points(payload_family, arm):
 
 def test_joint_angle_schedule_holds_each_pose(arm):
     grid = np.linspace(-2.0, -0.5, 4)
-    fam = lpv_family(joint_angle_schedule(arm, "joint1", np.array([0.0, 0.4])), grid, name="joint1",
+    fam = lpv_family(joint_angle_schedule(arm, "joint1", np.array([0.7, 0.4])), grid, name="joint1",
                      inputs="efforts")
     np.testing.assert_allclose(fam.q0[:, 0], grid)
     np.testing.assert_allclose(fam.q0[:, 1], 0.4)
