@@ -192,6 +192,35 @@ def test_so3xr3_wrench_input_map_and_its_q_derivative():
     np.testing.assert_allclose(lm.A[6:, :6], expected_dq, atol=1e-6 * np.abs(expected_dq).max())
 
 
+def test_discrete_pair_with_an_attitude_dependent_wrench_input():
+    """so3xr3 with an operating wrench u₀: the held generalised force ``G(q ⊕ δq)(u₀ + δu)`` is taken at the
+    perturbed attitude; central differences of ``step`` with exactly that force."""
+    model = _body("so3xr3")
+    rng = np.random.default_rng(6)
+    q = model.random_configuration(rng)
+    v = rng.standard_normal(6)
+    W0 = np.array([3.0, -1.0, 2.0, 0.5, 0.2, -0.4])
+
+    def force(qq, W):
+        return np.concatenate([model.base_rotation(qq) @ W[:3], W[3:]])
+
+    dt, nv = 0.2, 6
+    lm = linearize(model, q, v, force(q, W0), inputs="wrench", u0=W0, dt=dt, method="rk4")
+    q1, v1 = step(model, q, v, force(q, W0), dt, "rk4")
+    h = 1e-6
+    J = np.empty((12, 18))
+    for i in range(18):
+        z = np.zeros(18)
+        z[i] = h
+        out = []
+        for s in (z, -z):
+            qq = model.integrate(q, s[:nv])
+            qa, va = step(model, qq, v + s[nv:2 * nv], force(qq, W0 + s[2 * nv:]), dt, "rk4")
+            out.append(np.concatenate([model.difference(q1, qa), va - v1]))
+        J[:, i] = (out[0] - out[1]) / (2 * h)
+    np.testing.assert_allclose(np.hstack([lm.A, lm.B]), J, atol=1e-7 * np.abs(J).max())
+
+
 # ------------------------------------------------------------------ the ε² check
 def _linear_response(lm, u1, times):
     """x(t) of ẋ = A x + B u₁ from x = 0, by the matrix exponential of [[A, B], [0, 0]] (Van Loan)."""

@@ -90,6 +90,7 @@ def test_joint_angle_schedule_holds_each_pose(arm):
                      inputs="efforts")
     np.testing.assert_allclose(fam.q0[:, 0], grid)
     np.testing.assert_allclose(fam.q0[:, 1], 0.4)
+    np.testing.assert_allclose(fam.at(-1.75, model=arm).q0, [-1.75, 0.4])  # a quarter of the way, on the group
     for k in range(grid.size):
         M, g, K = _arm_closed_form(fam.q0[k], 1.0)
         np.testing.assert_allclose(fam.tau0[k], g, rtol=1e-9)
