@@ -217,9 +217,9 @@ def linearize(model, q, v, tau, inputs="generalized", passive: bool = True, dt=N
     (:func:`input_matrix`, ``inputs``). ``passive``: include the passive forces (default). ``dt`` None: the
     continuous model ``A = [[−ad_{v₀}, I], [∂a/∂q, ∂a/∂v]]``, ``B = [[0], [M⁻¹ G]]``; ``dt`` > 0: the exact Jacobian
     of one ``method`` step (``euler``, ``heun``, ``rk3``, ``rk4``) with τ held over it, about the step's nominal
-    result. ``u0`` (optional, nu): the inputs' operating value; where G depends on q (wrench or thruster inputs
-    on an so3xr3 base) its q-derivative times ``u0`` enters A — without ``u0`` that term is taken as zero, exact
-    when the operating wrench is zero.
+    result (with ``passive`` False: of the step without the passive forces). ``u0`` (optional, nu): the inputs'
+    operating value; where G depends on q (wrench or thruster inputs on an so3xr3 base) its q-derivative times
+    ``u0`` enters A — without ``u0`` that term is taken as zero, exact when the operating wrench is zero.
     """
     if model.group is None and model.nv == 0:
         raise ValueError("model has no degrees of freedom")
@@ -228,7 +228,7 @@ def linearize(model, q, v, tau, inputs="generalized", passive: bool = True, dt=N
     tau = _vector(tau, "tau", model.nv)
     if dt is not None:
         dt = check_time_step(dt, "dt")
-    if method not in TABLEAUS:
+    if not isinstance(method, str) or method not in TABLEAUS:
         raise ValueError(f"method must be one of {', '.join(TABLEAUS)}, got {method!r}")
     G, names = input_matrix(model, q, inputs)
     nv = model.nv
@@ -273,7 +273,8 @@ def _dexp(model, x) -> np.ndarray:
 
 def _phi1_frechet(Z, E) -> np.ndarray:
     """The Fréchet derivative of ``φ₁(Z) = Σ Zᵏ/(k+1)!`` in the direction E: the top-right block of
-    ``φ₁([[Z, E], [0, Z]])``, itself the top-right block of ``expm([[W, I], [0, 0]])`` (Higham 2008, Thm 3.6 / §10.7)."""
+    ``φ₁([[Z, E], [0, Z]])``, itself the top-right block of ``expm([[W, I], [0, 0]])`` (Higham 2008, Thm 3.6,
+    §10.7)."""
     from scipy.linalg import expm
 
     n = Z.shape[0]
