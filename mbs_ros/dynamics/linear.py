@@ -8,8 +8,8 @@ with ``ad`` the base group's, in its velocity coordinates (seed 004 eq. 8; joint
 With ``dt`` the model is the Jacobian of ONE Munthe-Kaas Runge–Kutta step (:func:`mbs_ros.dynamics.step`, seed
 001 eqs. 35–37) in the same tangent coordinates, about the operating point's own next state: the variational
 equations of the scheme, stage by stage, with the analytic stage Jacobians (:func:`forward_dynamics_derivatives`)
-and the chart's derivatives (``Ad_{exp(−Ψ)}``, ``dexp(−Ψ)``, and ``∂(dexp⁻¹(x) y)/∂x`` as the Fréchet derivative
-of ``dexp = φ₁(ad)`` by a block-triangular matrix exponential, Higham 2008 §3.2 / Najfeld & Havel 1995).
+and the chart's derivatives (``Ad_{exp(−Ψ)}``, ``dexp(−Ψ)``, and ``∂(dexp⁻¹(x) y)/∂x`` from the derivative of the
+series ``dexp = Σ ad_xᵏ/(k+1)!`` by a one-term recursion, seed 001 eq. 10's series differentiated).
 """
 from __future__ import annotations
 
@@ -271,23 +271,12 @@ def _dexp(model, x) -> np.ndarray:
     return out
 
 
-def _phi1_frechet(Z, E) -> np.ndarray:
-    """The Fréchet derivative of ``φ₁(Z) = Σ Zᵏ/(k+1)!`` in the direction E: the top-right block of
-    ``φ₁([[Z, E], [0, Z]])``, itself the top-right block of ``expm([[W, I], [0, 0]])`` (Higham 2008, Thm 3.6,
-    §10.7)."""
-    from scipy.linalg import expm
-
-    n = Z.shape[0]
-    big = np.zeros((4 * n, 4 * n))
-    big[:n, :n] = big[n:2 * n, n:2 * n] = Z
-    big[:n, n:2 * n] = E
-    big[:2 * n, 2 * n:] = np.eye(2 * n)
-    return expm(big)[:n, 3 * n:]
-
-
 def _dexp_inv_derivative(model, x, y) -> np.ndarray:
-    """``∂(dexp⁻¹(x) y)/∂x`` (nv × nv): ``−dexp⁻¹ (∂dexp/∂x_i) dexp⁻¹ y`` column by column, with
-    ``dexp = φ₁(ad_x)`` and ``ad`` linear in x; zero on the joints (they commute)."""
+    """``∂(dexp⁻¹(x) y)/∂x`` (nv × nv), zero on the joints (they commute). With ``w = dexp⁻¹(x) y`` it is
+    ``−dexp⁻¹(x) ∂(dexp(x) w)/∂x``, and ``dexp = Σ_k ad_xᵏ/(k+1)!`` with ``∂(ad_xᵏ w)/∂x = −S_{k−1}``,
+    ``S_m = Σ_{j+l=m} ad_xʲ ad_{ad_xˡ w}`` (``ad_e p = −ad_p e``), so ``S_m = ad_x S_{m−1} + ad_{ad_xᵐ w}``: one
+    recursion, summed until the terms fall below 1e-17 of the first (a bound by ``‖ad_x‖_F``; the series
+    converges for every x, here the stages' |Ψ| of a step)."""
     nv = model.nv
     out = np.zeros((nv, nv))
     nb = _base_dim(model)
@@ -298,8 +287,19 @@ def _dexp_inv_derivative(model, x, y) -> np.ndarray:
     Dinv = g.dexp_inv(xb)
     w = Dinv @ y[:nb]
     Z = g.ad(xb)
-    for i, e in enumerate(np.eye(nb)):
-        out[:nb, i] = -Dinv @ (_phi1_frechet(Z, g.ad(e)) @ w)
+    z = float(np.linalg.norm(Z))
+    p = w.copy()  # ad_xᵐ w
+    S = g.ad(p)   # S_0
+    total = 0.5 * S
+    coeff = 0.5  # 1/(k+1)!
+    for k in range(2, 400):
+        p = Z @ p
+        S = Z @ S + g.ad(p)
+        coeff /= k + 1
+        total += coeff * S
+        if coeff * k * z ** (k - 1) < 0.5e-17:  # a bound of the term relative to the first
+            break
+    out[:nb, :nb] = Dinv @ total
     return out
 
 

@@ -115,6 +115,30 @@ def test_discrete_pair_is_the_jacobian_of_one_step(base, method):
     assert lm.dt == dt and lm.method == method
 
 
+@pytest.mark.parametrize("base", BASES)
+@pytest.mark.parametrize("angle", [1e-3, 1.0, 2.8])
+def test_derivative_of_dexp_inv_up_to_large_angles(base, angle):
+    """The chart derivative inside the discrete pair, ``∂(dexp⁻¹(x) y)/∂x``, against central differences of the
+    group's ``dexp_inv`` (for a rigid body without joints its block is the whole matrix)."""
+    from mbs_ros.dynamics.linear import _dexp_inv_derivative
+
+    model = _body(base)
+    rng = np.random.default_rng(7)
+    n = model.nv
+    x = rng.standard_normal(n)
+    rot = slice(n - 3, n) if base in ("se3", "so3xr3", "so3") else slice(n - 1, n)
+    x[rot] *= angle / np.linalg.norm(x[rot])
+    y = rng.standard_normal(n)
+    h = 1e-6
+    expected = np.empty((n, n))
+    for i in range(n):
+        e = np.zeros(n)
+        e[i] = h
+        expected[:, i] = (model.dexp_inv(x + e) @ y - model.dexp_inv(x - e) @ y) / (2 * h)
+    np.testing.assert_allclose(_dexp_inv_derivative(model, x, y), expected,
+                               atol=1e-8 * max(1.0, np.abs(expected).max()))
+
+
 def test_discrete_pair_of_an_rov_with_its_water_and_thrusters(rov):
     """Passive forces (added mass, damping, buoyancy) inside every stage, thruster inputs."""
     rng = np.random.default_rng(3)
