@@ -248,13 +248,15 @@ def test_bad_input_names_the_argument():
 
 
 # ------------------------------------------------------------------------------ restoring (buoyancy is in g)
-def test_restoring_derivative_fossen():
+@pytest.mark.parametrize("backend", ["compiled", "numpy"])
+def test_restoring_derivative_fossen(backend):
     """g(q) = −[(m − ρ∇) g_b; (m r_g − ρ∇ r_b) × g_b], g_b = Rᵀ g⃗ (Fossen 2021 eq. 4.6 without Euler angles),
     added mass included (it must not weigh); d g_b = g_b × δω, so ∂g/∂δ_ω = −[(m − ρ∇) ĝ_b; ĉ ĝ_b] with
     c = m r_g − ρ∇ r_b, and ∂g/∂δ_lin = 0. At rest with W = B: Fossen's diag(0, 0, 0, W·BG, W·BG, 0)."""
     m, r_g, rho, vol, r_b = 12.0, np.array([0.01, 0.0, -0.02]), 1000.0, 0.009, np.array([0.0, 0.01, 0.03])
     MA = np.diag([3.0, 4.0, 5.0, 0.2, 0.3, 0.1])
     model = hull(f"<added_mass>{_numbers(MA)}</added_mass><buoyancy volume=\"{vol!r}\" xyz=\"{_numbers(r_b)}\"/>")
+    model = model.with_backend(backend)
     hat = lambda x: np.array([[0, -x[2], x[1]], [x[2], 0, -x[0]], [-x[1], x[0], 0]])  # noqa: E731
     rng = np.random.default_rng(11)
     z6 = np.zeros(6)
@@ -272,6 +274,7 @@ def test_restoring_derivative_fossen():
         f'<link name="hull"><inertial><origin xyz="0 0 {z_g!r}"/><mass value="{m!r}"/>'
         f'<inertia ixx="0.3" ixy="0" ixz="0" iyy="0.4" iyz="0" izz="0.5"/></inertial>'
         f'<hydrodynamics><buoyancy volume="{m / rho!r}" xyz="0 0 {z_b!r}"/></hydrodynamics></link>'), base="se3")
+    neutral = neutral.with_backend(backend)
     W = m * 9.81
     dq = neutral.rnea_derivatives(neutral.neutral(), z6, z6)[0]
     np.testing.assert_allclose(dq, np.diag([0, 0, 0, W * (z_b - z_g), W * (z_b - z_g), 0]), rtol=0, atol=1e-6)
