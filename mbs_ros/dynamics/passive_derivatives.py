@@ -17,7 +17,8 @@ relative velocity ``V_r = V − [u; 0]``): damping ``−Ad⁻ᵀ(D_L x + D_Q|x|x
 added-mass loads ``M_A[:, :3](u × ω) − ad~_{M_A V_r} V_r + ad~_{M_A V} V + D u̇``. Joints: ``−k``, ``−d`` and
 ``−(f/v_f) sech²(θ̇/v_f)`` on the diagonal. Mimic joints: ``Gᵀ ∂τ_p,full G`` (chain rule through ``v_full = G v``).
 Buoyancy is not a passive force here: it joins g(q) (:func:`mbs_ros.dynamics.algorithms.rnea`). The derivation
-step by step: ``docs/passive_derivatives.md``.
+step by step: ``docs/passive_derivatives.md``. Compiled models run the numba kernel of
+:mod:`~mbs_ros.dynamics.compiled_passive_derivatives` (same equations); numpy models this reference.
 """
 from __future__ import annotations
 
@@ -73,8 +74,19 @@ def passive_derivatives(model, q, v, springs: bool = True):
         return np.zeros((nv, nv)), np.zeros((nv, nv))
     mm = model.mimic_reduction
     if mm is not None:
-        dq, dv = _tree_derivatives(mm.full, mm.q_full(q), mm.v_full(v), springs)
+        dq, dv = _full_derivatives(mm.full, mm.q_full(q), mm.v_full(v), springs)
         return mm.Gt @ dq @ mm.G, mm.Gt @ dv @ mm.G
+    return _full_derivatives(model, q, v, springs)
+
+
+def _full_derivatives(model, q, v, springs):
+    """The compiled kernel on a compiled model (:mod:`~mbs_ros.dynamics.compiled_passive_derivatives`), else the
+    numpy reference."""
+    compiled = getattr(model._backend, "compiled", None)
+    if compiled is not None:
+        from .compiled_passive_derivatives import compiled_passive_derivatives
+
+        return compiled_passive_derivatives(compiled, q, v, springs)
     return _tree_derivatives(model, q, v, springs)
 
 

@@ -49,12 +49,14 @@ def central(model, q, v, springs=True, h=H):
 
 
 def assert_agree(model, q, v, springs=True):
-    dq, dv = passive_derivatives(model, q, v, springs)
+    """Both backends' analytical derivatives (the compiled kernel and the numpy reference) against central
+    differences of the model's passive forces."""
     rq, rv = central(model, q, v, springs)
     scale = max(1.0, np.abs(rq).max(), np.abs(rv).max())
-    err_q, err_v = np.abs(dq - rq).max() / scale, np.abs(dv - rv).max() / scale
-    assert err_q < RTOL and err_v < RTOL, (err_q, err_v)
-    return err_q, err_v
+    for m in (model.with_backend("compiled"), model.with_backend("numpy")):
+        dq, dv = passive_derivatives(m, q, v, springs)
+        err_q, err_v = np.abs(dq - rq).max() / scale, np.abs(dv - rv).max() / scale
+        assert err_q < RTOL and err_v < RTOL, (m._backend, err_q, err_v)
 
 
 def _numbers(a):
@@ -130,7 +132,7 @@ def test_every_base_group(base):
 
 
 def test_single_bodies_on_every_group():
-    """One link (no joints): the rigid-body backend's passive forces."""
+    """One link (no joints): the rigid-body backends."""
     rng = np.random.default_rng(4)
     for base in ("se3", "so3xr3", "so3", "se2", "schoenflies"):
         model = wet(robot(link("hull", 20.0, xyz="0.05 -0.02 0.03")), base, rng).with_current(*CURRENT)
@@ -158,13 +160,10 @@ def test_mimic_joints_and_a_continuous_joint():
             assert_agree(m, *state(m, rng))
 
 
-def test_numpy_backend_agrees():
-    rng = np.random.default_rng(6)
-    model = Model.from_yaml(ROBOTS / "bluerov2_heavy_alpha5.yaml").with_current(*CURRENT).with_backend("numpy")
-    assert_agree(model, *state(model, rng))
-
-
 # ------------------------------------------------------------------------------------------------ closed forms
+BACKENDS = pytest.mark.parametrize("backend", ["compiled", "numpy"])
+
+
 def hull(hydro, base="se3", density=None):
     urdf = robot(f'<link name="hull"><inertial><origin xyz="0.01 0 -0.02"/><mass value="12.0"/>'
                  f'<inertia ixx="0.3" ixy="0" ixz="0" iyy="0.4" iyz="0" izz="0.5"/></inertial>'
@@ -176,8 +175,9 @@ D_LIN = np.array([[4.0, 0.5, 0, 0, 0.1, 0], [0.5, 6.0, 0, 0, 0, 0.2], [0, 0, 8.0
                   [0, 0, 0.3, 1.0, 0, 0], [0.1, 0, 0, 0, 1.5, 0], [0, 0.2, 0, 0, 0, 2.0]])
 
 
-def test_linear_damping_is_minus_D():
-    model = hull(f"<linear_damping>{_numbers(D_LIN)}</linear_damping>")
+@BACKENDS
+def test_linear_damping_is_minus_D(backend):
+    model = hull(f"<linear_damping>{_numbers(D_LIN)}</linear_damping>").with_backend(backend)
     rng = np.random.default_rng(7)
     q, v = state(model, rng)
     dq, dv = passive_derivatives(model, q, v)
@@ -185,10 +185,11 @@ def test_linear_damping_is_minus_D():
     np.testing.assert_array_equal(dq, 0.0)
 
 
-def test_linear_damping_in_a_current():
+@BACKENDS
+def test_linear_damping_in_a_current(backend):
     """τ = −D(V − [Rᵀ U; 0]): Rᵀ U turns with the body, d(Rᵀ U) = (Rᵀ U) × δω, so ∂τ/∂δ = [0, D[:, :3] û]."""
     U = np.array([0.5, -0.3, 0.2])
-    model = hull(f"<linear_damping>{_numbers(D_LIN)}</linear_damping>").with_current(U)
+    model = hull(f"<linear_damping>{_numbers(D_LIN)}</linear_damping>").with_current(U).with_backend(backend)
     rng = np.random.default_rng(8)
     q, v = state(model, rng)
     u = Rotation.from_quat(q[3:7]).as_matrix().T @ U
@@ -200,9 +201,10 @@ def test_linear_damping_in_a_current():
     np.testing.assert_allclose(dv, -D_LIN, rtol=0, atol=1e-12)
 
 
-def test_quadratic_damping():
+@BACKENDS
+def test_quadratic_damping(backend):
     d = np.array([10.0, 20.0, 30.0, 1.0, 2.0, 3.0])
-    model = hull(f"<quadratic_damping>{_numbers(d)}</quadratic_damping>")
+    model = hull(f"<quadratic_damping>{_numbers(d)}</quadratic_damping>").with_backend(backend)
     v = np.array([0.3, -0.2, 0.1, -0.5, 0.4, 0.0])  # a zero component: ∂(|x|x)/∂x = 2|x| = 0 there
     q = model.random_configuration(np.random.default_rng(9))
     dq, dv = passive_derivatives(model, q, v)
@@ -210,7 +212,8 @@ def test_quadratic_damping():
     np.testing.assert_array_equal(dq, 0.0)
 
 
-def test_joint_springs_dampers_and_friction():
+@BACKENDS
+def test_joint_springs_dampers_and_friction(backend):
     k, rest, d, f, vf = [2.5, 40.0], [0.3, -0.05], [0.7, 1.1], [0.4, 0.9], [0.2, 0.05]
     dyn = [f'<dynamics damping="{d[i]!r}" friction="{f[i]!r}" friction_velocity="{vf[i]!r}" '
            f'spring_stiffness="{k[i]!r}" spring_reference="{rest[i]!r}"/>' for i in range(2)]
@@ -220,7 +223,7 @@ def test_joint_springs_dampers_and_friction():
                  .replace("</joint>", dyn[1] + "</joint>"))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ModelWarning)
-        model = Model.from_urdf(urdf)
+        model = Model.from_urdf(urdf).with_backend(backend)
     q, v = np.array([0.9, -0.2]), np.array([0.15, -0.04])
     dq, dv = passive_derivatives(model, q, v)
     np.testing.assert_allclose(dq, -np.diag(k), rtol=1e-14)
