@@ -82,7 +82,7 @@ def passive_derivatives(model, q, v, springs: bool = True):
 def _full_derivatives(model, q, v, springs):
     """The compiled kernel on a compiled model (:mod:`~mbs_ros.dynamics.compiled_passive_derivatives`), else the
     numpy reference."""
-    compiled = getattr(model._backend, "compiled", None)
+    compiled = model.compiled_kernels
     if compiled is not None:
         from .compiled_passive_derivatives import compiled_passive_derivatives
 

@@ -56,7 +56,7 @@ def assert_agree(model, q, v, springs=True):
     for m in (model.with_backend("compiled"), model.with_backend("numpy")):
         dq, dv = passive_derivatives(m, q, v, springs)
         err_q, err_v = np.abs(dq - rq).max() / scale, np.abs(dv - rv).max() / scale
-        assert err_q < RTOL and err_v < RTOL, (m._backend, err_q, err_v)
+        assert err_q < RTOL and err_v < RTOL, (m.backend, err_q, err_v)
 
 
 def _numbers(a):
