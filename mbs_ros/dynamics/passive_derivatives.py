@@ -22,7 +22,11 @@ step by step: ``docs/passive_derivatives.md``. Compiled models run the numba ker
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from .compiled_passive_derivatives import _passive_derivatives_core
 
 __all__ = ["passive_derivatives"]
 
@@ -56,12 +60,15 @@ def _ad_tilde(h):
 
 
 def _check(model, q, v):
-    q = np.asarray(q, dtype=float)
-    v = np.asarray(v, dtype=float)
-    if q.shape != (model.nq,) or not np.isfinite(q).all():
-        raise ValueError(f"q must be a finite vector of {model.nq} numbers (the model's nq), got shape {q.shape}")
-    if v.shape != (model.nv,) or not np.isfinite(v).all():
-        raise ValueError(f"v must be a finite vector of {model.nv} numbers (the model's nv), got shape {v.shape}")
+    """q, v as contiguous float arrays (what the kernel is compiled for); ValueError naming the bad one. A sum is
+    finite exactly when every entry is (short of overflow near 1e308), and costs less than ``isfinite().all()``."""
+    q = np.ascontiguousarray(q, dtype=float)
+    v = np.ascontiguousarray(v, dtype=float)
+    nq, nv = model.nq, model.nv
+    if q.shape != (nq,) or not math.isfinite(q.sum()):
+        raise ValueError(f"q must be a finite vector of {nq} numbers (the model's nq), got shape {q.shape}")
+    if v.shape != (nv,) or not math.isfinite(v.sum()):
+        raise ValueError(f"v must be a finite vector of {nv} numbers (the model's nv), got shape {v.shape}")
     return q, v
 
 
@@ -84,9 +91,10 @@ def _full_derivatives(model, q, v, springs):
     numpy reference."""
     compiled = model.compiled_kernels
     if compiled is not None:
-        from .compiled_passive_derivatives import compiled_passive_derivatives
-
-        return compiled_passive_derivatives(compiled, q, v, springs)
+        nv = compiled.nv
+        dq, dv = np.empty((nv, nv)), np.empty((nv, nv))
+        _passive_derivatives_core(compiled.im, compiled.fm, q, v, bool(springs), dq, dv)
+        return dq, dv
     return _tree_derivatives(model, q, v, springs)
 
 
