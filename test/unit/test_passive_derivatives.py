@@ -235,10 +235,17 @@ def test_joint_springs_dampers_and_friction(backend):
 
 
 def test_without_passive_elements_zeros():
-    model = Model.from_yaml(ROBOTS / "uvms_6dof.yaml")
-    q, v = state(model, np.random.default_rng(10))
-    for x in passive_derivatives(model, q, v):
-        assert x.shape == (model.nv, model.nv) and not x.any()
+    """No passive elements at all, and a hull with a thruster and buoyancy but nothing in τ_p."""
+    only_thruster = Model.from_urdf(robot(
+        '<link name="hull"><inertial><mass value="5"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" iyz="0" izz="1"/>'
+        '</inertial><hydrodynamics><buoyancy volume="0.005"/></hydrodynamics></link>',
+        '<thruster name="t" link="hull"><axis xyz="1 0 0"/></thruster>'), base="se3")
+    assert only_thruster.passive is not None and not only_thruster.passive_active
+    for model in (Model.from_yaml(ROBOTS / "uvms_6dof.yaml"), only_thruster):
+        q, v = state(model, np.random.default_rng(10))
+        for m in (model, model.with_backend("numpy")):
+            for x in passive_derivatives(m, q, v):
+                assert x.shape == (m.nv, m.nv) and not x.any()
 
 
 def test_bad_input_names_the_argument():
