@@ -20,16 +20,11 @@ __all__ = ["compiled_passive_derivatives"]
 
 
 @jit
-def _current_partials(fm, i, V, u, ud, W, A, Bu):
+def _current_partials(fm, i, V, u, ud, W, A, Bu, ws):
     """The current's added-mass loads on body i added to W (6,), their partials to A = ∂W/∂V (6, 6) and
-    Bu = ∂W/∂u (6, 3); ``D u̇`` added to W (its partial ∂W/∂u̇ = D is read where it is used)."""
-    Vr = np.empty(6)
-    h = np.empty(6)
-    hr = np.empty(6)
-    t6 = np.empty(6)
-    col = np.empty(6)
-    e6 = np.zeros(6)
-    mcol = np.empty(6)
+    Bu = ∂W/∂u (6, 3); ``D u̇`` added to W (its partial ∂W/∂u̇ = D is read where it is used). ``ws``: (7, 6)
+    scratch."""
+    Vr, h, hr, t6, col, e6, mcol = ws[0], ws[1], ws[2], ws[3], ws[4], ws[5], ws[6]
     for r in range(6):
         Vr[r] = V[r]
     for r in range(3):
@@ -165,8 +160,9 @@ def _passive_derivatives_core(im, fm, q, v, springs, dq, dv):
                 for c in range(3):
                     Bu[i, r, c] += Kb[r, c]
         if current:
+            ws = np.empty((7, 6))
             for i in range(nb):
-                _current_partials(fm, i, V[i], G[i, 3:6], G[i, 6:9], W[i], A[i], Bu[i])
+                _current_partials(fm, i, V[i], G[i, 3:6], G[i, 6:9], W[i], A[i], Bu[i], ws)
         # the sums over each body's column pairs (module docstring of passive_derivatives)
         AJ = np.empty((nv, 6))
         y = np.empty((nv, 6))
