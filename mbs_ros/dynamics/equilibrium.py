@@ -37,7 +37,9 @@ class Equilibrium:
     the operating point of :meth:`Model.linearize`; ``residual``: max |a| of the simulated acceleration;
     ``success`` whether it is below ``tol``, ``message`` why not; ``dtau_dq, dtau_dv``: derivatives of the applied
     force ``tau(q, v)`` at the solution with u held (add ``M⁻¹ dtau_dq`` to ``∂a/∂q`` of a linearisation that
-    holds tau constant, e.g. for the world-fixed buoyancy); ``nfev``: residual evaluations."""
+    holds tau constant, e.g. for the world-fixed buoyancy); ``jacobian``: ∂a/∂(unknowns) at the solution,
+    nv × (free δq, free v, free u) in that order (a rank below the number of unknowns shows a family of
+    equilibria: a direction to fix); ``nfev``: residual evaluations."""
 
     q: np.ndarray
     v: np.ndarray
@@ -49,6 +51,7 @@ class Equilibrium:
     input_names: tuple = ()
     dtau_dq: np.ndarray = field(default=None, repr=False)
     dtau_dv: np.ndarray = field(default=None, repr=False)
+    jacobian: np.ndarray = field(default=None, repr=False)
     nfev: int = 0
 
 
@@ -260,7 +263,7 @@ def find_equilibrium(model, q0, v0=None, *, inputs=None, u0=None, free_q=None, f
             x, message = sol.x, sol.message
         except (np.linalg.LinAlgError, ValueError, FloatingPointError) as exc:
             message = f"the solver stopped: {exc}"
-    delta, q, v, u = p.unpack(x)
+    _delta, q, v, u = p.unpack(x)
     if iu.size:  # minimum-norm free inputs at the solved state: G_free u_free = M a(u_free = 0)
         u[iu] = 0.0
         a_rest = simulated_acceleration(model, q, v, p.applied(q, v, u), passive)
@@ -277,6 +280,7 @@ def find_equilibrium(model, q0, v0=None, *, inputs=None, u0=None, free_q=None, f
         message = (f"max |a| = {residual:.3g} > tol = {tol:g}: no equilibrium found with these unknowns "
                    f"(too few free components, or a poor start); solver: {message}")
     dq, dv = p.applied_derivatives(q, v, u)
+    x[iq.size + iv.size:] = u[iu]
     return Equilibrium(q=q, v=v, tau=tau_total, u=u, residual=residual if finite else float("inf"),
                        success=success, message=str(message), input_names=tuple(names), dtau_dq=dq,
-                       dtau_dv=dv, nfev=p.nfev)
+                       dtau_dv=dv, jacobian=p.jacobian(x), nfev=p.nfev)

@@ -72,6 +72,30 @@ def test_balloon_hangs_upright_with_the_chain_straight_down(balloon):
     assert np.abs(_pin_balloon_acceleration(eq.q, eq.v)).max() < 1e-9
 
 
+def test_jacobian_in_the_unknowns_matches_central_differences_of_pinocchios_aba(balloon):
+    """``Equilibrium.jacobian`` (∂a/∂(δq_free) at q = q₀ ⊕ δq*, δq* far from 0 so the chain through the
+    exponential's Jacobian matters) against central differences of Pinocchio's aba along pin.integrate(q₀, δ)."""
+    pin = pytest.importorskip("pinocchio")
+    m = balloon
+    free = [3, 5, 6, 7, 8]
+    q0 = m.neutral()
+    q0[8], q0[9] = 0.4, -0.3
+    q0 = m.integrate(q0, np.array([0.5, -0.2, 0.1, 0.6, 0.0, -0.5, 0.05, 0.0, 0.0]))
+    eq = find_equilibrium(m, q0, free_q=free, wrench_world=buoyancy_wrench(), forces=spring(m))
+    assert eq.success, eq.message
+    pm = bl.pinocchio_model()
+    delta = pin.difference(pm, q0, eq.q)
+    assert np.abs(delta[3:6]).max() > 0.3
+    h = 1e-6
+    J = np.zeros((m.nv, len(free)))
+    for c, i in enumerate(free):
+        e = np.zeros(m.nv)
+        e[i] = h
+        J[:, c] = (_pin_balloon_acceleration(pin.integrate(pm, q0, delta + e), eq.v)
+                   - _pin_balloon_acceleration(pin.integrate(pm, q0, delta - e), eq.v)) / (2 * h)
+    np.testing.assert_allclose(eq.jacobian, J, atol=1e-7 * np.abs(J).max())
+
+
 def test_balloon_tilted_by_a_world_torque_loads_the_slider_spring(balloon):
     """A world torque T_z about B: the moment balance about B, −M g x_c + T_z = 0 and M g z_c = 0, puts the system's
     centre of mass at x_c = T_z / (M g), z_c = 0 from B (M = 16 kg); the tilted slider axis loads the spring."""
