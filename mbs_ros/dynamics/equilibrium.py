@@ -238,6 +238,8 @@ def find_equilibrium(model, q0, v0=None, *, inputs=None, u0=None, free_q=None, f
         G, names = input_matrix(model, q0, inputs)
     nu = G.shape[1]
     u0 = _vector(u0, nu, "u0")
+    if not nu and not (free_u is None or (isinstance(free_u, str) and free_u in ("all", "none"))):
+        raise ValueError("free_u needs inputs")
     iu = _indices(free_u if nu else None, nu, nu, "free_u")
     tau_fixed = _vector(tau, nv, "tau")
     W = None if wrench_world is None else _vector(wrench_world, 6, "wrench_world")

@@ -255,6 +255,7 @@ def test_no_equilibrium_is_reported_not_raised(balloon):
     (dict(free_q=[9]), "free_q"), (dict(free_q=[1, 1]), "free_q"), (dict(free_q="some"), "free_q"),
     (dict(free_v=[-1]), "free_v"), (dict(wrench_world=[1.0, 2.0]), "wrench_world"), (dict(u0=[1.0]), "u0"),
     (dict(inputs="efforts", u0=[1.0, 2.0]), "u0"), (dict(inputs="efforts", free_u=[3]), "free_u"),
+    (dict(free_u=[0]), "free_u"),
     (dict(inputs="jets"), "inputs"), (dict(tau=np.zeros(4)), "tau"), (dict(tol=-1.0), "tol"),
     (dict(max_nfev=0), "max_nfev"), (dict(forces=[np.nan] * 9), "forces"), (dict(v0=np.ones(3)), "v0"),
 ])
