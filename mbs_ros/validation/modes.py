@@ -61,10 +61,22 @@ def state_matrix(model, eq) -> np.ndarray:
     return A
 
 
+COORDINATES = ("x", "y", "z", "roll (x_b)", "yaw (y_b)", "pitch (z_b)", "slider", "θ1", "θ2")
+
+
 def frequencies(A) -> np.ndarray:
     """The oscillation frequencies (rad/s, ascending) of A: |λ| of the eigenvalues with Im λ > OSCILLATORY."""
     lam = np.linalg.eigvals(A)
     return np.sort(np.abs(lam[lam.imag > OSCILLATORY]))
+
+
+def dominant_coordinates(A) -> list:
+    """For each oscillatory mode (ascending ω), the attitude or joint coordinate with the largest share of its
+    eigenvector's δq (a label; the base translates with every swing, the system's centre of mass staying put)."""
+    lam, vec = np.linalg.eig(A)
+    keep = np.flatnonzero(lam.imag > OSCILLATORY)
+    keep = keep[np.argsort(np.abs(lam[keep]))]
+    return [COORDINATES[3 + int(np.argmax(np.abs(vec[3:9, i])))] for i in keep]
 
 
 def pinocchio_state_matrix(q, k: float = bl.DEFAULTS["k"], h: float = 1e-6) -> tuple:
@@ -128,6 +140,7 @@ def run(k: float = bl.DEFAULTS["k"], use_reference: bool = True) -> dict:
     ours = frequencies(A)
     lam = np.linalg.eigvals(A)
     out["ours"] = ours.tolist()
+    out["dominant"] = dominant_coordinates(A)
     out["max_abs_real_part"] = float(np.abs(lam.real).max())
     out["zero_modes"] = int(np.sum(np.abs(lam.imag) <= OSCILLATORY))
     if use_reference:
@@ -164,8 +177,10 @@ def _report(r) -> str:
     for i, w in enumerate(r["ours"]):
         wr = ref[i] if ref is not None and i < len(ref) else None
         d = r["rel_diff"][i] if r.get("rel_diff") else None
-        rows.append([str(i + 1), fmt(w, ".9f"), fmt(wr, ".9f"), fmt(d), fmt(w / (2 * np.pi), ".6f")])
-    lines.append(table(["mode", "ω ours (rad/s)", "ω Pinocchio FD (rad/s)", "rel. diff", "f ours (Hz)"], rows))
+        rows.append([str(i + 1), fmt(w, ".9f"), fmt(wr, ".9f"), fmt(d), fmt(w / (2 * np.pi), ".6f"),
+                     r["dominant"][i]])
+    lines.append(table(["mode", "ω ours (rad/s)", "ω Pinocchio FD (rad/s)", "rel. diff", "f ours (Hz)",
+                        "largest δθ/joint"], rows))
     if ref is None:
         lines.append(f"reference: {r.get('reference_message')}")
     else:
@@ -180,7 +195,8 @@ def _report(r) -> str:
 
 
 HELP = __doc__ + """
-Metrics (--json): equilibrium {success, residual (max |a|), q, message}; ours (ω, rad/s, ascending);
+Metrics (--json): equilibrium {success, residual (max |a|), q, message}; ours (ω, rad/s, ascending); dominant
+(each mode's largest attitude/joint δq coordinate, a label);
 reference (Pinocchio's, same order) and rel_diff; pinocchio_residual (max |aba| at our equilibrium);
 zero_modes, max_abs_real_part (0 with the dampers off);
 double_pendulum {ours, closed_form, rel_diff}.
