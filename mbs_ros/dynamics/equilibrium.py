@@ -18,7 +18,7 @@ solution of the linear equations ``G_free u_free = M a`` (``numpy.linalg.lstsq``
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -53,6 +53,25 @@ class Equilibrium:
     dtau_dv: np.ndarray = field(default=None, repr=False)
     jacobian: np.ndarray = field(default=None, repr=False)
     nfev: int = 0
+
+    def linearize(self, model, **options):
+        """:meth:`Model.linearize` at this equilibrium (``options``: ``inputs``, ``passive``, ...) with the applied
+        force's own derivatives added, ``∂a/∂q += M⁻¹ dtau_dq``, ``∂a/∂v += M⁻¹ dtau_dv`` (linearize holds tau
+        constant; a world-fixed wrench turns with the base). Continuous time only when those are nonzero: the
+        discrete pair (``dt``) holds tau over the step, so ValueError names ``dt`` then."""
+        nv = model.nv
+        extra = np.any(self.dtau_dq) or np.any(self.dtau_dv)
+        if extra and options.get("dt") is not None:
+            raise ValueError("dt: the discrete pair holds tau over the step; this equilibrium's applied force "
+                             "depends on the state (world wrench, forces), linearise it in continuous time")
+        lm = model.linearize(self.q, self.v, self.tau, **options)
+        if not extra:
+            return lm
+        A = np.array(lm.A, dtype=float)
+        M = model.mass_matrix(self.q)
+        A[nv:, :nv] += np.linalg.solve(M, self.dtau_dq)
+        A[nv:, nv:] += np.linalg.solve(M, self.dtau_dv)
+        return replace(lm, A=A)
 
 
 def _indices(spec, n: int, nb: int, name: str) -> np.ndarray:

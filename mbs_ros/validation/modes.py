@@ -52,13 +52,9 @@ def balloon_equilibrium(model, k: float = bl.DEFAULTS["k"]):
 
 
 def state_matrix(model, eq) -> np.ndarray:
-    """A of :meth:`Model.linearize` at the equilibrium, with ``M⁻¹ ∂τ/∂(q, v)`` of the applied forces added."""
-    A = np.array(model.linearize(eq.q, eq.v, eq.tau).A)
-    nv = model.nv
-    Minv = np.linalg.inv(model.mass_matrix(eq.q))
-    A[nv:, :nv] += Minv @ eq.dtau_dq
-    A[nv:, nv:] += Minv @ eq.dtau_dv
-    return A
+    """A of :meth:`Model.linearize` at the equilibrium, with ``M⁻¹ ∂τ/∂(q, v)`` of the applied forces added
+    (:meth:`~mbs_ros.dynamics.equilibrium.Equilibrium.linearize`)."""
+    return np.array(eq.linearize(model).A)
 
 
 COORDINATES = ("x", "y", "z", "roll (x_b)", "yaw (y_b)", "pitch (z_b)", "slider", "θ1", "θ2")

@@ -96,6 +96,32 @@ def test_jacobian_in_the_unknowns_matches_central_differences_of_pinocchios_aba(
     np.testing.assert_allclose(eq.jacobian, J, atol=1e-7 * np.abs(J).max())
 
 
+def test_jacobian_with_attitude_dependent_input_and_world_wrench_on_so3xr3():
+    """SO(3)×R³ (v = [ṙ_world; ω_body], B(q) = diag(Rᵀ, I)): a body-frame wrench input and a world wrench both
+    turn with the attitude. ``Equilibrium.jacobian`` against central differences of the forward dynamics with the
+    generalised force written here: ``[R F_b + F_w; T_b + Rᵀ T_w]``."""
+    m = Model.rigid_body("so3xr3", mass=2.0, inertia=np.diag([0.3, 0.4, 0.5]), com=(0.0, 0.0, -0.2))
+    W = np.array([0.3, -0.2, 19.62, 0.1, 0.0, -0.2])
+    u0 = np.array([1.0, -0.5, 0.3, 0.2, 0.1, -0.3])
+    q0 = m.integrate(m.neutral(), np.array([0.0, 0.0, 0.0, 0.3, -0.4, 0.5]))
+    eq = find_equilibrium(m, q0, inputs="wrench", u0=u0, free_u="none", free_q=[3, 4, 5], wrench_world=W,
+                          max_nfev=3)
+
+    def acc(q):
+        R = m.base_rotation(q)
+        tau = np.concatenate([R @ u0[:3] + W[:3], u0[3:] + R.T @ W[3:]])
+        return m.forward_dynamics(q, np.zeros(6), tau)
+
+    delta = m.difference(q0, eq.q)
+    assert np.abs(delta[3:]).max() > 0.1
+    h, J = 1e-6, np.zeros((6, 3))
+    for c in range(3):
+        e = np.zeros(6)
+        e[3 + c] = h
+        J[:, c] = (acc(m.integrate(q0, delta + e)) - acc(m.integrate(q0, delta - e))) / (2 * h)
+    np.testing.assert_allclose(eq.jacobian, J, atol=1e-7 * np.abs(J).max())
+
+
 def test_balloon_tilted_by_a_world_torque_loads_the_slider_spring(balloon):
     """A world torque T_z about B: the moment balance about B, −M g x_c + T_z = 0 and M g z_c = 0, puts the system's
     centre of mass at x_c = T_z / (M g), z_c = 0 from B (M = 16 kg); the tilted slider axis loads the spring."""

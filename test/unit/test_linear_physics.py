@@ -43,6 +43,9 @@ def test_balloon_chain_modes_equal_pinocchios():
     A = np.array(m.linearize(eq.q, eq.v, eq.tau).A)
     A[nv:, :nv] += np.linalg.solve(m.mass_matrix(eq.q), eq.dtau_dq)
     ours, lam = _oscillation_frequencies(A)
+    np.testing.assert_allclose(eq.linearize(m).A, A, rtol=1e-12, atol=1e-12)  # the method adds the same
+    with pytest.raises(ValueError, match="dt"):
+        eq.linearize(m, dt=0.01)
 
     pm = bl.pinocchio_model()
     data = pm.createData()
