@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbs_ros.dynamics import Model
+from mbs_ros.dynamics import Model, step
 from mbs_ros.dynamics.equilibrium import Equilibrium, find_equilibrium, world_wrench_derivative, world_wrench_force
 from mbs_ros.validation import balloon as bl
 
@@ -212,6 +212,21 @@ def test_rov_drifting_with_the_current_only_cancels_the_net_buoyancy(rov):
     W = np.array([0.0, 0.0, -(RHO * VOLUME - MASS) * G0, 0.0, 0.0, 0.0])
     np.testing.assert_allclose(m.thruster_matrix @ eq.u, W, atol=1e-8)
     np.testing.assert_allclose(eq.u[:4], 0.0, atol=0.0)  # the fixed inputs stay at u0
+
+
+def test_uvms_holds_station_and_arm_pose_in_a_current_under_the_rk4_step():
+    """BlueROV2 Heavy with its four-joint arm in a current: thrusters and joint efforts free. Held over the RK4
+    integrator's steps (not the solver's code) for 1 s, the state does not move."""
+    m = Model.from_yaml(ROOT / "config/robots/bluerov2_heavy_alpha5.yaml").with_current([0.2, 0.1, 0.0])
+    q = m.neutral()
+    q[7:] = [0.3, 0.5, -0.4, 0.2]
+    eq = find_equilibrium(m, q, inputs=["thrusters", "efforts"])
+    assert eq.success, eq.message
+    assert eq.input_names == m.thruster_names + m.joint_names
+    qk, vk = eq.q, eq.v
+    for _ in range(500):
+        qk, vk = step(m, qk, vk, eq.tau, 0.002)
+    assert np.abs(m.difference(eq.q, qk)).max() < 1e-12 and np.abs(vk).max() < 1e-12
 
 
 # ------------------------------------------------------------------------------------------- manipulator
