@@ -58,7 +58,8 @@ class Equilibrium:
         """:meth:`Model.linearize` at this equilibrium (``options``: ``inputs``, ``passive``, ...) with the applied
         force's own derivatives added, ``∂a/∂q += M⁻¹ dtau_dq``, ``∂a/∂v += M⁻¹ dtau_dv`` (linearize holds tau
         constant; a world-fixed wrench turns with the base). Continuous time only when those are nonzero: the
-        discrete pair (``dt``) holds tau over the step, so ValueError names ``dt`` then."""
+        discrete pair (``dt``) holds tau over the step, so ValueError names ``dt`` then. ``dtau_dq`` already holds
+        the inputs' ``∂(G(q) u)/∂q`` (SO(3)×R³): do not pass the inputs' operating value again."""
         nv = model.nv
         extra = np.any(self.dtau_dq) or np.any(self.dtau_dv)
         if extra and options.get("dt") is not None:
