@@ -316,7 +316,7 @@ def test_cli_lists_studies_and_prints_json():
     listing = _cli("--list")
     names = [line.split()[0] for line in listing.splitlines() if not line.startswith(" ")]
     assert names == ["heavy-top", "double-pendulum", "floating-pair", "formulations", "gimbal-lock", "balloon",
-                     "rigid-body"]
+                     "modes", "rigid-body"]
     # each study in words and the paper by its authors and title, not by a number of the project's own
     assert "seed" not in listing.lower()
     assert listing.count("after ") == len(names) and "Müller & Terze" in listing and "Massa & Vignolo" in listing
