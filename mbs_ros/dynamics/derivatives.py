@@ -15,10 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import algorithms as alg
 from .passive_derivatives import passive_derivatives
 
 __all__ = ["rnea_derivatives", "aba_derivatives", "forward_dynamics_derivatives", "central_differences",
-           "simulated_acceleration"]
+           "simulated_acceleration", "tree_rnea_derivatives"]
 
 
 def simulated_acceleration(model, q, v, tau, passive: bool = True) -> np.ndarray:
@@ -48,30 +49,122 @@ def central_differences(model, q, v, tau, passive: bool = True, h: float = 1e-6)
     return a, dq, dv, dt
 
 
-# SCAFFOLD (issue 20 contract): the three functions below return the contracted values by central differences
-# until the analytical versions replace their bodies; their signatures and meanings are the contract.
 def rnea_derivatives(model, q, v, a, f_ext=None):
     """``(∂τ/∂q, ∂τ/∂v, ∂τ/∂a)``, each (nv, nv), of the rigid inverse dynamics ``model.inverse_dynamics(q, v, a,
-    f_ext)`` (no passive forces; ``f_ext`` body-fixed wrenches held constant in their body frames)."""
-    q, v, a = (np.asarray(x, dtype=float) for x in (q, v, a))
-    nv, h = model.nv, 1e-6
-    ID = model.inverse_dynamics
-    dq, dv = np.empty((nv, nv)), np.empty((nv, nv))
-    for i in range(nv):
-        e = np.zeros(nv)
-        e[i] = h
-        dq[:, i] = (ID(model.integrate(q, e), v, a, f_ext) - ID(model.integrate(q, -e), v, a, f_ext)) / (2 * h)
-        dv[:, i] = (ID(q, v + e, a, f_ext) - ID(q, v - e, a, f_ext)) / (2 * h)
-    return dq, dv, model.mass_matrix(q)
+    f_ext)`` (no passive forces; ``f_ext`` body-fixed wrenches held constant in their body frames): the model's
+    backend computes them (:func:`tree_rnea_derivatives` in numpy, ``model.with_backend("numpy")``)."""
+    return model.rnea_derivatives(q, v, a, f_ext)
 
 
 def aba_derivatives(model, q, v, tau, f_ext=None):
     """``(∂a/∂q, ∂a/∂v, ∂a/∂τ)`` of the rigid forward dynamics ``a = model.forward_dynamics(q, v, τ, f_ext)``:
-    ``−M⁻¹ ∂ID/∂q``, ``−M⁻¹ ∂ID/∂v`` at that a, and ``M⁻¹``."""
-    a = model.forward_dynamics(q, v, tau, f_ext)
-    dq, dv, M = rnea_derivatives(model, q, v, a, f_ext)
-    Minv = np.linalg.inv(M)
-    return -Minv @ dq, -Minv @ dv, Minv
+    ``−M⁻¹ ∂ID/∂q``, ``−M⁻¹ ∂ID/∂v`` at that a, and ``M⁻¹`` (Carpentier & Mansard 2018 eq. 10)."""
+    return model.aba_derivatives(q, v, tau, f_ext)
+
+
+# ------------------------------------------------------------------------------------------ numpy reference
+def _crm(X, Y):
+    """``ad_X Y`` of twists ``[v; ω]`` (..., 6): ``[ω × y_l + v × y_a; ω × y_a]``."""
+    w = X[..., 3:]
+    return np.concatenate([np.cross(w, Y[..., :3]) + np.cross(X[..., :3], Y[..., 3:]), np.cross(w, Y[..., 3:])],
+                          axis=-1)
+
+
+def _crf(X, F):
+    """``−ad_Xᵀ F`` of a twist X and a wrench ``F = [f; n]`` (..., 6): ``[ω × f; v × f + ω × n]``, the rate of a
+    wrench carried by a frame moving with X."""
+    w = X[..., 3:]
+    return np.concatenate([np.cross(w, F[..., :3]), np.cross(X[..., :3], F[..., :3]) + np.cross(w, F[..., 3:])],
+                          axis=-1)
+
+
+def _mv(A, x):
+    """(…, n, a, b) @ (…, n, b) -> (…, n, a), broadcasting the leading axes."""
+    return np.matmul(A, x[..., None])[..., 0]
+
+
+def tree_rnea_derivatives(model, q, v, a, f_ext=None):
+    """``(∂τ/∂q, ∂τ/∂v, M)`` of :func:`mbs_ros.dynamics.algorithms.rnea` (passive fluid gravity and armature
+    included, as there), the numpy reference: the RNEA's tangent-linear (forward-mode) sweep along all 2 nv
+    directions at once, in the base frame of the RNEA.
+
+    A joint increment ``q ⊕ δ e_j`` right-multiplies the joint's transform by ``exp(s_j δ)``, i.e. left-multiplies
+    every body of j's subtree by ``exp(S_j δ)`` in the base frame: their motion columns, inertias and body-fixed
+    wrenches change at rate ``ad_{S_j}``, ``−ad_{S_j}ᵀ I − I ad_{S_j}`` and ``−ad_{S_j}ᵀ`` (Featherstone 2008
+    §2.9; Carpentier & Mansard 2018, RSS, eqs. 6–9 in body-velocity form). A base increment moves the whole tree
+    with the base frame: only the gravity in base axes ``Rᵀg`` turns (rate ``Rᵀg × δω``), and on SO(3)×R³ the
+    base's linear columns ``Rᵀe_k`` (rate ``−δω × Rᵀe_k``). The sweep then differentiates the RNEA's three passes
+    (twists, accelerations and body wrenches, subtree sums, projections) by the product rule."""
+    tree = model.tree
+    q, v, a = (np.asarray(x, dtype=float) for x in (q, v, a))
+    kin = alg.kinematics(model, q)
+    nb, nv, nvb = tree.nb, tree.nv, tree.nvb
+    S, I, g = kin.S, kin.I, kin.gravity
+    cb, sup, sub = tree.col_body, tree.support, tree.subtree
+    so3xr3 = nvb > 0 and tree.base_cols is None
+    # the RNEA's values (as algorithms._wrenches)
+    Vc = S * v[:, None]
+    V = sup @ Vc
+    Vb = V[cb]
+    acc = _crm(Vb, Vc) + S * a[:, None]
+    if so3xr3:  # Ḃ v: −ω₀ × Rᵀe_k v_k on the base's linear columns
+        acc[:3, :3] -= np.cross(V[0, 3:], S[:3, :3]) * v[:3, None]
+    A = sup @ acc
+    A[:, :3] -= g
+    h = _mv(I, V)
+    IA = _mv(I, A)
+    f = IA + _crf(V, h)
+    AdiT = alg.wrench_transforms(kin)
+    P = model.passive
+    fluid = P is not None and P.has_fluid
+    if fluid:  # D_i R_iᵀ g in each body's frame, to the base frame
+        DR = np.asarray(P.D) @ kin.T[:, :3, :3].transpose(0, 2, 1)  # (nb, 6, 3)
+        W_fl = _mv(AdiT, _mv(DR, np.broadcast_to(g, (nb, 3))))
+        f = f + W_fl
+    if f_ext is not None:
+        W_ext = _mv(AdiT, np.asarray(f_ext, dtype=float).reshape(nb, 6))
+        f = f - W_ext
+    F = sub @ f
+
+    # the 2 nv directions: δq along each column (rigid motion of a subtree or a turn of the base), then δv
+    nd = 2 * nv
+    mask = np.zeros((nd, nb))  # mask[d, i]: body i moves rigidly with direction d's joint
+    Se = np.zeros((nd, 6))  # that joint's column
+    dS = np.zeros((nd, nv, 6))
+    dg = np.zeros((nd, 3))
+    dv = np.zeros((nd, nv))
+    dv[nv:] = np.eye(nv)
+    if nv > nvb:
+        joints = np.arange(nvb, nv)
+        mask[joints] = sub[cb[joints]]
+        Se[joints] = S[joints]
+        dS[joints] = mask[joints][:, cb, None] * _crm(S[joints][:, None, :], S[None, :, :])
+    if nvb:
+        turn = model.velocity_map(q)[3:, :]  # (3, nvb): δω of each base direction
+        dg[:nvb] = np.cross(g, turn.T)
+        if so3xr3:  # d(Rᵀe_k) = −δω × Rᵀe_k
+            dS[:nvb, :3, :3] = -np.cross(turn.T[:, None, :], S[None, :3, :3])
+    m3 = mask[..., None]
+    dVc = dS * v[None, :, None] + S[None] * dv[..., None]
+    dV = np.matmul(sup, dVc)
+    dacc = _crm(dV[:, cb], Vc[None]) + _crm(Vb[None], dVc) + dS * a[None, :, None]
+    if so3xr3:
+        dacc[:, :3, :3] -= (np.cross(dV[:, 0, None, 3:], S[None, :3, :3]) * v[None, :3, None]
+                            + np.cross(V[0, 3:], dVc[:, :3, :3]))
+    dA = np.matmul(sup, dacc)
+    dA[..., :3] -= dg[:, None, :]
+    Sd = Se[:, None, :]
+    dIA = m3 * (_crf(Sd, IA[None]) - _mv(I, _crm(Sd, A[None]))) + _mv(I, dA)
+    dh = m3 * (_crf(Sd, h[None]) - _mv(I, _crm(Sd, V[None]))) + _mv(I, dV)
+    df = dIA + _crf(dV, h[None]) + _crf(V[None], dh)
+    if fluid:
+        dgi = dg[:, None, :] - m3 * np.cross(Se[:, None, 3:], g)  # d(R_iᵀ g) = R_iᵀ (dg − ω_j × g)
+        df += m3 * _crf(Sd, W_fl[None]) + _mv(AdiT, _mv(DR, dgi))
+    if f_ext is not None:
+        df -= m3 * _crf(Sd, W_ext[None])
+    dF = np.matmul(sub, df)
+    dtau = (dS * F[cb][None]).sum(-1) + (S[None] * dF[:, cb]).sum(-1)  # (nd, nv): row d is column d of ∂τ
+    return np.ascontiguousarray(dtau[:nv].T), np.ascontiguousarray(dtau[nv:].T), alg.crba(model, q, kin)
 
 
 def forward_dynamics_derivatives(model, q, v, tau, passive: bool = True):

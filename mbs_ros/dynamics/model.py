@@ -670,16 +670,12 @@ class Model:
     def rnea_derivatives(self, q: np.ndarray, v: np.ndarray, a: np.ndarray, f_ext=None) -> tuple:
         """``(∂τ/∂q, ∂τ/∂v, M)`` of :meth:`inverse_dynamics` along ``q ⊕ δ`` (Pinocchio's
         ``computeRNEADerivatives``): :func:`mbs_ros.dynamics.derivatives.rnea_derivatives`."""
-        from .derivatives import rnea_derivatives
-
-        return rnea_derivatives(self, q, v, a, f_ext)
+        return self._backend.rnea_derivatives(self, q, v, a, f_ext)
 
     def aba_derivatives(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, f_ext=None) -> tuple:
         """``(∂a/∂q, ∂a/∂v, M⁻¹)`` of :meth:`forward_dynamics` (Pinocchio's ``computeABADerivatives``):
         :func:`mbs_ros.dynamics.derivatives.aba_derivatives`."""
-        from .derivatives import aba_derivatives
-
-        return aba_derivatives(self, q, v, tau, f_ext)
+        return self._backend.aba_derivatives(self, q, v, tau, f_ext)
 
     def dynamics_derivatives(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, passive: bool = True) -> tuple:
         """``(a, ∂a/∂q, ∂a/∂v, ∂a/∂τ)`` of the simulated acceleration ``FD(q, v, τ + τ_p)``, passive forces
