@@ -19,7 +19,8 @@ from . import algorithms as alg
 from .passive_derivatives import passive_derivatives
 
 __all__ = ["rnea_derivatives", "aba_derivatives", "forward_dynamics_derivatives", "central_differences",
-           "simulated_acceleration", "tree_rnea_derivatives"]
+           "simulated_acceleration", "tree_rnea_derivatives",
+           "checked_state"]
 
 
 def simulated_acceleration(model, q, v, tau, passive: bool = True) -> np.ndarray:
@@ -47,6 +48,28 @@ def central_differences(model, q, v, tau, passive: bool = True, h: float = 1e-6)
         dt[:, i] = (simulated_acceleration(model, q, v, tau + e, passive)
                     - simulated_acceleration(model, q, v, tau - e, passive)) / (2 * h)
     return a, dq, dv, dt
+
+
+def checked_state(model, q, v, x, name: str, f_ext=None) -> tuple:
+    """``(q, v, x, f_ext)`` as float arrays of the model's sizes (``f_ext`` (n_bodies, 6) of the full tree, or
+    None); ValueError naming the argument that has the wrong size or a value that is not finite."""
+    out = []
+    for label, n, value in (("q", model.nq, q), ("v", model.nv, v), (name, model.nv, x)):
+        arr = np.asarray(value, dtype=float)
+        if arr.shape != (n,):
+            raise ValueError(f"{label} must have shape ({n},), got {arr.shape}")
+        if not np.all(np.isfinite(arr)):
+            raise ValueError(f"{label} must be finite, got {arr.tolist()}")
+        out.append(arr)
+    if f_ext is not None:
+        nb = model.tree.nb
+        f_ext = np.asarray(f_ext, dtype=float)
+        if f_ext.size != 6 * nb:
+            raise ValueError(f"f_ext must hold one wrench per body, shape ({nb}, 6), got {f_ext.shape}")
+        if not np.all(np.isfinite(f_ext)):
+            raise ValueError("f_ext must be finite")
+        f_ext = f_ext.reshape(nb, 6)
+    return (*out, f_ext)
 
 
 def rnea_derivatives(model, q, v, a, f_ext=None):
@@ -170,7 +193,7 @@ def tree_rnea_derivatives(model, q, v, a, f_ext=None):
 def forward_dynamics_derivatives(model, q, v, tau, passive: bool = True):
     """``(a, ∂a/∂q, ∂a/∂v, ∂a/∂τ)`` of :func:`simulated_acceleration`: ``M⁻¹(∂τ_p/∂x − ∂ID/∂x)`` at the
     simulated acceleration (x = q, v), ``M⁻¹`` for τ."""
-    q, v, tau = (np.asarray(x, dtype=float) for x in (q, v, tau))
+    q, v, tau, _ = checked_state(model, q, v, tau, "tau")
     total = tau
     use_p = passive and model.passive_active
     if use_p:

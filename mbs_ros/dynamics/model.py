@@ -670,12 +670,16 @@ class Model:
     def rnea_derivatives(self, q: np.ndarray, v: np.ndarray, a: np.ndarray, f_ext=None) -> tuple:
         """``(∂τ/∂q, ∂τ/∂v, M)`` of :meth:`inverse_dynamics` along ``q ⊕ δ`` (Pinocchio's
         ``computeRNEADerivatives``): :func:`mbs_ros.dynamics.derivatives.rnea_derivatives`."""
-        return self._backend.rnea_derivatives(self, q, v, a, f_ext)
+        from .derivatives import checked_state
+
+        return self._backend.rnea_derivatives(self, *checked_state(self, q, v, a, "a", f_ext))
 
     def aba_derivatives(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, f_ext=None) -> tuple:
         """``(∂a/∂q, ∂a/∂v, M⁻¹)`` of :meth:`forward_dynamics` (Pinocchio's ``computeABADerivatives``):
         :func:`mbs_ros.dynamics.derivatives.aba_derivatives`."""
-        return self._backend.aba_derivatives(self, q, v, tau, f_ext)
+        from .derivatives import checked_state
+
+        return self._backend.aba_derivatives(self, *checked_state(self, q, v, tau, "tau", f_ext))
 
     def dynamics_derivatives(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, passive: bool = True) -> tuple:
         """``(a, ∂a/∂q, ∂a/∂v, ∂a/∂τ)`` of the simulated acceleration ``FD(q, v, τ + τ_p)``, passive forces
