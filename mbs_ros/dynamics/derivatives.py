@@ -86,19 +86,14 @@ def aba_derivatives(model, q, v, tau, f_ext=None):
 
 
 # ------------------------------------------------------------------------------------------ numpy reference
-def _crm(X, Y):
-    """``ad_X Y`` of twists ``[v; ω]`` (..., 6): ``[ω × y_l + v × y_a; ω × y_a]``."""
-    w = X[..., 3:]
-    return np.concatenate([np.cross(w, Y[..., :3]) + np.cross(X[..., :3], Y[..., 3:]), np.cross(w, Y[..., 3:])],
-                          axis=-1)
+def _ad(X):
+    """(n, 6, 6) ``ad_X = [[ω̂, v̂], [0, ω̂]]`` of twists X (n, 6) ``[v; ω]``."""
+    return alg._batch(alg._AD, X, 6)
 
 
-def _crf(X, F):
-    """``−ad_Xᵀ F`` of a twist X and a wrench ``F = [f; n]`` (..., 6): ``[ω × f; v × f + ω × n]``, the rate of a
-    wrench carried by a frame moving with X."""
-    w = X[..., 3:]
-    return np.concatenate([np.cross(w, F[..., :3]), np.cross(X[..., :3], F[..., :3]) + np.cross(w, F[..., 3:])],
-                          axis=-1)
+def _ad_tilde(p):
+    """(n, 6, 6) ``ad~_p`` of wrenches p (n, 6), ``ad~_p X = −ad_Xᵀ p`` (seed 004 eq. 73)."""
+    return alg._batch(alg._ADT, p, 6)
 
 
 def _mv(A, x):
@@ -128,15 +123,16 @@ def tree_rnea_derivatives(model, q, v, a, f_ext=None):
     # the RNEA's values (as algorithms._wrenches)
     Vc = S * v[:, None]
     V = sup @ Vc
-    Vb = V[cb]
-    acc = _crm(Vb, Vc) + S * a[:, None]
+    ADV = _ad(V)
+    ADVb = ADV[cb]
+    acc = _mv(ADVb, Vc) + S * a[:, None]
     if so3xr3:  # Ḃ v: −ω₀ × Rᵀe_k v_k on the base's linear columns
         acc[:3, :3] -= np.cross(V[0, 3:], S[:3, :3]) * v[:3, None]
     A = sup @ acc
     A[:, :3] -= g
     h = _mv(I, V)
     IA = _mv(I, A)
-    f = IA + _crf(V, h)
+    f = IA - _mv(ADV.transpose(0, 2, 1), h)
     AdiT = alg.wrench_transforms(kin)
     P = model.passive
     fluid = P is not None and P.has_fluid
@@ -161,30 +157,32 @@ def tree_rnea_derivatives(model, q, v, a, f_ext=None):
         joints = np.arange(nvb, nv)
         mask[joints] = sub[cb[joints]]
         Se[joints] = S[joints]
-        dS[joints] = mask[joints][:, cb, None] * _crm(S[joints][:, None, :], S[None, :, :])
+        dS[joints] = mask[joints][:, cb, None] * (S @ _ad(S[joints]).transpose(0, 2, 1))  # ad_{S_j} S_c
     if nvb:
         turn = model.velocity_map(q)[3:, :]  # (3, nvb): δω of each base direction
         dg[:nvb] = np.cross(g, turn.T)
         if so3xr3:  # d(Rᵀe_k) = −δω × Rᵀe_k
             dS[:nvb, :3, :3] = -np.cross(turn.T[:, None, :], S[None, :3, :3])
     m3 = mask[..., None]
+    ADSe = _ad(Se)
+    ADSeT = ADSe.transpose(0, 2, 1)
     dVc = dS * v[None, :, None] + S[None] * dv[..., None]
     dV = np.matmul(sup, dVc)
-    dacc = _crm(dV[:, cb], Vc[None]) + _crm(Vb[None], dVc) + dS * a[None, :, None]
+    dacc = _mv(ADVb, dVc) - _mv(_ad(Vc), dV[:, cb]) + dS * a[None, :, None]  # ad_{dV} Vc = −ad_{Vc} dV
     if so3xr3:
         dacc[:, :3, :3] -= (np.cross(dV[:, 0, None, 3:], S[None, :3, :3]) * v[None, :3, None]
                             + np.cross(V[0, 3:], dVc[:, :3, :3]))
     dA = np.matmul(sup, dacc)
     dA[..., :3] -= dg[:, None, :]
-    Sd = Se[:, None, :]
-    dIA = m3 * (_crf(Sd, IA[None]) - _mv(I, _crm(Sd, A[None]))) + _mv(I, dA)
-    dh = m3 * (_crf(Sd, h[None]) - _mv(I, _crm(Sd, V[None]))) + _mv(I, dV)
-    df = dIA + _crf(dV, h[None]) + _crf(V[None], dh)
+    # rigidly carried: d(I X) = −ad_Sᵀ I X − I ad_S X, d(W) = −ad_Sᵀ W  (row form: −ad_Sᵀ w ↦ −wᵀ ad_S)
+    dIA = m3 * (-(IA @ ADSe) - _mv(I, A @ ADSeT)) + _mv(I, dA)
+    dh = m3 * (-(h @ ADSe) - _mv(I, V @ ADSeT)) + _mv(I, dV)
+    df = dIA + _mv(_ad_tilde(h), dV) - _mv(ADV.transpose(0, 2, 1), dh)  # −ad_{dV}ᵀ h = ad~_h dV
     if fluid:
-        dgi = dg[:, None, :] - m3 * np.cross(Se[:, None, 3:], g)  # d(R_iᵀ g) = R_iᵀ (dg − ω_j × g)
-        df += m3 * _crf(Sd, W_fl[None]) + _mv(AdiT, _mv(DR, dgi))
+        dgi = dg[:, None, :] - m3 * np.cross(Se[:, 3:], g)[:, None, :]  # d(R_iᵀ g) = R_iᵀ (dg − ω_j × g)
+        df += _mv(AdiT, _mv(DR, dgi)) - m3 * (W_fl @ ADSe)
     if f_ext is not None:
-        df -= m3 * _crf(Sd, W_ext[None])
+        df += m3 * (W_ext @ ADSe)
     dF = np.matmul(sub, df)
     dtau = (dS * F[cb][None]).sum(-1) + (S[None] * dF[:, cb]).sum(-1)  # (nd, nv): row d is column d of ∂τ
     return np.ascontiguousarray(dtau[:nv].T), np.ascontiguousarray(dtau[nv:].T), alg.crba(model, q, kin)
