@@ -214,7 +214,7 @@ class TreeBackend:
 
 def _aba_derivatives(m, q, v, tau, f_ext) -> tuple:
     """``(∂a/∂q, ∂a/∂v, M⁻¹)`` of ``a = FD(q, v, τ)``: ``−M⁻¹ ∂ID/∂x`` at that a (differentiating ``ID(q, v, FD) =
-    τ``; Carpentier & Mansard 2018 eq. 10), by the model's own ``rnea_derivatives``."""
+    τ``; Carpentier & Mansard 2018), by the model's own ``rnea_derivatives``."""
     a = m.forward_dynamics(q, v, tau, f_ext)
     dq, dv, M = m.rnea_derivatives(q, v, a, f_ext)
     try:

@@ -19,8 +19,7 @@ from . import algorithms as alg
 from .passive_derivatives import passive_derivatives
 
 __all__ = ["rnea_derivatives", "aba_derivatives", "forward_dynamics_derivatives", "central_differences",
-           "simulated_acceleration", "tree_rnea_derivatives",
-           "checked_state"]
+           "simulated_acceleration", "tree_rnea_derivatives", "checked_state"]
 
 
 def simulated_acceleration(model, q, v, tau, passive: bool = True) -> np.ndarray:
@@ -81,7 +80,7 @@ def rnea_derivatives(model, q, v, a, f_ext=None):
 
 def aba_derivatives(model, q, v, tau, f_ext=None):
     """``(∂a/∂q, ∂a/∂v, ∂a/∂τ)`` of the rigid forward dynamics ``a = model.forward_dynamics(q, v, τ, f_ext)``:
-    ``−M⁻¹ ∂ID/∂q``, ``−M⁻¹ ∂ID/∂v`` at that a, and ``M⁻¹`` (Carpentier & Mansard 2018 eq. 10)."""
+    ``−M⁻¹ ∂ID/∂q``, ``−M⁻¹ ∂ID/∂v`` at that a, and ``M⁻¹`` (Carpentier & Mansard 2018)."""
     return model.aba_derivatives(q, v, tau, f_ext)
 
 
@@ -109,7 +108,7 @@ def tree_rnea_derivatives(model, q, v, a, f_ext=None):
     A joint increment ``q ⊕ δ e_j`` right-multiplies the joint's transform by ``exp(s_j δ)``, i.e. left-multiplies
     every body of j's subtree by ``exp(S_j δ)`` in the base frame: their motion columns, inertias and body-fixed
     wrenches change at rate ``ad_{S_j}``, ``−ad_{S_j}ᵀ I − I ad_{S_j}`` and ``−ad_{S_j}ᵀ`` (Featherstone 2008
-    §2.9; Carpentier & Mansard 2018, RSS, eqs. 6–9 in body-velocity form). A base increment moves the whole tree
+    ch. 2; Carpentier & Mansard 2018, RSS, in body-velocity form). A base increment moves the whole tree
     with the base frame: only the gravity in base axes ``Rᵀg`` turns (rate ``Rᵀg × δω``), and on SO(3)×R³ the
     base's linear columns ``Rᵀe_k`` (rate ``−δω × Rᵀe_k``). The sweep then differentiates the RNEA's three passes
     (twists, accelerations and body wrenches, subtree sums, projections) by the product rule."""
