@@ -267,9 +267,9 @@ def test_derivatives_agree_with_pinocchio_on_every_example_robot():
     """Every example-robot-data file both load, fixed and free-flyer (mimic joints independent, as in Pinocchio's
     plain model), errors relative to the largest entry of the three Pinocchio matrices (some robots, like the
     Iris's rotors, have exactly zero ∂τ/∂q or ∂τ/∂v): ∂τ/∂q, ∂τ/∂v, M to 1e-12, and ∂a/∂q, ∂a/∂v, M⁻¹ to
-    ``max(1e-11, 1e-15 κ(M))`` — both sides solve with M, so rounding grows as ε κ(M) (iCub's κ reaches 2e9). Files whose inertias our loader repaired
-    (TIAGo's) are another model than Pinocchio's (test_example_robot_data.py) and are left out. Prints the worst
-    of each group (``-s``)."""
+    ``max(1e-11, 1e-15 κ(M))`` — both sides solve with M, so rounding grows as ε κ(M) (iCub's κ reaches 6e8).
+    Files whose inertias our loader repaired (TIAGo's) are another model than Pinocchio's
+    (test_example_robot_data.py) and are left out. Prints the worst of each group (``-s``)."""
     if ROBOTS is None:
         pytest.skip("example-robot-data is not installed")
     import test_example_robot_data as erd
