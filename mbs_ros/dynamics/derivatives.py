@@ -85,14 +85,33 @@ def aba_derivatives(model, q, v, tau, f_ext=None):
 
 
 # ------------------------------------------------------------------------------------------ numpy reference
+def _hat(x):
+    """(n, 3, 3) hat matrices ``x̂ y = x × y`` of (n, 3) vectors."""
+    out = np.zeros((x.shape[0], 3, 3))
+    out[:, 0, 1], out[:, 0, 2], out[:, 1, 2] = -x[:, 2], x[:, 1], -x[:, 0]
+    out[:, 1, 0], out[:, 2, 0], out[:, 2, 1] = x[:, 2], -x[:, 1], x[:, 0]
+    return out
+
+
 def _ad(X):
     """(n, 6, 6) ``ad_X = [[ω̂, v̂], [0, ω̂]]`` of twists X (n, 6) ``[v; ω]``."""
-    return alg._batch(alg._AD, X, 6)
+    out = np.zeros((X.shape[0], 6, 6))
+    w = _hat(X[:, 3:])
+    out[:, :3, :3] = w
+    out[:, 3:, 3:] = w
+    out[:, :3, 3:] = _hat(X[:, :3])
+    return out
 
 
 def _ad_tilde(p):
-    """(n, 6, 6) ``ad~_p`` of wrenches p (n, 6), ``ad~_p X = −ad_Xᵀ p`` (seed 004 eq. 73)."""
-    return alg._batch(alg._ADT, p, 6)
+    """(n, 6, 6) ``ad~_p = [[0, −p̂_l], [−p̂_l, −p̂_a]]`` of wrenches p (n, 6), ``ad~_p X = −ad_Xᵀ p`` (seed 004
+    eq. 73)."""
+    out = np.zeros((p.shape[0], 6, 6))
+    pl = _hat(p[:, :3])
+    out[:, :3, 3:] = -pl
+    out[:, 3:, :3] = -pl
+    out[:, 3:, 3:] = -_hat(p[:, 3:])
+    return out
 
 
 def _mv(A, x):
