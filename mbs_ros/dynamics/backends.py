@@ -22,6 +22,7 @@ import numpy as np
 
 from . import algorithms as alg
 from .compiled import SingularMassMatrix, compile_model
+from .derivatives import tree_rnea_derivatives
 from .lie import SE3, hat3
 from .passive import buoyancy_energy, passive_terms, spring_energy
 
@@ -55,6 +56,8 @@ class Backend(Protocol):
     def forward_dynamics(self, m, q, v, tau, f_ext=None) -> np.ndarray: ...
     def inverse_dynamics(self, m, q, v, a, f_ext=None) -> np.ndarray: ...
     def joint_wrenches(self, m, q, v, a, tau=None, f_ext=None) -> np.ndarray: ...
+    def rnea_derivatives(self, m, q, v, a, f_ext=None) -> tuple: ...
+    def aba_derivatives(self, m, q, v, tau, f_ext=None) -> tuple: ...
     def all_terms(self, m, q, v) -> tuple: ...
     def passive_terms(self, m, q, v, springs=True) -> tuple: ...
     def kinetic_energy(self, m, q, v) -> float: ...
@@ -176,6 +179,12 @@ class TreeBackend:
     def joint_wrenches(self, m, q, v, a, tau=None, f_ext=None) -> np.ndarray:
         return alg.joint_wrenches(m, q, v, a, tau=tau, f_ext=f_ext)
 
+    def rnea_derivatives(self, m, q, v, a, f_ext=None) -> tuple:
+        return tree_rnea_derivatives(m, q, v, a, f_ext)
+
+    def aba_derivatives(self, m, q, v, tau, f_ext=None) -> tuple:
+        return _aba_derivatives(m, q, v, tau, f_ext)
+
     def all_terms(self, m, q, v) -> tuple:
         return m.mass_matrix(q), m.nonlinear_effects(q, v), m.gravity_forces(q)
 
@@ -201,6 +210,18 @@ class TreeBackend:
 
     def with_current(self, passive) -> "Backend":
         return self
+
+
+def _aba_derivatives(m, q, v, tau, f_ext) -> tuple:
+    """``(∂a/∂q, ∂a/∂v, M⁻¹)`` of ``a = FD(q, v, τ)``: ``−M⁻¹ ∂ID/∂x`` at that a (differentiating ``ID(q, v, FD) =
+    τ``; Carpentier & Mansard 2018), by the model's own ``rnea_derivatives``."""
+    a = m.forward_dynamics(q, v, tau, f_ext)
+    dq, dv, M = m.rnea_derivatives(q, v, a, f_ext)
+    try:
+        Minv = np.linalg.inv(M)
+    except np.linalg.LinAlgError:
+        raise SingularMassMatrix(_SINGULAR) from None
+    return -Minv @ dq, -Minv @ dv, Minv
 
 
 def _solve_with_f_ext(m, q, v, tau, f_ext) -> np.ndarray:
@@ -474,6 +495,18 @@ class MimicBackend:
 
     def all_terms(self, m, q, v) -> tuple:
         return self.mimic.all_terms(q, v)
+
+    def rnea_derivatives(self, m, q, v, a, f_ext=None) -> tuple:
+        """The full tree's, through the constant map: ``q_full(q ⊕ δ) = q_full(q) ⊕ G δ``, so ``∂τ/∂x =
+        Gᵀ ∂τ_full/∂x_full G`` (x = q, v) and ``M = Gᵀ M_full G``."""
+        mm = self.mimic
+        dq, dv, M = mm.full.rnea_derivatives(mm.q_full(np.asarray(q, dtype=float)), mm.v_full(v), mm.v_full(a),
+                                             f_ext)
+        G, Gt = mm.G, mm.Gt
+        return Gt @ dq @ G, Gt @ dv @ G, Gt @ M @ G
+
+    def aba_derivatives(self, m, q, v, tau, f_ext=None) -> tuple:
+        return _aba_derivatives(m, q, v, tau, f_ext)
 
     def passive_terms(self, m, q, v, springs=True) -> tuple:
         mm = self.mimic

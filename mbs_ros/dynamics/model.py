@@ -669,17 +669,18 @@ class Model:
     # ------------------------------------------------------------------ derivatives and linear models
     def rnea_derivatives(self, q: np.ndarray, v: np.ndarray, a: np.ndarray, f_ext=None) -> tuple:
         """``(∂τ/∂q, ∂τ/∂v, M)`` of :meth:`inverse_dynamics` along ``q ⊕ δ`` (Pinocchio's
-        ``computeRNEADerivatives``): :func:`mbs_ros.dynamics.derivatives.rnea_derivatives`."""
-        from .derivatives import rnea_derivatives
+        ``computeRNEADerivatives``), by the backend (numpy: :func:`mbs_ros.dynamics.derivatives.tree_rnea_derivatives`;
+        docs/derivatives.md). ValueError naming a wrongly sized or non-finite argument."""
+        from .derivatives import checked_state
 
-        return rnea_derivatives(self, q, v, a, f_ext)
+        return self._backend.rnea_derivatives(self, *checked_state(self, q, v, a, "a", f_ext))
 
     def aba_derivatives(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, f_ext=None) -> tuple:
-        """``(∂a/∂q, ∂a/∂v, M⁻¹)`` of :meth:`forward_dynamics` (Pinocchio's ``computeABADerivatives``):
-        :func:`mbs_ros.dynamics.derivatives.aba_derivatives`."""
-        from .derivatives import aba_derivatives
+        """``(∂a/∂q, ∂a/∂v, M⁻¹)`` of :meth:`forward_dynamics` (Pinocchio's ``computeABADerivatives``): ``−M⁻¹``
+        times :meth:`rnea_derivatives` at ``a = FD(q, v, τ)`` (docs/derivatives.md)."""
+        from .derivatives import checked_state
 
-        return aba_derivatives(self, q, v, tau, f_ext)
+        return self._backend.aba_derivatives(self, *checked_state(self, q, v, tau, "tau", f_ext))
 
     def dynamics_derivatives(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, passive: bool = True) -> tuple:
         """``(a, ∂a/∂q, ∂a/∂v, ∂a/∂τ)`` of the simulated acceleration ``FD(q, v, τ + τ_p)``, passive forces
