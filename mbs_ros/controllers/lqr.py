@@ -1,0 +1,197 @@
+"""Linear-quadratic regulator on ``G × Rⁿ``: the gain designed from the linearisation at the reference.
+
+At the reference ``(q_d, v_d, a_d)`` the law holds the generalised force that produces it,
+
+    τ_d = ID(q_d, v_d, a_d) − τ_p(q_d, v_d)          (τ_p: the passive forces, with ``passive``)
+
+and linearises the simulated dynamics there (:meth:`Model.linearize`, issue 20): ``ẋ = A x + B u`` on the state
+``x = (δq, δv)`` with ``q = q_d ⊕ δq`` (``δq = model.difference(q_d, q) = log(q_d⁻¹ q)``, the base error on the
+group, rotation angle in [0, π]) and ``δv = v − v_d`` (body-frame velocities, the linearisation's convention). The
+gain minimises ``∫ xᵀQx + uᵀRu dt``: ``K = R⁻¹ Bᵀ P`` with P the stabilising solution of the continuous algebraic
+Riccati equation ``AᵀP + PA − PBR⁻¹BᵀP + Q = 0`` (scipy.linalg.solve_continuous_are; Anderson & Moore, "Optimal
+Control: Linear Quadratic Methods", 1990, ch. 3). The command is
+
+    τ = τ_d + G (−K x)                                (τ = G u, :func:`mbs_ros.dynamics.linear.input_matrix`)
+
+Design point. A constant setpoint is designed once (and kept in a small cache by its exact value); a moving
+reference keeps the last design while the reference stays within ``redesign_threshold`` of it (every component of
+``log(q_design⁻¹ q_d)``, ``v_d − v_design`` and ``a_d − a_design``), and redesigns at the current reference point
+beyond (frozen-time LQR of the error dynamics, whose matrices at a reference point are exactly those of the
+linearisation there, ``δq̇ = δv − ad_{v_d} δq`` on the base). A design is one linearisation and one CARE
+(:attr:`design_seconds` keeps the last one's duration). Directions the inputs cannot stabilise (e.g. a floating base
+with joint efforts only) raise ``ValueError`` at design (PBH test on the eigenvalues with Re λ ≥ 0).
+"""
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+
+import numpy as np
+
+from .laws import _Law, gain_matrix
+
+__all__ = ["LQR", "lqr_gain", "weight_matrix"]
+
+_CACHE_SIZE = 16
+
+
+def weight_matrix(value, n: int, name: str) -> np.ndarray:
+    """``n × n`` weight of a positive scalar, a positive vector of length n or a symmetric positive-definite
+    matrix (:func:`mbs_ros.controllers.laws.gain_matrix`); ``ValueError`` naming ``name`` otherwise."""
+    return gain_matrix(value, n, name)
+
+
+def _check_stabilisable(A: np.ndarray, B: np.ndarray, state_names=None) -> None:
+    """PBH test: ``rank [A − λI, B] = n`` for every eigenvalue λ of A with Re λ ≥ 0 (Hautus 1969); ValueError
+    naming the states of an unstabilisable mode otherwise."""
+    n = A.shape[0]
+    scale = max(1.0, float(np.abs(A).max()), float(np.abs(B).max()) if B.size else 1.0)
+    tol = 1e-9 * scale * n
+    for lam in np.linalg.eigvals(A):
+        if lam.real < -tol:
+            continue
+        H = np.hstack([A - lam * np.eye(n), B])
+        u, s, vh = np.linalg.svd(H.conj().T)  # left null space of H
+        if s.size < n or s[-1] <= tol:
+            w = u[:, -1] if s.size >= n else u[:, s.size]
+            w = np.abs(w)
+            idx = np.argsort(w)[::-1][:3]
+            names = [state_names[i] if state_names else f"x[{i}]" for i in idx if w[i] > 1e-3]
+            raise ValueError(f"inputs cannot stabilise the mode at eigenvalue {lam.real:.3g}{lam.imag:+.3g}j "
+                             f"(states {', '.join(names)}): choose inputs that act on every velocity component")
+
+
+def lqr_gain(A, B, Q, R, check: bool = True) -> tuple:
+    """``(K, P)``: ``K = R⁻¹ Bᵀ P``, P the stabilising solution of ``AᵀP + PA − PBR⁻¹BᵀP + Q = 0``;
+    ValueError when (A, B) is not stabilisable."""
+    from scipy.linalg import solve_continuous_are
+
+    A, B, Q, R = (np.asarray(x, dtype=float) for x in (A, B, Q, R))
+    if check:
+        _check_stabilisable(A, B)
+    try:
+        P = solve_continuous_are(A, B, Q, R)
+    except (np.linalg.LinAlgError, ValueError) as e:
+        raise ValueError(f"no stabilising Riccati solution: {e}") from None
+    K = np.linalg.solve(R, B.T @ P)
+    return K, P
+
+
+class LQR(_Law):
+    """LQR tracking law (module docstring): ``τ = τ_d + G(−K x)``, ``x = (log(q_d⁻¹q), v − v_d)``.
+
+    ``q_weight``, ``v_weight``: the blocks of ``Q`` on δq and δv (scalar, nv-vector or nv × nv matrix, positive);
+    ``r``: ``R`` (scalar, nu-vector or nu × nu). ``inputs``: as :func:`mbs_ros.dynamics.linear.input_matrix`
+    ("generalized": u = τ). ``passive``: the plant's passive forces are part of the design (τ_d and the
+    linearisation include them); ``False`` when the caller cancels them (the node's ``compensate_passive``).
+    ``redesign_threshold`` (> 0): how far the reference may move from the design point before a new design.
+    """
+
+    def __init__(self, model, q_weight=1.0, v_weight=1.0, r=1.0, inputs="generalized", passive: bool = True,
+                 redesign_threshold: float = 0.05):
+        super().__init__(model)
+        nv = self.nv
+        self.Q = np.zeros((2 * nv, 2 * nv))
+        self.Q[:nv, :nv] = weight_matrix(q_weight, nv, "q_weight")
+        self.Q[nv:, nv:] = weight_matrix(v_weight, nv, "v_weight")
+        from ..dynamics.linear import input_matrix
+
+        try:
+            G, names = input_matrix(model, model.neutral(), inputs)
+        except (ValueError, AttributeError, TypeError) as e:
+            raise ValueError(f"inputs: {e}") from None
+        self.inputs = inputs
+        self.input_names = tuple(names)
+        self.R = weight_matrix(r, G.shape[1], "r")
+        self.passive = bool(passive) and model.passive_active
+        try:
+            self.redesign_threshold = float(redesign_threshold)
+        except (TypeError, ValueError):
+            raise ValueError(f"redesign_threshold must be a positive number, got {redesign_threshold!r}") from None
+        if not (np.isfinite(self.redesign_threshold) and self.redesign_threshold > 0.0):
+            raise ValueError(f"redesign_threshold must be a positive number, got {redesign_threshold!r}")
+        self._cache: OrderedDict = OrderedDict()
+        self._design = None  # (q_d, v_d, a_d, tau_d, K, G, P)
+        self.designs = 0
+        self.design_seconds = 0.0
+
+    # ------------------------------------------------------------------ design
+    def reference_force(self, q_d, v_d=None, a_d=None) -> np.ndarray:
+        """``τ_d = ID(q_d, v_d, a_d) − τ_p(q_d, v_d)``: the generalised force under which the model follows the
+        reference (τ_p only with ``passive``)."""
+        q_d, v_d, a_d = (self._vec(q_d, self.nq, "q_d"), self._vec(v_d, self.nv, "v_d", True),
+                         self._vec(a_d, self.nv, "a_d", True))
+        return self._tau_d(q_d, v_d, a_d)
+
+    def _tau_d(self, q_d, v_d, a_d):
+        tau = self.model.inverse_dynamics(q_d, v_d, a_d)
+        if self.passive:
+            tau = tau - self.model.passive_forces(q_d, v_d)
+        return tau
+
+    def design(self, q_d, v_d=None, a_d=None):
+        """Design (and adopt) the gain at the reference point; returns ``(K, LinearModel)``. ValueError when the
+        inputs cannot stabilise the linearisation there."""
+        q_d, v_d, a_d = (self._vec(q_d, self.nq, "q_d"), self._vec(v_d, self.nv, "v_d", True),
+                         self._vec(a_d, self.nv, "a_d", True))
+        d = self._new_design(q_d, v_d, a_d)
+        self._design = d
+        return d[4], d[7]
+
+    def _new_design(self, q_d, v_d, a_d):
+        t0 = time.perf_counter()
+        tau_d = self._tau_d(q_d, v_d, a_d)
+        lin = self.model.linearize(q_d, v_d, tau_d, inputs=self.inputs, passive=self.passive)
+        from ..dynamics.linear import input_matrix
+
+        G = input_matrix(self.model, q_d, self.inputs)[0]
+        try:
+            _check_stabilisable(lin.A, lin.B, lin.state_names)
+        except ValueError as e:
+            raise ValueError(f"LQR design at the reference: {e}") from None
+        K, P = lqr_gain(lin.A, lin.B, self.Q, self.R, check=False)
+        self.designs += 1
+        self.design_seconds = time.perf_counter() - t0
+        return (q_d.copy(), v_d.copy(), a_d.copy(), tau_d, K, G, P, lin)
+
+    def _current(self, q_d, v_d, a_d):
+        """The design for this reference point: the held one within the threshold, a cached one for this exact
+        point, or a new one."""
+        d = self._design
+        if d is not None:
+            near = (np.max(np.abs(self.model.difference(d[0], q_d)), initial=0.0) <= self.redesign_threshold
+                    and np.max(np.abs(v_d - d[1]), initial=0.0) <= self.redesign_threshold
+                    and np.max(np.abs(a_d - d[2]), initial=0.0) <= self.redesign_threshold)
+            if near:
+                return d
+        key = (q_d.tobytes(), v_d.tobytes(), a_d.tobytes())
+        d = self._cache.get(key)
+        if d is None:
+            d = self._new_design(q_d, v_d, a_d)
+            self._cache[key] = d
+            if len(self._cache) > _CACHE_SIZE:
+                self._cache.popitem(last=False)
+        else:
+            self._cache.move_to_end(key)
+        self._design = d
+        return d
+
+    @property
+    def K(self):
+        """The gain in use (nu × 2nv), None before the first design."""
+        return None if self._design is None else self._design[4]
+
+    # ------------------------------------------------------------------ law
+    def state_error(self, q, v, q_d, v_d=None) -> np.ndarray:
+        """``x = (log(q_d⁻¹ q), v − v_d)`` (2nv): the linearisation's state about the reference."""
+        q, v, q_d, v_d, _ = self._inputs(q, v, q_d, v_d)
+        return np.concatenate([self.model.difference(q_d, q), v - v_d])
+
+    def __call__(self, q, v, q_d, v_d=None, a_d=None) -> np.ndarray:
+        q, v, q_d, v_d, a_d = self._inputs(q, v, q_d, v_d, a_d)
+        d = self._current(q_d, v_d, a_d)
+        x = np.concatenate([self.model.difference(q_d, q), v - v_d])
+        # τ_d at the current reference point; the gain of the held design
+        same = np.array_equal(d[0], q_d) and np.array_equal(d[1], v_d) and np.array_equal(d[2], a_d)
+        tau_d = d[3] if same else self._tau_d(q_d, v_d, a_d)
+        return tau_d - d[5] @ (d[4] @ x)

@@ -1,0 +1,174 @@
+"""The LQR law (mbs_ros.controllers.lqr): its gain against the Riccati equation solved by hand, the base error on
+the group (log map, attitude errors near π), the reference force, the design cache and the refusals."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mbs_ros.controllers.lqr import LQR
+from mbs_ros.dynamics import Model, simulate
+
+
+def _quat(axis, angle):
+    axis = np.asarray(axis, float) / np.linalg.norm(axis)
+    return np.concatenate([math.sin(angle / 2) * axis, [math.cos(angle / 2)]])
+
+
+def _double_integrator_gain(b, qp, qv, r):
+    """2x2 CARE of ẍ = b u by hand: A = [[0, 1], [0, 0]], B = [0, b]. Entries (1,1) and (2,2) of
+    AᵀP + PA − PBBᵀP/r + Q = 0 give p12 = √(qp r)/b and p22 = √(r (2 p12 + qv))/b; K = (b/r) [p12, p22]."""
+    p12 = math.sqrt(qp * r) / b
+    p22 = math.sqrt(r * (2 * p12 + qv)) / b
+    return b / r * p12, b / r * p22
+
+
+def _pendulum_gain(b, alpha, qp, qv, r):
+    """2x2 CARE of θ̈ = α θ + b u by hand: (1,1): 2α p12 − b² p12²/r + qp = 0 → p12 = r(α + √(α² + b² qp/r))/b²;
+    (2,2): 2 p12 − b² p22²/r + qv = 0 → p22 = √(r (2 p12 + qv))/b; K = (b/r) [p12, p22]."""
+    p12 = r * (alpha + math.sqrt(alpha ** 2 + b ** 2 * qp / r)) / b ** 2
+    p22 = math.sqrt(r * (2 * p12 + qv)) / b
+    return b / r * p12, b / r * p22
+
+
+MASS, INERTIA = 2.0, np.array([0.1, 0.2, 0.3])
+
+
+def _free_body():
+    return Model.rigid_body(base="se3", mass=MASS, inertia=np.diag(INERTIA), gravity=(0.0, 0.0, 0.0))
+
+
+def test_gain_of_a_free_body_is_the_double_integrators_closed_form():
+    """At rest, a free body is six decoupled double integrators (ẍ = F/m, θ̈ = τ/I_ii): K is theirs, per DOF."""
+    model = _free_body()
+    qp = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    qv = np.array([0.5, 0.4, 0.3, 0.2, 0.1, 0.7])
+    r = np.array([0.5, 1.0, 2.0, 0.3, 0.2, 0.1])
+    law = LQR(model, q_weight=qp, v_weight=qv, r=r)
+    q_d = np.concatenate([[1.0, -2.0, 0.5], _quat([1, 2, 3], 0.7)])
+    K, lin = law.design(q_d)
+    masses = np.concatenate([[MASS] * 3, INERTIA])
+    expected = np.zeros((6, 12))
+    for i in range(6):
+        expected[i, i], expected[i, 6 + i] = _double_integrator_gain(1 / masses[i], qp[i], qv[i], r[i])
+    np.testing.assert_allclose(K, expected, rtol=1e-7, atol=1e-9)
+
+
+PENDULUM = ('<robot name="p"><link name="base"/><link name="arm"><inertial><origin xyz="0.4 0 0" rpy="0 0 0"/>'
+            '<mass value="1.5"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.01"/></inertial>'
+            '</link><joint name="j" type="revolute"><parent link="base"/><child link="arm"/>'
+            '<origin xyz="0 0 0" rpy="0 0 0"/><axis xyz="0 1 0"/>'
+            '<limit lower="-3" upper="3" effort="100" velocity="10"/></joint></robot>')
+
+
+def test_pendulum_holding_force_and_gain_are_the_hand_derivation():
+    """A pendulum (mass m at l on a y-axis joint, z up): the com sits at (l cos θ, 0, −l sin θ), V = −m g l sin θ,
+    so the holding torque is τ_d = −m g l cos θ and θ̈ = (τ + m g l cos θ)/J linearises to α = −m g l sin θ / J,
+    b = 1/J (J = I_yy + m l²); the law's output at the reference is τ_d and its gain the 2x2 CARE's."""
+    g, m, l, J = 9.81, 1.5, 0.4, 0.02 + 1.5 * 0.4 ** 2
+    model = Model.from_urdf(PENDULUM, base="fixed", gravity=(0.0, 0.0, -g))
+    th = 0.7
+    law = LQR(model, q_weight=3.0, v_weight=0.5, r=0.2)
+    q_d = np.array([th])
+    np.testing.assert_allclose(law(q_d, [0.0], q_d), [-m * g * l * math.cos(th)], rtol=1e-10)
+    k1, k2 = _pendulum_gain(1 / J, -m * g * l * math.sin(th) / J, 3.0, 0.5, 0.2)
+    np.testing.assert_allclose(law.K, [[k1, k2]], rtol=1e-6)
+    # off the reference: u = τ_d − K x with x = (θ − θ_d, θ̇)
+    np.testing.assert_allclose(law([th + 0.1], [0.3], q_d), [-m * g * l * math.cos(th) - 0.1 * k1 - 0.3 * k2],
+                               rtol=1e-9)
+
+
+@pytest.mark.parametrize("angle", [3.0, 3.4])
+def test_base_error_is_the_log_map_near_pi(angle):
+    """A pure rotation of the body by ``angle`` about a unit axis n from the setpoint: x = (log(q_d⁻¹ q), v − v_d)
+    has zero translation and rotation vector θ n with θ wrapped into [−π, π] (3.4 rad is −(2π − 3.4) about n)."""
+    model = _free_body()
+    law = LQR(model)
+    n = np.array([1.0, -2.0, 2.0]) / 3.0
+    q_d = np.concatenate([[0.3, 0.2, 0.1], _quat([0, 0, 1], 0.4)])
+    # q = q_d · (R(n, angle), 0): the rotation in the body frame, a Hamilton product of quaternions (x y z w)
+    q = np.concatenate([[0.3, 0.2, 0.1], _qmul(_quat([0, 0, 1], 0.4), _quat(n, angle))])
+    v = np.arange(6.0)
+    err = law.state_error(q, v, q_d, np.ones(6))
+    wrapped = angle if angle <= math.pi else angle - 2 * math.pi
+    np.testing.assert_allclose(err[:3], 0.0, atol=1e-12)
+    np.testing.assert_allclose(err[3:6], wrapped * n, atol=1e-9)
+    np.testing.assert_allclose(err[6:], v - 1.0)
+
+
+def _qmul(p, q):
+    """Hamilton product of quaternions stored (x, y, z, w)."""
+    pv, pw, qv, qw = p[:3], p[3], q[:3], q[3]
+    return np.concatenate([pw * qv + qw * pv + np.cross(pv, qv), [pw * qw - pv @ qv]])
+
+
+def test_regulates_a_body_from_an_attitude_error_near_pi():
+    """The nonlinear closed loop from 2.9 rad of attitude error and an offset converges to the setpoint."""
+    model = _free_body()
+    law = LQR(model, q_weight=4.0, v_weight=1.0, r=[1.0, 1.0, 1.0, 0.05, 0.05, 0.05])
+    q_d = np.concatenate([[0.0, 0.0, 0.0], _quat([0, 0, 1], 0.3)])
+    q0 = np.concatenate([[0.5, -0.4, 0.2], _quat([1, 1, 0], 2.9)])
+    ref = lambda t: (q_d, np.zeros(6), np.zeros(6))  # noqa: E731
+    _t, qs, vs = simulate(model, q0, np.zeros(6), law.feedback(ref), 0.01, 1200)
+    final = np.concatenate([model.difference(q_d, qs[-1]), vs[-1]])
+    assert np.abs(final).max() < 1e-3
+    assert law.designs == 1  # one setpoint, one design
+
+
+def test_constant_setpoint_designs_once_and_a_moving_one_redesigns_beyond_the_threshold():
+    model = _free_body()
+    law = LQR(model, redesign_threshold=0.1)
+    q_d = model.neutral()
+    for _ in range(5):
+        law(q_d, np.zeros(6), q_d)
+    assert law.designs == 1
+    near = model.integrate(q_d, np.full(6, 0.05))
+    law(q_d, np.zeros(6), near)
+    assert law.designs == 1  # within the threshold: the held design
+    far = model.integrate(q_d, np.full(6, 0.2))
+    law(q_d, np.zeros(6), far)
+    assert law.designs == 2
+    law(q_d, np.zeros(6), q_d)  # back to the first setpoint: its design is cached
+    assert law.designs == 2
+    law(q_d, np.zeros(6), q_d, np.full(6, 0.2))  # a desired velocity beyond the threshold
+    assert law.designs == 3
+
+
+def test_reference_force_includes_the_passive_forces_it_must_overcome():
+    """τ_d = ID − τ_p: a body in water moving at v_d needs the drag's opposite; with passive=False it is ID."""
+    model = Model.from_urdf(PENDULUM, base="fixed", gravity=(0.0, 0.0, -9.81))
+    law = LQR(model)
+    np.testing.assert_allclose(law.reference_force([0.3], [0.5], [0.2]), model.inverse_dynamics([0.3], [0.5], [0.2]))
+
+
+TWO_LINK = ('<robot name="t"><link name="b"><inertial><origin xyz="0 0 0" rpy="0 0 0"/><mass value="2"/>'
+            '<inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>'
+            '<link name="a"><inertial><origin xyz="0.3 0 0" rpy="0 0 0"/><mass value="1"/>'
+            '<inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.01"/></inertial></link>'
+            '<joint name="j" type="revolute"><parent link="b"/><child link="a"/><origin xyz="0.2 0 0" rpy="0 0 0"/>'
+            '<axis xyz="0 0 1"/><limit lower="-3" upper="3" effort="10" velocity="10"/></joint></robot>')
+
+
+def test_a_floating_base_driven_by_joint_efforts_only_is_refused():
+    model = Model.from_urdf(TWO_LINK, base="se3", gravity=(0.0, 0.0, 0.0))
+    law = LQR(model, inputs="efforts")
+    q = model.neutral()
+    with pytest.raises(ValueError, match="cannot stabilise"):
+        law(q, np.zeros(model.nv), q)
+    # with the base wrench too it designs
+    law = LQR(model, inputs=["wrench", "efforts"])
+    assert np.isfinite(law(q, np.zeros(model.nv), q)).all() and law.K.shape == (7, 14)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(q_weight=-1.0), "q_weight"),
+    (dict(v_weight=[1.0, 2.0]), "v_weight"),
+    (dict(r=[1.0] * 5), "r"),
+    (dict(r=float("nan")), "r"),
+    (dict(redesign_threshold=0.0), "redesign_threshold"),
+    (dict(inputs="rotors"), "inputs"),
+])
+def test_bad_arguments_are_refused_with_the_reason(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        LQR(_free_body(), **kwargs)
