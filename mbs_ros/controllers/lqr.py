@@ -77,6 +77,12 @@ def lqr_gain(A, B, Q, R, check: bool = True) -> tuple:
     return K, P
 
 
+def _sqrtm(W):
+    """Symmetric square root of a symmetric positive-definite matrix."""
+    w, V = np.linalg.eigh(W)
+    return (V * np.sqrt(w)) @ V.T
+
+
 class LQR(_Law):
     """LQR tracking law (module docstring): ``τ = τ_d + G(−K x)``, ``x = (log(q_d⁻¹q), v − v_d)``.
 
@@ -85,15 +91,25 @@ class LQR(_Law):
     ("generalized": u = τ). ``passive``: the plant's passive forces are part of the design (τ_d and the
     linearisation include them); ``False`` when the caller cancels them (the node's ``compensate_passive``).
     ``redesign_threshold`` (> 0): how far the reference may move from the design point before a new design.
+    ``scaling``: ``"none"`` (Q, R as given) or ``"mass"`` (generalised inputs only): the weights are in
+    acceleration units, ``Q = blockdiag(S_q M S_q, S_v M S_v)``, ``R = S_r M⁻¹ S_r`` with ``S = W^½`` of the given
+    weights and M = M(q_d); on a decoupled DOF ``m ẍ = u`` the gain is then ``m [√(q/r), √((q_v + 2√(q r))/r)]``,
+    the mass-independent closed loop of computed torque with ``kp = √(q/r)``, ``kd = √((q_v + 2√(q r))/r)``
+    (``q = kp², q_v = kd² − 2 kp, r = 1`` reproduces given kp, kd).
     """
 
     def __init__(self, model, q_weight=1.0, v_weight=1.0, r=1.0, inputs="generalized", passive: bool = True,
-                 redesign_threshold: float = 0.05):
+                 redesign_threshold: float = 0.05, scaling: str = "none"):
         super().__init__(model)
         nv = self.nv
         self.Q = np.zeros((2 * nv, 2 * nv))
         self.Q[:nv, :nv] = weight_matrix(q_weight, nv, "q_weight")
         self.Q[nv:, nv:] = weight_matrix(v_weight, nv, "v_weight")
+        if scaling not in ("none", "mass"):
+            raise ValueError(f"scaling must be 'none' or 'mass', got {scaling!r}")
+        if scaling == "mass" and inputs != "generalized":
+            raise ValueError(f"scaling 'mass' needs inputs 'generalized' (u = tau), got inputs {inputs!r}")
+        self.scaling = scaling
         from ..dynamics.linear import input_matrix
 
         try:
@@ -149,10 +165,23 @@ class LQR(_Law):
             _check_stabilisable(lin.A, lin.B, lin.state_names)
         except ValueError as e:
             raise ValueError(f"LQR design at the reference: {e}") from None
-        K, P = lqr_gain(lin.A, lin.B, self.Q, self.R, check=False)
+        Q, R = self._weights(q_d)
+        K, P = lqr_gain(lin.A, lin.B, Q, R, check=False)
         self.designs += 1
         self.design_seconds = time.perf_counter() - t0
         return (q_d.copy(), v_d.copy(), a_d.copy(), tau_d, K, G, P, lin)
+
+    def _weights(self, q_d):
+        """``(Q, R)`` of the design at q_d (scaled by M(q_d) with ``scaling="mass"``)."""
+        if self.scaling == "none":
+            return self.Q, self.R
+        nv = self.nv
+        M = self.model.mass_matrix(q_d)
+        Sq, Sv, Sr = (_sqrtm(W) for W in (self.Q[:nv, :nv], self.Q[nv:, nv:], self.R))
+        Q = np.zeros_like(self.Q)
+        Q[:nv, :nv], Q[nv:, nv:] = Sq @ M @ Sq, Sv @ M @ Sv
+        R = Sr @ np.linalg.inv(M) @ Sr
+        return Q, 0.5 * (R + R.T)
 
     def _current(self, q_d, v_d, a_d):
         """The design for this reference point: the held one within the threshold, a cached one for this exact

@@ -168,7 +168,103 @@ def test_a_floating_base_driven_by_joint_efforts_only_is_refused():
     (dict(r=float("nan")), "r"),
     (dict(redesign_threshold=0.0), "redesign_threshold"),
     (dict(inputs="rotors"), "inputs"),
+    (dict(scaling="inertia"), "scaling"),
+    (dict(scaling="mass", inputs="wrench"), "scaling"),
 ])
 def test_bad_arguments_are_refused_with_the_reason(kwargs, match):
     with pytest.raises(ValueError, match=match):
         LQR(_free_body(), **kwargs)
+
+
+def test_mass_scaled_weights_give_the_computed_torque_gains_on_a_free_body():
+    """scaling="mass" with q = kp², q_v = kd² − 2 kp, r = 1: on each decoupled DOF m ẍ = u the gain is
+    m [kp, kd] (the hand solution above with b = 1/m, q → q m, q_v → q_v m, r → r/m)."""
+    model = _free_body()
+    kp, kd = 9.0, 6.0
+    law = LQR(model, q_weight=kp ** 2, v_weight=kd ** 2 - 2 * kp, r=1.0, scaling="mass")
+    K, _ = law.design(model.neutral())
+    masses = np.concatenate([[MASS] * 3, INERTIA])
+    np.testing.assert_allclose(K, np.hstack([np.diag(kp * masses), np.diag(kd * masses)]), rtol=1e-7, atol=1e-9)
+    for i, m in enumerate(masses):
+        assert np.allclose(_double_integrator_gain(1 / m, kp ** 2 * m, (kd ** 2 - 2 * kp) * m, 1 / m),
+                           (kp * m, kd * m))
+
+
+# ---------------------------------------------------------------------- the controller node's law lqr
+def _settings_values(**changes):
+    from mbs_ros.nodes.parameters import table
+
+    values = {n: p.default for n, p in table("controller").items()}
+    values.update(changes)
+    return values
+
+
+def test_node_defaults_are_the_documented_ones():
+    from mbs_ros.nodes.parameters import table
+
+    params = table("controller")
+    assert "lqr" in params["law"].description
+    assert {n: params[n].default for n in ("lqr_q_position", "lqr_q_velocity", "lqr_r", "lqr_scaling",
+                                           "lqr_redesign_threshold")} == {
+        "lqr_q_position": 81.0, "lqr_q_velocity": 18.0, "lqr_r": 1.0, "lqr_scaling": "mass",
+        "lqr_redesign_threshold": 0.05}
+
+
+@pytest.mark.parametrize("compensate", [True, False])
+def test_node_law_lqr_is_built_from_the_parameters(compensate):
+    """law lqr on the node's weightless single body: the default weights give computed torque's kp 9, kd 6 times the mass
+    on each decoupled DOF, and the design includes the passive forces exactly when the node does not cancel them."""
+    from mbs_ros.dynamics import model_source as ms
+    from mbs_ros.nodes.controller_settings import build_model, make_law, settings_from_values
+
+    source = ms.load_source("", "")
+    s = settings_from_values(_settings_values(law="lqr", compensate_passive=compensate, mass=2.0,
+                                              gravity=(0.0, 0.0, 0.0)), source)
+    model = build_model(s, source)
+    law = make_law(model, s)
+    assert isinstance(law, LQR) and law.scaling == "mass"
+    assert law.passive is False  # a dry body: nothing to include either way
+    q = model.neutral()
+    np.testing.assert_allclose(law(q, np.zeros(6), q), 0.0, atol=1e-12)  # at rest, weightless: no force
+    masses = np.array([2.0, 2.0, 2.0, 0.01, 0.01, 0.01])
+    np.testing.assert_allclose(law.K, np.hstack([np.diag(9 * masses), np.diag(6 * masses)]), rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.parametrize("name, value, match", [
+    ("lqr_r", [1.0, 2.0], "lqr_r as a per-DOF vector needs 6"),
+    ("lqr_q_position", -1.0, "lqr_q_position must be positive"),
+    ("lqr_q_velocity", "fast", "lqr_q_velocity must be a positive number"),
+    ("lqr_scaling", "inertia", "lqr_scaling"),
+    ("lqr_redesign_threshold", 0.0, "lqr_redesign_threshold"),
+])
+def test_node_refuses_bad_lqr_parameters_with_the_reason(name, value, match):
+    from mbs_ros.dynamics import model_source as ms
+    from mbs_ros.nodes.controller_settings import ParameterError, build_model, make_law, settings_from_values
+
+    source = ms.load_source("", "")
+    with pytest.raises(ParameterError, match=match):
+        s = settings_from_values(_settings_values(law="lqr", **{name: value}), source)
+        make_law(build_model(s, source), s)
+
+
+@pytest.mark.parametrize("compensate", [True, False])
+def test_node_law_lqr_designs_with_the_water_exactly_when_it_is_not_cancelled(compensate):
+    """The ROV in water: with compensate_passive the node subtracts τ_p after the law, so the law must hold the
+    rigid τ_d = ID; without it the law itself supplies τ_d = ID − τ_p (the drag at v_d)."""
+    from pathlib import Path
+
+    from mbs_ros.dynamics import model_source as ms
+    from mbs_ros.nodes.controller_settings import build_model, make_law, settings_from_values
+
+    path = str(Path(__file__).resolve().parents[2] / "config" / "robots" / "bluerov2_heavy_alpha5.yaml")
+    source = ms.load_source("", path)
+    s = settings_from_values(_settings_values(law="lqr", compensate_passive=compensate, model_file=path,
+                                              base_frame=ms.base_link(source)), source)
+    model = build_model(s, source)
+    law = make_law(model, s)
+    assert law.passive is (not compensate)
+    q, v_d, a_d = model.neutral(), np.linspace(0.1, 0.5, model.nv), np.zeros(model.nv)
+    rigid = model.inverse_dynamics(q, v_d, a_d)
+    expected = rigid if compensate else rigid - model.passive_forces(q, v_d)
+    assert np.abs(model.passive_forces(q, v_d)).max() > 1.0
+    np.testing.assert_allclose(law.reference_force(q, v_d, a_d), expected, rtol=1e-12, atol=1e-12)
