@@ -268,3 +268,27 @@ def test_node_law_lqr_designs_with_the_water_exactly_when_it_is_not_cancelled(co
     expected = rigid if compensate else rigid - model.passive_forces(q, v_d)
     assert np.abs(model.passive_forces(q, v_d)).max() > 1.0
     np.testing.assert_allclose(law.reference_force(q, v_d, a_d), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_riccati_solution_agrees_with_scipys_generalised_eigenvalue_solver_on_a_vehicle_manipulator():
+    """The Schur-method CARE (mbs_ros.controllers.lqr.care) against scipy.linalg.solve_continuous_are (QZ of the
+    extended pencil, an independent algorithm) on the 24-state linearisation of the UVMS with its arm under
+    gravity, mass-scaled weights; and its residual."""
+    from pathlib import Path
+
+    from scipy.linalg import solve_continuous_are
+
+    from mbs_ros.controllers.lqr import care
+
+    path = Path(__file__).resolve().parents[2] / "config" / "robots" / "uvms_6dof.yaml"
+    model = Model.from_yaml(path)
+    law = LQR(model, q_weight=81.0, v_weight=18.0, r=1.0, scaling="mass")
+    q = model.integrate(model.neutral(), np.linspace(-0.3, 0.4, model.nv))
+    K, lin = law.design(q, np.linspace(0.1, -0.2, model.nv))
+    Q, R = law.weights(q)  # the weights the design used
+    P = care(lin.A, lin.B, Q, R)
+    P_ref = solve_continuous_are(lin.A, lin.B, Q, R)
+    np.testing.assert_allclose(P, P_ref, rtol=1e-7, atol=1e-9 * np.abs(P_ref).max())
+    res = lin.A.T @ P + P @ lin.A - P @ lin.B @ np.linalg.solve(R, lin.B.T @ P) + Q
+    assert np.abs(res).max() < 1e-8 * np.abs(P).max() * max(1.0, np.abs(lin.A).max())
+    np.testing.assert_allclose(K, np.linalg.solve(R, lin.B.T @ P_ref), rtol=1e-6, atol=1e-9 * np.abs(K).max())
