@@ -31,7 +31,7 @@ import numpy as np
 
 from .laws import _Law, gain_matrix
 
-__all__ = ["LQR", "lqr_gain", "care", "weight_matrix"]
+__all__ = ["LQR", "ScheduledLQR", "lqr_gain", "care", "weight_matrix"]
 
 _CACHE_SIZE = 16
 
@@ -248,3 +248,62 @@ class LQR(_Law):
         same = np.array_equal(d[0], q_d) and np.array_equal(d[1], v_d) and np.array_equal(d[2], a_d)
         tau_d = d[3] if same else self._tau_d(q_d, v_d, a_d)
         return tau_d - d[5] @ (d[4] @ x)
+
+
+class ScheduledLQR(LQR):
+    """LQR with a gain schedule over an LPV family: ``K_k`` designed once per grid point ``p_k`` of ``family``
+    (an :class:`mbs_ros.dynamics.lpv.LPVFamily`, or anything with ``grid`` (n_p,), ``A`` (n_p, 2nv, 2nv), ``B``
+    (n_p, 2nv, nu) and ``state_names``), ``K(p)`` interpolated linearly between neighbouring grid points, with
+    ``p = schedule(q_d, v_d)`` of the reference (Rugh & Shamma, "Research on gain scheduling", Automatica 36,
+    2000). The command is that of :class:`LQR` with K(p) in place of the design at the reference; nothing is
+    designed while it runs. Interpolated gains are not guaranteed to stabilise between grid points: a grid fine
+    enough that neighbouring designs are close is the user's part. ``inputs`` must be the family's
+    (``nu`` columns of B); the weights are as given (``scaling="none"``). ValueError for a p outside the grid."""
+
+    def __init__(self, model, family, schedule, q_weight=1.0, v_weight=1.0, r=1.0, inputs="generalized",
+                 passive: bool = True):
+        super().__init__(model, q_weight, v_weight, r, inputs, passive)
+        if not callable(schedule):
+            raise ValueError(f"schedule must be a function (q_d, v_d) -> p, got {schedule!r}")
+        try:
+            grid = np.asarray(family.grid, dtype=float).ravel()
+            A, B = np.asarray(family.A, dtype=float), np.asarray(family.B, dtype=float)
+        except (AttributeError, TypeError, ValueError):
+            raise ValueError("family must have grid, A and B (an LPVFamily)") from None
+        n, nu = 2 * self.nv, len(self.input_names)
+        if A.shape != (grid.size, n, n) or B.shape != (grid.size, n, nu):
+            raise ValueError(f"family: A and B must be stacks ({grid.size}, {n}, {n}) and ({grid.size}, {n}, {nu}) "
+                             f"for this model and inputs, got {A.shape} and {B.shape}")
+        if grid.size == 0 or not np.all(np.isfinite(grid)) or np.any(np.diff(grid) <= 0.0):
+            raise ValueError(f"family: the grid must be finite and strictly increasing, got {grid.tolist()}")
+        names = getattr(family, "state_names", None)
+        self.grid = grid
+        self.schedule = schedule
+        self.gains = np.array([lqr_gain(A[k], B[k], self.Q, self.R, names)[0] for k in range(grid.size)])
+        self.designs = grid.size
+
+    def gain(self, p: float) -> np.ndarray:
+        """``K(p)``: the grid's gains interpolated linearly; ValueError outside the grid."""
+        p = float(p)
+        g = self.grid
+        if not (np.isfinite(p) and g[0] <= p <= g[-1]):
+            raise ValueError(f"scheduling parameter p = {p} is outside the family's grid [{g[0]}, {g[-1]}]")
+        if g.size == 1:
+            return self.gains[0]
+        k = min(int(np.searchsorted(g, p, side="right")) - 1, g.size - 2)
+        s = (p - g[k]) / (g[k + 1] - g[k])
+        return (1.0 - s) * self.gains[k] + s * self.gains[k + 1]
+
+    def __call__(self, q, v, q_d, v_d=None, a_d=None) -> np.ndarray:
+        from ..dynamics.linear import input_matrix
+
+        q, v, q_d, v_d, a_d = self._inputs(q, v, q_d, v_d, a_d)
+        K = self.gain(self.schedule(q_d, v_d))
+        x = np.concatenate([self.model.difference(q_d, q), v - v_d])
+        G = np.eye(self.nv) if self.inputs == "generalized" else input_matrix(self.model, q_d, self.inputs)[0]
+        return self._tau_d(q_d, v_d, a_d) - G @ (K @ x)
+
+    @property
+    def K(self):
+        """The grid's gains, (n_p, nu, 2nv)."""
+        return self.gains

@@ -348,3 +348,63 @@ def test_headless_lqr_tracks_the_vehicle_manipulator_as_computed_torque_with_the
         ct, lqr = out["ct"][key][-1], out["lqr"][key][-1]
         assert lqr == pytest.approx(ct, rel=0.25), (key, ct, lqr)
         assert lqr < 0.2 * out["lqr"][key][1], (key, out["lqr"][key][1], lqr)
+
+
+# ---------------------------------------------------------------------- gain schedule over an LPV family
+def _pendulum_family(thetas):
+    """The pendulum's linear models by hand at each θ (A = [[0, 1], [α(θ), 0]], B = [0, 1/J]), with an
+    LPVFamily's fields."""
+    from types import SimpleNamespace
+
+    g, m, l, J = 9.81, 1.5, 0.4, 0.02 + 1.5 * 0.4 ** 2
+    A = np.array([[[0.0, 1.0], [-m * g * l * math.sin(t) / J, 0.0]] for t in thetas])
+    B = np.array([[[0.0], [1.0 / J]] for _ in thetas])
+    return SimpleNamespace(grid=np.array(thetas), A=A, B=B, state_names=("dq[0]", "dv[0]")), (g, m, l, J)
+
+
+def test_scheduled_gain_is_the_hand_gain_at_grid_points_and_interpolated_between():
+    from mbs_ros.controllers.lqr import ScheduledLQR
+
+    family, (g, m, l, J) = _pendulum_family([0.3, 0.7, 1.1])
+    model = Model.from_urdf(PENDULUM, base="fixed", gravity=(0.0, 0.0, -g))
+    law = ScheduledLQR(model, family, lambda q_d, v_d: q_d[0], q_weight=3.0, v_weight=0.5, r=0.2)
+    hand = {t: np.array(_pendulum_gain(1 / J, -m * g * l * math.sin(t) / J, 3.0, 0.5, 0.2)) for t in (0.3, 0.7)}
+    np.testing.assert_allclose(law.gain(0.7)[0], hand[0.7], rtol=1e-8)
+    np.testing.assert_allclose(law.gain(0.5)[0], 0.5 * (hand[0.3] + hand[0.7]), rtol=1e-8)
+    # the command at θ_d = 0.5 off the reference: τ_d by hand minus the interpolated gain times x
+    K = 0.5 * (hand[0.3] + hand[0.7])
+    np.testing.assert_allclose(law([0.6], [0.2], [0.5]), [-m * g * l * math.cos(0.5) - K @ [0.1, 0.2]], rtol=1e-9)
+    with pytest.raises(ValueError, match="outside the family's grid"):
+        law([0.0], [0.0], [1.3])
+
+
+def test_scheduled_lqr_refuses_a_family_of_the_wrong_shape():
+    from mbs_ros.controllers.lqr import ScheduledLQR
+
+    family, _ = _pendulum_family([0.3, 0.7])
+    model = Model.from_urdf(TWO_LINK, base="se3", gravity=(0.0, 0.0, 0.0))
+    with pytest.raises(ValueError, match="family: A and B must be stacks"):
+        ScheduledLQR(model, family, lambda q_d, v_d: 0.5)
+    family, _ = _pendulum_family([0.7, 0.3])
+    with pytest.raises(ValueError, match="strictly increasing"):
+        ScheduledLQR(Model.from_urdf(PENDULUM, base="fixed"), family, lambda q_d, v_d: 0.5)
+
+
+def test_scheduled_lqr_on_an_lpv_family_from_lpv_family():
+    """With mbs_ros.dynamics.lpv (issue 20's LPV families): the pendulum's family over θ from lpv_family; the
+    schedule's gain at each grid point is the hand-derived one."""
+    lpv = pytest.importorskip("mbs_ros.dynamics.lpv")
+    from mbs_ros.controllers.lqr import ScheduledLQR
+
+    g, m, l, J = 9.81, 1.5, 0.4, 0.02 + 1.5 * 0.4 ** 2
+    model = Model.from_urdf(PENDULUM, base="fixed", gravity=(0.0, 0.0, -g))
+    grid = [0.2, 0.6, 1.0]
+
+    def build(th):
+        return model, np.array([th]), np.zeros(1), np.array([-m * g * l * math.cos(th)])
+
+    family = lpv.lpv_family(build, grid, "theta")
+    law = ScheduledLQR(model, family, lambda q_d, v_d: q_d[0], q_weight=3.0, v_weight=0.5, r=0.2)
+    for th in grid:
+        hand = _pendulum_gain(1 / J, -m * g * l * math.sin(th) / J, 3.0, 0.5, 0.2)
+        np.testing.assert_allclose(law.gain(th)[0], hand, rtol=1e-6)
