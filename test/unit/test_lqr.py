@@ -212,8 +212,9 @@ def test_node_defaults_are_the_documented_ones():
 
 @pytest.mark.parametrize("compensate", [True, False])
 def test_node_law_lqr_is_built_from_the_parameters(compensate):
-    """law lqr on the node's weightless single body: the default weights give computed torque's kp 9, kd 6 times the mass
-    on each decoupled DOF, and the design includes the passive forces exactly when the node does not cancel them."""
+    """law lqr on the node's weightless single body: the default weights give computed torque's kp 9, kd 6 times
+    the mass on each decoupled DOF, with or without compensate_passive (a dry body has no passive forces to design
+    with; the ROV test below checks them)."""
     from mbs_ros.dynamics import model_source as ms
     from mbs_ros.nodes.controller_settings import build_model, make_law, settings_from_values
 
