@@ -3,7 +3,8 @@
 Each scenario (config/scenarios/vehicle_manipulator.yaml: the SE(3) vehicle with a 6-DOF arm; rov_alpha5.yaml:
 the BlueROV2-Heavy-like ROV with its 4-DOF arm, in a current, thrusters allocated) runs headless
 (:func:`mbs_ros.headless.run_scenario`, the controller node's own core) twice: with its computed-torque gains, and
-with ``law: lqr`` (:mod:`mbs_ros.controllers.lqr`). Fair tuning: the LQR weights are in acceleration units
+with ``law: lqr`` (:mod:`mbs_ros.controllers.lqr`); a robot with passive forces (the ROV) runs a third time,
+``lqr_water``: LQR with ``compensate_passive: false``, designed with the water's damping instead of cancelling it. Fair tuning: the LQR weights are in acceleration units
 (``lqr_scaling: mass``) with ``q = kp², q_v = kd² − 2 kp, r = 1`` per DOF from the scenario's kp, kd, so that on a
 decoupled double integrator the LQR gain *is* computed torque's (the same closed-loop poles); what differs is
 what each law does with the rest of the dynamics — computed torque cancels M, C, g (and the passive forces) at the
@@ -31,6 +32,9 @@ from ._study import Study, table
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ("vehicle_manipulator", "rov_alpha5")
 LAWS = ("computed_torque", "lqr")
+#: a third run where the model has passive forces: LQR designed with them (compensate_passive false) instead of
+#: cancelling them after the law — the water's damping then works for the regulator
+WATER = "lqr_water"
 
 
 def _gains(scenario):
@@ -118,13 +122,25 @@ def design_timing(scenario, rec, samples: int = 20) -> dict:
             "designs": law.designs - before, "periods": len(rec.t), "states": 2 * law.nv}
 
 
+def _has_water(scenario) -> bool:
+    """Whether the scenario's robot model has passive forces (hydrodynamics, joint damping)."""
+    from mbs_ros.bringup.scenario import load_scenario
+    from mbs_ros.dynamics import Model
+
+    r = load_scenario(scenario).robots[0]
+    return bool(r.model_file) and Model.from_yaml(r.model_file).passive_active
+
+
 def _run(args) -> dict:
     from mbs_ros.headless import run_scenario
 
     runs, design = [], {}
     for scenario in SCENARIOS:
-        for law in LAWS:
-            over = lqr_overrides(scenario) if law == "lqr" else {}
+        laws = LAWS + ((WATER,) if args.water and _has_water(scenario) else ())
+        for law in laws:
+            over = {} if law == "computed_torque" else lqr_overrides(scenario)
+            if law == WATER:
+                over["robots[0].controller.compensate_passive"] = False
             t0 = time.perf_counter()
             run = run_scenario(scenario, duration=args.duration, overrides=over, energy=False)
             rec = next(iter(run.robots.values()))
@@ -154,7 +170,7 @@ def plot(runs, path: Path) -> Path:
     styles = {"computed_torque": dict(color="tab:blue", label="computed torque"),
               "lqr": dict(color="tab:red", ls="--", label="LQR")}
     for i, scenario in enumerate(SCENARIOS):
-        for r in (r for r in runs if r["scenario"] == scenario):
+        for r in (r for r in runs if r["scenario"] == scenario and r["law"] in LAWS):
             s = r["series"]
             for j, (key, unit) in enumerate((("position", "m"), ("attitude", "rad"), ("joints", "rad"))):
                 ax = axes[i, j]
@@ -195,6 +211,9 @@ def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--plot", default=str(ROOT / "docs" / "img" / "lqr_vs_ct.png"),
                     help="where the figure goes ('' for none); default docs/img/lqr_vs_ct.png")
     ap.add_argument("--series", action="store_true", help="keep the error time series in --json")
+    ap.add_argument("--no-water", dest="water", action="store_false",
+                    help=f"no {WATER} run (LQR designed with the passive forces, compensate_passive false) on the "
+                         "robots that have them")
 
 
 HELP = __doc__
