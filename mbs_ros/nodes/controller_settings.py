@@ -195,9 +195,11 @@ def make_law(model: Model, s: ControllerSettings):
             return PDGravity(model, kp=s.kp, kd=s.kd)
         if s.law == "lqr":
             # compensate_passive cancels tau_p after the law: the law then designs on the rigid dynamics
-            return LQR(model, q_weight=s.lqr_q_position, v_weight=s.lqr_q_velocity, r=s.lqr_r,
-                       passive=not s.compensate_passive, redesign_threshold=s.lqr_redesign_threshold,
-                       scaling=s.lqr_scaling)
+            law = LQR(model, q_weight=s.lqr_q_position, v_weight=s.lqr_q_velocity, r=s.lqr_r,
+                      passive=not s.compensate_passive, redesign_threshold=s.lqr_redesign_threshold,
+                      scaling=s.lqr_scaling)
+            law.design(model.neutral())  # weights the Riccati equation cannot be solved with: refused now
+            return law
         return PassivityBased(model, Lambda=s.lambda_, kd=s.kd)
     except ValueError as e:
         msg = str(e).replace("Lambda", "lambda")

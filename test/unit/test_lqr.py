@@ -39,20 +39,22 @@ def _free_body():
     return Model.rigid_body(base="se3", mass=MASS, inertia=np.diag(INERTIA), gravity=(0.0, 0.0, 0.0))
 
 
-def test_gain_of_a_free_body_is_the_double_integrators_closed_form():
-    """At rest, a free body is six decoupled double integrators (ẍ = F/m, θ̈ = τ/I_ii): K is theirs, per DOF."""
-    model = _free_body()
+@pytest.mark.parametrize("scale", [1e-3, 1.0, 1e7])
+def test_gain_of_a_free_body_is_the_double_integrators_closed_form(scale):
+    """At rest, a free body is six decoupled double integrators (ẍ = F/m, θ̈ = τ/I_ii): K is theirs, per DOF; for
+    a light, a unit and a ship-heavy body (mass and inertia times ``scale``)."""
+    model = Model.rigid_body(base="se3", mass=MASS * scale, inertia=np.diag(INERTIA) * scale, gravity=(0, 0, 0))
     qp = np.array([1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
     qv = np.array([0.5, 0.4, 0.3, 0.2, 0.1, 0.7])
     r = np.array([0.5, 1.0, 2.0, 0.3, 0.2, 0.1])
     law = LQR(model, q_weight=qp, v_weight=qv, r=r)
     q_d = np.concatenate([[1.0, -2.0, 0.5], _quat([1, 2, 3], 0.7)])
     K, lin = law.design(q_d)
-    masses = np.concatenate([[MASS] * 3, INERTIA])
+    masses = np.concatenate([[MASS] * 3, INERTIA]) * scale
     expected = np.zeros((6, 12))
     for i in range(6):
         expected[i, i], expected[i, 6 + i] = _double_integrator_gain(1 / masses[i], qp[i], qv[i], r[i])
-    np.testing.assert_allclose(K, expected, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(K, expected, rtol=1e-7, atol=1e-7)  # 4e-9 couplings: the central differences
 
 
 PENDULUM = ('<robot name="p"><link name="base"/><link name="arm"><inertial><origin xyz="0.4 0 0" rpy="0 0 0"/>'
@@ -237,14 +239,17 @@ def test_node_law_lqr_is_built_from_the_parameters(compensate):
     ("lqr_q_velocity", "fast", "lqr_q_velocity must be a positive number"),
     ("lqr_scaling", "inertia", "lqr_scaling"),
     ("lqr_redesign_threshold", 0.0, "lqr_redesign_threshold"),
+    # poles 1e12 apart (s² + 1e12 s + 1e6 on the 1e-6 kg body): no double-precision Riccati solution
+    ("lqr_q_velocity", 1e6, "lqr gains: LQR design at the reference: no stabilising solution"),
 ])
 def test_node_refuses_bad_lqr_parameters_with_the_reason(name, value, match):
     from mbs_ros.dynamics import model_source as ms
     from mbs_ros.nodes.controller_settings import ParameterError, build_model, make_law, settings_from_values
 
     source = ms.load_source("", "")
+    extra = dict(mass=1e-6, lqr_q_position=1e-6, lqr_r=1e-6, lqr_scaling="none") if value == 1e6 else {}
     with pytest.raises(ParameterError, match=match):
-        s = settings_from_values(_settings_values(law="lqr", **{name: value}), source)
+        s = settings_from_values(_settings_values(law="lqr", **{name: value}, **extra), source)
         make_law(build_model(s, source), s)
 
 
