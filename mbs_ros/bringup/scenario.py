@@ -743,7 +743,7 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
         law = ctl.get("law", "computed_torque")
         if law not in LAWS:
             c.fail(_join(ckey, "law"), f"must be one of {', '.join(LAWS)}, got {_show(law)}")
-        for gain in ("kp", "kd", "lambda"):
+        for gain in ("kp", "kd", "lambda", "lqr_q_position", "lqr_q_velocity", "lqr_r"):
             if gain in ctl:
                 v = ctl[gain]
                 gk = _join(ckey, gain)

@@ -1,4 +1,4 @@
-"""ROS-free control laws (computed torque, passivity-based, PD + gravity) and waypoint references.
+"""ROS-free control laws (computed torque, passivity-based, PD + gravity, LQR) and waypoint references.
 
 Nothing here imports rclpy. Every law works on any model exposing the generic API (a rigid body on any base group,
 or a multibody tree on a floating or fixed base)::
@@ -13,8 +13,9 @@ The controller node's rules, ROS-free too: :mod:`.reference_input` (input bounds
 :mod:`.command` and :mod:`.allocation` (saturation, thrusts).
 """
 from .laws import ComputedTorque, PassivityBased, PDGravity, gain_matrix
+from .lqr import LQR
 from .reference import Reference, stack
 from .space import ConfigurationSpace
 
-__all__ = ["ComputedTorque", "PassivityBased", "PDGravity", "gain_matrix", "Reference", "stack",
+__all__ = ["ComputedTorque", "PassivityBased", "PDGravity", "LQR", "gain_matrix", "Reference", "stack",
            "ConfigurationSpace"]

@@ -10,13 +10,14 @@ from typing import Dict, Tuple
 import numpy as np
 
 from mbs_ros.controllers import ComputedTorque, PassivityBased, PDGravity
+from mbs_ros.controllers.lqr import LQR
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.dynamics.model_source import ParameterError, base_link
 from mbs_ros.nodes import params as prm
 from mbs_ros.nodes.dynamics_settings import MASS_RANGE, MAX_COM, MAX_GRAVITY, check_inertia
-from mbs_ros.nodes.parameters.controller import LAWS, PARAMETERS, STATE_SOURCES
+from mbs_ros.nodes.parameters.controller import LAWS, LQR_SCALINGS, PARAMETERS, STATE_SOURCES
 
 __all__ = ["ControllerSettings", "DEFAULTS", "settings_from_values", "build_model", "make_law", "command_limits",
            "layout_description", "field_name", "ParameterError"]
@@ -49,6 +50,11 @@ class ControllerSettings:
     kp: object = _d("kp")
     kd: object = _d("kd")
     lambda_: object = _d("lambda")  # "lambda" is a Python keyword
+    lqr_q_position: object = _d("lqr_q_position")
+    lqr_q_velocity: object = _d("lqr_q_velocity")
+    lqr_r: object = _d("lqr_r")
+    lqr_scaling: str = _d("lqr_scaling")
+    lqr_redesign_threshold: float = _d("lqr_redesign_threshold")
     control_rate: float = _d("control_rate")
     state_timeout: float = _d("state_timeout")
     world_frame: str = _d("world_frame")
@@ -119,6 +125,11 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
         kp=_gain(values, "kp"),
         kd=_gain(values, "kd"),
         lambda_=_gain(values, "lambda"),
+        lqr_q_position=_gain(values, "lqr_q_position"),
+        lqr_q_velocity=_gain(values, "lqr_q_velocity"),
+        lqr_r=_gain(values, "lqr_r"),
+        lqr_scaling=text("lqr_scaling", LQR_SCALINGS),
+        lqr_redesign_threshold=number("lqr_redesign_threshold", lo=0.0, lo_open=True),
         control_rate=number("control_rate", lo=0.0, lo_open=True),
         state_timeout=number("state_timeout", lo=0.0, lo_open=True),
         world_frame=text("world_frame"),
@@ -182,9 +193,19 @@ def make_law(model: Model, s: ControllerSettings):
             return ComputedTorque(model, kp=s.kp, kd=s.kd)
         if s.law == "pd_gravity":
             return PDGravity(model, kp=s.kp, kd=s.kd)
+        if s.law == "lqr":
+            # compensate_passive cancels tau_p after the law: the law then designs on the rigid dynamics
+            law = LQR(model, q_weight=s.lqr_q_position, v_weight=s.lqr_q_velocity, r=s.lqr_r,
+                      passive=not s.compensate_passive, redesign_threshold=s.lqr_redesign_threshold,
+                      scaling=s.lqr_scaling)
+            law.design(model.neutral())  # weights the Riccati equation cannot be solved with: refused now
+            return law
         return PassivityBased(model, Lambda=s.lambda_, kd=s.kd)
     except ValueError as e:
         msg = str(e).replace("Lambda", "lambda")
+        for arg, param in (("q_weight", "lqr_q_position"), ("v_weight", "lqr_q_velocity"), ("r ", "lqr_r ")):
+            if s.law == "lqr" and msg.startswith(arg):
+                msg = param + msg[len(arg):]
         raise ParameterError(f"{s.law} gains: {msg} (velocity layout: {layout_description(model)})") from None
 
 

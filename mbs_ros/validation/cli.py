@@ -14,10 +14,10 @@ from ._study import cite, jsonable, reference
 
 def studies() -> dict:
     """{name: Study}, in the order of ``--list``."""
-    from . import balloon, constrained, formulations, gimbal_lock, modes, rigid_body
+    from . import balloon, constrained, formulations, gimbal_lock, lqr_vs_ct, modes, rigid_body
 
     out = {s.name: s for s in constrained.STUDIES}
-    for s in (formulations.STUDY, gimbal_lock.STUDY, balloon.STUDY, modes.STUDY, rigid_body.STUDY):
+    for s in (formulations.STUDY, gimbal_lock.STUDY, balloon.STUDY, modes.STUDY, rigid_body.STUDY, lqr_vs_ct.STUDY):
         out[s.name] = s
     return out
 

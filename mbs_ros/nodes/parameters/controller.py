@@ -11,7 +11,9 @@ from mbs_ros.nodes.parameters import from_pairs
 from mbs_ros.nodes.parameters.dynamics import (ARMATURE_DESCRIPTION, LOCKED_JOINTS_DESCRIPTION,
                                                LOCKED_POSITIONS_DESCRIPTION, MIMIC_DESCRIPTION)
 
-LAWS = ("computed_torque", "passivity", "pd_gravity")
+LAWS = ("computed_torque", "passivity", "pd_gravity", "lqr")
+#: how the lqr weights are read: as given, or in acceleration units (scaled by the mass matrix)
+LQR_SCALINGS = ("mass", "none")
 #: where the controller's state comes from: the dynamics node's true state, or estimator_node's estimate
 STATE_SOURCES = ("truth", "estimate")
 #: (odom topic, joint_states topic) per state source, relative to the robot's namespace
@@ -35,6 +37,20 @@ _PAIRS = {
     "kd": ("Velocity gain: scalar or one per velocity component (nv), each in (0, 1e9].", 6.0),
     "lambda": ("Slotine-Li Lambda (passivity): scalar or one per velocity component (nv), each in (0, 1e9].",
                3.0),
+    "lqr_q_position": ("lqr: state weight on the configuration error log(q_d^-1 q): scalar or one per velocity "
+                       "component (nv), each in (0, 1e9]. With lqr_scaling mass, kp^2 gives computed torque's kp on a "
+                       "decoupled DOF.", 81.0),
+    "lqr_q_velocity": ("lqr: state weight on the velocity error v - v_d: scalar or one per velocity component (nv), "
+                       "each in (0, 1e9]. With lqr_scaling mass, kd^2 - 2 kp gives computed torque's kd.", 18.0),
+    "lqr_r": ("lqr: input weight on the generalised force: scalar or one per velocity component (nv), each in "
+              "(0, 1e9].", 1.0),
+    "lqr_scaling": ("lqr: mass (the weights in acceleration units: Q and R scaled by the mass matrix at the "
+                    "reference, so the defaults give computed torque's double pole at -3/s on a decoupled DOF) or "
+                    "none (Q and R as given).", {"default": "mass", "choices": LQR_SCALINGS}),
+    "lqr_redesign_threshold": ("lqr: the gain is redesigned (linearisation + Riccati equation) when the reference "
+                               "moves farther than this from the last design point (each component of the "
+                               "configuration, velocity and acceleration difference), > 0; a constant setpoint "
+                               "is designed once.", {"default": 0.05, "floating_point_range": (1.0e-9, 1.0e6)}),
     "control_rate": ("Command rate [Hz] on the node clock (the wall clock, or /clock with use_sim_time), > 0; "
                      "not used in lockstep.", {"default": 100.0, "floating_point_range": (0.001, 100000.0)}),
     "state_timeout": ("A state older than this [s of the node clock] stops commanding (zero command once, "
