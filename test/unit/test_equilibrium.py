@@ -8,7 +8,6 @@ spring carries load; the BlueROV2 Heavy holding station in a current and driftin
 minimum-norm thrust); UR5 holding a pose (τ = g(q)); a free rigid body in steady spin (a relative equilibrium).
 """
 import warnings
-from importlib import metadata
 from pathlib import Path
 
 import numpy as np
@@ -230,21 +229,11 @@ def test_uvms_holds_station_and_arm_pose_in_a_current_under_the_rk4_step():
 
 
 # ------------------------------------------------------------------------------------------- manipulator
-def _robots_dir():
-    try:
-        dist = metadata.distribution("example-robot-data")
-    except metadata.PackageNotFoundError:
-        return None
-    for f in dist.files or ():
-        parts = Path(str(f)).parts
-        if str(f).endswith(".urdf") and "robots" in parts:
-            return Path(dist.locate_file(f)).parents[len(parts) - parts.index("robots") - 2]
-    return None
-
-
 def test_ur5_holds_a_pose_with_the_gravity_torques_of_pinocchio():
     """A fixed-base manipulator held at rest: the efforts are τ = g(q) − τ_p = Pinocchio's rnea(q, 0, 0)."""
     pin = pytest.importorskip("pinocchio")
+    from test_example_robot_data import _robots_dir  # imports Pinocchio (skips without it)
+
     robots = _robots_dir()
     if robots is None:
         pytest.skip("example-robot-data is not installed")
