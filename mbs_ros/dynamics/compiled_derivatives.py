@@ -328,8 +328,18 @@ class DerivativeKernels:
     def _fext(self, f_ext):
         if f_ext is None:
             return _NO_FEXT, False
-        f = np.array(f_ext, dtype=np.float64).reshape(self.compiled.nb, 6)
-        return f, True
+        f = np.array(f_ext, dtype=np.float64)
+        nb = self.compiled.nb
+        if f.size != 6 * nb:
+            raise ValueError(f"f_ext must hold one wrench per body, ({nb}, 6); got shape {f.shape}")
+        return f.reshape(nb, 6), True
+
+    @staticmethod
+    def _vec(name, x, n):
+        x = _f64(x)
+        if x.shape != (n,):
+            raise ValueError(f"{name} must be a vector of {n} numbers, got shape {x.shape}")
+        return x
 
     def rnea_derivatives(self, q, v, a, f_ext=None):
         """``(∂τ/∂q, ∂τ/∂v, M)`` of the rigid RNEA at (q, v, a) (``f_ext`` (nb, 6) body wrenches, body frames)."""
@@ -337,8 +347,8 @@ class DerivativeKernels:
         nv = c.nv
         dq, dv, M = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv))
         fext, use_f = self._fext(f_ext)
-        _rnea_derivatives_core(c.im, c.fm, c.I6, _f64(q, c.nq), _f64(v, nv), _f64(a, nv), fext, use_f, dq, dv, M,
-                               self._ws)
+        _rnea_derivatives_core(c.im, c.fm, c.I6, self._vec("q", q, c.nq), self._vec("v", v, nv),
+                               self._vec("a", a, nv), fext, use_f, dq, dv, M, self._ws)
         return dq, dv, M
 
     def aba_derivatives(self, q, v, tau, f_ext=None):
@@ -348,7 +358,8 @@ class DerivativeKernels:
         da_dq, da_dv, Minv, qdd = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv)), np.empty(nv)
         fext, use_f = self._fext(f_ext)
         try:
-            ok = _aba_derivatives_core(c.im, c.fm, c.I6, _f64(q, c.nq), _f64(v, nv), _f64(tau, nv), fext, use_f,
+            ok = _aba_derivatives_core(c.im, c.fm, c.I6, self._vec("q", q, c.nq), self._vec("v", v, nv),
+                                       self._vec("tau", tau, nv), fext, use_f,
                                        qdd, da_dq, da_dv, Minv, self._M, self._dq, self._dv, self._L, self._ws,
                                        self._aws)
         except _SingularPivot as exc:
