@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compiled import (SingularMassMatrix, _BODY, _F_FLUID, _HD, _HDR, _S, _SingularPivot, _aba_alloc, _aba_work, _ad,
+from .compiled import (SingularMassMatrix, _BODY, _transform_add, _F_FLUID, _HD, _HDR, _S, _SingularPivot, _aba_alloc, _aba_work, _ad,
                        _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross, _crba_core,
                        _dot6, _f64, _force_to_parent, _gravity_base, _joint_poses, _mv6, _to_child)
 from .jit import jit
@@ -27,13 +27,12 @@ __all__ = ["DerivativeKernels"]
 
 # ------------------------------------------------------------------------------------------ workspace
 def _workspace(nb, nv):
-    """The sweeps' arrays, allocated once per compiled model: poses, the RNEA's V, A, c, F (subtree totals) and
-    gravity per body, the q- and v-directional derivatives, the subtree mask and scratch rows."""
+    """The sweeps' arrays, allocated once per compiled model: relative and base poses, 13 rows per body (the
+    RNEA's V, A, c, F, gravity in body frames; the joint axis, V, A, c, F and the three row vectors in the base
+    frame), the poses in the base frame, the composite Ic, K, D per body, the subtree mask and scratch."""
     return (np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((3, 3)), np.empty(3), np.zeros((6, 6)),
-            np.empty((nb, 6)), np.empty((nb, 6)), np.empty((nb, 6)), np.empty((nb, 6)), np.empty((nb, 6)),
-            np.empty((nb, 6)), np.empty((nb, 6)), np.empty((nb, 6)), np.empty((nb, 6)),
-            np.empty((nb, 6)), np.empty((nb, 6)), np.empty((nb, 6)), np.zeros(nb, dtype=np.int64),
-            np.empty((8, 6)))
+            np.zeros((13, nb, 6)), np.empty((nb, 3, 3)), np.empty((nb, 3)), np.zeros((3, nb, 6, 6)),
+            np.zeros(nb, dtype=np.int64), np.zeros((16, 6)), np.zeros((2, 6, 6)), np.empty((9, 6)))
 
 
 @jit
@@ -44,27 +43,49 @@ def _fluid_add(fm, i, Gi, out):
 
 
 @jit
-def _force_diff(I, V, dV, dA, h, t, out):
-    """out = I δA + δ(−ad_Vᵀ I V) = I δA − ad_{δV}ᵀ I V − ad_Vᵀ I δV (``h`` = I V given; ``t``: (2, 6) scratch)."""
-    _mv6(I, dA, out)
-    _bias_force(dV, h, t[0])
-    _mv6(I, dV, t[1])
-    for r in range(6):
-        out[r] += t[0, r]
-    _bias_force(V, t[1], t[0])
-    for r in range(6):
-        out[r] += t[0, r]
+def _motion_to_parent(R, p, m, out):
+    """out = Ad_{(R,p)} m: a motion vector from the child's frame into the parent's."""
+    w0 = R[0, 0] * m[3] + R[0, 1] * m[4] + R[0, 2] * m[5]
+    w1 = R[1, 0] * m[3] + R[1, 1] * m[4] + R[1, 2] * m[5]
+    w2 = R[2, 0] * m[3] + R[2, 1] * m[4] + R[2, 2] * m[5]
+    c0, c1, c2 = _cross(p[0], p[1], p[2], w0, w1, w2)
+    for r in range(3):
+        out[r] = R[r, 0] * m[0] + R[r, 1] * m[1] + R[r, 2] * m[2]
+    out[0] += c0
+    out[1] += c1
+    out[2] += c2
+    out[3], out[4], out[5] = w0, w1, w2
+
+
+@jit
+def _mtv6(M, x, out):
+    """out = Mᵀ x."""
+    for c in range(6):
+        acc = 0.0
+        for r in range(6):
+            acc += M[r, c] * x[r]
+        out[c] = acc
 
 
 @jit
 def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, ws):
     """dq, dv (nv, nv) ← ∂τ/∂q (along q ⊕ δ), ∂τ/∂v of the RNEA of :func:`.compiled._rnea_core` at (q, v, a)
-    with body wrenches ``fext`` (held in their body frames) if ``use_f``; ``ws`` from :func:`_workspace`."""
+    with body wrenches ``fext`` (held in their body frames) if ``use_f``; ``ws`` from :func:`_workspace`.
+
+    In the base frame (frame 0) a direction acting at body j moves every body of its subtree by the same twist
+    increment δV, and the accelerations by ``δA_i = α − ad_{V_i} δV`` (α fixed per direction), so with the
+    composites ``δF_i = Ic_i δA_i + K_i δV + Dc_i δg`` (Ic: CRBA's; ``K_i = N_i + Σ_c (K_c − Ic_c ad_{S_c q̇_c})``,
+    ``N = ad~_{I V} − ad_Vᵀ I``; Dc: the fluid's weight) each entry ``S_i · δF_i`` is three dot products with rows
+    precomputed per body; the ancestors read ``S_k · (δF_j − ad_{S_j}ᵀ F_j)``."""
     nb, nvb, code = im[_HDR, 1], im[_HDR, 6], im[_HDR, 0]
     fluid = (im[_HDR, 7] & _F_FLUID) != 0
-    Rr, pr, Rw, pw, Sb, V, A, C, F, G, dV, dA, dG, dF, eV, eA, eF, sub, t = ws
-    t6, h, w, f, e = t[0], t[1], t[2], t[3], t[4]
-    tt = t[5:7]
+    Rr, pr, Rw, pw, Sb, vec, R0, p0, mats, sub, t, m6, tmp = ws
+    V, A, C, F, G = vec[0], vec[1], vec[2], vec[3], vec[4]
+    S0, V0, A0, C0, Fc, r1, r2, r3 = vec[5], vec[6], vec[7], vec[8], vec[9], vec[10], vec[11], vec[12]
+    Ic, K, Dc = mats[0], mats[1], mats[2]
+    t6, h, w, f, e, al, be, dV, dA, dG, eV, eA, u = t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], \
+        t[10], t[11], t[12]
+    N, adw = m6[0], m6[1]
     # ---------------------------------------------------------------- the RNEA, keeping what the sweeps need
     _joint_poses(im, fm, q, Rr, pr)
     _base_pose(code, q, Rw, pw)
@@ -90,7 +111,8 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, ws):
         s = fm[i, _S:_S + 6]
         _to_child(Rr[i], pr[i], V[lam], V[i])
         _to_child(Rr[i], pr[i], A[lam], A[i])
-        _to_child(Rr[i], pr[i], G[lam], G[i])
+        if fluid:
+            _to_child(Rr[i], pr[i], G[lam], G[i])
         for r in range(6):
             V[i, r] += s[r] * v[iv]
             t6[r] = s[r] * v[iv]
@@ -112,129 +134,164 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, ws):
         lam = im[_BODY + i, 0]
         for r in range(6):
             F[lam, r] += t6[r]
+    # ---------------------------------------------------------------- frame 0: poses, axes, states, composites
+    for r in range(3):
+        for c in range(3):
+            R0[0, r, c] = 1.0 if r == c else 0.0
+        p0[0, r] = 0.0
+    for i in range(1, nb):
+        lam = im[_BODY + i, 0]
+        for r in range(3):
+            for c in range(3):
+                R0[i, r, c] = R0[lam, r, 0] * Rr[i, 0, c] + R0[lam, r, 1] * Rr[i, 1, c] + R0[lam, r, 2] * Rr[i, 2, c]
+            p0[i, r] = R0[lam, r, 0] * pr[i, 0] + R0[lam, r, 1] * pr[i, 1] + R0[lam, r, 2] * pr[i, 2] + p0[lam, r]
+    for i in range(nb):
+        if i > 0:
+            _motion_to_parent(R0[i], p0[i], fm[i, _S:_S + 6], S0[i])
+        _motion_to_parent(R0[i], p0[i], V[i], V0[i])
+        _motion_to_parent(R0[i], p0[i], A[i], A0[i])
+        _motion_to_parent(R0[i], p0[i], C[i], C0[i])
+        _force_to_parent(R0[i], p0[i], F[i], Fc[i])
+        Ic[i, :, :] = 0.0
+        K[i, :, :] = 0.0
+        _transform_add(R0[i], p0[i], I6[i], Ic[i], tmp)
+        _mv6(I6[i], V[i], h)
+        for m in range(6):  # N e_m = ad~_h e_m − ad_Vᵀ I e_m
+            for r in range(6):
+                u[r] = 0.0
+                e[r] = I6[i, r, m]
+            u[m] = 1.0
+            _bias_force(u, h, t6)
+            _bias_force(V[i], e, f)
+            for r in range(6):
+                N[r, m] = t6[r] + f[r]
+        _transform_add(R0[i], p0[i], N, K[i], tmp)
+        if fluid:
+            Dc[i, :, :] = 0.0
+            for r in range(6):
+                for c in range(3):
+                    N[r, c] = fm[i, _HD + 3 * r + c]
+                    N[r, 3 + c] = 0.0
+            _transform_add(R0[i], p0[i], N, Dc[i], tmp)
+    for i in range(nb - 1, 0, -1):
+        lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
+        for r in range(6):
+            t6[r] = S0[i, r] * v[iv]
+        for m in range(6):
+            for r in range(6):
+                u[r] = 0.0
+            u[m] = 1.0
+            _ad(t6, u, e)
+            for r in range(6):
+                adw[r, m] = e[r]
+        for r in range(6):
+            for c in range(6):
+                acc = 0.0
+                for k in range(6):
+                    acc += Ic[i, r, k] * adw[k, c]
+                K[lam, r, c] += K[i, r, c] - acc
+                Ic[lam, r, c] += Ic[i, r, c]
+                if fluid:
+                    Dc[lam, r, c] += Dc[i, r, c]
+    for i in range(1, nb):
+        _mv6(Ic[i], S0[i], r1[i])
+        _mtv6(K[i], S0[i], r2[i])
+        _bias_force(V0[i], r1[i], t6)
+        for r in range(6):
+            r2[i, r] += t6[r]
+        if fluid:
+            _mtv6(Dc[i], S0[i], r3[i])
     dq[:, :] = 0.0
     dv[:, :] = 0.0
-    # ---------------------------------------------------------------- one sweep per direction (base, then joints)
+    # ---------------------------------------------------------------- one direction at a time (base, then joints)
     for j in range(0 if nvb else 1, nb):
         ncols = nvb if j == 0 else 1
         for i in range(nb):
-            sub[i] = 1 if i == j or (i > j and sub[im[_BODY + i, 0]] == 1 and im[_BODY + i, 0] >= j) else 0
+            lam = im[_BODY + i, 0]
+            sub[i] = 1 if i == j or (i > j and lam >= j and sub[lam] == 1) else 0
         for kk in range(ncols):
             col = kk if j == 0 else im[_BODY + j, 3]
-            # seeds at body j: q-direction into dV, dA, dG; v-direction into eV, eA
-            if j == 0:
+            if j == 0:  # the base's direction ξ = B(q) e_k on body 0 (frame 0 itself)
                 xi = Sb[kk]
                 for r in range(6):
-                    dV[0, r] = 0.0
-                    dA[0, r] = 0.0
-                    eV[0, r] = xi[r]
-                    eA[0, r] = 0.0
+                    dV[r] = 0.0
+                    dA[r] = 0.0
+                    eV[r] = xi[r]
+                    eA[r] = 0.0
                 c0, c1, c2 = _cross(xi[3], xi[4], xi[5], w[0], w[1], w[2])
-                dA[0, 0], dA[0, 1], dA[0, 2] = -c0, -c1, -c2
+                dA[0], dA[1], dA[2] = -c0, -c1, -c2
                 if code == 5:  # the world-frame linear velocity turns; Ḃ v = [−ω × Rᵀ ṗ; 0]
                     c0, c1, c2 = _cross(xi[3], xi[4], xi[5], V[0, 0], V[0, 1], V[0, 2])
-                    dV[0, 0], dV[0, 1], dV[0, 2] = -c0, -c1, -c2
-                    c0, c1, c2 = _cross(v[3], v[4], v[5], dV[0, 0], dV[0, 1], dV[0, 2])
-                    dA[0, 0] -= c0
-                    dA[0, 1] -= c1
-                    dA[0, 2] -= c2
+                    dV[0], dV[1], dV[2] = -c0, -c1, -c2
+                    c0, c1, c2 = _cross(v[3], v[4], v[5], dV[0], dV[1], dV[2])
+                    dA[0] -= c0
+                    dA[1] -= c1
+                    dA[2] -= c2
                     c0, c1, c2 = _cross(xi[3], xi[4], xi[5], V[0, 0], V[0, 1], V[0, 2])
                     d0, d1, d2 = _cross(v[3], v[4], v[5], xi[0], xi[1], xi[2])
-                    eA[0, 0], eA[0, 1], eA[0, 2] = -c0 - d0, -c1 - d1, -c2 - d2
+                    eA[0], eA[1], eA[2] = -c0 - d0, -c1 - d1, -c2 - d2
                 c0, c1, c2 = _cross(xi[3], xi[4], xi[5], G[0, 0], G[0, 1], G[0, 2])
-                dG[0, 0], dG[0, 1], dG[0, 2] = -c0, -c1, -c2
-                dG[0, 3], dG[0, 4], dG[0, 5] = 0.0, 0.0, 0.0
-            else:
-                s = fm[j, _S:_S + 6]
-                qd = v[col]
-                _ad(s, V[j], dV[j])
+            else:  # joint j: body j's frame turns by exp(S δ)
+                S = S0[j]
+                _ad(S, V0[j], dV)
                 for r in range(6):
-                    dV[j, r] = -dV[j, r]
-                    t6[r] = A[j, r] - C[j, r]
-                _ad(s, t6, dA[j])
+                    dV[r] = -dV[r]
+                    t6[r] = A0[j, r] - C0[j, r]
+                _ad(S, t6, dA)
                 for r in range(6):
-                    t6[r] = s[r] * qd
-                _ad(dV[j], t6, h)
+                    t6[r] = S[r] * v[col]
+                _ad(dV, t6, h)
                 for r in range(6):
-                    dA[j, r] = h[r] - dA[j, r]
-                    eV[j, r] = s[r]
-                _ad(V[j], s, eA[j])
-                c0, c1, c2 = _cross(s[3], s[4], s[5], G[j, 0], G[j, 1], G[j, 2])
-                dG[j, 0], dG[j, 1], dG[j, 2] = -c0, -c1, -c2
-                dG[j, 3], dG[j, 4], dG[j, 5] = 0.0, 0.0, 0.0
-            # the subtree follows
-            for i in range(j + 1, nb):
+                    dA[r] = h[r] - dA[r]
+                    eV[r] = S[r]
+                _ad(V0[j], S, eA)
+                c0, c1, c2 = _cross(S[3], S[4], S[5], G[0, 0], G[0, 1], G[0, 2])
+            dG[0], dG[1], dG[2], dG[3], dG[4], dG[5] = -c0, -c1, -c2, 0.0, 0.0, 0.0
+            _ad(V0[j], dV, h)
+            _ad(V0[j], eV, t6)
+            for r in range(6):
+                al[r] = dA[r] + h[r]
+                be[r] = eA[r] + t6[r]
+            for i in range(j if j > 0 else 1, nb):  # the subtree: rows S_i · δF_i
                 if sub[i] == 0:
                     continue
-                lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
-                s = fm[i, _S:_S + 6]
-                for r in range(6):
-                    t6[r] = s[r] * v[iv]
-                _to_child(Rr[i], pr[i], dV[lam], dV[i])
-                _to_child(Rr[i], pr[i], dA[lam], dA[i])
-                _ad(dV[i], t6, h)
-                for r in range(6):
-                    dA[i, r] += h[r]
-                _to_child(Rr[i], pr[i], eV[lam], eV[i])
-                _to_child(Rr[i], pr[i], eA[lam], eA[i])
-                _ad(eV[i], t6, h)
-                for r in range(6):
-                    eA[i, r] += h[r]
+                iv = im[_BODY + i, 3]
+                x = _dot6(r1[i], al) + _dot6(r2[i], dV)
                 if fluid:
-                    _to_child(Rr[i], pr[i], dG[lam], dG[i])
-            for i in range(j, nb):
-                if sub[i] == 0:
-                    continue
-                _mv6(I6[i], V[i], f)
-                _force_diff(I6[i], V[i], dV[i], dA[i], f, tt, dF[i])
-                _force_diff(I6[i], V[i], eV[i], eA[i], f, tt, eF[i])
-                if fluid:
-                    _fluid_add(fm, i, dG[i], dF[i])
-            # subtree totals, bottom up; then the ancestors
-            for i in range(nb - 1, j, -1):
-                if sub[i] == 0:
-                    continue
-                lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
-                s = fm[i, _S:_S + 6]
-                dq[iv, col] += _dot6(s, dF[i])
-                dv[iv, col] += _dot6(s, eF[i])
-                _force_to_parent(Rr[i], pr[i], dF[i], t6)
-                _force_to_parent(Rr[i], pr[i], eF[i], h)
+                    x += r3[i, 0] * dG[0] + r3[i, 1] * dG[1] + r3[i, 2] * dG[2]
+                dq[iv, col] = x
+                dv[iv, col] = _dot6(r1[i], be) + _dot6(r2[i], eV)
+            _mv6(Ic[j], dA, f)  # δF_j
+            _mv6(K[j], dV, h)
+            _mv6(Ic[j], eA, e)
+            _mv6(K[j], eV, t6)
+            for r in range(6):
+                f[r] += h[r]
+                e[r] += t6[r]
+            if fluid:
+                _mv6(Dc[j], dG, h)
                 for r in range(6):
-                    dF[lam, r] += t6[r]
-                    eF[lam, r] += h[r]
+                    f[r] += h[r]
             if j == 0:
                 for l in range(nvb):
-                    dq[l, col] += _dot6(Sb[l], dF[0])
-                    dv[l, col] += _dot6(Sb[l], eF[0])
+                    dq[l, col] = _dot6(Sb[l], f)
+                    dv[l, col] = _dot6(Sb[l], e)
                     if code == 5 and l < 3:  # the columns [Rᵀ e_l; 0] turn with the base
                         c0, c1, c2 = _cross(Sb[kk, 3], Sb[kk, 4], Sb[kk, 5], Sb[l, 0], Sb[l, 1], Sb[l, 2])
                         dq[l, col] -= c0 * F[0, 0] + c1 * F[0, 1] + c2 * F[0, 2]
                 continue
-            s = fm[j, _S:_S + 6]
-            dq[col, col] += _dot6(s, dF[j])
-            dv[col, col] += _dot6(s, eF[j])
-            _bias_force(s, F[j], t6)  # the transmitted wrench turns back: δF − ad_sᵀ F
+            _bias_force(S0[j], Fc[j], h)  # what j transmits turns with it: δF − ad_Sᵀ F
             for r in range(6):
-                t6[r] += dF[j, r]
-                e[r] = eF[j, r]
-            k = j
-            while True:
-                _force_to_parent(Rr[k], pr[k], t6, f)
-                _force_to_parent(Rr[k], pr[k], e, h)
-                for r in range(6):
-                    t6[r] = f[r]
-                    e[r] = h[r]
-                k = im[_BODY + k, 0]
-                if k == 0:
-                    break
+                f[r] += h[r]
+            k = im[_BODY + j, 0]
+            while k != 0:
                 ck = im[_BODY + k, 3]
-                s = fm[k, _S:_S + 6]
-                dq[ck, col] += _dot6(s, t6)
-                dv[ck, col] += _dot6(s, e)
+                dq[ck, col] = _dot6(S0[k], f)
+                dv[ck, col] = _dot6(S0[k], e)
+                k = im[_BODY + k, 0]
             for l in range(nvb):
-                dq[l, col] += _dot6(Sb[l], t6)
-                dv[l, col] += _dot6(Sb[l], e)
+                dq[l, col] = _dot6(Sb[l], f)
+                dv[l, col] = _dot6(Sb[l], e)
 
 
 @jit
