@@ -17,22 +17,89 @@ from __future__ import annotations
 
 import numpy as np
 
-from .compiled import (SingularMassMatrix, _BODY, _transform_add, _F_FLUID, _HD, _HDR, _S, _SingularPivot, _aba_alloc, _aba_work, _ad,
+from .compiled import (SingularMassMatrix, _BODY, _F_FLUID, _HD, _HDR, _S, _SingularPivot, _aba_work, _ad,
                        _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross, _crba_core,
-                       _dot6, _f64, _force_to_parent, _gravity_base, _joint_poses, _mv6, _to_child)
+                       _dot6, _f64, _force_to_parent, _gravity_base, _joint_poses, _mv6, _to_child,
+                       _transform_add)
 from .jit import jit
 
 __all__ = ["DerivativeKernels"]
 
 
 # ------------------------------------------------------------------------------------------ workspace
-def _workspace(nb, nv):
-    """The sweeps' arrays, allocated once per compiled model: relative and base poses, 13 rows per body (the
-    RNEA's V, A, c, F, gravity in body frames; the joint axis, V, A, c, F and the three row vectors in the base
-    frame), the poses in the base frame, the composite Ic, K, D per body, the subtree mask and scratch."""
-    return (np.empty((nb, 3, 3)), np.empty((nb, 3)), np.empty((3, 3)), np.empty(3), np.zeros((6, 6)),
-            np.zeros((13, nb, 6)), np.empty((nb, 3, 3)), np.empty((nb, 3)), np.zeros((3, nb, 6, 6)),
-            np.zeros(nb, dtype=np.int64), np.zeros((16, 6)), np.zeros((2, 6, 6)), np.empty((9, 6)))
+def _buffer_size(nb, nv):
+    """Floats in the workspace of :func:`_views` (the derivative sweeps', the ABA's, and the dense matrices')."""
+    return nb * (9 + 3 + 13 * 6 + 9 + 3 + 3 * 36) + 9 + 3 + 36 + 16 * 6 + 2 * 36 + 54 \
+        + nb * (9 + 3 + 8 * 6 + 36 + 2) + 9 + 3 + 36 + 54 + 36 + 6 + 36 + 4 * nv * nv + nv
+
+
+@jit
+def _take(buf, o, n):
+    return buf[o:o + n], o + n
+
+
+@jit
+def _views(buf, sub, nb, nv):
+    """The workspace as views of one flat buffer (one array crosses the Python-numba boundary, not twenty):
+    (the sweeps' tuple, the ABA's tuple of :func:`.compiled._aba_alloc`'s layout, M, ∂τ/∂q, ∂τ/∂v, L, q̈)."""
+    o = 0
+    x, o = _take(buf, o, nb * 9)
+    Rr = x.reshape((nb, 3, 3))
+    x, o = _take(buf, o, nb * 3)
+    pr = x.reshape((nb, 3))
+    x, o = _take(buf, o, 9)
+    Rw = x.reshape((3, 3))
+    pw, o = _take(buf, o, 3)
+    x, o = _take(buf, o, 36)
+    Sb = x.reshape((6, 6))
+    x, o = _take(buf, o, 13 * nb * 6)
+    vec = x.reshape((13, nb, 6))
+    x, o = _take(buf, o, nb * 9)
+    R0 = x.reshape((nb, 3, 3))
+    x, o = _take(buf, o, nb * 3)
+    p0 = x.reshape((nb, 3))
+    x, o = _take(buf, o, 3 * nb * 36)
+    mats = x.reshape((3, nb, 6, 6))
+    x, o = _take(buf, o, 16 * 6)
+    t = x.reshape((16, 6))
+    x, o = _take(buf, o, 72)
+    m6 = x.reshape((2, 6, 6))
+    x, o = _take(buf, o, 54)
+    tmp = x.reshape((9, 6))
+    ws = (Rr, pr, Rw, pw, Sb, vec, R0, p0, mats, sub, t, m6, tmp)
+    x, o = _take(buf, o, nb * 9)
+    aRr = x.reshape((nb, 3, 3))
+    x, o = _take(buf, o, nb * 3)
+    apr = x.reshape((nb, 3))
+    x, o = _take(buf, o, 9)
+    aRw = x.reshape((3, 3))
+    apw, o = _take(buf, o, 3)
+    x, o = _take(buf, o, 36)
+    aSb = x.reshape((6, 6))
+    x, o = _take(buf, o, 8 * nb * 6)
+    avec = x.reshape((8, nb, 6))
+    x, o = _take(buf, o, 54)
+    atmp = x.reshape((9, 6))
+    x, o = _take(buf, o, nb * 36)
+    IA = x.reshape((nb, 6, 6))
+    x, o = _take(buf, o, 36)
+    Ia = x.reshape((6, 6))
+    Dinv, o = _take(buf, o, nb)
+    u, o = _take(buf, o, nb)
+    rhs, o = _take(buf, o, 6)
+    x, o = _take(buf, o, 36)
+    Mb = x.reshape((6, 6))
+    aws = (aRr, apr, aRw, apw, aSb, avec, atmp, IA, Ia, Dinv, u, rhs, Mb)
+    x, o = _take(buf, o, nv * nv)
+    M = x.reshape((nv, nv))
+    x, o = _take(buf, o, nv * nv)
+    dq = x.reshape((nv, nv))
+    x, o = _take(buf, o, nv * nv)
+    dv = x.reshape((nv, nv))
+    x, o = _take(buf, o, nv * nv)
+    L = x.reshape((nv, nv))
+    qdd, o = _take(buf, o, nv)
+    return ws, aws, M, dq, dv, L, qdd
 
 
 @jit
@@ -85,7 +152,7 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, ws):
     Ic, K, Dc = mats[0], mats[1], mats[2]
     t6, h, w, f, e, al, be, dV, dA, dG, eV, eA, u = t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], \
         t[10], t[11], t[12]
-    N, adw = m6[0], m6[1]
+    N = m6[0]
     # ---------------------------------------------------------------- the RNEA, keeping what the sweeps need
     _joint_poses(im, fm, q, Rr, pr)
     _base_pose(code, q, Rw, pw)
@@ -153,19 +220,21 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, ws):
         _motion_to_parent(R0[i], p0[i], C[i], C0[i])
         _force_to_parent(R0[i], p0[i], F[i], Fc[i])
         Ic[i, :, :] = 0.0
-        K[i, :, :] = 0.0
-        _transform_add(R0[i], p0[i], I6[i], Ic[i], tmp)
-        _mv6(I6[i], V[i], h)
-        for m in range(6):  # N e_m = ad~_h e_m − ad_Vᵀ I e_m
+        _transform_add(R0[i], p0[i], I6[i], Ic[i], tmp)  # I_i in frame 0, the composite's seed
+        _mv6(Ic[i], V0[i], h)
+        # N = ad~_h − ad_Vᵀ I with ad~_h = [[0, −ĥ_l], [−ĥ_l, −ĥ_a]] (h = I V, all in frame 0)
+        for r in range(6):
+            for c in range(6):
+                K[i, r, c] = 0.0
+        K[i, 0, 4], K[i, 0, 5], K[i, 1, 3], K[i, 1, 5], K[i, 2, 3], K[i, 2, 4] = h[2], -h[1], -h[2], h[0], h[1], -h[0]
+        for r in range(3):
+            for c in range(3):
+                K[i, 3 + r, c] = K[i, r, 3 + c]
+        K[i, 3, 4], K[i, 3, 5], K[i, 4, 3], K[i, 4, 5], K[i, 5, 3], K[i, 5, 4] = h[5], -h[4], -h[5], h[3], h[4], -h[3]
+        for m in range(6):
+            _bias_force(V0[i], Ic[i, :, m], t6)
             for r in range(6):
-                u[r] = 0.0
-                e[r] = I6[i, r, m]
-            u[m] = 1.0
-            _bias_force(u, h, t6)
-            _bias_force(V[i], e, f)
-            for r in range(6):
-                N[r, m] = t6[r] + f[r]
-        _transform_add(R0[i], p0[i], N, K[i], tmp)
+                K[i, r, m] += t6[r]
         if fluid:
             Dc[i, :, :] = 0.0
             for r in range(6):
@@ -175,21 +244,20 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, ws):
             _transform_add(R0[i], p0[i], N, Dc[i], tmp)
     for i in range(nb - 1, 0, -1):
         lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
-        for r in range(6):
-            t6[r] = S0[i, r] * v[iv]
-        for m in range(6):
-            for r in range(6):
-                u[r] = 0.0
-            u[m] = 1.0
-            _ad(t6, u, e)
-            for r in range(6):
-                adw[r, m] = e[r]
-        for r in range(6):
+        x0, x1, x2 = S0[i, 0] * v[iv], S0[i, 1] * v[iv], S0[i, 2] * v[iv]
+        w0, w1, w2 = S0[i, 3] * v[iv], S0[i, 4] * v[iv], S0[i, 5] * v[iv]
+        for r in range(6):  # row r of Ic ad_W, W = [x; w]: [ρ_l × w, ρ_l × x + ρ_a × w]
+            l0, l1, l2 = Ic[i, r, 0], Ic[i, r, 1], Ic[i, r, 2]
+            c0, c1, c2 = _cross(l0, l1, l2, w0, w1, w2)
+            d0, d1, d2 = _cross(l0, l1, l2, x0, x1, x2)
+            e0, e1, e2 = _cross(Ic[i, r, 3], Ic[i, r, 4], Ic[i, r, 5], w0, w1, w2)
+            K[lam, r, 0] += K[i, r, 0] - c0
+            K[lam, r, 1] += K[i, r, 1] - c1
+            K[lam, r, 2] += K[i, r, 2] - c2
+            K[lam, r, 3] += K[i, r, 3] - d0 - e0
+            K[lam, r, 4] += K[i, r, 4] - d1 - e1
+            K[lam, r, 5] += K[i, r, 5] - d2 - e2
             for c in range(6):
-                acc = 0.0
-                for k in range(6):
-                    acc += Ic[i, r, k] * adw[k, c]
-                K[lam, r, c] += K[i, r, c] - acc
                 Ic[lam, r, c] += Ic[i, r, c]
                 if fluid:
                     Dc[lam, r, c] += Dc[i, r, c]
@@ -295,10 +363,11 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, ws):
 
 
 @jit
-def _rnea_derivatives_core(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws):
-    """:func:`_rnea_derivatives_work` and M (the CRBA)."""
-    _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, ws)
-    _crba_core(im, fm, I6, q, M)
+def _rnea_derivatives_core(im, fm, I6, q, v, a, fext, use_f, out, buf, sub):
+    """out[0], out[1] ← ∂τ/∂q, ∂τ/∂v (:func:`_rnea_derivatives_work`), out[2] ← M (the CRBA)."""
+    ws = _views(buf, sub, im[_HDR, 1], im[_HDR, 4])[0]
+    _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, out[0], out[1], ws)
+    _crba_core(im, fm, I6, q, out[2])
 
 
 @jit
@@ -351,16 +420,17 @@ def _neg_product(A, B, out):
 
 
 @jit
-def _aba_derivatives_core(im, fm, I6, q, v, tau, fext, use_f, qdd, da_dq, da_dv, Minv, M, dq, dv, L, ws, aws):
-    """q̈ = ABA(q, v, τ), then ∂q̈/∂q = −M⁻¹ ∂τ/∂q and ∂q̈/∂v = −M⁻¹ ∂τ/∂v at q̈, and M⁻¹; False where M is
-    not positive definite."""
+def _aba_derivatives_core(im, fm, I6, q, v, tau, fext, use_f, out, buf, sub):
+    """q̈ = ABA(q, v, τ), then out[0] ← ∂q̈/∂q = −M⁻¹ ∂τ/∂q, out[1] ← ∂q̈/∂v = −M⁻¹ ∂τ/∂v at q̈, out[2] ← M⁻¹;
+    False where M is not positive definite."""
+    ws, aws, M, dq, dv, L, qdd = _views(buf, sub, im[_HDR, 1], im[_HDR, 4])
     _aba_work(im, fm, I6, q, v, tau, fext, use_f, qdd, aws)
     _rnea_derivatives_work(im, fm, I6, q, v, qdd, fext, use_f, dq, dv, ws)
     _crba_core(im, fm, I6, q, M)
-    if not _spd_inverse(M, L, Minv):
+    if not _spd_inverse(M, L, out[2]):
         return False
-    _neg_product(Minv, dq, da_dq)
-    _neg_product(Minv, dv, da_dv)
+    _neg_product(out[2], dq, out[0])
+    _neg_product(out[2], dv, out[1])
     return True
 
 
@@ -375,12 +445,8 @@ class DerivativeKernels:
     def __init__(self, compiled):
         self.compiled = compiled
         nb, nv = compiled.nb, compiled.nv
-        self._ws = _workspace(nb, nv)
-        self._aws = _aba_alloc(nb)
-        self._L = np.zeros((nv, nv))
-        self._M = np.empty((nv, nv))
-        self._dq = np.empty((nv, nv))
-        self._dv = np.empty((nv, nv))
+        self._buf = np.zeros(_buffer_size(nb, nv))
+        self._sub = np.zeros(nb, dtype=np.int64)
 
     def _fext(self, f_ext):
         if f_ext is None:
@@ -402,23 +468,21 @@ class DerivativeKernels:
         """``(∂τ/∂q, ∂τ/∂v, M)`` of the rigid RNEA at (q, v, a) (``f_ext`` (nb, 6) body wrenches, body frames)."""
         c = self.compiled
         nv = c.nv
-        dq, dv, M = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv))
+        out = np.empty((3, nv, nv))
         fext, use_f = self._fext(f_ext)
         _rnea_derivatives_core(c.im, c.fm, c.I6, self._vec("q", q, c.nq), self._vec("v", v, nv),
-                               self._vec("a", a, nv), fext, use_f, dq, dv, M, self._ws)
-        return dq, dv, M
+                               self._vec("a", a, nv), fext, use_f, out, self._buf, self._sub)
+        return out[0], out[1], out[2]
 
     def aba_derivatives(self, q, v, tau, f_ext=None):
         """``(∂q̈/∂q, ∂q̈/∂v, M⁻¹)`` of the rigid forward dynamics at (q, v, τ)."""
         c = self.compiled
         nv = c.nv
-        da_dq, da_dv, Minv, qdd = np.empty((nv, nv)), np.empty((nv, nv)), np.empty((nv, nv)), np.empty(nv)
+        out = np.empty((3, nv, nv))
         fext, use_f = self._fext(f_ext)
         try:
             ok = _aba_derivatives_core(c.im, c.fm, c.I6, self._vec("q", q, c.nq), self._vec("v", v, nv),
-                                       self._vec("tau", tau, nv), fext, use_f,
-                                       qdd, da_dq, da_dv, Minv, self._M, self._dq, self._dv, self._L, self._ws,
-                                       self._aws)
+                                       self._vec("tau", tau, nv), fext, use_f, out, self._buf, self._sub)
         except _SingularPivot as exc:
             raise SingularMassMatrix(f"the joint-space mass matrix is singular at this configuration (joint "
                                      f"{c.joint_names[int(exc.args[0]) - 1]!r}): no forward dynamics, no "
@@ -426,4 +490,4 @@ class DerivativeKernels:
         if not ok:
             raise SingularMassMatrix("the joint-space mass matrix is not positive definite at this configuration: "
                                      "no forward dynamics, no derivatives")
-        return da_dq, da_dv, Minv
+        return out[0], out[1], out[2]
