@@ -3,22 +3,24 @@
 ``∂τ/∂q, ∂τ/∂v`` of the RNEA and ``∂q̈/∂q, ∂q̈/∂v, M⁻¹`` of the forward dynamics, along ``q ⊕ δ =
 model.integrate(q, δ)`` (body-frame base tangent, then the joints; Pinocchio's convention for a free flyer).
 Forward-mode tangent sweeps of the RNEA (the directional derivative of each recursion, Carpentier & Mansard 2018,
-RSS, §III, restricted to where a direction acts): a joint's increment ``q_j ⊕ δ`` turns body j's frame by
+RSS, restricted to where a direction acts): a joint's increment ``q_j ⊕ δ`` turns body j's frame by
 ``exp(s_j δ)``, so the quantities body j receives from its parent move by ``−ad_{s_j}`` (twist ``δV_j = −ad_{s_j}
 V_j``, acceleration ``δA_j = −ad_{s_j}(A_j − c_j) + ad_{δV_j} s_j q̇_j``, gravity), its subtree follows rigidly
 (the velocity recursion linearised), and the wrench it sends to the parent turns back (``X_jᵀ(δF_j − ad_{s_j}ᵀ
-F_j)``). Each direction visits its subtree and its ancestors only: O(n·depth) per matrix. The base group's
+F_j)``). Each direction visits its subtree and its ancestors only: O(n·depth) per matrix, and in the base
+frame each entry is a few dot products with rows built once per body from composite inertias
+(:func:`_rnea_derivatives_work`). The base group's
 directions ``ξ = B(q) e_k`` act on body 0 alike; the parts of the base's twist and acceleration fixed in the world
 (gravity; SO(3)×R³'s world-frame linear velocity and its columns ``[Rᵀ e_k; 0]``) turn with ``−ad_ξ``.
-Forward dynamics: ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at ``q̈ = ABA(q, v, τ)`` (Carpentier & Mansard 2018, eq. 7), M by the
-CRBA, ``M⁻¹`` by its Cholesky factor. The numpy reference is :mod:`.derivatives`.
+Forward dynamics: ``∂q̈/∂x = −M⁻¹ ∂τ/∂x`` at ``q̈ = ABA(q, v, τ)`` (Carpentier & Mansard 2018), M from the same
+composite inertias (the CRBA's), ``M⁻¹`` by its Cholesky factor. The numpy reference is :mod:`.derivatives`.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .compiled import (SingularMassMatrix, _BODY, _F_FLUID, _HD, _HDR, _S, _SingularPivot, _aba_work, _ad,
-                       _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross, _crba_core,
+from .compiled import (SingularMassMatrix, _ARM, _BODY, _F_FLUID, _HD, _HDR, _S, _SingularPivot, _aba_work, _ad,
+                       _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross,
                        _dot6, _f64, _force_to_parent, _gravity_base, _joint_poses, _mv6, _to_child,
                        _transform_add)
 from .jit import jit
@@ -135,8 +137,8 @@ def _mtv6(M, x, out):
 
 
 @jit
-def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, ws):
-    """dq, dv (nv, nv) ← ∂τ/∂q (along q ⊕ δ), ∂τ/∂v of the RNEA of :func:`.compiled._rnea_core` at (q, v, a)
+def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws):
+    """dq, dv, M (nv, nv) ← ∂τ/∂q (along q ⊕ δ), ∂τ/∂v, ∂τ/∂a of the RNEA of :func:`.compiled._rnea_core` at (q, v, a)
     with body wrenches ``fext`` (held in their body frames) if ``use_f``; ``ws`` from :func:`_workspace`.
 
     In the base frame (frame 0) a direction acting at body j moves every body of its subtree by the same twist
@@ -269,6 +271,25 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, ws):
             r2[i, r] += t6[r]
         if fluid:
             _mtv6(Dc[i], S0[i], r3[i])
+    # M = ∂τ/∂a from the same composites (the CRBA in frame 0): M[k, i] = S_k · Ic_i S_i, k ⪯ i
+    M[:, :] = 0.0
+    for i in range(1, nb):
+        ci = im[_BODY + i, 3]
+        M[ci, ci] = _dot6(S0[i], r1[i]) + fm[i, _ARM]
+        k = im[_BODY + i, 0]
+        while k != 0:
+            ck = im[_BODY + k, 3]
+            M[ck, ci] = _dot6(S0[k], r1[i])
+            M[ci, ck] = M[ck, ci]
+            k = im[_BODY + k, 0]
+        for l in range(nvb):
+            M[l, ci] = _dot6(Sb[l], r1[i])
+            M[ci, l] = M[l, ci]
+    for l in range(nvb):
+        _mv6(Ic[0], Sb[l], t6)
+        for k in range(l + 1):
+            M[k, l] = _dot6(Sb[k], t6)
+            M[l, k] = M[k, l]
     dq[:, :] = 0.0
     dv[:, :] = 0.0
     # ---------------------------------------------------------------- one direction at a time (base, then joints)
@@ -364,10 +385,9 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, ws):
 
 @jit
 def _rnea_derivatives_core(im, fm, I6, q, v, a, fext, use_f, out, buf, sub):
-    """out[0], out[1] ← ∂τ/∂q, ∂τ/∂v (:func:`_rnea_derivatives_work`), out[2] ← M (the CRBA)."""
+    """out[0], out[1], out[2] ← ∂τ/∂q, ∂τ/∂v, M (:func:`_rnea_derivatives_work`)."""
     ws = _views(buf, sub, im[_HDR, 1], im[_HDR, 4])[0]
-    _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, out[0], out[1], ws)
-    _crba_core(im, fm, I6, q, out[2])
+    _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, out[0], out[1], out[2], ws)
 
 
 @jit
@@ -425,8 +445,7 @@ def _aba_derivatives_core(im, fm, I6, q, v, tau, fext, use_f, out, buf, sub):
     False where M is not positive definite."""
     ws, aws, M, dq, dv, L, qdd = _views(buf, sub, im[_HDR, 1], im[_HDR, 4])
     _aba_work(im, fm, I6, q, v, tau, fext, use_f, qdd, aws)
-    _rnea_derivatives_work(im, fm, I6, q, v, qdd, fext, use_f, dq, dv, ws)
-    _crba_core(im, fm, I6, q, M)
+    _rnea_derivatives_work(im, fm, I6, q, v, qdd, fext, use_f, dq, dv, M, ws)
     if not _spd_inverse(M, L, out[2]):
         return False
     _neg_product(out[2], dq, out[0])
