@@ -117,6 +117,14 @@ def test_single_bodies_against_central_differences(base):
     assert max(worst.values()) < FD_TOL, worst
 
 
+@pytest.mark.parametrize("base", ("fixed", "so3xr3"))
+def test_armature_against_central_differences(base):
+    """Rotor inertia on M's diagonal (in ∂τ/∂a and M⁻¹, and through q̈ in the ABA's derivatives)."""
+    model = Model.from_urdf(random_urdf(np.random.default_rng(8), 4), base=base, armature=0.05)
+    worst = check_against_central_differences(model, seed=4)
+    assert max(worst.values()) < FD_TOL, worst
+
+
 @pytest.mark.parametrize("name", ("bluerov2_heavy", "bluerov2_heavy_alpha5"))
 def test_vehicles_with_buoyancy_against_central_differences(name):
     """The ROV's (and its arm's) bodies displace water: the rigid RNEA carries their weight less buoyancy and the
