@@ -294,10 +294,13 @@ def print_derivatives(run):
         return
     print("\n6. Derivatives of the dynamics vs Pinocchio (∂/∂q along q ⊕ δ, ∂/∂v, and M or M⁻¹; target: <= 2x)")
     body = [(r["label"], r["nv"], r["kernel"], _us(r["ours_us"]), _us(r["peer_us"]), _ratio(r), _iqr(r),
+             _us(r["kernel_us"]), "—" if r["kernel_ratio"] is None else f"{r['kernel_ratio']:.2f}x",
              _err(r["err"], r["agree"]), r["target"], _verdict(r["met"])) for r in rows]
-    print(_table(("model", "nv", "kernel", "ours µs", "pin µs", "ratio", "IQR", "rel.err", "target", ""), body,
-                 "<><>>>>><<"))
-    print("  rel.err: the worst of the three matrices; Pinocchio fills the upper triangle of M and M⁻¹")
+    print(_table(("model", "nv", "kernel", "ours µs", "pin µs", "ratio", "IQR", "kernel µs", "kernel ratio",
+                  "rel.err", "target", ""), body, "<><>>>>>>><<"))
+    print("  ours: Model.rnea_derivatives / aba_derivatives (argument checks included; the target's); kernel: the "
+          "compiled kernel alone; rel.err: the worst of the three matrices, both; Pinocchio fills the upper "
+          "triangle of M and M⁻¹")
     sys.stdout.flush()
 
 
