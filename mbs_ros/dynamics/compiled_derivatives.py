@@ -21,7 +21,7 @@ import numpy as np
 
 from .compiled import (SingularMassMatrix, _ARM, _BODY, _F_FLUID, _HD, _HDR, _S, _SingularPivot, _aba_work, _ad,
                        _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross,
-                       _dot6, _f64, _force_to_parent, _gravity_base, _joint_poses, _mv6, _to_child,
+                       _dot6, _f64, _force_to_parent, _gravity_base, _joint_poses, _mv6,
                        _transform_add)
 from .jit import jit
 
@@ -105,13 +105,6 @@ def _views(buf, sub, nb, nv):
 
 
 @jit
-def _fluid_add(fm, i, Gi, out):
-    """out += D_i g: the load of gravity on body i's fluid terms (compiled.py's ``_add_fluid_weight``), g given."""
-    for r in range(6):
-        out[r] += fm[i, _HD + 3 * r] * Gi[0] + fm[i, _HD + 3 * r + 1] * Gi[1] + fm[i, _HD + 3 * r + 2] * Gi[2]
-
-
-@jit
 def _motion_to_parent(R, p, m, out):
     """out = Ad_{(R,p)} m: a motion vector from the child's frame into the parent's."""
     w0 = R[0, 0] * m[3] + R[0, 1] * m[4] + R[0, 2] * m[5]
@@ -149,61 +142,16 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws):
     nb, nvb, code = im[_HDR, 1], im[_HDR, 6], im[_HDR, 0]
     fluid = (im[_HDR, 7] & _F_FLUID) != 0
     Rr, pr, Rw, pw, Sb, vec, R0, p0, mats, sub, t, m6, tmp = ws
-    V, A, C, F, G = vec[0], vec[1], vec[2], vec[3], vec[4]
+    G = vec[4]
     S0, V0, A0, C0, Fc, r1, r2, r3 = vec[5], vec[6], vec[7], vec[8], vec[9], vec[10], vec[11], vec[12]
     Ic, K, Dc = mats[0], mats[1], mats[2]
-    t6, h, w, f, e, al, be, dV, dA, dG, eV, eA, u = t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], \
-        t[10], t[11], t[12]
+    t6, h, w, f, e, al, be, dV, dA, dG, eV, eA = t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], \
+        t[10], t[11]
     N = m6[0]
-    # ---------------------------------------------------------------- the RNEA, keeping what the sweeps need
+    # ---------------------------------------------------------------- the RNEA in frame 0 (the base body's)
     _joint_poses(im, fm, q, Rr, pr)
     _base_pose(code, q, Rw, pw)
     _base_columns(im, Rw, Sb)
-    _gravity_base(fm, Rw, A[0])
-    for r in range(6):
-        w[r] = A[0, r]  # the world-fixed part of the base acceleration: −[Rᵀ g; 0] (+ [Rᵀ p̈; 0] on SO(3)×R³)
-    _base_velocity(im, Sb, v, V[0])
-    _base_bias(im, Rw, v, t6)
-    for k in range(nvb):
-        for r in range(6):
-            A[0, r] += Sb[k, r] * a[k]
-            if code == 5 and k < 3:
-                w[r] += Sb[k, r] * a[k]
-    for r in range(6):
-        A[0, r] += t6[r]
-        C[0, r] = 0.0
-    for r in range(3):
-        G[0, r] = Rw[0, r] * fm[0, 0] + Rw[1, r] * fm[0, 1] + Rw[2, r] * fm[0, 2]
-        G[0, 3 + r] = 0.0
-    for i in range(1, nb):
-        lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
-        s = fm[i, _S:_S + 6]
-        _to_child(Rr[i], pr[i], V[lam], V[i])
-        _to_child(Rr[i], pr[i], A[lam], A[i])
-        if fluid:
-            _to_child(Rr[i], pr[i], G[lam], G[i])
-        for r in range(6):
-            V[i, r] += s[r] * v[iv]
-            t6[r] = s[r] * v[iv]
-        _ad(V[i], t6, C[i])
-        for r in range(6):
-            A[i, r] += C[i, r] + s[r] * a[iv]
-    for i in range(nb):
-        _mv6(I6[i], A[i], F[i])
-        _mv6(I6[i], V[i], h)
-        _bias_force(V[i], h, t6)
-        for r in range(6):
-            F[i, r] += t6[r]
-            if use_f:
-                F[i, r] -= fext[i, r]
-        if fluid:
-            _fluid_add(fm, i, G[i], F[i])
-    for i in range(nb - 1, 0, -1):
-        _force_to_parent(Rr[i], pr[i], F[i], t6)
-        lam = im[_BODY + i, 0]
-        for r in range(6):
-            F[lam, r] += t6[r]
-    # ---------------------------------------------------------------- frame 0: poses, axes, states, composites
     for r in range(3):
         for c in range(3):
             R0[0, r, c] = 1.0 if r == c else 0.0
@@ -214,17 +162,44 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws):
             for c in range(3):
                 R0[i, r, c] = R0[lam, r, 0] * Rr[i, 0, c] + R0[lam, r, 1] * Rr[i, 1, c] + R0[lam, r, 2] * Rr[i, 2, c]
             p0[i, r] = R0[lam, r, 0] * pr[i, 0] + R0[lam, r, 1] * pr[i, 1] + R0[lam, r, 2] * pr[i, 2] + p0[lam, r]
-    for i in range(nb):
-        if i > 0:
-            _motion_to_parent(R0[i], p0[i], fm[i, _S:_S + 6], S0[i])
-        _motion_to_parent(R0[i], p0[i], V[i], V0[i])
-        _motion_to_parent(R0[i], p0[i], A[i], A0[i])
-        _motion_to_parent(R0[i], p0[i], C[i], C0[i])
-        _force_to_parent(R0[i], p0[i], F[i], Fc[i])
+    _gravity_base(fm, Rw, A0[0])
+    for r in range(6):
+        w[r] = A0[0, r]  # the world-fixed part of the base acceleration: −[Rᵀ g; 0] (+ [Rᵀ p̈; 0] on SO(3)×R³)
+    _base_velocity(im, Sb, v, V0[0])
+    _base_bias(im, Rw, v, t6)
+    for k in range(nvb):
+        for r in range(6):
+            A0[0, r] += Sb[k, r] * a[k]
+            if code == 5 and k < 3:
+                w[r] += Sb[k, r] * a[k]
+    for r in range(6):
+        A0[0, r] += t6[r]
+        C0[0, r] = 0.0
+    for r in range(3):  # gravity in frame 0, the same for every body there
+        G[0, r] = Rw[0, r] * fm[0, 0] + Rw[1, r] * fm[0, 1] + Rw[2, r] * fm[0, 2]
+        G[0, 3 + r] = 0.0
+    for i in range(1, nb):  # in one frame the recursions add: V_i = V_λ + S_i q̇_i, A_i = A_λ + c_i + S_i q̈_i
+        lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
+        _motion_to_parent(R0[i], p0[i], fm[i, _S:_S + 6], S0[i])
+        for r in range(6):
+            V0[i, r] = V0[lam, r] + S0[i, r] * v[iv]
+            t6[r] = S0[i, r] * v[iv]
+        _ad(V0[i], t6, C0[i])
+        for r in range(6):
+            A0[i, r] = A0[lam, r] + C0[i, r] + S0[i, r] * a[iv]
+    for i in range(nb):  # each body's inertia, wrench, N (and fluid D) in frame 0
         Ic[i, :, :] = 0.0
-        _transform_add(R0[i], p0[i], I6[i], Ic[i], tmp)  # I_i in frame 0, the composite's seed
+        _transform_add(R0[i], p0[i], I6[i], Ic[i], tmp)
         _mv6(Ic[i], V0[i], h)
-        # N = ad~_h − ad_Vᵀ I with ad~_h = [[0, −ĥ_l], [−ĥ_l, −ĥ_a]] (h = I V, all in frame 0)
+        _mv6(Ic[i], A0[i], Fc[i])
+        _bias_force(V0[i], h, t6)
+        for r in range(6):
+            Fc[i, r] += t6[r]
+        if use_f:
+            _force_to_parent(R0[i], p0[i], fext[i], t6)
+            for r in range(6):
+                Fc[i, r] -= t6[r]
+        # N = ad~_h − ad_Vᵀ I with ad~_h = [[0, −ĥ_l], [−ĥ_l, −ĥ_a]] (h = I V)
         for r in range(6):
             for c in range(6):
                 K[i, r, c] = 0.0
@@ -244,7 +219,10 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws):
                     N[r, c] = fm[i, _HD + 3 * r + c]
                     N[r, 3 + c] = 0.0
             _transform_add(R0[i], p0[i], N, Dc[i], tmp)
-    for i in range(nb - 1, 0, -1):
+            _mv6(Dc[i], G[0], t6)
+            for r in range(6):
+                Fc[i, r] += t6[r]
+    for i in range(nb - 1, 0, -1):  # composites and subtree wrenches: plain sums in one frame
         lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
         x0, x1, x2 = S0[i, 0] * v[iv], S0[i, 1] * v[iv], S0[i, 2] * v[iv]
         w0, w1, w2 = S0[i, 3] * v[iv], S0[i, 4] * v[iv], S0[i, 5] * v[iv]
@@ -259,6 +237,7 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws):
             K[lam, r, 3] += K[i, r, 3] - d0 - e0
             K[lam, r, 4] += K[i, r, 4] - d1 - e1
             K[lam, r, 5] += K[i, r, 5] - d2 - e2
+            Fc[lam, r] += Fc[i, r]
             for c in range(6):
                 Ic[lam, r, c] += Ic[i, r, c]
                 if fluid:
@@ -310,13 +289,13 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws):
                 c0, c1, c2 = _cross(xi[3], xi[4], xi[5], w[0], w[1], w[2])
                 dA[0], dA[1], dA[2] = -c0, -c1, -c2
                 if code == 5:  # the world-frame linear velocity turns; Ḃ v = [−ω × Rᵀ ṗ; 0]
-                    c0, c1, c2 = _cross(xi[3], xi[4], xi[5], V[0, 0], V[0, 1], V[0, 2])
+                    c0, c1, c2 = _cross(xi[3], xi[4], xi[5], V0[0, 0], V0[0, 1], V0[0, 2])
                     dV[0], dV[1], dV[2] = -c0, -c1, -c2
                     c0, c1, c2 = _cross(v[3], v[4], v[5], dV[0], dV[1], dV[2])
                     dA[0] -= c0
                     dA[1] -= c1
                     dA[2] -= c2
-                    c0, c1, c2 = _cross(xi[3], xi[4], xi[5], V[0, 0], V[0, 1], V[0, 2])
+                    c0, c1, c2 = _cross(xi[3], xi[4], xi[5], V0[0, 0], V0[0, 1], V0[0, 2])
                     d0, d1, d2 = _cross(v[3], v[4], v[5], xi[0], xi[1], xi[2])
                     eA[0], eA[1], eA[2] = -c0 - d0, -c1 - d1, -c2 - d2
                 c0, c1, c2 = _cross(xi[3], xi[4], xi[5], G[0, 0], G[0, 1], G[0, 2])
@@ -367,7 +346,7 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws):
                     dv[l, col] = _dot6(Sb[l], e)
                     if code == 5 and l < 3:  # the columns [Rᵀ e_l; 0] turn with the base
                         c0, c1, c2 = _cross(Sb[kk, 3], Sb[kk, 4], Sb[kk, 5], Sb[l, 0], Sb[l, 1], Sb[l, 2])
-                        dq[l, col] -= c0 * F[0, 0] + c1 * F[0, 1] + c2 * F[0, 2]
+                        dq[l, col] -= c0 * Fc[0, 0] + c1 * Fc[0, 1] + c2 * Fc[0, 2]
                 continue
             _bias_force(S0[j], Fc[j], h)  # what j transmits turns with it: δF − ad_Sᵀ F
             for r in range(6):
