@@ -370,51 +370,53 @@ def _rnea_derivatives_core(im, fm, I6, q, v, a, fext, use_f, out, buf, sub):
 
 
 @jit
-def _spd_inverse(M, L, out):
-    """out = M⁻¹ of a symmetric positive definite M by its Cholesky factor M = L Lᵀ, M⁻¹ = T Tᵀ with T = L⁻ᵀ
-    stored in L's upper triangle (every inner loop runs along rows); False where a pivot is not positive."""
+def _spd_inverse(M, Z, out):
+    """out = M⁻¹ of a symmetric positive definite M; M is overwritten (its upper triangle by U, M = Uᵀ U) and Z
+    (lower) by U⁻ᵀ, so that M⁻¹ = Zᵀ Z. Every inner loop is an axpy along a row (no reduction: numba vectorises
+    it). False where a pivot is not positive."""
     n = M.shape[0]
     for c in range(n):
         d = M[c, c]
-        for k in range(c):
-            d -= L[c, k] * L[c, k]
         if not d > 0.0:
             return False
         d = np.sqrt(d)
-        L[c, c] = d
-        for r in range(c + 1, n):
-            x = M[r, c]
-            for k in range(c):
-                x -= L[r, k] * L[c, k]
-            L[r, c] = x / d
-    for c in range(n):
-        L[c, c] = 1.0 / L[c, c]
-    for c in range(n):  # row c of T = L⁻ᵀ: T[c, r] = −(Σ_{c ≤ k < r} L[r, k] T[c, k]) T[r, r]
-        for r in range(c + 1, n):
-            x = L[r, c] * L[c, c]
-            for k in range(c + 1, r):
-                x += L[r, k] * L[c, k]
-            L[c, r] = -x * L[r, r]
-    for r in range(n):  # M⁻¹ = T Tᵀ
-        for c in range(r, n):
-            x = 0.0
-            for k in range(c, n):
-                x += L[r, k] * L[c, k]
-            out[r, c] = x
-            out[c, r] = x
+        M[c, c] = d
+        inv = 1.0 / d
+        for j in range(c + 1, n):
+            M[c, j] *= inv
+        for i in range(c + 1, n):
+            x = M[c, i]
+            for j in range(i, n):
+                M[i, j] -= x * M[c, j]
+    for r in range(n):
+        for c in range(r + 1):
+            Z[r, c] = 0.0
+        for k in range(r):
+            x = M[k, r]
+            for c in range(k + 1):
+                Z[r, c] += x * Z[k, c]
+        inv = 1.0 / M[r, r]
+        for c in range(r):
+            Z[r, c] = -Z[r, c] * inv
+        Z[r, r] = inv
+    for r in range(n):
+        for c in range(n):
+            out[r, c] = 0.0
+    for k in range(n):
+        for r in range(k + 1):
+            x = Z[k, r]
+            for c in range(r, k + 1):
+                out[r, c] += x * Z[k, c]
+    for r in range(n):
+        for c in range(r + 1, n):
+            out[c, r] = out[r, c]
     return True
 
 
 @jit
 def _neg_product(A, B, out):
-    """out = −A B (square, same size); BLAS beyond 16 rows."""
+    """out = −A B (square, same size), as row axpys."""
     n = A.shape[0]
-    if n > 16:
-        out[:, :] = np.dot(A, B)
-        for r in range(n):
-            for c in range(n):
-                out[r, c] = -out[r, c]
-        return
     for r in range(n):
         for c in range(n):
             out[r, c] = 0.0
@@ -432,17 +434,7 @@ def _aba_derivatives_core(im, fm, I6, q, v, tau, fext, use_f, out, buf, sub):
     ws, aws, M, dq, dv, L, qdd = _views(buf, sub, im[_HDR, 1], im[_HDR, 4])
     _aba_work(im, fm, I6, q, v, tau, fext, use_f, qdd, aws)
     _rnea_derivatives_work(im, fm, I6, q, v, qdd, fext, use_f, dq, dv, M, ws)
-    n = M.shape[0]
-    if n > 24:  # LAPACK's inverse (LU) beats the scalar loops; kept exactly symmetric
-        for r in range(n):
-            if not M[r, r] > 0.0:
-                return False
-        X = np.linalg.inv(M)
-        for r in range(n):
-            for c in range(r, n):
-                out[2, r, c] = 0.5 * (X[r, c] + X[c, r])
-                out[2, c, r] = out[2, r, c]
-    elif not _spd_inverse(M, L, out[2]):
+    if not _spd_inverse(M, L, out[2]):
         return False
     _neg_product(out[2], dq, out[0])
     _neg_product(out[2], dv, out[1])
@@ -498,9 +490,6 @@ class DerivativeKernels:
         try:
             ok = _aba_derivatives_core(c.im, c.fm, c.I6, self._vec("q", q, c.nq), self._vec("v", v, nv),
                                        self._vec("tau", tau, nv), fext, use_f, out, self._buf, self._sub)
-        except np.linalg.LinAlgError:
-            raise SingularMassMatrix("the joint-space mass matrix is singular at this configuration: no forward "
-                                     "dynamics, no derivatives") from None
         except _SingularPivot as exc:
             raise SingularMassMatrix(f"the joint-space mass matrix is singular at this configuration (joint "
                                      f"{c.joint_names[int(exc.args[0]) - 1]!r}): no forward dynamics, no "
