@@ -21,7 +21,7 @@ import numpy as np
 
 from .compiled import (SingularMassMatrix, _ARM, _BODY, _F_FLUID, _HD, _HDR, _S, _SingularPivot, _aba_work, _ad,
                        _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross,
-                       _dot6, _f64, _force_to_parent, _gravity_base, _joint_poses, _mv6,
+                       _dot6, _force_to_parent, _gravity_base, _joint_poses, _mv6,
                        _transform_add)
 from .jit import jit
 
@@ -443,6 +443,20 @@ def _aba_derivatives_core(im, fm, I6, q, v, tau, fext, use_f, out, buf, sub):
 
 # ------------------------------------------------------------------------------------------ Python side
 _NO_FEXT = np.zeros((1, 6))
+_F8 = np.dtype(np.float64)
+
+
+def _vec(name, x, n):
+    """x as the C-contiguous, writable float64 vector of n entries the kernels are compiled for (no copy when it
+    is one already: the check is the whole cost of a call on a small robot); ValueError naming ``name``."""
+    if type(x) is np.ndarray and x.dtype is _F8 and x.shape == (n,):
+        f = x.flags
+        if f.c_contiguous and f.writeable:
+            return x
+    x = np.array(x, dtype=np.float64)
+    if x.shape != (n,):
+        raise ValueError(f"{name} must be a vector of {n} numbers, got shape {x.shape}")
+    return x
 
 
 class DerivativeKernels:
@@ -464,32 +478,25 @@ class DerivativeKernels:
             raise ValueError(f"f_ext must hold one wrench per body, ({nb}, 6); got shape {f.shape}")
         return f.reshape(nb, 6), True
 
-    @staticmethod
-    def _vec(name, x, n):
-        x = _f64(x)
-        if x.shape != (n,):
-            raise ValueError(f"{name} must be a vector of {n} numbers, got shape {x.shape}")
-        return x
-
     def rnea_derivatives(self, q, v, a, f_ext=None):
         """``(∂τ/∂q, ∂τ/∂v, M)`` of the rigid RNEA at (q, v, a) (``f_ext`` (nb, 6) body wrenches, body frames)."""
         c = self.compiled
         nv = c.nv
         out = np.empty((3, nv, nv))
-        fext, use_f = self._fext(f_ext)
-        _rnea_derivatives_core(c.im, c.fm, c.I6, self._vec("q", q, c.nq), self._vec("v", v, nv),
-                               self._vec("a", a, nv), fext, use_f, out, self._buf, self._sub)
-        return out[0], out[1], out[2]
+        fext, use_f = (_NO_FEXT, False) if f_ext is None else self._fext(f_ext)
+        _rnea_derivatives_core(c.im, c.fm, c.I6, _vec("q", q, c.nq), _vec("v", v, nv),
+                               _vec("a", a, nv), fext, use_f, out, self._buf, self._sub)
+        return tuple(out)
 
     def aba_derivatives(self, q, v, tau, f_ext=None):
         """``(∂q̈/∂q, ∂q̈/∂v, M⁻¹)`` of the rigid forward dynamics at (q, v, τ)."""
         c = self.compiled
         nv = c.nv
         out = np.empty((3, nv, nv))
-        fext, use_f = self._fext(f_ext)
+        fext, use_f = (_NO_FEXT, False) if f_ext is None else self._fext(f_ext)
         try:
-            ok = _aba_derivatives_core(c.im, c.fm, c.I6, self._vec("q", q, c.nq), self._vec("v", v, nv),
-                                       self._vec("tau", tau, nv), fext, use_f, out, self._buf, self._sub)
+            ok = _aba_derivatives_core(c.im, c.fm, c.I6, _vec("q", q, c.nq), _vec("v", v, nv),
+                                       _vec("tau", tau, nv), fext, use_f, out, self._buf, self._sub)
         except _SingularPivot as exc:
             raise SingularMassMatrix(f"the joint-space mass matrix is singular at this configuration (joint "
                                      f"{c.joint_names[int(exc.args[0]) - 1]!r}): no forward dynamics, no "
@@ -497,4 +504,4 @@ class DerivativeKernels:
         if not ok:
             raise SingularMassMatrix("the joint-space mass matrix is not positive definite at this configuration: "
                                      "no forward dynamics, no derivatives")
-        return out[0], out[1], out[2]
+        return tuple(out)
