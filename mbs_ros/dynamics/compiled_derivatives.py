@@ -486,7 +486,7 @@ class DerivativeKernels:
         fext, use_f = (_NO_FEXT, False) if f_ext is None else self._fext(f_ext)
         _rnea_derivatives_core(c.im, c.fm, c.I6, _vec("q", q, c.nq), _vec("v", v, nv),
                                _vec("a", a, nv), fext, use_f, out, self._buf, self._sub)
-        return tuple(out)
+        return out[0], out[1], out[2]
 
     def aba_derivatives(self, q, v, tau, f_ext=None):
         """``(∂q̈/∂q, ∂q̈/∂v, M⁻¹)`` of the rigid forward dynamics at (q, v, τ)."""
@@ -504,4 +504,4 @@ class DerivativeKernels:
         if not ok:
             raise SingularMassMatrix("the joint-space mass matrix is not positive definite at this configuration: "
                                      "no forward dynamics, no derivatives")
-        return tuple(out)
+        return out[0], out[1], out[2]
