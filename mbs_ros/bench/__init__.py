@@ -20,6 +20,9 @@ agreement first and marked against its target:
 5. ``headless``: the vehicle-manipulator scenario with computed torque at 500 Hz and RK4 physics at 1 kHz run by
    :func:`mbs_ros.headless.run_scenario`: the compiled law and the one-call lockstep period checked against their
    references, the real-time factor on thread CPU time and the per-period breakdown. Target: >= 50x real time.
+6. ``derivatives``: ``computeRNEADerivatives`` and ``computeABADerivatives`` against Pinocchio
+   (``Model.rnea_derivatives``, ``Model.aba_derivatives``: ∂/∂q along q ⊕ δ, ∂/∂v, M or M⁻¹) on the kernels
+   section's robots. Target: within 2x of Pinocchio.
 
 Timing (:mod:`mbs_ros.bench.timing`): thread CPU time, alternating blocks, the median of the paired block
 ratios; each side's median µs per call. Agreement: relative errors against the peer (``--tol``, 1e-8); any

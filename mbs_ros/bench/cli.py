@@ -16,18 +16,20 @@ import numpy as np
 from . import __doc__ as PACKAGE_DOC
 from . import timing
 
-SECTIONS = ("kernels", "step", "scaling", "node", "headless")
+SECTIONS = ("kernels", "step", "scaling", "node", "headless", "derivatives")
 TOL = 1e-8
 
 FULL_SET = dict(
     kernels=("arm6", "uvms", "ur5", "ur5_ff", "chain12", "chain100", "tree100"),
     kernels_alone=("chain1000", "tree1000"),
+    derivatives=("arm6", "uvms", "ur5", "ur5_ff", "chain12", "chain100", "tree100"),
     step=("uvms", "ur5_ff", "chain12", "chain100", "chain1000", "tree100", "tree1000"),
     scaling=(12, 30, 100, 300, 1000),
 )
 QUICK_SET = dict(
     kernels=("arm6", "uvms", "ur5", "ur5_ff", "chain12", "tree30"),
     kernels_alone=(),
+    derivatives=("arm6", "uvms", "ur5", "ur5_ff", "chain12", "tree30"),
     step=("uvms", "ur5_ff", "chain12", "tree30"),
     scaling=(12, 30, 100),
 )
@@ -118,6 +120,16 @@ class Run:
         self._each("kernels", self.sets["kernels"], lambda c: kernels.run(c, self.plan, self.tol))
         self._each("kernels", self.sets["kernels_alone"],
                    lambda c: kernels.run_alone(c, self.plan, self.tol, NO_PIN_1000))
+
+    def derivatives_section(self):
+        try:
+            import pinocchio  # noqa: F401
+        except ImportError as e:
+            self.skipped.append(("derivatives", "all", f"pinocchio is not importable ({e}); pip install pin"))
+            return
+        from . import derivatives
+
+        self._each("derivatives", self.sets["derivatives"], lambda c: derivatives.run(c, self.plan, self.tol))
 
     def _mujoco(self, section):
         try:
@@ -273,6 +285,22 @@ def print_kernels(run):
         print(f"  {n}")
     print("  coriolis: agreement on C v (C is not unique); crba: Pinocchio fills the upper triangle; "
           "computeAllTerms: Pinocchio's also computes Jacobians, CoM and energies")
+    sys.stdout.flush()
+
+
+def print_derivatives(run):
+    rows = [r for r in run.rows if r["section"] == "derivatives"]
+    if not rows:
+        return
+    print("\n6. Derivatives of the dynamics vs Pinocchio (∂/∂q along q ⊕ δ, ∂/∂v, and M or M⁻¹; target: <= 2x)")
+    body = [(r["label"], r["nv"], r["kernel"], _us(r["ours_us"]), _us(r["peer_us"]), _ratio(r), _iqr(r),
+             _us(r["kernel_us"]), "—" if r["kernel_ratio"] is None else f"{r['kernel_ratio']:.2f}x",
+             _err(r["err"], r["agree"]), r["target"], _verdict(r["met"])) for r in rows]
+    print(_table(("model", "nv", "kernel", "ours µs", "pin µs", "ratio", "IQR", "kernel µs", "kernel ratio",
+                  "rel.err", "target", ""), body, "<><>>>>>>><<"))
+    print("  ours: Model.rnea_derivatives / aba_derivatives (argument checks included; the target's); kernel: the "
+          "compiled kernel alone; rel.err: the worst of the three matrices, both; Pinocchio fills the upper "
+          "triangle of M and M⁻¹")
     sys.stdout.flush()
 
 
@@ -449,7 +477,8 @@ def main(argv=None) -> int:
         print_header(env, run)
     for name, fn, show in (("kernels", run.kernels, print_kernels), ("step", run.step, print_step),
                            ("scaling", run.scaling_section, print_scaling), ("node", run.node_section, print_node),
-                           ("headless", run.headless_section, print_headless)):
+                           ("headless", run.headless_section, print_headless),
+                           ("derivatives", run.derivatives_section, print_derivatives)):
         if name not in sections:
             continue
         try:

@@ -362,6 +362,20 @@ class _CompiledKernels:
         self.fast_step = compiled.step
         self.fast_simulate = compiled.simulate
         self.fast_advance = compiled.advance
+        self._derivatives = None  # compiled_derivatives.DerivativeKernels, built at the first call
+
+    def _derivative_kernels(self):
+        if self._derivatives is None or self._derivatives.compiled is not self.compiled:
+            from .compiled_derivatives import DerivativeKernels
+
+            self._derivatives = DerivativeKernels(self.compiled)
+        return self._derivatives
+
+    def rnea_derivatives(self, m, q, v, a, f_ext=None) -> tuple:
+        return self._derivative_kernels().rnea_derivatives(q, v, a, f_ext)
+
+    def aba_derivatives(self, m, q, v, tau, f_ext=None) -> tuple:
+        return self._derivative_kernels().aba_derivatives(q, v, tau, f_ext)
 
     def link_poses(self, m, q) -> np.ndarray:
         tree = m.tree

@@ -76,6 +76,16 @@ def test_kernels_agree_with_pinocchio(quick):
     assert rows[("uvms", "rnea")]["nv"] == 12
 
 
+def test_derivatives_agree_with_pinocchio(quick):
+    _, doc = quick
+    rows = _rows(doc, "derivatives")
+    for model in ("arm6", "uvms", "chain12", "tree30"):
+        for k in ("computeRNEADerivatives", "computeABADerivatives"):
+            r = rows[(model, k)]
+            assert r["reference"] == "Pinocchio" and r["agree"] and r["err"] <= 1e-8, r
+            assert r["ratio"] > 0 and r["kernel_ratio"] > 0 and r["target_ratio"] == 2.0
+
+
 def test_ur5_agrees(quick):
     path, why = _ur5()
     if path is None:
