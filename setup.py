@@ -34,7 +34,8 @@ setup(
     maintainer_email="mbs-ros@example.org",
     description="Singularity-free Lie-group rigid-body and multibody dynamics, simulation and control for ROS 2.",
     license="Apache-2.0",
-    extras_require={"test": ["pytest"], "ray": ["ray~=2.60"]},  # ray: the campaigns' optional engine
+    # ray: the campaigns' optional engine; control: the linear models' export to python-control
+    extras_require={"test": ["pytest"], "ray": ["ray~=2.60"], "control": ["control~=0.10.2"]},
     entry_points={
         "console_scripts": [
             "dynamics_node = mbs_ros.nodes.dynamics_node:main",

@@ -17,7 +17,7 @@ import numpy as np
 from .jit import AVAILABLE, jit
 from .lie import DEXP_INV_SERIES, SE3_BETA_SERIES, SIN_COEFF_SERIES, SINC_THRESHOLD
 
-__all__ = ["AVAILABLE", "CompiledModel", "compile_model", "warm_up", "SingularMassMatrix", "PIVOT_TOLERANCE"]
+__all__ = ["AVAILABLE", "CompiledModel", "compile_model", "warm_up", "warm_up_model", "SingularMassMatrix", "PIVOT_TOLERANCE"]
 
 BASE_CODES = {"fixed": 0, "se3": 1, "schoenflies": 2, "se2": 3, "so3": 4, "so3xr3": 5}
 # fm row layout (float64, one row per body, row 0 = the base: gravity in its first three entries)
@@ -1366,12 +1366,9 @@ def compile_model(base, tree, gravity, passive=None):
     return CompiledModel(base, tree, gravity, passive) if AVAILABLE else None
 
 
-def warm_up() -> float:
-    """Compile (or load from the on-disk cache) every kernel by calling it once; returns the seconds it took.
-    One tree suffices: the kernels are compiled for the array types, whatever the base group or joint types."""
-    t0 = time.perf_counter()
-    if not AVAILABLE:
-        return 0.0
+def warm_up_model():
+    """``(CompiledModel, q)``: the two-body SE(3) tree the warm-ups call every kernel on (the kernels are compiled for
+    the array types, whatever the base group or joint types)."""
     from .tree import build_tree
     from .urdf import parse_urdf
 
@@ -1380,7 +1377,16 @@ def warm_up() -> float:
             ' izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j" type="continuous"><parent link="b"/>'
             '<child link="c"/><axis xyz="0 0 1"/></joint></robot>')
     c = CompiledModel("se3", build_tree(parse_urdf(urdf, warn=False), "se3"), np.array([0.0, 0.0, -9.81]))
-    q = np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0])
+    return c, np.array([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 1.0, 0.0])
+
+
+def warm_up() -> float:
+    """Compile (or load from the on-disk cache) every kernel by calling it once; returns the seconds it took.
+    One tree suffices: the kernels are compiled for the array types, whatever the base group or joint types."""
+    t0 = time.perf_counter()
+    if not AVAILABLE:
+        return 0.0
+    c, q = warm_up_model()
     v = np.zeros(c.nv)
     c.rnea(q, v, v)
     c.rnea(q, v, v, np.zeros((c.nb, 6)))

@@ -17,15 +17,16 @@ composite inertias (the CRBA's), ``M⁻¹`` by its Cholesky factor. The numpy re
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 
-from .compiled import (SingularMassMatrix, _ARM, _BODY, _F_FLUID, _HD, _HDR, _S, _SingularPivot, _aba_work, _ad,
-                       _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross,
-                       _dot6, _force_to_parent, _gravity_base, _joint_poses, _mv6,
-                       _transform_add)
+from .compiled import (AVAILABLE, SingularMassMatrix, _ARM, _BODY, _F_FLUID, _HD, _HDR, _S, _SingularPivot,
+                       _aba_work, _ad, _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross,
+                       _dot6, _force_to_parent, _gravity_base, _joint_poses, _mv6, _transform_add, warm_up_model)
 from .jit import jit
 
-__all__ = ["DerivativeKernels"]
+__all__ = ["DerivativeKernels", "warm_up"]
 
 
 # ------------------------------------------------------------------------------------------ workspace
@@ -505,3 +506,21 @@ class DerivativeKernels:
             raise SingularMassMatrix("the joint-space mass matrix is not positive definite at this configuration: "
                                      "no forward dynamics, no derivatives")
         return out[0], out[1], out[2]
+
+
+def warm_up() -> float:
+    """Compile (or load from numba's on-disk cache) the derivative kernels, the passive forces' included, by calling
+    each once on :func:`~.compiled.warm_up_model`'s tree; returns the seconds it took."""
+    t0 = time.perf_counter()
+    if not AVAILABLE:
+        return 0.0
+    from .compiled_passive_derivatives import compiled_passive_derivatives
+
+    c, q = warm_up_model()
+    v = np.zeros(c.nv)
+    k = DerivativeKernels(c)
+    for f_ext in (None, np.zeros((c.nb, 6))):
+        k.rnea_derivatives(q, v, v, f_ext)
+        k.aba_derivatives(q, v, v, f_ext)
+    compiled_passive_derivatives(c, q, v)
+    return time.perf_counter() - t0

@@ -45,6 +45,7 @@ MODULE_TO_KEY = {
     "allantools": "python3-allantools-pip",  # pip: allantools (no distro package), the IMU's Allan deviations
     "pyarrow": "python3-pyarrow-pip",  # pip: pyarrow, the campaigns' result tables
     "ray": "python3-ray-pip",  # pip: ray (no distro package), the campaigns' optional Ray engine
+    "control": "python3-control-pip",  # pip: control (python-control), the linear models' StateSpace export
 }
 # ROS packages whose Python module has the package's name (besides *_msgs, *_srvs and *_interfaces).
 ROS_MODULES = {
