@@ -17,7 +17,8 @@ import numpy as np
 from .jit import AVAILABLE, jit
 from .lie import DEXP_INV_SERIES, SE3_BETA_SERIES, SIN_COEFF_SERIES, SINC_THRESHOLD
 
-__all__ = ["AVAILABLE", "CompiledModel", "compile_model", "warm_up", "warm_up_model", "SingularMassMatrix", "PIVOT_TOLERANCE"]
+__all__ = ["AVAILABLE", "CompiledModel", "compile_model", "warm_up", "warm_up_model", "SingularMassMatrix",
+           "PIVOT_TOLERANCE"]
 
 BASE_CODES = {"fixed": 0, "se3": 1, "schoenflies": 2, "se2": 3, "so3": 4, "so3xr3": 5}
 # fm row layout (float64, one row per body, row 0 = the base: gravity in its first three entries)

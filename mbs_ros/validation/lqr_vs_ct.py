@@ -4,7 +4,8 @@ Each scenario (config/scenarios/vehicle_manipulator.yaml: the SE(3) vehicle with
 the BlueROV2-Heavy-like ROV with its 4-DOF arm, in a current, thrusters allocated) runs headless
 (:func:`mbs_ros.headless.run_scenario`, the controller node's own core) twice: with its computed-torque gains, and
 with ``law: lqr`` (:mod:`mbs_ros.controllers.lqr`); a robot with passive forces (the ROV) runs a third time,
-``lqr_water``: LQR with ``compensate_passive: false``, designed with the water's damping instead of cancelling it. Fair tuning: the LQR weights are in acceleration units
+``lqr_water``: LQR with ``compensate_passive: false``, designed with the water's damping instead of cancelling
+it. Fair tuning: the LQR weights are in acceleration units
 (``lqr_scaling: mass``) with ``q = kp², q_v = kd² − 2 kp, r = 1`` per DOF from the scenario's kp, kd, so that on a
 decoupled double integrator the LQR gain *is* computed torque's (the same closed-loop poles); what differs is
 what each law does with the rest of the dynamics — computed torque cancels M, C, g (and the passive forces) at the
