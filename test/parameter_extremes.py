@@ -53,6 +53,10 @@ CONTROLLER = [
     ("kp", 1e-300, 1e9, None, 1.1e9),  # a gain must be > 0: 0 is refused by the law
     ("kd", 1e-300, 1e9, None, 1.1e9),
     ("lambda", 1e-300, 1e9, None, 1.1e9),
+    ("lqr_q_position", 1e-300, 1e9, None, 1.1e9),  # weights of law lqr: each in (0, 1e9], as the gains
+    ("lqr_q_velocity", 1e-300, 1e9, None, 1.1e9),
+    ("lqr_r", 1e-300, 1e9, None, 1.1e9),
+    ("lqr_redesign_threshold", 1e-9, 1e6, 0.9e-9, 1.01e6),
     ("control_rate", 1e-3, 1e5, 0.9e-3, 1.01e5),  # state_timeout must then be >= 1/control_rate: set with it
     ("state_timeout", 0.01, 1e6, 0.0099, 1.01e6),  # at least one control period (100 Hz)
     ("max_time_jump", 0.1, 1e6, 0.099, 1.01e6),
