@@ -26,7 +26,7 @@ from .compiled import (AVAILABLE, SingularMassMatrix, _ARM, _BODY, _F_FLUID, _HD
                        _dot6, _force_to_parent, _gravity_base, _joint_poses, _mv6, _transform_add, warm_up_model)
 from .jit import jit
 
-__all__ = ["DerivativeKernels", "warm_up"]
+__all__ = ["DerivativeKernels", "all_finite", "warm_up"]
 
 
 # ------------------------------------------------------------------------------------------ workspace
@@ -442,6 +442,20 @@ def _aba_derivatives_core(im, fm, I6, q, v, tau, fext, use_f, out, buf, sub):
     return True
 
 
+@jit
+def all_finite(q, v, x):
+    """Whether every entry of the three vectors is finite: ``y · 0`` is 0 for a finite y and NaN for ±inf and NaN,
+    so the sum stays 0 exactly when all are (no overflow, one pass; the argument check of a derivative call)."""
+    s = 0.0
+    for i in range(q.size):
+        s += q[i] * 0.0
+    for i in range(v.size):
+        s += v[i] * 0.0
+    for i in range(x.size):
+        s += x[i] * 0.0
+    return s == 0.0
+
+
 # ------------------------------------------------------------------------------------------ Python side
 _NO_FEXT = np.zeros((1, 6))
 _F8 = np.dtype(np.float64)
@@ -519,6 +533,7 @@ def warm_up() -> float:
     c, q = warm_up_model()
     v = np.zeros(c.nv)
     k = DerivativeKernels(c)
+    all_finite(q, v, v)
     for f_ext in (None, np.zeros((c.nb, 6))):
         k.rnea_derivatives(q, v, v, f_ext)
         k.aba_derivatives(q, v, v, f_ext)

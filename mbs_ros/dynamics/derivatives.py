@@ -13,11 +13,10 @@ Pinocchio's ``computeRNEADerivatives`` / ``computeABADerivatives`` do for a free
 """
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 from . import algorithms as alg
+from .compiled_derivatives import all_finite
 from .passive_derivatives import passive_derivatives
 
 __all__ = ["rnea_derivatives", "aba_derivatives", "forward_dynamics_derivatives", "central_differences",
@@ -56,9 +55,8 @@ def checked_state(model, q, v, x, name: str, f_ext=None) -> tuple:
     None); ValueError naming the argument that has the wrong size or a value that is not finite."""
     nq, nv = model.nq, model.nv
     q, v, x = np.asarray(q, dtype=float), np.asarray(v, dtype=float), np.asarray(x, dtype=float)
-    # a finite sum proves every entry finite (NaN and ±inf propagate; ~1 µs); else look at each entry
-    if not (q.shape == (nq,) and v.shape == (nv,) and x.shape == (nv,)
-            and math.isfinite(q.sum() + v.sum() + x.sum())):
+    # one compiled pass proves every entry finite (~0.5 µs, against ~2 µs per numpy reduction); else look at each
+    if not (q.shape == (nq,) and v.shape == (nv,) and x.shape == (nv,) and all_finite(q, v, x)):
         for label, n, arr in (("q", nq, q), ("v", nv, v), (name, nv, x)):
             if arr.shape != (n,):
                 raise ValueError(f"{label} must have shape ({n},), got {arr.shape}")
