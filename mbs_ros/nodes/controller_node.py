@@ -129,8 +129,12 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
     def _log_configuration(self, s: ControllerSettings, source: ms.Source) -> None:
-        gains = (f"lambda {s.lambda_}, kd {s.kd}" if s.law == "passivity" else f"kp {s.kp}, kd {s.kd}"
-                 if s.law != "lqr" else f"Q ({s.lqr_q_position}, {s.lqr_q_velocity}), R {s.lqr_r}, {s.lqr_scaling}")
+        if s.law == "passivity":
+            gains = f"lambda {s.lambda_}, kd {s.kd}"
+        elif s.law == "lqr":
+            gains = f"Q ({s.lqr_q_position}, {s.lqr_q_velocity}), R {s.lqr_r}, {s.lqr_scaling}"
+        else:
+            gains = f"kp {s.kp}, kd {s.kd}"
         what = source.describe() if source.multibody else f"{s.base_group} body"
         timing = ("lockstep: one command per state, stamped with it" if s.lockstep
                   else f"{s.control_rate:g} Hz, state_timeout {s.state_timeout:g} s")
