@@ -23,7 +23,8 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from .derivatives import forward_dynamics_derivatives, simulated_acceleration
-from .linear import input_matrix
+from .lie import hat3
+from .linear import input_matrix, input_matrix_q_derivative
 
 __all__ = ["Equilibrium", "find_equilibrium"]
 
@@ -112,10 +113,6 @@ def _vector(x, n: int, name: str, default=0.0) -> np.ndarray:
     return out
 
 
-def _skew(w) -> np.ndarray:
-    return np.array([[0.0, -w[2], w[1]], [w[2], 0.0, -w[0]], [-w[1], w[0], 0.0]])
-
-
 def world_wrench_force(model, q, W) -> np.ndarray:
     """Generalised force (nv,) of the world-axes wrench W = [F; T] at the base origin: ``Bᵀ [Rᵀ F; Rᵀ T]``."""
     R = model.base_rotation(q)
@@ -134,7 +131,7 @@ def world_wrench_derivative(model, q, W) -> np.ndarray:
     R = model.base_rotation(q)
     B = model.velocity_map(q)
     nb = B.shape[1]
-    dW = np.vstack([_skew(R.T @ W[:3]), _skew(R.T @ W[3:])]) @ B[3:, :]  # 6 × nb
+    dW = np.vstack([hat3(R.T @ W[:3]), hat3(R.T @ W[3:])]) @ B[3:, :]  # 6 × nb
     if model.velocity_map_is_constant:
         out[:nb, :nb] = B.T @ dW
     else:  # SO(3)×R³: Bᵀ = diag(R, I)
@@ -175,16 +172,16 @@ class _Problem:
         return tau
 
     def applied_derivatives(self, q, v, u):
-        """``(∂τ/∂q, ∂τ/∂v)`` of :meth:`applied` with u held: closed forms, central differences on the group (step
-        1e-6) for what has none (inputs on SO(3)×R³, whose B depends on q; ``forces`` without a Jacobian)."""
+        """``(∂τ/∂q, ∂τ/∂v)`` of :meth:`applied` with u held: closed forms (the world wrench's, and
+        :func:`.linear.input_matrix_q_derivative` for SO(3)×R³'s q-dependent inputs), central differences on the group
+        (step 1e-6) for ``forces`` without a Jacobian."""
         m = self.model
         nv = m.nv
         dq, dv = np.zeros((nv, nv)), np.zeros((nv, nv))
         if self.W is not None:
             dq += world_wrench_derivative(m, q, self.W)
         if u.size and self.q_dependent_G and np.any(u):
-            G_u = lambda qq, vv: input_matrix(m, qq, self.inputs)[0] @ u  # noqa: E731
-            dq += _central(G_u, m, q, v)[0]
+            dq += input_matrix_q_derivative(m, q, self.inputs, u)
         if callable(self.forces):
             if self.forces_jacobian is not None:
                 fq, fv = self.forces_jacobian(q, v)

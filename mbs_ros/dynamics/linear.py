@@ -19,8 +19,9 @@ import numpy as np
 
 from .derivatives import forward_dynamics_derivatives
 from .integrators import TABLEAUS, check_time_step
+from .lie import hat3
 
-__all__ = ["LinearModel", "linearize", "input_matrix", "coordinate_names", "INPUT_KINDS"]
+__all__ = ["LinearModel", "linearize", "input_matrix", "input_matrix_q_derivative", "coordinate_names", "INPUT_KINDS"]
 
 INPUT_KINDS = ("generalized", "efforts", "wrench", "thrusters")
 
@@ -173,7 +174,7 @@ def input_matrix(model, q, inputs="generalized") -> tuple:
     raise ValueError(f"unknown inputs {inputs!r}: choose {', '.join(INPUT_KINDS)} or a list of them")
 
 
-def _input_matrix_q_derivative(model, q, inputs, u0) -> np.ndarray:
+def input_matrix_q_derivative(model, q, inputs, u0) -> np.ndarray:
     """``∂(G(q) u₀)/∂q`` along ``q ⊕ δ`` (nv × nv). Only SO(3)×R³ has a q-dependent G (``Bᵀ = diag(R, I)`` maps a
     base-frame force to the world-axis translation rate's force ``R F``; ``R(q ⊕ δ) = R exp(δ_ω^)`` gives
     ``∂(R F)/∂δ_ω = −R F^``); the other bases' ``B = H`` is constant."""
@@ -191,9 +192,7 @@ def _input_matrix_q_derivative(model, q, inputs, u0) -> np.ndarray:
         elif kind == "thrusters":
             W += model.thruster_matrix @ u0[i:i + width]
         i += width
-    R = model.base_rotation(q)
-    F = W[:3]
-    out[:3, 3:6] = -R @ np.array([[0.0, -F[2], F[1]], [F[2], 0.0, -F[0]], [-F[1], F[0], 0.0]])
+    out[:3, 3:6] = -model.base_rotation(q) @ hat3(W[:3])
     return out
 
 
@@ -235,7 +234,7 @@ def linearize(model, q, v, tau, inputs="generalized", passive: bool = True, dt=N
     dGu = np.zeros((nv, nv))
     if u0 is not None:
         u0 = _vector(u0, "u0", G.shape[1])
-        dGu = _input_matrix_q_derivative(model, q, inputs, u0)
+        dGu = input_matrix_q_derivative(model, q, inputs, u0)
     states = tuple(f"dq_{c}" for c in coordinate_names(model)) + tuple(f"dv_{c}" for c in coordinate_names(model))
     if dt is not None:
         A, B, q1, v1 = _step_jacobian(model, q, v, tau, G, dGu, dt, method, passive)
