@@ -217,9 +217,8 @@ def forward_dynamics_derivatives(model, q, v, tau, passive: bool = True):
     if use_p:
         total = tau + model.passive_forces(q, v)
     a = model.forward_dynamics(q, v, total)
-    dq, dv, M = rnea_derivatives(model, q, v, a)
+    da_dq, da_dv, Minv = model.aba_derivatives(q, v, total)  # −M⁻¹ ∂ID/∂x at a, and M⁻¹ from one factorisation
     if use_p:
         pq, pv = passive_derivatives(model, q, v)
-        dq, dv = dq - pq, dv - pv
-    Minv = np.linalg.inv(M)
-    return a, -Minv @ dq, -Minv @ dv, Minv
+        da_dq, da_dv = da_dq + Minv @ pq, da_dv + Minv @ pv
+    return a, da_dq, da_dv, Minv
