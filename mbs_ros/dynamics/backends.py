@@ -22,7 +22,7 @@ import numpy as np
 
 from . import algorithms as alg
 from .compiled import SingularMassMatrix, compile_model
-from .derivatives import tree_rnea_derivatives
+from .derivatives import checked_state, tree_rnea_derivatives
 from .lie import SE3, hat3
 from .passive import buoyancy_energy, passive_terms, spring_energy
 
@@ -180,10 +180,10 @@ class TreeBackend:
         return alg.joint_wrenches(m, q, v, a, tau=tau, f_ext=f_ext)
 
     def rnea_derivatives(self, m, q, v, a, f_ext=None) -> tuple:
-        return tree_rnea_derivatives(m, q, v, a, f_ext)
+        return tree_rnea_derivatives(m, *checked_state(m, q, v, a, "a", f_ext))
 
     def aba_derivatives(self, m, q, v, tau, f_ext=None) -> tuple:
-        return _aba_derivatives(m, q, v, tau, f_ext)
+        return _aba_derivatives(m, *checked_state(m, q, v, tau, "tau", f_ext))
 
     def all_terms(self, m, q, v) -> tuple:
         return m.mass_matrix(q), m.nonlinear_effects(q, v), m.gravity_forces(q)
@@ -372,10 +372,14 @@ class _CompiledKernels:
         return self._derivatives
 
     def rnea_derivatives(self, m, q, v, a, f_ext=None) -> tuple:
-        return self._derivative_kernels().rnea_derivatives(q, v, a, f_ext)
+        k = self._derivative_kernels()
+        out = None if f_ext is not None else k.try_rnea_derivatives(q, v, a)  # float64 vectors, all finite
+        return out if out is not None else k.rnea_derivatives(*checked_state(m, q, v, a, "a", f_ext))
 
     def aba_derivatives(self, m, q, v, tau, f_ext=None) -> tuple:
-        return self._derivative_kernels().aba_derivatives(q, v, tau, f_ext)
+        k = self._derivative_kernels()
+        out = None if f_ext is not None else k.try_aba_derivatives(q, v, tau)
+        return out if out is not None else k.aba_derivatives(*checked_state(m, q, v, tau, "tau", f_ext))
 
     def link_poses(self, m, q) -> np.ndarray:
         tree = m.tree
@@ -514,13 +518,13 @@ class MimicBackend:
         """The full tree's, through the constant map: ``q_full(q ⊕ δ) = q_full(q) ⊕ G δ``, so ``∂τ/∂x =
         Gᵀ ∂τ_full/∂x_full G`` (x = q, v) and ``M = Gᵀ M_full G``."""
         mm = self.mimic
-        dq, dv, M = mm.full.rnea_derivatives(mm.q_full(np.asarray(q, dtype=float)), mm.v_full(v), mm.v_full(a),
-                                             f_ext)
+        q, v, a, f_ext = checked_state(m, q, v, a, "a", f_ext)
+        dq, dv, M = mm.full.rnea_derivatives(mm.q_full(q), mm.v_full(v), mm.v_full(a), f_ext)
         G, Gt = mm.G, mm.Gt
         return Gt @ dq @ G, Gt @ dv @ G, Gt @ M @ G
 
     def aba_derivatives(self, m, q, v, tau, f_ext=None) -> tuple:
-        return _aba_derivatives(m, q, v, tau, f_ext)
+        return _aba_derivatives(m, *checked_state(m, q, v, tau, "tau", f_ext))
 
     def passive_terms(self, m, q, v, springs=True) -> tuple:
         mm = self.mimic

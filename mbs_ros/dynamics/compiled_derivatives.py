@@ -21,8 +21,7 @@ import time
 
 import numpy as np
 
-from .compiled import (AVAILABLE, SingularMassMatrix, _ARM, _BODY, _F_FLUID, _HD, _HDR, _S, _SingularPivot,
-                       _aba_work, _ad, _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross,
+from .compiled import (AVAILABLE, SingularMassMatrix, _ARM, _BODY, _F_FLUID, _HD, _HDR, _S, _ad, _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross,
                        _dot6, _force_to_parent, _gravity_base, _joint_poses, _mv6, _transform_add, warm_up_model)
 from .jit import jit
 
@@ -31,9 +30,8 @@ __all__ = ["DerivativeKernels", "all_finite", "warm_up"]
 
 # ------------------------------------------------------------------------------------------ workspace
 def _buffer_size(nb, nv):
-    """Floats in the workspace of :func:`_views` (the derivative sweeps', the ABA's, and the dense matrices')."""
-    return nb * (9 + 3 + 13 * 6 + 9 + 3 + 3 * 36) + 9 + 3 + 36 + 16 * 6 + 2 * 36 + 54 \
-        + nb * (9 + 3 + 8 * 6 + 36 + 2) + 9 + 3 + 36 + 54 + 36 + 6 + 36 + 4 * nv * nv + nv
+    """Floats in the workspace of :func:`_views` (the derivative sweeps', and the dense matrices')."""
+    return nb * (9 + 3 + 13 * 6 + 9 + 3 + 3 * 36) + 9 + 3 + 36 + 16 * 6 + 2 * 36 + 54 + 4 * nv * nv + nv
 
 
 @jit
@@ -42,9 +40,9 @@ def _take(buf, o, n):
 
 
 @jit
-def _views(buf, sub, nb, nv):
-    """The workspace as views of one flat buffer (one array crosses the Python-numba boundary, not twenty):
-    (the sweeps' tuple, the ABA's tuple of :func:`.compiled._aba_alloc`'s layout, M, ∂τ/∂q, ∂τ/∂v, L, q̈)."""
+def _sweep_views(buf, sub, nb):
+    """The derivative sweeps' workspace (:func:`_rnea_derivatives_work`'s ``ws``) as views of the head of the flat
+    buffer, and the offset after it (the RNEA derivatives need only these: each view costs a few ns)."""
     o = 0
     x, o = _take(buf, o, nb * 9)
     Rr = x.reshape((nb, 3, 3))
@@ -69,30 +67,14 @@ def _views(buf, sub, nb, nv):
     m6 = x.reshape((2, 6, 6))
     x, o = _take(buf, o, 54)
     tmp = x.reshape((9, 6))
-    ws = (Rr, pr, Rw, pw, Sb, vec, R0, p0, mats, sub, t, m6, tmp)
-    x, o = _take(buf, o, nb * 9)
-    aRr = x.reshape((nb, 3, 3))
-    x, o = _take(buf, o, nb * 3)
-    apr = x.reshape((nb, 3))
-    x, o = _take(buf, o, 9)
-    aRw = x.reshape((3, 3))
-    apw, o = _take(buf, o, 3)
-    x, o = _take(buf, o, 36)
-    aSb = x.reshape((6, 6))
-    x, o = _take(buf, o, 8 * nb * 6)
-    avec = x.reshape((8, nb, 6))
-    x, o = _take(buf, o, 54)
-    atmp = x.reshape((9, 6))
-    x, o = _take(buf, o, nb * 36)
-    IA = x.reshape((nb, 6, 6))
-    x, o = _take(buf, o, 36)
-    Ia = x.reshape((6, 6))
-    Dinv, o = _take(buf, o, nb)
-    u, o = _take(buf, o, nb)
-    rhs, o = _take(buf, o, 6)
-    x, o = _take(buf, o, 36)
-    Mb = x.reshape((6, 6))
-    aws = (aRr, apr, aRw, apw, aSb, avec, atmp, IA, Ia, Dinv, u, rhs, Mb)
+    return (Rr, pr, Rw, pw, Sb, vec, R0, p0, mats, sub, t, m6, tmp), o
+
+
+@jit
+def _views(buf, sub, nb, nv):
+    """The workspace as views of one flat buffer (one array crosses the Python-numba boundary, not twenty):
+    (the sweeps' tuple, M, ∂τ/∂q, ∂τ/∂v, the inverse's scratch L, q̈)."""
+    ws, o = _sweep_views(buf, sub, nb)
     x, o = _take(buf, o, nv * nv)
     M = x.reshape((nv, nv))
     x, o = _take(buf, o, nv * nv)
@@ -102,7 +84,7 @@ def _views(buf, sub, nb, nv):
     x, o = _take(buf, o, nv * nv)
     L = x.reshape((nv, nv))
     qdd, o = _take(buf, o, nv)
-    return ws, aws, M, dq, dv, L, qdd
+    return ws, M, dq, dv, L, qdd
 
 
 @jit
@@ -131,9 +113,54 @@ def _mtv6(M, x, out):
 
 
 @jit
-def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws):
+def _transform_add_sym(R, p, M, out, tmp):
+    """out += Xᵀ M X as :func:`.compiled._transform_add`, for a symmetric M (a spatial inertia, with or without
+    added mass): with M = [[A, B], [Bᵀ, D]] only A, B and D turn (A and D as symmetric: 144 products, not 216)
+    and the result is [[A', Z], [Zᵀ, D' + p̂ Z − B'ᵀ p̂]] with Z = B' − A' p̂. ``tmp``: (9, 6) scratch."""
+    for b in range(3):  # tmp rows 0..2: (A, B, D)[b] Rᵀ into cols 2b.., then R · that
+        r0 = 0 if b < 2 else 3
+        c0 = 0 if b == 0 else 3
+        for i in range(3):
+            for j in range(3):
+                tmp[6 + i, j] = M[r0 + i, c0] * R[j, 0] + M[r0 + i, c0 + 1] * R[j, 1] + M[r0 + i, c0 + 2] * R[j, 2]
+        for i in range(3):
+            for j in range(i if b != 1 else 0, 3):
+                tmp[3 * (b // 2) + i, 3 * (b % 2 if b < 2 else 1) + j] = \
+                    R[i, 0] * tmp[6, j] + R[i, 1] * tmp[7, j] + R[i, 2] * tmp[8, j]
+    # tmp[0:3, 0:3] upper = A', tmp[0:3, 3:6] = B', tmp[3:6, 3:6] upper = D'
+    for i in range(3):
+        for j in range(i):
+            tmp[i, j] = tmp[j, i]
+            tmp[3 + i, 3 + j] = tmp[3 + j, 3 + i]
+    px, py, pz = p[0], p[1], p[2]
+    for i in range(3):  # Z = B' − A' p̂ (row i of A' p̂ is A'[i, :] × p) into tmp rows 6..8, cols 0..2
+        e0, e1, e2 = _cross(tmp[i, 0], tmp[i, 1], tmp[i, 2], px, py, pz)
+        tmp[6 + i, 0] = tmp[i, 3] - e0
+        tmp[6 + i, 1] = tmp[i, 4] - e1
+        tmp[6 + i, 2] = tmp[i, 5] - e2
+    for j in range(3):
+        z0, z1, z2 = _cross(px, py, pz, tmp[6, j], tmp[7, j], tmp[8, j])  # column j of p̂ Z
+        e0, e1, e2 = _cross(tmp[0, 3 + j], tmp[1, 3 + j], tmp[2, 3 + j], px, py, pz)  # row j of B'ᵀ p̂
+        for i in range(3):
+            out[i, j] += tmp[i, j]
+            out[i, 3 + j] += tmp[6 + i, j]
+            out[3 + j, i] += tmp[6 + i, j]
+        out[3, 3 + j] += tmp[3, 3 + j] + z0
+        out[4, 3 + j] += tmp[4, 3 + j] + z1
+        out[5, 3 + j] += tmp[5, 3 + j] + z2
+        out[3 + j, 3] -= e0
+        out[3 + j, 4] -= e1
+        out[3 + j, 5] -= e2
+
+
+@jit
+def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws, tau, Minv, Z, solve):
     """dq, dv, M (nv, nv) ← ∂τ/∂q (along q ⊕ δ), ∂τ/∂v, ∂τ/∂a of the RNEA of :func:`.compiled._rnea_core` at (q, v, a)
-    with body wrenches ``fext`` (held in their body frames) if ``use_f``; ``ws`` from :func:`_workspace`.
+    with body wrenches ``fext`` (held in their body frames) if ``use_f``; ``ws`` from :func:`_sweep_views`.
+    With ``solve`` the acceleration is the forward dynamics' instead, found on the way: a ← M⁻¹ (τ − h) from the
+    composites' M and bias h = RNEA(q, v, 0), Minv ← M⁻¹ (Z: scratch; M is overwritten by its factor), and the
+    accelerations and wrenches then move by ``a`` (``Fc_i += Ic_i ΔA_i + Σ_{k in subtree, k≠i} Ic_k S_k a_k``)
+    before the sweeps; False (nothing more) where M is not positive definite.
 
     In the base frame (frame 0) a direction acting at body j moves every body of its subtree by the same twist
     increment δV, and the accelerations by ``δA_i = α − ad_{V_i} δV`` (α fixed per direction), so with the
@@ -143,7 +170,9 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws):
     nb, nvb, code = im[_HDR, 1], im[_HDR, 6], im[_HDR, 0]
     fluid = (im[_HDR, 7] & _F_FLUID) != 0
     Rr, pr, Rw, pw, Sb, vec, R0, p0, mats, sub, t, m6, tmp = ws
-    G = vec[4]
+    dA0, Q, G = vec[0], vec[1], vec[4]
+    if solve:  # the bias first: everything up to M at a = 0
+        a[:] = 0.0
     S0, V0, A0, C0, Fc, r1, r2, r3 = vec[5], vec[6], vec[7], vec[8], vec[9], vec[10], vec[11], vec[12]
     Ic, K, Dc = mats[0], mats[1], mats[2]
     t6, h, w, f, e, al, be, dV, dA, dG, eV, eA = t[0], t[1], t[2], t[3], t[4], t[5], t[6], t[7], t[8], t[9], \
@@ -190,7 +219,7 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws):
             A0[i, r] = A0[lam, r] + C0[i, r] + S0[i, r] * a[iv]
     for i in range(nb):  # each body's inertia, wrench, N (and fluid D) in frame 0
         Ic[i, :, :] = 0.0
-        _transform_add(R0[i], p0[i], I6[i], Ic[i], tmp)
+        _transform_add_sym(R0[i], p0[i], I6[i], Ic[i], tmp)
         _mv6(Ic[i], V0[i], h)
         _mv6(Ic[i], A0[i], Fc[i])
         _bias_force(V0[i], h, t6)
@@ -270,6 +299,8 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws):
         for k in range(l + 1):
             M[k, l] = _dot6(Sb[k], t6)
             M[l, k] = M[k, l]
+    if solve and not _accelerate(im, tau, a, M, Minv, Z, Sb, S0, r1, Ic, A0, Fc, w, dA0, Q, t6):
+        return False
     dq[:, :] = 0.0
     dv[:, :] = 0.0
     # ---------------------------------------------------------------- one direction at a time (base, then joints)
@@ -361,13 +392,85 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws):
             for l in range(nvb):
                 dq[l, col] = _dot6(Sb[l], f)
                 dv[l, col] = _dot6(Sb[l], e)
+    return True
+
+
+@jit
+def _accelerate(im, tau, a, M, Minv, Z, Sb, S0, r1, Ic, A0, Fc, w, dA, Q, t6):
+    """The forward dynamics inside :func:`_rnea_derivatives_work`, whose composites are at a = 0: a ← M⁻¹ (τ − h)
+    with the bias h of those wrenches (joint i's ``S_i · Fc_i``, the base's ``B e_l · Fc_0``), Minv ← M⁻¹ (M
+    overwritten, Z scratch); then the accelerations ``A0``, SO(3)×R³'s world-fixed part ``w`` and the subtree
+    wrenches ``Fc`` as at that a (``dA``, ``Q``: (nb, 6) scratch). False where M is not positive definite."""
+    nb, nvb, code = im[_HDR, 1], im[_HDR, 6], im[_HDR, 0]
+    nv = M.shape[0]
+    for l in range(nvb):
+        a[l] = tau[l] - _dot6(Sb[l], Fc[0])
+    for i in range(1, nb):
+        iv = im[_BODY + i, 3]
+        a[iv] = tau[iv] - _dot6(S0[i], Fc[i])
+    if not _spd_inverse(M, Z, Minv):
+        return False
+    rhs = Z[0]  # Z is free again
+    for c in range(nv):
+        rhs[c] = a[c]
+    for r in range(nv):
+        x = 0.0
+        for c in range(nv):
+            x += Minv[r, c] * rhs[c]
+        a[r] = x
+    for r in range(6):  # ΔA_0 = B a_base, and its world-fixed part on SO(3)×R³
+        x = 0.0
+        y = 0.0
+        for k in range(nvb):
+            x += Sb[k, r] * a[k]
+            if k < 3:
+                y += Sb[k, r] * a[k]
+        dA[0, r] = x
+        A0[0, r] += x
+        if code == 5:
+            w[r] += y
+    for i in range(1, nb):  # ΔA_i = ΔA_λ + S_i a_i
+        lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
+        for r in range(6):
+            dA[i, r] = dA[lam, r] + S0[i, r] * a[iv]
+            A0[i, r] += dA[i, r]
+    for i in range(nb):
+        for r in range(6):
+            Q[i, r] = 0.0
+    for i in range(nb - 1, -1, -1):  # Fc_i += Ic_i ΔA_i + Q_i, Q_i = Σ_{k in subtree, k≠i} Ic_k S_k a_k
+        _mv6(Ic[i], dA[i], t6)
+        for r in range(6):
+            Fc[i, r] += t6[r] + Q[i, r]
+        if i > 0:
+            lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
+            for r in range(6):
+                Q[lam, r] += Q[i, r] + r1[i, r] * a[iv]
+    return True
+
+
+@jit
+def all_finite(q, v, x):
+    """Whether every entry of the three vectors is finite: ``y · 0`` is 0 for a finite y and NaN for ±inf and NaN,
+    so the sum stays 0 exactly when all are (no overflow, one pass; the argument check of a derivative call)."""
+    s = 0.0
+    for i in range(q.size):
+        s += q[i] * 0.0
+    for i in range(v.size):
+        s += v[i] * 0.0
+    for i in range(x.size):
+        s += x[i] * 0.0
+    return s == 0.0
 
 
 @jit
 def _rnea_derivatives_core(im, fm, I6, q, v, a, fext, use_f, out, buf, sub):
-    """out[0], out[1], out[2] ← ∂τ/∂q, ∂τ/∂v, M (:func:`_rnea_derivatives_work`)."""
-    ws = _views(buf, sub, im[_HDR, 1], im[_HDR, 4])[0]
-    _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, out[0], out[1], out[2], ws)
+    """out[0], out[1], out[2] ← ∂τ/∂q, ∂τ/∂v, M (:func:`_rnea_derivatives_work`); returns 0, or 1 (nothing
+    written) where an entry of q, v or a is not finite (the argument check, in the same call)."""
+    if not all_finite(q, v, a):
+        return 1
+    ws = _sweep_views(buf, sub, im[_HDR, 1])[0]
+    _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, out[0], out[1], out[2], ws, a, out[2], out[2], False)
+    return 0
 
 
 @jit
@@ -430,48 +533,63 @@ def _neg_product(A, B, out):
 
 @jit
 def _aba_derivatives_core(im, fm, I6, q, v, tau, fext, use_f, out, buf, sub):
-    """q̈ = ABA(q, v, τ), then out[0] ← ∂q̈/∂q = −M⁻¹ ∂τ/∂q, out[1] ← ∂q̈/∂v = −M⁻¹ ∂τ/∂v at q̈, out[2] ← M⁻¹;
-    False where M is not positive definite."""
-    ws, aws, M, dq, dv, L, qdd = _views(buf, sub, im[_HDR, 1], im[_HDR, 4])
-    _aba_work(im, fm, I6, q, v, tau, fext, use_f, qdd, aws)
-    _rnea_derivatives_work(im, fm, I6, q, v, qdd, fext, use_f, dq, dv, M, ws)
-    if not _spd_inverse(M, L, out[2]):
-        return False
+    """q̈ = FD(q, v, τ) = M⁻¹ (τ − h) on the way (:func:`_accelerate`), then out[0] ← ∂q̈/∂q = −M⁻¹ ∂τ/∂q,
+    out[1] ← ∂q̈/∂v = −M⁻¹ ∂τ/∂v at q̈, out[2] ← M⁻¹; returns 0, 1 where an entry of q, v or τ is not finite
+    (nothing computed), 2 where M is not positive definite."""
+    if not all_finite(q, v, tau):
+        return 1
+    ws, M, dq, dv, L, qdd = _views(buf, sub, im[_HDR, 1], im[_HDR, 4])
+    if not _rnea_derivatives_work(im, fm, I6, q, v, qdd, fext, use_f, dq, dv, M, ws, tau, out[2], L, True):
+        return 2
     _neg_product(out[2], dq, out[0])
     _neg_product(out[2], dv, out[1])
-    return True
-
-
-@jit
-def all_finite(q, v, x):
-    """Whether every entry of the three vectors is finite: ``y · 0`` is 0 for a finite y and NaN for ±inf and NaN,
-    so the sum stays 0 exactly when all are (no overflow, one pass; the argument check of a derivative call)."""
-    s = 0.0
-    for i in range(q.size):
-        s += q[i] * 0.0
-    for i in range(v.size):
-        s += v[i] * 0.0
-    for i in range(x.size):
-        s += x[i] * 0.0
-    return s == 0.0
+    return 0
 
 
 # ------------------------------------------------------------------------------------------ Python side
 _NO_FEXT = np.zeros((1, 6))
 _F8 = np.dtype(np.float64)
+_STRIDES = (8,)
+
+
+def _canonical(x, n):
+    """Whether x is already a float64 vector of n contiguous entries (native byte order), the type the kernels
+    are compiled for: then it is passed as it is. Strides ``(8,)`` say one dimension and contiguous at once."""
+    return type(x) is np.ndarray and x.dtype is _F8 and x.strides == _STRIDES and x.size == n
+
+
+def _canonical_state(q, v, x, nq, nv):
+    """:func:`_canonical` of q (nq), v and x (nv) in one expression (~0.4 µs: on a small robot the Python side's
+    checks are a tenth of the call; a read-only vector passes, as the kernels only read these)."""
+    return (type(q) is np.ndarray and type(v) is np.ndarray and type(x) is np.ndarray and q.dtype is _F8
+            and v.dtype is _F8 and x.dtype is _F8 and q.strides == _STRIDES and v.strides == _STRIDES
+            and x.strides == _STRIDES and q.size == nq and v.size == nv and x.size == nv)
 
 
 def _vec(name, x, n):
-    """x as the C-contiguous, writable float64 vector of n entries the kernels are compiled for (no copy when it
-    is one already: the check is the whole cost of a call on a small robot); ValueError naming ``name``."""
-    if type(x) is np.ndarray and x.dtype is _F8 and x.shape == (n,):
-        f = x.flags
-        if f.c_contiguous and f.writeable:
-            return x
+    """x as :func:`_canonical`'s vector (a copy only when it is not one); ValueError naming ``name``."""
+    if _canonical(x, n):
+        return x
     x = np.array(x, dtype=np.float64)
     if x.shape != (n,):
         raise ValueError(f"{name} must be a vector of {n} numbers, got shape {x.shape}")
     return x
+
+
+def _entry(kernel, args):
+    """``kernel(*args)``'s compiled entry point for these argument types: a call to it skips numba's per-call
+    type dispatch (~1 µs of eleven arguments, a fifth of Pinocchio's whole call on a 6-DOF arm). Only for
+    arguments of exactly these types (the caller's are fixed per model: :func:`_canonical` vectors and the
+    model's own arrays); the dispatcher itself without numba or where it keeps no such entry."""
+    # writable copies of read-only vectors: the signature to compile (or load) is the writable one, always
+    args = tuple(np.array(x) if isinstance(x, np.ndarray) and not x.flags.writeable else x for x in args)
+    kernel(*args)  # compiles, or loads from numba's cache
+    try:
+        from numba import typeof
+
+        return kernel.overloads[tuple(typeof(x) for x in args)].entry_point
+    except (ImportError, AttributeError, KeyError):  # pragma: no cover - plain Python or another numba layout
+        return kernel
 
 
 class DerivativeKernels:
@@ -483,42 +601,76 @@ class DerivativeKernels:
         nb, nv = compiled.nb, compiled.nv
         self._buf = np.zeros(_buffer_size(nb, nv))
         self._sub = np.zeros(nb, dtype=np.int64)
+        self._rnea = self._aba = None  # the kernels' entry points (:func:`_entry`), resolved at the first call
 
     def _fext(self, f_ext):
         if f_ext is None:
             return _NO_FEXT, False
-        f = np.array(f_ext, dtype=np.float64)
+        f = np.array(f_ext, dtype=np.float64, order="C")  # C order: the type the entry points are compiled for
         nb = self.compiled.nb
         if f.size != 6 * nb:
             raise ValueError(f"f_ext must hold one wrench per body, ({nb}, 6); got shape {f.shape}")
         return f.reshape(nb, 6), True
 
-    def rnea_derivatives(self, q, v, a, f_ext=None):
-        """``(∂τ/∂q, ∂τ/∂v, M)`` of the rigid RNEA at (q, v, a) (``f_ext`` (nb, 6) body wrenches, body frames)."""
+    def _call_rnea(self, q, v, a, fext, use_f):
         c = self.compiled
-        nv = c.nv
-        out = np.empty((3, nv, nv))
-        fext, use_f = (_NO_FEXT, False) if f_ext is None else self._fext(f_ext)
-        _rnea_derivatives_core(c.im, c.fm, c.I6, _vec("q", q, c.nq), _vec("v", v, nv),
-                               _vec("a", a, nv), fext, use_f, out, self._buf, self._sub)
+        out = np.empty((3, c.nv, c.nv))
+        args = (c.im, c.fm, c.I6, q, v, a, fext, use_f, out, self._buf, self._sub)
+        if self._rnea is None:
+            self._rnea = _entry(_rnea_derivatives_core, args)
+        return out if self._rnea(*args) == 0 else None
+
+    def _call_aba(self, q, v, tau, fext, use_f):
+        c = self.compiled
+        out = np.empty((3, c.nv, c.nv))
+        args = (c.im, c.fm, c.I6, q, v, tau, fext, use_f, out, self._buf, self._sub)
+        if self._aba is None:
+            self._aba = _entry(_aba_derivatives_core, args)
+        status = self._aba(*args)
+        if status == 2:
+            raise SingularMassMatrix("the joint-space mass matrix is not positive definite at this configuration: "
+                                     "no forward dynamics, no derivatives")
+        return out if status == 0 else None
+
+    def try_rnea_derivatives(self, q, v, a):
+        """:meth:`rnea_derivatives` without external wrenches where q, v, a are :func:`_canonical` vectors with
+        finite entries, else None (nothing raised: the caller checks them and says what is wrong). The checks
+        cost ~0.3 µs here, the whole argument checking of ``Model.rnea_derivatives`` on a compiled model."""
+        c = self.compiled
+        if _canonical_state(q, v, a, c.nq, c.nv):
+            out = self._call_rnea(q, v, a, _NO_FEXT, False)
+            if out is not None:
+                return out[0], out[1], out[2]
+        return None
+
+    def try_aba_derivatives(self, q, v, tau):
+        """:meth:`aba_derivatives` as :meth:`try_rnea_derivatives`: None unless q, v, τ are canonical and finite;
+        SingularMassMatrix where M is singular."""
+        c = self.compiled
+        if _canonical_state(q, v, tau, c.nq, c.nv):
+            out = self._call_aba(q, v, tau, _NO_FEXT, False)
+            if out is not None:
+                return out[0], out[1], out[2]
+        return None
+
+    def rnea_derivatives(self, q, v, a, f_ext=None):
+        """``(∂τ/∂q, ∂τ/∂v, M)`` of the rigid RNEA at (q, v, a) (``f_ext`` (nb, 6) body wrenches, body frames);
+        ValueError where an argument is the wrong size or not finite."""
+        c = self.compiled
+        fext, use_f = self._fext(f_ext)
+        out = self._call_rnea(_vec("q", q, c.nq), _vec("v", v, c.nv), _vec("a", a, c.nv), fext, use_f)
+        if out is None:
+            raise ValueError("q, v and a must be finite")
         return out[0], out[1], out[2]
 
     def aba_derivatives(self, q, v, tau, f_ext=None):
-        """``(∂q̈/∂q, ∂q̈/∂v, M⁻¹)`` of the rigid forward dynamics at (q, v, τ)."""
+        """``(∂q̈/∂q, ∂q̈/∂v, M⁻¹)`` of the rigid forward dynamics at (q, v, τ); ValueError where an argument is
+        the wrong size or not finite, SingularMassMatrix where M is singular."""
         c = self.compiled
-        nv = c.nv
-        out = np.empty((3, nv, nv))
-        fext, use_f = (_NO_FEXT, False) if f_ext is None else self._fext(f_ext)
-        try:
-            ok = _aba_derivatives_core(c.im, c.fm, c.I6, _vec("q", q, c.nq), _vec("v", v, nv),
-                                       _vec("tau", tau, nv), fext, use_f, out, self._buf, self._sub)
-        except _SingularPivot as exc:
-            raise SingularMassMatrix(f"the joint-space mass matrix is singular at this configuration (joint "
-                                     f"{c.joint_names[int(exc.args[0]) - 1]!r}): no forward dynamics, no "
-                                     "derivatives") from None
-        if not ok:
-            raise SingularMassMatrix("the joint-space mass matrix is not positive definite at this configuration: "
-                                     "no forward dynamics, no derivatives")
+        fext, use_f = self._fext(f_ext)
+        out = self._call_aba(_vec("q", q, c.nq), _vec("v", v, c.nv), _vec("tau", tau, c.nv), fext, use_f)
+        if out is None:
+            raise ValueError("q, v and tau must be finite")
         return out[0], out[1], out[2]
 
 

@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .backends import MimicBackend, select
-from .derivatives import checked_state
 from .lie import GROUPS, LieGroup, hat3
 from .tree import CONTINUOUS, PRISMATIC, REVOLUTE, Tree, build_tree, inertia_pivots, single_body_tree, spatial_inertia
 from .urdf import ModelError, ModelWarning, looks_like_xml_text
@@ -672,12 +671,12 @@ class Model:
         """``(∂τ/∂q, ∂τ/∂v, M)`` of :meth:`inverse_dynamics` along ``q ⊕ δ`` (Pinocchio's
         ``computeRNEADerivatives``), by the backend (numpy: :func:`mbs_ros.dynamics.derivatives.tree_rnea_derivatives`;
         docs/derivatives.md). ValueError naming a wrongly sized or non-finite argument."""
-        return self._backend.rnea_derivatives(self, *checked_state(self, q, v, a, "a", f_ext))
+        return self._backend.rnea_derivatives(self, q, v, a, f_ext)  # which checks the arguments
 
     def aba_derivatives(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, f_ext=None) -> tuple:
         """``(∂a/∂q, ∂a/∂v, M⁻¹)`` of :meth:`forward_dynamics` (Pinocchio's ``computeABADerivatives``): ``−M⁻¹``
         times :meth:`rnea_derivatives` at ``a = FD(q, v, τ)`` (docs/derivatives.md)."""
-        return self._backend.aba_derivatives(self, *checked_state(self, q, v, tau, "tau", f_ext))
+        return self._backend.aba_derivatives(self, q, v, tau, f_ext)
 
     def dynamics_derivatives(self, q: np.ndarray, v: np.ndarray, tau: np.ndarray, passive: bool = True) -> tuple:
         """``(a, ∂a/∂q, ∂a/∂v, ∂a/∂τ)`` of the simulated acceleration ``FD(q, v, τ + τ_p)``, passive forces

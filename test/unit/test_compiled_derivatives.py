@@ -240,9 +240,35 @@ def test_bad_input():
     model = Model.from_urdf(random_urdf(np.random.default_rng(6), 3), base="se3")
     rnea_d, aba_d = kernels(model)
     q, v, a, tau = state(model, np.random.default_rng(7))
-    with pytest.raises(ValueError, match="q must be a vector of"):
+    with pytest.raises(ValueError, match=r"q must have shape \(10,\)"):
         rnea_d(q[:-1], v, a)
-    with pytest.raises(ValueError, match="tau must be a vector of"):
+    with pytest.raises(ValueError, match=r"tau must have shape \(9,\)"):
         aba_d(q, v, tau[1:])
     with pytest.raises(ValueError, match="f_ext must hold one wrench per body"):
         aba_d(q, v, tau, np.zeros((model.tree.nb + 1, 6)))
+    # a non-finite entry in a vector of the kernels' own type: the kernel's check, not a conversion, catches it
+    for i, name in ((0, "q"), (1, "v"), (2, "a")):
+        bad = [q.copy(), v.copy(), a.copy()]
+        bad[i][-1] = np.inf if i else np.nan
+        with pytest.raises(ValueError, match=f"{name} must be finite"):
+            rnea_d(*bad)
+        bad[2] = tau.copy() if i < 2 else tau * np.nan
+        with pytest.raises(ValueError, match=f"{'tau' if i == 2 else name} must be finite"):
+            aba_d(*bad)
+    # the kernels alone, as the benchmark calls them
+    from mbs_ros.dynamics.compiled_derivatives import DerivativeKernels
+
+    k = DerivativeKernels(model.compiled_kernels)
+    with pytest.raises(ValueError, match="q must be a vector of 10 numbers"):
+        k.rnea_derivatives(q[:-1], v, a)
+    with pytest.raises(ValueError, match="q, v and tau must be finite"):
+        k.aba_derivatives(q, v * np.nan, tau)
+    assert k.try_rnea_derivatives(q, v, a * np.inf) is None and k.try_aba_derivatives(q, v, tau * np.nan) is None
+    assert k.try_rnea_derivatives(q[::-1][::-1].astype(np.float32), v, a) is None  # not the compiled type: refused
+    # a strided or read-only vector is taken (copied or read) and gives the same numbers
+    ref = k.rnea_derivatives(q, v, a)
+    q2 = np.repeat(q, 2)[::2]
+    ro = a.copy()
+    ro.flags.writeable = False
+    for x, y in zip(rnea_d(q2, v, ro), ref):
+        assert np.array_equal(x, y)
