@@ -265,10 +265,13 @@ def test_bad_input():
         k.aba_derivatives(q, v * np.nan, tau)
     assert k.try_rnea_derivatives(q, v, a * np.inf) is None and k.try_aba_derivatives(q, v, tau * np.nan) is None
     assert k.try_rnea_derivatives(q[::-1][::-1].astype(np.float32), v, a) is None  # not the compiled type: refused
-    # a strided or read-only vector is taken (copied or read) and gives the same numbers
-    ref = k.rnea_derivatives(q, v, a)
-    q2 = np.repeat(q, 2)[::2]
-    ro = a.copy()
-    ro.flags.writeable = False
-    for x, y in zip(rnea_d(q2, v, ro), ref):
-        assert np.array_equal(x, y)
+    # a strided or read-only vector in any place is taken (copied or read) and gives the same numbers
+    for call, args in ((rnea_d, (q, v, a)), (aba_d, (q, v, tau))):
+        ref = call(*args)
+        for i in range(3):
+            strided, ro = list(args), list(args)
+            strided[i] = np.repeat(args[i], 2)[::2]
+            ro[i] = args[i].copy()
+            ro[i].flags.writeable = False
+            for x, y, z in zip(call(*strided), call(*ro), ref):
+                assert np.array_equal(x, z) and np.array_equal(y, z)
