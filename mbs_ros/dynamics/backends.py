@@ -365,19 +365,19 @@ class _CompiledKernels:
         self._derivatives = None  # compiled_derivatives.DerivativeKernels, built at the first call
 
     def _derivative_kernels(self):
-        if self._derivatives is None or self._derivatives.compiled is not self.compiled:
+        if self._derivatives is None:  # with_current's copy starts without them
             from .compiled_derivatives import DerivativeKernels
 
             self._derivatives = DerivativeKernels(self.compiled)
         return self._derivatives
 
     def rnea_derivatives(self, m, q, v, a, f_ext=None) -> tuple:
-        k = self._derivative_kernels()
+        k = self._derivatives or self._derivative_kernels()
         out = None if f_ext is not None else k.try_rnea_derivatives(q, v, a)  # float64 vectors, all finite
         return out if out is not None else k.rnea_derivatives(*checked_state(m, q, v, a, "a", f_ext))
 
     def aba_derivatives(self, m, q, v, tau, f_ext=None) -> tuple:
-        k = self._derivative_kernels()
+        k = self._derivatives or self._derivative_kernels()
         out = None if f_ext is not None else k.try_aba_derivatives(q, v, tau)
         return out if out is not None else k.aba_derivatives(*checked_state(m, q, v, tau, "tau", f_ext))
 

@@ -21,7 +21,8 @@ import time
 
 import numpy as np
 
-from .compiled import (AVAILABLE, SingularMassMatrix, _ARM, _BODY, _F_FLUID, _HD, _HDR, _S, _ad, _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross,
+from .compiled import (AVAILABLE, SingularMassMatrix, _ARM, _BODY, _F_FLUID, _HD, _HDR, _S, _SingularPivot,
+                       _aba_work, _ad, _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross,
                        _dot6, _force_to_parent, _gravity_base, _joint_poses, _mv6, _transform_add, warm_up_model)
 from .jit import jit
 
@@ -30,8 +31,9 @@ __all__ = ["DerivativeKernels", "all_finite", "warm_up"]
 
 # ------------------------------------------------------------------------------------------ workspace
 def _buffer_size(nb, nv):
-    """Floats in the workspace of :func:`_views` (the derivative sweeps', and the dense matrices')."""
-    return nb * (9 + 3 + 13 * 6 + 9 + 3 + 3 * 36) + 9 + 3 + 36 + 16 * 6 + 2 * 36 + 54 + 4 * nv * nv + nv
+    """Floats in the workspace of :func:`_views` (the derivative sweeps', the dense matrices', the ABA's)."""
+    return nb * (9 + 3 + 13 * 6 + 9 + 3 + 3 * 36) + 9 + 3 + 36 + 16 * 6 + 2 * 36 + 54 + 4 * nv * nv + nv \
+        + nb * (9 + 3 + 8 * 6 + 36 + 2) + 9 + 3 + 36 + 54 + 36 + 6 + 36
 
 
 @jit
@@ -73,7 +75,7 @@ def _sweep_views(buf, sub, nb):
 @jit
 def _views(buf, sub, nb, nv):
     """The workspace as views of one flat buffer (one array crosses the Python-numba boundary, not twenty):
-    (the sweeps' tuple, M, ∂τ/∂q, ∂τ/∂v, the inverse's scratch L, q̈)."""
+    (the sweeps' tuple, M, ∂τ/∂q, ∂τ/∂v, the inverse's scratch L, q̈, the offset of :func:`_aba_views`)."""
     ws, o = _sweep_views(buf, sub, nb)
     x, o = _take(buf, o, nv * nv)
     M = x.reshape((nv, nv))
@@ -84,7 +86,35 @@ def _views(buf, sub, nb, nv):
     x, o = _take(buf, o, nv * nv)
     L = x.reshape((nv, nv))
     qdd, o = _take(buf, o, nv)
-    return ws, M, dq, dv, L, qdd
+    return ws, M, dq, dv, L, qdd, o
+
+
+@jit
+def _aba_views(buf, o, nb):
+    """The articulated-body pass's workspace (:func:`.compiled._aba_alloc`'s layout) from offset o of the buffer."""
+    x, o = _take(buf, o, nb * 9)
+    aRr = x.reshape((nb, 3, 3))
+    x, o = _take(buf, o, nb * 3)
+    apr = x.reshape((nb, 3))
+    x, o = _take(buf, o, 9)
+    aRw = x.reshape((3, 3))
+    apw, o = _take(buf, o, 3)
+    x, o = _take(buf, o, 36)
+    aSb = x.reshape((6, 6))
+    x, o = _take(buf, o, 8 * nb * 6)
+    avec = x.reshape((8, nb, 6))
+    x, o = _take(buf, o, 54)
+    atmp = x.reshape((9, 6))
+    x, o = _take(buf, o, nb * 36)
+    IA = x.reshape((nb, 6, 6))
+    x, o = _take(buf, o, 36)
+    Ia = x.reshape((6, 6))
+    Dinv, o = _take(buf, o, nb)
+    u, o = _take(buf, o, nb)
+    rhs, o = _take(buf, o, 6)
+    x, o = _take(buf, o, 36)
+    Mb = x.reshape((6, 6))
+    return (aRr, apr, aRw, apw, aSb, avec, atmp, IA, Ia, Dinv, u, rhs, Mb)
 
 
 @jit
@@ -532,14 +562,21 @@ def _neg_product(A, B, out):
 
 
 @jit
-def _aba_derivatives_core(im, fm, I6, q, v, tau, fext, use_f, out, buf, sub):
-    """q̈ = FD(q, v, τ) = M⁻¹ (τ − h) on the way (:func:`_accelerate`), then out[0] ← ∂q̈/∂q = −M⁻¹ ∂τ/∂q,
-    out[1] ← ∂q̈/∂v = −M⁻¹ ∂τ/∂v at q̈, out[2] ← M⁻¹; returns 0, 1 where an entry of q, v or τ is not finite
-    (nothing computed), 2 where M is not positive definite."""
+def _aba_derivatives_core(im, fm, I6, q, v, tau, fext, use_f, out, buf, sub, by_aba):
+    """q̈ = FD(q, v, τ), then out[0] ← ∂q̈/∂q = −M⁻¹ ∂τ/∂q, out[1] ← ∂q̈/∂v = −M⁻¹ ∂τ/∂v at q̈, out[2] ← M⁻¹;
+    returns 0, 1 where an entry of q, v or τ is not finite (nothing computed), 2 where M is not positive
+    definite. q̈ is M⁻¹ (τ − h) found on the way (:func:`_accelerate`), or with ``by_aba`` the articulated-body
+    pass's (:func:`.compiled._aba_work`: on deep chains M's conditioning would cost q̈ digits)."""
     if not all_finite(q, v, tau):
         return 1
-    ws, M, dq, dv, L, qdd = _views(buf, sub, im[_HDR, 1], im[_HDR, 4])
-    if not _rnea_derivatives_work(im, fm, I6, q, v, qdd, fext, use_f, dq, dv, M, ws, tau, out[2], L, True):
+    nb = im[_HDR, 1]
+    ws, M, dq, dv, L, qdd, o = _views(buf, sub, nb, im[_HDR, 4])
+    if by_aba:
+        _aba_work(im, fm, I6, q, v, tau, fext, use_f, qdd, _aba_views(buf, o, nb))
+        _rnea_derivatives_work(im, fm, I6, q, v, qdd, fext, use_f, dq, dv, M, ws, tau, out[2], L, False)
+        if not _spd_inverse(M, L, out[2]):
+            return 2
+    elif not _rnea_derivatives_work(im, fm, I6, q, v, qdd, fext, use_f, dq, dv, M, ws, tau, out[2], L, True):
         return 2
     _neg_product(out[2], dq, out[0])
     _neg_product(out[2], dv, out[1])
@@ -550,6 +587,23 @@ def _aba_derivatives_core(im, fm, I6, q, v, tau, fext, use_f, out, buf, sub):
 _NO_FEXT = np.zeros((1, 6))
 _F8 = np.dtype(np.float64)
 _STRIDES = (8,)
+
+
+#: deeper trees take q̈ of the ABA derivatives from the articulated-body pass: M⁻¹ (τ − h) loses digits with M's
+#: conditioning. Worst relative error against Pinocchio's over 5 random states of the benchmark's random chains,
+#: M⁻¹ (τ − h) / the pass: depth 12: 1.5e-13 / 9.3e-14, 16: 2.5e-12 / 1.8e-13, 24: 3.7e-11 / 1.2e-12, 100:
+#: 1.1e-8 / 1.2e-11 (the chain of 100 is a row of ``python -m mbs_ros.bench --only derivatives``). Real robots are
+#: 6–8 deep. The pass costs ~0.5 µs a body, a third of a 6-DOF arm's call.
+FD_BY_ABA_DEPTH = 16
+
+
+def tree_depth(im) -> int:
+    """The most joints between the base body and a leaf of a compiled tree (its parent column)."""
+    nb = int(im[_HDR, 1])
+    depth = [0] * nb
+    for i in range(1, nb):
+        depth[i] = depth[int(im[_BODY + i, 0])] + 1
+    return max(depth)
 
 
 def _canonical(x, n):
@@ -599,9 +653,12 @@ class DerivativeKernels:
     def __init__(self, compiled):
         self.compiled = compiled
         nb, nv = compiled.nb, compiled.nv
+        self._nq, self._nv = compiled.nq, nv
         self._buf = np.zeros(_buffer_size(nb, nv))
         self._sub = np.zeros(nb, dtype=np.int64)
         self._rnea = self._aba = None  # the kernels' entry points (:func:`_entry`), resolved at the first call
+        #: q̈ of the ABA derivatives by the articulated-body pass (deep trees), not M⁻¹ (τ − h) (the default)
+        self.fd_by_aba = tree_depth(compiled.im) > FD_BY_ABA_DEPTH
 
     def _fext(self, f_ext):
         if f_ext is None:
@@ -623,10 +680,15 @@ class DerivativeKernels:
     def _call_aba(self, q, v, tau, fext, use_f):
         c = self.compiled
         out = np.empty((3, c.nv, c.nv))
-        args = (c.im, c.fm, c.I6, q, v, tau, fext, use_f, out, self._buf, self._sub)
-        if self._aba is None:
-            self._aba = _entry(_aba_derivatives_core, args)
-        status = self._aba(*args)
+        args = (c.im, c.fm, c.I6, q, v, tau, fext, use_f, out, self._buf, self._sub, self.fd_by_aba)
+        try:
+            if self._aba is None:
+                self._aba = _entry(_aba_derivatives_core, args)
+            status = self._aba(*args)
+        except _SingularPivot as exc:  # the articulated-body pass names the joint
+            raise SingularMassMatrix(f"the joint-space mass matrix is singular at this configuration (joint "
+                                     f"{c.joint_names[int(exc.args[0]) - 1]!r}): no forward dynamics, no "
+                                     "derivatives") from None
         if status == 2:
             raise SingularMassMatrix("the joint-space mass matrix is not positive definite at this configuration: "
                                      "no forward dynamics, no derivatives")
@@ -636,8 +698,7 @@ class DerivativeKernels:
         """:meth:`rnea_derivatives` without external wrenches where q, v, a are :func:`_canonical` vectors with
         finite entries, else None (nothing raised: the caller checks them and says what is wrong). The checks
         cost ~0.3 µs here, the whole argument checking of ``Model.rnea_derivatives`` on a compiled model."""
-        c = self.compiled
-        if _canonical_state(q, v, a, c.nq, c.nv):
+        if _canonical_state(q, v, a, self._nq, self._nv):
             out = self._call_rnea(q, v, a, _NO_FEXT, False)
             if out is not None:
                 return out[0], out[1], out[2]
@@ -646,8 +707,7 @@ class DerivativeKernels:
     def try_aba_derivatives(self, q, v, tau):
         """:meth:`aba_derivatives` as :meth:`try_rnea_derivatives`: None unless q, v, τ are canonical and finite;
         SingularMassMatrix where M is singular."""
-        c = self.compiled
-        if _canonical_state(q, v, tau, c.nq, c.nv):
+        if _canonical_state(q, v, tau, self._nq, self._nv):
             out = self._call_aba(q, v, tau, _NO_FEXT, False)
             if out is not None:
                 return out[0], out[1], out[2]

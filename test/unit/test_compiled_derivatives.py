@@ -275,3 +275,39 @@ def test_bad_input():
             ro[i].flags.writeable = False
             for x, y, z in zip(call(*strided), call(*ro), ref):
                 assert np.array_equal(x, z) and np.array_equal(y, z)
+
+
+# ------------------------------------------------------------------------------------------ deep chains
+def test_deep_chains_take_the_acceleration_from_the_articulated_body_pass():
+    """The ABA derivatives' q̈ is M⁻¹ (τ − h) from the sweep's own composites, except past ``FD_BY_ABA_DEPTH``
+    joints deep, where M's conditioning costs digits (M⁻¹ (τ − h) on a random chain of 40: ~1e-10 relative to
+    Pinocchio's ABA) and the articulated-body pass gives q̈ (~2e-12). Both paths agree with Pinocchio on a short
+    chain."""
+    if pin is None:
+        pytest.skip("Pinocchio (PyPI: pin) is the reference; make setup installs it")
+    from mbs_ros.bench.kernels import pin_model
+    from mbs_ros.bench.models import build
+    from mbs_ros.dynamics.compiled_derivatives import FD_BY_ABA_DEPTH, DerivativeKernels
+
+    def worst(case, by_aba=None):
+        pm = pin_model(case)
+        pd = pm.createData()
+        k = DerivativeKernels(case.model.compiled_kernels)
+        if by_aba is not None:
+            k.fd_by_aba = by_aba
+        rng = np.random.default_rng(9)
+        out = 0.0
+        for _ in range(3):
+            q, v, _a, tau = state(case.model, rng)
+            ref = [np.array(x) for x in pin.computeABADerivatives(pm, pd, q, v, tau)]
+            ref[2] = _sym(ref[2])
+            out = max(out, *(rel(x, y) for x, y in zip(k.aba_derivatives(q, v, tau), ref)))
+        return k.fd_by_aba, out
+
+    short, deep = build("chain8"), build("chain40")
+    assert 8 <= FD_BY_ABA_DEPTH < 40
+    for by_aba in (False, True):
+        assert worst(short, by_aba)[1] < PIN_TOL, by_aba
+    assert worst(short) == worst(short, False)  # the short chain's default is M⁻¹ (τ − h)
+    by_aba, err = worst(deep)
+    assert by_aba and err < 2e-11, (by_aba, err)
