@@ -10,8 +10,8 @@ with respect to q are along ``q ⊕ δ`` on both sides (Pinocchio's free-flyer c
 
 Pinocchio fills the upper triangle of M and M⁻¹ (mirrored for the check only). Target: within 2x of Pinocchio,
 for the Model methods (argument checks included). Beside them, for information, the compiled kernel alone
-(:class:`~mbs_ros.dynamics.compiled_derivatives.DerivativeKernels` of ``model.compiled_kernels``, no checks) against
-the same Pinocchio call: what the argument checks cost.
+(:class:`~mbs_ros.dynamics.compiled_derivatives.DerivativeKernels` of ``model.compiled_kernels``, its own
+conversions and checks only) against the same Pinocchio call: what the way through the Model costs.
 """
 from __future__ import annotations
 
