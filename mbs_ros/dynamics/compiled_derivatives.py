@@ -634,7 +634,9 @@ def _entry(kernel, args):
     """``kernel(*args)``'s compiled entry point for these argument types: a call to it skips numba's per-call
     type dispatch (~1 µs of eleven arguments, a fifth of Pinocchio's whole call on a 6-DOF arm). Only for
     arguments of exactly these types (the caller's are fixed per model: :func:`_canonical` vectors and the
-    model's own arrays); the dispatcher itself without numba or where it keeps no such entry."""
+    model's own arrays; a vector in a buffer at an odd byte offset, which only ``np.frombuffer`` makes, is read
+    unaligned, as x86-64 and ARM64 allow); the dispatcher itself without numba or where it keeps no such
+    entry."""
     # writable copies of read-only vectors: the signature to compile (or load) is the writable one, always
     args = tuple(np.array(x) if isinstance(x, np.ndarray) and not x.flags.writeable else x for x in args)
     kernel(*args)  # compiles, or loads from numba's cache
@@ -697,7 +699,7 @@ class DerivativeKernels:
     def try_rnea_derivatives(self, q, v, a):
         """:meth:`rnea_derivatives` without external wrenches where q, v, a are :func:`_canonical` vectors with
         finite entries, else None (nothing raised: the caller checks them and says what is wrong). The checks
-        cost ~0.3 µs here, the whole argument checking of ``Model.rnea_derivatives`` on a compiled model."""
+        cost ~0.4 µs here, the whole argument checking of ``Model.rnea_derivatives`` on a compiled model."""
         if _canonical_state(q, v, a, self._nq, self._nv):
             out = self._call_rnea(q, v, a, _NO_FEXT, False)
             if out is not None:
