@@ -593,7 +593,7 @@ _STRIDES = (8,)
 #: conditioning. Worst relative error against Pinocchio's over 5 random states of the benchmark's random chains,
 #: M⁻¹ (τ − h) / the pass: depth 12: 1.5e-13 / 9.3e-14, 16: 2.5e-12 / 1.8e-13, 24: 3.7e-11 / 1.2e-12, 100:
 #: 1.1e-8 / 1.2e-11 (the chain of 100 is a row of ``python -m mbs_ros.bench --only derivatives``). Real robots are
-#: 6–8 deep. The pass costs ~0.5 µs a body, a third of a 6-DOF arm's call.
+#: 6–11 deep (TALOS full 11, iCub 10). The pass costs ~0.5 µs a body, a third of a 6-DOF arm's call.
 FD_BY_ABA_DEPTH = 16
 
 
