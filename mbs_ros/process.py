@@ -30,12 +30,14 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import weakref
 from pathlib import Path
 from typing import Mapping, Optional, Sequence, Union
 
-__all__ = ["NodeProcess", "NodeProcessError", "format_parameter_value", "ros_arguments"]
+__all__ = ["NodeProcess", "NodeProcessError", "format_parameter_value", "ros_arguments", "TeardownGuard",
+           "TEARDOWN_TIMEOUT_S"]
 
 _RUNNING: "weakref.WeakSet[NodeProcess]" = weakref.WeakSet()
 
@@ -106,6 +108,156 @@ def dump_stacks_on_sigusr1() -> None:
     process goes on. :meth:`NodeProcess.dump_stacks` sends it before a SIGKILL, so the log says where it hung."""
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, all_threads=True)
+
+
+#: Seconds the release of a stopped node's ROS entities (executor, node, context) may take before
+#: :class:`TeardownGuard` ends the process: below the 10 s a parent waits after SIGINT (the bringup runner's
+#: ``--stop-timeout``), far above the 0.1-2 s it takes on a busy 2-core machine.
+TEARDOWN_TIMEOUT_S = 7.0
+#: Seconds after the guard's timeout at which its native timers act when the guard's Python thread could not: the
+#: warning line and the stacks at +0.5 s, the exit with the node's code at +1 s (still below the parent's 10 s).
+NATIVE_GRACE_S = (0.5, 1.0)
+
+
+class _NativeTimers:
+    """Calls of libc functions at set times on threads that never touch Python: POSIX timers (``timer_create``
+    with ``SIGEV_THREAD``, monotonic clock) whose expiry runs ``function(argument)`` on a thread of glibc's, so
+    they act even while another thread holds the GIL for good (a middleware call that blocks without releasing
+    it). Used for three calls only: ``puts`` and ``fflush(NULL)`` of a prepared line, and ``_exit(rc)``. Linux
+    with glibc; elsewhere (or if libc has no ``timer_create``) :attr:`available` is False and nothing is armed."""
+
+    SIGEV_THREAD = 2
+    CLOCK_MONOTONIC = 1
+
+    def __init__(self):
+        import ctypes
+        import ctypes.util
+
+        self._ct = ctypes
+        self._keep = []  # the buffers the armed calls point into, alive as long as the process
+        self._timers = []
+        self.available = False
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            create = getattr(libc, "timer_create", None)
+            if create is None:  # glibc before 2.34 keeps it in librt
+                create = ctypes.CDLL(ctypes.util.find_library("rt") or "librt.so.1").timer_create
+            self._create = create
+            self._settime = getattr(libc, "timer_settime", None) or ctypes.CDLL("librt.so.1").timer_settime
+            self._delete = getattr(libc, "timer_delete", None) or ctypes.CDLL("librt.so.1").timer_delete
+            self.functions = {name: ctypes.cast(getattr(libc, name), ctypes.c_void_p).value
+                              for name in ("_exit", "puts", "fflush")}
+        except (OSError, AttributeError):
+            return
+
+        class Sigevent(ctypes.Structure):  # struct sigevent of Linux (64 bytes): value, signo, notify, thread
+            _fields_ = [("sigev_value", ctypes.c_void_p), ("sigev_signo", ctypes.c_int),
+                        ("sigev_notify", ctypes.c_int), ("sigev_notify_function", ctypes.c_void_p),
+                        ("sigev_notify_attributes", ctypes.c_void_p), ("_pad", ctypes.c_byte * 32)]
+
+        class Timespec(ctypes.Structure):
+            _fields_ = [("tv_sec", ctypes.c_long), ("tv_nsec", ctypes.c_long)]
+
+        class Itimerspec(ctypes.Structure):
+            _fields_ = [("it_interval", Timespec), ("it_value", Timespec)]
+
+        self._Sigevent, self._Timespec, self._Itimerspec = Sigevent, Timespec, Itimerspec
+        self.available = ctypes.sizeof(Sigevent) == 64 and sys.platform.startswith("linux")
+
+    def call_later(self, delay: float, function: str, argument: int = 0) -> bool:
+        """Arm ``function(argument)`` (a name of :attr:`functions`; ``argument`` an int or an address) ``delay``
+        seconds from now; False if it could not be armed."""
+        ct = self._ct
+        if not self.available:
+            return False
+        event = self._Sigevent(sigev_value=argument, sigev_notify=self.SIGEV_THREAD,
+                               sigev_notify_function=self.functions[function])
+        timer = ct.c_void_p()
+        if self._create(self.CLOCK_MONOTONIC, ct.byref(event), ct.byref(timer)) != 0:
+            return False
+        sec = int(delay)
+        spec = self._Itimerspec(it_value=self._Timespec(sec, max(1, int((delay - sec) * 1e9))))
+        if self._settime(timer, 0, ct.byref(spec), None) != 0:
+            self._delete(timer)
+            return False
+        self._timers.append(timer)
+        return True
+
+    def text(self, line: str) -> int:
+        """The address of ``line`` as a C string kept alive for the process's life (an argument of ``puts``)."""
+        buf = self._ct.create_string_buffer(line.encode("utf-8", "replace"))
+        self._keep.append(buf)
+        return self._ct.addressof(buf)
+
+    @property
+    def armed(self) -> int:
+        """How many timers are armed (and not cancelled)."""
+        return len(self._timers)
+
+    def cancel(self, count: Optional[int] = None) -> None:
+        """Disarm the first ``count`` timers armed (all if None)."""
+        count = len(self._timers) if count is None else count
+        for timer in self._timers[:count]:
+            self._delete(timer)
+        del self._timers[:count]
+
+
+class TeardownGuard:
+    """Ends the process with ``rc`` if the teardown after the spin loop (``executor.shutdown()``,
+    ``destroy_node()``, ``rclpy.try_shutdown()``: middleware code, with nothing of the node's work left) has not
+    finished within ``timeout`` seconds (default :data:`TEARDOWN_TIMEOUT_S`): one warning line (rcutils' format,
+    so the bringup runner counts it) and every thread's Python stack on stderr, then ``os._exit(rc)``. The node
+    has stopped by then, so its exit code stands; a middleware hang shows in the log (and in the bringup runner's
+    warning summary) instead of as a node that needed SIGKILL.
+
+    However the teardown hangs: the guard's Python thread acts when the stuck call leaves the GIL free (a wait in
+    the middleware); when it holds the GIL (the thread cannot run), :class:`_NativeTimers` act instead, on threads
+    of their own outside Python, :data:`NATIVE_GRACE_S` later: the same warning line, then :mod:`faulthandler`'s
+    stacks (its own C thread), then ``_exit(rc)``. The exit timer stays armed after :meth:`done`, so a hang in
+    the interpreter's finalization after :func:`run_node` returns also ends with ``rc``; a process that exits
+    normally never sees it. Where native timers are not available (not Linux/glibc), faulthandler exits with 1
+    instead, as before."""
+
+    def __init__(self, label: str, rc: int, timeout: Optional[float] = None):
+        self.label, self.rc = label, rc
+        self.timeout = TEARDOWN_TIMEOUT_S if timeout is None else float(timeout)
+        self._finished = threading.Event()
+        warn_at, exit_at = (self.timeout + g for g in NATIVE_GRACE_S)
+        self._native = _NativeTimers()
+        armed = self._native.available and all((
+            self._native.call_later(warn_at, "puts", self._native.text(self._warning(time.time() + warn_at,
+                                                                                       "holding the GIL"))),
+            self._native.call_later(warn_at + 0.01, "fflush", 0),
+            self._native.call_later(exit_at, "_exit", int(rc) & 0xFF)))
+        if armed:
+            faulthandler.dump_traceback_later(warn_at + 0.1, exit=False)
+        else:
+            self._native.cancel()
+            faulthandler.dump_traceback_later(self.timeout + 3.0, exit=True)
+        self._thread = threading.Thread(target=self._watch, daemon=True, name="teardown-guard")
+        self._thread.start()
+
+    def _warning(self, stamp: float, how: str) -> str:
+        return (f"[WARN] [{stamp:.9f}] [{self.label}]: stopping: the release of the "
+                f"ROS entities did not finish within {self.timeout:g} s (middleware teardown hung, {how}); exiting "
+                f"with code {self.rc} anyway. Stacks:")
+
+    def _watch(self) -> None:
+        if self._finished.wait(self.timeout):
+            return
+        print(self._warning(time.time(), "the GIL free"), file=sys.stderr, flush=True)
+        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(self.rc)
+
+    def done(self) -> None:
+        """The teardown finished: the warning and the stacks are disarmed; the exit with ``rc`` (or, without native
+        timers, faulthandler's exit with 1) stays armed for the interpreter's finalization."""
+        self._finished.set()
+        if self._native.armed == 3:
+            faulthandler.cancel_dump_traceback_later()
+            self._native.cancel(2)
 
 
 class NodeProcess:

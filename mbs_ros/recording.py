@@ -1187,8 +1187,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 missing = f"\n  never seen: {' '.join(recorder.missing)}" if recorder.missing else ""
                 print(f"wrote {sum(counts.values())} messages on {len(counts)} topics to {recorder.path}"
                       f"{lines}{missing}", flush=True)
+            from mbs_ros.process import TeardownGuard
+
+            guard = TeardownGuard(node.get_logger().name, 0)  # a middleware hang cannot keep the process alive
             node.destroy_node()
             rclpy.try_shutdown()
+            guard.done()
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)

@@ -524,8 +524,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 counts = {t.name: t.count for t in bridge.topics.values()}
                 lines = "".join(f"\n  {k}: {v}" for k, v in sorted(counts.items()))
                 print(f"forwarded {sum(counts.values())} messages on {len(counts)} topics{lines}", flush=True)
+            from mbs_ros.process import TeardownGuard
+
+            guard = TeardownGuard(node.get_logger().name, 0)  # a middleware hang cannot keep the process alive
             node.destroy_node()
             rclpy.try_shutdown()
+            guard.done()
         finally:
             for s, h in previous.items():
                 signal.signal(s, h)

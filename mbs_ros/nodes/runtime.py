@@ -57,7 +57,7 @@ from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes.parameters import Parameter
 from mbs_ros.nodes.params import model_parameter_values
-from mbs_ros.process import dump_stacks_on_sigusr1
+from mbs_ros.process import TEARDOWN_TIMEOUT_S, TeardownGuard, dump_stacks_on_sigusr1
 
 __all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
            "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS", "TeardownGuard", "TEARDOWN_TIMEOUT_S",
@@ -366,45 +366,6 @@ def _refuse(node, message: str, rc: int) -> int:
     try_shutdown()
     guard.done()
     return rc
-
-
-#: Seconds the release of a stopped node's ROS entities (executor, node, context) may take before
-#: :class:`TeardownGuard` ends the process: below the 10 s a parent waits after SIGINT (the bringup runner's
-#: ``--stop-timeout``), far above the 0.1-2 s it takes on a busy 2-core machine.
-TEARDOWN_TIMEOUT_S = 7.0
-
-
-class TeardownGuard:
-    """Ends the process with ``rc`` if the teardown after the spin loop (``executor.shutdown()``,
-    ``destroy_node()``, ``rclpy.try_shutdown()``: middleware code, with nothing of the node's work left) has not
-    finished within ``timeout`` seconds: one warning line (rcutils' format, so the bringup runner counts it) and
-    every thread's Python stack on stderr, then ``os._exit(rc)``. The node has stopped by then, so its exit code
-    stands; a middleware hang shows in the log (and in the bringup runner's warning summary) instead of as a node
-    that needed SIGKILL. Should the guard thread itself not get to run (the stuck call holding the GIL), or the
-    interpreter's own finalization after :func:`run_node` returns hang, :mod:`faulthandler` dumps the stacks and
-    exits with 1 three seconds later (left armed by :meth:`done`: a process that exits normally never sees it)."""
-
-    def __init__(self, label: str, rc: int, timeout: float = TEARDOWN_TIMEOUT_S):
-        self.label, self.rc, self.timeout = label, rc, timeout
-        self._finished = threading.Event()
-        faulthandler.dump_traceback_later(timeout + 3.0, exit=True)
-        self._thread = threading.Thread(target=self._watch, daemon=True, name="teardown-guard")
-        self._thread.start()
-
-    def _watch(self) -> None:
-        if self._finished.wait(self.timeout):
-            return
-        print(f"[WARN] [{time.time():.9f}] [{self.label}]: stopping: the release of the ROS entities did not "
-              f"finish within {self.timeout:g} s (middleware teardown hung); exiting with code {self.rc} anyway. "
-              "Stacks:",
-              file=sys.stderr, flush=True)
-        faulthandler.dump_traceback(file=sys.stderr, all_threads=True)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        os._exit(self.rc)
-
-    def done(self) -> None:
-        self._finished.set()
 
 
 def descriptor(param: Parameter, value):

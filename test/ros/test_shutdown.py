@@ -5,7 +5,8 @@ CI run once saw a dynamics node ignore SIGINT and SIGTERM until SIGKILL, with no
 with every thread's stack and the node's own exit code. A process that ignores its stop signals altogether gets
 SIGUSR1 before SIGKILL (:meth:`mbs_ros.process.NodeProcess.dump_stacks`), so its log shows where it was stuck.
 The hangs here are staged in child processes: a sleep (the GIL free), a regular expression that never ends (the GIL
-held, so only faulthandler's own thread can act) and signals ignored.
+held, so only native threads can act: the guard's POSIX timers and faulthandler's) and signals ignored; and a real
+node whose ``destroy_node`` blocks either way exits with its own status within the runner's deadline.
 """
 
 import signal
@@ -13,8 +14,13 @@ import subprocess
 import sys
 import textwrap
 
-from mbs_ros.bringup import runner as bringup_runner
-from mbs_ros.process import NodeProcess
+import pytest
+
+pytest.importorskip("rclpy")
+
+from mbs_ros.bringup import runner as bringup_runner  # noqa: E402
+from mbs_ros.process import NodeProcess  # noqa: E402
+from ros_helpers import ros_env_defaults  # noqa: E402
 
 DEADLINE_S = 120  # generous: the children end within seconds, or are killed by the deadline and the test fails
 
@@ -29,7 +35,7 @@ def test_a_hung_teardown_ends_with_the_nodes_exit_code_and_its_stacks():
     for rc in (0, 2):
         code, out = run_child(f"""
             import time
-            from mbs_ros.nodes.runtime import TeardownGuard
+            from mbs_ros.process import TeardownGuard
 
             guard = TeardownGuard("ns.stuck_node", {rc}, timeout=0.5)
 
@@ -52,7 +58,7 @@ def test_a_hung_teardown_ends_with_the_nodes_exit_code_and_its_stacks():
 def test_a_teardown_that_finishes_leaves_the_exit_code_alone():
     code, out = run_child("""
         import sys
-        from mbs_ros.nodes.runtime import TeardownGuard
+        from mbs_ros.process import TeardownGuard
 
         guard = TeardownGuard("ns.node", 0, timeout=60)
         guard.done()
@@ -64,22 +70,89 @@ def test_a_teardown_that_finishes_leaves_the_exit_code_alone():
     assert "finished" in out and "did not finish" not in out
 
 
-def test_a_teardown_stuck_holding_the_gil_is_ended_by_faulthandler():
-    """The guard's Python thread cannot run while the main thread holds the GIL: faulthandler's C thread dumps the
-    stacks and exits with 1 (the stop was not clean, and the log says why)."""
-    code, out = run_child("""
-        import re
-        from mbs_ros.nodes.runtime import TeardownGuard
+def test_a_teardown_stuck_holding_the_gil_ends_with_the_nodes_exit_code():
+    """The guard's Python thread cannot run while the main thread holds the GIL: its native timers (threads outside
+    Python) write the warning line, faulthandler's C thread the stacks, and the process ends with the node's code."""
+    for rc in (0, 2):
+        code, out = run_child(f"""
+            import re
+            from mbs_ros.process import TeardownGuard
 
-        guard = TeardownGuard("ns.node", 0, timeout=0.5)
+            guard = TeardownGuard("ns.node", {rc}, timeout=0.5)
 
-        def holds_the_gil_forever():
-            re.match(r"(a+)+$", "a" * 64 + "b")  # exponential backtracking in C, without releasing the GIL
+            def holds_the_gil_forever():
+                re.match(r"(a+)+$", "a" * 64 + "b")  # exponential backtracking in C, without releasing the GIL
 
-        holds_the_gil_forever()
-        """)
-    assert code == 1, out
-    assert "Timeout" in out and "holds_the_gil_forever" in out, out
+            holds_the_gil_forever()
+            """)
+        assert code == rc, out
+        warning = [line for line in out.splitlines() if line.startswith("[WARN]")]
+        assert len(warning) == 1, out
+        m = bringup_runner._LOG_LINE.match(warning[0])  # as the runner's warning summary reads node logs
+        assert m and "[ns.node]" in warning[0] and f"exiting with code {rc} anyway" in m.group(3), warning
+        assert "holding the GIL" in m.group(3), warning
+        assert "Timeout" in out and "holds_the_gil_forever" in out, out
+
+
+STUCK_NODE = """
+    import re, sys, time
+    from rclpy.node import Node
+    from mbs_ros import process
+    from mbs_ros.nodes import runtime
+
+    process.TEARDOWN_TIMEOUT_S = 1.0  # the guard's deadline for this test (7 s in a node)
+
+
+    class NodeWhoseDestroyBlocks(Node):
+        def __init__(self):
+            super().__init__("stuck_teardown_node")
+
+        def configure(self):
+            self.create_timer(0.05, self.tick)
+            self.ticks = 0
+
+        def tick(self):
+            self.ticks += 1
+            if self.ticks == 2:
+                print("spinning", flush=True)
+
+        def destroy_node(self):
+            {block}
+
+
+    def blocked_in_destroy_node_holding_the_gil():
+        re.match(r"(a+)+$", "a" * 64 + "b")  # exponential backtracking in C, without releasing the GIL
+
+
+    def blocked_in_destroy_node_with_the_gil_free():
+        time.sleep(600)
+
+
+    sys.exit(runtime.run_node(NodeWhoseDestroyBlocks))
+    """
+
+
+@pytest.mark.parametrize("block", ["blocked_in_destroy_node_holding_the_gil",
+                                   "blocked_in_destroy_node_with_the_gil_free"])
+def test_a_node_whose_destroy_node_blocks_exits_with_its_status_within_the_deadline(tmp_path, block):
+    """A real node (run_node: rclpy.init, spin, SIGINT) whose ``destroy_node`` never returns, holding the GIL or not:
+    it exits 0 (a clean stop) within the runner's SIGINT deadline, and its log says why it took the guard."""
+    ros_env_defaults()
+    proc = NodeProcess([sys.executable, "-c", textwrap.dedent(STUCK_NODE).replace("{block}", block + "()")],
+                       label="stuck_teardown_node", log_file=tmp_path / "node.log").start()
+    try:
+        assert proc.wait_for_log("spinning", timeout=DEADLINE_S), proc.log_text()
+        proc.send_signal(signal.SIGINT)
+        # the guard's deadline (1 s) and its native grace (1 s) are far below the runner's 10 s; DEADLINE_S is only
+        # a bound for a busy machine (a node stuck for good would have needed SIGKILL and fails below)
+        rc = proc.wait(timeout=DEADLINE_S)
+    finally:
+        proc.stop(sigint_timeout=1.0, sigterm_timeout=1.0)
+    log = proc.log_text()
+    assert rc == 0 and proc.stop_signal is None, log
+    warning = [line for line in log.splitlines() if line.startswith("[WARN]") and "release of the ROS" in line]
+    assert len(warning) == 1 and "exiting with code 0 anyway" in warning[0], log
+    assert block in log, log  # the stacks show where it was stuck
 
 
 def start_stubborn(tmp_path, label: str, stuck_in: str) -> NodeProcess:
