@@ -84,6 +84,16 @@ def kill_always_task(campaign: ToyCampaign, index: int) -> dict:
     return toy_row(campaign, index)
 
 
+def with_default_sigint(argv: list) -> list:
+    """A command that runs ``argv`` (a Python command line) with SIGINT at its default action, as a program started
+    in a terminal's foreground has it, whatever this process inherited: a test run started in a shell's background
+    (``make test &``, ``nohup``, some CI runners) has SIGINT ignored, its children inherit that, and Python then
+    installs no KeyboardInterrupt handler, so a Ctrl-C test would see a child that rightly ignores Ctrl-C. (A
+    ``preexec_fn`` would do the same but is unsafe in a process with threads.)"""
+    return [argv[0], "-c", "import os, signal, sys; signal.signal(signal.SIGINT, signal.SIG_DFL); "
+                           "os.execv(sys.argv[1], sys.argv[1:])", *argv]
+
+
 def calls(campaign: ToyCampaign) -> dict:
     """Run index -> number of calls recorded."""
     out: dict = {}

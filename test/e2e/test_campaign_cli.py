@@ -19,6 +19,7 @@ import pytest
 pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
 
+from campaign_tasks import with_default_sigint  # noqa: E402
 from mbs_ros.campaign.execute import execute_run  # noqa: E402
 from mbs_ros.campaign.spec import load_campaign  # noqa: E402
 
@@ -100,8 +101,9 @@ def test_exit_codes_say_pass_fail_and_bad_input(tmp_path):
 def test_ctrl_c_stops_the_cli_and_its_workers(tmp_path):
     psutil = pytest.importorskip("psutil")
     out = tmp_path / "o"
-    proc = subprocess.Popen([sys.executable, "-m", "mbs_ros.campaign", str(write(tmp_path, duration=600.0)),
-                             "--workers", "2", "--no-report", "--out", str(out)],
+    proc = subprocess.Popen(with_default_sigint([sys.executable, "-m", "mbs_ros.campaign",
+                                                 str(write(tmp_path, duration=600.0)), "--workers", "2",
+                                                 "--no-report", "--out", str(out)]),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
         deadline = time.monotonic() + 120

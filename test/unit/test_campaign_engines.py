@@ -25,7 +25,15 @@ import pytest
 pytest.importorskip("pyarrow")
 import pyarrow.parquet as pq  # noqa: E402
 
-from campaign_tasks import ToyCampaign, calls, kill_always_task, toy_row, toy_task, write_source  # noqa: E402
+from campaign_tasks import (  # noqa: E402
+    ToyCampaign,
+    calls,
+    kill_always_task,
+    toy_row,
+    toy_task,
+    with_default_sigint,
+    write_source,
+)
 from mbs_ros.campaign.engines import EngineError, run_campaign  # noqa: E402
 from mbs_ros.campaign.results import (  # noqa: E402
     CSV_FILE,
@@ -203,7 +211,8 @@ def test_ctrl_c_stops_the_workers_and_keeps_the_finished_rows(tmp_path):
     script = CTRL_C_SCRIPT.format(test_dir=str(Path(__file__).parents[1]), source=str(campaign.source),
                                   calls=campaign.calls_dir, out=str(out))
     # its own process group, signalled as a whole: what Ctrl-C on a terminal does
-    proc = subprocess.Popen([sys.executable, "-c", script], env=os.environ.copy(), start_new_session=True)
+    proc = subprocess.Popen(with_default_sigint([sys.executable, "-c", script]), env=os.environ.copy(),
+                            start_new_session=True)
     try:
         deadline = time.monotonic() + 120
         while not ((out / JOURNAL).exists() and len((out / JOURNAL).read_text().splitlines()) == 2):
