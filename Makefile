@@ -2,7 +2,9 @@
 # wheels on PyPI; with a sourced ROS 2 (ROS_DISTRO set, rclpy importable) the distro's python3 is used and no
 # venv is made. See tools/env.sh; MBS_ENV=venv|ros forces a mode.
 #   make demo           run the demo (python -m mbs_ros.demo)
-#   make test           run the test suite (test/); PYTEST_ARGS="-x test/e2e/test_package.py" narrows it
+#   make test           run the test suite (test/) in PYTEST_WORKERS parallel processes (pytest-xdist; 0: serial);
+#                       PYTEST_ARGS="-x test/e2e/test_package.py" narrows it, PYTEST_ARGS="--full-sweeps" runs
+#                       every case of the sampled sweeps
 #   make test-fast      the numerics alone: unit tests that start no process, without the slow ones (< 1 min)
 #   make test-ros       the tests that start real node processes (marker ros: test/ros and a few in test/unit)
 #   make test-e2e       scenarios, launch, recordings, command-line tools, packaging (marker e2e)
@@ -13,6 +15,10 @@
 
 SHELL := /bin/bash
 PYTEST_ARGS ?=
+# Parallel test workers (pytest-xdist): chosen for a 2-core machine (docs/testing.md); 0 runs the tests serially in
+# one process. --dist loadscope runs each test module whole on one worker (its module-scoped nodes start once).
+PYTEST_WORKERS ?= 3
+PYTEST_PARALLEL = $(if $(filter 0,$(PYTEST_WORKERS)),-n 0,-n $(PYTEST_WORKERS) --dist loadscope)
 DEMO_ARGS ?=
 BENCH_ARGS ?=
 COLCON_ARGS ?=
@@ -28,11 +34,11 @@ demo: setup
 
 # pytest exits 5 when it collected no test: that is a failure here, not a pass.
 test: setup
-	@$(RUN) python -m pytest $(PYTEST_ARGS); rc=$$?; \
+	@$(RUN) python -m pytest $(PYTEST_PARALLEL) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make test: pytest ran no test" >&2; exit 1; fi; exit $$rc
 
 # One kind of test each (markers in setup.cfg, given by test/conftest.py); PYTEST_ARGS is added, exit 5 as above.
-run_kind = @$(RUN) python -m pytest -m $(1) $(PYTEST_ARGS); rc=$$?; \
+run_kind = @$(RUN) python -m pytest $(PYTEST_PARALLEL) -m $(1) $(PYTEST_ARGS); rc=$$?; \
 	if [ $$rc -eq 5 ]; then echo "make $@: pytest ran no test" >&2; exit 1; fi; exit $$rc
 
 test-fast: setup
