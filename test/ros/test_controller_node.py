@@ -48,7 +48,7 @@ UVMS_PARAMS = ROOT / "config" / "uvms_6dof.yaml"
 UVMS_ROBOT = ROOT / "config" / "robots" / "uvms_6dof.yaml"
 CONTROLLER = "mbs_ros.nodes.controller_node"
 DYNAMICS = "mbs_ros.nodes.dynamics_node"
-TIMEOUT = 20.0
+TIMEOUT = 120.0  # per wait (a deadline, not a wait): parallel test workers on two busy cores
 EXIT_TIMEOUT = 60.0  # every process of the module imports rclpy, numpy, scipy at once: slow on 2 loaded cores
 
 # gains of config/uvms_6dof.yaml: kp = lambda^2, kd = 2 lambda (double pole at -lambda on every DOF)

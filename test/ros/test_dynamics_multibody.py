@@ -36,7 +36,7 @@ from ros_helpers import Probe, Recorder, ros_env_defaults, running, stamp_of  # 
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = "mbs_ros.nodes.dynamics_node"
-TIMEOUT = 20.0
+TIMEOUT = 120.0  # per wait (a deadline, not a wait): parallel test workers on two busy cores
 ASV_ROBOT = ROOT / "config" / "robots" / "asv_2link.yaml"
 ASV = dict(model_file="config/robots/asv_2link.yaml", integrator="rk4", physics_rate=500.0, publish_rate=50.0,
            initial_position=[1.0, -2.0, 0.0], initial_rpy=[0.0, 0.0, 0.4],

@@ -36,7 +36,7 @@ from ros_helpers import Probe, Recorder, ros_env_defaults, running  # noqa: E402
 ROOT = Path(__file__).resolve().parents[2]
 NODE = "mbs_ros.nodes.dynamics_node"
 NAME = "dynamics_node"
-TIMEOUT = 20.0  # generous: late DDS joiners on a loaded machine can take seconds
+TIMEOUT = 120.0  # per wait (a deadline, not a wait): late DDS joiners, parallel test workers, two busy cores
 
 # /profile: SE(3) body with every complication: c.o.m. offset, full inertia, gravity, initial twist.
 PROFILE = dict(

@@ -23,7 +23,7 @@ from mbs_ros.dynamics import Model  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
 from ros_helpers import Probe, Recorder, ros_env_defaults, running  # noqa: E402
 
-TIMEOUT = 30.0
+TIMEOUT = 120.0  # per wait (a deadline, not a wait): parallel test workers on two busy cores
 MODEL = "config/robots/bluerov2_heavy.yaml"
 PARAMS = dict(model_file=MODEL, physics_rate=500.0, publish_rate=50.0, energy_rate=50.0, diagnostics_rate=5.0,
               initial_position=[0.0, 0.0, -5.0], cmd_timeout=0.0)

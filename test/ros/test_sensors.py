@@ -443,7 +443,7 @@ def test_lockstep_publishes_the_readings_due_in_a_period_during_that_period(prob
                          what="the lockstep node", alive=[proc])
         # started paused (its diagnostics count the probe's subscriptions meanwhile): resume
         assert probe.call(SetBool, f"/{ns}/dynamics_node/pause", SetBool.Request(data=False), alive=[proc]).success
-        probe.spin_until(answer, what=f"{periods} control periods", alive=[proc], timeout=15)
+        probe.spin_until(answer, what=f"{periods} control periods", alive=[proc], timeout=TIMEOUT)
         K = periods * n
         want = {"sensors/imu": [k * DT for k in range(0, K + 1, 5)],
                 "sensors/depth": [k * DT for k in range(0, K + 1, 10) if k + 2 <= K]}

@@ -42,7 +42,7 @@ DYNAMICS = "mbs_ros.nodes.dynamics_node"
 CONTROLLER = "mbs_ros.nodes.controller_node"
 UVMS_PARAMS = ROOT / "config" / "uvms_6dof.yaml"
 ASV_PARAMS = ROOT / "config" / "asv_2link.yaml"
-TIMEOUT = 30.0
+TIMEOUT = 120.0  # per wait (a deadline, not a wait): parallel test workers on two busy cores
 MS = 1_000_000
 
 
@@ -303,7 +303,7 @@ def test_two_lockstep_runs_are_identical(probe, tmp_path):
             ctl.start()
         probe.spin_until(lambda: all(len(set(r["odom"].stamps())) > N and len(set(r["joint_states"].stamps())) > N
                                      for r in rec.values()),
-                         timeout=60.0, what=f"{N} control periods of both runs", alive=procs)
+                         timeout=120.0, what=f"{N} control periods of both runs", alive=procs)
         wall = time.monotonic() - wall0
     finally:
         codes = {p.label: p.stop() for p in procs}

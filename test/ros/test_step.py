@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DYNAMICS = "mbs_ros.nodes.dynamics_node"
 UVMS_PARAMS = ROOT / "config" / "uvms_6dof.yaml"
 ASV_PARAMS = ROOT / "config" / "asv_2link.yaml"
-TIMEOUT = 30.0
+TIMEOUT = 120.0  # per wait (a deadline, not a wait): parallel test workers on two busy cores
 MS = 1_000_000
 DT = 2 * MS  # 500 Hz
 

@@ -48,7 +48,7 @@ from ros_helpers import Probe, Recorder, ros_env_defaults, running, stamp_of  # 
 
 ROOT = Path(__file__).resolve().parents[2]
 NODE = "mbs_ros.nodes.dynamics_node"
-TIMEOUT = 30.0
+TIMEOUT = 120.0  # per wait (a deadline, not a wait): parallel test workers on two busy cores
 UVMS_ROBOT = ROOT / "config" / "robots" / "uvms_6dof.yaml"
 VIZ = dict(publish_rate=20.0, cmd_timeout=0.0, marker_wrench_scale=0.02,
            initial_twist=[0.2, -0.1, 0.05, 0.1, -0.05, 0.3],
