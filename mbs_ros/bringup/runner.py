@@ -344,8 +344,9 @@ class Runner:
         self.specs = runner_specs(scenario, reference_subscribers=3 if records_refs else 2, duration=self.duration)
         #: the run's end [ns] when its dynamics nodes pause themselves there (pause_at), and the recorded state topics
         #: a finishing recorder waits for at that stamp (docs/bringup.md, "Life cycle")
-        self.end_ns = end_stamp(self.specs)
-        self.end_topics = state_topics(scenario, self.topics) if self.end_ns is not None and record is not None else []
+        self.end_ns = end_stamp(self.specs) if paused_start(scenario) and self.duration is not None else None
+        self.end_topics = (state_topics(scenario, self.topics) if self.end_ns is not None and self.record is not None
+                           else [])
         self._finished: Optional[bool] = None  # the recorder finished at the end (True), or was stopped meanwhile
         #: dynamics nodes that start paused (a paused_start scenario, or start_paused in the scenario): resumed once
         #: their controller holds the reference
