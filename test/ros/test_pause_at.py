@@ -73,11 +73,14 @@ class Node:
 
     def paused_at(self, stamp_ns, what):
         """Wait until the node reports itself paused and its state at ``stamp_ns`` has come; its reported time."""
-        self.probe.spin_until(lambda: self.diagnostics.get("paused") is True and stamp_ns in self.stamps,
-                              what=f"{what}: paused, with the state at t = {stamp_ns * 1e-9:.3f} s "
-                                   f"(newest state {max(self.stamps, default=0) * 1e-9:.3f} s, diagnostics "
-                                   f"{self.diagnostics.get('sim_time')} s, paused {self.diagnostics.get('paused')})",
-                              alive=[self.proc])
+        try:
+            self.probe.spin_until(lambda: self.diagnostics.get("paused") is True and stamp_ns in self.stamps,
+                                  what=f"{what}: paused, with the state at t = {stamp_ns * 1e-9:.3f} s",
+                                  alive=[self.proc])
+        except AssertionError as e:
+            raise AssertionError(f"{e} (newest state {max(self.stamps, default=0) * 1e-9:.3f} s, diagnostics: "
+                                 f"t = {self.diagnostics.get('sim_time')} s, paused "
+                                 f"{self.diagnostics.get('paused')})") from None
         return round(self.diagnostics["sim_time"] * 1e9)
 
 
