@@ -71,11 +71,16 @@ class Node:
                             alive=[self.proc])
         assert r.success and "resumed" in r.message, r.message
 
-    def paused_at(self, stamp_ns, what):
-        """Wait until the node reports itself paused and its state at ``stamp_ns`` has come; its reported time."""
+    def paused_at(self, pause_at_ns, what):
+        """Wait until the node reports itself paused at a time at or after ``pause_at_ns`` and its state at that time
+        has come; that time [ns]."""
+        def paused():
+            d = self.diagnostics
+            t = round(d.get("sim_time", -1.0) * 1e9)
+            return d.get("paused") is True and t >= pause_at_ns and t in self.stamps
+
         try:
-            self.probe.spin_until(lambda: self.diagnostics.get("paused") is True and stamp_ns in self.stamps,
-                                  what=f"{what}: paused, with the state at t = {stamp_ns * 1e-9:.3f} s",
+            self.probe.spin_until(paused, what=f"{what}: paused at or after it, with the state there",
                                   alive=[self.proc])
         except AssertionError as e:
             raise AssertionError(f"{e} (newest state {max(self.stamps, default=0) * 1e-9:.3f} s, diagnostics: "
@@ -102,7 +107,7 @@ def test_pause_at_between_steps_pauses_at_the_next_step_with_its_state(tmp_path)
         wait_for_start(probe, node)
         node.resume()
         # 0.375 s lies between steps 187 and 188 (2 ms): the first step after it, 0.376 s, off the state's 10 ms grid
-        assert node.paused_at(376 * MS, "pause_at 0.375 s") == 376 * MS
+        assert node.paused_at(375 * MS, "pause_at 0.375 s") == 376 * MS
         assert set(node.stamps) == set(range(0, 371 * MS, 10 * MS)) | {376 * MS}, sorted(node.stamps)[-5:]
         assert proc.wait_for_log("paused at t = 0.376000000 s (pause_at 0.375 s)", timeout=TIMEOUT), proc.log_tail()
         # at run time: a time the simulation has passed is refused, naming the parameter; a later one is taken
@@ -144,7 +149,7 @@ def test_lockstep_pause_at_pauses_at_the_period_with_every_state_before_it(tmp_p
         r = node.set_pause_at(0.255)
         assert r.successful, r.reason
         node.resume()
-        assert node.paused_at(260 * MS, "pause_at 0.255 s") == 260 * MS
+        assert node.paused_at(255 * MS, "pause_at 0.255 s") == 260 * MS
         assert set(node.stamps) == set(grid) | {260 * MS}
         assert proc.wait_for_log("pausing at t = 0.250000000 s (pause_at)", timeout=TIMEOUT), proc.log_tail()
     assert proc.returncode == 0, proc.log_tail()
