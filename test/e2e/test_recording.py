@@ -599,13 +599,13 @@ def test_finishing_recorder_writes_a_burst_it_had_not_taken_yet(tmp_path):
         finally:
             os.kill(rec.pid, signal.SIGCONT)
         assert rec.wait(timeout=TIMEOUT) == 0, rec.log_tail()  # it finished by itself
-    text = rec.log_text()
-    assert re.search(r"finished: every end topic delivered its message stamped 0\.200000000 s; \d+ queued", text), text
-    assert "WARN" not in text, text
     report = check_file(path)
     assert not report.damaged and report.counts == {end: n, other: n}, (report.describe(), report.counts)
     assert report.last_stamps == {end: stamps[-1], other: stamps[-1]}
     assert _header_stamps(path, end) == stamps and sorted(_header_stamps(path, other)) == stamps
+    text = rec.log_text()
+    assert re.search(r"finished: every end topic delivered its message stamped 0\.200000000 s; \d+ queued", text), text
+    assert "WARN" not in text, text
 
 
 def test_finishing_is_bounded_and_a_stop_signal_ends_it(tmp_path):
