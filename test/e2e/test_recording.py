@@ -568,23 +568,24 @@ def _header_stamps(path, topic):
 def test_finishing_recorder_writes_a_burst_it_had_not_taken_yet(tmp_path):
     """A recorder asked to finish (SIGUSR2) with --end-time and --end-topics records on until the end topic has
     delivered its message stamped at the end, then writes everything its subscriptions hold, and exits by itself:
-    a burst published while it was held still (SIGSTOP, so it takes nothing), on the end topic and, before that, on
-    another topic, is all in the file, each message once. (Closing at the request, as a stop signal does, would lose
-    what sits in the subscriptions' queues.)"""
+    a burst published while it was held still (SIGSTOP, so it takes nothing), on the end topic and, before that, three
+    times as many on another topic, is all in the file, each message once. (Closing at the request, as a stop signal
+    does, would lose what sits in the subscriptions' queues; and an executor takes from its subscriptions in turn, so
+    when the end topic's last message is taken two thirds of the other burst are still queued.)"""
     from sensor_msgs.msg import JointState
 
     from mbs_ros.nodes import conversions as cv
     from mbs_ros.recording import check_file
 
     ros_env_defaults()
-    n, ms = 200, 1_000_000
+    n, ms = 40, 1_000_000  # 160 datagrams: what the stopped recorder's socket buffer holds (at the default 208 KiB)
     end, other = "/fin/state", "/fin/other"
     path = tmp_path / "finish.mcap"
     rec = NodeProcess("mbs_ros.recording", name="finish_recorder", log_file=tmp_path / "finish.log",
                       args=[str(path), "--topics", end, other, "--end-time", f"{n * 1e-3:g}", "--end-topics", end])
-    stamps = [k * ms for k in range(1, n + 1)]
+    stamps = {end: [k * ms for k in range(1, n + 1)], other: [k * ms // 3 for k in range(1, 3 * n + 1)]}
     with ros_helpers.Probe("test_finish", TIMEOUT) as probe, ros_helpers.running([rec]):
-        qos = QoSProfile(depth=n + 10)  # reliable; the writers keep the whole burst
+        qos = QoSProfile(depth=3 * n + 10)  # reliable; the writers keep the whole burst
         pubs = {t: probe.node.create_publisher(JointState, t, qos) for t in (end, other)}
         for t in (end, other):
             assert rec.wait_for_log(f"recording {t} (", timeout=TIMEOUT), rec.log_tail()
@@ -593,18 +594,18 @@ def test_finishing_recorder_writes_a_burst_it_had_not_taken_yet(tmp_path):
         os.kill(rec.pid, signal.SIGSTOP)
         try:
             for t in (other, end):
-                for stamp in stamps:
+                for stamp in stamps[t]:
                     pubs[t].publish(cv.joint_state_msg(stamp, ["j"], position=[stamp * 1e-9]))
             rec.send_signal(signal.SIGUSR2)
         finally:
             os.kill(rec.pid, signal.SIGCONT)
         assert rec.wait(timeout=TIMEOUT) == 0, rec.log_tail()  # it finished by itself
     report = check_file(path)
-    assert not report.damaged and report.counts == {end: n, other: n}, (report.describe(), report.counts)
-    assert report.last_stamps == {end: stamps[-1], other: stamps[-1]}
-    assert _header_stamps(path, end) == stamps and sorted(_header_stamps(path, other)) == stamps
+    assert not report.damaged and report.counts == {end: n, other: 3 * n}, (report.describe(), report.counts)
+    assert report.last_stamps == {end: n * ms, other: n * ms}
+    assert _header_stamps(path, end) == stamps[end] and _header_stamps(path, other) == stamps[other]
     text = rec.log_text()
-    assert re.search(r"finished: every end topic delivered its message stamped 0\.200000000 s; \d+ queued", text), text
+    assert f"finished: every end topic delivered its message stamped 0.{n * ms:09d} s; " in text, text
     assert "WARN" not in text, text
 
 
