@@ -572,18 +572,20 @@ def test_finishing_recorder_writes_a_burst_it_had_not_taken_yet(tmp_path):
     times as many on another topic, is all in the file, each message once. (Closing at the request, as a stop signal
     does, would lose what sits in the subscriptions' queues; and an executor takes from its subscriptions in turn, so
     when the end topic's last message is taken two thirds of the other burst are still queued.)"""
+    from rclpy.duration import Duration
     from sensor_msgs.msg import JointState
 
     from mbs_ros.nodes import conversions as cv
     from mbs_ros.recording import check_file
 
     ros_env_defaults()
-    n, ms = 40, 1_000_000  # 160 datagrams: what the stopped recorder's socket buffer holds (at the default 208 KiB)
+    n, ms = 20, 1_000_000  # 80 datagrams: well within what the stopped recorder's socket buffer holds (208 KiB)
     end, other = "/fin/state", "/fin/other"
     path = tmp_path / "finish.mcap"
     rec = NodeProcess("mbs_ros.recording", name="finish_recorder", log_file=tmp_path / "finish.log",
                       args=[str(path), "--topics", end, other, "--end-time", f"{n * 1e-3:g}", "--end-topics", end])
     stamps = {end: [k * ms for k in range(1, n + 1)], other: [k * ms // 3 for k in range(1, 3 * n + 1)]}
+    recorded = {t: [0] + v for t, v in stamps.items()}  # with the first message
     with ros_helpers.Probe("test_finish", TIMEOUT) as probe, ros_helpers.running([rec]):
         qos = QoSProfile(depth=3 * n + 10)  # reliable; the writers keep the whole burst
         pubs = {t: probe.node.create_publisher(JointState, t, qos) for t in (end, other)}
@@ -591,6 +593,11 @@ def test_finishing_recorder_writes_a_burst_it_had_not_taken_yet(tmp_path):
             assert rec.wait_for_log(f"recording {t} (", timeout=TIMEOUT), rec.log_tail()
         probe.spin_until(lambda: all(p.get_subscription_count() > 0 for p in pubs.values()),
                          what="the recorder matched", alive=[rec])
+        # the recorder's readers have matched these writers too (a reader drops data of a writer it does not know
+        # yet, which then comes again only a heartbeat later): a first message on each, acknowledged
+        for t in (end, other):
+            pubs[t].publish(cv.joint_state_msg(0, ["j"], position=[0.0]))
+            assert pubs[t].wait_for_all_acked(Duration(seconds=TIMEOUT)), f"{t}: the recorder did not acknowledge"
         os.kill(rec.pid, signal.SIGSTOP)
         try:
             for t in (other, end):
@@ -601,9 +608,9 @@ def test_finishing_recorder_writes_a_burst_it_had_not_taken_yet(tmp_path):
             os.kill(rec.pid, signal.SIGCONT)
         assert rec.wait(timeout=TIMEOUT) == 0, rec.log_tail()  # it finished by itself
     report = check_file(path)
-    assert not report.damaged and report.counts == {end: n, other: 3 * n}, (report.describe(), report.counts)
+    assert not report.damaged and report.counts == {end: n + 1, other: 3 * n + 1}, (report.describe(), report.counts)
     assert report.last_stamps == {end: n * ms, other: n * ms}
-    assert _header_stamps(path, end) == stamps[end] and _header_stamps(path, other) == stamps[other]
+    assert _header_stamps(path, end) == recorded[end] and _header_stamps(path, other) == recorded[other]
     text = rec.log_text()
     assert f"finished: every end topic delivered its message stamped 0.{n * ms:09d} s; " in text, text
     assert "WARN" not in text, text
@@ -613,6 +620,7 @@ def test_finishing_is_bounded_and_a_stop_signal_ends_it(tmp_path):
     """Finishing waits at most --finish-timeout for the end stamp, then closes with a warning naming the topic and
     its newest stamp; a stop signal (SIGINT) while it waits ends it at once, with a warning; both files complete.
     A bad --end-time/--end-topics is refused with one line."""
+    from rclpy.duration import Duration
     from sensor_msgs.msg import JointState
 
     from mbs_ros.nodes import conversions as cv
@@ -631,6 +639,7 @@ def test_finishing_is_bounded_and_a_stop_signal_ends_it(tmp_path):
         probe.spin_until(lambda: pub.get_subscription_count() >= 2, what="both recorders matched",
                          alive=list(recs.values()))
         pub.publish(cv.joint_state_msg(1_500_000_000, ["j"], position=[0.0]))  # 1.5 s: short of the end, 5 s
+        assert pub.wait_for_all_acked(Duration(seconds=TIMEOUT)), "the recorders did not acknowledge"
         for r in recs.values():
             r.send_signal(signal.SIGUSR2)
             assert r.wait_for_log("finishing: recording until", timeout=TIMEOUT), r.log_tail()
