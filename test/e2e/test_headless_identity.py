@@ -52,7 +52,8 @@ def ros_states(bag: Path, namespace: str, prefix: str = ""):
     return odom, joints
 
 
-def ros_run(tmp_path: Path, scenario: str, duration: float) -> Path:
+def ros_run(tmp_path: Path, scenario: str, duration: float):
+    """The runner's lockstep run as fast as possible, recorded: (the recording, the runner's output)."""
     bag = tmp_path / f"{scenario}.mcap"
     cmd = [sys.executable, "-m", "mbs_ros.bringup", scenario, "--set", "lockstep=true", "--set", "sim_time=true",
            "--set", "real_time_factor=0", "--duration", str(duration), "--record", str(bag),
@@ -61,10 +62,15 @@ def ros_run(tmp_path: Path, scenario: str, duration: float) -> Path:
                          text=True, timeout=RUN_TIMEOUT)
     assert out.returncode == 0, out.stdout
     assert "resumed at t = 0.000000000 s" in out.stdout, out.stdout
-    # the dynamics node pauses itself at the duration (pause_at) and the recorder finishes there
-    end = f"{int(round(duration * 1e9)) // 1_000_000_000}.{int(round(duration * 1e9)) % 1_000_000_000:09d}"
-    assert f"the recording reaches the run's end, t = {end} s" in out.stdout, out.stdout
-    return bag
+    return bag, out.stdout
+
+
+def runner_ended_the_run(output: str, duration: float) -> None:
+    """The runner says the recording reaches the run's end: the dynamics node paused itself at the duration
+    (pause_at) and the recorder finished there."""
+    end = int(round(duration * 1e9))
+    text = f"the recording reaches the run's end, t = {end // 1_000_000_000}.{end % 1_000_000_000:09d} s"
+    assert text in output, output
 
 
 def full_grid(states: dict, duration: float, period: int, what: str) -> set:
@@ -117,7 +123,7 @@ def test_headless_run_is_bit_identical_to_the_lockstep_ros_run(tmp_path, scenari
     period from t = 0 to exactly the duration, and each equals the headless state at its stamp, bit for bit."""
     from mbs_ros.headless import run_scenario
 
-    bag = ros_run(tmp_path, scenario, duration)
+    bag, output = ros_run(tmp_path, scenario, duration)
     odom, joints = ros_states(bag, namespace)
     run = run_scenario(scenario, duration=duration)
     assert run.fault is None, run.fault
@@ -126,6 +132,7 @@ def test_headless_run_is_bit_identical_to_the_lockstep_ros_run(tmp_path, scenari
     grid = full_grid(odom, duration, period, "odom")
     assert full_grid(joints, duration, period, "joint_states") == grid
     assert set(int(t) for t in rec.stamp_ns) == grid  # the headless run covers the same periods
+    runner_ended_the_run(output, duration)
     differ = first_difference(odom, joints, rec)
     assert not differ, f"{len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: {differ[0][1]}"
     print(f"{scenario}: {len(odom)} odom and {len(joints)} joint_states bit-identical to the headless run "
@@ -141,7 +148,7 @@ def test_headless_run_with_the_estimator_in_the_loop_is_bit_identical(tmp_path):
     from mbs_ros.headless import run_scenario
 
     duration = 1.5
-    bag = ros_run(tmp_path, "rov_alpha5_sensors", duration)
+    bag, output = ros_run(tmp_path, "rov_alpha5_sensors", duration)
     run = run_scenario("rov_alpha5_sensors", duration=duration)
     assert run.fault is None, run.fault
     rec = run.robots["rov"]
@@ -153,6 +160,7 @@ def test_headless_run_with_the_estimator_in_the_loop_is_bit_identical(tmp_path):
     for states, what in ((joints, "joint_states"), (est_odom, "estimate/odom"), (est_joints, "estimate/joint_states")):
         assert full_grid(states, duration, period, what) == grid
     assert set(int(t) for t in rec.stamp_ns) == grid
+    runner_ended_the_run(output, duration)
     differ = first_difference(odom, joints, rec)
     assert not differ, f"{len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: {differ[0][1]}"
     differ = [d for d in first_difference(est_odom, est_joints, rec, estimate=True) if "orientation" not in d[1]]
