@@ -502,11 +502,6 @@ class Recorder:
     def closed(self) -> bool:
         return self._closed or self.writer.closed
 
-    def newest_stamp(self, topic: str) -> Optional[int]:
-        """The newest header stamp [ns] received on ``topic`` (a type that starts with a Header), None before the
-        first."""
-        return self._newest.get(topic)
-
     def short_of(self, end_ns: int, topics: Iterable[str]) -> Dict[str, Optional[int]]:
         """Those of ``topics`` that have not yet delivered a message stamped ``end_ns`` or later: topic -> its newest
         stamp (None: none yet). Each publisher's messages of a reliable topic arrive in order, so a topic not in it

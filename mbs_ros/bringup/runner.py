@@ -908,8 +908,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="a scenario file, or the name of one in config/scenarios (e.g. "
                                     "vehicle_manipulator)")
     p.add_argument("--duration", type=float, default=None, metavar="S",
-                   help="run S seconds once the references are sent (simulation seconds with sim_time); default: "
-                        "the scenario's duration, else until Ctrl-C")
+                   help="run S seconds once the references are sent (simulation seconds with sim_time; a lockstep "
+                        "run on simulation time ends at exactly t = S, recorded to there); default: the scenario's "
+                        "duration, else until Ctrl-C")
     p.add_argument("--record", type=Path, default=None, metavar="FILE",
                    help="record the scenario's topics into this MCAP file (rosbag2 format)")
     p.add_argument("--plot", type=Path, default=None, metavar="DIR",
