@@ -471,6 +471,7 @@ class Recorder:
         self.path = self.writer.path
         self._subscriptions: Dict[str, object] = {}
         self._stamp_readers: Dict[str, object] = {}
+        self._newest: Dict[str, int] = {}  # topic -> the newest header stamp received [ns] (types with a Header)
         self._warned: set = set()
         self._warned_types: set = set()
         self._closed = False
@@ -500,6 +501,17 @@ class Recorder:
     @property
     def closed(self) -> bool:
         return self._closed or self.writer.closed
+
+    def short_of(self, end_ns: int, topics: Iterable[str]) -> Dict[str, Optional[int]]:
+        """Those of ``topics`` that have not yet delivered a message stamped ``end_ns`` or later: topic -> its newest
+        stamp (None: none yet). Each publisher's messages of a reliable topic arrive in order, so a topic not in it
+        has delivered everything stamped before ``end_ns``."""
+        out = {}
+        for t in topics:
+            newest = self._newest.get(t)
+            if newest is None or newest < end_ns:
+                out[t] = newest
+        return out
 
     # ------------------------------------------------------------------------------- discovery
     def discover(self) -> None:
@@ -567,11 +579,36 @@ class Recorder:
     def _on_message(self, topic: str, data: bytes, info) -> None:
         log_time = self._clock.now().nanoseconds
         reader = self._stamp_readers.get(topic)
-        publish_time = (reader(data) if reader else 0) or info.get("source_timestamp") or log_time
+        stamp = reader(data) if reader else 0
+        if stamp and stamp > self._newest.get(topic, -1):
+            self._newest[topic] = stamp
+        publish_time = stamp or info.get("source_timestamp") or log_time
         try:
             self.writer.write(topic, data, log_time, publish_time, info.get("publication_sequence_number") or 0)
         except ValueError:  # closed meanwhile
             pass
+
+    def take_queued(self) -> int:
+        """Write every message already queued in the subscriptions (received by the middleware, not yet taken by an
+        executor), taking them directly as an executor would; the number taken. At most ``depth`` per topic (what a
+        queue holds), so a publisher still sending cannot keep it going. Call it from the thread that spins the node
+        (or once nothing spins it), before :meth:`close`: what a recorder that is asked to stop has received is then
+        in the file."""
+        taken = 0
+        with self._lock:
+            subscriptions = [] if self._closed else list(self._subscriptions.items())
+        for topic, sub in subscriptions:
+            for _ in range(self.depth):
+                try:
+                    with sub.handle:
+                        item = sub.handle.take_message(sub.msg_type, sub.raw)
+                except Exception:  # noqa: BLE001 - destroyed or shut down meanwhile: nothing more to take
+                    break
+                if item is None:
+                    break
+                self._on_message(topic, item[0], item[1])
+                taken += 1
+        return taken
 
     def flush(self) -> None:
         self.writer.flush()
@@ -653,13 +690,15 @@ class BackgroundRecorder:
         return self.recorder.counts
 
     def stop(self) -> None:
-        """Stop recording, complete the file, and release the node and context (idempotent)."""
+        """Stop recording, write what the subscriptions hold, complete the file, and release the node and context
+        (idempotent)."""
         import rclpy
         if self._stop.is_set():
             return
         self._stop.set()
         if self._thread.is_alive():
             self._thread.join()
+        self.recorder.take_queued()  # what has arrived and no spin took yet
         self.recorder.close()
         try:
             self._executor.shutdown()
@@ -702,6 +741,8 @@ class FileReport:
     library: str = ""
     topics: Dict[str, str] = field(default_factory=dict)  # topic -> type (schema name), in file order
     counts: Dict[str, int] = field(default_factory=dict)  # topic -> complete messages found
+    #: topic -> the latest header stamp [ns] of its messages, for a type that starts with a std_msgs/Header
+    last_stamps: Dict[str, int] = field(default_factory=dict)
     schemas: int = 0
     channels: int = 0
     chunks: int = 0
@@ -724,6 +765,17 @@ class FileReport:
         return "".join(f"\n{indent}{t}: {n}" for t, n in sorted(self.counts.items()))
 
 
+def _starts_with_header(schema) -> bool:
+    """Whether an MCAP schema of encoding ros2msg describes a type whose first field is a std_msgs/Header."""
+    if schema.encoding != "ros2msg":
+        return False
+    for line in schema.data.decode("utf-8", "replace").splitlines():
+        words = line.split("#", 1)[0].split()
+        if words:
+            return words[0] in ("std_msgs/Header", "std_msgs/msg/Header", "Header")
+    return False
+
+
 def _opcode_name(opcode: int) -> str:
     from mcap.opcode import Opcode
     try:
@@ -741,6 +793,7 @@ class _Scan:
         self.schemas: Dict[int, object] = {}
         self.channels: Dict[int, object] = {}
         self.orphans: Dict[int, int] = {}  # channel id -> messages on a channel never defined
+        self.headers: Dict[int, bool] = {}  # channel id -> its type starts with a std_msgs/Header
 
     def problem(self, text: str) -> None:
         self.report.problems.append(text)
@@ -831,7 +884,21 @@ class _Scan:
                 self.orphans[record.channel_id] = self.orphans.get(record.channel_id, 0) + 1
                 return
             self.report.counts[channel.topic] += 1
+            stamp = self._stamp(channel, record.data)
+            if stamp is not None and stamp > self.report.last_stamps.get(channel.topic, -1):
+                self.report.last_stamps[channel.topic] = stamp
             yield "message", record
+
+    def _stamp(self, channel, data: bytes) -> Optional[int]:
+        """The header stamp [ns] of a CDR message whose type (by its ros2msg schema) starts with a std_msgs/Header."""
+        header = self.headers.get(channel.id)
+        if header is None:
+            schema = self.schemas.get(channel.schema_id)
+            header = self.headers[channel.id] = schema is not None and _starts_with_header(schema)
+        if not header or len(data) < 12:
+            return None
+        sec, nsec = struct.unpack_from("<iI" if data[1] & 1 else ">iI", data, 4)
+        return sec * 1_000_000_000 + nsec
 
     def _split(self, data: bytes, where: str, cut: bool = False) -> Tuple[list, Optional[str]]:
         """The records of a chunk's data, up to the first broken one; (records, what was wrong or None).
@@ -1062,7 +1129,8 @@ def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m mbs_ros.recording",
         description="Record ROS 2 topics into a rosbag2-compatible MCAP file (ros2 profile, cdr messages, "
-                    "ros2msg schemas) until Ctrl-C, SIGTERM or --duration. ROS arguments go after --ros-args.",
+                    "ros2msg schemas) until Ctrl-C, SIGTERM or --duration (stop now), or SIGUSR2 (finish: up to "
+                    "--end-time on the --end-topics). ROS arguments go after --ros-args.",
         epilog="Reading back: `python -m mbs_ros.recording check FILE` (messages per topic, damage) and "
                "`python -m mbs_ros.recording recover DAMAGED OUT` (every complete message into a complete file).")
     p.add_argument("output", help="the .mcap file to write (overwritten)")
@@ -1074,6 +1142,16 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--exclude", action="append", default=[], metavar="REGEX",
                    help="with --all: skip topics matching this regular expression (repeatable)")
     p.add_argument("--duration", type=float, default=None, metavar="S", help="stop after S seconds")
+    p.add_argument("--end-time", type=float, default=None, metavar="S",
+                   help="the run ends at simulation time S [s]: asked to finish (SIGUSR2), keep recording until each "
+                        "of --end-topics has delivered its message stamped S (or later), then write what the "
+                        "subscriptions hold and close")
+    p.add_argument("--end-topics", nargs="+", default=[], metavar="TOPIC",
+                   help="with --end-time: the topics (each a type with a Header, e.g. the robots' odom and "
+                        "joint_states) whose message stamped S ends the recording")
+    p.add_argument("--finish-timeout", type=float, default=60.0, metavar="S",
+                   help="finishing waits at most S seconds for the --end-topics (default 60), then closes with a "
+                        "warning naming what is missing")
     p.add_argument("--compression", choices=sorted(COMPRESSION), default="zstd", help="chunk compression")
     p.add_argument("--chunk-size", type=int, default=1 << 20, metavar="BYTES", help="chunk size (default 1 MiB)")
     p.add_argument("--flush-period", type=float, default=1.0, metavar="S",
@@ -1129,6 +1207,15 @@ def _file_command(command: str, argv: Sequence[str]) -> int:
     return 0
 
 
+def _seconds(ns: int) -> str:
+    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
+
+
+def _newest_text(short: Dict[str, Optional[int]]) -> str:
+    """``/a/odom (newest 2.310000000 s), /a/joint_states (none)``."""
+    return ", ".join(f"{t} ({'none' if n is None else 'newest ' + _seconds(n) + ' s'})" for t, n in short.items())
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     argv = list(sys.argv if argv is None else argv)
     from mbs_ros.process import dump_stacks_on_sigusr1
@@ -1147,22 +1234,41 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _parser().error("give --topics or --all")
     if args.duration is not None and args.duration <= 0:
         _parser().error("--duration must be > 0")
+    if (args.end_time is None) != (not args.end_topics):
+        _parser().error("--end-time and --end-topics go together")
+    if args.end_time is not None and not 0.0 <= args.end_time < 9.2e9:
+        _parser().error("--end-time must be a simulation time in [0, 9.2e9) s")
+    if not args.finish_timeout > 0:
+        _parser().error("--finish-timeout must be > 0")
 
-    # SIGINT and SIGTERM only set a flag that the spin loop reads. Neither rclpy's handlers (SIGINT would then
-    # also raise KeyboardInterrupt wherever the main thread is, a subscription callback included) nor Python's
-    # default: an exception raised in the middle of a write would leave a half-written record in the chunk
-    # that closing the file then writes out. A second signal while the file is being completed is ignored alike.
+    # SIGINT and SIGTERM (stop now) and SIGUSR2 (finish) only set a flag that the spin loop reads. Neither rclpy's
+    # handlers (SIGINT would then also raise KeyboardInterrupt wherever the main thread is, a subscription callback
+    # included) nor Python's default: an exception raised in the middle of a write would leave a half-written record
+    # in the chunk that closing the file then writes out. A stop signal while finishing ends the finishing; one
+    # while the file is being completed is ignored alike.
     stop: list = []
+    finish: list = []
 
     def on_signal(signum, _frame) -> None:
         stop.append(signum)  # nothing that could raise or block
 
+    def on_finish(signum, _frame) -> None:
+        finish.append(signum)
+
     previous = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    previous[signal.SIGUSR2] = signal.signal(signal.SIGUSR2, on_finish)
     rclpy.init(args=argv, signal_handler_options=SignalHandlerOptions.NO)
     node = rclpy.create_node("mbs_recorder")
     recorder = None
     done = threading.Event()
+    end_topics = [node.resolve_topic_name(t) for t in args.end_topics]
+    end_ns = None if args.end_time is None else int(round(args.end_time * 1e9))
+    finishing = None  # monotonic deadline once asked to finish
     try:
+        requested = {node.resolve_topic_name(name) for name, _type in args.topics}
+        unknown = [t for t in end_topics if not args.all and t not in requested]
+        if unknown:
+            _parser().error(f"--end-topics {' '.join(unknown)}: not among the --topics recorded")
         recorder = Recorder(node, args.output, dict(args.topics), all_topics=args.all, exclude=args.exclude,
                             include_hidden=args.include_hidden, compression=args.compression,
                             chunk_size=args.chunk_size, flush_period=args.flush_period,
@@ -1174,6 +1280,20 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         executor = SingleThreadedExecutor()
         executor.add_node(node)
         while not stop and not done.is_set() and rclpy.ok():
+            if finish and finishing is None:
+                finishing = time.monotonic() + args.finish_timeout
+                node.get_logger().info(
+                    "finishing: " + (f"recording until {', '.join(end_topics)} each delivered its message stamped "
+                                     f"{_seconds(end_ns)} s" if end_ns is not None else "no --end-time"))
+            if finishing is not None:
+                short = recorder.short_of(end_ns, end_topics) if end_ns is not None else {}
+                if not short:
+                    break
+                if time.monotonic() > finishing:
+                    node.get_logger().warning(
+                        f"finishing gave up after {args.finish_timeout:g} s: no message stamped {_seconds(end_ns)} s "
+                        f"yet on {_newest_text(short)}; the recording ends short of the run's end")
+                    break
             try:
                 executor.spin_once(timeout_sec=0.1)
             except ExternalShutdownException:
@@ -1181,6 +1301,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     finally:
         try:
             if recorder is not None:
+                taken = recorder.take_queued()  # what has arrived and was not taken yet, whatever ended the loop
+                if finishing is not None:
+                    short = recorder.short_of(end_ns, end_topics) if end_ns is not None else {}
+                    if stop and short:
+                        node.get_logger().warning(
+                            f"stopped by {signal.Signals(stop[0]).name} while finishing: no message stamped "
+                            f"{_seconds(end_ns)} s on {_newest_text(short)}")
+                    elif not short:
+                        node.get_logger().info(
+                            "finished: " + (f"every end topic delivered its message stamped {_seconds(end_ns)} s; "
+                                            if end_ns is not None else "") + f"{taken} queued messages written")
                 recorder.close()
                 counts = recorder.counts
                 lines = "".join(f"\n  {t}: {n}" for t, n in sorted(counts.items()))

@@ -43,6 +43,10 @@ DYNAMICS_STARTUP = [
     ("max_mass_ratio", 0.0, 1e300, -1e-9, None),
 ]
 
+# pause_at (single body at 1000 Hz: one physics step at least): at run time only a time ahead of the simulation's is
+# taken, so its lowest is a start-up value (a node started with it pauses 1 ms in)
+PAUSE_AT = ("pause_at", 1e-3, 1e9, 0.9e-3, 1.01e9)
+
 # the arm's joints: max_effort (13.5 kg: at most 1.35e7 N m)
 ARM_EFFORT = ("max_effort", 1e-9, 1.35e7, 0.9e-9, 1.36e7)
 

@@ -40,6 +40,7 @@ __all__ = ["Runner", "RunResult", "main"]
 
 RECORDER_NAME = "bringup_recorder"  # the recorder's node name (in /), by which the ROS graph shows its subscriptions
 RECORDER_CLOSE_TIMEOUT = 30.0  # s the recorder gets at least, after its stop signal, to complete its file
+RECORDER_FINISH_TIMEOUT = 60.0  # s a finishing recorder waits at most for the robots' states at the run's end
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 
 
@@ -142,15 +143,43 @@ def paused_start(scenario: Scenario) -> bool:
     return scenario.lockstep and scenario.sim_time
 
 
-def runner_specs(scenario: Scenario, *, reference_subscribers: int = 1) -> List[NodeSpec]:
+def runner_specs(scenario: Scenario, *, reference_subscribers: int = 1,
+                 duration: Optional[float] = None) -> List[NodeSpec]:
     """The node specs the runner starts: :func:`mbs_ros.bringup.node_specs` (what the launch files start), and for
-    a :func:`paused_start` scenario every dynamics node with ``start_paused: true`` and every reference node with
-    ``start_time: 0.0``."""
+    a :func:`paused_start` scenario every dynamics node with ``start_paused: true`` and, given the run's
+    ``duration`` (default: the scenario's), ``pause_at: duration``, where the run ends (t0 = 0), and every reference
+    node with ``start_time: 0.0``."""
     specs = node_specs(scenario, reference_subscribers=reference_subscribers)
     if not paused_start(scenario):
         return specs
-    extra = {"dynamics": {"start_paused": True}, "reference": {"start_time": 0.0}}
+    duration = scenario.duration if duration is None else duration
+    dynamics = {"start_paused": True, **({"pause_at": float(duration)} if duration is not None else {})}
+    extra = {"dynamics": dynamics, "reference": {"start_time": 0.0}}
     return [replace(s, parameters={**s.parameters, **extra.get(s.role, {})}) for s in specs]
+
+
+def end_stamp(specs: Sequence[NodeSpec]) -> Optional[int]:
+    """The stamp [ns] at which a run of these specs ends, when its dynamics nodes pause themselves there
+    (``pause_at`` on simulation time from t0 = 0: :func:`runner_specs`), else None."""
+    ends = {sp.parameters.get("pause_at") for sp in specs if sp.role == "dynamics"}
+    if len(ends) != 1 or not isinstance(next(iter(ends)), float) or not next(iter(ends)) > 0:
+        return None
+    return int(round(next(iter(ends)) * 1e9))
+
+
+def state_topics(scenario: Scenario, topics: Optional[Sequence[str]]) -> List[str]:
+    """The robots' state topics among the recorded ``topics`` (None: all): every robot's odom, and joint_states when
+    it has joints; with an estimator in the loop also its estimate/odom and estimate/joint_states. Each is
+    published once per control period in lockstep, stamped, the dynamics nodes' last of a period after /tf."""
+    out = []
+    for robot in scenario.robots:
+        ns = "/" + robot.namespace.strip("/")
+        kinds = ["odom"] + (["joint_states"] if robot.joint_names else [])
+        if robot.estimator:
+            kinds += (["estimate/odom"] if robot.floating else []) + (["estimate/joint_states"]
+                                                                       if robot.joint_names else [])
+        out += [f"{ns}/{k}" for k in kinds]
+    return [t for t in out if topics is None or t in topics]
 
 
 def params_file_name(spec: NodeSpec) -> str:
@@ -312,7 +341,13 @@ class Runner:
         # from them that they are out, and when they start), and the recorder when it records them
         records_refs = self.record is not None and (self.topics is None or any(
             t.endswith(("/joint_reference", "/base_reference")) for t in self.topics))
-        self.specs = runner_specs(scenario, reference_subscribers=3 if records_refs else 2)
+        self.specs = runner_specs(scenario, reference_subscribers=3 if records_refs else 2, duration=self.duration)
+        #: the run's end [ns] when its dynamics nodes pause themselves there (pause_at), and the recorded state topics
+        #: a finishing recorder waits for at that stamp (docs/bringup.md, "Life cycle")
+        self.end_ns = end_stamp(self.specs) if paused_start(scenario) and self.duration is not None else None
+        self.end_topics = (state_topics(scenario, self.topics) if self.end_ns is not None and self.record is not None
+                           else [])
+        self._finished: Optional[bool] = None  # the recorder finished at the end (True), or was stopped meanwhile
         #: dynamics nodes that start paused (a paused_start scenario, or start_paused in the scenario): resumed once
         #: their controller holds the reference
         self.paused = [sp for sp in self.specs if sp.role == "dynamics" and sp.parameters.get("start_paused") is True]
@@ -434,6 +469,9 @@ class Runner:
     def _start_recorder(self) -> None:
         self.record.parent.mkdir(parents=True, exist_ok=True)
         args = [str(self.record)] + (["--all"] if self.topics is None else ["--topics", *self.topics])
+        if self.end_topics:  # asked to finish (SIGUSR2) at the end, it records every state up to the end's stamp
+            args += ["--end-time", _seconds(self.end_ns), "--end-topics", *self.end_topics,
+                     "--finish-timeout", f"{RECORDER_FINISH_TIMEOUT:g}"]
         proc = NodeProcess(_session_command("mbs_ros.recording"), args=args, name=RECORDER_NAME,
                            log_file=self.log_dir / "recorder.log", label="recorder")
         self.recorder = Child("recorder", proc)
@@ -528,7 +566,9 @@ class Runner:
             self.say(f"running: {what}; Ctrl-C stops")
         else:
             self.say(f"running: {what}; for {self.duration:g} s of "
-                     + ("simulation time (/clock)" if clock is not None else "wall-clock time"))
+                     + ("simulation time (/clock)" if clock is not None else "wall-clock time")
+                     + (f", to t = {_seconds(self.end_ns)} s where the dynamics nodes pause (pause_at)"
+                        if clock is not None and self.end_ns is not None else ""))
         return start
 
     def _holds_reference(self, dynamics: NodeSpec, graph: "_Graph"):
@@ -584,6 +624,8 @@ class Runner:
 
     def _run_for(self, clock: Optional["_Graph"], start_ns: int) -> None:
         end_ns = None if self.duration is None else start_ns + int(round(self.duration * 1e9))
+        if clock is not None and self.end_ns is not None:
+            end_ns = self.end_ns  # where the dynamics nodes pause: the /clock stops there (a paused start: t0 = 0)
         while True:
             self._check_children()
             if self._failure is not None or self._stop_request is not None:
@@ -602,12 +644,37 @@ class Runner:
         if running:
             self.say(f"stopping ({reason}): " + ", ".join(c.label for c in running))
         if self.recorder is not None:  # first: its file ends while everything still runs
+            if self.end_topics and self._stop_request == "duration" and self._failure is None:
+                self._finished = self._finish_recorder()
             sig = signal.SIGTERM if self._stop_request == "SIGTERM" else signal.SIGINT
             self._stop_group([self.recorder], ((sig, max(self.stop_timeout, RECORDER_CLOSE_TIMEOUT)),
                                                (signal.SIGKILL, 5.0)))
         self._stop_group([c for c in self.children if c is not self.recorder])
         for c in self.children:
             c.process.stop()  # closes the log (a no-op signal-wise: it has exited)
+
+    def _finish_recorder(self) -> bool:
+        """The run ended at ``end_ns`` (its dynamics nodes paused there): ask the recorder to finish (SIGUSR2), i.e.
+        to record on until it has every robot's state stamped ``end_ns`` and then write what its subscriptions hold,
+        and wait for it to exit (bounded: its own finish timeout, then the time to close). True when it exited by
+        itself; False when a Ctrl-C or SIGTERM came first (it is then stopped at once, as usual) or it did not exit
+        in time (a failure naming it)."""
+        rec = self.recorder
+        if not rec.process.running:
+            return False
+        self.say(f"recorder: finishing, up to t = {_seconds(self.end_ns)} s on {', '.join(self.end_topics)}")
+        rec.process.send_signal(signal.SIGUSR2)
+        deadline = time.monotonic() + RECORDER_FINISH_TIMEOUT + RECORDER_CLOSE_TIMEOUT
+        while rec.process.running:
+            if self._stop_request != "duration":  # Ctrl-C or SIGTERM meanwhile: no more waiting for the end
+                self.say("recorder: stopped before it finished")
+                return False
+            if time.monotonic() > deadline:
+                self._fail(f"the recorder did not finish within {RECORDER_FINISH_TIMEOUT + RECORDER_CLOSE_TIMEOUT:g} "
+                           f"s; the end of its log ({rec.process.log_path}):\n" + _indent(rec.process.log_tail(15)))
+                return False
+            rec.process.wait(timeout=0.1)
+        return True
 
     def _stop_group(self, group: Sequence[Child], escalation=None) -> None:
         """Stop children at once: the signal the runner got (SIGTERM) or SIGINT, then SIGTERM, then SIGKILL (or
@@ -721,6 +788,16 @@ class Runner:
             return False
         self.say(f"recorded {report.message_count} messages on {len(report.counts)} topics to {self.record} "
                  "(read back: complete)")
+        if self._finished:  # the run ended at end_ns: the file must hold every robot's state up to it
+            short = {t: report.last_stamps.get(t) for t in self.end_topics
+                     if report.last_stamps.get(t, -1) < self.end_ns}
+            if short:
+                self._fail(f"the recording {self.record} ends before the run's end at t = {_seconds(self.end_ns)} s: "
+                           + ", ".join(f"{t} {'has no message' if n is None else 'ends at ' + _seconds(n) + ' s'}"
+                                       for t, n in short.items()) + "; the recorder's log says why")
+                return False
+            self.say(f"the recording reaches the run's end, t = {_seconds(self.end_ns)} s, on "
+                     f"{', '.join(self.end_topics)}")
         if logged and sum(logged.values()) != report.message_count:
             self.say(f"note: the recorder reported {sum(logged.values())} messages, the file holds "
                      f"{report.message_count}")
@@ -737,6 +814,11 @@ def recording_damage_message(path: Path, report) -> str:
     return (f"the recording {path} is DAMAGED: {report.describe()}. ros2 bag, mcap and rosbags will not read it "
             f"as it is; its {report.message_count} complete messages on {len(report.counts)} topics can be "
             f"recovered with:\n    python -m mbs_ros.recording recover {path} {target}")
+
+
+def _seconds(ns: int) -> str:
+    """A stamp [ns] as seconds, exactly: ``2.500000000``."""
+    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
 
 
 def _indent(text: str) -> str:
@@ -760,15 +842,16 @@ def _recorded_counts(log: str) -> Dict[str, int]:
 # ----------------------------------------------------------------------------------------------- CLI
 
 
-def print_commands(scenario: Scenario, log_dir: Optional[os.PathLike] = None, out: Optional[TextIO] = None) -> Path:
+def print_commands(scenario: Scenario, log_dir: Optional[os.PathLike] = None, out: Optional[TextIO] = None,
+                   duration: Optional[float] = None) -> Path:
     """``--print``: write the parameter files the runner would write into ``log_dir`` (default: the temporary
     directory's ``mbs_ros_bringup-<scenario>-<hash of the files>``, so the same files land in the same place and
     printing again leaves nothing new behind), and print each node's command line with their absolute paths
     (pasteable, one shell per node, from any directory), each file's content as comments, and for a paused start
-    how to resume it. Returns the directory."""
+    how to resume it. ``duration``: the run's (``--duration``; default the scenario's). Returns the directory."""
     out = sys.stdout if out is None else out
     order = {"controller": 0, "dynamics": 1, "reference": 2}  # the runner's start order
-    specs = sorted(runner_specs(scenario), key=lambda sp: order.get(sp.role, 3))
+    specs = sorted(runner_specs(scenario, duration=duration), key=lambda sp: order.get(sp.role, 3))
     if log_dir is not None:
         folder = Path(log_dir)
         folder.mkdir(parents=True, exist_ok=True)
@@ -795,7 +878,9 @@ def print_commands(scenario: Scenario, log_dir: Optional[os.PathLike] = None, ou
     for spec in paused:
         print(f"\n# {spec.label} starts paused at t = 0 (start_paused; lockstep on simulation time: the reference "
               "starts at t = 0, start_time); the runner resumes it once the controller holds the reference "
-              "(installed_joint_reference/installed_base_reference on its ~/diagnostics). By hand:", file=out)
+              "(installed_joint_reference/installed_base_reference on its ~/diagnostics)"
+              + (f", and it pauses itself at the run's end, t = {spec.parameters['pause_at']:g} s (pause_at)"
+                 if "pause_at" in spec.parameters else "") + ". By hand:", file=out)
         print(f"#   ros2 service call {_pause_service(spec)} std_srvs/srv/SetBool '{{data: false}}'", file=out)
         print(f"#   {sys.executable} -c \"import rclpy; from std_srvs.srv import SetBool; rclpy.init(); "
               f"n = rclpy.create_node('resume'); c = n.create_client(SetBool, '{_pause_service(spec)}'); "
@@ -823,8 +908,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("scenario", help="a scenario file, or the name of one in config/scenarios (e.g. "
                                     "vehicle_manipulator)")
     p.add_argument("--duration", type=float, default=None, metavar="S",
-                   help="run S seconds once the references are sent (simulation seconds with sim_time); default: "
-                        "the scenario's duration, else until Ctrl-C")
+                   help="run S seconds once the references are sent (simulation seconds with sim_time; a lockstep "
+                        "run on simulation time ends at exactly t = S, recorded to there); default: the scenario's "
+                        "duration, else until Ctrl-C")
     p.add_argument("--record", type=Path, default=None, metavar="FILE",
                    help="record the scenario's topics into this MCAP file (rosbag2 format)")
     p.add_argument("--plot", type=Path, default=None, metavar="DIR",
@@ -867,7 +953,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"bringup: scenario error: {e}", file=sys.stderr)
         return EXIT_USAGE
     if args.dry_run:
-        print_commands(scenario, args.log_dir)
+        print_commands(scenario, args.log_dir, duration=args.duration)
         return EXIT_OK
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     runner = Runner(scenario, duration=args.duration, record=args.record, plot=args.plot, log_dir=args.log_dir,

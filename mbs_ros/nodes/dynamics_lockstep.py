@@ -85,6 +85,7 @@ class LockstepWatch:
                             markers=bool(self._markers_every)
                             and k1 // self._markers_every > k0 // self._markers_every)
         self._publish_applied()
+        self._pause_at_reached()
 
     def _paused_watch(self) -> None:
         """Paused: the state again (same stamp, everything) when a subscriber of odom or joint_states or a command

@@ -40,8 +40,8 @@ from mbs_ros.nodes.dynamics_sensors import SensorPublishing, load_suite
 from mbs_ros.nodes.dynamics_services import MAX_STEP_REQUEST, Services  # noqa: F401 - importable from here
 from mbs_ros.nodes.dynamics_settings import (  # noqa: F401 - importable from here, as users and tests do
     DEFAULTS, INERTIAL, SINGLE_BODY_ONLY, Settings, build_model, check_inertia, check_rate,
-    check_runtime_change, command_limits, initial_state, joint_position_limits, lockstep_steps, settings_from_values,
-    steps_between, topic_token)
+    check_runtime_change, command_limits, initial_state, joint_position_limits, lockstep_steps, pause_step,
+    settings_from_values, steps_between, topic_token)
 from mbs_ros.nodes.pacing import WARN_THROTTLE_S, Pacer, timer_period
 from mbs_ros.nodes.parameters.dynamics import PARAMETERS
 from mbs_ros.nodes.ratelimit import RateLimitedLog
@@ -115,6 +115,7 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
         self.sim.on_fault = self._on_fault
         if s.start_paused:
             self.sim.pause(True)
+        self._pause_k = pause_step(s)  # pause_at: the step the running simulation pauses itself at
         self._rate = rate
         self._new_fault: Optional[Fault] = None
         self.nt = len(model.thruster_names)
@@ -209,6 +210,8 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
                    "steps)" if s.start_paused else "")
                 + (f"; waiting at t = {self.stamp() * 1e-9:.9f} s for the first command (wait_for_command)"
                    if self._awaiting_command else "")
+                + (f"; pausing at t = {self.stamp(self._pause_k) * 1e-9:.9f} s (pause_at)"
+                   if self._pause_k is not None else "")
                 + f"; {self._limits_text()}; {self._sensors_text()}; fastest modes: "
                 f"gravity {rate.omega_gravity:.3g} rad/s, full effort {rate.omega_effort:.3g} rad/s; runaway beyond "
                 f"{self.sim.max_angular_rate:g} rad/s")
@@ -378,6 +381,8 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
                 self._grids = self._active_grids()
             grids = self._grids
             nxt = min([end] + [(k // every + 1) * every for every in grids])
+            if self._pause_k is not None and k < self._pause_k < nxt:  # pause_at: a stop there
+                nxt = self._pause_k
             if self.suite is not None:  # the sensors' grids, always: their streams never depend on subscribers
                 nxt = self._sensor_next_stop(k, nxt)
             sim.advance(nxt - k)
@@ -403,6 +408,8 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
                 self._publish_diagnostics()
             if self._energy_every and k % self._energy_every == 0:
                 self._publish_energy()
+            if not self.lockstep:  # lockstep: once the period's state is out (_take_period)
+                self._pause_at_reached()
 
     def _active_grids(self) -> list:
         """Step grids to stop at: the state's (outside lockstep), the diagnostics', and the joint wrenches' and

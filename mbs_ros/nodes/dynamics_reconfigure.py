@@ -2,14 +2,14 @@
 :class:`~mbs_ros.nodes.dynamics_node.DynamicsNode`): a ``set_parameters`` request is checked as a whole, as at
 start-up (:func:`~mbs_ros.nodes.dynamics_settings.settings_from_values`, the model, the initial state, the command
 limits and, when they change, the physics-rate check), and refused with the reason, or applied: rates, integrator,
-limits, pacing, a new model for new inertial parameters (a single body's marker box with it) or the water's
-current."""
+limits, pacing, a new model for new inertial parameters (a single body's marker box with it), the water's
+current, or where ``pause_at`` pauses (a time ahead of the simulation's only)."""
 from __future__ import annotations
 
 from rcl_interfaces.msg import SetParametersResult
 
 from mbs_ros.dynamics.model_source import ParameterError
-from mbs_ros.nodes.dynamics_settings import (INERTIAL, SINGLE_BODY_ONLY, build_model, check_rate,
+from mbs_ros.nodes.dynamics_settings import (INERTIAL, SINGLE_BODY_ONLY, build_model, check_pause_at, check_rate,
                                              check_runtime_change, command_limits, initial_state,
                                              settings_from_values)
 from mbs_ros.nodes.parameters.dynamics import PARAMETERS
@@ -37,6 +37,7 @@ class Reconfiguration:
                     f"model comes from {self.source.describe()}")
             s = settings_from_values(values, self.source)
             check_runtime_change(self.settings, s, changed)
+            pause_k = check_pause_at(s, self.sim.k, self.dt_ns) if "pause_at" in changed else self._pause_k
             model = build_model(s, self.source) if changed & set(INERTIAL) else self.model
             q0, _v0 = initial_state(model, s)  # the initial pose/twist/joints must stay valid
             limits = command_limits(model, s)
@@ -50,6 +51,7 @@ class Reconfiguration:
         self.settings = s
         self._set_rates(s)
         self.sim.integrator = s.integrator
+        self._pause_k = pause_k
         if changed & {"max_wrench", "max_effort"}:
             self.sim.set_limits((limits.max_force, limits.max_torque), limits.max_effort)
             self.get_logger().info("command limits: " + self._limits_text())

@@ -48,6 +48,7 @@ class Services:
     ``_try_period``, the publishing methods, ``_guard_service``, ``_counts``, ``_warn``, ``_anchor``."""
 
     _step_run = None  # the ~/step in progress (see _on_step)
+    _pause_k = None  # pause_at: the step at which the running simulation pauses itself (None: never)
 
     def _create_services(self) -> None:
         qos = SERVICE_QOS
@@ -99,12 +100,7 @@ class Services:
         sim = self.sim
         stopped = self._stop_step("~/pause " + ("true" if request.data else "false"))
         if request.data and not sim.paused:
-            sim.pause(True)
-            if self._last_published_k != sim.k:
-                self._publish_state(everything=True)
-                self._publish_applied()
-            self._publish_diagnostics()
-            self._graph_counts = self._graph_counts_now()  # those matched later get the state again
+            self._pause_now()
             response.message = f"paused at t = {cv.seconds_text(self.stamp())} s"
         elif not request.data and sim.fault is not None:
             sim.pause(False)  # the pause asked for ends; the fault holds until a reset
@@ -126,6 +122,27 @@ class Services:
         response.success = True
         self.get_logger().info(response.message)
         return response
+
+    def _pause_now(self) -> None:
+        """Pause here (``~/pause`` true, ``pause_at``): the state at this stamp if it is not out yet, with
+        everything, the diagnostics; those who match later get the state again."""
+        sim = self.sim
+        sim.pause(True)
+        if self._last_published_k != sim.k:
+            self._publish_state(everything=True)
+            self._publish_applied()
+        self._publish_diagnostics()
+        self._graph_counts = self._graph_counts_now()  # those matched later get the state again
+
+    def _pause_at_reached(self) -> None:
+        """``pause_at``: pause once the running simulation is at its step (not while ``~/step`` steps it: it is
+        paused already), after what falls due at that stamp was published."""
+        sim = self.sim
+        if self._pause_k is None or sim.k != self._pause_k or sim.paused or self._stepping:
+            return
+        self._pause_now()
+        self.get_logger().info(f"paused at t = {cv.seconds_text(self.stamp())} s (pause_at "
+                               f"{self.settings.pause_at:g} s): ~/pause false resumes")
 
     async def _on_step_request(self, request, response):
         """``~/step``: :meth:`_on_step`, whose exceptions become the reply's reason (as ``_guard_service``)."""

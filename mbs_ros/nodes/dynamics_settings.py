@@ -22,7 +22,7 @@ from mbs_ros.nodes.parameters.dynamics import PARAMETERS
 from mbs_ros.nodes.rotations import quaternion_from_rpy
 
 __all__ = ["Settings", "DEFAULTS", "ParameterError", "settings_from_values", "check_runtime_change",
-           "command_limits", "check_rate", "joint_position_limits", "lockstep_steps",
+           "command_limits", "check_rate", "joint_position_limits", "lockstep_steps", "pause_step", "check_pause_at",
            "check_inertia", "build_model", "initial_state", "topic_token", "steps_between"]
 
 BASE_GROUPS = ms.BASES  # a single rigid body
@@ -92,6 +92,7 @@ class Settings:
     environment_temperature: float = _DEFAULT["environment_temperature"]  # K, θ₀ of the entropy production
     energy_rate: float = _DEFAULT["energy_rate"]  # Hz, the energy topic
     start_paused: bool = _DEFAULT["start_paused"]  # start paused at t0 (~/pause false or ~/step advance it)
+    pause_at: float = _DEFAULT["pause_at"]  # s after t0: pause by itself there (pause_step); 0 = never
     wait_for_command: bool = _DEFAULT["wait_for_command"]  # outside lockstep: no step before the first command
     sensors: str = _DEFAULT["sensors"]  # "": the robot YAML's; a path: that file; "none": no sensors
     mass_scale: float = _DEFAULT["mass_scale"]  # the true model's masses and inertias (campaigns' model error)
@@ -185,6 +186,7 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         environment_temperature=number("environment_temperature", lo=MIN_TEMPERATURE, hi=1.0e4),
         energy_rate=rate_or_off("energy_rate"),
         start_paused=flag("start_paused"),
+        pause_at=number("pause_at", lo=0.0),
         wait_for_command=flag("wait_for_command"),
         sensors=text("sensors", allow_empty=True),
         mass_scale=number("mass_scale"),
@@ -206,6 +208,9 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
     if 0.0 < s.cmd_timeout < step:
         raise ParameterError(f"cmd_timeout must be 0 (start-up only) or at least one physics step (1/physics_rate = "
                              f"{step:g} s), got {s.cmd_timeout:g} s: a command must apply to one step at least")
+    if 0.0 < s.pause_at < step:
+        raise ParameterError(f"pause_at must be 0 (never) or at least one physics step (1/physics_rate = {step:g} s), "
+                             f"got {s.pause_at:g} s")
     if s.publish_rate > s.physics_rate:
         raise ParameterError(
             f"publish_rate ({s.publish_rate:g} Hz) must not exceed physics_rate ({s.physics_rate:g} Hz)")
@@ -299,6 +304,30 @@ def lockstep_steps(s: Settings) -> int:
             f"lockstep needs a whole number of physics steps per control period: physics_rate / control_rate = "
             f"{s.physics_rate:g} / {s.control_rate:g} = {ratio:.6g} (choose control_rate = physics_rate / n)")
     return n
+
+
+def pause_step(s: Settings) -> Optional[int]:
+    """The step index ``k`` (``t_k = t0 + k dt``) at which ``pause_at`` pauses the simulation, None when it is 0:
+    the first step at or after ``t0 + pause_at`` (integer ns), in lockstep the first control-period end at or after
+    it (the state is published once per period), so a ``pause_at`` on that grid is met exactly."""
+    if not s.pause_at > 0.0:
+        return None
+    dt = period_ns(s.physics_rate)
+    n = lockstep_steps(s) if s.lockstep else 1
+    target = int(round(s.pause_at * 1e9))
+    return -(-target // (n * dt)) * n
+
+
+def check_pause_at(s: Settings, k_now: int, dt_ns: int) -> Optional[int]:
+    """``pause_at`` changed at run time, the simulation being at step ``k_now``: its :func:`pause_step`, or
+    ParameterError when that step is not ahead (the time only goes forward: ~/pause true pauses now)."""
+    k = pause_step(s)
+    if k is not None and k <= k_now:
+        raise ParameterError(
+            f"pause_at {s.pause_at:g} s: the simulation is already at t0 + {k_now * dt_ns * 1e-9:.9f} s, at or past "
+            f"t0 + {k * dt_ns * 1e-9:.9f} s where it would pause; set a later time (0: never; ~/pause true pauses "
+            "now)")
+    return k
 
 
 def check_inertia(inertia: np.ndarray) -> Optional[str]:

@@ -584,10 +584,11 @@ def test_sim_time_lockstep_duration_is_simulation_time(run, tmp_path):
     (ref,) = rec.joint_reference["/arm"]
     # the dynamics node waited paused at t = 0 until the controller held the reference, which starts at t = 0
     assert ref.stamp == 0 and "arm/dynamics_node: resumed at t = 0.000000000 s" in r.text
-    last = max(row[1] for row in rec.joint_states["/arm"])
-    # the runner stops the recorder first once its /clock reaches the reference's start + 2 s: the states still in
-    # flight to the recorder then are not in the file (20 ms of simulation time short in one CI run)
-    assert 1.5 <= (last - ref.stamp) * 1e-9 < 10.0
+    # the dynamics node pauses itself at t = 2 s (pause_at) and the recorder finishes there: the last state is
+    # stamped exactly 2 s after the reference's start, t = 0
+    stamps = {row[1] for row in rec.joint_states["/arm"]}
+    assert max(stamps) - ref.stamp == 2_000_000_000 and "recorder: finishing, up to t = 2.000000000 s" in r.text
+    assert stamps == set(range(0, 2_000_000_001, 10_000_000)), sorted(stamps)[-3:]
     joints = plot.joint_tracking(rec, "/arm")
     err = joints.error_norm[~np.isnan(joints.error_norm)]
     assert err[0] > 0.3 and err[-1] < 0.1 * err[0], err
@@ -628,7 +629,7 @@ def test_lockstep_sim_time_runs_are_reproducible(run, tmp_path):
     bit-identical odom and joint_states (decoded, every field, floats by their bytes) at the same stamps, and the same
     reference, stamped t = 0: the dynamics node starts paused at t = 0 and resumes once the controller holds the
     reference, whatever the processes' start-up took."""
-    duration = 3
+    duration = 2
     states = []
     for i in (1, 2):
         bag = tmp_path / f"run{i}.mcap"
@@ -641,13 +642,10 @@ def test_lockstep_sim_time_runs_are_reproducible(run, tmp_path):
     assert a["/arm/joint_reference"] == b["/arm/joint_reference"] and set(a["/arm/joint_reference"]) == {0}
     compared = 0
     for topic in ("/arm/odom", "/arm/joint_states"):
-        # the recorder is stopped once /clock reaches the duration, and what is still in flight to it is lost: as
-        # fast as possible on a loaded machine a run's recording ended 1.05 s of simulation short (0.95 of 2 s), so
-        # the runs last 3 s and are compared on the stretch both recorded, at least the first 1.5 s (as before)
-        end = min(max(a[topic]), max(b[topic]))
-        assert end >= 1.5e9, end
-        grid = set(range(0, end + 1, 10_000_000))  # every control period from t = 0, none skipped or misplaced
-        sa, sb = ({t: m for t, m in s[topic].items() if t <= end} for s in (a, b))
+        # each run ends at exactly t = 2 s (pause_at) and its recorder finishes there: both hold every control period
+        # from t = 0 to the end, none skipped, misplaced or beyond
+        grid = set(range(0, duration * 1_000_000_000 + 1, 10_000_000))
+        sa, sb = a[topic], b[topic]
         assert set(sa) == set(sb) == grid, (sorted(set(sa) ^ grid)[:5], sorted(set(sb) ^ grid)[:5])
         differ = [t for t in sorted(grid) if sa[t] != sb[t]]
         assert not differ, f"{topic}: the runs differ from t = {differ[0] * 1e-9:.2f} s on ({len(differ)} states)"

@@ -4,8 +4,9 @@ simulation time), records the very states of the campaign's headless run, bit fo
 
 The campaign is small for CPU: 2 runs of 1.5 s of the vehicle-manipulator with the true model's mass and the
 initial attitude drawn, and a criterion no run can meet (the base error at the end of the reference's 0.2 m step,
-1.5 s in, is far above 1 µm). 1.5 s, not less: the runner may stop the recorder with up to 0.7 s of simulated time
-in flight on a loaded machine, and the replay's comparison needs a quarter of the run recorded."""
+1.5 s in, is far above 1 µm). The replay ends at exactly 1.5 s (its dynamics node pauses there, pause_at) and its
+recorder finishes there: the recording holds every control period from 0 to 1.5 s, which is asserted, and all of it
+is compared."""
 
 from __future__ import annotations
 
@@ -119,19 +120,22 @@ def test_the_replay_command_records_the_headless_runs_states_bit_for_bit(failed,
     assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
     assert bag.is_file() and any((tmp_path / f"out/replay/must_fail_run{run}").glob("*.png"))
     odom, joints = _states(bag)
-    # the campaign's own run, from its draw (not from the command): the headless run the criteria judged, run on
-    # as far as the recording reaches (the runner stops the nodes some time after the duration)
+    # the campaign's own run, from its draw (not from the command): the headless run the criteria judged
     campaign = load_campaign(path)
-    headless = run_scenario(campaign.scenario, duration=max(max(odom), max(joints)) * 1e-9 + 0.05,
-                            overrides=campaign.draw(run))
+    headless = run_scenario(campaign.scenario, duration=campaign.duration, overrides=campaign.draw(run))
     assert headless.fault is None
     rec = headless.robots["uvms"]
     rows = {int(s): i for i, s in enumerate(rec.stamp_ns)}
+    # the recording covers the whole run: every control period from t = 0 to exactly the duration, nothing beyond
+    period = int(round(1e9 / headless.control_rate))
+    end = int(round(campaign.duration * 1e9))
+    grid = set(range(0, end + 1, period))
+    assert len(grid) == int(round(campaign.duration * headless.control_rate)) + 1 == 151
+    for what, states in (("odom", odom), ("joint_states", joints)):
+        assert set(states) == grid, (f"{what}: {len(states)} of {len(grid)} periods; missing "
+                                     f"{sorted(grid - set(states))[:8]}, beyond {sorted(set(states) - grid)[:8]}")
+    assert set(rows) == grid
     last = max(odom)
-    # the recorder may lose what is in flight when the runner stops it (up to 0.7 s of simulated time on a loaded
-    # machine): every state it did record is compared, at least a quarter of the run
-    assert last >= 0.25 * campaign.duration * 1e9, sorted(odom)[-3:]
-    assert last in rows and max(joints) in rows
     nq, nv = rec.nq_base, rec.nv_base
     for stamp, (pose, twist) in odom.items():
         i = rows[stamp]

@@ -1,8 +1,10 @@
 """A headless run (mbs_ros.headless) records the same states as the lockstep run over ROS, bit for bit.
 
 The ROS run is the runner's (``python -m mbs_ros.bringup SCENARIO --set lockstep=true --set sim_time=true --set
-real_time_factor=0 --duration D --record X.mcap``): real node processes, DDS, a recording. Its odom and joint_states
-at every recorded stamp are compared with the headless run's true state at that stamp, floats by their bytes: the
+real_time_factor=0 --duration D --record X.mcap``): real node processes, DDS, a recording. The run ends at exactly
+t = D (the dynamics node pauses itself there, ``pause_at``) and the recorder finishes there, so the recording holds
+the state of every control period from 0 to D, which is asserted, and compared with the headless run's true state at
+that stamp, floats by their bytes: the
 state the dynamics node publishes is Pinocchio's configuration and body twist as they are (se3 base: position
 q[0:3], quaternion q[3:7] xyzw, twist v[0:6] linear first; revolute joints: q[7:], v[6:]).
 """
@@ -50,7 +52,8 @@ def ros_states(bag: Path, namespace: str, prefix: str = ""):
     return odom, joints
 
 
-def ros_run(tmp_path: Path, scenario: str, duration: float) -> Path:
+def ros_run(tmp_path: Path, scenario: str, duration: float):
+    """The runner's lockstep run as fast as possible, recorded: (the recording, the runner's output)."""
     bag = tmp_path / f"{scenario}.mcap"
     cmd = [sys.executable, "-m", "mbs_ros.bringup", scenario, "--set", "lockstep=true", "--set", "sim_time=true",
            "--set", "real_time_factor=0", "--duration", str(duration), "--record", str(bag),
@@ -59,7 +62,28 @@ def ros_run(tmp_path: Path, scenario: str, duration: float) -> Path:
                          text=True, timeout=RUN_TIMEOUT)
     assert out.returncode == 0, out.stdout
     assert "resumed at t = 0.000000000 s" in out.stdout, out.stdout
-    return bag
+    return bag, out.stdout
+
+
+def runner_ended_the_run(output: str, duration: float) -> None:
+    """The runner says the recording reaches the run's end: the dynamics node paused itself at the duration
+    (pause_at) and the recorder finished there."""
+    end = int(round(duration * 1e9))
+    text = f"the recording reaches the run's end, t = {end // 1_000_000_000}.{end % 1_000_000_000:09d} s"
+    assert text in output, output
+
+
+def full_grid(states: dict, duration: float, period: int, what: str) -> set:
+    """Assert that a recorded topic (stamp -> state) holds the state of every control period from t = 0 to the
+    run's end, exactly the duration, and nothing else; the grid."""
+    end = int(round(duration * 1e9))
+    grid = set(range(0, end + 1, period))
+    assert len(grid) == end // period + 1
+    missing, extra = sorted(grid - set(states)), sorted(set(states) - grid)
+    assert not missing and not extra, (f"{what}: {len(states)} states recorded, {len(grid)} periods expected from 0 "
+                                       f"to {duration:g} s; missing {[t * 1e-9 for t in missing[:8]]}"
+                                       f"{' ...' if len(missing) > 8 else ''}, beyond the grid {extra[:8]}")
+    return grid
 
 
 def first_difference(odom, joints, rec, estimate: bool = False) -> list:
@@ -95,54 +119,50 @@ def first_difference(odom, joints, rec, estimate: bool = False) -> list:
                                                             ("rov_alpha5", "rov", 1.5)])
 def test_headless_run_is_bit_identical_to_the_lockstep_ros_run(tmp_path, scenario, namespace, duration):
     """vehicle_manipulator (computed torque, base wrench and joint efforts) and rov_alpha5 (thrust allocation to 8
-    thrusters with their lag, added mass, current): every recorded odom and joint_states equals the headless state
-    at its stamp, bit for bit, on every control period the recorder caught (at least the first 25 % of the
-    duration)."""
+    thrusters with their lag, added mass, current): the recording holds odom and joint_states at every control
+    period from t = 0 to exactly the duration, and each equals the headless state at its stamp, bit for bit."""
     from mbs_ros.headless import run_scenario
 
-    bag = ros_run(tmp_path, scenario, duration)
+    bag, output = ros_run(tmp_path, scenario, duration)
     odom, joints = ros_states(bag, namespace)
-    # headless as far as the recording reaches: the runner stops the nodes some time after the duration (0.6 s
-    # of simulated time later with both cores busy)
-    run = run_scenario(scenario, duration=max(max(odom), max(joints)) * 1e-9 + 0.05)
+    run = run_scenario(scenario, duration=duration)
     assert run.fault is None, run.fault
     rec = run.robots[namespace]
     period = int(round(1e9 / run.control_rate))
-    end = min(max(odom), max(joints))
-    # the recorder may lose what is in flight when the runner stops it (on a loaded machine up to 0.7 s of simulated
-    # time at real_time_factor 0): every state it did record is compared, at least a quarter of the run
-    assert end >= 0.25 * duration * 1e9, end
-    grid = set(range(0, end + 1, period))
-    assert {t for t in odom if t <= end} == grid and {t for t in joints if t <= end} == grid
+    grid = full_grid(odom, duration, period, "odom")
+    assert full_grid(joints, duration, period, "joint_states") == grid
+    assert set(int(t) for t in rec.stamp_ns) == grid  # the headless run covers the same periods
+    runner_ended_the_run(output, duration)
     differ = first_difference(odom, joints, rec)
     assert not differ, f"{len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: {differ[0][1]}"
     print(f"{scenario}: {len(odom)} odom and {len(joints)} joint_states bit-identical to the headless run "
-          f"(to t = {end * 1e-9:.2f} s)")
+          f"(every period to t = {duration:g} s)")
 
 
 def test_headless_run_with_the_estimator_in_the_loop_is_bit_identical(tmp_path):
     """rov_alpha5_sensors: the controller closes its loop on the estimator (IMU, DVL with its beams, depth, compass,
-    encoders fused by the invariant EKF in lockstep). The true states (odom, joint_states) are bit-identical to the
-    ROS run; so are the estimates' positions, twists and joint states (estimate/odom, estimate/joint_states against
+    encoders fused by the invariant EKF in lockstep). Recorded at every control period to exactly the duration, the
+    true states (odom, joint_states) are bit-identical to the ROS run; so are the estimates' positions, twists and joint states (estimate/odom, estimate/joint_states against
     the controller's state from them). The estimate's quaternion is compared within 2 units in the last place: the
     controller normalises the quaternion it receives, and the record holds what it used."""
     from mbs_ros.headless import run_scenario
 
     duration = 1.5
-    bag = ros_run(tmp_path, "rov_alpha5_sensors", duration)
-    recorded = [t for states in (ros_states(bag, "rov") + ros_states(bag, "rov", "estimate/")) for t in states]
-    run = run_scenario("rov_alpha5_sensors", duration=max(recorded) * 1e-9 + 0.05)  # as far as the recording
+    bag, output = ros_run(tmp_path, "rov_alpha5_sensors", duration)
+    run = run_scenario("rov_alpha5_sensors", duration=duration)
     assert run.fault is None, run.fault
     rec = run.robots["rov"]
+    period = int(round(1e9 / run.control_rate))
     odom, joints = ros_states(bag, "rov")
-    end = min(max(odom), max(joints))
-    # the recorder may lose what is in flight when the runner stops it (on a loaded machine up to 0.7 s of simulated
-    # time at real_time_factor 0): every state it did record is compared, at least a quarter of the run
-    assert end >= 0.25 * duration * 1e9, end
+    est_odom, est_joints = ros_states(bag, "rov", "estimate/")
+    # every control period from t = 0 to exactly the duration, the estimates too
+    grid = full_grid(odom, duration, period, "odom")
+    for states, what in ((joints, "joint_states"), (est_odom, "estimate/odom"), (est_joints, "estimate/joint_states")):
+        assert full_grid(states, duration, period, what) == grid
+    assert set(int(t) for t in rec.stamp_ns) == grid
+    runner_ended_the_run(output, duration)
     differ = first_difference(odom, joints, rec)
     assert not differ, f"{len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: {differ[0][1]}"
-    est_odom, est_joints = ros_states(bag, "rov", "estimate/")
-    assert len(est_odom) >= 0.25 * len(odom) and len(est_joints) >= 0.25 * len(joints)
     differ = [d for d in first_difference(est_odom, est_joints, rec, estimate=True) if "orientation" not in d[1]]
     assert not differ, f"{len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: {differ[0][1]}"
     index = {int(t): i for i, t in enumerate(rec.stamp_ns)}

@@ -15,9 +15,11 @@ Every wait is for a graph match, a message count, a file size or a process exit,
 
 from __future__ import annotations
 
+import os
 import random
 import re
 import signal
+import struct
 import subprocess
 import sys
 import threading
@@ -546,6 +548,116 @@ def test_signals_at_random_moments_leave_complete_files(tmp_path):
         m = re.search(r"wrote (\d+) messages on 1 topics", r.log_text())
         assert m and int(m.group(1)) == report.message_count == report.counts["/burst"] > 0, r.log_tail()
         assert "Traceback" not in r.log_text()
+
+
+# ------------------------------------------------------------------------------- finishing (SIGUSR2)
+
+
+def _header_stamps(path, topic):
+    """The header stamps [ns] of a recorded topic whose type starts with a Header, in file order."""
+    from mbs_ros.recording import read_messages
+
+    out = []
+    for _schema, channel, record in read_messages(path):
+        if channel.topic == topic:
+            sec, nsec = struct.unpack_from("<iI", record.data, 4)
+            out.append(sec * 1_000_000_000 + nsec)
+    return out
+
+
+def test_finishing_recorder_writes_a_burst_it_had_not_taken_yet(tmp_path):
+    """A recorder asked to finish (SIGUSR2) with --end-time and --end-topics records on until the end topic has
+    delivered its message stamped at the end, then writes everything its subscriptions hold, and exits by itself:
+    a burst published while it was held still (SIGSTOP, so it takes nothing), on the end topic and, before that, three
+    times as many on another topic, is all in the file, each message once. (Closing at the request, as a stop signal
+    does, would lose what sits in the subscriptions' queues; and an executor takes from its subscriptions in turn, so
+    when the end topic's last message is taken two thirds of the other burst are still queued.)"""
+    from rclpy.duration import Duration
+    from sensor_msgs.msg import JointState
+
+    from mbs_ros.nodes import conversions as cv
+    from mbs_ros.recording import check_file
+
+    ros_env_defaults()
+    n, ms = 20, 1_000_000  # 80 datagrams: well within what the stopped recorder's socket buffer holds (208 KiB)
+    end, other = "/fin/state", "/fin/other"
+    path = tmp_path / "finish.mcap"
+    rec = NodeProcess("mbs_ros.recording", name="finish_recorder", log_file=tmp_path / "finish.log",
+                      args=[str(path), "--topics", end, other, "--end-time", f"{n * 1e-3:g}", "--end-topics", end])
+    stamps = {end: [k * ms for k in range(1, n + 1)], other: [k * ms // 3 for k in range(1, 3 * n + 1)]}
+    recorded = {t: [0] + v for t, v in stamps.items()}  # with the first message
+    with ros_helpers.Probe("test_finish", TIMEOUT) as probe, ros_helpers.running([rec]):
+        qos = QoSProfile(depth=3 * n + 10)  # reliable; the writers keep the whole burst
+        pubs = {t: probe.node.create_publisher(JointState, t, qos) for t in (end, other)}
+        for t in (end, other):
+            assert rec.wait_for_log(f"recording {t} (", timeout=TIMEOUT), rec.log_tail()
+        probe.spin_until(lambda: all(p.get_subscription_count() > 0 for p in pubs.values()),
+                         what="the recorder matched", alive=[rec])
+        # the recorder's readers have matched these writers too (a reader drops data of a writer it does not know
+        # yet, which then comes again only a heartbeat later): a first message on each, acknowledged
+        for t in (end, other):
+            pubs[t].publish(cv.joint_state_msg(0, ["j"], position=[0.0]))
+            assert pubs[t].wait_for_all_acked(Duration(seconds=TIMEOUT)), f"{t}: the recorder did not acknowledge"
+        os.kill(rec.pid, signal.SIGSTOP)
+        try:
+            for t in (other, end):
+                for stamp in stamps[t]:
+                    pubs[t].publish(cv.joint_state_msg(stamp, ["j"], position=[stamp * 1e-9]))
+            rec.send_signal(signal.SIGUSR2)
+        finally:
+            os.kill(rec.pid, signal.SIGCONT)
+        assert rec.wait(timeout=TIMEOUT) == 0, rec.log_tail()  # it finished by itself
+    report = check_file(path)
+    assert not report.damaged and report.counts == {end: n + 1, other: 3 * n + 1}, (report.describe(), report.counts)
+    assert report.last_stamps == {end: n * ms, other: n * ms}
+    assert _header_stamps(path, end) == recorded[end] and _header_stamps(path, other) == recorded[other]
+    text = rec.log_text()
+    assert f"finished: every end topic delivered its message stamped 0.{n * ms:09d} s; " in text, text
+    assert "WARN" not in text, text
+
+
+def test_finishing_is_bounded_and_a_stop_signal_ends_it(tmp_path):
+    """Finishing waits at most --finish-timeout for the end stamp, then closes with a warning naming the topic and
+    its newest stamp; a stop signal (SIGINT) while it waits ends it at once, with a warning; both files complete.
+    A bad --end-time/--end-topics is refused with one line."""
+    from rclpy.duration import Duration
+    from sensor_msgs.msg import JointState
+
+    from mbs_ros.nodes import conversions as cv
+    from mbs_ros.recording import check_file
+
+    ros_env_defaults()
+    topic = "/fin2/state"
+    files = {k: tmp_path / f"{k}.mcap" for k in ("timeout", "sigint")}
+    recs = {k: NodeProcess("mbs_ros.recording", name=f"finish_{k}", log_file=tmp_path / f"{k}.log",
+                           args=[str(files[k]), "--topics", topic, "--end-time", "5", "--end-topics", topic,
+                                 "--finish-timeout", "2" if k == "timeout" else "600"]) for k in files}
+    with ros_helpers.Probe("test_finish_bounded", TIMEOUT) as probe, ros_helpers.running(recs):
+        pub = probe.node.create_publisher(JointState, topic, QoSProfile(depth=100))
+        for r in recs.values():
+            assert r.wait_for_log(f"recording {topic} (", timeout=TIMEOUT), r.log_tail()
+        probe.spin_until(lambda: pub.get_subscription_count() >= 2, what="both recorders matched",
+                         alive=list(recs.values()))
+        pub.publish(cv.joint_state_msg(1_500_000_000, ["j"], position=[0.0]))  # 1.5 s: short of the end, 5 s
+        assert pub.wait_for_all_acked(Duration(seconds=TIMEOUT)), "the recorders did not acknowledge"
+        for r in recs.values():
+            r.send_signal(signal.SIGUSR2)
+            assert r.wait_for_log("finishing: recording until", timeout=TIMEOUT), r.log_tail()
+        recs["sigint"].send_signal(signal.SIGINT)
+        codes = {k: r.wait(timeout=TIMEOUT) for k, r in recs.items()}
+    assert codes == {"timeout": 0, "sigint": 0}, {k: r.log_tail() for k, r in recs.items()}
+    assert ("finishing gave up after 2 s: no message stamped 5.000000000 s yet on /fin2/state (newest "
+            "1.500000000 s)") in recs["timeout"].log_text(), recs["timeout"].log_tail()
+    assert ("stopped by SIGINT while finishing: no message stamped 5.000000000 s on /fin2/state (newest "
+            "1.500000000 s)") in recs["sigint"].log_text(), recs["sigint"].log_tail()
+    for f in files.values():
+        report = check_file(f)
+        assert not report.damaged and report.counts == {topic: 1}, report.describe()
+    for args, says in ((["--end-time", "1"], "--end-time and --end-topics go together"),
+                       (["--end-time", "1", "--end-topics", "/elsewhere"], "--end-topics /elsewhere: not among")):
+        out = subprocess.run([sys.executable, "-m", "mbs_ros.recording", str(tmp_path / "bad.mcap"), "--topics",
+                              topic, *args], capture_output=True, text=True, timeout=TIMEOUT)
+        assert out.returncode == 2 and says in out.stderr.splitlines()[-1], out.stderr
 
 
 # ----------------------------------------------------------------------------- message types from the graph

@@ -172,6 +172,23 @@ def test_run_time_extremes(rig, which, row):
     proc.check_running()
 
 
+def test_pause_at_at_its_extremes_at_run_time(rig):
+    """pause_at at run time: the highest taken, just above and just below refused naming it, and its lowest (one
+    physics step) too, as a time the running simulation has passed; 0 (never) taken back; the body runs on."""
+    probe, procs, watch, _logs = rig
+    proc, node = procs["body"], "/px_body/dynamics_node"
+    name, lo, hi, below, above = extremes.PAUSE_AT
+    r = set_param(probe, proc, node, name, hi)
+    assert r.successful, r.reason
+    for value in (below, above, lo):
+        r = set_param(probe, proc, node, name, value)
+        assert not r.successful and name in r.reason, f"{name} := {value}: {r.reason}"
+    assert "already at" in r.reason, r.reason
+    assert set_param(probe, proc, node, name, 0.0).successful
+    watch.fresh(["/px_body/odom"], "the states after pause_at", list(procs.values()))
+    proc.check_running()
+
+
 def test_coldest_environment_and_a_reset_keep_the_energy_topic_finite(rig):
     probe, procs, watch, _logs = rig
     proc = procs["arm"]
@@ -216,7 +233,8 @@ def _dynamics_groups():
                 diagnostics_rate=10.0, energy_rate=10.0, real_time_factor=0.0, control_rate=1e5,
                 initial_position=[0.0, 0.0, 0.0])  # not at the runaway bound: this one must keep running
     highest.update(publish_rate=1000.0, wrench_rate=1000.0, markers_rate=1000.0, diagnostics_rate=1000.0,
-                   energy_rate=1000.0, real_time_factor=1.0)
+                   energy_rate=1000.0, real_time_factor=1.0, pause_at=extremes.PAUSE_AT[2])
+    # (pause_at's lowest pauses a node 1 ms in: the unit tests and test/ros/test_pause_at.py take it)
     return {"lowest": lowest, "highest": highest, "slowest": slow, "fastest": fast}
 
 
@@ -272,6 +290,7 @@ def _refused_cases():
     out = [("dynamics", n, v) for n, v in one(extremes.DYNAMICS_RUNTIME + extremes.DYNAMICS_RUNTIME_VECTORS
                                                + extremes.DYNAMICS_STARTUP)]
     out += [("dynamics", "max_wrench", extremes.DYNAMICS_RUNTIME_VECTORS[-1][4])]
+    out += [("dynamics", extremes.PAUSE_AT[0], extremes.PAUSE_AT[3])]
     out += [("dynamics_arm", extremes.ARM_EFFORT[0], v) for v in extremes.ARM_EFFORT[3:]]
     out += [("controller", n, v) for n, v in one(extremes.CONTROLLER + extremes.CONTROLLER_VECTORS)]
     out += [("controller", "max_wrench", extremes.CONTROLLER_VECTORS[-1][4])]

@@ -26,7 +26,7 @@ EXPECTED_DEFAULTS = dict(
     joint_armature=(), use_events_executor=True, publish_clock=False, real_time_factor=1.0,
     lockstep=False, control_rate=100.0, publish_markers=True, marker_wrench_scale=0.01, max_wrench=(),
     max_effort=(), fluid_density=0.0, current=(0.0, 0.0, 0.0), current_rate=(0.0, 0.0, 0.0),
-    environment_temperature=288.15, energy_rate=10.0, start_paused=False, wait_for_command=False,
+    environment_temperature=288.15, energy_rate=10.0, start_paused=False, pause_at=0.0, wait_for_command=False,
     sensors="", mass_scale=1.0, added_mass_scale=1.0, link_mass_scales=(), sensor_seed=0.0)
 
 
@@ -126,7 +126,7 @@ def _dynamics_value(name, value):
 
 
 @pytest.mark.parametrize("name, value, accepted", extremes.cases(
-    extremes.DYNAMICS_RUNTIME + extremes.DYNAMICS_RUNTIME_VECTORS + extremes.DYNAMICS_STARTUP))
+    extremes.DYNAMICS_RUNTIME + extremes.DYNAMICS_RUNTIME_VECTORS + extremes.DYNAMICS_STARTUP + [extremes.PAUSE_AT]))
 def test_every_numeric_parameter_at_its_extremes(name, value, accepted):
     """The settings (start-up and run time alike) take the lowest and highest value and refuse one just outside,
     naming the parameter; max_wrench is checked against the model (a single body of 1 kg)."""
@@ -145,6 +145,7 @@ def test_every_numeric_parameter_at_its_extremes(name, value, accepted):
 
 @pytest.mark.parametrize("name, value", [("wrench_rate", 0.0), ("markers_rate", 0.0), ("diagnostics_rate", 0.0),
                                          ("energy_rate", 0.0), ("real_time_factor", 0.0), ("cmd_timeout", 0.0),
+                                         ("pause_at", 0.0), ("pause_at", 1e-300),
                                          ("environment_temperature", 5e-324), ("cmd_timeout", 1e-300),
                                          ("diagnostics_rate", 5e-324), ("real_time_factor", 1e-300)])
 def test_off_values_and_the_issues_tiny_values(name, value):
@@ -167,6 +168,34 @@ def test_cmd_timeout_is_at_least_one_physics_step_at_any_rate():
     assert settings_from_values(dict(at_50hz, cmd_timeout=0.02)).cmd_timeout == 0.02
     with pytest.raises(ParameterError, match="one physics step .* 0.02 s"):
         settings_from_values(dict(at_50hz, cmd_timeout=0.019))
+
+
+def test_pause_at_gives_the_step_it_pauses_at_on_the_step_or_period_grid():
+    """pause_at [s after t0] -> the step index k the simulation pauses itself at: exactly t0 + pause_at on the grid
+    (physics steps; in lockstep control periods, where the state is published), else the first grid point after it;
+    at run time only a step ahead of the simulation's is taken."""
+    from mbs_ros.dynamics.model_source import ParameterError
+    from mbs_ros.nodes.dynamics_settings import check_pause_at, pause_step
+
+    at_500hz = dict(EXPECTED_DEFAULTS, physics_rate=500.0, publish_rate=100.0, wrench_rate=100.0)  # dt = 2 ms
+
+    def k(**values):
+        return pause_step(settings_from_values(dict(at_500hz, **values)))
+
+    assert k() is None and k(pause_at=0.0) is None  # never
+    assert k(pause_at=2.5) == 1250 and k(pause_at=0.07) == 35  # on the grid: there (0.07 s is not 0.07e9 ns exactly)
+    assert k(pause_at=0.002) == 1 and k(pause_at=0.0021) == 2 and k(pause_at=0.375) == 188  # else the next step
+    lockstep = dict(lockstep=True, control_rate=100.0)  # 5 steps per period
+    assert k(pause_at=2.5, **lockstep) == 1250 and k(pause_at=0.01, **lockstep) == 5
+    assert k(pause_at=0.002, **lockstep) == 5 and k(pause_at=2.501, **lockstep) == 1255  # the next period's end
+    s = settings_from_values(dict(at_500hz, pause_at=2.5))
+    assert check_pause_at(s, 1249, 2_000_000) == 1250
+    for now in (1250, 1300):  # reached, or past: refused, naming it
+        with pytest.raises(ParameterError, match=r"pause_at 2.5 s: the simulation is already at t0 \+ 2\.[56]0+ s"):
+            check_pause_at(s, now, 2_000_000)
+    assert check_pause_at(settings_from_values(at_500hz), 10**6, 2_000_000) is None  # 0 is always taken
+    with pytest.raises(ParameterError, match="pause_at must be 0 .never. or at least one physics step"):
+        settings_from_values(dict(at_500hz, pause_at=0.0019))
 
 
 @pytest.mark.parametrize("name, value, accepted", extremes.cases([extremes.ARM_EFFORT]))

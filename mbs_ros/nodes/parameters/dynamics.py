@@ -184,6 +184,15 @@ _PAIRS = {
         "new command publisher matches) and time stands still until ~/pause false, or ~/step advances it. The "
         "scenario runner starts a lockstep run on simulation time so, and resumes it once the controller holds "
         "its reference.", {"type": "bool", "default": False, "read_only": True}),
+    "pause_at": (
+        "Pause by itself once the simulation time reaches t0 + pause_at [s], as ~/pause true would: what falls due "
+        "at that stamp is published, the state included, and the time stands still until ~/pause false or ~/step. "
+        "0 = never, else in [1/physics_rate, 1e9] (one physics step at least). Exactly at t0 + pause_at when it "
+        "lies on the physics-step grid (in lockstep: the control-period grid), else at the first step (period) "
+        "after it. Settable at run time to a time ahead of the simulation's (one already reached is refused); "
+        "~/step does not stop at it. The scenario runner sets it to --duration for a lockstep run on simulation "
+        "time (t0 = 0), which so ends at exactly that time.",
+        {"type": "double", "default": 0.0, "floating_point_range": (0.0, 1.0e9)}),
     "wait_for_command": (
         "Outside lockstep: hold the time at t0, publishing the initial state (again at publish_rate, same "
         "stamp), until the first accepted command, a controller's answer to that state, so a robot under "
