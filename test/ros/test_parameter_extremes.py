@@ -8,7 +8,8 @@
 - start-up: dynamics and controller nodes started with every parameter at its lowest, or every one at its
   highest (the slowest rates and the fastest physics in nodes of their own), run and publish only finite
   numbers; one started with a value just outside (one side per parameter: the other is refused by the same
-  check at run time and in the unit tests) exits at once with an error naming the parameter (no traceback).
+  check at run time and in the unit tests) exits at once with an error naming the parameter (no traceback): a
+  seeded subset of those start-ups each run, all of them with ``--full-sweeps``.
 
 Every wait is for a graph match, a message, a service answer or a process exit, with a generous timeout;
 nothing is asserted about wall-clock speed.
@@ -17,11 +18,13 @@ from __future__ import annotations
 
 import importlib
 import math
+import os
 from pathlib import Path
 
 import numpy as np
 import parameter_extremes as extremes
 import pytest
+import sweeps
 
 rclpy = pytest.importorskip("rclpy")
 pytest.importorskip("tf2_msgs.msg", reason="tf2_msgs not built into this environment yet")
@@ -297,9 +300,18 @@ def _refused_cases():
     return out
 
 
+#: refused start-ups per node kind in a run (a seeded subset: test/sweeps.py; --full-sweeps starts all 45)
+REFUSED_PER_RUN = {"dynamics": 5, "dynamics_arm": 1, "controller": 5}
+
+
 def test_start_up_just_outside_is_refused_naming_the_parameter(tmp_path):
+    """Each start-up refusal is the same path (declare, check, one fatal line, exit 2) for another parameter, and
+    every parameter's bound is also refused at run time above and in the settings' unit tests: a run starts a
+    seeded subset of the cases (``REFUSED_PER_RUN`` of each node kind), ``--full-sweeps`` all of them."""
     ros_env_defaults()
-    cases = _refused_cases()
+    every = _refused_cases()
+    cases = [c for kind, keep in REFUSED_PER_RUN.items()
+             for c in sweeps.sample([c for c in every if c[0] == kind], keep, f"refused start-up {kind}")]
     failures = []
     for first in range(0, len(cases), BATCH):
         batch = []
@@ -324,4 +336,5 @@ def test_start_up_just_outside_is_refused_naming_the_parameter(tmp_path):
             for _name, _value, p in batch:
                 p.stop()
     assert not failures, "\n".join(failures)
-    print(f"{len(cases)} start-ups with a value just outside, each refused naming the parameter")
+    print(f"{len(cases)} of {len(every)} start-ups with a value just outside (seed {os.environ.get('MBS_SWEEP_SEED')}),"
+          " each refused naming the parameter: " + ", ".join(f"{node}.{name}" for node, name, _ in cases))
