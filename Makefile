@@ -16,9 +16,10 @@
 SHELL := /bin/bash
 PYTEST_ARGS ?=
 # Parallel test workers (pytest-xdist): chosen for a 2-core machine (docs/testing.md); 0 runs the tests serially in
-# one process. --dist loadscope runs each test module whole on one worker (its module-scoped nodes start once).
+# one process. --dist loadscope runs each test module whole on one worker (its module-scoped nodes start once), in
+# the order test/conftest.py gives (modules with long tests first; --no-loadscope-reorder keeps it).
 PYTEST_WORKERS ?= 3
-PYTEST_PARALLEL = $(if $(filter 0,$(PYTEST_WORKERS)),-n 0,-n $(PYTEST_WORKERS) --dist loadscope)
+PYTEST_PARALLEL = $(if $(filter 0,$(PYTEST_WORKERS)),-n 0,-n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder)
 DEMO_ARGS ?=
 BENCH_ARGS ?=
 COLCON_ARGS ?=

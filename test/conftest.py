@@ -19,17 +19,19 @@ process it starts (nodes under test) share them:
 - ``AMENT_PREFIX_PATH`` gains the venv prefix when pytest runs from a venv (``.venv/bin/pytest`` started
   by hand), so ``ament_index_python`` finds mbs_ros and the message packages; ``make test`` sets it already.
 
-Parallel runs (``make test`` runs ``-n $(PYTEST_WORKERS) --dist loadscope``): each test module runs whole on one
-worker, in its order, so a node a module-scoped fixture starts once serves all of the module's tests, and a module's
-tests that read what earlier ones left (a node's log) see it; modules are handed to whichever worker is free.
+Parallel runs (``make test`` runs ``-n $(PYTEST_WORKERS) --dist loadscope --no-loadscope-reorder``): each test
+module runs whole on one worker, in its order, so a node a module-scoped fixture starts once serves all of the
+module's tests, and a module's tests that read what earlier ones left (a node's log) see it; modules are handed to
+whichever worker is free, the ones with long tests first (:func:`_long_modules_first`).
 (``--dist loadgroup``, finer, does not group under pytest >= 9.2, whose node ids pytest-xdist 3.8 cannot suffix.)
 Temporary files are per test (``tmp_path``, per worker under xdist) and node logs get unique names
 (:class:`mbs_ros.process.NodeProcess`).
 
 Sampled sweeps: a test marked ``@pytest.mark.sweep(keep=K)`` whose parametrisations re-prove one property at more
 sizes (robots, models, seeds) runs a seeded random subset of K of its cases every run, and all of them with
-``--full-sweeps`` (or ``MBS_FULL_SWEEPS=1``). The seed is new each run and printed in the header
-(``--sweep-seed S`` or ``MBS_SWEEP_SEED=S`` repeats a run's subset); the workers of a parallel run share it.
+``--full-sweeps`` (or ``MBS_FULL_SWEEPS=1``); a test that runs its cases in one body draws them with
+:func:`sweeps.sample` alike. The seed is new each run and printed in the header (``--sweep-seed S`` or
+``MBS_SWEEP_SEED=S`` repeats a run's subset); the workers of a parallel run share it.
 """
 
 import fcntl
@@ -101,6 +103,8 @@ def pytest_configure(config):
     seed = config.getoption("--sweep-seed") or os.environ.get("MBS_SWEEP_SEED") or str(random.SystemRandom().
                                                                                        randrange(10 ** 6))
     os.environ["MBS_SWEEP_SEED"] = seed
+    if config.getoption("--full-sweeps"):
+        os.environ["MBS_FULL_SWEEPS"] = "1"  # for the sweeps inside a test body too (test/sweeps.py)
 
     if sys.prefix != sys.base_prefix:  # running inside a venv
         prefixes = [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
@@ -146,10 +150,29 @@ def pytest_collection_modifyitems(config, items):
     """Each test has one kind (unit, ros, e2e): its own ``@pytest.mark.ros``/``e2e`` (a test in test/unit that
     starts a process), else its folder's. So ``-m unit`` (and ``-m "unit and not ros and not e2e"``, which
     ``make test-fast`` runs) starts no process, and ``-m ros`` also finds the node tests kept beside their numerics.
-    Then the sweeps' subsets (module docstring)."""
+    Then the sweeps' subsets, and in a parallel run's workers the modules' order (module docstring)."""
     for item in items:
         if not any(item.get_closest_marker(kind) for kind in KINDS):
             kind = os.path.basename(os.path.dirname(str(item.fspath)))
             if kind in KINDS:
                 item.add_marker(getattr(pytest.mark, kind))
     _sample_sweeps(config, items)
+    if _worker_index() is not None:
+        _long_modules_first(items)
+
+
+def _long_modules_first(items):
+    """Order the modules as a parallel run hands them out (``--no-loadscope-reorder`` keeps this order): the ones
+    with a long test first, so that none of them starts last and leaves the other workers idle while it runs: unit
+    modules with a ``slow`` test (one test of a minute: the filter's Monte-Carlo consistency, the papers' studies),
+    then e2e (scenario runs), then ros (node processes), then the other unit modules, which fill the gaps. Stable:
+    a module's tests keep their order. Every worker sorts the same collection alike."""
+    slow = {i.nodeid.split("::", 1)[0] for i in items if i.get_closest_marker("slow")}
+
+    def rank(item):
+        module = item.nodeid.split("::", 1)[0]
+        if module in slow and item.get_closest_marker("unit"):
+            return 0
+        return 1 if item.get_closest_marker("e2e") else 2 if item.get_closest_marker("ros") else 3
+
+    items.sort(key=rank)
