@@ -180,7 +180,8 @@ class Probe:
         self.node = rclpy.create_node("test_launch_probe", context=self.context)
         self.executor = SingleThreadedExecutor(context=self.context)
         self.executor.add_node(self.node)
-        self.seen = {}
+        self.seen = {}  # topic -> its first message
+        self.last = {}  # topic -> its newest message
 
     def watch(self, topics):
         from nav_msgs.msg import Odometry
@@ -198,7 +199,20 @@ class Probe:
         for topic in topics:
             leaf = topic.rsplit("/", 1)[-1]
             qos = latched if leaf.endswith(("_reference", "robot_description")) else QoSProfile(depth=10)
-            self.node.create_subscription(types[leaf], topic, lambda m, t=topic: self.seen.setdefault(t, m), qos)
+            self.node.create_subscription(types[leaf], topic, lambda m, t=topic: self._on(t, m), qos)
+
+    def _on(self, topic, m):
+        self.seen.setdefault(topic, m)
+        self.last[topic] = m
+
+    def spin_until(self, predicate, proc, what, timeout=TIMEOUT, log=lambda: ""):
+        deadline = time.monotonic() + timeout
+        while not predicate():
+            if proc.poll() is not None:
+                raise AssertionError(f"exited {proc.returncode} before {what}:\n{log()}")
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {what} within {timeout} s:\n{log()}")
+            self.executor.spin_once(timeout_sec=0.05)
 
     def spin_until_seen(self, topics, proc, timeout=TIMEOUT, log=lambda: ""):
         deadline = time.monotonic() + timeout
@@ -238,11 +252,16 @@ def topics_of(namespaces, floating=True):
 
 @pytest.mark.parametrize("kind", sorted(LAUNCH_FILES))
 def test_launch_scenario_through_runner(kind, probe, tmp_path):
-    """The scenario each launch file starts, as real processes through the runner (no launch needed)."""
-    from test_bringup import Run, assert_gone
+    """The scenario each launch file starts, as shipped, as real processes through the runner (no launch needed):
+    everything the launch file's RViz configuration shows is published; after a simulated second of running once
+    the references are sent, Ctrl-C stops every node with exit code 0, and no node logged anything at WARN or above
+    (but what a loaded machine makes a wall-clock run say). This is also these shipped scenarios' check for warnings
+    (test_bringup.py's CLEAN_ELSEWHERE), one run for both."""
+    from test_bringup import LOAD_WARNINGS, Run, assert_clean_logs, assert_gone
 
     scenario_name, arguments, namespaces = LAUNCH_FILES[kind]
-    args = [scenario_name, "--log-dir", tmp_path / "logs"]
+    logs = tmp_path / "logs"
+    args = [scenario_name, "--log-dir", logs]
     if "count" in arguments:
         args += ["--count", arguments["count"]]
     topics = topics_of(namespaces, floating=kind != "manipulator")
@@ -251,12 +270,24 @@ def test_launch_scenario_through_runner(kind, probe, tmp_path):
     try:
         r.wait_for(r"^bringup: running: references sent", timeout=TIMEOUT)
         probe.spin_until_seen(topics, r.proc, log=lambda: r.text)
+        odom = f"/{namespaces[0]}/odom"
+        start = _stamp(probe.last[odom])
+        probe.spin_until(lambda: _stamp(probe.last[odom]) >= start + 1_000_000_000, r.proc,
+                         what="a simulated second of running", log=lambda: r.text)
         pids = r.child_pids()
         r.proc.send_signal(signal.SIGINT)
         assert r.wait() == 0, r.text
+        assert set(r.exit_codes().values()) == {0}, r.text
         assert_gone(pids)
     finally:
         r.close()
+    load = assert_clean_logs(logs, allowed=LOAD_WARNINGS)
+    if load:
+        print(f"{kind}: {len(load)} warnings of a loaded machine: {load[:3]}")
+
+
+def _stamp(msg) -> int:
+    return msg.header.stamp.sec * 1_000_000_000 + msg.header.stamp.nanosec
 
 
 # ------------------------------------------------------------------------- with launch installed
