@@ -2,7 +2,6 @@
 with one line that suggests the parameter, and with it the dynamics node runs the robot with every joint moving
 (none locked), publishing finite joint states."""
 import math
-import subprocess
 import sys
 from pathlib import Path
 
@@ -10,6 +9,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))  # test/unit's shared helpers
+from process_helpers import run_to_exit  # noqa: E402
 import urdf_text  # noqa: E402
 from urdf_text import joint, robot  # noqa: E402
 
@@ -31,11 +31,9 @@ def massless_hand():
 def test_a_massless_hand_is_refused_with_one_line_suggesting_joint_armature(tmp_path, module):
     path = tmp_path / "hand.urdf"
     path.write_text(massless_hand())
-    run = subprocess.run([sys.executable, "-m", module, "--ros-args", "-p", f"model_file:={path}"],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT)
-    out = run.stdout + run.stderr
+    rc, out = run_to_exit([sys.executable, "-m", module, "--ros-args", "-p", f"model_file:={path}"], cwd=ROOT)
     fatal = [line for line in out.splitlines() if "FATAL" in line]
-    assert run.returncode == 2, out
+    assert rc == 2, out
     assert len(fatal) == 1 and "joint_armature" in fatal[0] and "'finger_joint'" in fatal[0], out
 
 

@@ -12,7 +12,6 @@ The agreement figures, printed by each case: ``python -m pytest -q -s test/ros/t
 import ast
 import math
 import re
-import subprocess
 import sys
 import warnings
 import zlib
@@ -26,6 +25,7 @@ from mbs_ros.dynamics import model_source as ms
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))  # test/unit's shared helpers
+from process_helpers import run_to_exit  # noqa: E402
 import urdf_text  # noqa: E402
 from urdf_text import joint, robot  # noqa: E402
 
@@ -247,8 +247,7 @@ def _start(module, path, *params):
     args = [sys.executable, "-m", module, "--ros-args", "-p", f"model_file:={path}"]
     for p in params:
         args += ["-p", p]
-    run = subprocess.run(args, capture_output=True, text=True, timeout=120, cwd=ROOT)
-    return run.returncode, run.stdout + run.stderr
+    return run_to_exit(args, cwd=ROOT)
 
 
 def test_the_nodes_refuse_a_massless_hand_and_bad_locks_with_one_line(tmp_path):

@@ -10,7 +10,6 @@ them give two equal columns, ...), and their well-posed neighbours are checked a
 import math
 import os
 import re
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -25,6 +24,7 @@ from mbs_ros.dynamics.urdf import load_urdf_xml, parse_urdf
 from mbs_ros.dynamics import model_source as ms
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))  # test/unit's shared helpers
+from process_helpers import run_to_exit  # noqa: E402
 from urdf_text import BOX, joint, link, robot  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -508,11 +508,10 @@ def test_the_node_logs_one_content_free_line(tmp_path):
     massless = tmp_path / "massless.urdf"
     massless.write_text(arm(link("tip")))
     for path, expected in ((secret, "not a valid URDF"), (massless, "'tip'")):
-        run = subprocess.run([sys.executable, "-m", "mbs_ros.nodes.dynamics_node", "--ros-args", "-p",
-                              f"model_file:={path}"], capture_output=True, text=True, timeout=120, cwd=ROOT)
-        out = run.stdout + run.stderr
+        rc, out = run_to_exit([sys.executable, "-m", "mbs_ros.nodes.dynamics_node", "--ros-args", "-p",
+                               f"model_file:={path}"], cwd=ROOT)
         fatal = [line for line in out.splitlines() if "FATAL" in line]
-        assert run.returncode == 2, out
+        assert rc == 2, out
         assert len(fatal) == 1 and str(path) in fatal[0] and expected in fatal[0], out
         assert SECRET not in out and "Traceback" not in out and "Singular matrix" not in out
 
@@ -525,11 +524,9 @@ def test_the_nodes_refuse_a_mass_ratio_unless_their_parameter_lifts_it(tmp_path)
     path.write_text(arm(link("tip", 1e-6, inertia='ixx="1e-9" ixy="0" ixz="0" iyy="1e-9" iyz="0" izz="1e-9"',
                              xyz="0.1 0 0")).replace('<mass value="1.0"/>', '<mass value="1000.0"/>'))
     for module in ("mbs_ros.nodes.dynamics_node", "mbs_ros.nodes.controller_node"):
-        run = subprocess.run([sys.executable, "-m", module, "--ros-args", "-p", f"model_file:={path}"],
-                             capture_output=True, text=True, timeout=120, cwd=ROOT)
-        out = run.stdout + run.stderr
+        rc, out = run_to_exit([sys.executable, "-m", module, "--ros-args", "-p", f"model_file:={path}"], cwd=ROOT)
         fatal = [line for line in out.splitlines() if "FATAL" in line]
-        assert run.returncode == 2, out
+        assert rc == 2, out
         assert len(fatal) == 1 and "'tip'" in fatal[0] and "max_mass_ratio" in fatal[0], out
     run_dynamics_node(tmp_path, "ratio", model_file=str(path), max_mass_ratio=0.0)
 
