@@ -8,14 +8,14 @@ publishing the initial state, until the controller's first command answers it.
 
 Each trial runs the documented commands (``python -m`` form, as README gives it without ROS) in a namespace of its
 own, with both cores kept busy by two loops, the controller started only once the dynamics node's first state is
-out (the longest gap a manual start can have); a probe records joint_states from before the start. A robot's
-trials run at once (their start-ups load the machine further, as the busy loops do). The first state
+out (the longest gap a manual start can have); a probe records joint_states from before the start. The first state
 is the file's ``initial_joint_positions`` exactly, and ``SIM_WINDOW_S`` s of simulated time later the joints are
 within ``TOLERANCE_RAD`` of it (a robot that fell while its controller started is held where it fell, radians
 away), and the controller's first state is that initial one. The largest error on the way is printed, not gated:
 on a heavily loaded machine the running loop itself can miss its state_timeout and sag for a moment (then the
-trial's end is held to ``LOADED_BOUND_RAD``, still far from a collapse). The fixed arm (the trial's robot) five
-times, the vehicle-manipulator README shows twice.
+trial's end is held to ``LOADED_BOUND_RAD``, still far from a collapse). The fixed arm (the trial's robot) twice,
+the vehicle-manipulator README shows once, one after another (five and two times with ``--full-sweeps``: the same
+trial repeated; run at once they starved the other test workers of a parallel run for minutes).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import sweeps
 import yaml
 
 pytest.importorskip("rclpy")
@@ -41,7 +42,8 @@ SIM_WINDOW_S = 3.0  # simulated seconds after the first state that must hold the
 TOLERANCE_RAD = 1e-3
 LOADED_BOUND_RAD = 0.1  # the collapse this guards against ended 1.7-3 rad away
 TIMEOUT = 180.0  # per wait, wall clock: node start-up on a 2-core machine with both cores busy
-TRIALS = {"arm_6dof_fixed": 5, "uvms_6dof": 2}
+TRIALS = {"arm_6dof_fixed": 5, "uvms_6dof": 2}  # with --full-sweeps (test/sweeps.py)
+TRIALS_PER_RUN = {"arm_6dof_fixed": 2, "uvms_6dof": 1}  # a run's repeats of the same trial
 
 
 @pytest.fixture(scope="module")
@@ -60,54 +62,38 @@ def initial_joints(params_file: Path) -> np.ndarray:
     return np.asarray(params["initial_joint_positions"], dtype=float)
 
 
-def trials_at_once(params_file: Path, namespaces, tmp_path: Path):
-    """The documented two commands in each namespace of ``namespaces``, all trials at once (each controller started
-    once its own dynamics node's first state is out): per trial (joint error [rad] of every state in the window,
-    the first state's stamp [ns], the controller's first state [ns], whether the running loop missed its
-    state_timeout on the way)."""
+def one_trial(params_file: Path, ns: str, tmp_path: Path):
+    """The documented two commands in namespace ``ns``: (joint error [rad] of every state in the window, the
+    controller's first state [ns], whether the running loop missed its state_timeout on the way)."""
     q0 = initial_joints(params_file)
-    dynamics = {ns: NodeProcess("mbs_ros.nodes.dynamics_node", namespace=ns, params_file=params_file,
-                                log_file=tmp_path / f"{ns}_dynamics.log") for ns in namespaces}
-    controllers = {ns: NodeProcess("mbs_ros.nodes.controller_node", namespace=ns, params_file=params_file,
-                                   log_file=tmp_path / f"{ns}_controller.log") for ns in namespaces}
-    with Probe(f"manual_start_probe_{namespaces[0]}", TIMEOUT) as probe:
-        states = {ns: Recorder(probe, JointState, f"/{ns}/joint_states", depth=2000) for ns in namespaces}
-        started = []
-        with running(dynamics):
-            try:
-                waiting = list(namespaces)
-                while waiting:  # each controller once its dynamics node's first state is out
-                    probe.spin_until(lambda: any(len(states[ns]) > 0 for ns in waiting),
-                                     what="a dynamics node's first state", alive=list(dynamics.values()))
-                    for ns in [ns for ns in waiting if len(states[ns]) > 0]:
-                        started.append(controllers[ns].start())
-                        waiting.remove(ns)
-                end = {ns: stamp_of(states[ns].messages[0]) + int(SIM_WINDOW_S * 1e9) for ns in namespaces}
-                probe.spin_until(lambda: all(stamp_of(states[ns].messages[-1]) >= end[ns] for ns in namespaces),
-                                 what=f"{SIM_WINDOW_S} s of simulated time in every trial",
-                                 alive=[*dynamics.values(), *started])
-            finally:
-                for p in started:
-                    p.stop()
-    out = []
-    for ns in namespaces:
-        window = [m for m in states[ns].messages if stamp_of(m) <= end[ns]]
-        assert len(window) >= 10 and all(list(m.name) == [f"joint{i}" for i in range(1, 7)] for m in window)
-        errors = [float(np.max(np.abs(np.asarray(m.position, dtype=float) - q0))) for m in window]
-        log = controllers[ns].log_text()
-        first = re.search(r"first state at t = (\d+\.\d+) s", log)
-        assert first, log[-2000:]
-        out.append((errors, stamp_of(states[ns].messages[0]), int(round(float(first.group(1)) * 1e6)) * 1000,
-                    "s old (state_timeout" in log))
-    return out
+    dynamics = NodeProcess("mbs_ros.nodes.dynamics_node", namespace=ns, params_file=params_file,
+                           log_file=tmp_path / f"{ns}_dynamics.log")
+    controller = NodeProcess("mbs_ros.nodes.controller_node", namespace=ns, params_file=params_file,
+                             log_file=tmp_path / f"{ns}_controller.log")
+    with Probe(f"manual_start_probe_{ns}", TIMEOUT) as probe:
+        states = Recorder(probe, JointState, f"/{ns}/joint_states", depth=2000)
+        with running([dynamics]):
+            probe.spin_until(lambda: len(states) > 0, what="the dynamics node's first state", alive=[dynamics])
+            with running([controller]):
+                t0 = stamp_of(states.messages[0])
+                end = t0 + int(SIM_WINDOW_S * 1e9)
+                probe.spin_until(lambda: stamp_of(states.messages[-1]) >= end,
+                                 what=f"{SIM_WINDOW_S} s of simulated time", alive=[dynamics, controller])
+    window = [m for m in states.messages if stamp_of(m) <= end]
+    assert len(window) >= 10 and all(list(m.name) == [f"joint{i}" for i in range(1, 7)] for m in window)
+    errors = [float(np.max(np.abs(np.asarray(m.position, dtype=float) - q0))) for m in window]
+    log = controller.log_text()
+    first = re.search(r"first state at t = (\d+\.\d+) s", log)
+    assert first, log[-2000:]
+    return errors, t0, int(round(float(first.group(1)) * 1e6)) * 1000, "s old (state_timeout" in log
 
 
 @pytest.mark.parametrize("config", sorted(TRIALS))
 def test_manual_start_holds_the_initial_pose_until_commanded(config, busy_cores, tmp_path):
     ros_env_defaults()
     params_file = ROOT / "config" / f"{config}.yaml"
-    trials = trials_at_once(params_file, [f"manual_{config.split('_')[0]}{i}" for i in range(TRIALS[config])],
-                            tmp_path)
+    n = TRIALS[config] if sweeps.full() else TRIALS_PER_RUN[config]
+    trials = [one_trial(params_file, f"manual_{config.split('_')[0]}{i}", tmp_path) for i in range(n)]
     end, peak = [e[-1] for e, *_ in trials], [max(e) for e, *_ in trials]
     print(f"\n{config}: manual start under load, {len(trials)} trials: joint error at t0 + {SIM_WINDOW_S:g} s "
           f"max {max(end):.3g} rad ({', '.join(f'{e:.3g}' for e in end)}); largest in the window max "
