@@ -508,6 +508,16 @@ def test_fuzzed_inputs_never_kill_the_controller(probe, fuzz_controller, model):
         probe.spin_for(0.01)
     assert proc.wait_for_log("time base changed", timeout=TIMEOUT), proc.log_tail()
 
+    # a far but valid base reference, alone (the flood's own may be among the references a busy controller drops):
+    # installed and tracked, its command saturates at the limits
+    def saturated() -> int:
+        return int(cv.values_from_status(diags.messages[-1].status[0]).get("saturated_commands", 0)) if diags.messages \
+            else 0
+
+    bref_pub.publish(_base_traj([(_dur(0.0), [_tf([9e5, -9e5, 9e5], (0.3, -0.5, 0.7, 0.2))], [], [])],
+                                names=[f"{ns}/vehicle"]))
+    feed_until(lambda: saturated() > 0, "a saturated command for the far reference (diagnostics)")
+
     # after: alive, and a new sane reference is tracked again
     proc.check_running()
     W_b, e_b = track([-0.2, 0.1, 0.0], -0.1, [-0.15] * 6)
@@ -524,7 +534,7 @@ def test_fuzzed_inputs_never_kill_the_controller(probe, fuzz_controller, model):
     print(report)
     assert all(v >= FLOOD for v in sent.values())
     assert nonfinite == 0 and beyond == 0, report
-    assert stats["saturated_commands"] > 0, report  # the far-but-valid references saturate
+    assert stats["saturated_commands"] > 0, report  # the far-but-valid reference saturates
     assert stats["control_errors"] == 0, report  # every malformed input was refused by a check, none by a crash
     for topic in sets:
         assert stats[f"rejected_{topic}"] > 0, report
