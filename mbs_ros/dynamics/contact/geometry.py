@@ -1,0 +1,98 @@
+"""Collision geometry through Coal (``coal``, Pinocchio's collision library): shapes on the model's bodies and in
+the world, and the contact points between them (``docs/contact.md``).
+
+A pair's contact points are Coal's contact patch (``computeContactPatch``: a box on a plane gives its touching
+corners, a sphere one point), each with its own signed distance along the pair's normal, so a tilted box has
+one distance per corner.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import coal
+import numpy as np
+
+from .step import Contact
+
+__all__ = ["Shape", "find_contacts", "halfspace", "box", "sphere", "cylinder"]
+
+
+@dataclass(frozen=True, eq=False)
+class Shape:
+    """A Coal geometry fixed to body ``body`` (``(model index, tree body index)``; None: the world) at
+    ``T_body_shape`` (4×4), with friction ``mu``."""
+
+    name: str
+    geometry: object
+    body: tuple | None = None
+    T_body_shape: np.ndarray = field(default_factory=lambda: np.eye(4))
+    mu: float = 0.5
+
+
+def halfspace(name, normal, offset=0.0, mu=0.5) -> Shape:
+    """The world's half-space ``n·x ≤ offset`` (its surface the plane ``n·x = offset``)."""
+    n = np.asarray(normal, dtype=float)
+    return Shape(name, coal.Halfspace(n / np.linalg.norm(n), float(offset)), None, np.eye(4), mu)
+
+
+def box(name, size, body=None, T=None, mu=0.5) -> Shape:
+    return Shape(name, coal.Box(*map(float, size)), body, np.eye(4) if T is None else np.asarray(T, float), mu)
+
+
+def sphere(name, radius, body=None, T=None, mu=0.5) -> Shape:
+    return Shape(name, coal.Sphere(float(radius)), body, np.eye(4) if T is None else np.asarray(T, float), mu)
+
+
+def cylinder(name, radius, length, body=None, T=None, mu=0.5) -> Shape:
+    return Shape(name, coal.Cylinder(float(radius), float(length)), body, np.eye(4) if T is None else
+                 np.asarray(T, float), mu)
+
+
+def _transform(T: np.ndarray):
+    tf = coal.Transform3s()
+    tf.setRotation(np.ascontiguousarray(T[:3, :3]))
+    tf.setTranslation(np.ascontiguousarray(T[:3, 3]))
+    return tf
+
+
+def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8):
+    """The :class:`Contact` points of every pair of ``shapes`` on different bodies (world shapes never pair
+    with each other) within ``margin``; ``body_poses[k]`` (nb_k, 4, 4) are model k's bodies' world poses.
+    Friction of a pair: the smaller ``mu`` of the two."""
+    req = coal.CollisionRequest()
+    req.num_max_contacts = 1
+    req.security_margin = float(margin)
+    preq = coal.ContactPatchRequest()
+    preq.max_size_patch = int(max_points)
+    preq.patch_tolerance = float(margin)
+    placed = []
+    for s in shapes:
+        T = s.T_body_shape if s.body is None else body_poses[s.body[0]][s.body[1]] @ s.T_body_shape
+        placed.append((s, _transform(T)))
+    out = []
+    for i in range(len(placed)):
+        si, ti = placed[i]
+        for j in range(i + 1, len(placed)):
+            sj, tj = placed[j]
+            if si.body == sj.body:
+                continue
+            if si.body is None:  # the moving shape first: the normal points from the world to it
+                (sa, ta), (sb, tb) = (sj, tj), (si, ti)
+            else:
+                (sa, ta), (sb, tb) = (si, ti), (sj, tj)
+            res = coal.CollisionResult()
+            if not coal.collide(sa.geometry, ta, sb.geometry, tb, req, res):
+                continue
+            pres = coal.ContactPatchResult(preq)
+            coal.computeContactPatch(sa.geometry, ta, sb.geometry, tb, res, preq, pres)
+            mu = min(sa.mu, sb.mu)
+            name = f"{sa.name}/{sb.name}"
+            for k in range(pres.numContactPatches()):
+                patch = pres.getContactPatch(k)
+                n12 = np.array(patch.getNormal())  # from shape a to shape b
+                for p in range(patch.size()):
+                    pa = np.array(patch.getPointShape1(p))
+                    pb = np.array(patch.getPointShape2(p))
+                    out.append(Contact(tuple(sa.body), 0.5 * (pa + pb), -n12, float((pb - pa) @ n12), mu,
+                                       None if sb.body is None else tuple(sb.body), name))
+    return out

@@ -1,0 +1,149 @@
+"""Contact and joint limits against the closed forms of ``../shared/notes/contact.md``.
+
+Each expected value is the textbook formula, computed here from the scene's numbers; the tolerances are what the
+quantity allows: the time-stepping scheme keeps velocities exact for constant forces (its only approximation is
+in positions, O(h)), so velocities and forces are checked to rounding (a few hundred ulps of the value after the
+many steps), positions to what the step's discretisation gives, stated per test.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+from scipy.spatial.transform import Rotation
+
+from mbs_ros.dynamics import Model
+from mbs_ros.dynamics import algorithms as alg
+from mbs_ros.dynamics.contact.geometry import box, cylinder, find_contacts, halfspace, sphere
+from mbs_ros.dynamics.contact.step import step
+
+G = 9.81
+#: Free objects live on SO(3)×R³ (velocity [ṙ_world; ω_body]): a turning body's centre then moves straight over a
+#: step, as the closed forms' does; on SE(3) the body-fixed velocity turns with the body over the step, an O(h)
+#: departure measured in ``test_contact_refinement``.
+BASE = "so3xr3"
+
+
+def _box_model(m, size):
+    a, b, c = size
+    inertia = np.diag([m * (b * b + c * c), m * (a * a + c * c), m * (a * a + b * b)]) / 12.0
+    return Model.rigid_body(BASE, m, inertia, gravity=(0.0, 0.0, -G))
+
+
+def _sphere_model(m, r):
+    return Model.rigid_body(BASE, m, np.eye(3) * 0.4 * m * r * r, gravity=(0.0, 0.0, -G))
+
+
+def _world_velocity(q, v):
+    """(linear, angular) world velocities of an so3xr3 body: ṙ is v[:3], ω is in the body."""
+    return v[:3], Rotation.from_quat(q[3:]).as_matrix() @ v[3:]
+
+
+def _simulate(models, qs, vs, shapes, T, h, record=None):
+    """Run ``T`` seconds of contact steps; ``record(k, qs, vs, info)`` after each."""
+    qs, vs = list(qs), list(vs)
+    taus = [np.zeros(m.nv) for m in models]
+    info = None
+    for k in range(int(round(T / h))):
+        poses = [alg.body_placements(m, q) for m, q in zip(models, qs)]
+        contacts = find_contacts(poses, shapes, margin=1e-3)
+        qs, vs, info = step(models, qs, vs, taus, h, contacts, warm=info)
+        assert info.result is None or info.result.converged, info.result
+        if record is not None:
+            record(k, qs, vs, info)
+    return qs, vs, info
+
+
+def _on_incline(theta, size_z):
+    """Pose of a body of half-height size_z/2 resting on the plane through 0 tilted by theta about x."""
+    n = np.array([0.0, -math.sin(theta), math.cos(theta)])
+    q = np.zeros(7)
+    q[:3] = 0.5 * size_z * n
+    q[3:] = Rotation.from_rotvec([theta, 0.0, 0.0]).as_quat()
+    return q, n, np.array([0.0, -math.cos(theta), -math.sin(theta)])  # pose, normal, downslope
+
+
+@pytest.mark.parametrize("theta_deg,mu", [(30.0, 0.3), (45.0, 0.9), (20.0, 0.5), (26.0, 0.5)])
+def test_block_on_an_incline_sticks_or_slides_with_the_coulomb_acceleration(theta_deg, mu):
+    theta = math.radians(theta_deg)
+    s, m, T, h = 0.2, 2.0, 2.0, 1e-3
+    model = _box_model(m, (s, s, s))
+    q, n, down = _on_incline(theta, s)
+    shapes = [halfspace("ground", n, 0.0, mu), box("block", (s, s, s), (0, 0), mu=mu)]
+    (q1,), (v1,), info = _simulate([model], [q], [np.zeros(6)], shapes, T, h)
+    v_world, _ = _world_velocity(q1, v1)
+    drift = (q1[:3] - q[:3]) @ down
+    if math.tan(theta) <= mu:
+        assert abs(drift) < 1e-6 and np.linalg.norm(v_world) < 1e-9
+    else:
+        a = G * (math.sin(theta) - mu * math.cos(theta))
+        assert v_world @ down == pytest.approx(a * T, rel=1e-6)
+        # semi-implicit Euler: x_N = h² a N(N+1)/2 exactly for a constant acceleration
+        N = int(round(T / h))
+        assert drift == pytest.approx(h * h * a * N * (N + 1) / 2, rel=1e-6)
+    assert info.n_contacts == 4 and abs((q1[:3] @ n) - 0.5 * s) < 1e-9
+
+
+def test_a_sliding_box_stops_after_v0_over_mu_g_having_gone_v0_squared_over_2_mu_g():
+    s, m, mu, v0, h = 0.2, 1.5, 0.4, 2.0, 1e-3
+    model = _box_model(m, (s, s, s))
+    q = np.array([0.0, 0.0, 0.5 * s, 0.0, 0.0, 0.0, 1.0])
+    shapes = [halfspace("ground", (0, 0, 1), 0.0, mu), box("box", (s, s, s), (0, 0), mu=mu)]
+    stopped = []
+
+    def record(k, qs, vs, info):
+        if not stopped and abs(vs[0][0]) < 1e-12:
+            stopped.append(((k + 1) * h, qs[0][0]))
+
+    (q1,), (v1,), _ = _simulate([model], [q], [np.array([v0, 0, 0, 0, 0, 0.0])], shapes, 1.0, h, record)
+    t_stop, x_stop = stopped[0]
+    assert t_stop == pytest.approx(v0 / (mu * G), abs=h)  # the step in which it stops
+    # the distance of the discrete scheme: sum of h v_k with v_k = v0 - k h mu g up to the stop
+    assert x_stop == pytest.approx(v0 ** 2 / (2 * mu * G), abs=v0 * h)
+    assert q1[0] == x_stop and np.all(np.abs(v1) < 1e-12)
+
+
+def test_a_bowling_ball_slides_then_rolls_from_2v0_over_7_mu_g_at_five_sevenths_v0():
+    r, m, mu, v0, h = 0.11, 7.0, 0.2, 3.0, 1e-4
+    model = _sphere_model(m, r)
+    q = np.array([0.0, 0.0, r, 0.0, 0.0, 0.0, 1.0])
+    shapes = [halfspace("lane", (0, 0, 1), 0.0, mu), sphere("ball", r, (0, 0), mu=mu)]
+    rolling = []
+
+    def record(k, qs, vs, info):
+        v, w = _world_velocity(qs[0], vs[0])
+        if not rolling and abs(v[0] - w[1] * r) < 1e-12:
+            rolling.append(((k + 1) * h, v[0], w[1]))
+
+    t_roll = 2 * v0 / (7 * mu * G)
+    _simulate([model], [q], [np.array([v0, 0, 0, 0, 0, 0.0])], shapes, t_roll + 0.05, h, record)
+    t, v, w = rolling[0]
+    assert t == pytest.approx(t_roll, abs=h)
+    assert v == pytest.approx(5 * v0 / 7, rel=1e-12)  # angular momentum about the contact point is kept
+    assert w == pytest.approx(5 * v0 / (7 * r), rel=1e-12)
+
+
+@pytest.mark.parametrize("shape,factor,mu", [("sphere", 5 / 7, 0.5), ("cylinder", 2 / 3, 0.5),
+                                             ("sphere", None, 0.05)])
+def test_rolling_down_an_incline(shape, factor, mu):
+    theta, r, m, T, h = math.radians(25.0), 0.1, 1.0, 0.5, 1e-3
+    if shape == "sphere":
+        model = _sphere_model(m, r)
+        geom = sphere("body", r, (0, 0), mu=mu)
+    else:  # axis along body z, turned to lie along the world x (across the slope)
+        L = 0.3
+        model = Model.rigid_body(BASE, m, np.diag([m * (3 * r * r + L * L) / 12] * 2 + [0.5 * m * r * r]),
+                                 gravity=(0.0, 0.0, -G))
+        geom = cylinder("body", r, L, (0, 0), mu=mu)
+    q, n, down = _on_incline(theta, 2 * r)
+    if shape == "cylinder":
+        q[3:] = (Rotation.from_rotvec([theta, 0.0, 0.0]) * Rotation.from_rotvec([0.0, math.pi / 2, 0.0])).as_quat()
+    shapes = [halfspace("slope", n, 0.0, mu), geom]
+    (q1,), (v1,), _ = _simulate([model], [q], [np.zeros(6)], shapes, T, h)
+    v_world, _ = _world_velocity(q1, v1)
+    if factor is not None and mu >= (1 - factor) * math.tan(theta):
+        a = factor * G * math.sin(theta)
+    else:
+        a = G * (math.sin(theta) - mu * math.cos(theta))
+    assert v_world @ down == pytest.approx(a * T, rel=1e-9)
