@@ -147,3 +147,37 @@ def test_rolling_down_an_incline(shape, factor, mu):
     else:
         a = G * (math.sin(theta) - mu * math.cos(theta))
     assert v_world @ down == pytest.approx(a * T, rel=1e-9)
+
+
+def test_a_stack_of_five_boxes_stands_and_the_ground_carries_five_weights():
+    n, s, m, mu, T, h = 5, 0.2, 1.0, 0.6, 10.0, 2e-3
+    models = [_box_model(m, (s, s, s)) for _ in range(n)]
+    qs = [np.array([0.0, 0.0, (k + 0.5) * s, 0.0, 0.0, 0.0, 1.0]) for k in range(n)]
+    shapes = [halfspace("ground", (0, 0, 1), 0.0, mu)] + [box(f"box{k}", (s, s, s), (k, 0), mu=mu)
+                                                          for k in range(n)]
+    q_end, v_end, info = _simulate(models, qs, [np.zeros(6)] * n, shapes, T, h)
+    drift = max(float(np.linalg.norm(a[:3] - b[:3])) for a, b in zip(q_end, qs))
+    assert drift < 1e-3, drift
+    lam = info.result.lam
+    for k in range(n):  # the contacts under box k carry the n - k boxes above them (k = 0: the ground's)
+        under = (lambda c: c.a == (0, 0) and c.b is None) if k == 0 else (lambda c: c.b == (k, 0))
+        rows = [3 * i for i, c in enumerate(info.contacts) if under(c)]
+        assert len(rows) == 4
+        assert lam[rows].sum() / h == pytest.approx((n - k) * m * G, rel=1e-9)
+
+
+def test_a_joint_driven_into_its_limit_stops_there_and_the_limit_takes_drive_plus_gravity():
+    m, L, tau, T, h, lo, hi = 1.0, 0.5, 2.0, 2.0, 1e-3, -0.5, 0.5
+    urdf = f"""<robot name="one"><link name="base"/>
+      <link name="arm"><inertial><origin xyz="{L} 0 0"/><mass value="{m}"/>
+        <inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial></link>
+      <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 1 0"/>
+        <limit lower="{lo}" upper="{hi}" effort="100" velocity="10"/></joint></robot>"""
+    model = Model.from_urdf(urdf, gravity=(0.0, 0.0, -G))
+    q, v, info = np.zeros(1), np.zeros(1), None
+    for _ in range(int(round(T / h))):
+        (q,), (v,), info = step([model], [q], [v], [np.array([tau])], h, warm=info)
+    assert hi - 1e-3 <= q[0] <= hi + 1e-3 and abs(v[0]) < 1e-12
+    assert info.n_limits == 1
+    # gravity's torque about +y of the weight at (L cos q, 0, -L sin q): L m g cos q, pushing the same way
+    assert info.result.lam[0] / h == pytest.approx(tau + L * m * G * math.cos(q[0]), rel=1e-9)

@@ -234,6 +234,72 @@ def residual(G, g, mu, n_contacts, lam):
     return worst
 
 
+@jit
+def _project_all(x, mu, n_contacts, out):
+    """``out`` = the projection of ``x`` onto K_μ1 × … × R₊^(rest)."""
+    tmp = np.empty(3)
+    for i in range(n_contacts):
+        r = 3 * i
+        _project_cone(x[r], x[r + 1], x[r + 2], mu[i], tmp)
+        out[r], out[r + 1], out[r + 2] = tmp[0], tmp[1], tmp[2]
+    for r in range(3 * n_contacts, x.shape[0]):
+        out[r] = x[r] if x[r] > 0.0 else 0.0
+
+
+@jit
+def _saxce(G, g, mu, n_contacts, lam, s):
+    """De Saxcé's shift ``s`` (μ‖c_t‖ on each normal row, 0 elsewhere) at ``c = G λ + g``."""
+    c = G @ lam + g
+    s[:] = 0.0
+    for i in range(n_contacts):
+        r = 3 * i
+        s[r] = mu[i] * math.sqrt(c[r + 1] * c[r + 1] + c[r + 2] * c[r + 2])
+
+
+def _admm(G, g, mu, n_contacts, lam, max_iter, tol):
+    """ADMM on the cone-constrained QP with De Saxcé's shift updated every iteration (the exact NCP; Carpentier,
+    Le Lidec et al. 2024's scheme): ``λ`` by a proximal solve with ``G + (ρ + η)I``, ``z = P_K(λ + y/ρ)``, the
+    multiplier ``y``; ρ adapted to balance the primal and dual residuals. Returns (iterations, last residual)."""
+    m = g.shape[0]
+    eta = 1e-6 * max(float(np.max(np.diag(G))), 1e-300)
+    eig = np.linalg.eigvalsh(G)
+    lmax = max(float(eig[-1]), 1e-300)
+    lmin = max(float(eig[0]), 1e-6 * lmax)
+    rho = math.sqrt(lmin * lmax)
+    z = np.empty(m)
+    _project_all(lam, mu, n_contacts, z)
+    y = -(G @ z + g)  # the dual variable approximates -(c + s)
+    s = np.empty(m)
+    _saxce(G, g, mu, n_contacts, z, s)
+    L = np.linalg.cholesky(G + (rho + eta) * np.eye(m))
+    k = 0
+    res = math.inf
+    for k in range(1, max_iter + 1):
+        rhs = -(g + s) + eta * z + rho * z - y
+        x = np.linalg.solve(L.T, np.linalg.solve(L, rhs))
+        z_old = z
+        z = np.empty(m)
+        _project_all(x + y / rho, mu, n_contacts, z)
+        y = y + rho * (x - z)
+        _saxce(G, g, mu, n_contacts, z, s)
+        primal = float(np.max(np.abs(x - z)))
+        dual = float(np.max(np.abs(z - z_old))) * rho
+        if k % 10 == 0:
+            res = residual(G, g, mu, n_contacts, z)
+            if res <= tol:
+                break
+            if primal > 10.0 * dual / rho * lmax / rho:
+                pass
+        if primal * rho > 10.0 * dual and rho < 1e6 * lmax:
+            rho *= 2.0
+            L = np.linalg.cholesky(G + (rho + eta) * np.eye(m))
+        elif dual > 10.0 * primal * rho and rho > 1e-6 * lmin:
+            rho *= 0.5
+            L = np.linalg.cholesky(G + (rho + eta) * np.eye(m))
+    lam[:] = z
+    return k, residual(G, g, mu, n_contacts, z)
+
+
 class SolveResult:
     """What :func:`solve` found: the impulses ``lam`` (m,), the constraint velocities ``c = G λ + g``, the sweeps
     done, the residual (velocity units, :func:`residual`) and whether it converged within the budget."""
@@ -254,7 +320,7 @@ class SolveResult:
 
 
 def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: float = 1e-12,
-          residual_tol: float | None = None) -> SolveResult:
+          residual_tol: float | None = None, admm_iterations: int = 2000) -> SolveResult:
     """Impulses for the rows of ``G`` (m×m, symmetric positive semi-definite) and ``g`` (m,): ``n_contacts``
     blocks of three rows (normal, two tangents) with friction ``mu`` (n_contacts,), then unilateral rows.
     ``lam0`` warm-starts (e.g. the last step's impulses). Stops when a sweep changes no impulse by more than
@@ -276,8 +342,11 @@ def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: floa
     if m and np.any(np.diag(G) <= 0.0):
         raise ValueError("the Delassus matrix needs a positive diagonal (a row no body can move)")
     lam = np.zeros(m) if lam0 is None else np.array(lam0, dtype=float).reshape(m)
-    sweeps, _, failed = _sweeps(G, g, mu, n_contacts, lam, int(max_sweeps), float(tol)) if m else (0, 0.0, 0)
-    res = residual(G, g, mu, n_contacts, lam) if m else 0.0
     if residual_tol is None:
         residual_tol = 1e-9 * (float(np.max(np.abs(g))) if m else 0.0) + 1e-15
+    sweeps, _, failed = _sweeps(G, g, mu, n_contacts, lam, int(max_sweeps), float(tol)) if m else (0, 0.0, 0)
+    res = residual(G, g, mu, n_contacts, lam) if m else 0.0
+    if res > residual_tol and admm_iterations:  # Gauss–Seidel stalls (stacks, redundant contacts): ADMM from here
+        it, res = _admm(G, g, mu, n_contacts, lam, int(admm_iterations), float(residual_tol))
+        sweeps += it
     return SolveResult(lam, G @ lam + g, int(sweeps), float(res), bool(res <= residual_tol), int(failed))

@@ -42,44 +42,60 @@ class Contact:
     name: str = ""
 
 
-def _tangents(n: np.ndarray):
-    e = np.eye(3)[int(np.argmin(np.abs(n)))]
-    t1 = np.cross(n, e)
-    t1 /= np.linalg.norm(t1)
-    return t1, np.cross(n, t1)
+def _frames(normals: np.ndarray) -> np.ndarray:
+    """(n, 3, 3) contact frames, rows normal, tangent 1, tangent 2 (a right-handed orthonormal basis)."""
+    n = normals.shape[0]
+    e = np.zeros((n, 3))
+    e[np.arange(n), np.argmin(np.abs(normals), axis=1)] = 1.0
+    t1 = _cross(normals, e)
+    t1 /= np.sqrt((t1 * t1).sum(axis=1))[:, None]
+    return np.stack([normals, t1, _cross(normals, t1)], axis=1)
 
 
-def _point_jacobian(model, kin, body: int, p_world: np.ndarray) -> np.ndarray:
-    """(3, nv) world-axes velocity of the material point of ``body`` at ``p_world``."""
+def _cross(a, b):
+    """Row-wise a × b of (n, 3) arrays (np.cross's overhead dominates at these sizes)."""
+    out = np.empty(np.broadcast_shapes(a.shape, b.shape))
+    out[..., 0] = a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1]
+    out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
+    out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
+    return out
+
+
+def _side_rows(model, kin, bodies, points, frames):
+    """(n, 3, nv): contact-frame velocity rows of the material points ``points`` (n, 3, world) of ``bodies``."""
     R0, t0 = kin.T_base[:3, :3], kin.T_base[:3, 3]
-    p = R0.T @ (p_world - t0)  # in base axes, from the base origin
-    S = kin.S
-    lin = S[:, :3] - np.cross(p[None, :], S[:, 3:])  # v + ω × p = v − p × ω, per column
-    lin = lin * model.tree.support[body][:, None]
-    return R0 @ lin.T
+    p = (points - t0) @ R0  # base axes, from the base origin
+    S = kin.S  # (nv, 6) base-frame columns
+    # the point's velocity per column, base axes: v + ω × p = v − p × ω  → (n, nv, 3)
+    lin = S[None, :, :3] - _cross(p[:, None, :], S[None, :, 3:])
+    lin *= model.tree.support[bodies][:, :, None]
+    FR = frames @ R0  # (n, 3, 3): contact rows in base axes
+    return np.einsum("nij,nvj->niv", FR, lin)
 
 
 def contact_rows(models, kins, offsets, nv, contacts):
     """``(J (3n, nv), distance (n,), mu (n,))`` of the contacts in the scene's velocity (the models' velocities
     stacked, model ``k`` from ``offsets[k]``): rows normal, tangent 1, tangent 2 each."""
     n = len(contacts)
-    J = np.zeros((3 * n, nv))
-    dist = np.empty(n)
-    mu = np.empty(n)
-    for i, c in enumerate(contacts):
-        nrm = np.asarray(c.normal, dtype=float)
-        t1, t2 = _tangents(nrm)
-        F = np.vstack([nrm, t1, t2])
-        p = np.asarray(c.point, dtype=float)
-        for side, sign in ((c.a, 1.0), (c.b, -1.0)):
-            if side is None:
-                continue
-            k, body = side
-            cols = slice(offsets[k], offsets[k] + models[k].nv)
-            J[3 * i:3 * i + 3, cols] += sign * (F @ _point_jacobian(models[k], kins[k], body, p))
-        dist[i] = c.distance
-        mu[i] = c.mu
-    return J, dist, mu
+    J = np.zeros((n, 3, nv))
+    if n == 0:
+        return J.reshape(0, nv), np.zeros(0), np.zeros(0)
+    points = np.array([c.point for c in contacts], dtype=float)
+    frames = _frames(np.array([c.normal for c in contacts], dtype=float))
+    dist = np.array([c.distance for c in contacts], dtype=float)
+    mu = np.array([c.mu for c in contacts], dtype=float)
+    for side, sign in ((0, 1.0), (1, -1.0)):
+        groups = {}
+        for i, c in enumerate(contacts):
+            body = c.a if side == 0 else c.b
+            if body is not None:
+                groups.setdefault(body[0], []).append((i, body[1]))
+        for k, items in groups.items():
+            idx = np.array([i for i, _ in items])
+            bodies = np.array([b for _, b in items])
+            rows = _side_rows(models[k], kins[k], bodies, points[idx], frames[idx])
+            J[idx, :, offsets[k]:offsets[k] + models[k].nv] += sign * rows
+    return J.reshape(3 * n, nv), dist, mu
 
 
 def limit_rows(model, q, margin: float):
@@ -145,7 +161,7 @@ def _warm_start(info, contacts, limit_names, tolerance):
 
 
 def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margin: float = 1e-3, warm=None,
-         max_sweeps: int = 1000, slop: float = 1e-9):
+         max_sweeps: int = 100, slop: float = 1e-9):
     """One contact time step of a scene (module docstring): ``models`` move independently but for the contacts
     between them; ``qs``, ``vs``, ``taus`` one array per model. Returns ``(qs⁺, vs⁺, StepInfo)``. ``contacts``
     is a sequence of :class:`Contact`; with ``limits`` each model's joint limits within ``margin`` are rows
