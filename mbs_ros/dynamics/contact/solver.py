@@ -213,6 +213,9 @@ def residual(G, g, mu, n_contacts, lam):
         for j in range(m):
             c[a] += G[a, j] * lam[j]
     worst = 0.0
+    for a in range(m):
+        if not (math.isfinite(c[a]) and math.isfinite(lam[a])):
+            return math.inf
     out = np.empty(3)
     for i in range(n_contacts):
         r = 3 * i
@@ -257,47 +260,50 @@ def _saxce(G, g, mu, n_contacts, lam, s):
 
 
 def _admm(G, g, mu, n_contacts, lam, max_iter, tol):
-    """ADMM on the cone-constrained QP with De Saxcé's shift updated every iteration (the exact NCP; Carpentier,
-    Le Lidec et al. 2024's scheme): ``λ`` by a proximal solve with ``G + (ρ + η)I``, ``z = P_K(λ + y/ρ)``, the
-    multiplier ``y``; ρ adapted to balance the primal and dual residuals. Returns (iterations, last residual)."""
+    """ADMM on the cone-constrained QP with De Saxcé's shift updated every iteration (the exact NCP; the scheme of
+    Carpentier, Le Lidec et al. 2024): ``x`` by a proximal solve with ``G + (ρ + η)I``, ``z = P_K(x + y/ρ)``,
+    the multiplier ``y``; ρ starts at 1 % of G's largest eigenvalue and is halved or doubled (within 1e-6 … 1e3
+    of it) to balance the primal and dual residuals. The shift makes the iteration a fixed point, not a convex
+    ADMM, and it can wander: ``lam`` is only overwritten by an iterate with a smaller residual. Returns
+    (iterations, the residual of ``lam``)."""
     m = g.shape[0]
-    eta = 1e-6 * max(float(np.max(np.diag(G))), 1e-300)
     eig = np.linalg.eigvalsh(G)
     lmax = max(float(eig[-1]), 1e-300)
-    lmin = max(float(eig[0]), 1e-6 * lmax)
-    rho = math.sqrt(lmin * lmax)
+    eta = 1e-9 * lmax
+    rho = 1e-2 * lmax
     z = np.empty(m)
     _project_all(lam, mu, n_contacts, z)
-    y = -(G @ z + g)  # the dual variable approximates -(c + s)
     s = np.empty(m)
     _saxce(G, g, mu, n_contacts, z, s)
+    y = -(G @ z + g + s)
+    best = residual(G, g, mu, n_contacts, lam)
     L = np.linalg.cholesky(G + (rho + eta) * np.eye(m))
     k = 0
-    res = math.inf
     for k in range(1, max_iter + 1):
-        rhs = -(g + s) + eta * z + rho * z - y
-        x = np.linalg.solve(L.T, np.linalg.solve(L, rhs))
+        x = np.linalg.solve(L.T, np.linalg.solve(L, -(g + s) + (eta + rho) * z - y))
         z_old = z
         z = np.empty(m)
         _project_all(x + y / rho, mu, n_contacts, z)
         y = y + rho * (x - z)
         _saxce(G, g, mu, n_contacts, z, s)
-        primal = float(np.max(np.abs(x - z)))
-        dual = float(np.max(np.abs(z - z_old))) * rho
+        if not np.all(np.isfinite(z)):
+            break
         if k % 10 == 0:
             res = residual(G, g, mu, n_contacts, z)
+            if res < best:
+                best = res
+                lam[:] = z
             if res <= tol:
                 break
-            if primal > 10.0 * dual / rho * lmax / rho:
-                pass
-        if primal * rho > 10.0 * dual and rho < 1e6 * lmax:
-            rho *= 2.0
-            L = np.linalg.cholesky(G + (rho + eta) * np.eye(m))
-        elif dual > 10.0 * primal * rho and rho > 1e-6 * lmin:
-            rho *= 0.5
-            L = np.linalg.cholesky(G + (rho + eta) * np.eye(m))
-    lam[:] = z
-    return k, residual(G, g, mu, n_contacts, z)
+            primal = float(np.max(np.abs(x - z))) * rho
+            dual = float(np.max(np.abs(G @ (z - z_old))))
+            if primal > 10.0 * dual and rho < 1e3 * lmax:
+                rho *= 2.0
+                L = np.linalg.cholesky(G + (rho + eta) * np.eye(m))
+            elif dual > 10.0 * primal and rho > 1e-6 * lmax:
+                rho *= 0.5
+                L = np.linalg.cholesky(G + (rho + eta) * np.eye(m))
+    return k, best
 
 
 class SolveResult:
@@ -320,7 +326,8 @@ class SolveResult:
 
 
 def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: float = 1e-12,
-          residual_tol: float | None = None, admm_iterations: int = 2000) -> SolveResult:
+          residual_tol: float | None = None, admm_iterations: int = 500,
+          fallback_sweeps: int = 20000) -> SolveResult:
     """Impulses for the rows of ``G`` (m×m, symmetric positive semi-definite) and ``g`` (m,): ``n_contacts``
     blocks of three rows (normal, two tangents) with friction ``mu`` (n_contacts,), then unilateral rows.
     ``lam0`` warm-starts (e.g. the last step's impulses). Stops when a sweep changes no impulse by more than
@@ -349,4 +356,8 @@ def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: floa
     if res > residual_tol and admm_iterations:  # Gauss–Seidel stalls (stacks, redundant contacts): ADMM from here
         it, res = _admm(G, g, mu, n_contacts, lam, int(admm_iterations), float(residual_tol))
         sweeps += it
+    if res > residual_tol and fallback_sweeps:  # then Gauss–Seidel again from the best iterate, longer
+        more, _, failed = _sweeps(G, g, mu, n_contacts, lam, int(fallback_sweeps), float(tol))
+        sweeps += more
+        res = residual(G, g, mu, n_contacts, lam)
     return SolveResult(lam, G @ lam + g, int(sweeps), float(res), bool(res <= residual_tol), int(failed))
