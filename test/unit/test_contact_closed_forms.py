@@ -23,6 +23,8 @@ G = 9.81
 #: step, as the closed forms' does; on SE(3) the body-fixed velocity turns with the body over the step, an O(h)
 #: departure measured in ``test_contact_refinement``.
 BASE = "so3xr3"
+#: Coal's signed distance of a box face touching a plane exactly: -1.0e-11 m (its boxes are that much larger).
+BOX_OFFSET = 1.1e-11
 
 
 def _box_model(m, size):
@@ -47,8 +49,10 @@ def _simulate(models, qs, vs, shapes, T, h, record=None):
     info = None
     for k in range(int(round(T / h))):
         poses = [alg.body_placements(m, q) for m, q in zip(models, qs)]
-        contacts = find_contacts(poses, shapes, margin=1e-3)
-        qs, vs, info = step(models, qs, vs, taus, h, contacts, warm=info)
+        # a gap closes within the step only when the step sees it: the margin covers what a body moves in it
+        margin = 1e-3 + 2.0 * h * max(float(np.linalg.norm(v)) for v in vs) * 0.5
+        contacts = find_contacts(poses, shapes, margin=margin)
+        qs, vs, info = step(models, qs, vs, taus, h, contacts, warm=info, margin=margin)
         assert info.result is None or info.result.converged, info.result
         if record is not None:
             record(k, qs, vs, info)
@@ -183,3 +187,37 @@ def test_a_joint_driven_into_its_limit_stops_there_and_the_limit_takes_drive_plu
     assert info.n_limits == 1
     # gravity's torque about +y of the weight at (L cos q, 0, -L sin q): L m g cos q, pushing the same way
     assert info.result.lam[0] / h == pytest.approx(tau + L * m * G * math.cos(q[0]), rel=1e-9)
+
+
+def test_a_body_resting_on_the_seabed_presses_with_its_weight_less_its_buoyancy():
+    s, m, rho, T, h = 0.2, 20.0, 1025.0, 1.0, 1e-3
+    volume = s ** 3
+    I = m * s * s / 6.0
+    urdf = f"""<robot name="crate"><link name="crate">
+      <inertial><mass value="{m}"/><inertia ixx="{I}" iyy="{I}" izz="{I}" ixy="0" ixz="0" iyz="0"/></inertial>
+      <hydrodynamics density="{rho}"><buoyancy volume="{volume}" xyz="0 0 0"/></hydrodynamics></link></robot>"""
+    model = Model.from_urdf(urdf, base=BASE, gravity=(0.0, 0.0, -G))
+    q = np.array([0.0, 0.0, 0.5 * s - 20.0, 0.0, 0.0, 0.0, 1.0])  # the seabed 20 m down
+    shapes = [halfspace("seabed", (0, 0, 1), -20.0, 0.8), box("crate", (s, s, s), (0, 0), mu=0.8)]
+    (q1,), (v1,), info = _simulate([model], [q], [np.zeros(6)], shapes, T, h)
+    rows = [3 * i for i in range(info.n_contacts)]
+    assert info.n_contacts == 4
+    assert info.result.lam[rows].sum() / h == pytest.approx((m - rho * volume) * G, rel=1e-11 / (G * h * h))
+    assert np.linalg.norm(q1[:3] - q[:3]) < 1e-9
+
+
+def test_a_dropped_box_lands_within_the_step_that_reaches_the_ground_and_stays():
+    s, m, mu, H, h = 0.2, 1.0, 0.5, 0.3, 1e-3
+    model = _box_model(m, (s, s, s))
+    q = np.array([0.0, 0.0, 0.5 * s + H, 0.0, 0.0, 0.0, 1.0])
+    shapes = [halfspace("ground", (0, 0, 1), 0.0, mu), box("box", (s, s, s), (0, 0), mu=mu)]
+    log = []
+    _simulate([model], [q], [np.zeros(6)], shapes, 0.5, h,
+              lambda k, qs, vs, info: log.append((info.n_contacts, qs[0][2] - 0.5 * s, vs[0][2])))
+    k0 = next(k for k, (n, _, _) in enumerate(log) if n)
+    # the free fall up to the step before (semi-implicit Euler: z_k = H - h² g k(k+1)/2)
+    assert log[k0 - 1][1] == pytest.approx(H - h * h * G * k0 * (k0 + 1) / 2, rel=1e-12)
+    # the contact step lands it exactly (the gap closes at speed gap/h), and from then on it rests; "exactly" is
+    # to Coal's box distance, which reads -1.0e-11 m at a touching face (BOX_OFFSET)
+    assert abs(log[k0][1]) < 2 * BOX_OFFSET and log[k0][2] < 0.0
+    assert all(abs(z) < 2 * BOX_OFFSET and abs(v) < 1e-12 for _, z, v in log[k0 + 1:])
