@@ -27,6 +27,9 @@ class Shape:
     body: tuple | None = None
     T_body_shape: np.ndarray = field(default_factory=lambda: np.eye(4))
     mu: float = 0.5
+    link: str = ""  #: the URDF link it belongs to ("" for world shapes and free objects)
+    group: int = 1  #: collision bits: two shapes can touch when ``a.group & b.mask`` and ``b.group & a.mask``
+    mask: int = 0xFFFFFFFF
 
 
 def halfspace(name, normal, offset=0.0, mu=0.5) -> Shape:
@@ -55,10 +58,12 @@ def _transform(T: np.ndarray):
     return tf
 
 
-def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8):
+def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8, excluded=frozenset()):
     """The :class:`Contact` points of every pair of ``shapes`` on different bodies (world shapes never pair
     with each other) within ``margin``; ``body_poses[k]`` (nb_k, 4, 4) are model k's bodies' world poses.
-    Friction of a pair: the smaller ``mu`` of the two."""
+    Pairs whose groups and masks do not meet, and index pairs ``(i, j)`` (i < j) in ``excluded``
+    (:func:`mbs_ros.dynamics.contact.collision.excluded_pairs`), are skipped. Friction of a pair: the smaller
+    ``mu`` of the two."""
     req = coal.CollisionRequest()
     req.num_max_contacts = 1
     req.security_margin = float(margin)
@@ -74,7 +79,7 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8)
         si, ti = placed[i]
         for j in range(i + 1, len(placed)):
             sj, tj = placed[j]
-            if si.body == sj.body:
+            if si.body == sj.body or not (si.group & sj.mask and sj.group & si.mask) or (i, j) in excluded:
                 continue
             if si.body is None:  # the moving shape first: the normal points from the world to it
                 (sa, ta), (sb, tb) = (sj, tj), (si, ti)
