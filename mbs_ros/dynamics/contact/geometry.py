@@ -58,12 +58,32 @@ def _transform(T: np.ndarray):
     return tf
 
 
-def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8, excluded=frozenset()):
+def _reduce(points, distance, min_separation, max_kept):
+    """Indices of at most ``max_kept`` patch points, the deepest first, then each the farthest from those kept
+    while at least ``min_separation`` from them: a patch's near-coincident points (a rounded foot's hull gives a
+    dozen within a millimetre) add rows but no support, and make the Delassus matrix nearly singular."""
+    n = points.shape[0]
+    if n <= 1:
+        return list(range(n))
+    kept = [int(np.argmin(distance))]
+    d = np.linalg.norm(points - points[kept[0]], axis=1)
+    while len(kept) < max_kept:
+        j = int(np.argmax(d))
+        if d[j] < min_separation:
+            break
+        kept.append(j)
+        d = np.minimum(d, np.linalg.norm(points - points[j], axis=1))
+    return kept
+
+
+def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8, excluded=frozenset(),
+                  min_separation: float = 5e-3, max_kept: int = 4):
     """The :class:`Contact` points of every pair of ``shapes`` on different bodies (world shapes never pair
     with each other) within ``margin``; ``body_poses[k]`` (nb_k, 4, 4) are model k's bodies' world poses.
     Pairs whose groups and masks do not meet, and index pairs ``(i, j)`` (i < j) in ``excluded``
-    (:func:`mbs_ros.dynamics.contact.collision.excluded_pairs`), are skipped. Friction of a pair: the smaller
-    ``mu`` of the two."""
+    (:func:`mbs_ros.dynamics.contact.collision.excluded_pairs`), are skipped. Of a pair's contact patch at most
+    ``max_kept`` points are kept, at least ``min_separation`` apart (:func:`_reduce`: a box's four corners on a
+    plane stay). Friction of a pair: the smaller ``mu`` of the two."""
     req = coal.CollisionRequest()
     req.num_max_contacts = 1
     req.security_margin = float(margin)
@@ -95,9 +115,9 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
             for k in range(pres.numContactPatches()):
                 patch = pres.getContactPatch(k)
                 n12 = np.array(patch.getNormal())  # from shape a to shape b
-                for p in range(patch.size()):
-                    pa = np.array(patch.getPointShape1(p))
-                    pb = np.array(patch.getPointShape2(p))
-                    out.append(Contact(tuple(sa.body), 0.5 * (pa + pb), -n12, float((pb - pa) @ n12), mu,
-                                       None if sb.body is None else tuple(sb.body), name))
+                pa = np.array([patch.getPointShape1(p) for p in range(patch.size())]).reshape(-1, 3)
+                pb = np.array([patch.getPointShape2(p) for p in range(patch.size())]).reshape(-1, 3)
+                for p in _reduce(pa, (pb - pa) @ n12, min_separation, max_kept):
+                    out.append(Contact(tuple(sa.body), 0.5 * (pa[p] + pb[p]), -n12, float((pb[p] - pa[p]) @ n12),
+                                       mu, None if sb.body is None else tuple(sb.body), name))
     return out
