@@ -221,3 +221,54 @@ def test_a_dropped_box_lands_within_the_step_that_reaches_the_ground_and_stays()
     # to Coal's box distance, which reads -1.0e-11 m at a touching face (BOX_OFFSET)
     assert abs(log[k0][1]) < 2 * BOX_OFFSET and log[k0][2] < 0.0
     assert all(abs(z) < 2 * BOX_OFFSET and abs(v) < 1e-12 for _, z, v in log[k0 + 1:])
+
+
+def test_the_contact_power_is_the_friction_work_of_the_sliding_block_and_never_positive():
+    """Energy port (seed 000): the impulses' work over each step, ``λᵀJ(v_f + v⁺)/2``. On the sliding block,
+    friction's impulse ``μ m g cos θ h`` acts against the mean of the slope speed before (``v⁺ + μ g cos θ h``)
+    and after (``v⁺``) it, and the normal impulse ``m g cos θ h`` takes the approach speed gravity gave within
+    the step (``g cos θ h`` → 0, mean ``g cos θ h/2``): summed over N steps, ``μ m g cos θ`` times the distance
+    slid (``h Σ v⁺``, the semi-implicit position update) plus ``N μ² m g² cos²θ h²/2`` plus ``N m g² cos²θ
+    h²/2`` (the scheme's O(h) loss at a resting contact)."""
+    theta, mu, s, m, T, h = math.radians(30.0), 0.3, 0.2, 2.0, 1.0, 1e-3
+    model = _box_model(m, (s, s, s))
+    q, n, down = _on_incline(theta, s)
+    shapes = [halfspace("ground", n, 0.0, mu), box("block", (s, s, s), (0, 0), mu=mu)]
+    powers = []
+    (q1,), _, _ = _simulate([model], [q], [np.zeros(6)], shapes, T, h,
+                            lambda k, qs, vs, info: powers.append(info.power))
+    slid = (q1[:3] - q[:3]) @ down
+    work = h * sum(powers)
+    friction = mu * m * G * math.cos(theta)
+    N, gc = len(powers), G * math.cos(theta)
+    expected = -friction * (slid + N * mu * gc * h * h / 2) - N * m * gc * gc * h * h / 2
+    assert work == pytest.approx(expected, rel=1e-9)
+    assert max(powers) < 0.0
+
+
+@pytest.mark.parametrize("scene", ["bowling", "drop", "limit"])
+def test_contact_power_is_never_positive(scene):
+    h = 1e-3
+    powers = []
+    record = lambda k, qs, vs, info: powers.append(info.power)  # noqa: E731
+    if scene == "bowling":
+        r, m = 0.11, 7.0
+        _simulate([_sphere_model(m, r)], [np.array([0, 0, r, 0, 0, 0, 1.0])], [np.array([3.0, 0, 0, 0, 0, 0])],
+                  [halfspace("lane", (0, 0, 1), 0.0, 0.2), sphere("ball", r, (0, 0), mu=0.2)], 0.6, h, record)
+    elif scene == "drop":
+        s = 0.2
+        _simulate([_box_model(1.0, (s, s, s))], [np.array([0, 0, 0.5 * s + 0.3, 0, 0, 0, 1.0])], [np.zeros(6)],
+                  [halfspace("ground", (0, 0, 1), 0.0, 0.5), box("box", (s, s, s), (0, 0), mu=0.5)], 0.5, h, record)
+    else:
+        urdf = """<robot name="one"><link name="base"/><link name="arm"><inertial><origin xyz="0.5 0 0"/>
+          <mass value="1"/><inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial></link>
+          <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 1 0"/>
+          <limit lower="-0.5" upper="0.5" effort="100" velocity="10"/></joint></robot>"""
+        model = Model.from_urdf(urdf, gravity=(0.0, 0.0, -G))
+        q, v, info = np.zeros(1), np.zeros(1), None
+        for _ in range(1000):
+            (q,), (v,), info = step([model], [q], [v], [np.array([2.0])], h, warm=info)
+            powers.append(info.power)
+    # at rest the work is zero in exact arithmetic: rounding relative to the scene's largest loss
+    scale = max(abs(p) for p in powers)
+    assert scale > 0.0 and max(powers) <= 1e-12 * scale, (max(powers), scale)
