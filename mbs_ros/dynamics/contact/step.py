@@ -11,11 +11,13 @@ a penetration ``φ < 0`` as 0 (never pushed out by a velocity: an impulse does n
 the contact never injects kinetic energy). What penetration the step leaves (second order in h: a body turning
 about its contact moves along the group's exponential, not along the constraint) deeper than ``slop`` is removed
 from the positions alone before the step (post-stabilisation, Cline & Pai 2003: the least M-norm shift ``δ =
-M⁻¹J_nᵀμ``, ``μ ≥ 0`` from the same solver with the normal rows only), so no velocity, and no kinetic energy,
-comes from it; the potential energy it gives back is what the discretisation's penetration took.
+M⁻¹J_nᵀμ``, ``μ ≥ 0`` from the same solver with the normal rows only), so no velocity comes from it; the
+potential energy it restores (the height a body turning on SE(3) lost to the exponential's screw) is taken from
+the kinetic energy of the bodies it moved (their velocities scaled down together), so it never adds energy.
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -218,7 +220,19 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
             shift = solve(G[np.ix_(rows, rows)], np.minimum(gap + slop, 0.0), np.zeros(0), 0,
                           max_sweeps=max_sweeps)
             delta = MinvJt[:, rows] @ shift.lam
-            qs = [m.integrate(qs[k], delta[offsets[k]:offsets[k + 1]], 1.0) for k, m in enumerate(models)]
+            moved = [k for k in range(n_models) if np.any(delta[offsets[k]:offsets[k + 1]] != 0.0)]
+            shifted = list(qs)
+            for k in moved:
+                shifted[k] = models[k].integrate(qs[k], delta[offsets[k]:offsets[k + 1]], 1.0)
+            # the shift must not create energy: the potential energy it restores comes out of the kinetic energy
+            # of the bodies it moved (their velocities scaled down together, directions kept)
+            gained = sum(models[k].potential_energy(shifted[k]) - models[k].potential_energy(qs[k]) for k in moved)
+            if gained > 0.0:
+                kinetic = sum(models[k].kinetic_energy(shifted[k], v_next[offsets[k]:offsets[k + 1]]) for k in moved)
+                factor = math.sqrt(max(0.0, 1.0 - gained / kinetic)) if kinetic > 0.0 else 0.0
+                for k in moved:
+                    v_next[offsets[k]:offsets[k + 1]] *= factor
+            qs = shifted
     q_out = [m.integrate(qs[k], v_next[offsets[k]:offsets[k + 1]], h) for k, m in enumerate(models)]
     v_out = [v_next[offsets[k]:offsets[k + 1]].copy() for k in range(n_models)]
     return q_out, v_out, StepInfo(res, nc, nl, power, active, tuple(names))
