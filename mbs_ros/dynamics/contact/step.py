@@ -126,8 +126,9 @@ def limit_rows(model, q, margin: float):
 
 @dataclass
 class StepInfo:
-    """What the contact step did: the solver's result, the rows' impulses by kind, and the power the
-    constraints took over the step (``λᵀ c / h`` ≤ 0, W)."""
+    """What the contact step did: the solver's result, the rows' impulses by kind, and the mean power of the
+    constraints' impulses over the step (``λᵀJ(v_f + v⁺)/(2h)``: the kinetic energy they took, divided by h;
+    ≤ 0, W): friction, impacts and limit stops as one dissipative port."""
 
     result: SolveResult | None
     n_contacts: int
@@ -213,7 +214,8 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
         lam0 = _warm_start(warm, active, names, 10.0 * margin)
         res = solve(G, g, mu, nc, lam0=lam0, max_sweeps=max_sweeps)
         v_next = v_free + MinvJt @ res.lam
-        power = float(res.lam @ (J @ v_next)) / h
+        # the impulse's exact work on the kinetic energy, λᵀJ(v_f + v⁺)/2 (= ½v⁺ᵀMv⁺ − ½v_fᵀMv_f), over the step
+        power = 0.5 * float(res.lam @ (J @ (v_free + v_next))) / h
         deep = gap < -slop
         if np.any(deep):  # post-stabilisation: move q (not v) out of the penetration, in the M-metric
             rows = normal_rows
