@@ -272,3 +272,25 @@ def test_contact_power_is_never_positive(scene):
     # at rest the work is zero in exact arithmetic: rounding relative to the scene's largest loss
     scale = max(abs(p) for p in powers)
     assert scale > 0.0 and max(powers) <= 1e-12 * scale, (max(powers), scale)
+
+
+def test_against_mujoco_the_closed_form_supports_ours_on_the_incline():
+    """The same incline scenes in MuJoCo (elliptic cones; its default and a stiff solref): where the two differ,
+    the closed form is with ours — MuJoCo's soft contact slides a little too fast and creeps where the block
+    must stick (tools/contact_vs_mujoco.py prints the table)."""
+    pytest.importorskip("mujoco")
+    from tools.contact_vs_mujoco import incline as mujoco_incline
+
+    s, m, T, h = 0.2, 2.0, 2.0, 1e-3
+    for theta_deg, mu in ((30.0, 0.3), (26.0, 0.5)):
+        theta = math.radians(theta_deg)
+        a = max(G * (math.sin(theta) - mu * math.cos(theta)), 0.0)
+        model = _box_model(m, (s, s, s))
+        q, n, down = _on_incline(theta, s)
+        shapes = [halfspace("ground", n, 0.0, mu), box("block", (s, s, s), (0, 0), mu=mu)]
+        (q1,), (v1,), _ = _simulate([model], [q], [np.zeros(6)], shapes, T, h)
+        ours = abs(_world_velocity(q1, v1)[0] @ down - a * T)
+        for solref, impratio in (((0.02, 1.0), 1.0), ((0.002, 1.0), 100.0)):
+            v_mj, _ = mujoco_incline(theta, mu, T=T, h=h, impratio=impratio, solref=solref)
+            theirs = abs(v_mj - a * T)
+            assert theirs > 1e-6 and ours < 1e-3 * theirs, (theta_deg, solref, ours, theirs)
