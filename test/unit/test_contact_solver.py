@@ -155,3 +155,18 @@ def test_a_non_finite_impulse_has_an_infinite_residual():
 def test_bad_problems_are_refused_with_the_reason(args, message):
     with pytest.raises(ValueError, match=message):
         solve(*args)
+
+
+def test_a_world_that_starts_interpenetrating_is_refused_naming_the_pair_and_the_depth():
+    from mbs_ros.dynamics.contact.geometry import box, check_separated, halfspace, sphere
+
+    shapes = [halfspace("seabed", (0, 0, 1), 0.0), box("crate", (0.2, 0.2, 0.2), (0, 0)),
+              sphere("ball", 0.1, (1, 0))]
+    crate, ball = np.eye(4), np.eye(4)
+    crate[:3, 3] = (0.0, 0.0, 0.097)  # 3 mm into the seabed
+    ball[:3, 3] = (2.0, 0.0, 0.1)  # resting on it, touching
+    with pytest.raises(ValueError, match=r"crate/seabed by 3 mm") as err:
+        check_separated([crate[None], ball[None]], shapes)
+    assert "ball" not in str(err.value)
+    crate[2, 3] = 0.1
+    check_separated([crate[None], ball[None]], shapes)  # touching is not interpenetrating

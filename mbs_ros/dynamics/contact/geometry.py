@@ -14,7 +14,7 @@ import numpy as np
 
 from .step import Contact
 
-__all__ = ["Shape", "find_contacts", "halfspace", "box", "sphere", "cylinder"]
+__all__ = ["Shape", "find_contacts", "check_separated", "halfspace", "box", "sphere", "cylinder"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -121,3 +121,16 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
                     out.append(Contact(tuple(sa.body), 0.5 * (pa[p] + pb[p]), -n12, float((pb[p] - pa[p]) @ n12),
                                        mu, None if sb.body is None else tuple(sb.body), name))
     return out
+
+
+def check_separated(body_poses, shapes, excluded=frozenset(), tolerance: float = 1e-6) -> None:
+    """ValueError naming every pair that interpenetrates deeper than ``tolerance`` [m] at these poses, with the
+    depth (a world must not start interpenetrating: the first step would have to push the bodies apart, and the
+    position projection would do it with the energy of the kinetic energy they do not have)."""
+    deep = {}
+    for c in find_contacts(body_poses, shapes, margin=0.0, excluded=excluded):
+        if -c.distance > tolerance:
+            deep[c.name] = max(deep.get(c.name, 0.0), -c.distance)
+    if deep:
+        pairs = ", ".join(f"{name} by {depth * 1e3:.3g} mm" for name, depth in sorted(deep.items()))
+        raise ValueError(f"the world starts interpenetrating: {pairs}")
