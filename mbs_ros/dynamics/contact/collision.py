@@ -22,13 +22,17 @@ from .geometry import Shape
 __all__ = ["collision_shapes", "excluded_pairs", "read_srdf_disabled"]
 
 
+def _error(reason, link, file) -> ModelError:
+    return ModelError(f"link {link!r}: {reason}", file=None if file is None else str(file), link=link)
+
+
 def _numbers(text, count, what, link, file):
     try:
         values = [float(x) for x in (text or "").split()]
     except ValueError:
         values = []
     if len(values) != count or not all(np.isfinite(values)):
-        raise ModelError(f"{what} needs {count} finite numbers", file=file, link=link)
+        raise _error(f"{what} needs {count} finite numbers", link, file)
     return values
 
 
@@ -38,7 +42,7 @@ def _positive(value, what, link, file):
     except (TypeError, ValueError):
         x = float("nan")
     if not (np.isfinite(x) and x > 0.0):
-        raise ModelError(f"{what} must be a positive number of metres", file=file, link=link)
+        raise _error(f"{what} must be a positive number", link, file)
     return x
 
 
@@ -49,17 +53,17 @@ def _mesh_hull(uri, scale, link, file, base_dir):
         uri = "package://" + uri[len("package:///"):]
     resolved = resolve_uri(uri, base_dir)
     if resolved.path is None:
-        raise ModelError(f"collision mesh {uri!r}: {resolved.reason or 'not found'}", file=file, link=link)
+        raise _error(f"collision mesh {uri!r}: {resolved.reason or 'not found'}", link, file)
     try:
         import trimesh
 
         mesh = trimesh.load(resolved.path, force="mesh", process=False)
         points = np.asarray(mesh.vertices, dtype=float) * np.asarray(scale, dtype=float)
     except Exception as exc:  # noqa: BLE001 - any reader failure names the mesh file, never its content
-        raise ModelError(f"collision mesh {os.path.basename(resolved.path)} cannot be read "
-                         f"({type(exc).__name__})", file=file, link=link) from None
+        raise _error(f"collision mesh {os.path.basename(resolved.path)} cannot be read ({type(exc).__name__})",
+                     link, file) from None
     if points.shape[0] < 4 or not np.all(np.isfinite(points)):
-        raise ModelError(f"collision mesh {os.path.basename(resolved.path)} has no volume", file=file, link=link)
+        raise _error(f"collision mesh {os.path.basename(resolved.path)} has no volume", link, file)
     vertices = coal.StdVec_Vec3s()
     for p in np.unique(points, axis=0):
         vertices.append(p)
@@ -89,7 +93,7 @@ def collision_shapes(model, urdf, model_index: int = 0, mu: float = 0.5, base_di
             geom = col.find("geometry")
             shape = None if geom is None else next(iter(geom), None)
             if shape is None:
-                raise ModelError("a <collision> without a <geometry>", file=file, link=name)
+                raise _error("a <collision> without a <geometry>", name, file)
             if shape.tag == "box":
                 g = coal.Box(*[_positive(x, "<box size>", name, file) for x in
                                _numbers(shape.get("size"), 3, "<box size>", name, file)])
@@ -105,7 +109,7 @@ def collision_shapes(model, urdf, model_index: int = 0, mu: float = 0.5, base_di
                 scale = _numbers(shape.get("scale", "1 1 1"), 3, "<mesh scale>", name, file)
                 g = _mesh_hull(shape.get("filename", ""), scale, name, file, base_dir)
             else:
-                raise ModelError(f"unknown collision geometry <{shape.tag}>", file=file, link=name)
+                raise _error(f"unknown collision geometry <{shape.tag}>", name, file)
             label = col.get("name") or f"{name}/{k}"
             shapes.append(Shape(label, g, (model_index, body), T_body_link @ T, mu, link=name))
     return shapes
