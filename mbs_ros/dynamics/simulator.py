@@ -167,7 +167,7 @@ class Simulator:
 
     def __init__(self, model: Model, q0, v0, dt: float, *, integrator: str = "rk4", cmd_timeout: float = 0.0,
                  lockstep_steps: int = 0, t0_ns: int = 0, max_wrench=None, max_effort=None,
-                 energy_check_steps: Optional[int] = None):
+                 energy_check_steps: Optional[int] = None, world=None):
         dt = check_time_step(dt)
         if not MIN_DT <= dt <= MAX_DT:  # the clock counts whole nanoseconds
             raise ValueError(f"dt must be between {MIN_DT:g} s (the clock's nanosecond) and {MAX_DT:g} s, got {dt!r}")
@@ -220,6 +220,16 @@ class Simulator:
         self._force_stale = True  # the generalised force must be rebuilt from the applied commands
         self._announce = True  # the hooks may have a change to report
         self._next_expiry = _NEVER
+        #: contact: a :class:`~mbs_ros.dynamics.contact.world.ContactWorld` whose first model is this one (shapes on
+        #: it and in the world, joint limits), or None; ``docs/contact.md``
+        if world is not None and (len(world.models) != 1 or world.models[0] is not model):
+            raise ValueError("the contact world must hold this model alone (free objects are not simulated by the "
+                             "Simulator yet)")
+        self.world = world
+        self._free_until = -1  # the states up to this step index are known to stay out of every contact margin
+        self.contact_steps = 0  # steps taken by the contact step
+        self.contact_unconverged = 0  # of them, solves that ended above their tolerance (the step still finished)
+        self.last_contact = None  # the last contact step's StepInfo
         self.rebaseline()
 
     # ------------------------------------------------------------------------------------- settings
@@ -501,7 +511,13 @@ class Simulator:
                     batch = None
                 if batch is None and n_steps - taken > 1 and (not nt or self._thrust_settled):
                     batch = self._batch(model, q0, v0, k, min(n_steps - taken, self._next_expiry - k))
-                if batch is not None and batch[3] < batch[2].shape[0]:
+                contact = None
+                if self.world is not None and k >= self._free_until:
+                    batch, contact = self._look_ahead(model, q0, v0, k, batch)
+                if contact is not None:
+                    q1, v1, info = contact
+                    within = (np.abs(v1) <= caps).all() and (np.abs(q1) <= MAX_POSITION).all()
+                elif batch is not None and batch[3] < batch[2].shape[0]:
                     i = batch[3]
                     q1, v1, within = batch[0][i + 1], batch[1][i + 1], batch[2][i]
                     batch[3] = i + 1
@@ -531,6 +547,11 @@ class Simulator:
                 self._halt(k, *fault)  # the state stays (q0, v0) at t_k
                 return taken
             self.work = work
+            if contact is not None:
+                self.contact_work += dt * info.power
+                self.contact_steps += 1
+                self.contact_unconverged += int(info.result is not None and not info.result.converged)
+                self.last_contact = info
             if passive:
                 self.passive_work, self.dissipated = passive_work, dissipated
                 self._passive_end = (pp1, pd1)
@@ -547,6 +568,35 @@ class Simulator:
                     self._halt(self.k, "runaway", reason)
                     return taken + 1
         return int(n_steps)
+
+    def _look_ahead(self, model, q0, v0, k: int, batch):
+        """With a contact world, at a step not known to be clear: ``(batch, None)`` when the ordinary step(s)
+        keep every pair and limit out of the margin (``_free_until`` moved on; the batch's states are today's,
+        bit for bit), else ``(None, (q1, v1, info))``, this step taken by the contact step."""
+        world = self.world
+        if batch is not None and batch[3] < batch[2].shape[0]:
+            i = batch[3]
+            states = batch[0][i:i + int(np.count_nonzero(batch[2][i:])) + 1]
+        else:
+            batch = None
+            q1, v1 = step(model, q0, v0, self._tau, self.dt, method=self._integrator, t=k * self.dt,
+                          wrench_world=self._wrench_world)
+            states = np.array([q0, q1])
+        free = world.free_steps([states])
+        if free >= 1:
+            self._free_until = k + free
+            if batch is None:  # the one ordinary step just taken, as a batch of one
+                within = (np.abs(v1) <= self._v_caps).all() and (np.abs(q1) <= MAX_POSITION).all()
+                batch = [states, np.array([v0, v1]), np.array([within]), 0]
+            return batch, None
+        tau = self._tau(k * self.dt, q0, v0) if callable(self._tau) else self._tau
+        if self._wrench_world is not None:
+            R = model.base_rotation(q0)
+            W = self._wrench_world
+            tau = tau + model.wrench_to_generalized(q0, np.concatenate([R.T @ W[:3], R.T @ W[3:]]))[0]
+        (q1,), (v1,), info = world.step([q0], [v0], [tau], self.dt)
+        self._free_until = -1
+        return None, (q1, v1, info)
 
     def _batch(self, model, q0, v0, k: int, n: int):
         """``[qs, vs, within, 0]``: the next ``n`` steps from ``(q0, v0)`` at step ``k`` under the held force in one
@@ -591,9 +641,9 @@ class Simulator:
         """The energy-balance test (module docstring); None when it passes."""
         model = self.model
         E = model.kinetic_energy(self.q, self.v) + model.potential_energy(self.q)
-        residual = E - self.energy_ref - self.work - self.passive_work
+        residual = E - self.energy_ref - self.work - self.passive_work - self.contact_work
         scale = (abs(self.energy_ref) + abs(self.work) + abs(self.passive_work) + self.dissipated
-                 + ENERGY_FLOOR_PER_KG * model.total_mass)
+                 + abs(self.contact_work) + ENERGY_FLOOR_PER_KG * model.total_mass)
         if math.isfinite(residual) and abs(residual) <= ENERGY_RESIDUAL_FACTOR * scale:
             return None
         return (f"energy balance: E - E_ref - work = {residual:.6g} J exceeds {ENERGY_RESIDUAL_FACTOR:g} x "
@@ -711,6 +761,9 @@ class Simulator:
         self.clear_commands()
         self.k_reset = self.k
         self.fault = None
+        self._free_until = -1
+        if self.world is not None:
+            self.world.forget()
         self.rebaseline()
 
     def pause(self, paused: bool = True) -> None:
@@ -726,6 +779,7 @@ class Simulator:
         self.work = 0.0
         self.passive_work = 0.0  # ∫ v·τ_p (springs excluded) [J]: what the passive loads did
         self.dissipated = 0.0  # ∫ dissipated power [J]
+        self.contact_work = 0.0  # the contact and limit impulses' work [J] (≤ 0: friction, impacts, limit stops)
         self._passive_end = None
         self.kinetic_energy_ref = model.kinetic_energy(q, v)
         self.energy_ref = self.kinetic_energy_ref + model.potential_energy(q)

@@ -58,6 +58,10 @@ class ContactWorld:
         self.reach = [_reach(s) if s.body is not None else 0.0 for s in self.shapes]
         self._warm = None
 
+    def forget(self) -> None:
+        """Drop the warm start (after a reset: the last impulses belong to another state)."""
+        self._warm = None
+
     def poses(self, qs):
         return [alg.body_placements(m, q) for m, q in zip(self.models, qs)]
 
