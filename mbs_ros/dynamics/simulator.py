@@ -167,7 +167,7 @@ class Simulator:
 
     def __init__(self, model: Model, q0, v0, dt: float, *, integrator: str = "rk4", cmd_timeout: float = 0.0,
                  lockstep_steps: int = 0, t0_ns: int = 0, max_wrench=None, max_effort=None,
-                 energy_check_steps: Optional[int] = None, world=None):
+                 energy_check_steps: Optional[int] = None, world=None, joint_limits: bool = True):
         dt = check_time_step(dt)
         if not MIN_DT <= dt <= MAX_DT:  # the clock counts whole nanoseconds
             raise ValueError(f"dt must be between {MIN_DT:g} s (the clock's nanosecond) and {MAX_DT:g} s, got {dt!r}")
@@ -225,6 +225,11 @@ class Simulator:
         if world is not None and (len(world.models) != 1 or world.models[0] is not model):
             raise ValueError("the contact world must hold this model alone (free objects are not simulated by the "
                              "Simulator yet)")
+        if world is None and joint_limits and self.nj and any(
+                np.isfinite(lim).any() for lim in model.position_limits):
+            from .contact.world import ContactWorld  # the URDF's <limit lower upper> stop the joints by default
+
+            world = ContactWorld([model], [], limits=True)
         self.world = world
         self._free_until = -1  # the states up to this step index are known to stay out of every contact margin
         self.contact_steps = 0  # steps taken by the contact step
