@@ -841,7 +841,9 @@ class Simulator:
         """The bookkeeping of the current state as a flat dict (SI units, J for energies and work, world-frame
         momentum ``[linear; angular about the world origin]``): simulation time [s], step counts, paused, base
         group, integrator, kinetic/potential/total energy and their references, ``work_applied``,
-        ``energy_balance_residual = E − E_ref − work`` and the momentum and its reference per axis."""
+        ``energy_balance_residual = E − E_ref − work`` (less the passive loads' and the contact's work) and the
+        momentum and its reference per axis; with a contact world ``contact_work``, ``contact_steps`` and
+        ``contact_unconverged``."""
         model, q, v = self.model, self.q, self.v
         ke = model.kinetic_energy(q, v)
         pe = model.potential_energy(q)
@@ -863,8 +865,11 @@ class Simulator:
             "kinetic_energy_ref": self.kinetic_energy_ref,
             "total_energy_ref": self.energy_ref,
             "work_applied": self.work,
-            "energy_balance_residual": ke + pe - self.energy_ref - self.work - self.passive_work,
+            "energy_balance_residual": ke + pe - self.energy_ref - self.work - self.passive_work - self.contact_work,
         }
+        if self.world is not None:  # contact and joint limits: the impulses' work and how often they acted
+            values.update(contact_work=self.contact_work, contact_steps=self.contact_steps,
+                          contact_unconverged=self.contact_unconverged)
         if model.passive_active:
             values.update(passive_work=self.passive_work, dissipated_energy=self.dissipated,
                           current_supplied_energy=self.passive_work + self.dissipated)

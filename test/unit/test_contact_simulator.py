@@ -54,12 +54,11 @@ def test_a_dropped_box_lands_rests_and_balances_its_energy():
 
 def test_a_joint_driven_into_its_limit_stops_there():
     model = Model.from_urdf(ARM, gravity=(0.0, 0.0, -G))
-    world = ContactWorld([model], [], limits=True)
-    sim = Simulator(model, np.zeros(1), np.zeros(1), 1e-3, world=world)
+    sim = Simulator(model, np.zeros(1), np.zeros(1), 1e-3)  # limits are on by default
     sim.set_joint_efforts([2.0])
     assert sim.advance(2000) == 2000 and sim.fault is None
     assert 0.5 - 1e-3 <= sim.q[0] <= 0.5 + 1e-3 and abs(sim.v[0]) < 1e-12
-    free = Simulator(model, np.zeros(1), np.zeros(1), 1e-3)  # without the world the joint passes its limit
+    free = Simulator(model, np.zeros(1), np.zeros(1), 1e-3, joint_limits=False)  # limits off: it passes them
     free.set_joint_efforts([2.0])
     free.advance(2000)
     assert free.q[0] > 1.0
