@@ -27,11 +27,10 @@ whichever worker is free, the ones with long tests first (:func:`_long_modules_f
 Temporary files are per test (``tmp_path``, per worker under xdist) and node logs get unique names
 (:class:`mbs_ros.process.NodeProcess`).
 
-Sampled sweeps: a test marked ``@pytest.mark.sweep(keep=K)`` whose parametrisations re-prove one property at more
-sizes (robots, models, seeds) runs a seeded random subset of K of its cases every run, and all of them with
-``--full-sweeps`` (or ``MBS_FULL_SWEEPS=1``); a test that runs its cases in one body draws them with
-:func:`sweeps.sample` alike. The seed is new each run and printed in the header (``--sweep-seed S`` or
-``MBS_SWEEP_SEED=S`` repeats a run's subset); the workers of a parallel run share it.
+Sampled sweeps: a test whose cases re-prove one property at more sizes (refused start-ups, repeats of one trial)
+runs a seeded random subset of them every run, drawn with :func:`sweeps.sample`, and all of them with
+``--full-sweeps`` (or ``MBS_FULL_SWEEPS=1``). The seed is new each run and printed in the header (``--sweep-seed S``
+or ``MBS_SWEEP_SEED=S`` repeats a run's subset); the workers of a parallel run share it.
 """
 
 import fcntl
@@ -83,7 +82,7 @@ def _release_domain() -> None:
 def pytest_addoption(parser):
     group = parser.getgroup("mbs_ros")
     group.addoption("--full-sweeps", action="store_true", default=os.environ.get("MBS_FULL_SWEEPS") == "1",
-                    help="run every case of the tests marked sweep (default: a seeded random subset of each)")
+                    help="run every case of the sampled sweeps (default: a seeded random subset of each)")
     group.addoption("--sweep-seed", default=None, metavar="S",
                     help="the seed of the sweeps' subsets (default: MBS_SWEEP_SEED, else a new one each run)")
 
@@ -124,39 +123,16 @@ def pytest_report_header(config):
             f"AMENT_PREFIX_PATH={os.environ.get('AMENT_PREFIX_PATH', '')}\nsweeps: {sweeps}")
 
 
-def _sample_sweeps(config, items):
-    """Deselect all but ``keep`` cases of each test marked ``sweep(keep=K)`` (module docstring)."""
-    if config.getoption("--full-sweeps"):
-        return
-    seed = os.environ["MBS_SWEEP_SEED"]
-    cases = {}
-    for item in items:
-        mark = item.get_closest_marker("sweep")
-        if mark is not None:
-            function = item.nodeid.split("[", 1)[0]
-            cases.setdefault(function, (int(mark.kwargs.get("keep", mark.args[0] if mark.args else 1)), []))[1] \
-                .append(item)
-    dropped = set()
-    for function, (keep, group) in cases.items():
-        if keep < len(group):
-            chosen = random.Random(f"{seed}:{function}").sample(sorted(i.nodeid for i in group), keep)
-            dropped.update(i.nodeid for i in group if i.nodeid not in chosen)
-    if dropped:
-        config.hook.pytest_deselected(items=[i for i in items if i.nodeid in dropped])
-        items[:] = [i for i in items if i.nodeid not in dropped]
-
-
 def pytest_collection_modifyitems(config, items):
     """Each test has one kind (unit, ros, e2e): its own ``@pytest.mark.ros``/``e2e`` (a test in test/unit that
     starts a process), else its folder's. So ``-m unit`` (and ``-m "unit and not ros and not e2e"``, which
     ``make test-fast`` runs) starts no process, and ``-m ros`` also finds the node tests kept beside their numerics.
-    Then the sweeps' subsets, and in a parallel run's workers the modules' order (module docstring)."""
+    Then, in a parallel run's workers, the modules' order (module docstring)."""
     for item in items:
         if not any(item.get_closest_marker(kind) for kind in KINDS):
             kind = os.path.basename(os.path.dirname(str(item.fspath)))
             if kind in KINDS:
                 item.add_marker(getattr(pytest.mark, kind))
-    _sample_sweeps(config, items)
     if _worker_index() is not None:
         _long_modules_first(items)
 

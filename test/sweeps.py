@@ -1,8 +1,8 @@
 """Sampled sweeps inside one test: a seeded random subset of a list of cases each run, all of them on demand.
 
-For a test whose cases re-prove one property at more sizes (more parameters refused at start-up, more seeds of a
-fuzzer) and that runs them in one test body (in batches of processes, say), as ``@pytest.mark.sweep(keep=K)`` does
-for a parametrised test (test/conftest.py): :func:`sample` returns ``keep`` of the cases, chosen by the run's sweep
+For a test whose cases re-prove one property at more sizes (more parameters refused at start-up, more repeats of
+one trial) and that runs them in one test body (in batches of processes, say): :func:`sample` returns ``keep`` of
+the cases, chosen by the run's sweep
 seed (``MBS_SWEEP_SEED``, printed in the run's header; ``--sweep-seed S`` repeats it) and the test's own name, so
 each run covers another subset; ``--full-sweeps`` (or ``MBS_FULL_SWEEPS=1``) returns every case.
 """

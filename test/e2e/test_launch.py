@@ -206,24 +206,19 @@ class Probe:
         self.last[topic] = m
 
     def spin_until(self, predicate, proc, what, timeout=TIMEOUT, log=lambda: ""):
+        """Spin until ``predicate()``; fail naming ``what`` (a string, or a function giving it at the failure) when
+        ``proc`` exits first or the deadline passes."""
         deadline = time.monotonic() + timeout
         while not predicate():
             if proc.poll() is not None:
-                raise AssertionError(f"exited {proc.returncode} before {what}:\n{log()}")
+                raise AssertionError(f"exited {proc.returncode} before {what() if callable(what) else what}:\n{log()}")
             if time.monotonic() > deadline:
-                raise AssertionError(f"no {what} within {timeout} s:\n{log()}")
+                raise AssertionError(f"no {what() if callable(what) else what} within {timeout} s:\n{log()}")
             self.executor.spin_once(timeout_sec=0.05)
 
     def spin_until_seen(self, topics, proc, timeout=TIMEOUT, log=lambda: ""):
-        deadline = time.monotonic() + timeout
-        while not all(t in self.seen for t in topics):
-            if proc.poll() is not None:
-                raise AssertionError(f"exited {proc.returncode} before {sorted(set(topics) - set(self.seen))} "
-                                     f"appeared:\n{log()}")
-            if time.monotonic() > deadline:
-                raise AssertionError(f"no message on {sorted(set(topics) - set(self.seen))} within {timeout} s:\n"
-                                     f"{log()}")
-            self.executor.spin_once(timeout_sec=0.05)
+        self.spin_until(lambda: all(t in self.seen for t in topics), proc, timeout=timeout, log=log,
+                        what=lambda: f"message on {sorted(set(topics) - set(self.seen))}")
 
     def close(self):
         self.executor.shutdown()
