@@ -11,6 +11,7 @@ less the margin.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import coal
@@ -56,11 +57,30 @@ class ContactWorld:
         self.limits = bool(limits)
         self.margin = float(margin)
         self.reach = [_reach(s) if s.body is not None else 0.0 for s in self.shapes]
-        self._warm = None
+        self._warm = {}
+        self._left_out = {}
 
     def forget(self) -> None:
         """Drop the warm start (after a reset: the last impulses belong to another state)."""
-        self._warm = None
+        self._warm = {}
+
+    def left_out(self, among: str = "all") -> frozenset:
+        """The index pairs of shapes not considered under ``among``: ``"all"`` (none but the excluded ones),
+        ``"robot"`` (the pairs with no shape on model 0), ``"objects"`` (the pairs with a shape on model 0, and
+        world–world pairs)."""
+        if among not in self._left_out:
+            if among not in ("all", "robot", "objects"):
+                raise ValueError(f"among must be all, robot or objects, got {among!r}")
+            on_robot = [s.body is not None and s.body[0] == 0 for s in self.shapes]
+            n = len(self.shapes)
+            out = set(self.excluded)
+            for i in range(n):
+                for j in range(i + 1, n):
+                    if (among == "robot" and not (on_robot[i] or on_robot[j])) or (
+                            among == "objects" and (on_robot[i] or on_robot[j])):
+                        out.add((i, j))
+            self._left_out[among] = frozenset(out)
+        return self._left_out[among]
 
     def poses(self, qs):
         return [alg.body_placements(m, q) for m, q in zip(self.models, qs)]
@@ -69,18 +89,34 @@ class ContactWorld:
         """ValueError naming the pairs that interpenetrate at ``qs`` (:func:`~.geometry.check_separated`)."""
         check_separated(self.poses(qs), self.shapes, self.excluded)
 
-    def step(self, qs, vs, taus, h: float):
-        """One contact step (:func:`~.step.step`) with this world's contacts at ``qs``; keeps the warm start."""
-        margin = self.margin + h * max((float(np.max(np.abs(v))) if len(v) else 0.0) for v in vs)
-        contacts = find_contacts(self.poses(qs), self.shapes, margin=margin, excluded=self.excluded)
-        qs, vs, info = step(self.models, qs, vs, taus, h, contacts, limits=self.limits, margin=margin,
-                            warm=self._warm)
-        self._warm = info
-        return qs, vs, info
+    def step(self, qs, vs, taus, h: float, among: str = "all"):
+        """One contact step (:func:`~.step.step`) with this world's contacts at ``qs``; keeps a warm start per
+        ``among`` (:meth:`left_out`). With ``among="objects"`` only the free objects move (model 0's entries of
+        ``qs`` place its shapes and are returned as given; no joint limit rows). Returns ``(qs⁺, vs⁺, info,
+        engaged)``, ``engaged`` the set of model indices with a contact or limit row in the step."""
+        first = 1 if among == "objects" else 0
+        models = self.models[first:]
+        margin = self.margin + h * max((float(np.max(np.abs(v))) if len(v) else 0.0) for v in vs[first:])
+        contacts = find_contacts(self.poses(qs), self.shapes, margin=margin, excluded=self.left_out(among))
+        if first:
+            contacts = [dataclasses.replace(c, a=(c.a[0] - 1, c.a[1]),
+                                            b=None if c.b is None else (c.b[0] - 1, c.b[1])) for c in contacts]
+        q1, v1, info = step(models, qs[first:], vs[first:], taus[first:], h, contacts,
+                            limits=self.limits and not first, margin=margin, warm=self._warm.get(among))
+        self._warm[among] = info
+        engaged = set()
+        for c in info.contacts:
+            engaged.add(c.a[0] + first)
+            if c.b is not None:
+                engaged.add(c.b[0] + first)
+        engaged.update(int(name.split(":", 1)[0]) + first for name in info.limit_names)
+        return list(qs[:first]) + list(q1), list(vs[:first]) + list(v1), info, engaged
 
     # --------------------------------------------------------------------------------- nothing near
-    def pair_distances(self, qs):
-        """``{(i, j): distance}`` of every shape pair that may touch (different bodies, not excluded), at ``qs``."""
+    def pair_distances(self, qs, among: str = "all"):
+        """``{(i, j): distance}`` of every shape pair that may touch (different bodies, not left out under
+        ``among``: :meth:`left_out`), at ``qs``."""
+        left_out = self.left_out(among)
         poses = self.poses(qs)
         placed = []
         for s in self.shapes:
@@ -91,30 +127,36 @@ class ContactWorld:
         for i, a in enumerate(self.shapes):
             for j in range(i + 1, len(self.shapes)):
                 b = self.shapes[j]
-                if a.body == b.body or (i, j) in self.excluded or not (a.group & b.mask and b.group & a.mask):
+                if a.body == b.body or (i, j) in left_out or not (a.group & b.mask and b.group & a.mask):
                     continue
                 res = coal.DistanceResult()
                 out[(i, j)] = float(coal.distance(a.geometry, placed[i], b.geometry, placed[j], req, res))
         return out
 
-    def free_steps(self, q_batches, v_batches=None) -> int:
+    def free_steps(self, q_batches, v_batches=None, among: str = "all") -> int:
         """The largest k such that the states 0..k of a batch (per model, states ``(n + 1, nq)``: the start and
         after each step) keep every pair outside the margin and every joint outside its limit margin. Each pair's
         distance is measured at an anchor state and carried forward by the travel bound (module docstring) until
         the bound could use up the room; there the distances are measured again (a new anchor). Rigorous at the
-        states; a handful of distance queries per batch where nothing is near (``v_batches`` is not needed)."""
+        states; a handful of distance queries per batch where nothing is near (``v_batches`` is not needed).
+        ``among`` (:meth:`left_out`): the pairs considered; with ``"objects"`` no joint limit, and model 0's batch
+        only places its shapes (one state is enough)."""
         qbs = [np.asarray(qb) for qb in q_batches]
-        n = min(qb.shape[0] for qb in qbs) - 1
+        n = min(qb.shape[0] for qb in qbs[1 if among == "objects" else 0:]) - 1
         if n < 0:
             return -1
         last = n
-        if self.limits:
+        if self.limits and among != "objects":
             last = min(last, self._limit_free(qbs, n))
         if not self.shapes or last < 0:
             return last
         # per model and body: travel bound increments of each step (linear, angular)
         steps_lin, steps_ang = [], []
-        for model, qb in zip(self.models, qbs):
+        for k, (model, qb) in enumerate(zip(self.models, qbs)):
+            if among == "objects" and k == 0:  # model 0 stands still here: its shapes are left out
+                steps_lin.append(None)
+                steps_ang.append(None)
+                continue
             poses = np.array([alg.body_placements(model, q) for q in qb[:n + 1]])  # (n+1, nb, 4, 4)
             rel_R = np.einsum("snji,snjk->snik", poses[:-1, :, :3, :3], poses[1:, :, :3, :3])
             dp = np.linalg.norm(poses[1:, :, :3, 3] - poses[:-1, :, :3, 3], axis=2)  # (n, nb)
@@ -123,7 +165,7 @@ class ContactWorld:
             steps_ang.append(np.concatenate([[np.zeros(dth.shape[1])], np.cumsum(dth, axis=0)]))
         anchor = 0
         while True:
-            distances = self.pair_distances([qb[anchor] for qb in qbs])
+            distances = self.pair_distances([qb[min(anchor, qb.shape[0] - 1)] for qb in qbs], among)
             if any(d <= self.margin for d in distances.values()):
                 return anchor - 1
             reach_to = last
