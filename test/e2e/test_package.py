@@ -51,6 +51,7 @@ MODULE_TO_KEY = {
 ROS_MODULES = {
     "rclpy", "ament_index_python", "launch", "launch_ros", "launch_testing", "launch_testing_ros",
     "launch_pytest", "tf2_ros", "rosbag2_py", "xacro",
+    "coal",  # Coal (Pinocchio's collision library): a ROS package in humble..rolling, PyPI: coal
 }
 
 
