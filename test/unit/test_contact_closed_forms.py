@@ -274,13 +274,20 @@ def test_contact_power_is_never_positive(scene):
     assert scale > 0.0 and max(powers) <= 1e-12 * scale, (max(powers), scale)
 
 
+def _mujoco_elliptic():
+    """tools.contact_vs_mujoco's MuJoCo settings with elliptic cones: solref 0.02 (default) and 0.002 (stiff), each
+    at impratio 1 and 100."""
+    pytest.importorskip("mujoco")
+    import tools.contact_vs_mujoco as cvm
+
+    return cvm, [st for st in cvm.SETTINGS if st[1] == "elliptic"]
+
+
 def test_against_mujoco_the_closed_form_supports_ours_on_the_incline():
     """The same incline scenes in MuJoCo (elliptic cones; its default and a stiff solref): where the two differ,
     the closed form is with ours — MuJoCo's soft contact slides a little too fast and creeps where the block
     must stick (tools/contact_vs_mujoco.py prints the table)."""
-    pytest.importorskip("mujoco")
-    from tools.contact_vs_mujoco import incline as mujoco_incline
-
+    cvm, settings = _mujoco_elliptic()
     s, m, T, h = 0.2, 2.0, 2.0, 1e-3
     for theta_deg, mu in ((30.0, 0.3), (26.0, 0.5)):
         theta = math.radians(theta_deg)
@@ -290,7 +297,6 @@ def test_against_mujoco_the_closed_form_supports_ours_on_the_incline():
         shapes = [halfspace("ground", n, 0.0, mu), box("block", (s, s, s), (0, 0), mu=mu)]
         (q1,), (v1,), _ = _simulate([model], [q], [np.zeros(6)], shapes, T, h)
         ours = abs(_world_velocity(q1, v1)[0] @ down - a * T)
-        for solref, impratio in (((0.02, 1.0), 1.0), ((0.002, 1.0), 100.0)):
-            v_mj, _ = mujoco_incline(theta, mu, T=T, h=h, impratio=impratio, solref=solref)
-            theirs = abs(v_mj - a * T)
-            assert theirs > 1e-6 and ours < 1e-3 * theirs, (theta_deg, solref, ours, theirs)
+        for setting in settings:
+            theirs = abs(cvm.incline(theta_deg, mu, setting, T=T, h=h).values["v(T)"] - a * T)
+            assert theirs > 1e-6 and ours < 1e-3 * theirs, (theta_deg, setting, ours, theirs)
