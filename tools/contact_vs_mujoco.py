@@ -373,8 +373,9 @@ def build(settings=SETTINGS, only=None):
         scenes.append(Scene("slide_stop", "box sliding to a stop, mu 0.4, v0 2 m/s",
                             {"t_stop": ts, "x_stop": v0 * v0 / (2 * mu * G), "max lift": 0.0},
                             [slide_stop(st) for st in _settings(settings)],
-                            {"x": lambda t: np.where(t < ts, v0 * t - 0.5 * mu * G * t * t, v0 * ts / 2),
-                             "v": lambda t: np.maximum(v0 - mu * G * t, 0.0), "lift": lambda t: 0 * t},
+                            {"x": lambda t, ts=ts, v0=v0, mu=mu: np.where(t < ts, v0 * t - 0.5 * mu * G * t * t,
+                                                                          v0 * ts / 2),
+                             "v": lambda t, v0=v0, mu=mu: np.maximum(v0 - mu * G * t, 0.0), "lift": lambda t: 0 * t},
                             "t_stop: first |v| < 1e-4 m/s; x_stop: position at 1 s; semi-implicit Euler's distance "
                             "is sum h v_k = v0^2/(2 mu g) - v0 h/2 + O(h^2): ours -1.0e-3 exactly"))
     if want("bowling"):
@@ -383,8 +384,9 @@ def build(settings=SETTINGS, only=None):
         scenes.append(Scene("bowling", "bowling ball slip -> roll, mu 0.2, v0 3 m/s, h 0.1 ms",
                             {"t_roll": tr, "v_roll": 5 * v0 / 7, "max lift": 0.0},
                             [bowling(st) for st in _settings(settings)],
-                            {"v": lambda t: np.where(t < tr, v0 - mu * G * t, 5 * v0 / 7),
-                             "slip": lambda t: np.maximum(v0 - 3.5 * mu * G * t, 0.0), "lift": lambda t: 0 * t},
+                            {"v": lambda t, tr=tr, v0=v0, mu=mu: np.where(t < tr, v0 - mu * G * t, 5 * v0 / 7),
+                             "slip": lambda t, v0=v0, mu=mu: np.maximum(v0 - 3.5 * mu * G * t, 0.0),
+                             "lift": lambda t: 0 * t},
                             "t_roll: first |v - w r| < 1e-4 m/s; v_roll: speed at t_roll + 0.05 s"))
     for shape, factor, mu in (("sphere", 5 / 7, 0.5), ("cylinder", 2 / 3, 0.5), ("sphere", None, 0.05)):
         name = f"roll_{shape}_mu{mu:g}"
