@@ -20,9 +20,10 @@ only: the contacts, the solver's sweeps and residual, the weight the contacts ca
 weight: the soft contacts of MuJoCo carry it too, within their spring), and the per-contact cost.
 
 The split: each part of our step timed alone at the settled state (:func:`mbs_ros.bench.timing.alone`): body
-poses, the geometry (Coal), the free velocity (forward dynamics), the rows (contact and limit Jacobians, warm
-start), the Delassus matrix ``G = J M⁻¹ Jᵀ`` and ``g``, the solve, the integration on the group; "other" is
-the whole step less these (the post-stabilisation where a penetration is left, the glue).
+poses, the geometry (``find_contacts``: the broad phase, Coal, the patch points), the free velocity (forward
+dynamics), the rows (contact and limit Jacobians, warm start), the Delassus matrix ``G = J M⁻¹ Jᵀ`` and ``g``, the
+solve, the integration on the group; "other" is the whole step less these (the post-stabilisation's second solve
+where a penetration is left, the glue).
 """
 from __future__ import annotations
 
@@ -247,7 +248,8 @@ def pipeline(scene):
 
     parts = {
         "body poses": lambda: w.poses(qs),
-        "geometry (Coal)": lambda: find_contacts(poses, w.shapes, margin=margin, excluded=w.excluded),
+        "geometry (find_contacts: Coal and its Python)":
+            lambda: find_contacts(poses, w.shapes, margin=margin, excluded=w.excluded),
         "free velocity": lambda: cstep.free_velocity(w.models, qs, vs, taus, H),
         "rows, warm start": rows,
         "Delassus G, g": delassus,
