@@ -26,7 +26,7 @@ from scipy.linalg import cho_factor, cho_solve
 from .. import algorithms as alg
 from .solver import SolveResult, solve
 
-__all__ = ["Contact", "contact_rows", "limit_rows", "step", "StepInfo"]
+__all__ = ["Contact", "contact_rows", "delassus", "free_velocity", "limit_rows", "step", "StepInfo"]
 
 
 @dataclass(frozen=True)
@@ -163,6 +163,31 @@ def _warm_start(info, contacts, limit_names, tolerance):
     return lam
 
 
+def free_velocity(models, qs, vs, taus, h: float):
+    """``(offsets (n_models + 1,), v_f (nv,), kinematics per model)``: the scene's free velocity
+    ``v + h M⁻¹(τ − C v − g)`` (passive forces in τ), model ``k`` from ``offsets[k]``."""
+    offsets = np.concatenate([[0], np.cumsum([m.nv for m in models])]).astype(int)
+    v_free = np.empty(int(offsets[-1]))
+    kins = []
+    for k, model in enumerate(models):
+        q, v, tau = qs[k], vs[k], np.asarray(taus[k], dtype=float)
+        if model.passive_active:
+            tau = tau + model.passive_forces(q, v)
+        v_free[offsets[k]:offsets[k + 1]] = v + h * model.forward_dynamics(q, v, tau)
+        kins.append(alg.kinematics(model, q, inertia=False))
+    return offsets, v_free, kins
+
+
+def delassus(models, qs, offsets, J):
+    """``(M⁻¹Jᵀ (nv, m), G = J M⁻¹Jᵀ (m, m))`` of the rows ``J`` (m, nv); ``M`` block diagonal, one block per
+    model."""
+    MinvJt = np.empty((J.shape[1], J.shape[0]))
+    for k, model in enumerate(models):
+        cols = slice(offsets[k], offsets[k + 1])
+        MinvJt[cols] = cho_solve(cho_factor(model.mass_matrix(qs[k])), J[:, cols].T)
+    return MinvJt, J @ MinvJt
+
+
 def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margin: float = 1e-3, warm=None,
          max_sweeps: int = 100, slop: float = 1e-9):
     """One contact time step of a scene (module docstring): ``models`` move independently but for the contacts
@@ -173,16 +198,8 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
     n_models = len(models)
     qs = [np.asarray(q, dtype=float) for q in qs]
     vs = [np.asarray(v, dtype=float) for v in vs]
-    offsets = np.concatenate([[0], np.cumsum([m.nv for m in models])]).astype(int)
+    offsets, v_free, kins = free_velocity(models, qs, vs, taus, h)
     nv = int(offsets[-1])
-    v_free = np.empty(nv)
-    kins = []
-    for k, model in enumerate(models):
-        q, v, tau = qs[k], vs[k], np.asarray(taus[k], dtype=float)
-        if model.passive_active:
-            tau = tau + model.passive_forces(q, v)
-        v_free[offsets[k]:offsets[k + 1]] = v + h * model.forward_dynamics(q, v, tau)
-        kins.append(alg.kinematics(model, q, inertia=False))
     active = tuple(c for c in contacts if c.distance <= margin)
     Jc, dc, mu = contact_rows(models, kins, offsets, nv, active)
     Jl, dl, names = [np.zeros((0, nv))], [np.zeros(0)], []
@@ -202,11 +219,7 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
     v_next = v_free
     if nc or nl:
         J = np.vstack([Jc, Jl])
-        MinvJt = np.empty((nv, J.shape[0]))
-        for k, model in enumerate(models):
-            cols = slice(offsets[k], offsets[k + 1])
-            MinvJt[cols] = cho_solve(cho_factor(model.mass_matrix(qs[k])), J[:, cols].T)
-        G = J @ MinvJt
+        MinvJt, G = delassus(models, qs, offsets, J)
         g = J @ v_free
         gap = np.concatenate([dc, dl])
         normal_rows = np.concatenate([3 * np.arange(nc), 3 * nc + np.arange(nl)])
