@@ -368,9 +368,6 @@ def test_simulator_balances_energy_with_thrusters_current_and_dampers():
     assert ports["ports"]["thruster/t1"] == pytest.approx(sim.thrust[0] * VT[0])
 
 
-@pytest.mark.xfail(strict=True, reason="Simulator bug: set_current (and set_model) replace Simulator.model but the "
-                   "joint-limit ContactWorld keeps the model it was made with, so the contact steps after the change "
-                   "still apply the old current (-4.6 J here, -16 J after 2 s)")
 def test_simulator_balances_energy_when_a_joint_stops_at_its_limit():
     """The same vehicle with its joint limits (the default): j3 hits its 3 rad stop (the impact's loss is
     ``contact_work``, about -12 J), rests on it from then on (every step the contact step, first order), and the

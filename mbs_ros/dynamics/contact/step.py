@@ -11,7 +11,8 @@ a penetration ``φ < 0`` as 0 (never pushed out by a velocity: an impulse does n
 the contact never injects kinetic energy). What penetration the step leaves (second order in h: a body turning
 about its contact moves along the group's exponential, not along the constraint) deeper than ``slop`` is removed
 from the positions alone before the step (post-stabilisation, Cline & Pai 2003: the least M-norm shift ``δ =
-M⁻¹J_nᵀμ``, ``μ ≥ 0`` from the same solver with the normal rows only), so no velocity comes from it; the
+M⁻¹J_nᵀμ``, ``μ ≥ 0`` from the same solver with the normal rows only; a joint past its limit goes back onto it
+along its own coordinate, not in the M-metric, which would move the other joints too), so no velocity comes from it; the
 potential energy it restores (the height a body turning on SE(3) lost to the exponential's screw) is taken from
 the kinetic energy of the bodies it moved (their velocities scaled down together), so it never adds energy.
 """
@@ -230,11 +231,17 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
         # the impulse's exact work on the kinetic energy, λᵀJ(v_f + v⁺)/2 (= ½v⁺ᵀMv⁺ − ½v_fᵀMv_f), over the step
         power = 0.5 * float(res.lam @ (J @ (v_free + v_next))) / h
         deep = gap < -slop
-        if np.any(deep):  # post-stabilisation: move q (not v) out of the penetration, in the M-metric
-            rows = normal_rows
-            shift = solve(G[np.ix_(rows, rows)], np.minimum(gap + slop, 0.0), np.zeros(0), 0,
-                          max_sweeps=max_sweeps)
-            delta = MinvJt[:, rows] @ shift.lam
+        if np.any(deep):  # post-stabilisation: move q (not v) out of the penetration
+            delta = np.zeros(nv)
+            if np.any(deep[:nc]):  # contacts: the least M-norm shift
+                rows = normal_rows[:nc]
+                shift = solve(G[np.ix_(rows, rows)], np.minimum(gap[:nc] + slop, 0.0), np.zeros(0), 0,
+                              max_sweeps=max_sweeps)
+                delta += MinvJt[:, rows] @ shift.lam
+            over = deep[nc:]
+            if np.any(over):  # joints past a limit: back onto it along the joint alone (the M-metric would move
+                # the other joints too, by much where M is ill-conditioned)
+                delta += J[3 * nc:][over].T @ -(gap[nc:][over] + slop)
             moved = [k for k in range(n_models) if np.any(delta[offsets[k]:offsets[k + 1]] != 0.0)]
             shifted = list(qs)
             for k in moved:
