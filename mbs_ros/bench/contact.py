@@ -226,7 +226,7 @@ def pipeline(scene):
                 Jl.append(J)
                 dl.append(d_k)
                 names += [f"{k}:{n}" for n in n_k]
-        lam0 = cstep._warm_start(warm, active, names, 10.0 * margin)
+        lam0 = cstep.warm_start(warm, active, names, 10.0 * margin)
         return np.vstack(Jl), np.concatenate(dl), mu, lam0
 
     J, gap, mu, lam0 = rows()

@@ -570,6 +570,7 @@ class Simulator:
                 self._halt(k, *fault)  # the state stays (q0, v0) at t_k
                 return taken
             self.work = work
+            self.contact_power = info.power if contact is not None else 0.0
             if contact is not None:
                 self.contact_work += dt * info.power
                 self.contact_steps += 1
@@ -886,6 +887,7 @@ class Simulator:
         self.passive_work = 0.0  # ∫ v·τ_p (springs excluded) [J]: what the passive loads did
         self.dissipated = 0.0  # ∫ dissipated power [J]
         self.contact_work = 0.0  # the contact and limit impulses' work [J] (≤ 0: friction, impacts, limit stops)
+        self.contact_power = 0.0  # their mean power over the last step [W] (≤ 0; 0 when it was no contact step)
         self._passive_end = None
         self.kinetic_energy_ref = model.kinetic_energy(q, v)
         self.energy_ref = self.kinetic_energy_ref + model.potential_energy(q) + self.objects_energy()

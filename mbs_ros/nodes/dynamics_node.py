@@ -105,7 +105,8 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
         self.dt = self.dt_ns * 1e-9
         self.lockstep = s.lockstep
         # t0: 0 with use_sim_time and no /clock yet
-        self.sim = make_simulator(model, s, q0, v0, self.dt, limits, self.get_clock().now().nanoseconds)
+        self.sim = make_simulator(model, s, q0, v0, self.dt, limits, self.get_clock().now().nanoseconds,
+                                  source)
         # a step of a throw-away copy loads the compiled kernels now, not on the first real step (0.5 s on a loaded
         # machine, while a controller waits for the next state)
         Simulator(model, q0, v0, self.dt, integrator=s.integrator).advance(1)

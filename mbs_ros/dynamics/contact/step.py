@@ -139,7 +139,7 @@ class StepInfo:
     limit_names: tuple = ()
 
 
-def _warm_start(info, contacts, limit_names, tolerance):
+def warm_start(info, contacts, limit_names, tolerance):
     """The last step's impulses for the rows that are still there: a contact of the same pair whose point moved
     less than ``tolerance``, a limit by its name; zero for new rows."""
     nc, nl = len(contacts), len(limit_names)
@@ -225,7 +225,7 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
         gap = np.concatenate([dc, dl])
         normal_rows = np.concatenate([3 * np.arange(nc), 3 * nc + np.arange(nl)])
         g[normal_rows] += np.maximum(gap, 0.0) / h
-        lam0 = _warm_start(warm, active, names, 10.0 * margin)
+        lam0 = warm_start(warm, active, names, 10.0 * margin)
         res = solve(G, g, mu, nc, lam0=lam0, max_sweeps=max_sweeps)
         v_next = v_free + MinvJt @ res.lam
         # the impulse's exact work on the kinetic energy, λᵀJ(v_f + v⁺)/2 (= ½v⁺ᵀMv⁺ − ½v_fᵀMv_f), over the step
