@@ -243,7 +243,9 @@ class Simulator:
                 raise ValueError(f"object {i}: initial state must be finite, q of {m.nq} and v of {m.nv} entries")
         self.obj_q = [q.copy() for q in self.obj_q_init]
         self.obj_v = [v.copy() for v in self.obj_v_init]
-        self._obj_traj = None  # (k0, [qs], [vs]): the objects' free flight from step k0 (no contact in between)
+        # (k0, [qs], [vs], [free until], {k: StepInfo}): the objects' motion from step k0 without the robot, and the
+        # objects' own contact steps in it (step k to k + 1), whose work counts when the step is taken
+        self._obj_traj = None
         self._free_until = -1  # the states up to this step index are known to stay out of every contact margin
         self._probe = 1 << 20  # how many steps ahead the next look goes (1 after a contact step, then doubling)
         self.contact_steps = 0  # steps taken by the contact step
@@ -590,6 +592,12 @@ class Simulator:
                     self.obj_q, self.obj_v = contact[3], contact[4]
                 else:
                     self.obj_q, self.obj_v = self._objects_at(k + 1)
+                    own = self._obj_traj[4].get(k)  # the objects' own contact step (the robot clear of it)
+                    if own is not None:
+                        self.contact_power = own.power
+                        self.contact_work += dt * own.power
+                        self.contact_steps += 1
+                        self.contact_unconverged += int(own.result is not None and not own.result.converged)
             self.k = k + 1
             if every and (self.k - self.k_reset) % every == 0:
                 reason = self._energy_runaway()
@@ -651,8 +659,8 @@ class Simulator:
             return []
         traj = self._obj_traj
         if traj is None or not traj[0] <= k < traj[0] + len(traj[1][0]):
-            traj = self._obj_traj = (k, [[q] for q in self.obj_q], [[v] for v in self.obj_v], [k - 1])
-        k0, qss, vss, free_until = traj
+            traj = self._obj_traj = (k, [[q] for q in self.obj_q], [[v] for v in self.obj_v], [k - 1], {})
+        k0, qss, vss, free_until, contact_steps = traj
         while k0 + len(qss[0]) - 1 < k + n:
             i = len(qss[0]) - 1  # the last known state, step k0 + i
             if k0 + i < free_until[0]:
@@ -681,6 +689,7 @@ class Simulator:
             taus = [np.zeros(self.model.nv)] + [np.zeros(m.nv) for m in self.objects]
             q1s, v1s, info, engaged = self.world.step([self.q] + now_q, [np.zeros(self.model.nv)] + now_v, taus,
                                                       self.dt, among="objects")
+            contact_steps[k0 + i] = info
             for j, (m, qs, vs) in enumerate(zip(self.objects, qss, vss), start=1):
                 if j in engaged:
                     qs.append(q1s[j])
@@ -693,7 +702,7 @@ class Simulator:
 
     def _objects_at(self, k: int):
         """The free objects' states at step ``k`` of their motion without the robot (lists of q and v)."""
-        k0, qss, vss, _ = self._obj_traj
+        k0, qss, vss, _, _ = self._obj_traj
         i = k - k0
         return [qs[i] for qs in qss], [vs[i] for vs in vss]
 

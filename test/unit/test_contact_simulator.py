@@ -120,9 +120,10 @@ def test_the_arm_falls_onto_a_free_box_and_rests_on_it_the_balance_counts_both()
     # the box, pressed, stays on the ground where it was (mu 0.6 holds it)
     np.testing.assert_allclose(sim.obj_q[0][:3], start[0][:3], atol=1e-4)
     # the energy the link lost went into the contact's work, up to the contact step's own O(h) error: halving h
-    # halves the residual (0.045 J at 1 ms, of the 1.86 J the link lost)
+    # halves the residual (0.092 J at 1 ms, of the 1.82 J the link lost: the box resting on the ground from the
+    # start counts its contact steps' O(h) work from step 0, the robot clear of it)
     coarse = d["energy_balance_residual"]
-    assert -sim.contact_work == pytest.approx(1.0 * G * 0.5 * math.sin(sim.q[0]), rel=0.05)
+    assert -sim.contact_work == pytest.approx(1.0 * G * 0.5 * math.sin(sim.q[0]), rel=0.06)
     arm, obj, world, start = _arm_and_box((0.45, 0.0, -0.35), ground=-0.45)
     fine = Simulator(arm, np.zeros(1), np.zeros(1), 5e-4, world=world, objects=[start], joint_limits=False)
     assert fine.advance(1200) == 1200
