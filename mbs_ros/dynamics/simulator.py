@@ -572,9 +572,15 @@ class Simulator:
                 self._halt(k, *fault)  # the state stays (q0, v0) at t_k
                 return taken
             self.work = work
-            self.contact_power = info.power if contact is not None else 0.0
+            self.contact_power = 0.0
             if contact is not None:
-                self.contact_work += dt * info.power
+                # the port: the energy the contact step took from the scene beyond what the commands and the
+                # passive loads did (never positive; a gain, the step's own O(h) error, stays in the residual)
+                done = work - self.work + ((passive_work - self.passive_work) if passive else 0.0)
+                change = (self._energy_of(model, q1, v1) - self._energy_of(model, q0, v0)
+                          + self._objects_energy(contact[3], contact[4]) - self.objects_energy())
+                self.contact_power = min(0.0, change - done) / dt
+                self.contact_work += dt * self.contact_power
                 self.contact_steps += 1
                 self.contact_unconverged += int(info.result is not None and not info.result.converged)
                 self.last_contact = info
@@ -594,8 +600,9 @@ class Simulator:
                     self.obj_q, self.obj_v = self._objects_at(k + 1)
                     own = self._obj_traj[4].get(k)  # the objects' own contact step (the robot clear of it)
                     if own is not None:
-                        self.contact_power = own.power
-                        self.contact_work += dt * own.power
+                        own, removed = own
+                        self.contact_power = removed / dt
+                        self.contact_work += removed
                         self.contact_steps += 1
                         self.contact_unconverged += int(own.result is not None and not own.result.converged)
             self.k = k + 1
@@ -689,7 +696,6 @@ class Simulator:
             taus = [np.zeros(self.model.nv)] + [np.zeros(m.nv) for m in self.objects]
             q1s, v1s, info, engaged = self.world.step([self.q] + now_q, [np.zeros(self.model.nv)] + now_v, taus,
                                                       self.dt, among="objects")
-            contact_steps[k0 + i] = info
             for j, (m, qs, vs) in enumerate(zip(self.objects, qss, vss), start=1):
                 if j in engaged:
                     qs.append(q1s[j])
@@ -697,6 +703,10 @@ class Simulator:
                 else:
                     qs.append(flights[j - 1][0][1])
                     vs.append(flights[j - 1][1][1])
+            # the port's energy of the step: what the objects lost (no command acts on them), never a gain
+            change = (self._objects_energy([qs[-1] for qs in qss], [vs[-1] for vs in vss])
+                      - self._objects_energy(now_q, now_v))
+            contact_steps[k0 + i] = (info, min(0.0, change))
         i = k - k0
         return [np.array(qs[i:i + n + 1]) for qs in qss]
 
@@ -708,8 +718,14 @@ class Simulator:
 
     def objects_energy(self) -> float:
         """Kinetic plus potential energy of the free objects [J] (0 without objects)."""
-        return float(sum(m.kinetic_energy(q, v) + m.potential_energy(q)
-                         for m, q, v in zip(self.objects, self.obj_q, self.obj_v)))
+        return self._objects_energy(self.obj_q, self.obj_v)
+
+    def _objects_energy(self, qs, vs) -> float:
+        return float(sum(self._energy_of(m, q, v) for m, q, v in zip(self.objects, qs, vs)))
+
+    @staticmethod
+    def _energy_of(model, q, v) -> float:
+        return model.kinetic_energy(q, v) + model.potential_energy(q)
 
     def _batch(self, model, q0, v0, k: int, n: int):
         """``[qs, vs, within, 0]``: the next ``n`` steps from ``(q0, v0)`` at step ``k`` under the held force in one
@@ -895,8 +911,10 @@ class Simulator:
         self.work = 0.0
         self.passive_work = 0.0  # ∫ v·τ_p (springs excluded) [J]: what the passive loads did
         self.dissipated = 0.0  # ∫ dissipated power [J]
-        self.contact_work = 0.0  # the contact and limit impulses' work [J] (≤ 0: friction, impacts, limit stops)
-        self.contact_power = 0.0  # their mean power over the last step [W] (≤ 0; 0 when it was no contact step)
+        #: the contact and limit port's work [J] (≤ 0: friction, impacts, limit stops): per contact step the
+        #: energy the step took from the scene beyond the commands' and passive loads' work, when it took some
+        self.contact_work = 0.0
+        self.contact_power = 0.0  # its mean power over the last step [W] (≤ 0; 0 when it was no contact step)
         self._passive_end = None
         self.kinetic_energy_ref = model.kinetic_energy(q, v)
         self.energy_ref = self.kinetic_energy_ref + model.potential_energy(q) + self.objects_energy()

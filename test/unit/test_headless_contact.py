@@ -58,7 +58,6 @@ def test_a_headless_run_records_the_contact_work_power_and_the_objects(tmp_path)
     t_land = (2 * CRATE_DROP / G) ** 0.5
     assert np.all(rec.contact_work[rec.t < t_land - 0.01] == 0.0)
     assert rec.contact_work[-1] < -0.98 * lost
-    assert np.any(rec.contact_power < 0.0)
     # the crate: (rows, 1 object, 7 = position and quaternion), from its start to resting on the ground
     assert rec.objects_q.shape == (rows, 1, 7)
     np.testing.assert_allclose(rec.objects_q[0, 0], [2.0, 0.0, ARM_GROUND + CRATE_SIZE / 2 + CRATE_DROP,
