@@ -94,7 +94,7 @@ def solo12(settle: int) -> Scene:
     world = ContactWorld([model], shapes, excluded)
     v = np.zeros(model.nv)
     for _ in range(settle):
-        (q,), (v,), _info = world.step([q], [v], [_pd(q, v)], H)
+        (q,), (v,), _info, _ = world.step([q], [v], [_pd(q, v)], H)
     tau = _pd(q, v)
     weight = G * float(model.mass_matrix(q)[0, 0])  # so3xr3: the first three velocities translate the base
 
@@ -179,7 +179,7 @@ def stack5(settle: int) -> Scene:
                                                                 for k in range(n)]
     world = ContactWorld(models, shapes, limits=False)
     for _ in range(settle):
-        qs, vs, _info = world.step(qs, vs, taus, H)
+        qs, vs, _info, _ = world.step(qs, vs, taus, H)
     bodies = "".join(f'<body pos="0 0 {(k + 0.5) * s}"><freejoint/><geom type="box" size="{s / 2} {s / 2} {s / 2}" '
                      f'mass="{mass}" friction="{MU_STACK} 0 0"/></body>' for k in range(n))
     m = mujoco.MjModel.from_xml_string(
@@ -207,7 +207,7 @@ def pipeline(scene):
     w, qs, vs, taus = scene.world, scene.qs, scene.vs, scene.taus
     w.forget()
     w.step(qs, vs, taus, H)  # the warm start of a settled step
-    qs1, vs1, warm = w.step(qs, vs, taus, H)
+    qs1, vs1, warm, _ = w.step(qs, vs, taus, H)
     margin = w.margin + H * max(float(np.max(np.abs(v))) for v in vs)
     poses = w.poses(qs)
     contacts = find_contacts(poses, w.shapes, margin=margin, excluded=w.excluded)
@@ -309,7 +309,7 @@ def run(key: str, quick: bool, plan: timing.Plan, tol: float) -> list:
         state["qs"], state["vs"] = list(scene.qs), list(scene.vs)
 
     def ours():
-        state["qs"], state["vs"], _ = w.step(state["qs"], state["vs"], taus, H)
+        state["qs"], state["vs"], _, _ = w.step(state["qs"], state["vs"], taus, H)
 
     reset_ours()
     m, d = scene.m, scene.d
