@@ -629,7 +629,10 @@ class Simulator:
         # after a contact step look one step ahead, then twice as far after each clear look (the objects' motion
         # is computed as far as the look goes)
         states = states[:self._probe + 1]
-        free = world.free_steps([states] + self._objects_span(k, len(states) - 1), among="robot")
+        if world.shapes or self.objects:
+            free = world.free_steps([states] + self._objects_span(k, len(states) - 1), among="robot")
+        else:  # joint limits alone
+            free = world.limit_free([states], len(states) - 1) if world.limits else len(states) - 1
         if free >= 1:
             self._free_until = k + free
             self._probe = min(2 * self._probe, 1 << 20)

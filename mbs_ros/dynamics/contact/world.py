@@ -59,6 +59,7 @@ class ContactWorld:
         self.reach = [_reach(s) if s.body is not None else 0.0 for s in self.shapes]
         self._warm = {}
         self._left_out = {}
+        self._limits_of = {}
 
     def forget(self) -> None:
         """Drop the warm start (after a reset: the last impulses belong to another state)."""
@@ -147,7 +148,7 @@ class ContactWorld:
             return -1
         last = n
         if self.limits and among != "objects":
-            last = min(last, self._limit_free(qbs, n))
+            last = min(last, self.limit_free(qbs, n))
         if not self.shapes or last < 0:
             return last
         # per model and body: travel bound increments of each step (linear, angular)
@@ -186,19 +187,31 @@ class ContactWorld:
                 return last
             anchor = max(reach_to, anchor + 1)  # measure again where the bound ran out (at least one state on)
 
-    def _limit_free(self, qbs, n) -> int:
+    def limit_free(self, qbs, n) -> int:
         """The largest k with every limited joint outside its limit margin at the states 0..k (-1: not even
         the start)."""
         ok = n
-        for model, qb in zip(self.models, qbs):
-            lower, upper = model.position_limits
-            tree = model.tree
-            for jn in range(len(model.joint_names)):
-                lo, hi = lower[jn], upper[jn]
-                if not (np.isfinite(lo) or np.isfinite(hi)):
-                    continue
-                x = qb[:n + 1, int(tree.iq[jn])]
-                near = np.nonzero((x - lo <= self.margin) | (hi - x <= self.margin))[0]
-                if near.size:
-                    ok = min(ok, int(near[0]) - 1)
+        for k, qb in enumerate(qbs):
+            iq, lo, hi = self._limited(k)  # lo, hi: the limits moved in by the margin
+            if not iq.size:
+                continue
+            x = qb[:n + 1, iq]
+            if (x - lo).min() > 0.0 and (hi - x).min() > 0.0:  # the common case: nowhere near, two reductions
+                continue
+            near = np.flatnonzero(((x <= lo) | (x >= hi)).any(axis=1))
+            if near.size:
+                ok = min(ok, int(near[0]) - 1)
         return ok
+
+    def _limited(self, k: int):
+        """``(iq, lower + margin, upper - margin)`` of model k's joints with a finite limit (kept per model
+        object): a joint is near a limit where it is at or beyond these."""
+        model = self.models[k]
+        cached = self._limits_of.get(k)
+        if cached is None or cached[0] is not model:
+            lower, upper = (np.asarray(x, dtype=float) for x in model.position_limits)
+            keep = np.flatnonzero(np.isfinite(lower) | np.isfinite(upper))
+            cached = (model, np.asarray(model.tree.iq, dtype=np.intp)[keep], lower[keep] + self.margin,
+                      upper[keep] - self.margin)
+            self._limits_of[k] = cached
+        return cached[1:]
