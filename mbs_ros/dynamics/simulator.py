@@ -12,6 +12,7 @@ the simulation. Commands, timeouts, lockstep, saturation, the fault bounds and t
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Callable, Dict, Optional
 
@@ -495,10 +496,12 @@ class Simulator:
 
     # ------------------------------------------------------------------------------------- stepping
 
-    def advance(self, n_steps: int) -> int:
+    def advance(self, n_steps: int, deadline_ns: Optional[int] = None) -> int:
         """Take ``n_steps`` steps (none while paused); returns the number taken. Per step: the pending commands
         start, held ones may time out, one :func:`~mbs_ros.dynamics.integrators.step`, the finiteness check, the
-        work of the step, the hooks when an applied command changed."""
+        work of the step, the hooks when an applied command changed. ``deadline_ns`` (``time.monotonic_ns()``):
+        stop after a contact step that ends past it (contact steps are the slow ones; a caller's chunk of wall
+        clock), the rest for the next call."""
         if self.paused or n_steps <= 0:
             return 0
         model, dt, method = self.model, self.dt, self._integrator
@@ -593,12 +596,14 @@ class Simulator:
                     self._thrust_mean, thrust_end)
             self._p_end, self._p_end_valid = p1, True
             self.q, self.v = q1, v1
+            own_step = False
             if self.objects:
                 if contact is not None:
                     self.obj_q, self.obj_v = contact[3], contact[4]
                 else:
                     self.obj_q, self.obj_v = self._objects_at(k + 1)
                     own = self._obj_traj[4].get(k)  # the objects' own contact step (the robot clear of it)
+                    own_step = own is not None
                     if own is not None:
                         own, removed = own
                         self.contact_power = removed / dt
@@ -606,6 +611,8 @@ class Simulator:
                         self.contact_steps += 1
                         self.contact_unconverged += int(own.result is not None and not own.result.converged)
             self.k = k + 1
+            if deadline_ns is not None and (contact is not None or own_step) and time.monotonic_ns() > deadline_ns:
+                return taken + 1
             if every and (self.k - self.k_reset) % every == 0:
                 reason = self._energy_runaway()
                 if reason is not None:

@@ -178,3 +178,17 @@ def test_a_joint_started_past_its_limit_goes_back_onto_it_alone():
     assert sim.advance(1) == 1
     assert sim.q[0] == pytest.approx(0.5, abs=1e-8)
     assert abs(sim.q[1] - q0[1]) < 1e-12  # no force, no velocity: j2 stays
+
+
+def test_a_wall_clock_deadline_ends_advance_after_a_contact_step_only():
+    """The node's chunks of wall clock: past its deadline, advance returns after the next contact step; steps
+    where nothing touches are not cut (today's batches)."""
+    model, s = _box()
+    shapes = [halfspace("ground", (0, 0, 1), 0.0, 0.6), box("box", (s, s, s), (0, 0), mu=0.6)]
+    resting = np.array([0.0, 0.0, 0.5 * s, 0.0, 0.0, 0.0, 1.0])
+    sim = Simulator(model, resting, np.zeros(6), 1e-3, world=ContactWorld([model], shapes))
+    assert sim.advance(50, deadline_ns=0) == 1 and sim.k == 1  # resting: every step is a contact step
+    assert sim.advance(50) == 50 and sim.k == 51
+    high = np.array([0.0, 0.0, 50.0, 0.0, 0.0, 0.0, 1.0])
+    far = Simulator(model, high, np.zeros(6), 1e-3, world=ContactWorld([model], shapes))
+    assert far.advance(50, deadline_ns=0) == 50 and far.contact_steps == 0
