@@ -10,6 +10,7 @@ import pytest
 
 from contact_fixtures import (ARM_GROUND, CRATE_DROP, CRATE_MASS, CRATE_SIZE, G, PUCK_MASS, PUCK_SIZE,
                               dynamics_setup, write_arm, write_puck)
+from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes.dynamics_core import balance_residual, energy_report, make_simulator
 
 DROP = 0.2  # [m] the puck's bottom above the ground at the start
@@ -109,3 +110,34 @@ def test_an_object_dropped_away_from_the_robot_counts_its_impact(tmp_path):
     bound = 0.02 * lost + 0.5 * CRATE_MASS * G * G * h * (T - t_land)
     r = balance_residual(sim)
     assert 0.0 < r <= 1.05 * bound, (r, bound)
+
+
+def test_a_single_rigid_body_gets_its_shapes_from_the_world_file(tmp_path):
+    """No URDF: world.robot_shapes puts a capsule on the body's base_link; lying along x on the ground it rests
+    with its axis at its radius (closed form), and a mask that meets nothing lets it fall through."""
+    r, length = 0.05, 0.3
+    rest = tmp_path / "rest.yaml"
+    rest.write_text("world:\n  ground: {height: 0.0, mu: 0.6}\n  robot_shapes:\n"
+                    f"    - {{name: hull, link: base_link, capsule: [{r}, {length}], rpy: [0, 1.5707963267948966, 0]}}\n")
+    model, s, q0, v0, limits, source = dynamics_setup(world=str(rest), mass=2.0,
+                                                      inertia=[0.02, 0.0, 0.0, 0.02, 0.0, 0.02],
+                                                      initial_position=[0.0, 0.0, r + 0.05])
+    sim = make_simulator(model, s, q0, v0, 1e-3, limits, 0, source)
+    assert sim.advance(600) == 600 and sim.fault is None
+    assert sim.q[2] == pytest.approx(r, abs=1e-9) and np.abs(sim.v).max() < 1e-9
+    assert sim.contact_work == pytest.approx(-2.0 * G * 0.05, rel=1e-6)
+    through = tmp_path / "through.yaml"
+    through.write_text(rest.read_text().replace("rpy: [0, 1.5707963267948966, 0]}",
+                                                "rpy: [0, 1.5707963267948966, 0], mask: 0}"))
+    model, s, q0, v0, limits, source = dynamics_setup(world=str(through), initial_position=[0.0, 0.0, r + 0.05])
+    sim = make_simulator(model, s, q0, v0, 1e-3, limits, 0, source)
+    assert sim.advance(600) == 600 and sim.q[2] < -1.0 and sim.contact_steps == 0
+
+
+def test_a_robot_shape_on_an_unknown_link_is_refused_naming_it(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("world:\n  robot_shapes:\n    - {name: hull, link: nowhere, sphere: 0.1}\n")
+    model, s, q0, v0, limits, source = dynamics_setup(world=str(bad))
+    with pytest.raises(ParameterError, match=r"bad.yaml: world.robot_shapes: hull: the robot has no link 'nowhere' "
+                                             r"\(links: base_link\)"):
+        make_simulator(model, s, q0, v0, 1e-3, limits, 0, source)

@@ -12,6 +12,8 @@ The file (or a robot YAML's ``world:`` key) holds one mapping::
       ground: {height: 0.0, normal: [0, 0, 1], mu: 0.8}
       static:                    # world-fixed shapes: box [x, y, z] | sphere r | cylinder [r, length]
         - {name: wall, box: [0.1, 2.0, 1.0], xyz: [1.5, 0, 0.5], rpy: [0, 0, 0], mu: 0.5}
+      robot_shapes:              # shapes on the robot's links beside (or instead of) its URDF <collision>, e.g.
+        - {name: foot, link: FL_FOOT, sphere: 0.02, xyz: [0, 0, 0], group: 1, mask: 4294967295}
       objects:                   # free bodies on SO(3)xR3 (exact rolling on the group, docs/contact.md)
         - {name: crate, box: [0.2, 0.2, 0.2], mass: 2.0, xyz: [1, 0, 0.1], rpy: [0, 0, 0],
            velocity: [0, 0, 0, 0, 0, 0], inertia: [ixx, iyy, izz], mu: 0.6, fluid_density: 1000}
@@ -34,8 +36,10 @@ from mbs_ros.yamlfile import YamlFileError, read_yaml, shown
 
 __all__ = ["WorldSpec", "load_world", "build_world", "WORLD_KEYS"]
 
-WORLD_KEYS = ("margin", "friction", "robot_collision", "self_collision", "srdf", "ground", "static", "objects")
-SHAPE_KINDS = ("box", "sphere", "cylinder")
+WORLD_KEYS = ("margin", "friction", "robot_collision", "self_collision", "srdf", "ground", "static", "objects",
+              "robot_shapes")
+SHAPE_KINDS = ("box", "sphere", "cylinder", "capsule")
+MASK_BITS = 0xFFFFFFFF
 MAX_SHAPES = 1000
 
 
@@ -52,6 +56,7 @@ class WorldSpec:
     ground: Optional[dict]
     static: list
     objects: list
+    robot_shapes: list
 
 
 def _fail(path, key, reason):
@@ -93,7 +98,7 @@ def _shape(path, key, item, extra):
     elif kind == "sphere":
         size = [_number(path, f"{key}.sphere", item["sphere"], 0.0, 1e6, low_open=True)]
     else:
-        size = _vector(path, f"{key}.cylinder", item["cylinder"], 2, 0.0, low_open=True)
+        size = _vector(path, f"{key}.{kind}", item[kind], 2, 0.0, low_open=True)
     name = item.get("name")
     if not (isinstance(name, str) and name and len(name) <= 128 and name.replace("_", "a").replace("-", "a").isalnum()):
         _fail(path, f"{key}.name", f"must be a name (letters, digits, _ and -), got {shown(name)}")
@@ -101,6 +106,11 @@ def _shape(path, key, item, extra):
            "xyz": _vector(path, f"{key}.xyz", item.get("xyz", [0.0, 0.0, 0.0]), 3),
            "rpy": _vector(path, f"{key}.rpy", item.get("rpy", [0.0, 0.0, 0.0]), 3, high=1e3),
            "mu": None if "mu" not in item else _number(path, f"{key}.mu", item["mu"], 0.0, 1e3)}
+    for bits in ("group", "mask"):  # collision bits: two shapes touch when a.group & b.mask and b.group & a.mask
+        value = item.get(bits, MASK_BITS if bits == "mask" else 1)
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MASK_BITS:
+            _fail(path, f"{key}.{bits}", f"must be a whole number in [0, {MASK_BITS}], got {shown(value)}")
+        out[bits] = value
     for k, check in extra.items():
         out[k] = check(item.get(k), f"{key}.{k}")
     return out
@@ -157,7 +167,7 @@ def load_world(path, fluid_density: Optional[float] = None, key: str = "world") 
         ground = {"height": _number(path, f"{key}.ground.height", g.get("height", 0.0), -1e6, 1e6),
                   "normal": normal, "mu": None if "mu" not in g else _number(path, f"{key}.ground.mu", g["mu"], 0.0, 1e3)}
     lists = {}
-    for k in ("static", "objects"):
+    for k in ("static", "objects", "robot_shapes"):
         items = w.get(k, [])
         if not isinstance(items, list) or len(items) > MAX_SHAPES:
             _fail(path, f"{key}.{k}", f"must be a list of at most {MAX_SHAPES} shapes, got {shown(items)}")
@@ -165,7 +175,19 @@ def load_world(path, fluid_density: Optional[float] = None, key: str = "world") 
     static = []
     for i, item in enumerate(lists["static"]):
         k = f"{key}.static[{i}]"
-        static.append(_shape(path, k, _mapping(path, k, item, ("name", "xyz", "rpy", "mu") + SHAPE_KINDS), {}))
+        static.append(_shape(path, k, _mapping(path, k, item, ("name", "xyz", "rpy", "mu", "group", "mask")
+                                                 + SHAPE_KINDS), {}))
+
+    def link(value, k):
+        if not (isinstance(value, str) and value and len(value) <= 128):
+            _fail(path, k, f"must be the name of one of the robot's links, got {shown(value)}")
+        return value
+
+    robot_shapes = []
+    for i, item in enumerate(lists["robot_shapes"]):
+        k = f"{key}.robot_shapes[{i}]"
+        robot_shapes.append(_shape(path, k, _mapping(path, k, item, ("name", "link", "xyz", "rpy", "mu", "group",
+                                                                      "mask") + SHAPE_KINDS), {"link": link}))
 
     def density(value, k):
         if value is None:
@@ -178,11 +200,13 @@ def load_world(path, fluid_density: Optional[float] = None, key: str = "world") 
     objects = []
     for i, item in enumerate(lists["objects"]):
         k = f"{key}.objects[{i}]"
-        _mapping(path, k, item, ("name", "xyz", "rpy", "mu", "mass", "inertia", "velocity", "fluid_density")
-                 + SHAPE_KINDS)
+        _mapping(path, k, item, ("name", "xyz", "rpy", "mu", "mass", "inertia", "velocity", "fluid_density",
+                                 "group", "mask") + SHAPE_KINDS)
         if "mass" not in item:
             _fail(path, f"{k}.mass", "missing: a free object needs its mass [kg]")
         o = _shape(path, k, item, {"velocity": velocity, "fluid_density": density})
+        if o["kind"] == "capsule":
+            _fail(path, k, "a free object is a box, sphere or cylinder (its inertia and volume in closed form)")
         o["mass"] = _number(path, f"{k}.mass", item["mass"], 0.0, 1e9, low_open=True)
         o["inertia"] = (_solid_inertia(o["kind"], o["size"], o["mass"]) if item.get("inertia") is None else
                         _vector(path, f"{k}.inertia", item["inertia"], 3, 0.0, low_open=True, high=1e9))
@@ -190,23 +214,25 @@ def load_world(path, fluid_density: Optional[float] = None, key: str = "world") 
         if a + b < c * (1 - 1e-9) or a + c < b * (1 - 1e-9) or b + c < a * (1 - 1e-9):
             _fail(path, f"{k}.inertia", "principal moments must satisfy the triangle inequality")
         objects.append(o)
-    names = [s["name"] for s in static + objects]
+    names = [s["name"] for s in static + objects + robot_shapes]
     dup = sorted({n for n in names if names.count(n) > 1})
     if dup:
         _fail(path, f"{key}", f"names must be unique: {', '.join(dup)} repeated")
     return WorldSpec(path, margin, friction, flags["robot_collision"], flags["self_collision"], srdf, ground,
-                     static, objects)
+                     static, objects, robot_shapes)
 
 
-def _geometry(o, mu_default, body=None, T=None):
-    from .geometry import box, cylinder, sphere
+def _geometry(o, mu_default, body=None, T=None, link=""):
+    import coal
+
+    from .geometry import Shape
 
     mu = mu_default if o["mu"] is None else o["mu"]
-    if o["kind"] == "box":
-        return box(o["name"], o["size"], body, T, mu=mu)
-    if o["kind"] == "sphere":
-        return sphere(o["name"], o["size"][0], body, T, mu=mu)
-    return cylinder(o["name"], o["size"][0], o["size"][1], body, T, mu=mu)
+    kind, size = o["kind"], o["size"]
+    g = (coal.Box(*size) if kind == "box" else coal.Sphere(size[0]) if kind == "sphere" else
+         coal.Cylinder(size[0], size[1]) if kind == "cylinder" else coal.Capsule(size[0], size[1]))
+    return Shape(o["name"], g, body, np.eye(4) if T is None else np.asarray(T, float), mu, link=link,
+                 group=o["group"], mask=o["mask"])
 
 
 def build_world(spec: WorldSpec, model, urdf: Optional[str], q0, gravity, limits: bool = True,
@@ -227,6 +253,16 @@ def build_world(spec: WorldSpec, model, urdf: Optional[str], q0, gravity, limits
     shapes = []
     if spec.robot_collision and urdf is not None:
         shapes += collision_shapes(model, urdf, 0, mu=spec.friction, base_dir=base_dir)
+    if spec.robot_shapes:
+        tree = model.tree
+        index = {name: i for i, name in enumerate(tree.link_names)}
+        for o in spec.robot_shapes:
+            if o["link"] not in index:
+                raise ValueError(f"{spec.path}: world.robot_shapes: {o['name']}: the robot has no link "
+                                 f"{shown(o['link'])} (links: {', '.join(tree.link_names)})")
+            i = index[o["link"]]
+            T = np.asarray(tree.T_body_link[i]) @ origin_matrix(o["xyz"], o["rpy"])
+            shapes.append(_geometry(o, spec.friction, (0, int(tree.link_body[i])), T, link=o["link"]))
     if spec.ground is not None:
         g = spec.ground
         n = np.asarray(g["normal"], dtype=float) / np.linalg.norm(g["normal"])
