@@ -23,6 +23,10 @@ agreement first and marked against its target:
 6. ``derivatives``: ``computeRNEADerivatives`` and ``computeABADerivatives`` against Pinocchio
    (``Model.rnea_derivatives``, ``Model.aba_derivatives``: ∂/∂q along q ⊕ δ, ∂/∂v, M or M⁻¹) on the kernels
    section's robots. Target: within 2x of Pinocchio.
+7. ``contact``: one contact step (``ContactWorld.step``: Coal, the exact Coulomb solver, the step on the group)
+   against one ``mujoco.mj_step`` (elliptic cones) on the same settled scene, h = 1 ms: Solo12 standing on a PD
+   stance (example-robot-data's URDF, collision meshes as convex hulls) and a stack of five boxes; the cost per
+   contact and the split of our step part by part (:mod:`mbs_ros.bench.contact`). Target: <= 2x MuJoCo's.
 
 Timing (:mod:`mbs_ros.bench.timing`): thread CPU time, alternating blocks, the median of the paired block
 ratios; each side's median µs per call. Agreement: relative errors against the peer (``--tol``, 1e-8); any

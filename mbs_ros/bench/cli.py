@@ -16,7 +16,7 @@ import numpy as np
 from . import __doc__ as PACKAGE_DOC
 from . import timing
 
-SECTIONS = ("kernels", "step", "scaling", "node", "headless", "derivatives")
+SECTIONS = ("kernels", "step", "scaling", "node", "headless", "derivatives", "contact")
 TOL = 1e-8
 
 FULL_SET = dict(
@@ -25,6 +25,7 @@ FULL_SET = dict(
     derivatives=("arm6", "uvms", "ur5", "ur5_ff", "chain12", "chain100", "tree100"),
     step=("uvms", "ur5_ff", "chain12", "chain100", "chain1000", "tree100", "tree1000"),
     scaling=(12, 30, 100, 300, 1000),
+    contact=("solo12", "stack5"),
 )
 QUICK_SET = dict(
     kernels=("arm6", "uvms", "ur5", "ur5_ff", "chain12", "tree30"),
@@ -32,6 +33,7 @@ QUICK_SET = dict(
     derivatives=("arm6", "uvms", "ur5", "ur5_ff", "chain12", "tree30"),
     step=("uvms", "ur5_ff", "chain12", "tree30"),
     scaling=(12, 30, 100),
+    contact=("solo12", "stack5"),
 )
 # Pinocchio's Data for N revolute joints takes memory growing about as N^3 (peak RSS measured here: N = 200:
 # 0.7 GB, 300: 2.1 GB, 400: 4.4 GB), so the N = 1000 models are timed without it.
@@ -186,6 +188,26 @@ class Run:
                                met=met)
         self.scaling = out
 
+    def contact_section(self):
+        if not self._mujoco("contact"):
+            return
+        try:
+            import coal  # noqa: F401
+        except ImportError as e:
+            self.skipped.append(("contact", "all", f"coal is not importable ({e}); pip install coal"))
+            return
+        from . import contact
+
+        for key in self.sets["contact"]:
+            _progress(f"contact: {key}")
+            try:
+                self.rows.extend(contact.run(key, self.quick, self.plan, self.tol))
+            except FileNotFoundError as e:
+                self.skipped.append(("contact", key, str(e)))
+            except Exception as e:  # noqa: BLE001 - one scene's failure is reported, the other still runs
+                self.errors.append(("contact", f"{key}: {type(e).__name__}: {e}"))
+                traceback.print_exc(file=sys.stderr)
+
     def node_section(self):
         from . import node
 
@@ -339,6 +361,27 @@ def print_scaling(run):
     sys.stdout.flush()
 
 
+def print_contact(run):
+    rows = [r for r in run.rows if r["section"] == "contact"]
+    if not rows:
+        return
+    print("\n7. One contact step vs MuJoCo mj_step (h = 1 ms, elliptic cones, settled scenes; target: <= 2x)")
+    body = [(r["label"], r["nv"], f"{r['n_contacts']} / {r['mujoco_contacts']}", _us(r["ours_us"]),
+             _us(r["peer_us"]), _ratio(r), _iqr(r), _us(r["us_per_contact"]), _us(r["solve_us_per_contact"]),
+             f"{r['sweeps']}", f"{r['weight_err']:.0e}", _err(r["err"], r["agree"]), r["target"],
+             _verdict(r["met"])) for r in rows]
+    print(_table(("scene", "nv", "contacts ours/mj", "ours µs", "mujoco µs", "ratio", "IQR", "µs/contact",
+                  "solve µs/contact", "sweeps", "weight err", "rel.err", "target", ""), body, "<>>>>>>>>>>><<"))
+    print("  µs/contact: the whole step over our contacts; weight err: the ground's normal force against the "
+          "weight (information); rel.err: our compiled step against the numpy reference (same state, contacts, "
+          "warm start)")
+    for r in rows:
+        print(f"  split of our step, {r['model']} (each part timed alone at the settled state):")
+        body = [(s["part"], _us(s["us"]), f"{100 * s['us'] / r['ours_us']:.0f} %") for s in r["split"]]
+        print("    " + _table(("part", "µs", "share"), body, "<>>").replace("\n", "\n    "))
+    sys.stdout.flush()
+
+
 def _node_control_rate() -> float:
     from .node import CONTROL_RATE
 
@@ -478,7 +521,8 @@ def main(argv=None) -> int:
     for name, fn, show in (("kernels", run.kernels, print_kernels), ("step", run.step, print_step),
                            ("scaling", run.scaling_section, print_scaling), ("node", run.node_section, print_node),
                            ("headless", run.headless_section, print_headless),
-                           ("derivatives", run.derivatives_section, print_derivatives)):
+                           ("derivatives", run.derivatives_section, print_derivatives),
+                           ("contact", run.contact_section, print_contact)):
         if name not in sections:
             continue
         try:

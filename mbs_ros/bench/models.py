@@ -100,20 +100,20 @@ def tree_urdf(n: int, seed: int = 2) -> str:
     return "".join(parts) + "</robot>"
 
 
-def ur5_path() -> tuple[Path | None, str]:
-    """The UR5 URDF of example-robot-data (the PyPI wheel ships the robots as data under its cmeel prefix;
-    older versions also have a Python module with ``getModelPath``), or ``(None, reason)``."""
+def erd_path(relpath: str) -> tuple[Path | None, str]:
+    """A file of example-robot-data (``robots/...``; the PyPI wheel ships the robots as data under its cmeel
+    prefix; older versions also have a Python module with ``getModelPath``), or ``(None, reason)``."""
     try:
         dist = importlib.metadata.distribution("example-robot-data")
     except importlib.metadata.PackageNotFoundError:
         dist = None
     candidates = []
     if dist is not None:
-        candidates.append(Path(dist.locate_file(f"cmeel.prefix/share/example-robot-data/{UR5_IN_ERD}")))
+        candidates.append(Path(dist.locate_file(f"cmeel.prefix/share/example-robot-data/{relpath}")))
     try:
         import example_robot_data as erd  # noqa: F401 - only its path helper
 
-        candidates.append(Path(erd.getModelPath(UR5_IN_ERD)) / UR5_IN_ERD)
+        candidates.append(Path(erd.getModelPath(relpath)) / relpath)
     except Exception:  # noqa: BLE001 - not installed, or a version without the module
         pass
     for c in candidates:
@@ -121,7 +121,12 @@ def ur5_path() -> tuple[Path | None, str]:
             return c, ""
     if dist is None and not candidates:
         return None, "example-robot-data is not installed (pip install example-robot-data)"
-    return None, f"example-robot-data has no {UR5_IN_ERD}"
+    return None, f"example-robot-data has no {relpath}"
+
+
+def ur5_path() -> tuple[Path | None, str]:
+    """The UR5 URDF of example-robot-data, or ``(None, reason)``."""
+    return erd_path(UR5_IN_ERD)
 
 
 def build(key: str) -> Case:

@@ -12,6 +12,7 @@ the simulation. Commands, timeouts, lockstep, saturation, the fault bounds and t
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from typing import Callable, Dict, Optional
 
@@ -167,7 +168,7 @@ class Simulator:
 
     def __init__(self, model: Model, q0, v0, dt: float, *, integrator: str = "rk4", cmd_timeout: float = 0.0,
                  lockstep_steps: int = 0, t0_ns: int = 0, max_wrench=None, max_effort=None,
-                 energy_check_steps: Optional[int] = None):
+                 energy_check_steps: Optional[int] = None, world=None, joint_limits: bool = True, objects=()):
         dt = check_time_step(dt)
         if not MIN_DT <= dt <= MAX_DT:  # the clock counts whole nanoseconds
             raise ValueError(f"dt must be between {MIN_DT:g} s (the clock's nanosecond) and {MAX_DT:g} s, got {dt!r}")
@@ -220,6 +221,37 @@ class Simulator:
         self._force_stale = True  # the generalised force must be rebuilt from the applied commands
         self._announce = True  # the hooks may have a change to report
         self._next_expiry = _NEVER
+        #: contact: a :class:`~mbs_ros.dynamics.contact.world.ContactWorld` whose first model is this one (shapes on
+        #: it and in the world, joint limits) and whose further models are free objects (their initial states
+        #: ``objects``: ``(q0, v0)`` each), or None; ``docs/contact.md``
+        if world is not None and (not world.models or world.models[0] is not model):
+            raise ValueError("the contact world's first model must be the simulated one")
+        n_objects = len(world.models) - 1 if world is not None else 0
+        if len(objects) != n_objects:
+            raise ValueError(f"objects: {len(objects)} initial states for the world's {n_objects} free objects")
+        if world is None and joint_limits and self.nj and any(
+                np.isfinite(lim).any() for lim in model.position_limits):
+            from .contact.world import ContactWorld  # the URDF's <limit lower upper> stop the joints by default
+
+            world = ContactWorld([model], [], limits=True)
+        self.world = world
+        #: the free objects' models (the world's further ones), their initial and current states
+        self.objects = list(world.models[1:]) if world is not None else []
+        self.obj_q_init = [np.array(q, dtype=float) for q, _ in objects]
+        self.obj_v_init = [np.array(v, dtype=float) for _, v in objects]
+        for i, (m, q, v) in enumerate(zip(self.objects, self.obj_q_init, self.obj_v_init)):
+            if q.shape != (m.nq,) or v.shape != (m.nv,) or not (np.isfinite(q).all() and np.isfinite(v).all()):
+                raise ValueError(f"object {i}: initial state must be finite, q of {m.nq} and v of {m.nv} entries")
+        self.obj_q = [q.copy() for q in self.obj_q_init]
+        self.obj_v = [v.copy() for v in self.obj_v_init]
+        # (k0, [qs], [vs], [free until], {k: StepInfo}): the objects' motion from step k0 without the robot, and the
+        # objects' own contact steps in it (step k to k + 1), whose work counts when the step is taken
+        self._obj_traj = None
+        self._free_until = -1  # the states up to this step index are known to stay out of every contact margin
+        self._probe = 1 << 20  # how many steps ahead the next look goes (1 after a contact step, then doubling)
+        self.contact_steps = 0  # steps taken by the contact step
+        self.contact_unconverged = 0  # of them, solves that ended above their tolerance (the step still finished)
+        self.last_contact = None  # the last contact step's StepInfo
         self.rebaseline()
 
     # ------------------------------------------------------------------------------------- settings
@@ -278,6 +310,8 @@ class Simulator:
                 self.model.nq, self.model.nv, self.model.joint_names, self.model.thruster_names):
             raise ValueError("set_model needs a model with the same configuration space and thrusters")
         self.model = model
+        if self.world is not None:  # the contact step integrates the same model
+            self.world.models[0] = model
         self._force_stale = True
         self.rebaseline()
 
@@ -285,6 +319,8 @@ class Simulator:
         """The water's uniform current from the next step on: ``velocity`` [m/s] and its ``rate`` [m/s²], world axes
         (:meth:`Model.with_current`); the energy references stay (the current's power is a port of the balance)."""
         self.model = self.model.with_current(velocity, rate)
+        if self.world is not None:  # the contact step integrates the same model
+            self.world.models[0] = self.model
         self._passive_end = None
 
     # ----------------------------------------------------------------------------------------- time
@@ -460,10 +496,12 @@ class Simulator:
 
     # ------------------------------------------------------------------------------------- stepping
 
-    def advance(self, n_steps: int) -> int:
+    def advance(self, n_steps: int, deadline_ns: Optional[int] = None) -> int:
         """Take ``n_steps`` steps (none while paused); returns the number taken. Per step: the pending commands
         start, held ones may time out, one :func:`~mbs_ros.dynamics.integrators.step`, the finiteness check, the
-        work of the step, the hooks when an applied command changed."""
+        work of the step, the hooks when an applied command changed. ``deadline_ns`` (``time.monotonic_ns()``):
+        stop after a contact step that ends past it (contact steps are the slow ones; a caller's chunk of wall
+        clock), the rest for the next call."""
         if self.paused or n_steps <= 0:
             return 0
         model, dt, method = self.model, self.dt, self._integrator
@@ -501,7 +539,13 @@ class Simulator:
                     batch = None
                 if batch is None and n_steps - taken > 1 and (not nt or self._thrust_settled):
                     batch = self._batch(model, q0, v0, k, min(n_steps - taken, self._next_expiry - k))
-                if batch is not None and batch[3] < batch[2].shape[0]:
+                contact = None
+                if self.world is not None and k >= self._free_until:
+                    batch, contact = self._look_ahead(model, q0, v0, k, batch)
+                if contact is not None:
+                    q1, v1, info = contact[:3]
+                    within = (np.abs(v1) <= caps).all() and (np.abs(q1) <= MAX_POSITION).all()
+                elif batch is not None and batch[3] < batch[2].shape[0]:
                     i = batch[3]
                     q1, v1, within = batch[0][i + 1], batch[1][i + 1], batch[2][i]
                     batch[3] = i + 1
@@ -531,6 +575,18 @@ class Simulator:
                 self._halt(k, *fault)  # the state stays (q0, v0) at t_k
                 return taken
             self.work = work
+            self.contact_power = 0.0
+            if contact is not None:
+                # the port: the energy the contact step took from the scene beyond what the commands and the
+                # passive loads did (never positive; a gain, the step's own O(h) error, stays in the residual)
+                done = work - self.work + ((passive_work - self.passive_work) if passive else 0.0)
+                change = (self._energy_of(model, q1, v1) - self._energy_of(model, q0, v0)
+                          + self._objects_energy(contact[3], contact[4]) - self.objects_energy())
+                self.contact_power = min(0.0, change - done) / dt
+                self.contact_work += dt * self.contact_power
+                self.contact_steps += 1
+                self.contact_unconverged += int(info.result is not None and not info.result.converged)
+                self.last_contact = info
             if passive:
                 self.passive_work, self.dissipated = passive_work, dissipated
                 self._passive_end = (pp1, pd1)
@@ -540,13 +596,146 @@ class Simulator:
                     self._thrust_mean, thrust_end)
             self._p_end, self._p_end_valid = p1, True
             self.q, self.v = q1, v1
+            own_step = False
+            if self.objects:
+                if contact is not None:
+                    self.obj_q, self.obj_v = contact[3], contact[4]
+                else:
+                    self.obj_q, self.obj_v = self._objects_at(k + 1)
+                    own = self._obj_traj[4].get(k)  # the objects' own contact step (the robot clear of it)
+                    own_step = own is not None
+                    if own is not None:
+                        own, removed = own
+                        self.contact_power = removed / dt
+                        self.contact_work += removed
+                        self.contact_steps += 1
+                        self.contact_unconverged += int(own.result is not None and not own.result.converged)
             self.k = k + 1
+            if deadline_ns is not None and (contact is not None or own_step) and time.monotonic_ns() > deadline_ns:
+                return taken + 1
             if every and (self.k - self.k_reset) % every == 0:
                 reason = self._energy_runaway()
                 if reason is not None:
                     self._halt(self.k, "runaway", reason)
                     return taken + 1
         return int(n_steps)
+
+    def _look_ahead(self, model, q0, v0, k: int, batch):
+        """With a contact world, at a step not known to be clear: ``(batch, None)`` when the ordinary step(s)
+        keep every pair and limit out of the margin (``_free_until`` moved on; the batch's states are today's,
+        bit for bit), else ``(None, (q1, v1, info))``, this step taken by the contact step."""
+        world = self.world
+        if batch is not None and batch[3] < batch[2].shape[0]:
+            i = batch[3]
+            states = batch[0][i:i + int(np.count_nonzero(batch[2][i:])) + 1]
+        else:
+            batch = None
+            q1, v1 = step(model, q0, v0, self._tau, self.dt, method=self._integrator, t=k * self.dt,
+                          wrench_world=self._wrench_world)
+            states = np.array([q0, q1])
+        # after a contact step look one step ahead, then twice as far after each clear look (the objects' motion
+        # is computed as far as the look goes)
+        states = states[:self._probe + 1]
+        if world.shapes or self.objects:
+            free = world.free_steps([states] + self._objects_span(k, len(states) - 1), among="robot")
+        else:  # joint limits alone
+            free = world.limit_free([states], len(states) - 1) if world.limits else len(states) - 1
+        if free >= 1:
+            self._free_until = k + free
+            self._probe = min(2 * self._probe, 1 << 20)
+            if batch is None:  # the one ordinary step just taken, as a batch of one
+                within = (np.abs(v1) <= self._v_caps).all() and (np.abs(q1) <= MAX_POSITION).all()
+                batch = [states, np.array([v0, v1]), np.array([within]), 0]
+            return batch, None
+        tau = self._tau(k * self.dt, q0, v0) if callable(self._tau) else self._tau
+        if self._wrench_world is not None:
+            R = model.base_rotation(q0)
+            W = self._wrench_world
+            tau = tau + model.wrench_to_generalized(q0, np.concatenate([R.T @ W[:3], R.T @ W[3:]]))[0]
+        taus = [tau] + [np.zeros(m.nv) for m in self.objects]
+        qs, vs, info, engaged = world.step([q0] + self.obj_q, [v0] + self.obj_v, taus, self.dt)
+        # a model with no contact or limit row in the step moves as without the world: the ordinary step
+        if 0 not in engaged:
+            qs[0], vs[0] = step(model, q0, v0, self._tau, self.dt, method=self._integrator, t=k * self.dt,
+                                wrench_world=self._wrench_world)
+        for i, m in enumerate(self.objects, start=1):
+            if i not in engaged:
+                qs[i], vs[i] = step(m, self.obj_q[i - 1], self.obj_v[i - 1], np.zeros(m.nv), self.dt,
+                                    method=self._integrator)
+        self._free_until = -1
+        self._probe = 1
+        self._obj_traj = None
+        return None, (qs[0], vs[0], info, qs[1:], vs[1:])
+
+    def _objects_span(self, k: int, n: int) -> list:
+        """The free objects' configurations at the steps ``k .. k + n`` as they move without the robot
+        (``(n + 1, nq)`` each): their free flight under gravity and buoyancy with the simulator's integrator, and
+        the contact step among themselves and the world's shapes where one comes within the margin
+        (:meth:`ContactWorld.free_steps` with ``among="objects"``), computed as far as needed and kept."""
+        if not self.objects:
+            return []
+        traj = self._obj_traj
+        if traj is None or not traj[0] <= k < traj[0] + len(traj[1][0]):
+            traj = self._obj_traj = (k, [[q] for q in self.obj_q], [[v] for v in self.obj_v], [k - 1], {})
+        k0, qss, vss, free_until, contact_steps = traj
+        while k0 + len(qss[0]) - 1 < k + n:
+            i = len(qss[0]) - 1  # the last known state, step k0 + i
+            if k0 + i < free_until[0]:
+                for m, qs, vs in zip(self.objects, qss, vss):
+                    q1, v1 = step(m, qs[-1], vs[-1], np.zeros(m.nv), self.dt, method=self._integrator)
+                    qs.append(q1)
+                    vs.append(v1)
+                continue
+            ahead = max(1, k + n - (k0 + i))
+            flights = []
+            for m, qs, vs in zip(self.objects, qss, vss):
+                q, v, path, vpath = qs[-1], vs[-1], [qs[-1]], [vs[-1]]
+                for _ in range(ahead):
+                    q, v = step(m, q, v, np.zeros(m.nv), self.dt, method=self._integrator)
+                    path.append(q)
+                    vpath.append(v)
+                flights.append((path, vpath))
+            free = self.world.free_steps([self.q[None, :]] + [np.array(p) for p, _ in flights], among="objects")
+            if free >= 1:
+                for (path, vpath), qs, vs in zip(flights, qss, vss):
+                    qs.extend(path[1:free + 1])
+                    vs.extend(vpath[1:free + 1])
+                free_until[0] = k0 + i + free
+                continue
+            now_q, now_v = [qs[-1] for qs in qss], [vs[-1] for vs in vss]
+            taus = [np.zeros(self.model.nv)] + [np.zeros(m.nv) for m in self.objects]
+            q1s, v1s, info, engaged = self.world.step([self.q] + now_q, [np.zeros(self.model.nv)] + now_v, taus,
+                                                      self.dt, among="objects")
+            for j, (m, qs, vs) in enumerate(zip(self.objects, qss, vss), start=1):
+                if j in engaged:
+                    qs.append(q1s[j])
+                    vs.append(v1s[j])
+                else:
+                    qs.append(flights[j - 1][0][1])
+                    vs.append(flights[j - 1][1][1])
+            # the port's energy of the step: what the objects lost (no command acts on them), never a gain
+            change = (self._objects_energy([qs[-1] for qs in qss], [vs[-1] for vs in vss])
+                      - self._objects_energy(now_q, now_v))
+            contact_steps[k0 + i] = (info, min(0.0, change))
+        i = k - k0
+        return [np.array(qs[i:i + n + 1]) for qs in qss]
+
+    def _objects_at(self, k: int):
+        """The free objects' states at step ``k`` of their motion without the robot (lists of q and v)."""
+        k0, qss, vss, _, _ = self._obj_traj
+        i = k - k0
+        return [qs[i] for qs in qss], [vs[i] for vs in vss]
+
+    def objects_energy(self) -> float:
+        """Kinetic plus potential energy of the free objects [J] (0 without objects)."""
+        return self._objects_energy(self.obj_q, self.obj_v)
+
+    def _objects_energy(self, qs, vs) -> float:
+        return float(sum(self._energy_of(m, q, v) for m, q, v in zip(self.objects, qs, vs)))
+
+    @staticmethod
+    def _energy_of(model, q, v) -> float:
+        return model.kinetic_energy(q, v) + model.potential_energy(q)
 
     def _batch(self, model, q0, v0, k: int, n: int):
         """``[qs, vs, within, 0]``: the next ``n`` steps from ``(q0, v0)`` at step ``k`` under the held force in one
@@ -590,10 +779,10 @@ class Simulator:
     def _energy_runaway(self) -> Optional[str]:
         """The energy-balance test (module docstring); None when it passes."""
         model = self.model
-        E = model.kinetic_energy(self.q, self.v) + model.potential_energy(self.q)
-        residual = E - self.energy_ref - self.work - self.passive_work
+        E = model.kinetic_energy(self.q, self.v) + model.potential_energy(self.q) + self.objects_energy()
+        residual = E - self.energy_ref - self.work - self.passive_work - self.contact_work
         scale = (abs(self.energy_ref) + abs(self.work) + abs(self.passive_work) + self.dissipated
-                 + ENERGY_FLOOR_PER_KG * model.total_mass)
+                 + abs(self.contact_work) + ENERGY_FLOOR_PER_KG * model.total_mass)
         if math.isfinite(residual) and abs(residual) <= ENERGY_RESIDUAL_FACTOR * scale:
             return None
         return (f"energy balance: E - E_ref - work = {residual:.6g} J exceeds {ENERGY_RESIDUAL_FACTOR:g} x "
@@ -711,6 +900,12 @@ class Simulator:
         self.clear_commands()
         self.k_reset = self.k
         self.fault = None
+        self._free_until = -1
+        self.obj_q = [q.copy() for q in self.obj_q_init]
+        self.obj_v = [v.copy() for v in self.obj_v_init]
+        self._obj_traj = None
+        if self.world is not None:
+            self.world.forget()
         self.rebaseline()
 
     def pause(self, paused: bool = True) -> None:
@@ -726,9 +921,13 @@ class Simulator:
         self.work = 0.0
         self.passive_work = 0.0  # ∫ v·τ_p (springs excluded) [J]: what the passive loads did
         self.dissipated = 0.0  # ∫ dissipated power [J]
+        #: the contact and limit port's work [J] (≤ 0: friction, impacts, limit stops): per contact step the
+        #: energy the step took from the scene beyond the commands' and passive loads' work, when it took some
+        self.contact_work = 0.0
+        self.contact_power = 0.0  # its mean power over the last step [W] (≤ 0; 0 when it was no contact step)
         self._passive_end = None
         self.kinetic_energy_ref = model.kinetic_energy(q, v)
-        self.energy_ref = self.kinetic_energy_ref + model.potential_energy(q)
+        self.energy_ref = self.kinetic_energy_ref + model.potential_energy(q) + self.objects_energy()
         self.momentum_ref = model.spatial_momentum(q, v)
         self._p_end_valid = False
 
@@ -782,7 +981,9 @@ class Simulator:
         """The bookkeeping of the current state as a flat dict (SI units, J for energies and work, world-frame
         momentum ``[linear; angular about the world origin]``): simulation time [s], step counts, paused, base
         group, integrator, kinetic/potential/total energy and their references, ``work_applied``,
-        ``energy_balance_residual = E − E_ref − work`` and the momentum and its reference per axis."""
+        ``energy_balance_residual = E − E_ref − work`` (less the passive loads' and the contact's work) and the
+        momentum and its reference per axis; with a contact world ``contact_work``, ``contact_steps`` and
+        ``contact_unconverged``."""
         model, q, v = self.model, self.q, self.v
         ke = model.kinetic_energy(q, v)
         pe = model.potential_energy(q)
@@ -804,8 +1005,20 @@ class Simulator:
             "kinetic_energy_ref": self.kinetic_energy_ref,
             "total_energy_ref": self.energy_ref,
             "work_applied": self.work,
-            "energy_balance_residual": ke + pe - self.energy_ref - self.work - self.passive_work,
+            "energy_balance_residual": (ke + pe + self.objects_energy() - self.energy_ref - self.work
+                                        - self.passive_work - self.contact_work),
         }
+        if self.world is not None:  # contact and joint limits: the impulses' work and how often they acted
+            last = self.last_contact
+            result = last.result if last is not None else None
+            values.update(contact_work=self.contact_work, contact_steps=self.contact_steps,
+                          contact_unconverged=self.contact_unconverged,
+                          contacts=last.n_contacts if last is not None and self._free_until < 0 else 0,
+                          limits_active=last.n_limits if last is not None and self._free_until < 0 else 0,
+                          contact_residual=result.residual if result is not None else 0.0,
+                          contact_sweeps=result.sweeps if result is not None else 0)
+            if self.objects:
+                values["objects_energy"] = self.objects_energy()
         if model.passive_active:
             values.update(passive_work=self.passive_work, dissipated_energy=self.dissipated,
                           current_supplied_energy=self.passive_work + self.dissipated)

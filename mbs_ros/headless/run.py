@@ -57,7 +57,10 @@ class RobotRecord:
     :mod:`mbs_ros.headless`; Pinocchio's layout, body twists): ``q``/``v`` the true state, ``q_d``/``v_d`` the
     desired state the controller used, ``tau`` the law's command, ``tau_applied`` after the command limits (what the
     simulator takes), ``saturated`` whether a limit clipped it, ``energy_residual`` the dynamics node's energy
-    balance residual, ``control_errors`` the commands replaced by zero because the law failed."""
+    balance residual, ``control_errors`` the commands replaced by zero because the law failed; with a contact world
+    (the ``world`` parameter or joint limits) ``contact_work`` the contact's and limits' work since the start [J],
+    ``contact_power`` their mean power over the last step [W] (both ≤ 0: a dissipative port), and with free objects
+    ``objects_q`` their configurations ``(rows, objects, 7)``."""
 
     namespace: str
     base_group: str
@@ -77,6 +80,9 @@ class RobotRecord:
     estimate_v: Optional[np.ndarray] = None
     energy_residual: Optional[np.ndarray] = None
     control_errors: int = 0
+    contact_work: Optional[np.ndarray] = None
+    contact_power: Optional[np.ndarray] = None
+    objects_q: Optional[np.ndarray] = None
 
 
 @dataclass(frozen=True)
@@ -138,7 +144,7 @@ class _Robot:
             raise HeadlessError(f"{self.namespace}: a fixed base without movable joints takes no command")
         self.settings = s
         dt_ns = period_ns(s.physics_rate)
-        self.sim = make_simulator(model, s, q0, v0, dt_ns * 1e-9, limits, 0)  # sim time: 0 before the first /clock
+        self.sim = make_simulator(model, s, q0, v0, dt_ns * 1e-9, limits, 0, source)  # sim time: 0 before the first /clock
         self.steps = self.sim.lockstep_steps
         self.view = StateView(model, source if source.multibody else None)
         self.joint_state_names = StateView.joint_state_names(model)
@@ -232,6 +238,10 @@ class _Robot:
         self.tau, self.tau_applied = np.full((rows, nv), np.nan), np.full((rows, nv), np.nan)
         self.saturated = np.zeros(rows, dtype=bool)
         self.energy = np.full(rows, np.nan) if energy else None
+        contact = self.sim.world is not None
+        self.contact = (np.full(rows, np.nan), np.full(rows, np.nan)) if contact else None
+        objs = self.sim.objects
+        self.objects_q = np.full((rows, len(objs), objs[0].nq), np.nan) if objs else None
         self.est_q = np.full((rows, cm.nq), np.nan) if self.estimator is not None else None
         self.est_v = np.full((rows, cm.nv), np.nan) if self.estimator is not None else None
 
@@ -367,6 +377,10 @@ class _Robot:
             self.est_q[i], self.est_v[i] = q, v
         if self.energy is not None:
             self.energy[i] = balance_residual(sim)
+        if self.contact is not None:
+            self.contact[0][i], self.contact[1][i] = sim.contact_work, sim.contact_power
+        if self.objects_q is not None:
+            self.objects_q[i] = sim.obj_q
         self.n = i + 1
 
     def install_reference(self) -> None:
@@ -436,7 +450,10 @@ class _Robot:
             energy_residual=None if self.energy is None else self.energy[:n].copy(),
             estimate_q=None if self.est_q is None else self.est_q[:n].copy(),
             estimate_v=None if self.est_v is None else self.est_v[:n].copy(),
-            control_errors=self.control_errors)
+            control_errors=self.control_errors,
+            contact_work=None if self.contact is None else self.contact[0][:n].copy(),
+            contact_power=None if self.contact is None else self.contact[1][:n].copy(),
+            objects_q=None if self.objects_q is None else self.objects_q[:n].copy())
 
 
 def _shared_loader():

@@ -7,6 +7,7 @@ both call these, so the two integrate and report the same numbers. docs/dynamics
 from __future__ import annotations
 
 import math
+import os
 from typing import Optional, Tuple
 
 import numpy as np
@@ -20,15 +21,63 @@ from mbs_ros.dynamics.simulator import Simulator
 from mbs_ros.nodes.dynamics_settings import Settings, lockstep_steps
 from mbs_ros.nodes.rotations import quaternion_from_matrix
 
-__all__ = ["make_simulator", "StateView", "energy_report", "balance_residual", "load_suite", "beam_range"]
+__all__ = ["make_simulator", "make_world", "world_path", "StateView", "energy_report", "balance_residual", "load_suite", "beam_range"]
 
 
-def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: CommandLimits, t0_ns: int) -> Simulator:
+def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: CommandLimits, t0_ns: int,
+                   source: Optional[ms.Source] = None) -> Simulator:
     """The simulator of the settings: ``dt`` the physics step [s], ``t0_ns`` the time of step 0, the integrator,
-    command timeout, lockstep period and command limits of ``s``."""
+    command timeout, lockstep period and command limits of ``s``; its contact world from the ``world`` parameter
+    (:func:`make_world`) and joint limits from ``joint_limits``."""
+    world, objects = make_world(s, source, model, q0) if source is not None else (None, [])
     return Simulator(model, q0, v0, dt, integrator=s.integrator, cmd_timeout=s.cmd_timeout,
                      lockstep_steps=lockstep_steps(s) if s.lockstep else 0, t0_ns=t0_ns,
-                     max_wrench=(limits.max_force, limits.max_torque), max_effort=limits.max_effort)
+                     max_wrench=(limits.max_force, limits.max_torque), max_effort=limits.max_effort,
+                     world=world, joint_limits=s.joint_limits, objects=objects)
+
+
+def world_path(setting: str, source: ms.Source) -> Optional[str]:
+    """The file the ``world`` parameter names: ``none`` -> None; empty -> the robot YAML's own file when it has a
+    ``world:`` mapping (None otherwise); else the path resolved as ``model_file`` is. ParameterError naming it."""
+    setting = (setting or "").strip()
+    if setting.lower() == ms.NO_SENSORS:
+        return None
+    if not setting:
+        if source.kind != "yaml":
+            return None
+        from mbs_ros.yamlfile import YamlFileError, read_yaml
+
+        try:
+            data = read_yaml(source.path)
+        except YamlFileError:
+            return None  # the model loaded from it: not reached
+        return source.path if isinstance(data, dict) and "world" in data else None
+    try:
+        return ms.resolve_model_file(setting)
+    except ParameterError as e:
+        text = str(e)
+        raise ParameterError("world" + text[len("model_file"):] if text.startswith("model_file") else
+                             f"world: {text}") from None
+
+
+def make_world(s: Settings, source: ms.Source, model: Model, q0):
+    """``(ContactWorld or None, object initial states)`` of the ``world`` parameter
+    (:mod:`mbs_ros.dynamics.contact.world_file`); None without a world (the Simulator then makes the joint
+    limits' own world when ``joint_limits``). ParameterError naming the file and the key, the link and the file
+    of an unreadable collision mesh, or the pairs that start interpenetrating."""
+    path = world_path(s.world, source)
+    if path is None:
+        return None, []
+    from mbs_ros.dynamics.contact.world_file import build_world, load_world
+    from mbs_ros.dynamics.urdf import ModelError
+    from mbs_ros.yamlfile import YamlFileError
+
+    try:
+        spec = load_world(path, fluid_density=source.fluid_density)
+        base_dir = os.path.dirname(os.path.abspath(source.path)) if source.path else None
+        return build_world(spec, model, source.urdf, q0, model.gravity, limits=s.joint_limits, base_dir=base_dir)
+    except (YamlFileError, ModelError, ValueError) as e:
+        raise ParameterError(f"world: {e}") from None
 
 
 class StateView:
@@ -117,10 +166,17 @@ def energy_report(sim: Simulator, temperature: float) -> dict:
     report = model.energy_ports(q, v, efforts=sim.applied_efforts if sim.nj else None, wrench=wrench,
                                 thrust=sim.thrust if sim.nt else None, temperature=temperature)
     theta = report["temperature"]
+    if sim.world is not None:  # contact, friction and limit stops: a dissipative port (seed 000), never supplying
+        dissipated = -sim.contact_power
+        report["dissipators"]["contact"] = dissipated
+        report["entropy_production"] += dissipated / theta
+        if sim.objects:
+            report["storages"]["objects"] = sim.objects_energy()
     total = sum(report["storages"].values())
     supplied, residual = _balance(sim, total)
-    report.update(total_energy=total, supplied_energy=supplied, dissipated_energy=sim.dissipated,
-                  entropy_produced=sim.dissipated / theta, balance_residual=residual)
+    dissipated_energy = sim.dissipated - sim.contact_work
+    report.update(total_energy=total, supplied_energy=supplied, dissipated_energy=dissipated_energy,
+                  entropy_produced=dissipated_energy / theta, balance_residual=residual)
     return report
 
 
@@ -128,13 +184,14 @@ def balance_residual(sim: Simulator) -> float:
     """:func:`energy_report`'s ``balance_residual`` alone, from the stored energies
     (:func:`mbs_ros.dynamics.passive.energy_storages`, the same numbers the report sums) without the ports'
     powers: what a headless run records each period."""
-    return _balance(sim, sum(energy_storages(sim.model, sim.q, sim.v).values()))[1]
+    return _balance(sim, sum(energy_storages(sim.model, sim.q, sim.v).values()) + sim.objects_energy())[1]
 
 
 def _balance(sim: Simulator, total: float) -> Tuple[float, float]:
-    """``(supplied, E − E₀ − supplied + dissipated)`` of the total energy ``total`` at the simulator's state."""
+    """``(supplied, E − E₀ − supplied + dissipated)`` of the total energy ``total`` at the simulator's state; the
+    contact's work (≤ 0) is dissipated too."""
     supplied = sim.work + sim.passive_work + sim.dissipated
-    return supplied, total - sim.energy_ref - supplied + sim.dissipated
+    return supplied, total - sim.energy_ref - supplied + sim.dissipated - sim.contact_work
 
 
 def load_suite(setting: str, source: ms.Source, model, dt: float, current=(0.0, 0.0, 0.0), seed_offset: int = 0):

@@ -42,7 +42,7 @@ from mbs_ros.nodes.dynamics_settings import (  # noqa: F401 - importable from he
     DEFAULTS, INERTIAL, SINGLE_BODY_ONLY, Settings, build_model, check_inertia, check_rate,
     check_runtime_change, command_limits, initial_state, joint_position_limits, lockstep_steps, pause_step,
     settings_from_values, steps_between, topic_token)
-from mbs_ros.nodes.pacing import WARN_THROTTLE_S, Pacer, timer_period
+from mbs_ros.nodes.pacing import STEP_CHUNK_S, WARN_THROTTLE_S, Pacer, timer_period
 from mbs_ros.nodes.parameters.dynamics import PARAMETERS
 from mbs_ros.nodes.ratelimit import RateLimitedLog
 from mbs_ros.nodes.runtime import (declare_model_parameters, parameter_overrides, run_node, settings_executor,
@@ -52,6 +52,10 @@ __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values",
 
 
 # ------------------------------------------------------------------------------------------- node
+
+
+#: a callback's chunk of wall clock for the steps it takes (contact steps can be slower than real time)
+STEP_CHUNK_NS = int(STEP_CHUNK_S * 1e9)
 
 
 class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWatch, Services, Reconfiguration, Node):
@@ -105,7 +109,8 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
         self.dt = self.dt_ns * 1e-9
         self.lockstep = s.lockstep
         # t0: 0 with use_sim_time and no /clock yet
-        self.sim = make_simulator(model, s, q0, v0, self.dt, limits, self.get_clock().now().nanoseconds)
+        self.sim = make_simulator(model, s, q0, v0, self.dt, limits, self.get_clock().now().nanoseconds,
+                                  source)
         # a step of a throw-away copy loads the compiled kernels now, not on the first real step (0.5 s on a loaded
         # machine, while a controller waits for the next state)
         Simulator(model, q0, v0, self.dt, integrator=s.integrator).advance(1)
@@ -350,15 +355,15 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
             return
         rtf = self.settings.real_time_factor
         if rtf == 0.0:  # as fast as possible: one batch per callback, subscriptions served in between
-            self.advance(self.pacer.max_batch_steps)
+            self.advance(self.pacer.max_batch_steps, deadline_ns=time.monotonic_ns() + STEP_CHUNK_NS)
             self._publish_clock()
             return
         now = time.monotonic_ns()
         # A small batch per callback: when behind, the timer is ready again at once, and the commands that
         # arrived meanwhile are taken between batches instead of after one long open-loop burst.
         n = self.pacer.steps_now(sim.k, now)
-        if n > 0:
-            self.advance(n)
+        if n > 0:  # contact steps are slow: at most a chunk of wall clock per callback, the rest on the next
+            self.advance(n, deadline_ns=now + STEP_CHUNK_NS)
             self._publish_clock()
         if self.pacer.lagging(sim.k, now):
             behind = self.pacer.due(now) - sim.k
@@ -366,11 +371,12 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
                        f"(the simulation runs slower than real_time_factor {rtf:g})")
             self._anchor()
 
-    def advance(self, steps: int) -> None:
+    def advance(self, steps: int, deadline_ns: Optional[int] = None) -> None:
         """Take ``steps`` physics steps, publishing what falls due on the way (the state every
         ``_publish_every`` steps outside lockstep, joint wrenches, markers and diagnostics on their own step
         grids, each only while someone subscribes; the sensors on theirs always, their readings as they fall due).
-        The one place the simulation advances (timer and lockstep)."""
+        The one place the simulation advances (timer and lockstep). ``deadline_ns`` (monotonic): return early
+        after a contact step past it (:meth:`Simulator.advance`)."""
         sim = self.sim
         end = sim.k + steps
         if self.suite is not None and sim.k < end and not sim.paused:
@@ -385,7 +391,7 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
                 nxt = self._pause_k
             if self.suite is not None:  # the sensors' grids, always: their streams never depend on subscribers
                 nxt = self._sensor_next_stop(k, nxt)
-            sim.advance(nxt - k)
+            sim.advance(nxt - k, deadline_ns)
             if self._new_fault is not None:
                 self._report_fault()
                 break
@@ -410,6 +416,8 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
                 self._publish_energy()
             if not self.lockstep:  # lockstep: once the period's state is out (_take_period)
                 self._pause_at_reached()
+            if deadline_ns is not None and time.monotonic_ns() > deadline_ns:
+                break
 
     def _active_grids(self) -> list:
         """Step grids to stop at: the state's (outside lockstep), the diagnostics', and the joint wrenches' and

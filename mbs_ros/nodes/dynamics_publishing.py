@@ -364,6 +364,8 @@ class StatePublishing:
         # what is new since the last report: rejected inputs, saturated commands, callback errors
         now = {k: v for k, v in counts.items() if not k.startswith("received_")}
         now.update(saturated_wrench_commands=sim.saturated["wrench"], saturated_effort_commands=sim.saturated["joints"])
+        if sim.world is not None:  # a contact solve that ended above its tolerance (the step still finished)
+            now.update(contact_unconverged=sim.contact_unconverged)
         if self.nt:
             now.update(saturated_thrust_commands=sim.saturated["thrusters"])
             values.update(saturated_thrust_commands=sim.saturated["thrusters"])

@@ -244,7 +244,7 @@ class Services:
         sim = self.sim
         deadline = time.monotonic_ns() + int(seconds * 1e9)
         while sim.k < end and not sim.paused:
-            self.advance(min(end - sim.k, self.pacer.max_batch_steps))
+            self.advance(min(end - sim.k, self.pacer.max_batch_steps), deadline_ns=deadline)
             if time.monotonic_ns() >= deadline:
                 break
         return sim.k >= end

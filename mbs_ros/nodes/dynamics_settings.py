@@ -99,6 +99,8 @@ class Settings:
     added_mass_scale: float = _DEFAULT["added_mass_scale"]  # the true model's added-mass matrices
     link_mass_scales: Tuple[float, ...] = _DEFAULT["link_mass_scales"]  # per link (link_names order); () = none
     sensor_seed: int = 0  # added to every sensor's seed
+    world: str = _DEFAULT["world"]  # "": the robot YAML's world:; a path: that file; "none": no world
+    joint_limits: bool = _DEFAULT["joint_limits"]  # stop the joints at their URDF limits
 
     @property
     def inertia_matrix(self) -> np.ndarray:
@@ -193,6 +195,8 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
         added_mass_scale=number("added_mass_scale"),
         link_mass_scales=prm.vector(values, "link_mass_scales", None),
         sensor_seed=_seed(values, "sensor_seed"),
+        world=text("world", allow_empty=True),
+        joint_limits=flag("joint_limits"),
     )
     bad = [f"{x:g}" for x in s.link_mass_scales if not LINK_SCALE_RANGE[0] <= x <= LINK_SCALE_RANGE[1]]
     if bad:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import math
 import subprocess
 import sys
 from pathlib import Path
@@ -149,3 +150,36 @@ def test_the_floor_echo_answers_every_message(single, tmp_path):
     assert out["exit_code"] == 0 and out["messages"] == 27
     assert out["executor"] == ("SingleThreadedExecutor" if single else "EventsExecutor")
     assert 0 < out["median_ms"] <= out["p99_ms"] and out["lockstep_rtf_bound"] > 0
+
+
+def test_contact_rows_are_produced_and_finite():
+    """``--only contact``: a row per scene (Solo12 standing, the 5-box stack) against MuJoCo, with its target,
+    contacts on both sides, the per-contact cost and the split of our step; finite figures, never a time bound."""
+    if not HAVE_MUJOCO:
+        pytest.skip(NO_MUJOCO)
+    pytest.importorskip("coal", reason="coal (Pinocchio's collision library) finds the contacts")
+    proc = _bench("--quick", "--json", "--only", "contact")
+    doc = json.loads(proc.stdout)
+    assert proc.returncode == 0 and doc["ok"], (doc["errors"], proc.stderr[-3000:])
+    rows = _rows(doc, "contact")
+    scenes = {"stack5"} | ({"solo12"} if _have_erd_solo12() else set())
+    assert set(m for m, _ in rows) == scenes and all(k == "step" for _, k in rows)
+    for (model, _), r in rows.items():
+        assert r["agree"] and r["err"] <= r["tol"] <= 1e-8, r
+        assert r["target_ratio"] == 2.0 and r["met"] in (True, False)
+        assert r["n_contacts"] >= 4 and r["mujoco_contacts"] >= 4 and r["converged"], r
+        for k in ("ours_us", "peer_us", "ratio", "us_per_contact", "solve_us_per_contact"):
+            assert r[k] is not None and math.isfinite(r[k]) and r[k] > 0, (k, r)
+        assert r["weight_err"] < 1e-3, r  # the settled scene stands on its contacts
+        parts = [s["part"] for s in r["split"]]
+        for part in ("geometry (find_contacts: Coal and its Python)", "solve", "Delassus G, g"):
+            assert part in parts
+        assert all(math.isfinite(s["us"]) and s["us"] >= 0 for s in r["split"])
+    assert any(t["what"] == "contact stack5 step" for t in doc["targets"])
+
+
+def _have_erd_solo12():
+    from mbs_ros.bench.contact import SOLO12_IN_ERD
+    from mbs_ros.bench.models import erd_path
+
+    return erd_path(SOLO12_IN_ERD)[0] is not None

@@ -22,6 +22,7 @@ MODULE_TO_KEY = {
     "transforms3d": "python3-transforms3d",
     "yaml": "python3-yaml",
     "pytest": "python3-pytest",
+    "_pytest": "python3-pytest",  # pytest's own implementation package (tools/tolerance_audit.py hooks into it)
     "sympy": "python3-sympy",
     "catkin_pkg": "python3-catkin-pkg",
     "setuptools": "python3-setuptools",
@@ -51,6 +52,7 @@ MODULE_TO_KEY = {
 ROS_MODULES = {
     "rclpy", "ament_index_python", "launch", "launch_ros", "launch_testing", "launch_testing_ros",
     "launch_pytest", "tf2_ros", "rosbag2_py", "xacro",
+    "coal",  # Coal (Pinocchio's collision library): a ROS package in humble..rolling, PyPI: coal
 }
 
 
@@ -89,6 +91,10 @@ BENCH = Path("mbs_ros") / "bench"
 # The campaign's pytest helper (assert_campaign, campaign_fixture) runs inside a project's tests: pytest is a test
 # dependency of whoever calls it, so its imports are held to the test scope as well.
 CAMPAIGN_TESTING = Path("mbs_ros") / "campaign" / "testing.py"
+# The repository's tools/ (python -m tools.NAME from the checkout; not installed) are developer and comparison
+# scripts that tests import (test_contact_closed_forms: tools.contact_vs_mujoco): a local package in the test
+# scope, whose own imports are held to it.
+TOOLS = Path("tools")
 
 
 def python_files(*relative, exclude=()):
@@ -105,7 +111,7 @@ def python_files(*relative, exclude=()):
 SCOPES = {
     "runtime": (("mbs_ros", "launch"), ("depend", "exec_depend")),
     "build": (("setup.py",), ("depend", "build_depend", "buildtool_depend")),
-    "test": (("test", BENCH, CAMPAIGN_TESTING), ("depend", "exec_depend", "test_depend")),
+    "test": (("test", BENCH, CAMPAIGN_TESTING, TOOLS), ("depend", "exec_depend", "test_depend")),
 }
 EXCLUDE = {"runtime": (BENCH, CAMPAIGN_TESTING)}
 
@@ -116,6 +122,7 @@ def test_every_import_is_a_declared_dependency(scope):
     allowed = declared(*tags)
     files = list(python_files(*dirs, exclude=EXCLUDE.get(scope, ())))
     own = {"mbs_ros"} | {p.stem for p in files if p.is_relative_to(ROOT / "test")}
+    own |= {TOOLS.name for p in files if p.is_relative_to(ROOT / TOOLS)}  # only where its files are checked
     problems = []
     for path in files:
         for module, line in imported_modules(path):

@@ -88,5 +88,6 @@ def test_energy_topic_with_springs_matches_the_closed_forms(node):
           f"|balance residual| <= {residual:.2g} J, kinetic up to {kinetic_seen / E0:.2f} E0")
     last = pairs[-1][0]
     ports = dict(zip(last.dissipator_names, last.dissipated_power))
-    assert set(ports) == {"damper/j1"} and last.dissipated_energy > 0.0
+    # the joint limits' port is there (on by default) and idle: the swing stays inside the URDF limits
+    assert set(ports) == {"damper/j1", "contact"} and ports["contact"] == 0.0 and last.dissipated_energy > 0.0
     proc.check_running()

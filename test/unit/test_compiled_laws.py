@@ -108,18 +108,21 @@ def test_a_space_without_kernels_keeps_the_numpy_law():
     assert not PDGravity(numpy_model, 4.0, 4.0).compiled
 
 
-def _pair(model, seed):
+def _pair(model, seed, joint_limits=True):
     rng = np.random.default_rng(seed)
     q0 = model.neutral()
     q0[model.nq - 6:] = rng.uniform(-1.0, 1.0, 6)
-    return [Simulator(model, q0, np.zeros(model.nv), 1e-3, lockstep_steps=4) for _ in range(2)], rng
+    return [Simulator(model, q0, np.zeros(model.nv), 1e-3, lockstep_steps=4, joint_limits=joint_limits)
+            for _ in range(2)], rng
 
 
 @pytest.mark.parametrize("scale", [1.0, 20.0], ids=["held", "runaway"])
 def test_a_period_in_one_call_is_the_same_steps_one_at_a_time(uvms, scale):
     """Same states, work and step count bit for bit; with large commands the runaway fault is the same step with
-    the same reason (the one-call path stops where the per-step check would)."""
-    (one_call, per_step), rng = _pair(uvms, 3)
+    the same reason (the one-call path stops where the per-step check would). The held commands drive a joint to
+    its URDF limit (±π), so the contact steps are compared too; the runaway is the subject of the large commands,
+    so their joints have no limits (with them the joints stop at ±π and nothing runs away)."""
+    (one_call, per_step), rng = _pair(uvms, 3, joint_limits=scale == 1.0)
     for _ in range(300):
         W, E = scale * rng.normal(size=6), scale * rng.normal(size=6)
         for sim in (one_call, per_step):
@@ -136,6 +139,7 @@ def test_a_period_in_one_call_is_the_same_steps_one_at_a_time(uvms, scale):
         if one_call.fault is not None:
             break
     assert (one_call.fault is not None) == (scale > 1.0), one_call.fault
+    assert (one_call.contact_steps > 0) == (scale == 1.0), one_call.contact_steps
 
 
 def test_a_command_that_times_out_within_one_advance_stops_the_one_call_steps(uvms):

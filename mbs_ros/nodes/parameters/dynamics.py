@@ -206,6 +206,17 @@ _PAIRS = {
         "then the current directory; package:// and file:// URIs) = that sensors file or robot YAML; none = no "
         "sensors. A bad file refuses the start naming file, sensor and key.",
         {"type": "string", "default": "", "read_only": True}),
+    "world": (
+        "Contact world (docs/contact.md, The world file): ground or seabed, static shapes, free objects and the "
+        "robot's URDF <collision> shapes, with exact Coulomb friction. Empty = the robot YAML's world: mapping "
+        "when model_file is one that has it, else none; a path (as model_file) = that world file or robot YAML; "
+        "none = no world. A bad file refuses the start naming file and key; a world that starts "
+        "interpenetrating names the pair and the depth.",
+        {"type": "string", "default": "", "read_only": True}),
+    "joint_limits": (
+        "Stop the joints at their URDF <limit lower upper> (unilateral constraints of the contact step, exact "
+        "impulses); false = the joints pass their limits as before. Robots only.",
+        {"type": "bool", "default": True, "read_only": True}),
 }
 
 

@@ -1,0 +1,402 @@
+"""The velocity-level contact problem with exact Coulomb friction, solved by block Gauss–Seidel (``docs/contact.md``).
+
+One time step of length h (Stewart & Trinkle 1996, Anitescu & Potra 1997; ``../shared/notes/contact.md``) leaves
+the impulses ``λ`` of the constraints to find from the Delassus matrix ``G = J M⁻¹ Jᵀ`` and the free velocity
+``g = J v_f`` (plus a stabilisation term): the constraint velocity is ``c = G λ + g``. The rows come in blocks:
+
+* a **contact** ``i`` has three rows, its normal then two tangents, a friction coefficient ``μ_i ≥ 0``, and obeys
+  Coulomb's law exactly (the nonlinear complementarity problem on the second-order cone, not its convex
+  relaxation): ``λ_i ∈ K_μ = {‖λ_t‖ ≤ μ λ_n}``, ``c_n ≥ 0``, ``λ_n c_n = 0``; sticking (``c_i = 0``) inside the
+  cone, sliding on its boundary with ``λ_t = −μ λ_n c_t/‖c_t‖`` (maximal dissipation), or separating (``λ_i = 0``).
+  In De Saxcé's form: ``K_μ ∋ λ ⊥ c + μ‖c_t‖ e_n ∈ K_μ*``.
+* a **unilateral** row (a joint limit) has ``λ ≥ 0``, ``c ≥ 0``, ``λ c = 0``.
+
+:func:`solve` sweeps the blocks in order, each solved exactly given the others (a contact: separation, the
+sticking solution ``−W⁻¹ b``, or the sliding one, found as the root in the friction angle of ``c_t ∥ −λ_t`` on
+the cone's boundary with ``c_n = 0``), until the impulses stop changing; :func:`residual` measures how far a
+``λ`` is from the exact law (the natural map of De Saxcé's form, in velocity units), the number the diagnostics
+report. Everything is compiled (:mod:`mbs_ros.dynamics.jit`) and allocates only per call.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..jit import jit
+
+__all__ = ["solve", "residual", "SolveResult", "local_contact"]
+
+#: A solve has converged when its residual (velocity units) is within this fraction of the largest free constraint
+#: velocity |g|: 1e-6 of gravity's h·g at rest (1e-8 m/s at h = 1 ms, a 1e-11 m position error per step).
+#: Gauss–Seidel runs until no impulse changes by more than ``tol`` (1e-12) relative, far below it, so the closed
+#: forms hold to rounding; the tolerance decides when it hands over to ADMM and what ``converged`` reports.
+RESIDUAL_TOLERANCE = 1e-6
+_TWO_PI = 2.0 * math.pi
+_SAMPLES = 16  # friction angles sampled to bracket the sliding root when Newton's guess fails
+
+
+@jit
+def _slide_conditions(W, b, mu, phi):
+    """For λ = λ_n (1, μ cos φ, μ sin φ) with ``c_n = 0``: ``(λ_n, f, s)`` where ``f = c_t × d`` (zero when the
+    tangential velocity is parallel to d = (cos φ, sin φ)) and ``s = c_t · d`` (must be ≤ 0: sliding opposes λ_t)."""
+    cp, sp = math.cos(phi), math.sin(phi)
+    denom = W[0, 0] + mu * (W[0, 1] * cp + W[0, 2] * sp)
+    if denom <= 0.0:
+        return -1.0, 0.0, 1.0
+    ln = -b[0] / denom
+    c1 = ln * (W[1, 0] + mu * (W[1, 1] * cp + W[1, 2] * sp)) + b[1]
+    c2 = ln * (W[2, 0] + mu * (W[2, 1] * cp + W[2, 2] * sp)) + b[2]
+    return ln, c1 * sp - c2 * cp, c1 * cp + c2 * sp
+
+
+@jit
+def local_contact(W, b, mu, out):
+    """The exact Coulomb impulse of one contact with Delassus block ``W`` (3×3) and velocity ``c = W λ + b``;
+    written to ``out`` (3,). Returns 0 (separating), 1 (sticking) or 2 (sliding); 3 when no sliding root was
+    found (then ``out`` is the sticking impulse projected onto the cone, counted by the caller)."""
+    if b[0] >= 0.0:  # λ = 0 gives c_n = b_n ≥ 0: the contact opens (any tangential velocity is allowed)
+        out[0] = 0.0
+        out[1] = 0.0
+        out[2] = 0.0
+        return 0
+    # sticking: W λ = −b
+    a00, a01, a02 = W[0, 0], W[0, 1], W[0, 2]
+    a10, a11, a12 = W[1, 0], W[1, 1], W[1, 2]
+    a20, a21, a22 = W[2, 0], W[2, 1], W[2, 2]
+    det = a00 * (a11 * a22 - a12 * a21) - a01 * (a10 * a22 - a12 * a20) + a02 * (a10 * a21 - a11 * a20)
+    ln = lt1 = lt2 = 0.0
+    if det != 0.0:
+        r0, r1, r2 = -b[0], -b[1], -b[2]
+        ln = (r0 * (a11 * a22 - a12 * a21) - a01 * (r1 * a22 - a12 * r2) + a02 * (r1 * a21 - a11 * r2)) / det
+        lt1 = (a00 * (r1 * a22 - a12 * r2) - r0 * (a10 * a22 - a12 * a20) + a02 * (a10 * r2 - r1 * a20)) / det
+        lt2 = (a00 * (a11 * r2 - r1 * a21) - a01 * (a10 * r2 - r1 * a20) + r0 * (a10 * a21 - a11 * a20)) / det
+        if ln >= 0.0 and math.sqrt(lt1 * lt1 + lt2 * lt2) <= mu * ln:
+            out[0] = ln
+            out[1] = lt1
+            out[2] = lt2
+            return 1
+    if mu == 0.0:  # frictionless: c_n = 0 with λ_t = 0
+        out[0] = -b[0] / a00
+        out[1] = 0.0
+        out[2] = 0.0
+        return 2
+    # sliding: a root of f(φ) with λ_n ≥ 0 and s ≤ 0. Newton from the sticking impulse's direction first.
+    phi = math.atan2(lt2, lt1) if (lt1 != 0.0 or lt2 != 0.0) else math.atan2(-b[2], -b[1])
+    found = False
+    for _ in range(30):
+        ln, f, s = _slide_conditions(W, b, mu, phi)
+        if ln < 0.0 or s > 0.0:
+            break
+        # df/dφ by a central difference of the smooth f (no closed form needed at this size)
+        e = 1e-7
+        _, fp, _ = _slide_conditions(W, b, mu, phi + e)
+        _, fm, _ = _slide_conditions(W, b, mu, phi - e)
+        d = (fp - fm) / (2.0 * e)
+        if d == 0.0:
+            break
+        step = f / d
+        phi -= step
+        if abs(step) < 1e-15:
+            ln, f, s = _slide_conditions(W, b, mu, phi)
+            found = ln >= 0.0 and s <= 0.0
+            break
+    if not found:  # bracket a sign change of f among sampled angles, then bisect
+        best = -1.0
+        prev_phi = 0.0
+        _, prev_f, _ = _slide_conditions(W, b, mu, 0.0)
+        for k in range(1, _SAMPLES + 1):
+            p = _TWO_PI * k / _SAMPLES
+            _, fk, _ = _slide_conditions(W, b, mu, p)
+            if (prev_f <= 0.0) != (fk <= 0.0):
+                lo, hi, flo = prev_phi, p, prev_f
+                for _ in range(80):
+                    mid = 0.5 * (lo + hi)
+                    _, fm, _ = _slide_conditions(W, b, mu, mid)
+                    if (fm <= 0.0) == (flo <= 0.0):
+                        lo, flo = mid, fm
+                    else:
+                        hi = mid
+                mid = 0.5 * (lo + hi)
+                lm, _, sm = _slide_conditions(W, b, mu, mid)
+                if lm >= 0.0 and sm <= 0.0:
+                    phi = mid
+                    found = True
+                    best = lm
+                    break
+            prev_phi, prev_f = p, fk
+        if found:
+            ln = best
+    if found:
+        ln, f, s = _slide_conditions(W, b, mu, phi)
+        out[0] = ln
+        out[1] = mu * ln * math.cos(phi)
+        out[2] = mu * ln * math.sin(phi)
+        return 2
+    # no root (W far from symmetric positive): the sticking impulse projected on the cone
+    _project_cone(ln, lt1, lt2, mu, out)
+    return 3
+
+
+@jit
+def _project_cone(ln, lt1, lt2, mu, out):
+    """Euclidean projection of (ln, lt1, lt2) onto K_μ."""
+    t = math.sqrt(lt1 * lt1 + lt2 * lt2)
+    if t <= mu * ln:
+        out[0], out[1], out[2] = ln, lt1, lt2
+    elif mu * t <= -ln:
+        out[0], out[1], out[2] = 0.0, 0.0, 0.0
+    else:
+        n = (ln + mu * t) / (1.0 + mu * mu)
+        out[0] = n
+        out[1] = mu * n * lt1 / t
+        out[2] = mu * n * lt2 / t
+
+
+@jit
+def _sweeps(G, g, mu, n_contacts, lam, max_sweeps, tol):
+    """Block Gauss–Seidel sweeps in place on ``lam``; returns (sweeps done, largest last change, failed local
+    solves in the last sweep)."""
+    m = g.shape[0]
+    W = np.empty((3, 3))
+    b = np.empty(3)
+    out = np.empty(3)
+    change = 0.0
+    failed = 0
+    k = 0
+    for k in range(1, max_sweeps + 1):
+        change = 0.0
+        failed = 0
+        scale = 0.0
+        for i in range(n_contacts):
+            r = 3 * i
+            for a in range(3):
+                acc = g[r + a]
+                for j in range(m):
+                    acc += G[r + a, j] * lam[j]
+                for c in range(3):
+                    W[a, c] = G[r + a, r + c]
+                    acc -= G[r + a, r + c] * lam[r + c]
+                b[a] = acc
+            code = local_contact(W, b, mu[i], out)
+            if code == 3:
+                failed += 1
+            for a in range(3):
+                d = abs(out[a] - lam[r + a])
+                if d > change:
+                    change = d
+                if abs(out[a]) > scale:
+                    scale = abs(out[a])
+                lam[r + a] = out[a]
+        for r in range(3 * n_contacts, m):
+            acc = g[r]
+            for j in range(m):
+                acc += G[r, j] * lam[j]
+            acc -= G[r, r] * lam[r]
+            new = -acc / G[r, r]
+            if new < 0.0:
+                new = 0.0
+            d = abs(new - lam[r])
+            if d > change:
+                change = d
+            if new > scale:
+                scale = new
+            lam[r] = new
+        if change <= tol * max(scale, 1e-300) or change == 0.0:
+            break
+    return k, change, failed
+
+
+@jit
+def residual(G, g, mu, n_contacts, lam):
+    """How far ``lam`` is from the exact law, in velocity units: the largest over the blocks of
+    ``‖λ − P_K(λ − ρ ĉ)‖ / ρ`` (``ĉ = c + μ‖c_t‖e_n``, ρ = 1/G_nn of the block; a unilateral row alike with
+    K = R₊). Zero exactly at a solution."""
+    m = g.shape[0]
+    c = g.copy()
+    for a in range(m):
+        for j in range(m):
+            c[a] += G[a, j] * lam[j]
+    worst = 0.0
+    for a in range(m):
+        if not (math.isfinite(c[a]) and math.isfinite(lam[a])):
+            return math.inf
+    out = np.empty(3)
+    for i in range(n_contacts):
+        r = 3 * i
+        rho = 1.0 / G[r, r]
+        ct = math.sqrt(c[r + 1] ** 2 + c[r + 2] ** 2)
+        _project_cone(lam[r] - rho * (c[r] + mu[i] * ct), lam[r + 1] - rho * c[r + 1], lam[r + 2] - rho * c[r + 2],
+                      mu[i], out)
+        e = math.sqrt((lam[r] - out[0]) ** 2 + (lam[r + 1] - out[1]) ** 2 + (lam[r + 2] - out[2]) ** 2) / rho
+        if e > worst:
+            worst = e
+    for r in range(3 * n_contacts, m):
+        rho = 1.0 / G[r, r]
+        p = lam[r] - rho * c[r]
+        if p < 0.0:
+            p = 0.0
+        e = abs(lam[r] - p) / rho
+        if e > worst:
+            worst = e
+    return worst
+
+
+@jit
+def _project_all(x, mu, n_contacts, out):
+    """``out`` = the projection of ``x`` onto K_μ1 × … × R₊^(rest)."""
+    tmp = np.empty(3)
+    for i in range(n_contacts):
+        r = 3 * i
+        _project_cone(x[r], x[r + 1], x[r + 2], mu[i], tmp)
+        out[r], out[r + 1], out[r + 2] = tmp[0], tmp[1], tmp[2]
+    for r in range(3 * n_contacts, x.shape[0]):
+        out[r] = x[r] if x[r] > 0.0 else 0.0
+
+
+@jit
+def _saxce(G, g, mu, n_contacts, lam, s):
+    """De Saxcé's shift ``s`` (μ‖c_t‖ on each normal row, 0 elsewhere) at ``c = G λ + g``."""
+    c = G @ lam + g
+    s[:] = 0.0
+    for i in range(n_contacts):
+        r = 3 * i
+        s[r] = mu[i] * math.sqrt(c[r + 1] * c[r + 1] + c[r + 2] * c[r + 2])
+
+
+@jit
+def _project_dual_all(x, mu, n_contacts, out):
+    """``out`` = the projection of ``x`` onto the dual cones K_μ* = {μ‖z_t‖ ≤ z_n} × … × R₊^(rest)."""
+    tmp = np.empty(3)
+    for i in range(n_contacts):
+        r = 3 * i
+        if mu[i] > 0.0:
+            _project_cone(x[r], x[r + 1], x[r + 2], 1.0 / mu[i], tmp)
+            out[r], out[r + 1], out[r + 2] = tmp[0], tmp[1], tmp[2]
+        else:  # K_0 is the normal ray; its dual the half-space z_n ≥ 0
+            out[r] = x[r] if x[r] > 0.0 else 0.0
+            out[r + 1], out[r + 2] = x[r + 1], x[r + 2]
+    for r in range(3 * n_contacts, x.shape[0]):
+        out[r] = x[r] if x[r] > 0.0 else 0.0
+
+
+@jit
+def _shift(mu, n_contacts, z, s):
+    """De Saxcé's shift of a velocity-like ``z``: μ‖z_t‖ on each normal row, 0 elsewhere."""
+    s[:] = 0.0
+    for i in range(n_contacts):
+        r = 3 * i
+        s[r] = mu[i] * math.sqrt(z[r + 1] * z[r + 1] + z[r + 2] * z[r + 2])
+
+
+def _admm(G, g, mu, n_contacts, lam, max_iter, tol):
+    """ADMM on the cone-constrained problem with De Saxcé's shift (the exact NCP), as Pinocchio's
+    ``ADMMContactSolver`` runs it (Carpentier, Le Lidec et al. 2024): a primal ``x`` from the proximal system
+    ``(G + (μ_prox + ρ)I) x = −(g + s) + ρ y + μ_prox x + z``, its projection ``y = P_K(x − z/ρ)`` onto the
+    friction cones, the dual velocity ``z ← z − ρ(x − y)`` whose tangential part gives the shift ``s``; ρ starts
+    at ``√(L m)·(L/m)^0.2`` (L the largest eigenvalue of G, m = μ_prox) and moves by ``(L/m)^0.05`` when the primal
+    and dual residuals are more than 10 apart. ``lam`` is overwritten only by an iterate with a smaller residual
+    (:func:`residual`). Returns (iterations, the residual of ``lam``)."""
+    m = g.shape[0]
+    L = max(float(np.linalg.eigvalsh(G)[-1]), 1e-300)
+    mu_prox = 1e-6 * L
+    cond = L / mu_prox
+    rho = math.sqrt(L * mu_prox) * cond ** 0.2
+    step = cond ** 0.05
+    eye = np.eye(m)
+    chol = np.linalg.cholesky(G + (mu_prox + rho) * eye)
+    x = lam.copy()
+    y = np.empty(m)
+    _project_all(x, mu, n_contacts, y)
+    s = np.empty(m)
+    z0 = G @ y + g - (mu_prox + rho) * y
+    _shift(mu, n_contacts, z0, s)
+    z = np.empty(m)
+    _project_dual_all(z0 + s, mu, n_contacts, z)
+    best = residual(G, g, mu, n_contacts, lam)
+    k = 0
+    for k in range(1, max_iter + 1):
+        x_prev, y_prev = x, y
+        _shift(mu, n_contacts, z, s)
+        rhs = -(g + s) + rho * y + mu_prox * x + z
+        x = np.linalg.solve(chol.T, np.linalg.solve(chol, rhs))
+        y = np.empty(m)
+        _project_all(x - z / rho, mu, n_contacts, y)
+        z = z - rho * (x - y)
+        if not np.all(np.isfinite(y)):
+            break
+        res = residual(G, g, mu, n_contacts, y)
+        if res < best:
+            best = res
+            lam[:] = y
+        if res <= tol:
+            break
+        primal = float(np.max(np.abs(x - y)))
+        dual = float(np.max(np.abs(rho * (y - y_prev) + mu_prox * (x - x_prev))))
+        if primal > 10.0 * dual:
+            rho *= step
+            chol = np.linalg.cholesky(G + (mu_prox + rho) * eye)
+        elif dual > 10.0 * primal:
+            rho /= step
+            chol = np.linalg.cholesky(G + (mu_prox + rho) * eye)
+    return k, best
+
+
+class SolveResult:
+    """What :func:`solve` found: the impulses ``lam`` (m,), the constraint velocities ``c = G λ + g``, the sweeps
+    done, the residual (velocity units, :func:`residual`) and whether it converged within the budget."""
+
+    __slots__ = ("lam", "velocity", "sweeps", "residual", "converged", "failed_local")
+
+    def __init__(self, lam, velocity, sweeps, residual, converged, failed_local):
+        self.lam = lam
+        self.velocity = velocity
+        self.sweeps = sweeps
+        self.residual = residual
+        self.converged = converged
+        self.failed_local = failed_local
+
+    def __repr__(self):
+        return (f"SolveResult(sweeps={self.sweeps}, residual={self.residual:.3g}, converged={self.converged}, "
+                f"failed_local={self.failed_local})")
+
+
+def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: float = 1e-12,
+          residual_tol: float | None = None, admm_iterations: int = 3000,
+          fallback_sweeps: int = 5000) -> SolveResult:
+    """Impulses for the rows of ``G`` (m×m, symmetric positive semi-definite) and ``g`` (m,): ``n_contacts``
+    blocks of three rows (normal, two tangents) with friction ``mu`` (n_contacts,), then unilateral rows.
+    ``lam0`` warm-starts (e.g. the last step's impulses). Stops when a sweep changes no impulse by more than
+    ``tol`` relative to the largest, or after ``max_sweeps``; ``converged`` means the residual is within
+    ``residual_tol`` (default :data:`RESIDUAL_TOLERANCE` × max|g|). Never raises on a hard problem: the caller reports
+    ``converged`` and ``residual`` (the step still finishes)."""
+    G = np.ascontiguousarray(G, dtype=float)
+    g = np.ascontiguousarray(g, dtype=float).reshape(-1)
+    m = g.shape[0]
+    if G.shape != (m, m):
+        raise ValueError(f"G must be {m}x{m} for {m} rows, got shape {G.shape}")
+    if not (0 <= n_contacts and 3 * n_contacts <= m):
+        raise ValueError(f"{n_contacts} contacts need {3 * n_contacts} rows, have {m}")
+    mu = np.ascontiguousarray(mu, dtype=float).reshape(-1)
+    if mu.shape[0] != n_contacts:
+        raise ValueError(f"mu must have one value per contact ({n_contacts}), got {mu.shape[0]}")
+    if np.any(~np.isfinite(mu)) or np.any(mu < 0.0):
+        raise ValueError(f"friction coefficients must be finite and non-negative, got {mu.tolist()}")
+    if m and np.any(np.diag(G) <= 0.0):
+        raise ValueError("the Delassus matrix needs a positive diagonal (a row no body can move)")
+    lam = np.zeros(m) if lam0 is None else np.array(lam0, dtype=float).reshape(m)
+    if residual_tol is None:
+        residual_tol = RESIDUAL_TOLERANCE * (float(np.max(np.abs(g))) if m else 0.0) + 1e-15
+    sweeps, _, failed = _sweeps(G, g, mu, n_contacts, lam, int(max_sweeps), float(tol)) if m else (0, 0.0, 0)
+    res = residual(G, g, mu, n_contacts, lam) if m else 0.0
+    if res > residual_tol and admm_iterations:  # Gauss–Seidel stalls (stacks, redundant contacts): ADMM from here
+        it, res = _admm(G, g, mu, n_contacts, lam, int(admm_iterations), float(residual_tol))
+        sweeps += it
+    if res > residual_tol and fallback_sweeps:  # then Gauss–Seidel again from the best iterate, kept if better
+        trial = lam.copy()
+        more, _, failed = _sweeps(G, g, mu, n_contacts, trial, int(fallback_sweeps), float(tol))
+        sweeps += more
+        res_trial = residual(G, g, mu, n_contacts, trial)
+        if res_trial < res:
+            lam, res = trial, res_trial
+    return SolveResult(lam, G @ lam + g, int(sweeps), float(res), bool(res <= residual_tol), int(failed))

@@ -1,0 +1,95 @@
+"""ContactWorld: the travel bound that lets the ordinary integrator run where nothing is near, checked against
+Coal's distances at every state of integrated batches."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from mbs_ros.dynamics import Model
+from mbs_ros.dynamics.contact.geometry import box, halfspace, sphere
+from mbs_ros.dynamics.contact.world import ContactWorld
+from mbs_ros.dynamics.integrators import step as rk_step
+
+G = 9.81
+
+
+def _batch(model, q, v, n, h):
+    qs, vs = [q], [v]
+    for _ in range(n):
+        q, v = rk_step(model, q, v, np.zeros(model.nv), h, method="rk4")
+        qs.append(q)
+        vs.append(v)
+    return np.array(qs), np.array(vs)
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("base", ["se3", "so3xr3"])
+def test_no_state_within_the_free_steps_comes_within_the_margin(base, seed):
+    rng = np.random.default_rng(seed)
+    s, h = 0.2, 2e-3
+    model = Model.rigid_body(base, 1.0, np.diag([0.01, 0.02, 0.015]), gravity=(0.0, 0.0, -G))
+    q = np.zeros(7)
+    q[:3] = (0.0, 0.0, 0.3 + 0.2 * rng.random())
+    q[3:] = (lambda x: x / np.linalg.norm(x))(rng.normal(size=4))
+    v = np.concatenate([rng.normal(size=3), 8.0 * rng.normal(size=3)])  # spinning fast, thrown
+    world = ContactWorld([model], [halfspace("ground", (0, 0, 1), 0.0), box("box", (s, s, s), (0, 0))],
+                         margin=1e-3)
+    qs, _ = _batch(model, q, v, 300, h)
+    k = world.free_steps([qs])
+    distances = [world.pair_distances([qs[i]])[(0, 1)] for i in range(qs.shape[0])]
+    assert all(d > world.margin for d in distances[:k + 1])  # rigorous: every state it lets through is clear
+    first_near = next((i for i, d in enumerate(distances) if d <= world.margin), None)
+    assert first_near is not None  # every seed reaches the ground within 300 steps
+    assert k == first_near - 1  # re-anchored where the bound runs out, it stops just before that state
+
+
+def test_a_joint_near_its_limit_stops_the_batch_there():
+    urdf = """<robot name="one"><link name="base"/><link name="arm"><inertial><origin xyz="0.5 0 0"/>
+      <mass value="1"/><inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial></link>
+      <joint name="j" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 1 0"/>
+      <limit lower="-0.5" upper="0.5" effort="100" velocity="10"/></joint></robot>"""
+    model = Model.from_urdf(urdf, gravity=(0.0, 0.0, -G))
+    h, n = 1e-3, 400
+    qs, _ = _batch(model, np.zeros(1), np.array([2.0]), n, h)  # swinging towards the upper limit
+    world = ContactWorld([model], [], limits=True, margin=1e-3)
+    k = world.free_steps([qs])
+    first_near = next(i for i in range(n + 1) if 0.5 - qs[i, 0] <= 1e-3)
+    assert k == first_near - 1
+    assert ContactWorld([model], [], limits=False).free_steps([qs]) == n
+    assert world.free_steps([qs[first_near:]]) == -1  # a batch that starts within the margin frees nothing
+
+
+def test_bad_settings_are_refused():
+    model = Model.rigid_body("se3", 1.0, np.eye(3) * 0.01)
+    with pytest.raises(ValueError, match="margin"):
+        ContactWorld([model], [], margin=0.0)
+    with pytest.raises(ValueError, match="mu"):
+        ContactWorld([model], [sphere("ball", 0.1, (0, 0), mu=-0.2)])
+    with pytest.raises(ValueError, match="mu"):
+        ContactWorld([model], [sphere("ball", 0.1, (0, 0), mu=math.nan)])
+
+
+def test_where_nothing_is_near_a_batch_costs_a_few_distance_queries(monkeypatch):
+    model = Model.rigid_body("se3", 1.0, np.diag([0.01, 0.02, 0.015]), gravity=(0.0, 0.0, -G))
+    q = np.array([0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0])
+    world = ContactWorld([model], [halfspace("ground", (0, 0, 1), 0.0), sphere("ball", 0.1, (0, 0))])
+    calls = []
+    original = world.pair_distances
+    monkeypatch.setattr(world, "pair_distances", lambda qs, among="all": calls.append(1) or original(qs, among))
+    qs, _ = _batch(model, q, np.array([0.5, 0, 0, 0, 3.0, 0]), 200, 1e-3)  # 0.2 s: falls 0.2 m of 0.9
+    assert world.free_steps([qs]) == 200 and len(calls) == 1
+
+
+def test_a_turning_box_whose_corner_swings_down_is_stopped_before_it():
+    """No translation at all: only the rotation brings a corner to the ground; the bound must count the reach."""
+    s, h = 0.2, 1e-3
+    model = Model.rigid_body("se3", 1.0, np.diag([0.01, 0.01, 0.01]), gravity=(0.0, 0.0, 0.0))
+    q = np.array([0.0, 0.0, 0.13, 0.0, 0.0, 0.0, 1.0])  # face 3 cm above; the half diagonal is 14.1 cm
+    world = ContactWorld([model], [halfspace("ground", (0, 0, 1), 0.0), box("box", (s, s, s), (0, 0))])
+    qs, _ = _batch(model, q, np.array([0.0, 0.0, 0.0, 2.0, 0.0, 0.0]), 400, h)
+    k = world.free_steps([qs])
+    distances = [world.pair_distances([qs[i]])[(0, 1)] for i in range(qs.shape[0])]
+    first_near = next(i for i, d in enumerate(distances) if d <= world.margin)
+    assert k == first_near - 1 and all(d > world.margin for d in distances[:k + 1])
