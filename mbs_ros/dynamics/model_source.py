@@ -32,8 +32,8 @@ from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.model import BASES, MAX_MASS_RATIO, TREE_BASES
 from mbs_ros.packages import is_uri, resolve_uri
 
-__all__ = ["ParameterError", "Source", "load_source", "resolve_model_file", "sensors_path", "NO_SENSORS",
-           "scale_urdf_inertia", "link_order", "build_multibody", "meshes_for_rviz", "base_link", "model_defaults",
+__all__ = ["ParameterError", "Source", "load_source", "resolve_model_file", "sensors_path", "companion_path",
+           "NO_SENSORS", "scale_urdf_inertia", "link_order", "build_multibody", "meshes_for_rviz", "base_link", "model_defaults",
            "BASES", "TREE_BASES", "PACKAGE"]
 
 PACKAGE = "mbs_ros"
@@ -357,6 +357,13 @@ def sensors_path(setting: str, source: Source) -> Optional[str]:
     """The file the ``sensors`` parameter names: ``none`` -> None; empty -> the robot YAML's own file when the
     model came from one (None otherwise; the YAML may still carry no sensors); else the path resolved as
     ``model_file`` is (:func:`resolve_model_file`). ParameterError naming it."""
+    return companion_path("sensors", setting, source)
+
+
+def companion_path(parameter: str, setting: str, source: Source) -> Optional[str]:
+    """The file a parameter naming a companion of the model (``sensors``, ``world``) names: ``none`` -> None;
+    empty -> the robot YAML's own file when the model came from one (None otherwise); else the path resolved as
+    ``model_file`` is (:func:`resolve_model_file`). ParameterError naming ``parameter``."""
     setting = (setting or "").strip()
     if setting.lower() == NO_SENSORS:
         return None
@@ -366,5 +373,5 @@ def sensors_path(setting: str, source: Source) -> Optional[str]:
         return resolve_model_file(setting)
     except ParameterError as e:
         text = str(e)
-        raise ParameterError("sensors" + text[len("model_file"):] if text.startswith("model_file") else
-                             f"sensors: {text}") from None
+        raise ParameterError(parameter + text[len("model_file"):] if text.startswith("model_file") else
+                             f"{parameter}: {text}") from None

@@ -19,7 +19,7 @@ from typing import Callable, Dict, Optional
 import numpy as np
 
 from .actuators import DEFAULT_LIMIT_ACCELERATION, CommandLimits, clip_efforts, command_limits, saturate_wrench
-from .integrators import TABLEAUS, check_time_step, step
+from .integrators import TABLEAUS, _tableau, _with_world_wrench, check_time_step, step
 from .model import Model
 from .passive import thrust_response
 
@@ -628,6 +628,7 @@ class Simulator:
         if batch is not None and batch[3] < batch[2].shape[0]:
             i = batch[3]
             states = batch[0][i:i + int(np.count_nonzero(batch[2][i:])) + 1]
+            q1, v1 = batch[0][i + 1], batch[1][i + 1]  # the ordinary step from (q0, v0)
         else:
             batch = None
             q1, v1 = step(model, q0, v0, self._tau, self.dt, method=self._integrator, t=k * self.dt,
@@ -647,17 +648,14 @@ class Simulator:
                 within = (np.abs(v1) <= self._v_caps).all() and (np.abs(q1) <= MAX_POSITION).all()
                 batch = [states, np.array([v0, v1]), np.array([within]), 0]
             return batch, None
-        tau = self._tau(k * self.dt, q0, v0) if callable(self._tau) else self._tau
-        if self._wrench_world is not None:
-            R = model.base_rotation(q0)
-            W = self._wrench_world
-            tau = tau + model.wrench_to_generalized(q0, np.concatenate([R.T @ W[:3], R.T @ W[3:]]))[0]
+        # the held force at (q0, v0) as the integrator's stages evaluate it (a world-frame wrench turned there)
+        tau = _with_world_wrench(model, _tableau(self._integrator), self._tau, self._wrench_world)
+        tau = tau(k * self.dt, q0, v0) if callable(tau) else tau
         taus = [tau] + [np.zeros(m.nv) for m in self.objects]
         qs, vs, info, engaged = world.step([q0] + self.obj_q, [v0] + self.obj_v, taus, self.dt)
         # a model with no contact or limit row in the step moves as without the world: the ordinary step
         if 0 not in engaged:
-            qs[0], vs[0] = step(model, q0, v0, self._tau, self.dt, method=self._integrator, t=k * self.dt,
-                                wrench_world=self._wrench_world)
+            qs[0], vs[0] = q1, v1
         for i, m in enumerate(self.objects, start=1):
             if i not in engaged:
                 qs[i], vs[i] = step(m, self.obj_q[i - 1], self.obj_v[i - 1], np.zeros(m.nv), self.dt,

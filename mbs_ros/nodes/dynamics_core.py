@@ -37,27 +37,18 @@ def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: Command
 
 
 def world_path(setting: str, source: ms.Source) -> Optional[str]:
-    """The file the ``world`` parameter names: ``none`` -> None; empty -> the robot YAML's own file when it has a
-    ``world:`` mapping (None otherwise); else the path resolved as ``model_file`` is. ParameterError naming it."""
-    setting = (setting or "").strip()
-    if setting.lower() == ms.NO_SENSORS:
-        return None
-    if not setting:
-        if source.kind != "yaml":
-            return None
-        from mbs_ros.yamlfile import YamlFileError, read_yaml
+    """The file the ``world`` parameter names (:func:`~mbs_ros.dynamics.model_source.companion_path`), the robot
+    YAML's own only when it has a ``world:`` mapping. ParameterError naming it."""
+    path = ms.companion_path("world", setting, source)
+    if path is None or (setting or "").strip():
+        return path
+    from mbs_ros.yamlfile import YamlFileError, read_yaml
 
-        try:
-            data = read_yaml(source.path)
-        except YamlFileError:
-            return None  # the model loaded from it: not reached
-        return source.path if isinstance(data, dict) and "world" in data else None
     try:
-        return ms.resolve_model_file(setting)
-    except ParameterError as e:
-        text = str(e)
-        raise ParameterError("world" + text[len("model_file"):] if text.startswith("model_file") else
-                             f"world: {text}") from None
+        data = read_yaml(path)
+    except YamlFileError:
+        return None  # the model loaded from it: not reached
+    return path if isinstance(data, dict) and "world" in data else None
 
 
 def make_world(s: Settings, source: ms.Source, model: Model, q0):

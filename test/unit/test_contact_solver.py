@@ -13,30 +13,10 @@ pin = pytest.importorskip("pinocchio")
 
 
 def _pin_solve(G, g, mu, nc):
-    """Pinocchio's exact (NCP) ADMM on our G, g: its contacts order rows (t1, t2, n)."""
-    model = pin.Model()
-    jid = model.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "ff")
-    model.appendBodyToJoint(jid, pin.Inertia.Identity(), pin.SE3.Identity())
-    perm = np.concatenate([[3 * i + 1, 3 * i + 2, 3 * i] for i in range(nc)])
-    models, datas = pin.StdVec_ConstraintModel(), pin.StdVec_ConstraintData()
-    for i in range(nc):
-        c = pin.PointContactConstraintModel(model, jid)
-        c.setFriction(float(mu[i]))
-        cm = pin.ConstraintModel(c)
-        models.append(cm)
-        datas.append(cm.createData())
-    settings = pin.ADMMSolverSettings()
-    settings.max_iterations = 100000
-    for tol in ("absolute_feasibility_tol", "absolute_complementarity_tol", "relative_feasibility_tol",
-                "relative_complementarity_tol"):
-        setattr(settings, tol, 1e-14)
-    settings.solve_ncp = True
-    result = pin.ADMMSolverResult()
-    ok = pin.ADMMConstraintSolver(3 * nc).solve(pin.DelassusOperatorDense(G[np.ix_(perm, perm)]), g[perm], models,
-                                                datas, settings, result)
-    lam = np.empty(3 * nc)
-    lam[perm] = result.retrieveConstraintImpulses()
-    return ok, lam
+    """Pinocchio's exact (NCP) ADMM on our G, g to 1e-14 (tools/contact_solver_timing.py)."""
+    from tools.contact_solver_timing import pin_solve
+
+    return pin_solve(G, g, mu, nc, tol=1e-14, max_iterations=100000)
 
 
 def _random_problem(rng, nc, nv):
