@@ -72,7 +72,7 @@ MAX_MODULE_LINES = 800
 LONG_MODULES_BEING_SPLIT = ("mbs_ros/dynamics/compiled.py", "mbs_ros/dynamics/simulator.py",
                             "mbs_ros/bringup/scenario.py",
                             # split in the commits that follow this one
-                            "mbs_ros/bringup/runner.py", "mbs_ros/animate.py")
+                            "mbs_ros/animate.py")
 MAX_DOCSTRING_LINES = 40
 
 
