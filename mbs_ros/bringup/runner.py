@@ -560,7 +560,7 @@ class Runner:
     def _check_recording(self, result: RunResult) -> bool:
         """Read the recording back (every record, then its index): report the file's true message count, or
         its damage, loudly, with the command that recovers it. False if it is missing or damaged."""
-        from mbs_ros.recording import NotMcapError, check_file
+        from mbs_ros.analysis.mcapfile import NotMcapError, check_file
 
         if not self.record.is_file():
             self._fail(f"no recording was written to {self.record}")

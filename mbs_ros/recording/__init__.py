@@ -6,13 +6,13 @@ through one writer thread (:class:`BagWriter`), so a signal cannot cut a record 
 most the last chunk. File layout, QoS and damage: docs/recording.md.
 
 The parts: :mod:`.definitions` (message types and their definition text), :mod:`.writer` (the file),
-:mod:`.recorder` (the ROS side), :mod:`.mcapfile` (reading back and recovery, ROS-free: what the analysis
-imports), :mod:`.cli`.
+:mod:`.recorder` (the ROS side), :mod:`.cli`; reading a file back and recovering it, ROS-free, is
+:mod:`mbs_ros.analysis.mcapfile` (re-exported here).
 """
 
 from mbs_ros.recording.definitions import (DefinitionNotFound, UnknownMessageType, message_class,
                                            message_definition, qos_profiles_yaml, resolve_message_type)
-from mbs_ros.recording.mcapfile import FileReport, NotMcapError, check_file, read_messages, recover
+from mbs_ros.analysis.mcapfile import FileReport, NotMcapError, check_file, read_messages, recover
 from mbs_ros.recording.writer import BagWriter
 from mbs_ros.recording.recorder import BackgroundRecorder, Recorder
 from mbs_ros.recording.cli import main

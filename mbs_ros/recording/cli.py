@@ -9,7 +9,7 @@ import threading
 import time
 from typing import Dict, Optional, Sequence, Tuple
 
-from mbs_ros.recording.mcapfile import COMPRESSION, NotMcapError, check_file, recover
+from mbs_ros.analysis.mcapfile import COMPRESSION, NotMcapError, check_file, recover
 from mbs_ros.recording.recorder import Recorder
 
 def _topic_argument(text: str) -> Tuple[str, Optional[str]]:

@@ -17,7 +17,7 @@ from mcap.writer import LIBRARY_IDENTIFIER
 from mcap.writer import Writer as McapWriter
 
 from mbs_ros.recording.definitions import DefinitionNotFound, _normalise_type, message_definition, qos_profiles_yaml
-from mbs_ros.recording.mcapfile import COMPRESSION
+from mbs_ros.analysis.mcapfile import COMPRESSION
 
 PROFILE = "ros2"
 MESSAGE_ENCODING = "cdr"

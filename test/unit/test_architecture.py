@@ -47,8 +47,7 @@ LAYERS = (
     # a scenario run without ROS through the nodes' ROS-free cores, below the campaigns that run it
     ("headless", FREE, ("mbs_ros.headless.*",)),
     # reading recordings (MCAP, no ROS), plots, animations, Foxglove's schemas
-    ("analysis", FREE, ("mbs_ros.recording.mcapfile", "mbs_ros.foxglove_schemas", "mbs_ros.plot",
-                        "mbs_ros.animate.*", "mbs_ros.analysis.*")),
+    ("analysis", FREE, ("mbs_ros.analysis.*", "mbs_ros.foxglove_schemas", "mbs_ros.plot", "mbs_ros.animate.*")),
     # the recorder: a node that subscribes and writes MCAP
     ("recorder", ROS, ("mbs_ros.recording.*",)),
     # test campaigns: scenario draws, headless runs, metrics and criteria (Ray only inside its engine)
@@ -388,6 +387,46 @@ def long_docstrings(root: Path) -> list[str]:
     return out
 
 
+# --------------------------------------------------------------------------------------------- the layout
+def _package(name: str) -> str:
+    """mbs_ros.<first part>: a package of mbs_ros, or a module at its top."""
+    return ".".join(name.split(".")[:2])
+
+
+def layout(root: Path, largest: int = 10) -> list[str]:
+    """The layout as numbers: lines per package, the largest modules, import circles, imports up a layer, and
+    back arrows between packages (a module importing a package whose highest layer is above its own: the
+    package then holds modules of two levels, as bringup holds the scenario schema). ``python <this file>``."""
+    modules, out = read_package(root), []
+    lines = {name: _lines(m.path) for name, m in modules.items()}
+    per_package = {}
+    for name, n in lines.items():
+        key = _package(name) if "." in name and modules[_package(name)].is_package else f"{name.split('.')[0]} (top)"
+        per_package[key] = per_package.get(key, 0) + n
+    out.append(f"{sum(lines.values())} lines in {len(lines)} modules; per package:")
+    out += [f"  {n:6d}  {p}" for p, n in sorted(per_package.items(), key=lambda i: -i[1])]
+    out.append(f"the {largest} largest modules:")
+    out += [f"  {lines[name]:6d}  {modules[name].path.relative_to(Path(root).resolve().parent)}"
+            for name in sorted(lines, key=lambda k: -lines[k])[:largest]]
+    top = {}
+    for name in modules:
+        if layer_of(name) is not None:
+            top[_package(name)] = max(top.get(_package(name), -1), layer_of(name))
+    arrows = {}
+    for m in modules.values():
+        mine = layer_of(m.name)
+        for target, line in internal_edges(m, modules):
+            theirs = _package(target)
+            if mine is not None and theirs != _package(m.name) and top.get(theirs, -1) > mine:
+                arrows.setdefault((_package(m.name), theirs), []).append(f"{_where(m, line, root)} {target}")
+    for title, found in (("import circles", import_cycles(root)), ("imports up a layer", layer_violations(root)),
+                         ("back arrows between packages", [f"{a} → {b}: {len(v)} imports ({v[0]}, ...)"
+                                                           for (a, b), v in sorted(arrows.items())])):
+        out.append(f"{title}: {len(found)}")
+        out += [f"  {f}" for f in found]
+    return out
+
+
 # ------------------------------------------------------------------------------------------ tests by kind
 STARTERS = {"NodeProcess", "subprocess", "Popen", "os.system", "multiprocessing"}  # what starts a process
 
@@ -492,10 +531,10 @@ CLEAN = {
     "nodes/dynamics_node.py": "import rclpy\nfrom sensor_msgs.msg import JointState\nfrom .params import x\n",
     "nodes/params.py": "x = 1\n",
     "nodes/parameters/__init__.py": "import importlib\nTABLE = importlib.import_module('mbs_ros.nodes.params')\n",
-    "recording/__init__.py": "from .mcapfile import read\nfrom .recorder import Recorder\n",
-    "recording/mcapfile.py": "def read():\n    pass\n",
+    "recording/__init__.py": "from mbs_ros.analysis.mcapfile import read\nfrom .recorder import Recorder\n",
     "recording/recorder.py": "import rclpy\nfrom mbs_ros.nodes import params\n",
-    "analysis/reader.py": "from mbs_ros.recording.mcapfile import read\n",
+    "analysis/mcapfile.py": "def read():\n    pass\n",
+    "analysis/reader.py": "from mbs_ros.analysis.mcapfile import read\n",
     "bringup/runner.py": "from mbs_ros import recording\n",
     "bench/timing.py": "from mbs_ros.bringup import runner\n",
     "validation/study.py": "from mbs_ros.dynamics import Model\n",
@@ -617,9 +656,28 @@ def test_the_limits_themselves_pass(tmp_path):
     assert long_node_families(root) == [] and long_modules(root) == []
 
 
+def test_the_layout_counts_lines_circles_and_back_arrows(tmp_path):
+    """The layout report: a package holding modules of two levels (bringup's scenario schema below the headless
+    run, the rest of bringup above it) shows as a back arrow; lines are counted per package and module."""
+    root = write(tmp_path, {**CLEAN, "bringup/scenario.py": "x = 1\n" * 900,
+                            "headless/run.py": "from mbs_ros.bringup.scenario import x\n"})
+    report = layout(root, largest=1)
+    assert "     900  mbs_ros/bringup/scenario.py" in report and "import circles: 0" in report
+    assert "back arrows between packages: 1" in report
+    assert any(line.startswith("  mbs_ros.headless → mbs_ros.bringup: 1 imports (mbs_ros/headless/run.py:1 ")
+               for line in report), report
+    assert any(line.endswith("  mbs_ros.bringup") and int(line.split()[0]) == 901 for line in report), report  # 900 + runner.py 1
+
+
 def test_the_modules_being_split_are_still_long():
     """An exception for a module split since (or gone) is taken out of LONG_MODULES_BEING_SPLIT."""
     for rel in LONG_MODULES_BEING_SPLIT:
         path = PACKAGE.parent / rel
         assert path.exists() and _lines(path) > MAX_MODULE_LINES, \
             f"{rel} is no longer over {MAX_MODULE_LINES} lines: remove it from LONG_MODULES_BEING_SPLIT"
+
+
+if __name__ == "__main__":
+    import sys
+
+    print("\n".join(layout(Path(sys.argv[1]) if len(sys.argv) > 1 else PACKAGE)))
