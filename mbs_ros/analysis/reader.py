@@ -185,7 +185,7 @@ def iter_messages(path, topics: Optional[Sequence[str]] = None, notes: Optional[
     from mcap.reader import SeekingReader
     from mcap_ros2.decoder import DecoderFactory
 
-    from mbs_ros.recording import FileReport, NotMcapError, read_messages
+    from mbs_ros.analysis.mcapfile import FileReport, NotMcapError, read_messages
 
     path = Path(path)
     notes = notes if notes is not None else []
@@ -411,7 +411,7 @@ def _file_topics(path: Path, notes: List[str]) -> Dict[str, str]:
 
 def _scan_topics(path: Path) -> Dict[str, str]:
     """topic -> type of every channel whose definition can be read, by a pass over the whole file."""
-    from mbs_ros.recording import FileReport, NotMcapError, read_messages
+    from mbs_ros.analysis.mcapfile import FileReport, NotMcapError, read_messages
     report = FileReport(path)
     try:
         for _ in read_messages(path, report):

@@ -5,6 +5,8 @@ Starts the nodes the launch files start (:func:`runner_specs`) as real processes
 there (a controller listening, the recorder recording, a paused start's reference installed), records and plots
 the run, and stops every child cleanly. Readiness comes from the ROS graph and the controllers' ``~/diagnostics``
 counters, never from log wording. Life cycle, reproducible (paused) starts and exit codes: docs/bringup.md.
+What a run starts and checks, ROS-free, is :mod:`mbs_ros.bringup.runner_plan`; the runner's view of the ROS graph
+:mod:`mbs_ros.bringup.runner_graph`.
 """
 
 from __future__ import annotations
@@ -12,14 +14,13 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
-import re
 import shutil
 import signal
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, TextIO
 
@@ -30,8 +31,27 @@ from mbs_ros.bringup.scenario import (
     Scenario,
     ScenarioError,
     load_scenario,
-    node_specs,
     record_topics,
+)
+from mbs_ros.bringup.runner_graph import _Graph
+from mbs_ros.bringup.runner_plan import (  # noqa: F401 - the plan's names are the runner's too
+    _LOG_LINE,
+    LogWarning,
+    _indent,
+    _pause_service,
+    _recorded_counts,
+    _reference_paths,
+    _seconds,
+    _session_command,
+    end_stamp,
+    holds_references,
+    params_file_name,
+    paused_start,
+    recording_damage_message,
+    reference_topics,
+    runner_specs,
+    state_topics,
+    warning_summary,
 )
 from mbs_ros.nodes.parameters.controller import STATE_TOPICS
 from mbs_ros.process import NodeProcess, NodeProcessError
@@ -79,237 +99,6 @@ class RunResult:
     log_dir: Optional[Path] = None
     started_at_ns: Optional[int] = None  # simulation or wall time the run proper started
     warnings: List["LogWarning"] = field(default_factory=list)  # what the children's logs warned of
-
-
-@dataclass
-class LogWarning:
-    """One distinct warning (or error) of a child's log: the numbers in its text do not make it distinct."""
-
-    node: str  # the child's label (arm/dynamics_node, recorder)
-    level: str  # WARN | ERROR | FATAL
-    first: str  # the message of the first occurrence
-    first_time: Optional[float]  # its wall time (s since the epoch), from the log line
-    lines: int = 0  # log lines
-    count: int = 0  # occurrences: the lines, and those a rate-limited line says it held back
-
-    def describe(self, since: Optional[float] = None, width: int = 240) -> str:
-        when = (f", first at +{self.first_time - since:.1f} s" if since is not None and self.first_time is not None
-                else "")
-        text = self.first if len(self.first) <= width else self.first[: width - 3] + "..."
-        return f"{self.node}: {self.count} x {self.level}{when}: {text}"
-
-
-# a node's log line at WARN or above (rcutils' default format), and the count a rate-limited line appends
-_LOG_LINE = re.compile(r"^\[(WARN|ERROR|FATAL)\] \[(\d+(?:\.\d+)?)\] \[[^\]]*\]: (.*)$")
-_HELD_BACK = re.compile(r" \((\d+) more like this since the last one\)$")
-_NUMBER = re.compile(r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?")
-
-
-def warning_summary(logs: Dict[str, str]) -> List[LogWarning]:
-    """The distinct warnings and errors of node logs (``{label: log text}``), in order of first occurrence: lines
-    at WARN, ERROR or FATAL whose messages agree once every number is replaced (``falling behind the wall clock by
-    0.061 s`` and ``... by 0.2 s`` are one warning), counted with the occurrences a rate-limited line says it held
-    back (``(N more like this since the last one)``)."""
-    found: Dict[tuple, LogWarning] = {}
-    for label, text in logs.items():
-        for line in text.splitlines():
-            m = _LOG_LINE.match(line)
-            if m is None:
-                continue
-            level, stamp, message = m.groups()
-            held = _HELD_BACK.search(message)
-            if held is not None:
-                message = message[: held.start()]
-            key = (label, level, _NUMBER.sub("#", message))
-            w = found.get(key)
-            if w is None:
-                w = found[key] = LogWarning(label, level, message, float(stamp))
-            w.lines += 1
-            w.count += 1 + (int(held.group(1)) if held is not None else 0)
-    return sorted(found.values(), key=lambda w: (w.first_time is None, w.first_time or 0.0))
-
-
-def _session_command(module: str) -> object:
-    """``python -m module`` in a new session (``setsid``), so that a terminal's Ctrl-C, which goes to the whole
-    foreground process group, reaches the runner only: a second SIGINT, the runner's, would kill an rclpy node
-    that is shutting down. Without ``setsid`` (not Linux), plain ``python -m``."""
-    setsid = shutil.which("setsid")
-    return [setsid, sys.executable, "-m", module] if setsid else module
-
-
-def paused_start(scenario: Scenario) -> bool:
-    """Whether the runner starts this scenario paused at t = 0: a lockstep run on simulation time, which two runs
-    record bit-identically (docs/bringup.md, "Reproducible runs")."""
-    return scenario.lockstep and scenario.sim_time
-
-
-def runner_specs(scenario: Scenario, *, reference_subscribers: int = 1,
-                 duration: Optional[float] = None) -> List[NodeSpec]:
-    """The node specs the runner starts: :func:`mbs_ros.bringup.node_specs` (what the launch files start), and for
-    a :func:`paused_start` scenario every dynamics node with ``start_paused: true`` and, given the run's
-    ``duration`` (default: the scenario's), ``pause_at: duration``, where the run ends (t0 = 0), and every reference
-    node with ``start_time: 0.0``."""
-    specs = node_specs(scenario, reference_subscribers=reference_subscribers)
-    if not paused_start(scenario):
-        return specs
-    duration = scenario.duration if duration is None else duration
-    dynamics = {"start_paused": True, **({"pause_at": float(duration)} if duration is not None else {})}
-    extra = {"dynamics": dynamics, "reference": {"start_time": 0.0}}
-    return [replace(s, parameters={**s.parameters, **extra.get(s.role, {})}) for s in specs]
-
-
-def end_stamp(specs: Sequence[NodeSpec]) -> Optional[int]:
-    """The stamp [ns] at which a run of these specs ends, when its dynamics nodes pause themselves there
-    (``pause_at`` on simulation time from t0 = 0: :func:`runner_specs`), else None."""
-    ends = {sp.parameters.get("pause_at") for sp in specs if sp.role == "dynamics"}
-    if len(ends) != 1 or not isinstance(next(iter(ends)), float) or not next(iter(ends)) > 0:
-        return None
-    return int(round(next(iter(ends)) * 1e9))
-
-
-def state_topics(scenario: Scenario, topics: Optional[Sequence[str]]) -> List[str]:
-    """The robots' state topics among the recorded ``topics`` (None: all): every robot's odom, and joint_states when
-    it has joints; with an estimator in the loop also its estimate/odom and estimate/joint_states. Each is
-    published once per control period in lockstep, stamped, the dynamics nodes' last of a period after /tf."""
-    out = []
-    for robot in scenario.robots:
-        ns = "/" + robot.namespace.strip("/")
-        kinds = ["odom"] + (["joint_states"] if robot.joint_names else [])
-        if robot.estimator:
-            kinds += (["estimate/odom"] if robot.floating else []) + (["estimate/joint_states"]
-                                                                       if robot.joint_names else [])
-        out += [f"{ns}/{k}" for k in kinds]
-    return [t for t in out if topics is None or t in topics]
-
-
-def params_file_name(spec: NodeSpec) -> str:
-    """The name of a node's parameter file in the log directory (``uvms_dynamics_node.params.yaml``)."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", spec.label).strip("_") + ".params.yaml"
-
-
-def _reference_paths(reference: NodeSpec) -> List[str]:
-    """The absolute names of a reference node's topics."""
-    return [f"{reference.namespace.rstrip('/')}/{t}" for t in reference_topics(reference)]
-
-
-def reference_topics(reference: NodeSpec) -> List[str]:
-    """The reference topics a reference node's parameters give: ``joint_reference`` with ``joint_times``,
-    ``base_reference`` with ``base_times``."""
-    return [t for t, key in (("joint_reference", "joint_times"), ("base_reference", "base_times"))
-            if key in reference.parameters]
-
-
-def holds_references(values: Dict[str, object], topics: Sequence[str]) -> bool:
-    """Whether a controller's ``~/diagnostics`` values (``{key: value}``) count every topic of ``topics`` as
-    installed: ``installed_<topic>`` >= 1 (a reference the controller received but did not install yet, or a
-    status without the counter, does not count)."""
-    def counted(v) -> bool:
-        return isinstance(v, (int, float)) and not isinstance(v, bool) and v >= 1
-
-    return all(counted(values.get(f"installed_{t}")) for t in topics)
-
-
-class _Graph:
-    """The runner's own view of the ROS graph, from a private rclpy context spun in a thread (no signal
-    handlers): which controllers subscribe their state yet, the newest /clock time (sim-time durations), the
-    newest ``diagnostics`` of the controllers that hold a paused start (how many came, their counters), and clients
-    of the paused dynamics nodes' ``~/pause``."""
-
-    def __init__(self, watch_clock: bool, diagnostics: Sequence[str] = (), pause: Sequence[str] = (),
-                 references: Sequence[str] = ()):
-        import rclpy
-        from rclpy.context import Context
-        from rclpy.executors import SingleThreadedExecutor
-        from rclpy.qos import QoSProfile
-        from rclpy.signals import SignalHandlerOptions
-
-        self.now_ns: Optional[int] = None
-        self.diagnostics: Dict[str, tuple] = {}  # topic -> (messages so far, {key: value} of the newest)
-        self.context = Context()
-        rclpy.init(context=self.context, signal_handler_options=SignalHandlerOptions.NO)
-        self.node = rclpy.create_node("bringup_runner", context=self.context)
-        if watch_clock:
-            from rosgraph_msgs.msg import Clock
-
-            # depth 1: the newest /clock time, not a backlog of older ones (the clock can run far faster than
-            # real time, and this thread is starved while the nodes start)
-            self.node.create_subscription(Clock, "/clock", self._on_clock, QoSProfile(depth=1))
-        if diagnostics:
-            from diagnostic_msgs.msg import DiagnosticArray
-
-            for topic in diagnostics:
-                self.node.create_subscription(DiagnosticArray, topic, lambda m, t=topic: self._on_diagnostics(t, m),
-                                              QoSProfile(depth=10))
-        #: reference topic -> header.stamp (ns) of the reference received on it (reliable, transient local: the
-        #: reference node publishes each once)
-        self.references: Dict[str, int] = {}
-        if references:
-            from rclpy.qos import DurabilityPolicy, ReliabilityPolicy
-            from trajectory_msgs.msg import JointTrajectory, MultiDOFJointTrajectory
-
-            latched = QoSProfile(depth=1, reliability=ReliabilityPolicy.RELIABLE,
-                                 durability=DurabilityPolicy.TRANSIENT_LOCAL)
-            for topic in references:
-                kind = MultiDOFJointTrajectory if topic.endswith("base_reference") else JointTrajectory
-                self.node.create_subscription(kind, topic, lambda m, t=topic: self._on_reference(t, m), latched)
-        self.pause_clients = {}
-        if pause:
-            from std_srvs.srv import SetBool
-
-            self.pause_clients = {name: self.node.create_client(SetBool, name) for name in pause}
-        self.executor = SingleThreadedExecutor(context=self.context)
-        self.executor.add_node(self.node)
-        self._stop = threading.Event()
-        self.thread = threading.Thread(target=self._spin, daemon=True, name="bringup-graph")
-        self.thread.start()
-
-    def _on_clock(self, msg) -> None:
-        self.now_ns = int(msg.clock.sec) * 1_000_000_000 + int(msg.clock.nanosec)
-
-    def _on_reference(self, topic: str, msg) -> None:
-        self.references[topic] = int(msg.header.stamp.sec) * 1_000_000_000 + int(msg.header.stamp.nanosec)
-
-    def _on_diagnostics(self, topic: str, msg) -> None:
-        from mbs_ros.nodes.conversions import values_from_status
-
-        values = values_from_status(msg.status[0]) if msg.status else {}
-        self.diagnostics[topic] = (self.diagnostics.get(topic, (0, {}))[0] + 1, values)
-
-    def call_pause(self, service: str, paused: bool):
-        """Send ``~/pause`` ``paused`` once the service is there: a future (its result a SetBool response), or
-        None while the service is not ready yet."""
-        from std_srvs.srv import SetBool
-
-        client = self.pause_clients[service]
-        if not client.service_is_ready():
-            return None
-        return client.call_async(SetBool.Request(data=paused))
-
-    def _spin(self) -> None:
-        while not self._stop.is_set() and self.context.ok():
-            try:
-                self.executor.spin_once(timeout_sec=0.05)
-            except Exception:  # noqa: BLE001 - context shut down under us
-                break
-
-    def subscribed(self, topic: str, node_name: str, namespace: str) -> bool:
-        """Whether node ``namespace/node_name`` subscribes ``topic``."""
-        try:
-            infos = self.node.get_subscriptions_info_by_topic(topic)
-        except Exception:  # noqa: BLE001 - context going down
-            return False
-        return any(i.node_name == node_name and i.node_namespace == namespace for i in infos)
-
-    def close(self) -> None:
-        import rclpy
-
-        self._stop.set()
-        self.thread.join(timeout=2.0)
-        try:
-            self.executor.shutdown()
-            self.node.destroy_node()
-        finally:
-            rclpy.try_shutdown(context=self.context)
 
 
 class Runner:
@@ -771,7 +560,7 @@ class Runner:
     def _check_recording(self, result: RunResult) -> bool:
         """Read the recording back (every record, then its index): report the file's true message count, or
         its damage, loudly, with the command that recovers it. False if it is missing or damaged."""
-        from mbs_ros.recording import NotMcapError, check_file
+        from mbs_ros.analysis.mcapfile import NotMcapError, check_file
 
         if not self.record.is_file():
             self._fail(f"no recording was written to {self.record}")
@@ -802,41 +591,6 @@ class Runner:
             self.say(f"note: the recorder reported {sum(logged.values())} messages, the file holds "
                      f"{report.message_count}")
         return True
-
-
-def _pause_service(dynamics: NodeSpec) -> str:
-    return f"{dynamics.namespace.rstrip('/')}/{dynamics.name}/pause"
-
-
-def recording_damage_message(path: Path, report) -> str:
-    """The runner's error for a damaged recording (a :class:`mbs_ros.recording.FileReport`)."""
-    target = path.with_name(f"{path.stem}.recovered{path.suffix or '.mcap'}")
-    return (f"the recording {path} is DAMAGED: {report.describe()}. ros2 bag, mcap and rosbags will not read it "
-            f"as it is; its {report.message_count} complete messages on {len(report.counts)} topics can be "
-            f"recovered with:\n    python -m mbs_ros.recording recover {path} {target}")
-
-
-def _seconds(ns: int) -> str:
-    """A stamp [ns] as seconds, exactly: ``2.500000000``."""
-    return f"{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
-
-
-def _indent(text: str) -> str:
-    return "\n".join("    " + line for line in text.splitlines())
-
-
-def _recorded_counts(log: str) -> Dict[str, int]:
-    """topic -> count from the recorder's closing summary (``wrote N messages on M topics to F`` + lines)."""
-    counts: Dict[str, int] = {}
-    lines = log.splitlines()
-    for i, line in enumerate(lines):
-        if line.startswith("wrote ") and " messages on " in line:
-            for follow in lines[i + 1:]:
-                m = re.match(r"^\s+(/\S+): (\d+)$", follow)
-                if not m:
-                    break
-                counts[m.group(1)] = int(m.group(2))
-    return counts
 
 
 # ----------------------------------------------------------------------------------------------- CLI
