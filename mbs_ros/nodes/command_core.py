@@ -84,6 +84,19 @@ class CommandIntake:
 
     # ------------------------------------------------------------------------------------------ checks
 
+    def _stamp(self, topic: str, sec: int, nanosec: int, channel_expected: bool = True) -> Optional[Rejection]:
+        """A rejection unless (sec, nanosec) is a time and, in lockstep, the periods take the command
+        (``channel_expected``: a thruster-driven base takes no cmd_wrench) and it answers the current state."""
+        error = stamp_error(sec, nanosec)
+        if error:
+            return Rejection(topic, "stamp", error)
+        if not self.lockstep:
+            return None
+        if not channel_expected:
+            return Rejection(topic, "lockstep", "lockstep: this model's periods take "
+                             f"{' and '.join(TOPIC[ch] for ch in self.sim.expected)}, not {topic}")
+        return self._period(topic, sec, nanosec)
+
     def _period(self, topic: str, sec: int, nanosec: int) -> Optional[Rejection]:
         """Lockstep: a rejection unless the command is stamped with the current period's state."""
         stamp_ns = int(sec) * 1_000_000_000 + int(nanosec)
@@ -106,16 +119,9 @@ class CommandIntake:
         if sim.model.group is None:
             return Rejection(topic, "fixed", "the base is fixed (base_group fixed) and takes no wrench; drive the "
                                              "joints with cmd_joint_effort or joint_command")
-        error = stamp_error(sec, nanosec)
-        if error:
-            return Rejection(topic, "stamp", error)
-        if self.lockstep:
-            if "wrench" not in sim.expected:  # a thruster-driven base: its thrusts instead
-                return Rejection(topic, "lockstep", "lockstep: this model's periods take "
-                                 f"{' and '.join(TOPIC[ch] for ch in sim.expected)}, not cmd_wrench")
-            late = self._period(topic, sec, nanosec)
-            if late is not None:
-                return late
+        refused = self._stamp(topic, sec, nanosec, channel_expected="wrench" in sim.expected)
+        if refused is not None:
+            return refused
         if not np.all(np.isfinite(W)):
             return Rejection(topic, "nonfinite", f"non-finite (NaN/inf) components {W.tolist()}", self.lockstep)
         if frame_id in self.body_frames:
@@ -148,13 +154,9 @@ class CommandIntake:
         as an array in the model's order (names not given: 0)."""
         channel = CHANNEL[topic]
         index = self.index[channel]
-        error = stamp_error(sec, nanosec)
-        if error:
-            return Rejection(topic, "stamp", error)
-        if self.lockstep:
-            late = self._period(topic, sec, nanosec)
-            if late is not None:
-                return late
+        refused = self._stamp(topic, sec, nanosec)
+        if refused is not None:
+            return refused
         names = list(names)
         unknown = [n for n in names if n not in index]
         if not names or len(efforts) != len(names) or unknown or len(set(names)) != len(names):

@@ -97,3 +97,14 @@ def test_a_fixed_base_takes_no_wrench():
     arm = Model.from_yaml(ROBOTS / "arm_6dof_fixed.yaml")
     assert arm.group is None
     assert kind(intake(arm).wrench(np.zeros(6), "", 0, T)) == "fixed"
+
+
+def test_a_thruster_driven_base_takes_thrusts_not_a_wrench_in_lockstep():
+    rov = Model.from_yaml(ROBOTS / "bluerov2_heavy.yaml")
+    c = intake(rov)
+    refused = c.wrench(np.zeros(6), "", 0, T)
+    assert kind(refused) == "lockstep" and "thruster_command" in refused.reason
+    thrust = c.named("thruster_command", ["t3"], [2.5], 0, T)
+    assert isinstance(thrust, Accepted) and thrust.channel == "thrusters"
+    assert thrust.value.tolist() == [0.0, 0.0, 2.5, 0.0, 0.0, 0.0, 0.0, 0.0]
+    assert c.unknown("thrusters", ["t1", "t9"]) == ["t9"]
