@@ -47,6 +47,7 @@ ROS_FREE = ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.packages", "mbs_ros.process"
             "mbs_ros.nodes.paramsfile", "mbs_ros.nodes.rotations", "mbs_ros.nodes.dynamics_settings",
             "mbs_ros.nodes.controller_settings", "mbs_ros.nodes.dynamics_core", "mbs_ros.nodes.controller_core",
             "mbs_ros.nodes.reference_core", "mbs_ros.nodes.command_core", "mbs_ros.nodes.sim_loop_core",
+            "mbs_ros.nodes.controller_state_core",
             "mbs_ros.nodes.estimator_settings", "mbs_ros.nodes.estimator_core",
             "mbs_ros.analysis.*", "mbs_ros.bringup.scenario", "mbs_ros.headless.*", "mbs_ros.campaign.*")
 # rclpy itself only where a node, the runner, the recorder, the Foxglove bridge or the node benchmark lives.
