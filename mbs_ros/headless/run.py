@@ -29,8 +29,8 @@ from mbs_ros.nodes import controller_settings as cs
 from mbs_ros.nodes.command_core import Accepted, CommandIntake
 from mbs_ros.nodes import dynamics_settings as ds
 from mbs_ros.nodes import estimator_settings as es
-from mbs_ros.nodes.controller_core import (controller_setup, desired, hold_references, law_command,
-                                           reference_from_points)
+from mbs_ros.nodes.controller_core import controller_setup, desired, law_command, reference_from_points
+from mbs_ros.nodes.controller_state_core import commit_state, estimate_parts
 from mbs_ros.nodes.dynamics_core import StateView, balance_residual, load_suite, make_simulator
 from mbs_ros.nodes.estimator_core import feed, reading_payloads, roles_by_sensor
 from mbs_ros.nodes.parameters.controller import PARAMETERS as CONTROLLER_PARAMETERS
@@ -38,8 +38,7 @@ from mbs_ros.nodes.parameters.dynamics import PARAMETERS as DYNAMICS_PARAMETERS
 from mbs_ros.nodes.parameters.estimator import PARAMETERS as ESTIMATOR_PARAMETERS
 from mbs_ros.nodes.parameters.reference import PARAMETERS as REFERENCE_PARAMETERS
 from mbs_ros.nodes.params import NS_PER_S, model_parameter_values, period_ns
-from mbs_ros.nodes.reference_core import ReferenceError, start_time_ns, trajectories, waypoints_from_values
-from mbs_ros.nodes.rotations import quaternion_from_matrix
+from mbs_ros.nodes.reference_core import ReferenceError, controller_points, reference_setup, trajectories
 from mbs_ros.nodes.sim_loop_core import SimulationLoop
 
 __all__ = ["run_scenario", "state_views", "HeadlessRun", "RobotRecord", "HeadlessError", "PAUSED_START"]
@@ -271,19 +270,8 @@ class _Robot:
                                "readings that did not come)")
         for old in [x for x in self.estimates if x < t]:
             del self.estimates[old]
-        base = joints = None
-        if self.floating:
-            if out.p is None:
-                raise RuntimeError("the estimator gives no base state")
-            quat = quaternion_from_matrix(out.R)
-            base = ri.base_state(np.array([float(x) for x in out.p]), np.array([float(x) for x in quat]),
-                                 np.array([float(x) for x in out.V]))
-        if self.nj:
-            if not self.est_publishes_joints or out.joint_positions is None:
-                raise RuntimeError("the estimator publishes no joint states (no encoders role)")
-            joints = ri.joint_state(self.joint_names, self.est_joint_names,
-                                    [float(x) for x in out.joint_positions], [float(x) for x in out.joint_velocities])
-        return base, joints
+        return estimate_parts(out, self.joint_names if self.nj else (), self.est_joint_names, self.floating,
+                              self.est_publishes_joints)
 
     def controller_state(self) -> Tuple[int, np.ndarray, np.ndarray]:
         """The state the controller takes from odom and joint_states (estimate/… with state_source estimate) at
@@ -303,10 +291,9 @@ class _Robot:
         if step.kind != tb.ACCEPT:
             raise RuntimeError(f"the controller did not accept the state at t = {t * 1e-9:.9f} s ({step.kind})")
         q, v = ri.state_vector(self.cmodel, self.nv_base, base, joints)
-        first = self.state is None
-        self.timebase.commit(t, step.jump)
-        if first:  # hold the start-up state until a reference arrives
-            self.base_ref, self.joint_ref = hold_references(self.cmodel, q, t - self.timebase.offset)
+        holds = commit_state(self.timebase, self.cmodel, t, step.jump, q, self.state is None)
+        if holds is not None:  # hold the start-up state until a reference arrives
+            self.base_ref, self.joint_ref = holds
         self.state = (t, q, v)
         return self.state
 
@@ -395,35 +382,22 @@ class _Robot:
         if spec is None:
             return
         get = _values(spec)
-        v = {name: get(p, p.default) for name, p in REFERENCE_PARAMETERS.items()}
-        wps = waypoints_from_values({k: list(v[k] or ()) for k in ("base_times", "base_positions", "base_rpy",
-                                                                    "joint_names", "joint_times",
-                                                                    "joint_positions")})
+        setup = reference_setup({name: get(p, p.default) for name, p in REFERENCE_PARAMETERS.items()},
+                                REFERENCE_PARAMETERS)
         sim = self.sim
         p, quat = self.view.base_pose(sim.model, sim.q)
         names, position, _velocity = self.published_joints() if self.nj else ([], np.zeros(0), None)
         joints = dict(zip(names, position.tolist()))
-        traj = trajectories(wps, v["stamp"], start_time_ns(v["start_time"]), sim.stamp(),
+        traj = trajectories(setup.wps, setup.stamp_mode, setup.start_time_ns, sim.stamp(),
                             (np.array(p), np.array(quat)), joints, names)
-        if traj.base is not None and self.floating:
-            secs = [d[0] for d, _p, _q in traj.base]
-            nsecs = [d[1] for d, _p, _q in traj.base]
-            poses = [(np.array([float(x) for x in p]), np.array([float(x) for x in quat]))
-                     for _d, p, quat in traj.base]
-            none = [None] * len(poses)
-            _s, start, ref = reference_from_points("base_reference", traj.header_ns, secs, nsecs, [],
-                                                   (poses, none, none), self.state, self.timebase.offset,
-                                                   self.base_ref, self.joint_input, self.base_input)
-            self.base_ref = (start, ref)
-        if traj.joints is not None and self.nj:
-            secs = [d[0] for d, _q in traj.joints]
-            nsecs = [d[1] for d, _q in traj.joints]
-            empty = [[] for _ in traj.joints]
-            _s, start, ref = reference_from_points("joint_reference", traj.header_ns, secs, nsecs, traj.joint_names,
-                                                   ([q for _d, q in traj.joints], empty, empty), self.state,
-                                                   self.timebase.offset, self.joint_ref, self.joint_input,
-                                                   self.base_input)
-            self.joint_ref = (start, ref)
+        for topic, stamp, sec, nanosec, joint_names, values in controller_points(traj, self.floating, bool(self.nj)):
+            current = self.base_ref if topic == "base_reference" else self.joint_ref
+            _s, start, ref = reference_from_points(topic, stamp, sec, nanosec, joint_names, values, self.state,
+                                                   self.timebase.offset, current, self.joint_input, self.base_input)
+            if topic == "base_reference":
+                self.base_ref = (start, ref)
+            else:
+                self.joint_ref = (start, ref)
 
     def step(self) -> Optional[str]:
         """The period's physics steps (the dynamics node's loop, stopping where a sensor samples or a reading
