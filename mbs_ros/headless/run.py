@@ -3,8 +3,10 @@
 :func:`run_scenario` does what ``python -m mbs_ros.bringup SCENARIO --set lockstep=true --set sim_time=true --set
 real_time_factor=0`` does, through the same ROS-free cores the nodes call, with the values the nodes' parameters
 give (:func:`mbs_ros.bringup.scenario.node_specs` plus the runner's paused start): per robot the dynamics node's
-simulator (:mod:`mbs_ros.nodes.dynamics_core`), the controller's law, limits and allocation
-(:mod:`mbs_ros.nodes.controller_core`) and the reference node's trajectories (:mod:`mbs_ros.nodes.reference_core`).
+simulator (:mod:`mbs_ros.nodes.dynamics_core`), loop (:mod:`mbs_ros.nodes.sim_loop_core`) and command intake
+(:mod:`mbs_ros.nodes.command_core`), the controller's state path (:mod:`mbs_ros.nodes.controller_state_core`),
+law, limits and allocation (:mod:`mbs_ros.nodes.controller_core`) and the reference node's set-up and
+trajectories (:mod:`mbs_ros.nodes.reference_core`).
 The order per control period is the lockstep one: the state at ``t_k`` as the dynamics node publishes it (odom,
 joint_states), the controller's state from it, its command stamped ``t_k``, the simulator's checks of that command,
 then ``lockstep_steps`` physics steps to ``t_{k+1}``. The paused start: the controller answers the state at 0 while
