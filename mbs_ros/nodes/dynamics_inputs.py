@@ -1,12 +1,12 @@
 """The dynamics node's command inputs (:class:`CommandInputs`, a part of
-:class:`~mbs_ros.nodes.dynamics_node.DynamicsNode`): cmd_wrench, cmd_joint_effort, joint_command, cmd_thrust and
-thruster_command, each message turned into one call of the ROS-free
+:class:`~mbs_ros.nodes.dynamics_node.DynamicsNode` built with explicit arguments): cmd_wrench, cmd_joint_effort,
+joint_command, cmd_thrust and thruster_command, each message turned into one call of the ROS-free
 :class:`~mbs_ros.nodes.command_core.CommandIntake` (stamp, lockstep period, frame, length, names, finite values);
-an accepted command goes to the simulator (``set_wrench``, ``set_joint_efforts``, ``set_thrusts``, or ``submit``
-in lockstep), a rejected one is counted and warned about, throttled."""
+an accepted command goes to the simulator (``set_wrench``, ``set_joint_efforts``, ``set_thrusts``, or the node's
+lockstep ``take`` in lockstep), a rejected one is counted and warned about, throttled."""
 from __future__ import annotations
 
-import time
+from typing import Callable, Dict
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
@@ -25,72 +25,73 @@ _SATURATED = {"wrench": "cmd_wrench", "joints": "joint effort command", "thruste
 
 
 class CommandInputs:
-    """Needs, from the node: ``sim``, ``model``, ``settings``, ``lockstep``, ``multibody``, ``nj``, ``nt``, the
-    frames (``_body_frames``, ``_world_frames``, ``base_frame``, ``world_frame``), ``_counts``, ``_guard``,
-    ``_reject``, ``_warn``, ``_logs``, ``_limits_text`` and the lockstep part's ``_lockstep_take``."""
+    """The command subscriptions of ``node`` (cmd_wrench always; joint and thruster commands when the model has
+    them), checked by ``intake``. ``counts`` the node's counters (``received_<topic>``); ``guard(fn, what)`` wraps a
+    callback so that it never raises; ``reject(topic, kind, reason)`` counts and warns; ``warn(key, text)`` a
+    throttled warning; ``logs`` the node's :class:`~mbs_ros.nodes.ratelimit.RateLimitedLog`; ``limits_text()``
+    the command limits as a warning names them; ``take(topic, value)`` a lockstep command for the current period;
+    ``on_input()`` a command reached the lockstep period check (the node's waiting watch); ``body`` what a
+    dropped-component warning calls the base."""
 
-    def _create_inputs(self) -> None:
-        """The command subscriptions: cmd_wrench always; joint and thruster commands when the model has them."""
-        qos = QoSProfile(depth=10)
-        self.sub_cmd = self.create_subscription(WrenchStamped, "cmd_wrench",
-                                                self._guard(self._on_cmd_wrench, "cmd_wrench"), qos)
-        self.sub_joint_command = None
-        self.sub_thruster_command = None
-        if self.nt:
-            self.sub_thrust = self.create_subscription(
-                Float64MultiArray, "cmd_thrust", self._guard(self._on_cmd_thrust, "cmd_thrust"), qos)
-            self.sub_thruster_command = self.create_subscription(
-                JointState, "thruster_command", self._guard(self._on_thruster_command, "thruster_command"), qos)
-        if self.nj:
-            self.sub_effort = self.create_subscription(
-                Float64MultiArray, "cmd_joint_effort", self._guard(self._on_cmd_joint_effort, "cmd_joint_effort"),
-                qos)
-            self.sub_joint_command = self.create_subscription(
-                JointState, "joint_command", self._guard(self._on_joint_command, "joint_command"), qos)
+    def __init__(self, node, intake: CommandIntake, *, counts: Dict[str, int], guard: Callable, reject: Callable,
+                 warn: Callable, logs, limits_text: Callable[[], str], take: Callable, on_input: Callable[[], None],
+                 body: str):
+        self.node, self.intake, self.sim = node, intake, intake.sim
+        self.lockstep = intake.lockstep
+        self.counts, self.reject, self.warn, self.logs = counts, reject, warn, logs
+        self.limits_text, self.take, self.on_input, self.body = limits_text, take, on_input, body
+        model, qos = self.sim.model, QoSProfile(depth=10)
+        self.sub_cmd = node.create_subscription(WrenchStamped, "cmd_wrench", guard(self.on_cmd_wrench, "cmd_wrench"),
+                                                qos)
+        self.sub_joint_command = self.sub_thruster_command = None
+        if model.thruster_names:
+            self.sub_thrust = node.create_subscription(
+                Float64MultiArray, "cmd_thrust", guard(self.on_cmd_thrust, "cmd_thrust"), qos)
+            self.sub_thruster_command = node.create_subscription(
+                JointState, "thruster_command", guard(self.on_thruster_command, "thruster_command"), qos)
+        if model.joint_names:
+            self.sub_effort = node.create_subscription(
+                Float64MultiArray, "cmd_joint_effort", guard(self.on_cmd_joint_effort, "cmd_joint_effort"), qos)
+            self.sub_joint_command = node.create_subscription(
+                JointState, "joint_command", guard(self.on_joint_command, "joint_command"), qos)
 
     @property
-    def intake(self) -> CommandIntake:
-        """The command checks of the current simulator (built on first use, again after ``sim`` is replaced)."""
-        intake = getattr(self, "_intake", None)
-        if intake is None or intake.sim is not self.sim:
-            intake = self._intake = CommandIntake(self.sim, lockstep=self.lockstep, body_frames=self._body_frames,
-                                                  world_frames=self._world_frames, base_frame=self.base_frame,
-                                                  world_frame=self.world_frame)
-        return intake
+    def stamped(self) -> tuple:
+        """The subscriptions of the stamped commands (the lockstep loop's command publishers match them)."""
+        return tuple(s for s in (self.sub_cmd, self.sub_joint_command, self.sub_thruster_command) if s is not None)
 
     def _saturation_warning(self, channel: str, before: int) -> None:
         if self.sim.saturated[channel] > before:
-            self._warn(f"saturated_{channel}", f"{_SATURATED[channel]} saturated ({self._limits_text()}): "
-                       f"{self.sim.saturated[channel]} saturated since start-up")
+            self.warn(f"saturated_{channel}", f"{_SATURATED[channel]} saturated ({self.limits_text()}): "
+                      f"{self.sim.saturated[channel]} saturated since start-up")
 
     def _accepted(self, result) -> bool:
         """Was the command accepted? A rejection is logged: counted and warned about (throttled per topic and
         kind), or, in lockstep, an answer to another period logged apart without a count."""
         if result.period_checked if not isinstance(result, Accepted) else self.lockstep:
-            self._last_input_wall = time.monotonic()  # the waiting watch: a command came
+            self.on_input()
         if isinstance(result, Accepted):
             return True
-        topic = result.topic
         if result.kind == "stale":
-            self.get_logger().debug(result.reason, throttle_duration_sec=WARN_THROTTLE_S)
+            self.node.get_logger().debug(result.reason, throttle_duration_sec=WARN_THROTTLE_S)
         elif result.kind == "late":
-            self._warn(f"lockstep_late_{topic}", result.reason)
+            self.warn(f"lockstep_late_{result.topic}", result.reason)
         else:
-            self._reject(topic, result.kind, result.reason)
+            self.reject(result.topic, result.kind, result.reason)
         return False
 
-    def _take(self, result, before: int) -> None:
+    def _hold(self, result, before: int) -> None:
         """An accepted joint or thruster command: submitted (lockstep) or held from the next step."""
         if self.lockstep:
-            self._lockstep_take(result.topic, result.value)
+            self.take(result.topic, result.value)
         elif result.channel == "joints":
             self.sim.set_joint_efforts(result.value)
         else:
             self.sim.set_thrusts(result.value)
         self._saturation_warning(result.channel, before)
 
-    def _on_cmd_wrench(self, msg: WrenchStamped) -> None:
-        self._counts["received_cmd_wrench"] += 1
+    def on_cmd_wrench(self, msg: WrenchStamped) -> None:
+        self.counts["received_cmd_wrench"] += 1
         before = self.sim.saturated["wrench"]
         stamp = msg.header.stamp
         result = self.intake.wrench(cv.wrench_from_msg(msg.wrench), msg.header.frame_id, stamp.sec, stamp.nanosec)
@@ -98,48 +99,47 @@ class CommandInputs:
             return
         self._saturation_warning("wrench", before)
         if np.any(result.dropped):
-            self._warn("cmd_wrench:dropped",
-                       f"cmd_wrench: a {self.settings.base_group} {'base' if self.multibody else 'body'} cannot take "
-                       f"the components {np.round(result.dropped, 12).tolist()} (body frame [F; tau]); dropped them, "
-                       "applying the rest")
+            self.warn("cmd_wrench:dropped",
+                      f"cmd_wrench: a {self.body} cannot take the components {np.round(result.dropped, 12).tolist()} "
+                      "(body frame [F; tau]); dropped them, applying the rest")
         if self.lockstep:
-            self._lockstep_take("cmd_wrench", result.value)
+            self.take("cmd_wrench", result.value)
         else:
             self.sim.set_wrench(result.value)
 
     def _unstamped(self, topic: str, msg: Float64MultiArray) -> None:
         """cmd_joint_effort, cmd_thrust: ignored in lockstep (no stamp), else checked and held."""
-        self._counts[f"received_{topic}"] += 1
+        self.counts[f"received_{topic}"] += 1
         if self.lockstep:
             if topic == "cmd_thrust":
-                self._logs.info("cmd_thrust_lockstep",
-                                "lockstep: cmd_thrust carries no stamp and is ignored; send thruster_command")
+                self.logs.info("cmd_thrust_lockstep",
+                               "lockstep: cmd_thrust carries no stamp and is ignored; send thruster_command")
             else:
-                self._logs.info_once(
+                self.logs.info_once(
                     "lockstep_cmd_joint_effort",
                     "lockstep: cmd_joint_effort is ignored (it carries no stamp); joint efforts come from "
                     "joint_command (sensor_msgs/JointState, efforts by name, stamped with the state they answer)")
             return
         result = self.intake.values(topic, msg.data)
         if self._accepted(result):
-            self._take(result, self.sim.saturated[result.channel])
+            self._hold(result, self.sim.saturated[result.channel])
 
-    def _on_cmd_joint_effort(self, msg: Float64MultiArray) -> None:
+    def on_cmd_joint_effort(self, msg: Float64MultiArray) -> None:
         self._unstamped("cmd_joint_effort", msg)
 
-    def _on_cmd_thrust(self, msg: Float64MultiArray) -> None:
+    def on_cmd_thrust(self, msg: Float64MultiArray) -> None:
         self._unstamped("cmd_thrust", msg)
 
     def _named(self, topic: str, msg: JointState) -> None:
         """joint_command, thruster_command: efforts by name, stamped; joints or thrusters not named: zero."""
-        self._counts[f"received_{topic}"] += 1
+        self.counts[f"received_{topic}"] += 1
         stamp = msg.header.stamp
         result = self.intake.named(topic, msg.name, msg.effort, stamp.sec, stamp.nanosec)
         if self._accepted(result):
-            self._take(result, self.sim.saturated[result.channel])
+            self._hold(result, self.sim.saturated[result.channel])
 
-    def _on_thruster_command(self, msg: JointState) -> None:
+    def on_thruster_command(self, msg: JointState) -> None:
         self._named("thruster_command", msg)
 
-    def _on_joint_command(self, msg: JointState) -> None:
+    def on_joint_command(self, msg: JointState) -> None:
         self._named("joint_command", msg)

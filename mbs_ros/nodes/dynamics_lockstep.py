@@ -35,6 +35,10 @@ class LockstepWatch:
     _waiting_k = None  # lockstep: the step whose commands are awaited, and since when (wall clock, running)
     _waiting_since = 0.0
 
+    def _command_came(self) -> None:
+        """A command reached the lockstep period check: the waiting watch counts its quiet time from now."""
+        self._last_input_wall = time.monotonic()
+
     def _lockstep_take(self, topic: str, value) -> None:
         """A valid command stamped for the current period."""
         self.sim.submit(CHANNEL[topic], value)
@@ -139,9 +143,7 @@ class LockstepWatch:
         counts = [self.pub_odom.get_subscription_count()]
         if self.nj:
             counts.append(self.pub_joint_states.get_subscription_count())
-        for sub in (self.sub_cmd, self.sub_joint_command, self.sub_thruster_command):
-            if sub is None:
-                continue
+        for sub in self.inputs.stamped:
             count = getattr(sub, "get_publisher_count", None)  # rclpy >= Iron; graph count before
             counts.append(count() if count is not None else self.count_publishers(sub.topic_name))
         return tuple(counts)

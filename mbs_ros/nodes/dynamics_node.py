@@ -31,6 +31,7 @@ from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.dynamics.simulator import Fault, Simulator
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.command_core import CommandIntake
 from mbs_ros.nodes.dynamics_core import make_simulator
 from mbs_ros.nodes.dynamics_inputs import CommandInputs
 from mbs_ros.nodes.dynamics_lockstep import TIMEOUT_TOPIC, TOPIC, LockstepWatch
@@ -59,7 +60,7 @@ __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values",
 STEP_CHUNK_NS = int(STEP_CHUNK_S * 1e9)
 
 
-class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWatch, Services, Reconfiguration, Node):
+class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, Reconfiguration, Node):
     """Construct, then call :meth:`configure` (raises ParameterError).
 
     The simulation itself is ``self.sim``, a :class:`mbs_ros.dynamics.simulator.Simulator`: this class builds it
@@ -149,7 +150,13 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
         self.loop = SimulationLoop(self.sim, self.suite, on_reading=self._publish_reading)
 
         self._create_publishers()
-        self._create_inputs()
+        intake = CommandIntake(self.sim, lockstep=s.lockstep, body_frames=self._body_frames,
+                               world_frames=self._world_frames, base_frame=self.base_frame,
+                               world_frame=self.world_frame)
+        self.inputs = CommandInputs(self, intake, counts=self._counts, guard=self._guard, reject=self._reject,
+                                    warn=self._warn, logs=self._logs, limits_text=self._limits_text,
+                                    take=self._lockstep_take, on_input=self._command_came,
+                                    body=f"{s.base_group} {'base' if self.multibody else 'body'}")
         self._create_services()
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
