@@ -6,14 +6,15 @@ messages into calls of this class and its state into messages, so tests and benc
 computes. A step applies ``τ = [Bᵀ W; efforts]`` (:meth:`Model.wrench_to_generalized`) through the Munthe-Kaas
 integrators (seed 001 eqs. 35–37); ``work`` integrates the commands' power so that ``E − E_ref − work`` checks
 the simulation. Commands, timeouts, lockstep, saturation, the fault bounds and the physics-rate check:
-``docs/dynamics.md``.
+``docs/dynamics.md``. Its plain values live in :mod:`~mbs_ros.dynamics.simulator_types`, the outputs of a state in
+:mod:`~mbs_ros.dynamics.simulator_outputs`, the physics-rate check in :mod:`~mbs_ros.dynamics.simulator_rate`;
+all are importable from here.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from typing import Callable, Dict, Optional
 
 import numpy as np
@@ -22,124 +23,22 @@ from .actuators import DEFAULT_LIMIT_ACCELERATION, CommandLimits, clip_efforts, 
 from .integrators import TABLEAUS, _tableau, _with_world_wrench, check_time_step, step
 from .model import Model
 from .passive import thrust_response
+from .simulator_lockstep import LockstepPeriods
+from .simulator_outputs import StateOutputs
+from .simulator_rate import RATE_REFUSE_GROWTH, RATE_SAMPLES, RATE_WARN, RATE_WARN_GROWTH, RateCheck, rate_check
+from .simulator_types import (_NEVER, CHANNELS, ENERGY_CHECK_S, ENERGY_FLOOR_PER_KG, ENERGY_RESIDUAL_FACTOR,
+                              MAX_DT, MAX_POSITION, MAX_SPEED, MAX_TURN_PER_STEP, MIN_DT, ZERO_WRENCH, Fault,
+                              WrenchCommand, _angular_components, _equal, _Held, _is_zero, _world_wrench_power,
+                              velocity_bounds)
 
 __all__ = ["Simulator", "WrenchCommand", "ZERO_WRENCH", "CHANNELS", "Fault", "CommandLimits", "command_limits",
-           "rate_check", "RateCheck", "velocity_bounds", "MAX_TURN_PER_STEP", "MAX_SPEED", "MAX_POSITION", "ENERGY_RESIDUAL_FACTOR",
-           "DEFAULT_LIMIT_ACCELERATION"]
-
-#: Lockstep command channels: the base wrench, the joint efforts, the thrusters' thrusts.
-CHANNELS = ("wrench", "joints", "thrusters")
-_NEVER = 1 << 62  # a step index no run reaches
-
-# Runaway bounds (module docstring, "Faults").
-MIN_DT, MAX_DT = 1e-9, 1e6  # s: a Simulator's step, a whole number of nanoseconds of an int64 clock
-MAX_TURN_PER_STEP = 1.0  # rad: largest angular rate x dt
-MAX_SPEED = 1.0e4  # m/s: largest linear rate (base, prismatic joints); also caps angular rates [rad/s]
-MAX_POSITION = 1.0e6  # m or rad: largest |q| component
-ENERGY_RESIDUAL_FACTOR = 1.0  # |E - E_ref - work| <= this x (|E_ref| + |work| + m_total x ENERGY_FLOOR_PER_KG)
-ENERGY_FLOOR_PER_KG = 1.0  # J/kg
-ENERGY_CHECK_S = 0.1  # s of simulation time between two energy-balance checks
-# Physics-rate check (module docstring, "Physics rate").
-RATE_SAMPLES = 32
-RATE_WARN = 1.0  # max(omega_g, omega_tau) * dt above this: a warning (MAX_TURN_PER_STEP)
-RATE_WARN_GROWTH = 1.01  # energy growth per period of the gravity mode above this: a warning
-RATE_REFUSE_GROWTH = 2.0  # ... above this: refused
+           "rate_check", "RateCheck", "velocity_bounds", "MAX_TURN_PER_STEP", "MAX_SPEED", "MAX_POSITION",
+           "ENERGY_RESIDUAL_FACTOR", "ENERGY_FLOOR_PER_KG", "ENERGY_CHECK_S", "MIN_DT", "MAX_DT", "RATE_SAMPLES",
+           "RATE_WARN", "RATE_WARN_GROWTH", "RATE_REFUSE_GROWTH", "DEFAULT_LIMIT_ACCELERATION", "StateOutputs",
+           "LockstepPeriods"]
 
 
-@dataclass(frozen=True)
-class Fault:
-    """Why the simulation stopped: ``kind`` (``exception`` | ``nonfinite`` | ``runaway``), the step ``k`` that
-    failed (the state kept is the one at ``stamp_ns = t_k``, from which it started) and a readable reason."""
-
-    kind: str
-    k: int
-    stamp_ns: int
-    reason: str
-
-
-def velocity_bounds(model: Model, dt: float) -> np.ndarray:
-    """Per component of v, the largest |rate| before a run counts as a runaway (module docstring, "Faults"):
-    ``min(MAX_TURN_PER_STEP / dt, MAX_SPEED)`` [rad/s] for angular components, ``MAX_SPEED`` [m/s] for linear ones."""
-    return np.where(_angular_components(model), min(MAX_SPEED, MAX_TURN_PER_STEP / check_time_step(dt)), MAX_SPEED)
-
-
-def _angular_components(model: Model) -> np.ndarray:
-    """Which components of v are angular rates [rad/s]: the base's angular twist components, revolute and
-    continuous joints (prismatic joints and linear base components are not)."""
-    nj = len(model.joint_names)
-    nvb = model.nv - nj
-    out = np.zeros(model.nv, dtype=bool)
-    if nvb:
-        B = np.asarray(model.velocity_map(model.neutral()), dtype=float)  # V_base = B v_base, V = [v; ω]
-        out[:nvb] = np.abs(B[3:, :]).sum(axis=0) > 0.0
-    for i, t in enumerate(model.joint_types):
-        out[nvb + i] = t != "prismatic"
-    return out
-
-
-@dataclass(frozen=True)
-class WrenchCommand:
-    """A base wrench as applied: ``W = [F; τ]`` [N, N m] at the base frame's origin after dropping what the base
-    cannot take, held in ``frame``: ``"body"`` (the base frame's axes, turning with the body) or ``"world"``."""
-
-    W: np.ndarray
-    frame: str = "body"
-
-    def is_zero(self) -> bool:
-        return not self.W.any()
-
-    def same(self, other: "WrenchCommand") -> bool:
-        return self.frame == other.frame and _equal(self.W, other.W)
-
-
-def _equal(a: np.ndarray, b: np.ndarray) -> bool:
-    """``np.array_equal`` of two float arrays, without its generic input handling (once per period)."""
-    return a.shape == b.shape and bool((a == b).all())
-
-
-ZERO_WRENCH = WrenchCommand(np.zeros(6))
-ZERO_WRENCH.W.setflags(write=False)
-
-
-class _Held:
-    """One command channel: the value applied on the last step, the one received for the next step, the step it
-    first applied to and the step it expires at."""
-
-    __slots__ = ("zero", "applied", "pending", "start_k", "expires_k", "announced")
-
-    def __init__(self, zero):
-        self.zero = zero
-        self.applied = zero
-        self.pending = None
-        self.start_k = 0
-        self.expires_k = _NEVER
-        self.announced = None  # the last value reported to the on_*_applied hook
-
-    def clear(self):
-        self.pending = None
-        self.applied = self.zero
-        self.expires_k = _NEVER
-
-
-def _is_zero(value) -> bool:
-    return value.is_zero() if isinstance(value, WrenchCommand) else not np.any(value)
-
-
-def _world_wrench_power(quat, V, W) -> float:
-    """``F·(R v) + τ·(R ω)`` for ``R`` of the unit quaternion ``[x, y, z, w]``, ``V = [v; ω]``, ``W = [F; τ]`` (plain
-    float lists: a step's worth of numpy calls costs more than this arithmetic)."""
-    x, y, z, w = quat
-    a, b, c, d, e, f = V
-    xx, yy, zz, xy, xz, yz, wx, wy, wz = x * x, y * y, z * z, x * y, x * z, y * z, w * x, w * y, w * z
-    r00, r01, r02 = 1.0 - 2.0 * (yy + zz), 2.0 * (xy - wz), 2.0 * (xz + wy)
-    r10, r11, r12 = 2.0 * (xy + wz), 1.0 - 2.0 * (xx + zz), 2.0 * (yz - wx)
-    r20, r21, r22 = 2.0 * (xz - wy), 2.0 * (yz + wx), 1.0 - 2.0 * (xx + yy)
-    return (W[0] * (r00 * a + r01 * b + r02 * c) + W[1] * (r10 * a + r11 * b + r12 * c)
-            + W[2] * (r20 * a + r21 * b + r22 * c) + W[3] * (r00 * d + r01 * e + r02 * f)
-            + W[4] * (r10 * d + r11 * e + r12 * f) + W[5] * (r20 * d + r21 * e + r22 * f))
-
-
-class Simulator:
+class Simulator(LockstepPeriods, StateOutputs):
     """A model stepped at a fixed rate under held commands. See the module docstring.
 
     ``model``: a :class:`~mbs_ros.dynamics.Model`; ``q0``, ``v0``: the initial state (also the state
@@ -442,57 +341,6 @@ class Simulator:
         self._next_expiry = _NEVER
         self.period_commands = {}
         self._force_stale = self._announce = True
-
-    # ------------------------------------------------------------------------------------- lockstep
-
-    def check_stamp(self, channel: str, stamp_ns: int) -> int:
-        """Lockstep: is a command on ``channel`` stamped ``stamp_ns`` for the current period? 0: yes; -1: for an
-        earlier one; 1: for a later one. Remembered in ``last_stamp_seen``."""
-        self.last_stamp_seen[channel] = int(stamp_ns)
-        current = self.stamp()
-        return 0 if stamp_ns == current else (-1 if stamp_ns < current else 1)
-
-    def submit(self, channel: str, value) -> None:
-        """Lockstep: the command of ``channel`` (``"wrench"``: a :class:`WrenchCommand`; ``"joints"``: efforts) for
-        the current period (a later one on the same channel replaces it)."""
-        if channel not in self.expected:
-            raise ValueError(f"this model expects {' and '.join(self.expected) or 'no command'}, not {channel!r}")
-        if channel == "wrench":
-            W = self._saturate_wrench(value.W)
-            if W is not value.W:
-                W.setflags(write=False)
-                value = WrenchCommand(W, value.frame)
-            self.period_commands[channel] = value
-        elif channel == "thrusters":
-            self.period_commands[channel] = self.thrust_commands(value)
-        else:
-            self.period_commands[channel] = self.joint_efforts(value)
-
-    def missing(self) -> tuple:
-        """Lockstep: the expected channels without a command for the current period."""
-        return tuple(ch for ch in self.expected if ch not in self.period_commands)
-
-    def period_complete(self) -> bool:
-        return bool(self.expected) and not self.missing()
-
-    def start_period(self) -> bool:
-        """Lockstep: hold the current period's commands from the next step on (the caller then takes
-        ``lockstep_steps`` steps); False (nothing changed) while paused or while a channel is missing."""
-        if self.paused or not self.period_complete():
-            return False
-        cmds, self.period_commands = self.period_commands, {}
-        if "wrench" in cmds:
-            self._wrench.pending = cmds["wrench"]
-        if "joints" in cmds:
-            self._efforts.pending = cmds["joints"]
-        if "thrusters" in cmds:
-            self._thrusts.pending = cmds["thrusters"]
-        return True
-
-    def advance_period(self) -> int:
-        """Lockstep: :meth:`start_period` and take its ``lockstep_steps`` steps; the steps taken (0 while paused or
-        while a channel is missing)."""
-        return self.advance(self.lockstep_steps) if self.start_period() else 0
 
     # ------------------------------------------------------------------------------------- stepping
 
@@ -910,268 +758,3 @@ class Simulator:
         """Stop (or resume) stepping: :meth:`advance` takes no step while paused; commands are still taken in.
         Resuming does not clear a fault (:meth:`reset` does)."""
         self._paused = bool(paused)
-
-    # --------------------------------------------------------------------------- outputs of a state
-
-    def rebaseline(self) -> None:
-        """Take the current state as the energy and momentum reference; the work counts from here."""
-        model, q, v = self.model, self.q, self.v
-        self.work = 0.0
-        self.passive_work = 0.0  # ∫ v·τ_p (springs excluded) [J]: what the passive loads did
-        self.dissipated = 0.0  # ∫ dissipated power [J]
-        #: the contact and limit port's work [J] (≤ 0: friction, impacts, limit stops): per contact step the
-        #: energy the step took from the scene beyond the commands' and passive loads' work, when it took some
-        self.contact_work = 0.0
-        self.contact_power = 0.0  # its mean power over the last step [W] (≤ 0; 0 when it was no contact step)
-        self._passive_end = None
-        self.kinetic_energy_ref = model.kinetic_energy(q, v)
-        self.energy_ref = self.kinetic_energy_ref + model.potential_energy(q) + self.objects_energy()
-        self.momentum_ref = model.spatial_momentum(q, v)
-        self._p_end_valid = False
-
-    def energy(self) -> float:
-        """Kinetic plus potential energy of the current state [J]."""
-        return self.model.kinetic_energy(self.q, self.v) + self.model.potential_energy(self.q)
-
-    def generalized_force(self) -> np.ndarray:
-        """τ (nv,) of the commands applied on the last step, at the current configuration (wrench and efforts)."""
-        if self._force_stale:
-            self._build_force()
-        if self._W_power is None:
-            return self._tau_const.copy()
-        return self._tau_const + self.model.wrench_to_generalized(self.q, self.applied_wrench_body())[0]
-
-    def applied_wrench_body(self) -> np.ndarray:
-        """The applied base wrench ``[F; τ]`` in body axes at the current pose (rotated when held in world axes)."""
-        cmd = self._wrench.applied
-        if cmd.frame != "world":
-            return cmd.W
-        R = self.model.base_rotation(self.q)
-        return np.concatenate([R.T @ cmd.W[:3], R.T @ cmd.W[3:]])
-
-    def acceleration(self) -> np.ndarray:
-        """v̇ (nv,) of the current state under the commands of the last step, as the integrator's stages compute
-        it: ``M v̇ + C v + g = τ + τ_p`` with the passive forces (water, joint springs, dampers, friction)."""
-        q, v, model = self.q, self.v, self.model
-        tau = self.generalized_force()
-        if model.passive_active:
-            tau = tau + model.passive_forces(q, v)
-        return model.forward_dynamics(q, v, tau)
-
-    def joint_wrenches(self, a: Optional[np.ndarray] = None) -> np.ndarray:
-        """(nj, 6) ``Model.joint_wrenches`` of the current state with ``a`` (default :meth:`acceleration`) and the
-        water's loads on the links: the total wrench ``[F; τ]`` each joint transmits to its child, in the child
-        link's frame at its origin (actuation, joint passive torques and gravity included)."""
-        q, v = self.q, self.v
-        if a is None:
-            a = self.acceleration()
-        return self.model.joint_wrenches(q, v, a, f_ext=self.model.body_loads(q, v))
-
-    def applied_wrench_world(self):
-        """``(F, τ)`` of the applied base wrench in world axes at the current pose [N, N m]."""
-        cmd = self._wrench.applied
-        if cmd.frame == "world":
-            return cmd.W[:3], cmd.W[3:]
-        R = self.model.base_rotation(self.q)
-        return R @ cmd.W[:3], R @ cmd.W[3:]
-
-    def diagnostics(self) -> dict:
-        """The bookkeeping of the current state as a flat dict (SI units, J for energies and work, world-frame
-        momentum ``[linear; angular about the world origin]``): simulation time [s], step counts, paused, base
-        group, integrator, kinetic/potential/total energy and their references, ``work_applied``,
-        ``energy_balance_residual = E − E_ref − work`` (less the passive loads' and the contact's work) and the
-        momentum and its reference per axis; with a contact world ``contact_work``, ``contact_steps`` and
-        ``contact_unconverged``."""
-        model, q, v = self.model, self.q, self.v
-        ke = model.kinetic_energy(q, v)
-        pe = model.potential_energy(q)
-        h = model.spatial_momentum(q, v)
-        values = {
-            "sim_time": self.stamp() * 1e-9,
-            "steps": self.k,
-            "steps_since_reset": self.k - self.k_reset,
-            "paused": self.paused,
-            "fault": self.fault.reason if self.fault is not None else "",
-            "faults": self.faults,
-            "saturated_wrench_commands": self.saturated["wrench"],
-            "saturated_effort_commands": self.saturated["joints"],
-            "base_group": model.base,
-            "integrator": self._integrator,
-            "kinetic_energy": ke,
-            "potential_energy": pe,
-            "total_energy": ke + pe,
-            "kinetic_energy_ref": self.kinetic_energy_ref,
-            "total_energy_ref": self.energy_ref,
-            "work_applied": self.work,
-            "energy_balance_residual": (ke + pe + self.objects_energy() - self.energy_ref - self.work
-                                        - self.passive_work - self.contact_work),
-        }
-        if self.world is not None:  # contact and joint limits: the impulses' work and how often they acted
-            last = self.last_contact
-            result = last.result if last is not None else None
-            values.update(contact_work=self.contact_work, contact_steps=self.contact_steps,
-                          contact_unconverged=self.contact_unconverged,
-                          contacts=last.n_contacts if last is not None and self._free_until < 0 else 0,
-                          limits_active=last.n_limits if last is not None and self._free_until < 0 else 0,
-                          contact_residual=result.residual if result is not None else 0.0,
-                          contact_sweeps=result.sweeps if result is not None else 0)
-            if self.objects:
-                values["objects_energy"] = self.objects_energy()
-        if model.passive_active:
-            values.update(passive_work=self.passive_work, dissipated_energy=self.dissipated,
-                          current_supplied_energy=self.passive_work + self.dissipated)
-        axes = ("linear_x", "linear_y", "linear_z", "angular_x", "angular_y", "angular_z")
-        for i, axis in enumerate(axes):
-            values["momentum_" + axis] = float(h[i])
-        for i, axis in enumerate(axes):
-            values["momentum_ref_" + axis] = float(self.momentum_ref[i])
-        return values
-
-
-# ------------------------------------------------------------------------------------------ physics rate
-
-
-@dataclass(frozen=True)
-class RateCheck:
-    """What :func:`rate_check` found: the fastest gravity mode ``omega_gravity`` [rad/s], the effort-driven rate
-    ``omega_effort`` [rad/s], the energy growth per period of the gravity mode under the integrator at ``dt``,
-    ``error`` (the reason to refuse ``dt``, or None) and ``warning`` (or None)."""
-
-    omega_gravity: float
-    omega_effort: float
-    growth_per_period: float
-    error: Optional[str]
-    warning: Optional[str]
-    #: the fastest decay rate of the passive damping at the initial state [1/s]: ``max |eig(M⁻¹ ∂(−τ_p)/∂v)|`` at
-    #: rest (joint dampers, the slope ``f/v_f`` of smoothed friction, linear hydrodynamic damping)
-    damping_rate: float = 0.0
-
-
-#: Largest ``λ dt`` on the negative real axis each explicit method is stable for (``|R(−x)| ≤ 1``).
-REAL_AXIS_LIMIT = {"euler": 2.0, "heun": 2.0, "rk3": 2.5127, "rk4": 2.7853}
-
-
-def _largest_rate(model: Model, q: np.ndarray, force, eps: float) -> float:
-    """``max |eig(M(q)⁻¹ K)|`` with ``K`` the Jacobian of ``force(e)`` in a tangent perturbation ``e`` (nv,), by
-    central differences of step ``eps``; 0 where ``K`` vanishes."""
-    nv = model.nv
-    K = np.empty((nv, nv))
-    e = np.zeros(nv)
-    for i in range(nv):
-        e[i] = eps
-        K[:, i] = force(e)
-        e[i] = -eps
-        K[:, i] -= force(e)
-        e[i] = 0.0
-    if not np.any(K):
-        return 0.0
-    K /= 2 * eps
-    return float(np.max(np.abs(np.linalg.eigvals(np.linalg.solve(model.mass_matrix(q), K)))))
-
-
-def _damping_rate(model: Model, q: np.ndarray) -> float:
-    """``max |eig(M⁻¹ ∂(−τ_p)/∂v)|`` at ``(q, 0)``: how fast the stiffest passive damper stops its mode [1/s]."""
-    if not model.passive_active:
-        return 0.0
-    return _largest_rate(model, q, lambda e: -model.passive_forces(q, e), 1e-7)
-
-
-def _stability_growth(method: str, x: float) -> float:
-    """Energy growth per period of an undamped oscillation ``ω`` with ``x = ω dt`` under ``method``:
-    ``|R(ix)|^(2 · 2π/x)`` with ``R(z) = Σ_{k≤p} z^k / k!`` (explicit RK with as many stages as its order)."""
-    if x <= 0.0:
-        return 1.0
-    order = TABLEAUS[method].order
-    z, term, R = 1j * x, 1.0 + 0j, 1.0 + 0j
-    for k in range(1, order + 1):
-        term = term * z / k
-        R += term
-    log_growth = 2.0 * (2.0 * math.pi / x) * math.log(abs(R))
-    return math.exp(min(log_growth, 700.0))
-
-
-def _gravity_omega(model: Model, q: np.ndarray) -> float:
-    """``max √|eig(M⁻¹ ∂g/∂q)|`` at ``q`` (central differences in the tangent space)."""
-    return math.sqrt(_largest_rate(model, q, lambda e: model.gravity_forces(model.integrate(q, e)), 1e-6))
-
-
-def rate_check(model: Model, q0, dt: float, integrator: str = "rk4", limits: Optional[CommandLimits] = None,
-               samples: int = RATE_SAMPLES) -> RateCheck:
-    """Is the step ``dt`` [s] fast enough for ``model`` under ``integrator``? (module docstring, "Physics rate").
-    ``q0``: the initial configuration; ``limits``: the command limits (default: the model's)."""
-    if integrator not in TABLEAUS:
-        raise ValueError(f"unknown integrator {integrator!r}; choose one of {', '.join(TABLEAUS)}")
-    dt = check_time_step(dt)
-    q0 = np.asarray(q0, dtype=float)
-    limits = command_limits(model) if limits is None else limits
-    omega_g = 0.0
-    if np.any(model.gravity):
-        configs = [q0]
-        rng = np.random.default_rng(20240909)
-        for _ in range(int(samples)):
-            q = model.random_configuration(rng, joint_range=math.pi)
-            if model.group is not None:  # the base where it starts; the joints anywhere
-                nqb = model.nq - sum(2 if t == "continuous" else 1 for t in model.joint_types)
-                q[:nqb] = q0[:nqb]
-            configs.append(q)
-        omega_g = max(_gravity_omega(model, q) for q in configs)
-    # the largest angular acceleration the command limits can give at q0: |M^-1| . limits, angular rows
-    nj = len(model.joint_names)
-    nvb = model.nv - nj
-    lim = np.empty(model.nv)
-    angular = _angular_components(model)
-    lim[:nvb] = np.where(angular[:nvb], limits.max_torque, limits.max_force)
-    lim[nvb:] = limits.max_effort
-    lim = np.where(np.isfinite(lim), lim, 0.0)
-    Minv = np.linalg.inv(model.mass_matrix(q0))
-    acc = np.abs(Minv) @ lim
-    omega_tau = float(math.sqrt(float(np.max(acc[angular])))) if np.any(angular) else 0.0
-    x = omega_g * dt
-    growth = _stability_growth(integrator, x)
-    error = warning = None
-    rate = 1.0 / dt
-    lam = _damping_rate(model, q0)
-    lam_limit = REAL_AXIS_LIMIT[integrator]
-    if lam * dt > lam_limit:
-        error = (f"physics_rate {rate:g} Hz is unstable for this model with {integrator}: its stiffest passive "
-                 f"damping (joint damping, the slope friction/friction_velocity of joint friction, or linear "
-                 f"hydrodynamic damping) stops its mode at {lam:.3g} 1/s, and {integrator} diverges beyond "
-                 f"lambda*dt = {lam_limit:g} (here {lam * dt:.3g}); use at least {lam / lam_limit:.3g} Hz, less "
-                 "damping, or a larger friction_velocity")
-    elif growth > RATE_REFUSE_GROWTH:
-        lo = _min_rate(integrator, omega_g, RATE_REFUSE_GROWTH)
-        error = (f"physics_rate {rate:g} Hz is unstable for this model with {integrator}: its fastest gravity "
-                 f"mode ({omega_g:.3g} rad/s) gains x{growth:.3g} energy per period (omega*dt = {x:.3g}; "
-                 f"refused above x{RATE_REFUSE_GROWTH:g}); use at least {lo:.3g} Hz"
-                 + (" or rk4" if integrator != "rk4" else ""))
-    else:
-        reasons = []
-        fast = max(omega_g, omega_tau)
-        if fast * dt > RATE_WARN:
-            reasons.append(f"the fastest mode (gravity {omega_g:.3g} rad/s, full effort {omega_tau:.3g} rad/s) "
-                           f"has omega*dt = {fast * dt:.3g} > {RATE_WARN:g}; at least {fast / RATE_WARN:.3g} Hz "
-                           "resolves it")
-        if lam * dt > 0.5 * lam_limit:
-            reasons.append(f"the stiffest passive damping ({lam:.3g} 1/s) has lambda*dt = {lam * dt:.3g}, near "
-                           f"{integrator}'s stability limit {lam_limit:g}; at least {2 * lam / lam_limit:.3g} Hz")
-        if growth > RATE_WARN_GROWTH:
-            reasons.append(f"{integrator} adds {100 * (growth - 1):.3g} % energy per period of the gravity mode "
-                           f"({omega_g:.3g} rad/s); use rk4 or at least "
-                           f"{_min_rate(integrator, omega_g, RATE_WARN_GROWTH):.3g} Hz")
-        if reasons:
-            warning = f"physics_rate {rate:g} Hz may be too low: " + "; ".join(reasons)
-    return RateCheck(omega_g, omega_tau, growth, error, warning, lam)
-
-
-def _min_rate(integrator: str, omega: float, growth: float) -> float:
-    """The lowest rate [Hz] at which the energy growth per period of ``omega`` stays below ``growth``."""
-    lo, hi = 1e-6, 10.0  # omega*dt bracket
-    if _stability_growth(integrator, lo) > growth:
-        return math.inf
-    for _ in range(100):
-        mid = math.sqrt(lo * hi)
-        if _stability_growth(integrator, mid) > growth:
-            hi = mid
-        else:
-            lo = mid
-    return omega / lo

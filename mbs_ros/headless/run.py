@@ -3,8 +3,10 @@
 :func:`run_scenario` does what ``python -m mbs_ros.bringup SCENARIO --set lockstep=true --set sim_time=true --set
 real_time_factor=0`` does, through the same ROS-free cores the nodes call, with the values the nodes' parameters
 give (:func:`mbs_ros.bringup.scenario.node_specs` plus the runner's paused start): per robot the dynamics node's
-simulator (:mod:`mbs_ros.nodes.dynamics_core`), the controller's law, limits and allocation
-(:mod:`mbs_ros.nodes.controller_core`) and the reference node's trajectories (:mod:`mbs_ros.nodes.reference_core`).
+simulator (:mod:`mbs_ros.nodes.dynamics_core`), loop (:mod:`mbs_ros.nodes.sim_loop_core`) and command intake
+(:mod:`mbs_ros.nodes.command_core`), the controller's state path (:mod:`mbs_ros.nodes.controller_state_core`),
+law, limits and allocation (:mod:`mbs_ros.nodes.controller_core`) and the reference node's set-up and
+trajectories (:mod:`mbs_ros.nodes.reference_core`).
 The order per control period is the lockstep one: the state at ``t_k`` as the dynamics node publishes it (odom,
 joint_states), the controller's state from it, its command stamped ``t_k``, the simulator's checks of that command,
 then ``lockstep_steps`` physics steps to ``t_{k+1}``. The paused start: the controller answers the state at 0 while
@@ -26,10 +28,11 @@ from mbs_ros.controllers.reference_input import Rejected, reference_position_bou
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes import controller_settings as cs
+from mbs_ros.nodes.command_core import Accepted, CommandIntake
 from mbs_ros.nodes import dynamics_settings as ds
 from mbs_ros.nodes import estimator_settings as es
-from mbs_ros.nodes.controller_core import (controller_setup, desired, hold_references, law_command,
-                                           reference_from_points)
+from mbs_ros.nodes.controller_core import controller_setup, desired, law_command, reference_from_points
+from mbs_ros.nodes.controller_state_core import commit_state, estimate_parts
 from mbs_ros.nodes.dynamics_core import StateView, balance_residual, load_suite, make_simulator
 from mbs_ros.nodes.estimator_core import feed, reading_payloads, roles_by_sensor
 from mbs_ros.nodes.parameters.controller import PARAMETERS as CONTROLLER_PARAMETERS
@@ -37,10 +40,10 @@ from mbs_ros.nodes.parameters.dynamics import PARAMETERS as DYNAMICS_PARAMETERS
 from mbs_ros.nodes.parameters.estimator import PARAMETERS as ESTIMATOR_PARAMETERS
 from mbs_ros.nodes.parameters.reference import PARAMETERS as REFERENCE_PARAMETERS
 from mbs_ros.nodes.params import NS_PER_S, model_parameter_values, period_ns
-from mbs_ros.nodes.reference_core import ReferenceError, start_time_ns, trajectories, waypoints_from_values
-from mbs_ros.nodes.rotations import quaternion_from_matrix
+from mbs_ros.nodes.reference_core import ReferenceError, controller_points, reference_setup, trajectories
+from mbs_ros.nodes.sim_loop_core import SimulationLoop
 
-__all__ = ["run_scenario", "HeadlessRun", "RobotRecord", "HeadlessError", "PAUSED_START"]
+__all__ = ["run_scenario", "state_views", "HeadlessRun", "RobotRecord", "HeadlessError", "PAUSED_START"]
 
 # what the runner adds to the node parameters of a paused start (mbs_ros.bringup.runner.runner_specs): the
 # dynamics node stands still at t = 0 and the reference starts at 0
@@ -115,15 +118,24 @@ def _values(spec: NodeSpec):
     return value
 
 
-def _take(index: Dict[str, int], names, what: str) -> np.ndarray:
-    """``[index[n] for n in names]`` as an index array (where the dynamics node puts each named entry of the
-    controller's commands); HeadlessError for a name the dynamics node does not know (it would reject every
-    command, and a lockstep run would wait forever)."""
-    unknown = [n for n in names if n not in index]
-    if unknown:
-        raise HeadlessError(f"{what} {', '.join(unknown)}: the controller commands them, the dynamics model has "
-                            "none of that name")
-    return np.array([index[n] for n in names], dtype=np.intp)
+def _dynamics_model(spec: NodeSpec, load):
+    """The dynamics node's settings, model source and model from its parameters."""
+    values, source = model_parameter_values(DYNAMICS_PARAMETERS, lambda n: DYNAMICS_PARAMETERS[n].default,
+                                            _values(spec), load)
+    s = ds.settings_from_values(values, source)
+    return s, source, ds.build_model(s, source)
+
+
+def state_views(scenario: Union[Scenario, str, os.PathLike]) -> Dict[str, Tuple[object, StateView]]:
+    """Per robot namespace, the dynamics model and the :class:`~mbs_ros.nodes.dynamics_core.StateView` with which
+    the dynamics node publishes its state (odom, joint_states): what a record's ``q``, ``v`` are compared by."""
+    if not isinstance(scenario, Scenario):
+        scenario = load_scenario(scenario)
+    out, load = {}, _shared_loader()
+    for namespace, specs in _robot_specs(_lockstep(scenario)).items():
+        _s, source, model = _dynamics_model(specs["dynamics"], load)
+        out[namespace.strip("/")] = (model, StateView(model, source if source.multibody else None))
+    return out
 
 
 class _Robot:
@@ -133,10 +145,7 @@ class _Robot:
         dyn = specs["dynamics"]
         self.namespace = dyn.robot
         self.load = load
-        values, source = model_parameter_values(DYNAMICS_PARAMETERS, lambda n: DYNAMICS_PARAMETERS[n].default,
-                                                _values(dyn), load)
-        s = ds.settings_from_values(values, source)
-        model = ds.build_model(s, source)
+        s, source, model = _dynamics_model(dyn, load)
         q0, v0 = ds.initial_state(model, s)
         limits = ds.command_limits(model, s)
         ds.check_rate(model, s, q0, limits)
@@ -149,7 +158,6 @@ class _Robot:
         self.view = StateView(model, source if source.multibody else None)
         self.joint_state_names = StateView.joint_state_names(model)
         self.nj = len(model.joint_names)
-        self.dyn_joint_index = {name: i for i, name in enumerate(model.joint_names)}
 
         ctl = specs.get("controller")
         if ctl is None:
@@ -159,11 +167,14 @@ class _Robot:
                                                  load)
         self.ctl = controller_setup(values, csource)
         c = self.ctl.settings
-        self.estimator = None
+        self.estimator = self.suite = None
         if c.state_source == "estimate":
             if specs.get("estimator") is None:
                 raise HeadlessError(f"{self.namespace}: state_source estimate without an estimator")
             self._setup_estimator(specs["estimator"], s, source, model)
+        # the dynamics node's loop; its sensors only where the estimator takes their readings (they do not act
+        # on the state)
+        self.loop = SimulationLoop(self.sim, self.suite, on_reading=self.reading)
         cm = self.ctl.model
         self.cmodel = cm
         self.floating = cm.group is not None
@@ -178,11 +189,14 @@ class _Robot:
         self.state = None  # the controller's (t, q, v)
         self.control_errors = 0
         self.expected = self.sim.expected
-        self.thruster_index = {name: i for i, name in enumerate(model.thruster_names)}
-        self.thruster_take = (_take(self.thruster_index, cm.thruster_names, f"{self.namespace}: thrusters")
-                              if "thrusters" in self.expected else None)
-        self.joint_take = (_take(self.dyn_joint_index, self.joint_names, f"{self.namespace}: joints")
-                           if "joints" in self.expected else None)
+        body = {"", s.base_frame, s.base_frame.lstrip("/")}
+        self.intake = CommandIntake(self.sim, lockstep=True, body_frames=body, world_frames=(),
+                                    base_frame=s.base_frame, world_frame=s.world_frame)
+        for channel, names in (("thrusters", cm.thruster_names), ("joints", self.joint_names)):
+            unknown = self.intake.unknown(channel, names) if channel in self.expected else []
+            if unknown:  # the dynamics node would reject every command, and a lockstep run would wait forever
+                raise HeadlessError(f"{self.namespace}: {channel} {', '.join(unknown)}: the controller commands "
+                                    "them, the dynamics model has none of that name")
         self.reference = specs.get("reference")
 
     def _setup_estimator(self, spec: NodeSpec, s, source, model) -> None:
@@ -207,26 +221,23 @@ class _Robot:
     def _keep(self, out) -> None:
         self.estimates[out.stamp_ns] = out
 
-    def sensors_step(self) -> None:
-        """The dynamics node's sensors at the current step (sampled once per step, the readings due now published)
-        and the estimator's intake of them (a reading it rejects is dropped, as the node does)."""
-        sim, est = self.sim, self.estimator
-        self.suite.sample(sim)
-        for reading in self.suite.due(sim.k):
-            role = self.est_roles.get(reading.name)
-            if role is None:
-                continue
+    def reading(self, reading) -> None:
+        """A reading the dynamics node publishes, taken in by the estimator (a reading it rejects is dropped, as
+        the node does)."""
+        role = self.est_roles.get(reading.name)
+        if role is None:
+            return
+        try:
+            items = reading_payloads(reading, role, self.est_joint_names, self.est_env,
+                                     self.beam_limits.get(reading.name, (0.0, float("inf"))))
+        except Rejected:
+            return
+        for t, payload in items:
             try:
-                items = reading_payloads(reading, role, self.est_joint_names, self.est_env,
-                                         self.beam_limits.get(reading.name, (0.0, float("inf"))))
+                for out in feed(self.estimator, role, t, payload):
+                    self._keep(out)
             except Rejected:
-                continue
-            for t, payload in items:
-                try:
-                    for out in feed(est, role, t, payload):
-                        self._keep(out)
-                except Rejected:
-                    pass
+                pass
 
     def allocate(self, rows: int, energy: bool = True) -> None:
         """Room for ``rows`` recorded periods (``energy``: with the energy balance residual)."""
@@ -261,19 +272,8 @@ class _Robot:
                                "readings that did not come)")
         for old in [x for x in self.estimates if x < t]:
             del self.estimates[old]
-        base = joints = None
-        if self.floating:
-            if out.p is None:
-                raise RuntimeError("the estimator gives no base state")
-            quat = quaternion_from_matrix(out.R)
-            base = ri.base_state(np.array([float(x) for x in out.p]), np.array([float(x) for x in quat]),
-                                 np.array([float(x) for x in out.V]))
-        if self.nj:
-            if not self.est_publishes_joints or out.joint_positions is None:
-                raise RuntimeError("the estimator publishes no joint states (no encoders role)")
-            joints = ri.joint_state(self.joint_names, self.est_joint_names,
-                                    [float(x) for x in out.joint_positions], [float(x) for x in out.joint_velocities])
-        return base, joints
+        return estimate_parts(out, self.joint_names if self.nj else (), self.est_joint_names, self.floating,
+                              self.est_publishes_joints)
 
     def controller_state(self) -> Tuple[int, np.ndarray, np.ndarray]:
         """The state the controller takes from odom and joint_states (estimate/… with state_source estimate) at
@@ -293,10 +293,9 @@ class _Robot:
         if step.kind != tb.ACCEPT:
             raise RuntimeError(f"the controller did not accept the state at t = {t * 1e-9:.9f} s ({step.kind})")
         q, v = ri.state_vector(self.cmodel, self.nv_base, base, joints)
-        first = self.state is None
-        self.timebase.commit(t, step.jump)
-        if first:  # hold the start-up state until a reference arrives
-            self.base_ref, self.joint_ref = hold_references(self.cmodel, q, t - self.timebase.offset)
+        holds = commit_state(self.timebase, self.cmodel, t, step.jump, q, self.state is None)
+        if holds is not None:  # hold the start-up state until a reference arrives
+            self.base_ref, self.joint_ref = holds
         self.state = (t, q, v)
         return self.state
 
@@ -319,32 +318,27 @@ class _Robot:
             cmd = ctl.output(np.zeros(self.cmodel.nv), None)
         return q_d, v_d, tau, cmd
 
-    def submit(self, cmd) -> None:
-        """The dynamics node's lockstep inputs: the command's messages checked and submitted for this period."""
-        sim = self.sim
+    def submit(self, t: int, cmd) -> None:
+        """The dynamics node's lockstep inputs: the controller's command messages for the period stamped ``t``,
+        through the node's own intake (:class:`~mbs_ros.nodes.command_core.CommandIntake`), submitted; a
+        rejection (the ROS run would wait for a command forever) is a fault."""
+        sec, nanosec = divmod(int(t), NS_PER_S)
         if "wrench" in self.expected:
-            W = np.array([float(x) for x in cmd.wrench])
-            if not np.isfinite(W).all():
-                raise RuntimeError(f"cmd_wrench rejected: non-finite (NaN/inf) components {W.tolist()}")
-            value, _dropped = sim.wrench_command(W, "body")
-            sim.submit("wrench", value)
+            self._submit(self.intake.wrench(cmd.wrench, self.ctl.settings.base_frame, sec, nanosec))
         if "thrusters" in self.expected:
             if cmd.thrust is None:
                 raise RuntimeError("lockstep: the dynamics node waits for thruster_command, the controller sends "
                                    "cmd_wrench (allocate_thrusters: false)")
-            values = np.asarray(cmd.thrust, dtype=float)
-            if not np.isfinite(values).all():
-                raise RuntimeError(f"thruster_command rejected: non-finite thrusts {values.tolist()}")
-            data = np.zeros(len(self.thruster_index))
-            data[self.thruster_take] = values
-            sim.submit("thrusters", data)
+            self._submit(self.intake.named("thruster_command", self.cmodel.thruster_names,
+                                           [float(x) for x in cmd.thrust], sec, nanosec))
         if "joints" in self.expected:
-            values = np.asarray(cmd.effort, dtype=float)
-            if not np.isfinite(values).all():
-                raise RuntimeError(f"joint_command rejected: non-finite efforts {values.tolist()}")
-            data = np.zeros(self.nj)
-            data[self.joint_take] = values
-            sim.submit("joints", data)
+            self._submit(self.intake.named("joint_command", self.joint_names, [float(x) for x in cmd.effort],
+                                           sec, nanosec))
+
+    def _submit(self, result) -> None:
+        if not isinstance(result, Accepted):
+            raise RuntimeError(f"{result.topic} rejected: {result.reason}")
+        self.sim.submit(result.channel, result.value)
 
     def applied(self) -> np.ndarray:
         """The generalised force of the period's commands as the simulator holds them (after its limits), at the
@@ -366,7 +360,7 @@ class _Robot:
         """The state at ``t_k``, the controller's command for it (recorded), submitted to the simulator."""
         t, q, v = self.controller_state()
         q_d, v_d, tau, cmd = self.command(t, q, v)
-        self.submit(cmd)
+        self.submit(t, cmd)
         i, sim = self.n, self.sim
         self.stamp_ns[i] = t
         self.q[i], self.v[i] = sim.q, sim.v
@@ -390,51 +384,31 @@ class _Robot:
         if spec is None:
             return
         get = _values(spec)
-        v = {name: get(p, p.default) for name, p in REFERENCE_PARAMETERS.items()}
-        wps = waypoints_from_values({k: list(v[k] or ()) for k in ("base_times", "base_positions", "base_rpy",
-                                                                    "joint_names", "joint_times",
-                                                                    "joint_positions")})
+        setup = reference_setup({name: get(p, p.default) for name, p in REFERENCE_PARAMETERS.items()},
+                                REFERENCE_PARAMETERS)
         sim = self.sim
         p, quat = self.view.base_pose(sim.model, sim.q)
         names, position, _velocity = self.published_joints() if self.nj else ([], np.zeros(0), None)
         joints = dict(zip(names, position.tolist()))
-        traj = trajectories(wps, v["stamp"], start_time_ns(v["start_time"]), sim.stamp(),
+        traj = trajectories(setup.wps, setup.stamp_mode, setup.start_time_ns, sim.stamp(),
                             (np.array(p), np.array(quat)), joints, names)
-        if traj.base is not None and self.floating:
-            secs = [d[0] for d, _p, _q in traj.base]
-            nsecs = [d[1] for d, _p, _q in traj.base]
-            poses = [(np.array([float(x) for x in p]), np.array([float(x) for x in quat]))
-                     for _d, p, quat in traj.base]
-            none = [None] * len(poses)
-            _s, start, ref = reference_from_points("base_reference", traj.header_ns, secs, nsecs, [],
-                                                   (poses, none, none), self.state, self.timebase.offset,
-                                                   self.base_ref, self.joint_input, self.base_input)
-            self.base_ref = (start, ref)
-        if traj.joints is not None and self.nj:
-            secs = [d[0] for d, _q in traj.joints]
-            nsecs = [d[1] for d, _q in traj.joints]
-            empty = [[] for _ in traj.joints]
-            _s, start, ref = reference_from_points("joint_reference", traj.header_ns, secs, nsecs, traj.joint_names,
-                                                   ([q for _d, q in traj.joints], empty, empty), self.state,
-                                                   self.timebase.offset, self.joint_ref, self.joint_input,
-                                                   self.base_input)
-            self.joint_ref = (start, ref)
+        for topic, stamp, sec, nanosec, joint_names, values in controller_points(traj, self.floating, bool(self.nj)):
+            current = self.base_ref if topic == "base_reference" else self.joint_ref
+            _s, start, ref = reference_from_points(topic, stamp, sec, nanosec, joint_names, values, self.state,
+                                                   self.timebase.offset, current, self.joint_input, self.base_input)
+            if topic == "base_reference":
+                self.base_ref = (start, ref)
+            else:
+                self.joint_ref = (start, ref)
 
     def step(self) -> Optional[str]:
-        """The period's physics steps; the fault that stopped them (None: all taken)."""
+        """The period's physics steps (the dynamics node's loop, stopping where a sensor samples or a reading
+        falls due); the fault that stopped them (None: all taken)."""
         sim = self.sim
-        if not sim.start_period():
+        if not sim.period_complete():
             return f"lockstep: no command for {' and '.join(sim.missing())}"
-        if self.estimator is None:
-            sim.advance(self.steps)
-        else:  # the dynamics node's advance: stop where a sensor samples or a reading falls due
-            end = sim.k + self.steps
-            self.sensors_step()  # the state the steps start from
-            while sim.k < end and not sim.paused:
-                sim.advance(min(end, self.suite.next_stop(sim.k)) - sim.k)
-                if sim.fault is not None:
-                    break
-                self.sensors_step()
+        for _k in self.loop.period():
+            pass
         if sim.fault is not None:
             return sim.fault.reason
         return None

@@ -25,7 +25,8 @@ from mbs_ros.controllers.reference_input import MAX_POINTS, Rejected
 from mbs_ros.controllers.timebase import JUMP_CONFIRMATIONS
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.nodes import conversions as cv
-from mbs_ros.nodes.controller_core import evaluate, hold_references, reference_from_points
+from mbs_ros.nodes.controller_core import evaluate, reference_from_points
+from mbs_ros.nodes.controller_state_core import commit_state
 from mbs_ros.nodes.parameters.controller import STATE_TOPICS
 
 __all__ = ["Inputs", "REFERENCE_QUEUE", "REFERENCE_TOPICS", "stamp_ns", "point_times"]
@@ -154,9 +155,9 @@ class Inputs:
         first = self.state is None
         last = self.timebase.last
         with self._lock:
-            self.timebase.commit(t, jump)
-            if first:  # hold the start-up state until a reference arrives
-                self.base_ref, self.joint_ref = hold_references(self.model, q, t - self.timebase.offset)
+            holds = commit_state(self.timebase, self.model, t, jump, q, first)
+            if holds is not None:  # hold the start-up state until a reference arrives
+                self.base_ref, self.joint_ref = holds
         if jump is not None:
             self._last_tau_stamp = self._last_tau = None
             self._count("time_base_changes")

@@ -1,11 +1,12 @@
 """The dynamics node's command inputs (:class:`CommandInputs`, a part of
-:class:`~mbs_ros.nodes.dynamics_node.DynamicsNode`): cmd_wrench, cmd_joint_effort, joint_command, cmd_thrust and
-thruster_command are checked (stamp, lockstep period, frame, length, names, finite values; a rejected message is
-counted and warned about, throttled) and turned into the simulator's commands (``Simulator.wrench_command``,
-``set_wrench``, ``set_joint_efforts``, ``set_thrusts``, or ``submit`` in lockstep)."""
+:class:`~mbs_ros.nodes.dynamics_node.DynamicsNode` built with explicit arguments): cmd_wrench, cmd_joint_effort,
+joint_command, cmd_thrust and thruster_command, each message turned into one call of the ROS-free
+:class:`~mbs_ros.nodes.command_core.CommandIntake` (stamp, lockstep period, frame, length, names, finite values);
+an accepted command goes to the simulator (``set_wrench``, ``set_joint_efforts``, ``set_thrusts``, or the node's
+lockstep ``take`` in lockstep), a rejected one is counted and warned about, throttled."""
 from __future__ import annotations
 
-from typing import Dict, Optional
+from typing import Callable, Dict
 
 import numpy as np
 from geometry_msgs.msg import WrenchStamped
@@ -14,174 +15,131 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from mbs_ros.nodes import conversions as cv
-from mbs_ros.nodes.dynamics_lockstep import TOPIC
+from mbs_ros.nodes.command_core import Accepted, CommandIntake
+from mbs_ros.nodes.pacing import WARN_THROTTLE_S
 
 __all__ = ["CommandInputs"]
 
+#: the simulator's channel -> what its saturation warning calls it
+_SATURATED = {"wrench": "cmd_wrench", "joints": "joint effort command", "thrusters": "thrust command"}
+
 
 class CommandInputs:
-    """Needs, from the node: ``sim``, ``model``, ``settings``, ``lockstep``, ``nj``, ``nt``, the frames,
-    ``_counts``, ``_guard``, ``_reject``, ``_warn``, ``_logs``, ``_limits_text`` and the lockstep part's
-    ``_lockstep_stamp_ok``/``_lockstep_take``."""
+    """The command subscriptions of ``node`` (cmd_wrench always; joint and thruster commands when the model has
+    them), checked by ``intake``. ``counts`` the node's counters (``received_<topic>``); ``guard(fn, what)`` wraps a
+    callback so that it never raises; ``reject(topic, kind, reason)`` counts and warns; ``warn(key, text)`` a
+    throttled warning; ``logs`` the node's :class:`~mbs_ros.nodes.ratelimit.RateLimitedLog`; ``limits_text()``
+    the command limits as a warning names them; ``take(topic, value)`` a lockstep command for the current period;
+    ``on_input()`` a command reached the lockstep period check (the node's waiting watch); ``body`` what a
+    dropped-component warning calls the base."""
 
-    def _create_inputs(self) -> None:
-        """The command subscriptions: cmd_wrench always; joint and thruster commands when the model has them."""
-        model, qos = self.model, QoSProfile(depth=10)
-        self.sub_cmd = self.create_subscription(WrenchStamped, "cmd_wrench",
-                                                self._guard(self._on_cmd_wrench, "cmd_wrench"), qos)
-        self.sub_joint_command = None
-        self.sub_thruster_command = None
-        if self.nt:
-            self.sub_thrust = self.create_subscription(
-                Float64MultiArray, "cmd_thrust", self._guard(self._on_cmd_thrust, "cmd_thrust"), qos)
-            self.sub_thruster_command = self.create_subscription(
-                JointState, "thruster_command", self._guard(self._on_thruster_command, "thruster_command"), qos)
-            self._thruster_index = {name: i for i, name in enumerate(model.thruster_names)}
-        if self.nj:
-            self.sub_effort = self.create_subscription(
-                Float64MultiArray, "cmd_joint_effort", self._guard(self._on_cmd_joint_effort, "cmd_joint_effort"),
-                qos)
-            self.sub_joint_command = self.create_subscription(
-                JointState, "joint_command", self._guard(self._on_joint_command, "joint_command"), qos)
-            self._joint_index = {name: i for i, name in enumerate(model.joint_names)}
+    def __init__(self, node, intake: CommandIntake, *, counts: Dict[str, int], guard: Callable, reject: Callable,
+                 warn: Callable, logs, limits_text: Callable[[], str], take: Callable, on_input: Callable[[], None],
+                 body: str):
+        self.node, self.intake, self.sim = node, intake, intake.sim
+        self.lockstep = intake.lockstep
+        self.counts, self.reject, self.warn, self.logs = counts, reject, warn, logs
+        self.limits_text, self.take, self.on_input, self.body = limits_text, take, on_input, body
+        model, qos = self.sim.model, QoSProfile(depth=10)
+        self.sub_cmd = node.create_subscription(WrenchStamped, "cmd_wrench", guard(self.on_cmd_wrench, "cmd_wrench"),
+                                                qos)
+        self.sub_joint_command = self.sub_thruster_command = None
+        if model.thruster_names:
+            self.sub_thrust = node.create_subscription(
+                Float64MultiArray, "cmd_thrust", guard(self.on_cmd_thrust, "cmd_thrust"), qos)
+            self.sub_thruster_command = node.create_subscription(
+                JointState, "thruster_command", guard(self.on_thruster_command, "thruster_command"), qos)
+        if model.joint_names:
+            self.sub_effort = node.create_subscription(
+                Float64MultiArray, "cmd_joint_effort", guard(self.on_cmd_joint_effort, "cmd_joint_effort"), qos)
+            self.sub_joint_command = node.create_subscription(
+                JointState, "joint_command", guard(self.on_joint_command, "joint_command"), qos)
 
-    def _stamp_error(self, stamp) -> Optional[str]:
-        """Why a ``header.stamp`` is not a time (None when it is one)."""
-        if stamp.sec < 0 or stamp.nanosec >= 1_000_000_000:
-            return f"invalid header.stamp (sec {stamp.sec}, nanosec {stamp.nanosec}: needs sec >= 0, nanosec < 1e9)"
-        return None
+    @property
+    def stamped(self) -> tuple:
+        """The subscriptions of the stamped commands (the lockstep loop's command publishers match them)."""
+        return tuple(s for s in (self.sub_cmd, self.sub_joint_command, self.sub_thruster_command) if s is not None)
 
     def _saturation_warning(self, channel: str, before: int) -> None:
         if self.sim.saturated[channel] > before:
-            self._warn(f"saturated_{channel}",
-                       f"{ {'wrench': 'cmd_wrench', 'joints': 'joint effort command'}.get(channel, 'thrust command')} "
-                       f"saturated ({self._limits_text()}): "
-                       f"{self.sim.saturated[channel]} saturated since start-up")
+            self.warn(f"saturated_{channel}", f"{_SATURATED[channel]} saturated ({self.limits_text()}): "
+                      f"{self.sim.saturated[channel]} saturated since start-up")
 
-    def _on_cmd_wrench(self, msg: WrenchStamped) -> None:
-        self._counts["received_cmd_wrench"] += 1
-        W = cv.wrench_from_msg(msg.wrench)
-        frame_id = msg.header.frame_id
-        if self.model.group is None:
-            self._reject("cmd_wrench", "fixed", "the base is fixed (base_group fixed) and takes no wrench; drive "
-                         "the joints with cmd_joint_effort or joint_command")
-            return
-        error = self._stamp_error(msg.header.stamp)
-        if error:
-            self._reject("cmd_wrench", "stamp", error)
-            return
-        if self.lockstep and "wrench" not in self.sim.expected:  # a thruster-driven base: its thrusts instead
-            self._reject("cmd_wrench", "lockstep", "lockstep: this model's periods take "
-                         f"{' and '.join(TOPIC[ch] for ch in self.sim.expected)}, not cmd_wrench")
-            return
-        if self.lockstep and not self._lockstep_stamp_ok("cmd_wrench", cv.ns_from_time(msg.header.stamp)):
-            return
-        if not np.all(np.isfinite(W)):
-            self._reject("cmd_wrench", "nonfinite", f"non-finite (NaN/inf) components {W.tolist()}")
-            return
-        if frame_id in self._body_frames:
-            frame = "body"
-        elif frame_id in self._world_frames:
-            frame = "world"
+    def _accepted(self, result) -> bool:
+        """Was the command accepted? A rejection is logged: counted and warned about (throttled per topic and
+        kind), or, in lockstep, an answer to another period logged apart without a count."""
+        if result.period_checked if not isinstance(result, Accepted) else self.lockstep:
+            self.on_input()
+        if isinstance(result, Accepted):
+            return True
+        if result.kind == "stale":
+            self.node.get_logger().debug(result.reason, throttle_duration_sec=WARN_THROTTLE_S)
+        elif result.kind == "late":
+            self.warn(f"lockstep_late_{result.topic}", result.reason)
         else:
-            self._reject("cmd_wrench", "frame", f"unknown frame_id {frame_id[:100]!r} (use '', {self.base_frame!r} "
-                         f"or {self.world_frame!r})")
-            return
+            self.reject(result.topic, result.kind, result.reason)
+        return False
+
+    def _hold(self, result, before: int) -> None:
+        """An accepted joint or thruster command: submitted (lockstep) or held from the next step."""
+        if self.lockstep:
+            self.take(result.topic, result.value)
+        elif result.channel == "joints":
+            self.sim.set_joint_efforts(result.value)
+        else:
+            self.sim.set_thrusts(result.value)
+        self._saturation_warning(result.channel, before)
+
+    def on_cmd_wrench(self, msg: WrenchStamped) -> None:
+        self.counts["received_cmd_wrench"] += 1
         before = self.sim.saturated["wrench"]
-        cmd, dropped = self.sim.wrench_command(W, frame)
+        stamp = msg.header.stamp
+        result = self.intake.wrench(cv.wrench_from_msg(msg.wrench), msg.header.frame_id, stamp.sec, stamp.nanosec)
+        if not self._accepted(result):
+            return
         self._saturation_warning("wrench", before)
-        if np.any(dropped):
-            self._warn("cmd_wrench:dropped",
-                       f"cmd_wrench: a {self.settings.base_group} {'base' if self.multibody else 'body'} cannot take "
-                       f"the components {np.round(dropped, 12).tolist()} (body frame [F; tau]); dropped them, "
-                       "applying the rest")
+        if np.any(result.dropped):
+            self.warn("cmd_wrench:dropped",
+                      f"cmd_wrench: a {self.body} cannot take the components {np.round(result.dropped, 12).tolist()} "
+                      "(body frame [F; tau]); dropped them, applying the rest")
         if self.lockstep:
-            self._lockstep_take("cmd_wrench", cmd)
+            self.take("cmd_wrench", result.value)
         else:
-            self.sim.set_wrench(cmd)
+            self.sim.set_wrench(result.value)
 
-    def _on_cmd_joint_effort(self, msg: Float64MultiArray) -> None:
-        self._counts["received_cmd_joint_effort"] += 1
+    def _unstamped(self, topic: str, msg: Float64MultiArray) -> None:
+        """cmd_joint_effort, cmd_thrust: ignored in lockstep (no stamp), else checked and held."""
+        self.counts[f"received_{topic}"] += 1
         if self.lockstep:
-            self._logs.info_once(
-                "lockstep_cmd_joint_effort",
-                "lockstep: cmd_joint_effort is ignored (it carries no stamp); joint efforts come from joint_command "
-                "(sensor_msgs/JointState, efforts by name, stamped with the state they answer)")
+            if topic == "cmd_thrust":
+                self.logs.info("cmd_thrust_lockstep",
+                               "lockstep: cmd_thrust carries no stamp and is ignored; send thruster_command")
+            else:
+                self.logs.info_once(
+                    "lockstep_cmd_joint_effort",
+                    "lockstep: cmd_joint_effort is ignored (it carries no stamp); joint efforts come from "
+                    "joint_command (sensor_msgs/JointState, efforts by name, stamped with the state they answer)")
             return
-        data = np.asarray(msg.data, dtype=float)
-        if data.shape != (self.nj,):
-            self._reject("cmd_joint_effort", "length", f"{data.size} values, expected {self.nj} (one per joint, in "
-                         f"the order {', '.join(self.model.joint_names)})")
-            return
-        if not np.all(np.isfinite(data)):
-            self._reject("cmd_joint_effort", "nonfinite", f"non-finite (NaN/inf) entries {data.tolist()}")
-            return
-        before = self.sim.saturated["joints"]
-        self.sim.set_joint_efforts(data)
-        self._saturation_warning("joints", before)
+        result = self.intake.values(topic, msg.data)
+        if self._accepted(result):
+            self._hold(result, self.sim.saturated[result.channel])
 
-    def _on_cmd_thrust(self, msg: Float64MultiArray) -> None:
-        self._counts["received_cmd_thrust"] += 1
-        if self.lockstep:
-            self._logs.info("cmd_thrust_lockstep",
-                            "lockstep: cmd_thrust carries no stamp and is ignored; send thruster_command")
-            return
-        data = np.asarray(msg.data, dtype=float)
-        if data.size != self.nt:
-            self._reject("cmd_thrust", "length", f"{data.size} values, expected {self.nt} (one per thruster, in "
-                         f"{', '.join(self.model.thruster_names)} order)")
-            return
-        if not np.all(np.isfinite(data)):
-            self._reject("cmd_thrust", "nonfinite", f"non-finite (NaN/inf) thrusts {data.tolist()}")
-            return
-        before = self.sim.saturated["thrusters"]
-        self.sim.set_thrusts(data)
-        self._saturation_warning("thrusters", before)
+    def on_cmd_joint_effort(self, msg: Float64MultiArray) -> None:
+        self._unstamped("cmd_joint_effort", msg)
 
-    def _named_values(self, topic: str, msg: JointState, index: Dict[str, int], what: str, unit: str = ""):
-        """The ``effort`` of a stamped JointState command by ``name`` as an array in ``index`` order (names not
-        given: 0), or None when it is rejected (stamp, lockstep period, names, non-finite values; reasons logged)."""
-        self._counts[f"received_{topic}"] += 1
-        error = self._stamp_error(msg.header.stamp)
-        if error:
-            self._reject(topic, "stamp", error)
-            return None
-        if self.lockstep and not self._lockstep_stamp_ok(topic, cv.ns_from_time(msg.header.stamp)):
-            return None
-        names = list(msg.name)
-        unknown = [n for n in names if n not in index]
-        if not names or len(msg.effort) != len(names) or unknown or len(set(names)) != len(names):
-            self._reject(topic, "names",
-                         f"needs one effort{unit} per name, names distinct and among {', '.join(index)} "
-                         f"(got {len(names)} names, {len(msg.effort)} efforts"
-                         + (f", unknown {[u[:100] for u in unknown[:5]]}" if unknown else "") + ")")
-            return None
-        values = np.asarray(msg.effort, dtype=float)
-        if not np.all(np.isfinite(values)):
-            self._reject(topic, "nonfinite", f"non-finite (NaN/inf) {what} {values.tolist()}")
-            return None
-        data = np.zeros(len(index))
-        data[[index[n] for n in names]] = values
-        return data
+    def on_cmd_thrust(self, msg: Float64MultiArray) -> None:
+        self._unstamped("cmd_thrust", msg)
 
-    def _on_thruster_command(self, msg: JointState) -> None:
-        data = self._named_values("thruster_command", msg, self._thruster_index, "thrusts", " (thrust, N)")
-        if data is None:
-            return
-        before = self.sim.saturated["thrusters"]
-        if self.lockstep:
-            self._lockstep_take("thruster_command", data)
-        else:
-            self.sim.set_thrusts(data)
-        self._saturation_warning("thrusters", before)
+    def _named(self, topic: str, msg: JointState) -> None:
+        """joint_command, thruster_command: efforts by name, stamped; joints or thrusters not named: zero."""
+        self.counts[f"received_{topic}"] += 1
+        stamp = msg.header.stamp
+        result = self.intake.named(topic, msg.name, msg.effort, stamp.sec, stamp.nanosec)
+        if self._accepted(result):
+            self._hold(result, self.sim.saturated[result.channel])
 
-    def _on_joint_command(self, msg: JointState) -> None:
-        data = self._named_values("joint_command", msg, self._joint_index, "efforts")  # joints not named: zero
-        if data is None:
-            return
-        before = self.sim.saturated["joints"]
-        if self.lockstep:
-            self._lockstep_take("joint_command", data)
-        else:
-            self.sim.set_joint_efforts(data)
-        self._saturation_warning("joints", before)
+    def on_thruster_command(self, msg: JointState) -> None:
+        self._named("thruster_command", msg)
+
+    def on_joint_command(self, msg: JointState) -> None:
+        self._named("joint_command", msg)

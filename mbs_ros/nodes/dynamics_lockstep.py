@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 
+from mbs_ros.nodes.command_core import CHANNEL, TIMEOUT_TOPIC, TOPIC
 from mbs_ros.nodes.pacing import WARN_THROTTLE_S
 
 __all__ = ["LockstepWatch", "CHANNEL", "TOPIC", "TIMEOUT_TOPIC", "LOCKSTEP_RESEND_S", "LOCKSTEP_WARN_S"]
@@ -20,11 +21,6 @@ __all__ = ["LockstepWatch", "CHANNEL", "TOPIC", "TIMEOUT_TOPIC", "LOCKSTEP_RESEN
 # this long without any command.
 LOCKSTEP_RESEND_S = 1.0
 LOCKSTEP_WARN_S = 2.0
-
-# the simulator's command channels, the topics they come from, and the topics whose timeout they have
-CHANNEL = {"cmd_wrench": "wrench", "joint_command": "joints", "thruster_command": "thrusters"}
-TOPIC = {"wrench": "cmd_wrench", "joints": "joint_command", "thrusters": "thruster_command"}
-TIMEOUT_TOPIC = {"wrench": "cmd_wrench", "joints": "cmd_joint_effort", "thrusters": "cmd_thrust"}
 
 
 class LockstepWatch:
@@ -39,22 +35,9 @@ class LockstepWatch:
     _waiting_k = None  # lockstep: the step whose commands are awaited, and since when (wall clock, running)
     _waiting_since = 0.0
 
-    def _lockstep_stamp_ok(self, topic: str, stamp_ns: int) -> bool:
-        """Lockstep: is a command stamped ``stamp_ns`` for the current period? Logs why not (throttled)."""
+    def _command_came(self) -> None:
+        """A command reached the lockstep period check: the waiting watch counts its quiet time from now."""
         self._last_input_wall = time.monotonic()
-        order = self.sim.check_stamp(CHANNEL[topic], stamp_ns)
-        if order == 0:
-            return True
-        current = self.stamp()
-        if order < 0:  # an answer to a state sent again, or to the state before a reset
-            self.get_logger().debug(
-                f"lockstep: {topic} stamped {stamp_ns * 1e-9:.9f} s ignored, waiting for {current * 1e-9:.9f} s",
-                throttle_duration_sec=WARN_THROTTLE_S)
-        else:
-            self._warn(f"lockstep_late_{topic}",
-                       f"lockstep: {topic} stamped {stamp_ns * 1e-9:.9f} s ignored: it is later than the current state "
-                       f"({current * 1e-9:.9f} s); commands must carry the stamp of the state they answer")
-        return False
 
     def _lockstep_take(self, topic: str, value) -> None:
         """A valid command stamped for the current period."""
@@ -160,9 +143,7 @@ class LockstepWatch:
         counts = [self.pub_odom.get_subscription_count()]
         if self.nj:
             counts.append(self.pub_joint_states.get_subscription_count())
-        for sub in (self.sub_cmd, self.sub_joint_command, self.sub_thruster_command):
-            if sub is None:
-                continue
+        for sub in self.inputs.stamped:
             count = getattr(sub, "get_publisher_count", None)  # rclpy >= Iron; graph count before
             counts.append(count() if count is not None else self.count_publishers(sub.topic_name))
         return tuple(counts)

@@ -31,6 +31,7 @@ from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.dynamics.simulator import Fault, Simulator
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.command_core import CommandIntake
 from mbs_ros.nodes.dynamics_core import make_simulator
 from mbs_ros.nodes.dynamics_inputs import CommandInputs
 from mbs_ros.nodes.dynamics_lockstep import TIMEOUT_TOPIC, TOPIC, LockstepWatch
@@ -47,6 +48,7 @@ from mbs_ros.nodes.parameters.dynamics import PARAMETERS
 from mbs_ros.nodes.ratelimit import RateLimitedLog
 from mbs_ros.nodes.runtime import (declare_model_parameters, parameter_overrides, run_node, settings_executor,
                                    unknown_overrides)
+from mbs_ros.nodes.sim_loop_core import SimulationLoop, on_grid
 
 __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values", "main"]
 
@@ -58,7 +60,7 @@ __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values",
 STEP_CHUNK_NS = int(STEP_CHUNK_S * 1e9)
 
 
-class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWatch, Services, Reconfiguration, Node):
+class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, Reconfiguration, Node):
     """Construct, then call :meth:`configure` (raises ParameterError).
 
     The simulation itself is ``self.sim``, a :class:`mbs_ros.dynamics.simulator.Simulator`: this class builds it
@@ -145,9 +147,16 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
         # the sensors (docs/dynamics_node.md, Sensors): a bad sensors file refuses the start
         self._setup_sensors(load_suite(s.sensors, source, model, self.dt, current=s.current,
                                        seed_offset=s.sensor_seed))
+        self.loop = SimulationLoop(self.sim, self.suite, on_reading=self._publish_reading)
 
         self._create_publishers()
-        self._create_inputs()
+        intake = CommandIntake(self.sim, lockstep=s.lockstep, body_frames=self._body_frames,
+                               world_frames=self._world_frames, base_frame=self.base_frame,
+                               world_frame=self.world_frame)
+        self.inputs = CommandInputs(self, intake, counts=self._counts, guard=self._guard, reject=self._reject,
+                                    warn=self._warn, logs=self._logs, limits_text=self._limits_text,
+                                    take=self._lockstep_take, on_input=self._command_came,
+                                    body=f"{s.base_group} {'base' if self.multibody else 'body'}")
         self._create_services()
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
@@ -377,30 +386,10 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
         grids, each only while someone subscribes; the sensors on theirs always, their readings as they fall due).
         The one place the simulation advances (timer and lockstep). ``deadline_ns`` (monotonic): return early
         after a contact step past it (:meth:`Simulator.advance`)."""
-        sim = self.sim
-        end = sim.k + steps
-        if self.suite is not None and sim.k < end and not sim.paused:
-            self._sensors_step()  # the state the steps start from (the first after start-up or a reset)
-        while sim.k < end and not sim.paused:
-            k = sim.k
-            if self._grids is None:  # asked again after every state: subscribers come and go
-                self._grids = self._active_grids()
-            grids = self._grids
-            nxt = min([end] + [(k // every + 1) * every for every in grids])
-            if self._pause_k is not None and k < self._pause_k < nxt:  # pause_at: a stop there
-                nxt = self._pause_k
-            if self.suite is not None:  # the sensors' grids, always: their streams never depend on subscribers
-                nxt = self._sensor_next_stop(k, nxt)
-            sim.advance(nxt - k, deadline_ns)
-            if self._new_fault is not None:
-                self._report_fault()
-                break
-            k = sim.k
-            if self.suite is not None:  # readings due now, before the state of the same step
-                self._sensors_step()
-            if not self.lockstep:  # lockstep: the state and what goes with it once per period (_try_period)
-                wrenches = bool(self._wrench_every) and k % self._wrench_every == 0
-                markers = bool(self._markers_every) and k % self._markers_every == 0
+        for k in self.loop.stops(steps, self._stop_grids, self._pause_k, deadline_ns):
+            if not self.lockstep:  # lockstep: the state and what goes with it once per period (_take_period)
+                wrenches = on_grid(k, self._wrench_every)
+                markers = on_grid(k, self._markers_every)
                 if k % self._publish_every == 0:
                     self._publish_state(wrenches=wrenches, markers=markers)
                     self._publish_applied()
@@ -410,14 +399,21 @@ class DynamicsNode(CommandInputs, SensorPublishing, StatePublishing, LockstepWat
                         self._publish_joint_wrenches(self.stamp())
                     if markers:
                         self._publish_markers(self.stamp())
-            if self._diag_every and k % self._diag_every == 0:
+            if on_grid(k, self._diag_every):
                 self._publish_diagnostics()
-            if self._energy_every and k % self._energy_every == 0:
+            if on_grid(k, self._energy_every):
                 self._publish_energy()
             if not self.lockstep:  # lockstep: once the period's state is out (_take_period)
                 self._pause_at_reached()
-            if deadline_ns is not None and time.monotonic_ns() > deadline_ns:
-                break
+        if self._new_fault is not None:
+            self._report_fault()
+
+    def _stop_grids(self) -> list:
+        """The publication grids :meth:`advance` stops at, asked again after every state (subscribers come and
+        go)."""
+        if self._grids is None:
+            self._grids = self._active_grids()
+        return self._grids
 
     def _active_grids(self) -> list:
         """Step grids to stop at: the state's (outside lockstep), the diagnostics', and the joint wrenches' and

@@ -157,8 +157,9 @@ def reading_messages(reading, frame: str, beam_frames=(), beam_limits=(0.0, math
 class SensorPublishing:
     """Needs, from the node: ``sim``, ``model``, ``settings``, ``source``, ``multibody``, ``base_frame``,
     ``_prefix``, ``_frame``, ``pacer``, ``lockstep``, ``pub_diag``, ``_warn``, ``_logs``; call
-    :meth:`_setup_sensors` before ``_create_publishers``, and from ``advance`` :meth:`_sensor_next_stop` and
-    :meth:`_sensors_step`. Overrides (each calling the next part): ``_setup_frames`` (the sensor frames join the
+    :meth:`_setup_sensors` before ``_create_publishers``; the simulation loop
+    (:class:`~mbs_ros.nodes.sim_loop_core.SimulationLoop`) samples the suite and hands each reading due to
+    :meth:`_publish_reading`. Overrides (each calling the next part): ``_setup_frames`` (the sensor frames join the
     static transforms), ``_create_publishers``, ``_publish_diagnostics``, ``_on_reset`` and ``_on_set_parameters``."""
 
     suite = None
@@ -236,20 +237,6 @@ class SensorPublishing:
             self._sensor_pubs[s.name] = pubs
 
     # ----------------------------------------------------------------------------- stepping
-
-    def _sensor_next_stop(self, k: int, end: int) -> int:
-        """The first step after ``k`` (at most ``end``) where a sensor samples or a delayed reading falls due."""
-        return min(end, self.suite.next_stop(k))
-
-    def _sensors_step(self) -> None:
-        """At the current step: sample the sensors whose grid it is on (once per step), then publish every
-        reading due by now, in (step, sensor) order."""
-        suite, sim = self.suite, self.sim
-        if suite is None:
-            return
-        suite.sample(sim)  # the sensors on their grid at this step, once (the suite keeps which step it sampled)
-        for reading in suite.due(sim.k):
-            self._publish_reading(reading)
 
     def _publish_reading(self, reading) -> None:
         name = reading.name

@@ -31,6 +31,7 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, Range
 
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.controller_state_core import estimate_pose
 from mbs_ros.nodes.estimator_core import (MAX_ABS, beam_index, beam_payload, compass_payload,  # noqa: F401
                                           depth_payload, dvl_payload, encoders_payload, feed, imu_payload)
 from mbs_ros.nodes.estimator_settings import (DEFAULTS, Fusion, Output, ParameterError, Rejected, build_setup,
@@ -172,8 +173,7 @@ class EstimatorNode(Node):
         for out in outputs:
             msgs = []
             if self.pub_odom is not None and out.p is not None:
-                m = cv.odometry_msg(out.stamp_ns, self.world_frame, self.base_frame, out.p,
-                                    cv.quaternion_from_matrix(out.R), out.V)
+                m = cv.odometry_msg(out.stamp_ns, self.world_frame, self.base_frame, *estimate_pose(out))
                 m.pose.covariance = [float(x) for x in out.pose_cov.reshape(-1)]
                 m.twist.covariance = [float(x) for x in out.twist_cov.reshape(-1)]
                 msgs.append((self.pub_odom, m))

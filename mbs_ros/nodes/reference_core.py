@@ -15,7 +15,8 @@ import numpy as np
 from mbs_ros.nodes.rotations import quaternion_from_rpy
 
 __all__ = ["ReferenceError", "Waypoints", "waypoints_from_values", "waypoints_from_file", "duration_parts",
-           "start_time_ns", "Trajectories", "trajectories", "STAMP_MODES"]
+           "start_time_ns", "Trajectories", "trajectories", "STAMP_MODES", "ReferenceSetup", "reference_setup",
+           "controller_points"]
 
 STAMP_MODES = ("state", "zero")
 
@@ -170,3 +171,70 @@ def trajectories(wps: Waypoints, stamp_mode: str, start_time_ns: Optional[int], 
             rows.insert(0, (0.0, np.array([joints[n] for n in names])))
         joint_rows = [(duration_parts(float(t)), [float(x) for x in q]) for t, q in rows]
     return Trajectories(header_ns, base, names, joint_rows)
+
+
+@dataclass(frozen=True)
+class ReferenceSetup:
+    """The reference node's checked parameters: the waypoints, the ``stamp`` mode, ``start_time`` in ns (None:
+    unset), ``min_subscribers``, ``command_timeout`` [s] and ``world_frame``."""
+
+    wps: Waypoints
+    stamp_mode: str
+    start_time_ns: Optional[int]
+    min_subscribers: int
+    command_timeout: float
+    world_frame: str
+
+
+def reference_setup(v: Dict[str, object], parameters) -> ReferenceSetup:
+    """The reference node's parameter values ``v`` (by name, every one of ``parameters``, the node's table)
+    checked and turned into a :class:`ReferenceSetup`; ReferenceError naming the parameter."""
+    v = dict(v)
+    for name in ("base_times", "base_positions", "base_rpy", "joint_times", "joint_positions"):
+        if isinstance(v[name], str) or any(isinstance(x, (str, bool)) for x in (v[name] or ())):
+            raise ReferenceError(f"{name} must be a list of numbers, got {v[name]!r}")
+        v[name] = list(v[name] or ())
+    if isinstance(v["joint_names"], str) or any(not isinstance(x, str) for x in (v["joint_names"] or ())):
+        raise ReferenceError(f"joint_names must be a list of names, got {v['joint_names']!r}")
+    v["joint_names"] = list(v["joint_names"] or ())
+    given = [n for n in ("base_times", "joint_times") if v[n]]
+    if v["reference_file"].strip():
+        if given:
+            raise ReferenceError(f"give either reference_file or waypoint parameters ({', '.join(given)}), not both")
+        wps = waypoints_from_file(v["reference_file"].strip())
+    else:
+        wps = waypoints_from_values(v)
+    if not (wps.has_base or wps.has_joints):
+        raise ReferenceError("no waypoints: set base_times/base_positions, joint_times/joint_positions or "
+                             "reference_file")
+    if v["stamp"] not in STAMP_MODES:
+        raise ReferenceError(f"stamp must be one of {', '.join(STAMP_MODES)}, got {v['stamp']!r}")
+    for name, lo in (("min_subscribers", 1), ("command_timeout", 0.0), ("start_time", -math.inf)):
+        x = v[name]
+        span = parameters[name].range or (lo, math.inf)  # rclpy checks the range on doubles only
+        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < lo \
+                or not span[0] <= x <= span[1]:
+            raise ReferenceError(f"{name} must be a {'finite number' if lo == -math.inf else f'number >= {lo}'}"
+                                 + (f" in [{span[0]:g}, {span[1]:g}]" if span[1] < math.inf else "")
+                                 + f", got {x!r}")
+    return ReferenceSetup(wps, v["stamp"], start_time_ns(v["start_time"]), int(v["min_subscribers"]),
+                          float(v["command_timeout"]),
+                          v["world_frame"].strip().lstrip("/") or parameters["world_frame"].default)
+
+
+def controller_points(traj: Trajectories, base: bool = True, joints: bool = True) -> List[tuple]:
+    """What the controller decodes from the reference node's messages of ``traj`` (base_reference when ``base``
+    and it has one, then joint_reference when ``joints``): ``(topic, header_ns, sec, nanosec, joint_names,
+    values)`` as :func:`mbs_ros.nodes.controller_core.reference_from_points` takes them (the poses as float
+    arrays without twists or accelerations; the positions without velocities or accelerations)."""
+    out = []
+    if base and traj.base is not None:
+        poses = [(np.array([float(x) for x in p]), np.array([float(x) for x in quat])) for _d, p, quat in traj.base]
+        none = [None] * len(poses)
+        out.append(("base_reference", traj.header_ns, [d[0] for d, _p, _q in traj.base],
+                    [d[1] for d, _p, _q in traj.base], [], (poses, none, none)))
+    if joints and traj.joints is not None:
+        empty = [[] for _ in traj.joints]
+        out.append(("joint_reference", traj.header_ns, [d[0] for d, _q in traj.joints],
+                    [d[1] for d, _q in traj.joints], traj.joint_names, ([q for _d, q in traj.joints], empty, empty)))
+    return out

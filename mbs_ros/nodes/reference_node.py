@@ -8,7 +8,6 @@ transient local) once the controller listens, a state has arrived and the contro
 
 from __future__ import annotations
 
-import math
 import sys
 import time
 from typing import Dict, List, Optional, Tuple
@@ -31,7 +30,7 @@ from trajectory_msgs.msg import (
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes.parameters.reference import PARAMETERS
 from mbs_ros.nodes.reference_core import (STAMP_MODES, ReferenceError, Waypoints,  # noqa: F401 - importable here
-                                          start_time_ns, trajectories, waypoints_from_file,
+                                          reference_setup, trajectories, waypoints_from_file,
                                           waypoints_from_values)
 from mbs_ros.nodes.runtime import descriptor, run_node
 
@@ -58,41 +57,13 @@ class ReferenceNode(Node):
             raise ReferenceError(f"{name}: {e}") from None
 
     def configure(self) -> None:
-        v = {name: self._declare(name) for name in PARAMETERS}
-        for name in ("base_times", "base_positions", "base_rpy", "joint_times", "joint_positions"):
-            if isinstance(v[name], str) or any(isinstance(x, (str, bool)) for x in (v[name] or ())):
-                raise ReferenceError(f"{name} must be a list of numbers, got {v[name]!r}")
-            v[name] = list(v[name] or ())
-        if isinstance(v["joint_names"], str) or any(not isinstance(x, str) for x in (v["joint_names"] or ())):
-            raise ReferenceError(f"joint_names must be a list of names, got {v['joint_names']!r}")
-        v["joint_names"] = list(v["joint_names"] or ())
-        given = [n for n in ("base_times", "joint_times") if v[n]]
-        if v["reference_file"].strip():
-            if given:
-                raise ReferenceError(f"give either reference_file or waypoint parameters ({', '.join(given)}), "
-                                     "not both")
-            wps = waypoints_from_file(v["reference_file"].strip())
-        else:
-            wps = waypoints_from_values(v)
-        if not (wps.has_base or wps.has_joints):
-            raise ReferenceError("no waypoints: set base_times/base_positions, joint_times/joint_positions or "
-                                 "reference_file")
-        if v["stamp"] not in STAMP_MODES:
-            raise ReferenceError(f"stamp must be one of {', '.join(STAMP_MODES)}, got {v['stamp']!r}")
-        for name, lo in (("min_subscribers", 1), ("command_timeout", 0.0), ("start_time", -math.inf)):
-            x = v[name]
-            span = PARAMETERS[name].range or (lo, math.inf)  # rclpy checks the range on doubles only
-            if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < lo \
-                    or not span[0] <= x <= span[1]:
-                raise ReferenceError(f"{name} must be a {'finite number' if lo == -math.inf else f'number >= {lo}'}"
-                                     + (f" in [{span[0]:g}, {span[1]:g}]" if span[1] < math.inf else "")
-                                     + f", got {x!r}")
-        self.wps = wps
-        self.stamp_mode = v["stamp"]
-        self.start_time_ns = start_time_ns(v["start_time"])
-        self.min_subscribers = int(v["min_subscribers"])
-        self.command_timeout = float(v["command_timeout"])
-        self.world_frame = v["world_frame"].strip().lstrip("/") or PARAMETERS["world_frame"].default
+        setup = reference_setup({name: self._declare(name) for name in PARAMETERS}, PARAMETERS)
+        wps = self.wps = setup.wps
+        self.stamp_mode = setup.stamp_mode
+        self.start_time_ns = setup.start_time_ns
+        self.min_subscribers = setup.min_subscribers
+        self.command_timeout = setup.command_timeout
+        self.world_frame = setup.world_frame
 
         latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                              reliability=ReliabilityPolicy.RELIABLE)

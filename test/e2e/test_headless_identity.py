@@ -52,12 +52,13 @@ def ros_states(bag: Path, namespace: str, prefix: str = ""):
     return odom, joints
 
 
-def ros_run(tmp_path: Path, scenario: str, duration: float):
-    """The runner's lockstep run as fast as possible, recorded: (the recording, the runner's output)."""
+def ros_run(tmp_path: Path, scenario: str, duration: float, count=None):
+    """The runner's lockstep run as fast as possible, recorded: (the recording, the runner's output); ``count``:
+    a fleet template's robots."""
     bag = tmp_path / f"{scenario}.mcap"
     cmd = [sys.executable, "-m", "mbs_ros.bringup", scenario, "--set", "lockstep=true", "--set", "sim_time=true",
            "--set", "real_time_factor=0", "--duration", str(duration), "--record", str(bag),
-           "--log-dir", str(tmp_path / "logs")]
+           "--log-dir", str(tmp_path / "logs")] + (["--count", str(count)] if count is not None else [])
     out = subprocess.run(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, timeout=RUN_TIMEOUT)
     assert out.returncode == 0, out.stdout
@@ -86,57 +87,93 @@ def full_grid(states: dict, duration: float, period: int, what: str) -> set:
     return grid
 
 
-def first_difference(odom, joints, rec, estimate: bool = False) -> list:
+def published(view, rec, i: int, estimate: bool = False):
+    """Row ``i`` of a headless record as the dynamics node publishes it: (position, quaternion, twist) of odom and
+    (position, velocity) of joint_states, by the dynamics node's own StateView (``view``: (model, StateView) of
+    :func:`mbs_ros.headless.run.state_views`). ``estimate``: the controller's state from the estimator, whose
+    messages carry Pinocchio's se3 layout as it is."""
+    n = len(rec.joint_names)
+    if estimate:
+        q, v = rec.estimate_q[i], rec.estimate_v[i]
+        return (q[0:3], q[3:7], v[0:6]), (q[rec.nq_base:], v[rec.nv_base:])
+    model, state_view = view
+    q, v = rec.q[i], rec.v[i]
+    p, quat = state_view.base_pose(model, q)
+    return ((np.asarray(p), np.asarray(quat), np.asarray(state_view.twist(model, q, v))),
+            (state_view.joint_positions(q), v[model.nv - n:]))
+
+
+def first_difference(odom, joints, rec, view=None, estimate: bool = False) -> list:
     """The stamps where the recording and the headless record (``estimate``: its estimate) differ, each with what
     differs."""
     index = {int(t): i for i, t in enumerate(rec.stamp_ns)}
-    nvb = rec.nv_base
     differ = []
     for t in sorted(set(odom) | set(joints)):
         i = index.get(t)
         if i is None:
             differ.append((t, "no headless row"))
             continue
-        q, v = (rec.estimate_q[i], rec.estimate_v[i]) if estimate else (rec.q[i], rec.v[i])
+        (p_, quat_, twist_), (position_, velocity_) = published(view, rec, i, estimate)
         if t in odom:
             p, quat, twist = odom[t]
-            for what, ros, mine in (("position", p, q[0:3]), ("orientation", quat, q[3:7]),
-                                    ("twist", twist, v[0:6])):
+            for what, ros, mine in (("position", p, p_), ("orientation", quat, quat_), ("twist", twist, twist_)):
                 if ros != _bytes(mine):
                     differ.append((t, f"odom {what}: ROS {np.frombuffer(ros).tolist()} headless {mine.tolist()}"))
         if t in joints:
             names, position, velocity = joints[t]
             assert names[: len(rec.joint_names)] == rec.joint_names
             n = len(rec.joint_names)
-            for what, ros, mine in (("position", position, q[rec.nq_base:]), ("velocity", velocity, v[nvb:])):
+            for what, ros, mine in (("position", position, position_), ("velocity", velocity, velocity_)):
                 ros = np.frombuffer(ros)[:n]
                 if ros.tobytes() != _bytes(mine):
                     differ.append((t, f"joint_states {what}: ROS {ros.tolist()} headless {mine.tolist()}"))
     return differ
 
 
-@pytest.mark.parametrize("scenario, namespace, duration", [("vehicle_manipulator", "uvms", 2.0),
-                                                            ("rov_alpha5", "rov", 1.5)])
-def test_headless_run_is_bit_identical_to_the_lockstep_ros_run(tmp_path, scenario, namespace, duration):
-    """vehicle_manipulator (computed torque, base wrench and joint efforts) and rov_alpha5 (thrust allocation to 8
-    thrusters with their lag, added mass, current): the recording holds odom and joint_states at every control
-    period from t = 0 to exactly the duration, and each equals the headless state at its stamp, bit for bit."""
-    from mbs_ros.headless import run_scenario
+SCENARIOS = sorted(p.stem for p in (ROOT / "config" / "scenarios").glob("*.yaml"))
+#: seconds per scenario (default 0.5 s: at least 25 control periods at 50 Hz); rov_alpha5_sensors has its own test
+#: below, with its estimates
+DURATION = {"vehicle_manipulator": 2.0, "rov_alpha5": 1.5}
+OWN_TEST = {"rov_alpha5_sensors"}
+#: fleet templates run with this many robots: bringup runs one robot per graph on simulation time (one /clock per
+#: graph); that the robots of a larger fleet do not touch one another in a headless run: test/unit/test_headless.py
+COUNT = {"fleet": 1}
 
-    bag, output = ros_run(tmp_path, scenario, duration)
-    odom, joints = ros_states(bag, namespace)
-    run = run_scenario(scenario, duration=duration)
+
+@pytest.mark.parametrize("scenario", [s for s in SCENARIOS if s not in OWN_TEST])
+def test_headless_run_is_bit_identical_to_the_lockstep_ros_run(tmp_path, scenario):
+    """Every shipped scenario (config/scenarios; a new one is covered by being there): the recording holds odom and
+    joint_states of every robot at every control period from t = 0 to exactly the duration, and each equals the
+    headless state at its stamp as the dynamics node publishes it, bit for bit. Among them vehicle_manipulator
+    (computed torque, base wrench and joint efforts), rov_alpha5 (thrust allocation to 8 thrusters with their lag,
+    added mass, current), fleet (a template robot; one per graph on simulation time), fixed bases (manipulator, panda), se2 vessels, scara's Schoenflies
+    base, solo12's contact world and vehicle_manipulator_sensors (the sensors sampled, the controller on the true
+    state)."""
+    from mbs_ros.bringup.scenario import load_scenario
+    from mbs_ros.headless import run_scenario
+    from mbs_ros.headless.run import state_views
+
+    duration = DURATION.get(scenario, 0.5)
+    bag, output = ros_run(tmp_path, scenario, duration, COUNT.get(scenario))
+    loaded = load_scenario(scenario, count=COUNT.get(scenario))
+    run = run_scenario(loaded, duration=duration)
     assert run.fault is None, run.fault
-    rec = run.robots[namespace]
+    views = state_views(loaded)
+    assert set(views) == set(run.robots)
     period = int(round(1e9 / run.control_rate))
-    grid = full_grid(odom, duration, period, "odom")
-    assert full_grid(joints, duration, period, "joint_states") == grid
-    assert set(int(t) for t in rec.stamp_ns) == grid  # the headless run covers the same periods
     runner_ended_the_run(output, duration)
-    differ = first_difference(odom, joints, rec)
-    assert not differ, f"{len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: {differ[0][1]}"
-    print(f"{scenario}: {len(odom)} odom and {len(joints)} joint_states bit-identical to the headless run "
-          f"(every period to t = {duration:g} s)")
+    counts = []
+    for namespace, rec in run.robots.items():
+        odom, joints = ros_states(bag, namespace)
+        grid = full_grid(odom, duration, period, f"{namespace}/odom")
+        if rec.joint_names:
+            assert full_grid(joints, duration, period, f"{namespace}/joint_states") == grid
+        assert set(int(t) for t in rec.stamp_ns) == grid  # the headless run covers the same periods
+        differ = first_difference(odom, joints, rec, views[namespace])
+        assert not differ, (f"{namespace}: {len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: "
+                            f"{differ[0][1]}")
+        counts.append(f"{namespace}: {len(odom)} odom, {len(joints)} joint_states")
+    print(f"{scenario}: {'; '.join(counts)} bit-identical to the headless run (every period to t = {duration:g} s)")
 
 
 def test_headless_run_with_the_estimator_in_the_loop_is_bit_identical(tmp_path):
@@ -146,6 +183,7 @@ def test_headless_run_with_the_estimator_in_the_loop_is_bit_identical(tmp_path):
     the controller's state from them). The estimate's quaternion is compared within 2 units in the last place: the
     controller normalises the quaternion it receives, and the record holds what it used."""
     from mbs_ros.headless import run_scenario
+    from mbs_ros.headless.run import state_views
 
     duration = 1.5
     bag, output = ros_run(tmp_path, "rov_alpha5_sensors", duration)
@@ -161,7 +199,7 @@ def test_headless_run_with_the_estimator_in_the_loop_is_bit_identical(tmp_path):
         assert full_grid(states, duration, period, what) == grid
     assert set(int(t) for t in rec.stamp_ns) == grid
     runner_ended_the_run(output, duration)
-    differ = first_difference(odom, joints, rec)
+    differ = first_difference(odom, joints, rec, state_views("rov_alpha5_sensors")["rov"])
     assert not differ, f"{len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: {differ[0][1]}"
     differ = [d for d in first_difference(est_odom, est_joints, rec, estimate=True) if "orientation" not in d[1]]
     assert not differ, f"{len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: {differ[0][1]}"

@@ -136,3 +136,20 @@ def test_the_cli_runs_prints_and_saves(tmp_path, capsys):
     assert data["arm/q"].shape == (13, 6) and data["arm/stamp_ns"].tolist() == [k * 4_000_000 for k in range(13)]
     assert main(["manipulator", "--set", "no_such_key=1"]) == 2
     assert "no_such_key" in capsys.readouterr().err
+
+
+def test_the_robots_of_a_fleet_run_as_each_would_alone():
+    """A fleet's robots share one headless loop and never touch one another: uvms1 of three is uvms1 of one, bit for
+    bit (the ROS side runs one robot per graph on simulation time; test/e2e/test_headless_identity.py compares
+    that one)."""
+    from mbs_ros.bringup.scenario import load_scenario
+
+    three = run_scenario(load_scenario("fleet", count=3), duration=0.2)
+    one = run_scenario(load_scenario("fleet", count=1), duration=0.2)
+    assert three.fault is None and one.fault is None
+    assert sorted(three.robots) == ["uvms1", "uvms2", "uvms3"] and list(one.robots) == ["uvms1"]
+    a, b = three.robots["uvms1"], one.robots["uvms1"]
+    assert a.stamp_ns.tolist() == b.stamp_ns.tolist() and len(a.stamp_ns) == 11
+    assert a.q.tobytes() == b.q.tobytes() and a.v.tobytes() == b.v.tobytes()
+    assert a.tau_applied.tobytes() == b.tau_applied.tobytes()
+    assert not np.array_equal(three.robots["uvms2"].q[:, :3], a.q[:, :3])  # another robot, 4 m aside
