@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import copy
 import difflib
-import math
 import os
 import re
 import sys
@@ -24,7 +23,8 @@ from mbs_ros.nodes.parameters import names as parameter_names
 from mbs_ros.nodes.parameters import table as parameter_table
 from mbs_ros.nodes.parameters.controller import LAWS, STATE_SOURCES
 from mbs_ros.nodes.paramsfile import YamlFileError, flatten, read_params_file, read_yaml
-from mbs_ros.yamlfile import is_name, shown
+from mbs_ros.yamlfile import shown
+from mbs_ros.yamlschema import Reader, SchemaError
 from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.packages import is_uri, resolve_uri
 
@@ -68,18 +68,10 @@ _ESTIMATOR_MANAGED = _MANAGED + ("sensors", "physics_rate", "control_rate", "gra
                                  "initial_rpy", "initial_velocity", "initial_joint_positions")
 
 
-class ScenarioError(ValueError):
+class ScenarioError(SchemaError):
     """A scenario that cannot be run: ``file`` and ``key`` (a dotted path such as ``robots[0].initial.rpy``)
     name where, the message (one line) says why. Errors of the file itself (YAML syntax, encoding) have no key but
     a ``line`` and ``column`` (1-based): ``file:line:column: reason``."""
-
-    def __init__(self, file, key: str, reason: str, line: Optional[int] = None, column: Optional[int] = None):
-        self.file = str(file)
-        self.key = key
-        self.reason = reason
-        self.line, self.column = line, column
-        where = self.file if line is None else f"{self.file}:{line}" + (f":{column}" if column is not None else "")
-        super().__init__(f"{where}: {key}: {reason}" if key else f"{where}: {reason}")
 
 
 # ------------------------------------------------------------------------------------------ data
@@ -236,64 +228,15 @@ def list_scenarios() -> List[Path]:
 # -------------------------------------------------------------------------------------- checking
 
 
-class _Checker:
-    """Type checks that raise ScenarioError naming the file and the key."""
+class _Checker(Reader):
+    """The schema reader (:class:`mbs_ros.yamlschema.Reader`) raising ScenarioError naming the file and the key;
+    a mapping left empty (``key:`` with nothing) is an empty one."""
 
     def __init__(self, path: Path):
-        self.path = path
-
-    def fail(self, key: str, reason: str):
-        raise ScenarioError(self.path, key, reason)
+        super().__init__(path, error=ScenarioError)
 
     def mapping(self, value, key: str, allowed: Sequence[str]) -> dict:
-        if value is None:
-            return {}
-        if not isinstance(value, Mapping):
-            self.fail(key, f"must be a mapping, got {_show(value)}")
-        for k in value:
-            if not isinstance(k, str):
-                self.fail(key, f"keys must be strings, got {shown(k)}")
-            if not is_name(k):
-                self.fail(key, f"a key that is not a name (letters, digits, '_./~*+-'): {shown(k)}")
-            if allowed and k not in allowed:
-                close = difflib.get_close_matches(k, allowed, n=1)
-                hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(allowed)})"
-                self.fail(_join(key, k), f"unknown key{hint}")
-        return dict(value)
-
-    def number(self, value, key: str, lo: Optional[float] = None, lo_open: bool = False) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.fail(key, f"must be a number, got {_show(value)}")
-        v = float(value)
-        if not math.isfinite(v):
-            self.fail(key, f"must be finite, got {v}")
-        if lo is not None and (v <= lo if lo_open else v < lo):
-            self.fail(key, f"must be {'>' if lo_open else '>='} {lo:g}, got {v:g}")
-        return v
-
-    def boolean(self, value, key: str) -> bool:
-        if not isinstance(value, bool):
-            self.fail(key, f"must be true or false, got {_show(value)}")
-        return value
-
-    def text(self, value, key: str) -> str:
-        if not isinstance(value, str) or not value.strip():
-            self.fail(key, f"must be a non-empty string, got {_show(value)}")
-        return value.strip()
-
-    def vector(self, value, key: str, n: Optional[int] = None, what: str = "numbers") -> Tuple[float, ...]:
-        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
-            self.fail(key, f"must be a list of {n if n is not None else ''}{' ' if n is not None else ''}{what}, "
-                           f"got {_show(value)}")
-        out = tuple(self.number(x, f"{key}[{i}]") for i, x in enumerate(value))
-        if n is not None and len(out) != n:
-            self.fail(key, f"must have {n} entries ({what}), got {len(out)}")
-        return out
-
-    def names(self, value, key: str) -> Tuple[str, ...]:
-        if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence) or not value:
-            self.fail(key, f"must be a non-empty list of names, got {_show(value)}")
-        return tuple(self.text(x, f"{key}[{i}]") for i, x in enumerate(value))
+        return super().mapping(value, key, allowed, none_is_empty=True)
 
 
 def _join(key: str, sub: str) -> str:

@@ -23,7 +23,7 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mbs_ros"
 
 # Bottom to top; a module may import its own layer or a lower one. "x.*" is x and everything below it.
 LAYERS = (
-    ("base", ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.packages", "mbs_ros.process")),
+    ("base", ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.yamlschema", "mbs_ros.packages", "mbs_ros.process")),
     ("dynamics", ("mbs_ros.dynamics.*",)),
     ("controllers/ephs/sensors/estimation", ("mbs_ros.controllers.*", "mbs_ros.ephs.*", "mbs_ros.sensors.*",
                                              "mbs_ros.estimation.*")),
@@ -41,7 +41,8 @@ LAYERS = (
     ("studies", ("mbs_ros.validation.*", "mbs_ros.bench.*", "mbs_ros.demo")),
 )
 # Modules that must run without ROS: the numerics, and the ROS-free helpers of the nodes and the analysis tools.
-ROS_FREE = ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.packages", "mbs_ros.process", "mbs_ros.dynamics.*",
+ROS_FREE = ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.yamlschema", "mbs_ros.packages", "mbs_ros.process",
+            "mbs_ros.dynamics.*",
             "mbs_ros.controllers.*", "mbs_ros.ephs.*", "mbs_ros.sensors.*", "mbs_ros.estimation.*",
             "mbs_ros.nodes.parameters.*", "mbs_ros.nodes.params",
             "mbs_ros.nodes.paramsfile", "mbs_ros.nodes.rotations", "mbs_ros.nodes.dynamics_settings",
