@@ -11,7 +11,8 @@ from mbs_ros.dynamics import actuators
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 
-__all__ = ["text", "number", "ranged", "rate_or_off", "vector", "flag", "positive_list", "limits", "bounded_vector",
+__all__ = ["check_parameter", "check_table", "cross_check", "text", "number", "ranged", "rate_or_off", "vector",
+           "flag", "positive_list", "limits", "bounded_vector",
            "locked_joints_setting", "command_limits", "model_parameter_values", "period_ns", "NS_PER_S", "MIN_RATE",
            "MIN_COMMAND_LIMIT", "MAX_LIMIT_PER_KG"]
 
@@ -20,6 +21,73 @@ MIN_RATE = 1.0e-3  # Hz: an optional publication that is on (0 = off); steps bet
 MIN_COMMAND_LIMIT = 1.0e-9  # N, N m: max_wrench and max_effort
 NS_PER_S = 1_000_000_000
 MAX_LIMIT_PER_KG = 1.0e6  # m/s^2, N m/kg: max_wrench and max_effort at most this times the model's total mass
+
+
+def check_parameter(values: Mapping, p) -> object:
+    """The checked value of parameter ``p`` (a :class:`mbs_ros.nodes.parameters.Parameter`) in ``values``, by its
+    table entry: its type, range, choices, size, bounds and ``check`` kind; ParameterError with the reason."""
+    from mbs_ros.nodes.parameters import kind
+
+    name, k, table = p.name, kind(p), {p.name: p}
+    if p.check == "limits" or k == "double|double[]":
+        return limits(values, name, p.size)
+    if p.check == "positive":
+        return positive_list(values, name, p.size)
+    if k == "string":
+        return text(values, name, p.choices or None, p.allow_empty)
+    if k == "bool":
+        return flag(values, name)
+    if k == "double":
+        v = ranged(values, name, table, lo=p.minimum if p.minimum is not None else (0.0 if p.off else None),
+                   lo_open=p.minimum_open)
+        if p.off and 0.0 < v < MIN_RATE:
+            raise ParameterError(f"{name} must be 0 (off) or >= {MIN_RATE:g} Hz, got {v:g}")
+        if p.check == "whole":
+            if v != int(v):
+                raise ParameterError(f"{name} must be a whole number, got {v:g}")
+            return int(v)
+        return v
+    if k == "double[]":
+        out = vector(values, name, p.size) if p.bound is None else bounded_vector(values, name, p.size, p.bound,
+                                                                                  p.norm)
+        if p.each is not None:
+            bad = [f"{x:g}" for x in out if not p.each[0] <= x <= p.each[1]]
+            if bad:
+                raise ParameterError(f"{name} must lie in [{p.each[0]:g}, {p.each[1]:g}] (each entry), got "
+                                     f"{', '.join(bad)}")
+        return out
+    raise ParameterError(f"{name}: no check for a parameter of type {k}")  # string[]: a table's custom check
+
+
+def check_table(values: Mapping, parameters: Mapping, custom: Optional[Mapping[str, Callable]] = None) -> dict:
+    """Every parameter of the table checked (:func:`check_parameter`), by settings field name
+    (:func:`mbs_ros.nodes.parameters.field_name`); ``custom``: name -> a function of the values for the parameters
+    whose check the table cannot say (those with ``check="custom"`` or ``"locked"`` must be in it)."""
+    from mbs_ros.nodes.parameters import field_name
+
+    custom = dict(custom or {})
+    out = {}
+    for name, p in parameters.items():
+        if name in custom:
+            out[field_name(name)] = custom[name](values)
+        elif p.check in ("custom", "locked"):
+            raise ValueError(f"parameter {name}: its check ({p.check}) needs a function in custom")
+        else:
+            out[field_name(name)] = check_parameter(values, p)
+    return out
+
+
+def cross_check(value: Callable[[str], object], parameters: Mapping, names: Optional[Sequence[str]] = None,
+                unit: str = "Hz") -> None:
+    """The table's cross-field rules (``at_most``: this value must not exceed that parameter's) on the values
+    ``value(name)`` gives (None: not set, the rule does not apply); ``names``: only these parameters' rules.
+    ParameterError "NAME (V Hz) must not exceed OTHER (W Hz)"."""
+    for name, p in parameters.items():
+        if p.at_most is None or (names is not None and name not in names):
+            continue
+        v, limit = value(name), value(p.at_most)
+        if v is not None and limit is not None and float(v) > float(limit):
+            raise ParameterError(f"{name} ({float(v):g} {unit}) must not exceed {p.at_most} ({float(limit):g} {unit})")
 
 
 def text(values: Mapping, name: str, choices: Optional[Sequence[str]] = None, allow_empty: bool = False) -> str:
