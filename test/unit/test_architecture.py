@@ -30,7 +30,8 @@ LAYERS = (
     ("nodes", ("mbs_ros.nodes.*",)),
     # the scenario schema is ROS-free and reads the nodes' parameter tables; the animation resolves --model SCENARIO
     # through it, so it sits below the tools while the runner, the bridge and the launch helpers stay on top
-    ("scenario schema", ("mbs_ros.bringup.scenario",)),
+    ("scenario schema", ("mbs_ros.bringup.scenario", "mbs_ros.bringup.scenario_base", "mbs_ros.bringup.scenario_robot",
+                         "mbs_ros.bringup.scenario_overrides")),
     # a scenario run without ROS through the nodes' ROS-free cores, below the campaigns that run it
     ("headless", ("mbs_ros.headless.*",)),
     ("tools/analysis", ("mbs_ros.recording", "mbs_ros.foxglove_schemas", "mbs_ros.plot", "mbs_ros.animate",
@@ -48,7 +49,9 @@ ROS_FREE = ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.yamlschema", "mbs_ros.packag
             "mbs_ros.nodes.paramsfile", "mbs_ros.nodes.rotations", "mbs_ros.nodes.dynamics_settings",
             "mbs_ros.nodes.controller_settings", "mbs_ros.nodes.dynamics_core", "mbs_ros.nodes.controller_core",
             "mbs_ros.nodes.reference_core", "mbs_ros.nodes.estimator_settings", "mbs_ros.nodes.estimator_core",
-            "mbs_ros.analysis.*", "mbs_ros.bringup.scenario", "mbs_ros.headless.*", "mbs_ros.campaign.*")
+            "mbs_ros.analysis.*", "mbs_ros.bringup.scenario", "mbs_ros.bringup.scenario_base",
+            "mbs_ros.bringup.scenario_robot", "mbs_ros.bringup.scenario_overrides", "mbs_ros.headless.*",
+            "mbs_ros.campaign.*")
 # rclpy itself only where a node, the runner, the recorder, the Foxglove bridge or the node benchmark lives.
 RCLPY_ALLOWED = ("mbs_ros.nodes.*", "mbs_ros.bringup.*", "mbs_ros.recording", "mbs_ros.foxglove_schemas",
                  "mbs_ros.bench.*")
