@@ -13,8 +13,13 @@ the paths), :mod:`mbs_ros.bringup.scenario_robot` (one robot's keys against its 
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Dict, List, Mapping, Optional, Sequence, Union
 
+from mbs_ros.dynamics.model_source import ParameterError
+from mbs_ros.nodes import params as prm
+from mbs_ros.nodes.parameters import kind
+from mbs_ros.nodes.parameters import table as parameter_table
 from mbs_ros.nodes.parameters.controller import LAWS
 from mbs_ros.nodes.paramsfile import YamlFileError, read_yaml
 from mbs_ros.bringup.scenario_base import (  # noqa: F401 - the public names, importable from here
@@ -56,19 +61,24 @@ def load_scenario(path: Union[str, os.PathLike], *, count: Optional[int] = None,
     def opt_number(key, lo=None, lo_open=False):
         return None if doc.get(key) is None else c.number(doc[key], key, lo, lo_open)
 
+    dynamics = parameter_table("dynamics")
+
+    def table_number(key):  # a global that is a dynamics_node parameter: its table's bounds
+        return None if doc.get(key) is None else c.number(doc[key], key, *prm.bounds(dynamics[key]))
+
     g = dict(
-        physics_rate=opt_number("physics_rate", 0.0, True),
-        publish_rate=opt_number("publish_rate", 0.0, True),
-        control_rate=opt_number("control_rate", 0.0, True),
-        real_time_factor=opt_number("real_time_factor", 0.0),
+        **{k: table_number(k) for k in _GLOBAL_KEYS if k in dynamics and kind(dynamics[k]) == "double"},
         duration=opt_number("duration", 0.0, True),
         sim_time=c.boolean(doc.get("sim_time", False), "sim_time"),
         lockstep=c.boolean(doc.get("lockstep", False), "lockstep"),
     )
-    if g["physics_rate"] and g["publish_rate"] and g["publish_rate"] > g["physics_rate"]:
-        c.fail("publish_rate", f"{g['publish_rate']:g} Hz exceeds physics_rate {g['physics_rate']:g} Hz")
-    if g["physics_rate"] and g["control_rate"] and g["control_rate"] > g["physics_rate"]:
-        c.fail("control_rate", f"{g['control_rate']:g} Hz exceeds physics_rate {g['physics_rate']:g} Hz")
+    for name in g:  # the table's cross-field rules among the globals (publish_rate <= physics_rate), and the
+        try:        # control rate's, which reaches the dynamics node in lockstep and the controller always
+            prm.cross_check(g.get, dynamics, names=(name,))
+            if name == "control_rate":
+                prm.cross_check(g.get, {name: replace(dynamics[name], at_most="physics_rate")})
+        except ParameterError as e:
+            c.fail(name, str(e))
     if g["real_time_factor"] == 0.0 and not (g["sim_time"] or g["lockstep"]):
         c.fail("real_time_factor", "0 (as fast as possible) needs sim_time or lockstep: the nodes' wall clocks "
                                    "would not follow the simulation")

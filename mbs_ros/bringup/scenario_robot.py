@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Dict, List, Mapping, Optional, Sequence, Tuple
 
 from mbs_ros.nodes.parameters import table as parameter_table
-from mbs_ros.nodes.parameters.controller import LAWS, STATE_SOURCES
+from mbs_ros.dynamics.model_source import ParameterError
+from mbs_ros.nodes import params as prm
+from mbs_ros.nodes.parameters import kind
 from mbs_ros.nodes.paramsfile import YamlFileError, flatten, read_params_file
 from mbs_ros.yamlfile import shown
 from mbs_ros.dynamics.mimic import MIMIC_MODES
@@ -238,10 +240,8 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
                 c.fail(_join(ckey, k), _unknown_parameter(k, "controller", declared["controller"], "dynamics",
                                                           declared["dynamics"], _join(key, "dynamics")))
         ctl.update(controller)
-        law = ctl.get("law", "computed_torque")
-        if law not in LAWS:
-            c.fail(_join(ckey, "law"), f"must be one of {', '.join(LAWS)}, got {_show(law)}")
-        for gain in ("kp", "kd", "lambda", "lqr_q_position", "lqr_q_velocity", "lqr_r"):
+        _table_values(c, "controller", ctl, ckey)
+        for gain in (n for n, p in parameter_table("controller").items() if p.check == "gain"):
             if gain in ctl:
                 v = ctl[gain]
                 gk = _join(ckey, gain)
@@ -264,15 +264,14 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
             c.fail(_join(dkey, k), _unknown_parameter(k, "dynamics", declared["dynamics"], "controller",
                                                       declared["controller"], _join(key, "controller")))
     dyn.update(extra)
+    _table_values(c, "dynamics", extra, dkey)
 
     # --- sensors (the dynamics node publishes them) and the estimator (fuses them)
     _sensors(c, doc, key, dyn, model, g)
     estimator = _estimator(c, doc, key, dyn, model, g, source)
     if ctl_params is not None:
-        state_source = ctl_params.get("state_source", "truth")
+        state_source = ctl_params.get("state_source", parameter_table("controller")["state_source"].default)
         skey = _join(ckey, "state_source")
-        if state_source not in STATE_SOURCES:
-            c.fail(skey, f"must be one of {', '.join(STATE_SOURCES)}, got {_show(state_source)}")
         if state_source == "estimate" and estimator is None:
             c.fail(skey, f"estimate needs an estimator: add {_join(key, 'estimator')} (its imu, dvl, depth, "
                          "compass, encoders)")
@@ -344,6 +343,28 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
                  joint_reference=tuple(joint_wps))
 
 
+def _table_values(c: _Checker, role: str, values: Mapping, key: str) -> None:
+    """Each value of a node ``role``'s parameters in ``values`` checked by its table entry (type, range, choices,
+    size, bounds: :func:`mbs_ros.nodes.params.check_parameter`), the error naming ``key.NAME``; the checks that
+    need the model (gains, base group, locked joints) are the robot's own."""
+    params = parameter_table(role)
+    for name, value in values.items():
+        p = params.get(name)
+        if p is None or p.check in ("gain", "custom", "locked") or kind(p) is None:
+            continue
+        try:
+            prm.check_parameter({name: tuple(value) if isinstance(value, list) else value}, p)
+        except ParameterError as e:  # its text quotes the value: only when nothing in it is a file's free text
+            reason = str(e) if _quotable(value) else f"not a valid {kind(p)} value, got {shown(value)}"
+            c.fail(_join(key, name), reason[len(name) + 1:] if reason.startswith(name + " ") else reason)
+
+
+def _quotable(value) -> bool:
+    """Numbers, flags, name-shaped texts, and lists of them: what an error may quote of a scenario."""
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return all(shown(x) == repr(x) for x in items)
+
+
 def _physics_rate(dyn: Mapping, g: Mapping) -> float:
     rate = g.get("physics_rate") or dyn.get("physics_rate") or parameter_table("dynamics")["physics_rate"].default
     return float(rate)
@@ -389,6 +410,7 @@ def _estimator(c: _Checker, doc: Mapping, key: str, dyn: Mapping, model, g: Mapp
                                    "sim_time, lockstep)")
         if k not in declared:
             c.fail(_join(ekey, k), _unknown_parameter(k, "estimator", declared))
+    _table_values(c, "estimator", est, ekey)
     if dyn.get("sensors") == "none":
         c.fail(ekey, "the robot's sensors are off (sensors: none): nothing to estimate from")
     est = dict(est)

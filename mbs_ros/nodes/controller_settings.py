@@ -59,7 +59,7 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
     """Validate raw parameter values; ParameterError with the reason. Gains and ``max_effort`` are checked
     against the model in :func:`make_law` and :func:`command_limits`."""
     locked = prm.locked_joints_setting(values, source.multibody)
-    gains = {name: (lambda v, name=name: _gain(v, name)) for name, p in PARAMETERS.items() if p.check == "custom"}
+    gains = {name: (lambda v, name=name: _gain(v, name)) for name, p in PARAMETERS.items() if p.check == "gain"}
     s = ControllerSettings(**prm.check_table(values, PARAMETERS, custom=dict(
         gains, base_group=lambda v: prm.text(v, "base_group", ms.TREE_BASES if source.multibody else ms.BASES),
         locked_joints=lambda v: locked[0], locked_joint_positions=lambda v: locked[1])))

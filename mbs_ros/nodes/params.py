@@ -12,7 +12,7 @@ from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 
 __all__ = ["check_parameter", "check_table", "cross_check", "text", "number", "ranged", "rate_or_off", "vector",
-           "flag", "positive_list", "limits", "bounded_vector",
+           "flag", "positive_list", "limits", "bounded_vector", "bounds",
            "locked_joints_setting", "command_limits", "model_parameter_values", "period_ns", "NS_PER_S", "MIN_RATE",
            "MIN_COMMAND_LIMIT", "MAX_LIMIT_PER_KG"]
 
@@ -70,7 +70,7 @@ def check_table(values: Mapping, parameters: Mapping, custom: Optional[Mapping[s
     for name, p in parameters.items():
         if name in custom:
             out[field_name(name)] = custom[name](values)
-        elif p.check in ("custom", "locked"):
+        elif p.check in ("custom", "locked", "gain"):
             raise ValueError(f"parameter {name}: its check ({p.check}) needs a function in custom")
         else:
             out[field_name(name)] = check_parameter(values, p)
@@ -126,6 +126,14 @@ def ranged(values: Mapping, name: str, parameters: Mapping, lo=None, lo_open: bo
         if hi is None or span[1] < hi:
             hi = span[1]
     return number(values, name, lo, lo_open, hi)
+
+
+def bounds(p) -> Tuple[Optional[float], bool, Optional[float]]:
+    """``(lo, lo_open, hi)`` of a number parameter ``p``: its range and minimum together (the tighter)."""
+    lo, lo_open = (p.minimum, p.minimum_open) if p.minimum is not None else (None, False)
+    if p.range is not None and (lo is None or p.range[0] > lo):
+        lo, lo_open = p.range[0], False
+    return lo, lo_open, (p.range[1] if p.range is not None else None)
 
 
 def rate_or_off(values: Mapping, name: str, parameters: Mapping) -> float:

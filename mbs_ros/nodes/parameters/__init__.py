@@ -102,11 +102,14 @@ def field_name(parameter: str) -> str:
     return parameter + "_" if parameter in ("lambda",) else parameter
 
 
-def kind(parameter: Parameter) -> str:
-    """The parameter's type (:data:`TYPES`): declared, else that of its default (an empty list: double[])."""
+def kind(parameter: Parameter) -> Optional[str]:
+    """The parameter's type (:data:`TYPES`): declared, else that of its default (an empty list: double[]; no
+    default: None, unknown)."""
     if parameter.type is not None:
         return parameter.type
     v = parameter.default
+    if v is None:
+        return None
     if isinstance(v, bool):
         return "bool"
     if isinstance(v, str):

@@ -21,7 +21,7 @@ STATE_TOPICS = {"truth": ("odom", "joint_states"), "estimate": ("estimate/odom",
 
 def _GAIN(default: float) -> dict:  # noqa: N802 - a table constant
     """A gain: a positive number or one per velocity component (the law checks them against the model)."""
-    return {"default": default, "check": "custom"}
+    return {"default": default, "check": "gain"}
 
 
 _PAIRS = {
