@@ -13,6 +13,7 @@ from typing import Dict, List, Optional, Sequence, Tuple, Union
 import yaml
 
 from mbs_ros.nodes.parameters import names as parameter_names
+from mbs_ros.nodes.parameters import table as parameter_table
 from mbs_ros.yamlfile import shown
 from mbs_ros.yamlschema import Reader, SchemaError
 
@@ -38,18 +39,23 @@ _GLOBAL_KEYS = ("name", "description", "physics_rate", "publish_rate", "control_
                 "real_time_factor", "lockstep", "duration", "record", "robots")
 _ROBOT_KEYS = ("namespace", "count", "offset", "model", "params", "base_group", "locked_joints", "mimic", "initial",
                "controller", "dynamics", "remappings", "reference", "sensors", "estimator")
-_INITIAL_KEYS = {"position": "initial_position", "rpy": "initial_rpy", "twist": "initial_twist",
-                 "joint_positions": "initial_joint_positions", "joint_velocities": "initial_joint_velocities"}
 _REFERENCE_KEYS = ("base", "joints", "joint_names")
 _BASE_WAYPOINT_KEYS = ("time", "position", "rpy")
 _JOINT_WAYPOINT_KEYS = ("time", "positions")
-# keys the scenario sets itself: not allowed in the free-form controller/dynamics mappings
-_MANAGED = ("model_file", "robot_description", "base_group", "use_sim_time", "publish_clock", "lockstep",
-            "locked_joints", "locked_joint_positions", "mimic")
-# estimator_node parameters the scenario sets itself (from the robot's model, sensors, initial state and the global
-# rates): not allowed in the estimator mapping
-_ESTIMATOR_MANAGED = _MANAGED + ("sensors", "physics_rate", "control_rate", "gravity", "initial_position",
-                                 "initial_rpy", "initial_velocity", "initial_joint_positions")
+
+
+def managed(role: str) -> Dict[str, str]:
+    """Node ``role``'s parameters the scenario sets itself -> the scenario key that sets them (their table's
+    ``scenario``: :mod:`mbs_ros.nodes.parameters`), and rclpy's ``use_sim_time`` (``sim_time``): not allowed in
+    the robot's free-form mapping of that node."""
+    out = {n: p.scenario for n, p in parameter_table(role).items() if p.scenario}
+    out["use_sim_time"] = "sim_time"
+    return out
+
+
+#: ``initial`` keys -> dynamics_node parameters (the table's ``scenario: initial.KEY``)
+_INITIAL_KEYS = {p.scenario.split(".", 1)[1]: n for n, p in parameter_table("dynamics").items()
+                 if (p.scenario or "").startswith("initial.")}
 
 
 class ScenarioError(SchemaError):

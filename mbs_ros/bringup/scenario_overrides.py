@@ -13,9 +13,9 @@ from typing import List, Mapping, Optional, Sequence, Tuple, Union
 from mbs_ros.nodes.parameters import table as parameter_table
 from mbs_ros.nodes.paramsfile import YamlFileError, read_yaml
 from mbs_ros.yamlfile import shown
-from mbs_ros.bringup.scenario_base import (_BASE_WAYPOINT_KEYS, _ESTIMATOR_MANAGED, _GLOBAL_KEYS, _INITIAL_KEYS,
-                                           _JOINT_WAYPOINT_KEYS, _MANAGED, _REFERENCE_KEYS, _ROBOT_KEYS, ScenarioError,
-                                           _show, declared_parameters, scenario_path)
+from mbs_ros.bringup.scenario_base import (_BASE_WAYPOINT_KEYS, _GLOBAL_KEYS, _INITIAL_KEYS, _JOINT_WAYPOINT_KEYS,
+                                           _REFERENCE_KEYS, _ROBOT_KEYS, ScenarioError, _show, declared_parameters,
+                                           managed, scenario_path)
 
 
 _PATH_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)$")
@@ -56,17 +56,21 @@ def _allowed_keys(parts: Sequence[Union[str, int]]) -> Optional[Tuple[str, ...]]
         ("robots", "[]", "reference"): _REFERENCE_KEYS,
         ("robots", "[]", "reference", "base", "[]"): _BASE_WAYPOINT_KEYS,
         ("robots", "[]", "reference", "joints", "[]"): _JOINT_WAYPOINT_KEYS,
-        ("robots", "[]", "controller"): tuple(n for n in declared_parameters("controller") if n not in _MANAGED),
-        ("robots", "[]", "dynamics"): tuple(n for n in declared_parameters("dynamics")
-                                            if n not in _MANAGED and not n.startswith("initial_")),
-        ("robots", "[]", "estimator"): tuple(n for n in declared_parameters("estimator")
-                                             if n not in _ESTIMATOR_MANAGED),
+        ("robots", "[]", "controller"): _settable("controller"),
+        ("robots", "[]", "dynamics"): _settable("dynamics"),
+        ("robots", "[]", "estimator"): _settable("estimator"),
     }
     if shape in known:
         return known[shape]
     if shape in (("robots", "[]", "locked_joints"), ("robots", "[]", "remappings"), ("robots", "[]", "offset")):
         return None
     return ()
+
+
+def _settable(role: str) -> Tuple[str, ...]:
+    """The parameters of node ``role`` a robot's free-form mapping may set: all but those the scenario sets."""
+    taken = managed(role)
+    return tuple(n for n in declared_parameters(role) if n not in taken)
 
 
 def apply_overrides(path: Path, doc: Mapping, overrides: Optional[Mapping[str, object]]) -> dict:

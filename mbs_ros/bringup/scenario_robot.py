@@ -16,10 +16,9 @@ from mbs_ros.nodes.paramsfile import YamlFileError, flatten, read_params_file
 from mbs_ros.yamlfile import shown
 from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.packages import is_uri, resolve_uri
-from mbs_ros.bringup.scenario_base import (_BASE_WAYPOINT_KEYS, _ESTIMATOR_MANAGED, _INITIAL_KEYS,
-                                           _JOINT_WAYPOINT_KEYS, _MANAGED, _REFERENCE_KEYS, _ROBOT_KEYS, BASE_GROUPS,
-                                           NODES, Robot, Waypoint, _Checker, _join, _show, declared_parameters,
-                                           resolve_path)
+from mbs_ros.bringup.scenario_base import (_BASE_WAYPOINT_KEYS, _INITIAL_KEYS, _JOINT_WAYPOINT_KEYS,
+                                           _REFERENCE_KEYS, _ROBOT_KEYS, BASE_GROUPS, NODES, Robot, Waypoint,
+                                           _Checker, _join, _show, declared_parameters, managed, resolve_path)
 
 
 def _robots(c: _Checker, doc, key: str, count: Optional[int], g: dict) -> List[Robot]:
@@ -57,7 +56,7 @@ def _unknown_parameter(name: str, role: str, allowed: Sequence[str], other: Opti
     if other is not None and name in other_allowed:
         where = f" (put it under '{section}')" if section else ""
         return f"not a {node} parameter: a {NODES[other][2]} one{where}"
-    candidates = [n for n in allowed if n not in _MANAGED]
+    candidates = [n for n in allowed if n not in managed(role)]
     close = difflib.get_close_matches(name, candidates, n=1)
     if close:
         return f"unknown {node} parameter (did you mean {close[0]!r}?)"
@@ -233,9 +232,10 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
         ctl_params = None
     else:
         controller = c.mapping(controller, ckey, ())
+        taken = managed("controller")
         for k in controller:
-            if k in _MANAGED:
-                c.fail(_join(ckey, k), "set by the scenario (model, base_group, sim_time, lockstep)")
+            if k in taken:
+                c.fail(_join(ckey, k), f"set by the scenario ({taken[k]})")
             if k not in declared["controller"]:
                 c.fail(_join(ckey, k), _unknown_parameter(k, "controller", declared["controller"], "dynamics",
                                                           declared["dynamics"], _join(key, "dynamics")))
@@ -257,9 +257,10 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
     # --- free-form dynamics parameters
     dkey = _join(key, "dynamics")
     extra = c.mapping(doc.get("dynamics"), dkey, ())
+    taken = managed("dynamics")
     for k in extra:
-        if k in _MANAGED or k.startswith("initial_"):
-            c.fail(_join(dkey, k), "set by the scenario (model, base_group, initial, sim_time, lockstep)")
+        if k in taken:
+            c.fail(_join(dkey, k), f"set by the scenario ({taken[k]})")
         if k not in declared["dynamics"]:
             c.fail(_join(dkey, k), _unknown_parameter(k, "dynamics", declared["dynamics"], "controller",
                                                       declared["controller"], _join(key, "controller")))
@@ -404,10 +405,10 @@ def _estimator(c: _Checker, doc: Mapping, key: str, dyn: Mapping, model, g: Mapp
         return None
     est = c.mapping(doc["estimator"], ekey, ())
     declared = declared_parameters("estimator")
+    taken = managed("estimator")
     for k in est:
-        if k in _ESTIMATOR_MANAGED:
-            c.fail(_join(ekey, k), "set by the scenario (model, sensors, initial, physics_rate, control_rate, "
-                                   "sim_time, lockstep)")
+        if k in taken:
+            c.fail(_join(ekey, k), f"set by the scenario ({taken[k]})")
         if k not in declared:
             c.fail(_join(ekey, k), _unknown_parameter(k, "estimator", declared))
     _table_values(c, "estimator", est, ekey)

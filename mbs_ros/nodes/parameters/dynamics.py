@@ -26,16 +26,17 @@ MIMIC_DESCRIPTION = (
 _PAIRS = {
     "robot_description": (
         "URDF XML of a robot (as robot_state_publisher takes it); empty: see model_file.",
-        {"allow_empty": True, "type": "string", "default": "", "read_only": True}),
+        {"scenario": "model", "allow_empty": True, "type": "string", "default": "", "read_only": True}),
     "model_file": (
         "URDF, xacro or robot YAML file of a robot; a relative path is looked up in the mbs_ros share directory, "
         "then the current directory; a package://PKG/PATH URI through the ament index, then pip's install "
         "prefixes; file:///PATH. Neither this nor robot_description: a single rigid body (mass, inertia, "
-        "com).", {"allow_empty": True, "type": "string", "default": "", "read_only": True}),
+        "com).", {"scenario": "model", "allow_empty": True, "type": "string", "default": "", "read_only": True}),
     "base_group": (
         "Configuration group of the base: " + ", ".join(ms.BASES) + "; a robot also fixed. Default: the robot "
         "YAML's base, fixed for a URDF, se3 for a single body.",
-        {"check": "custom", "type": "string", "default": "se3", "choices": ms.TREE_BASES, "read_only": True}),
+        {"scenario": "base_group", "check": "custom", "type": "string", "default": "se3", "choices": ms.TREE_BASES,
+         "read_only": True}),
     "mass": (
         "Mass [kg], in [1e-6, 1e9] (single body only).",
         {"minimum": 1.0e-6, "type": "double", "default": 1.0, "floating_point_range": (0.0, 1.0e9)}),
@@ -81,22 +82,23 @@ _PAIRS = {
          "floating_point_range": (0.0, 100000.0)}),
     "initial_position": (
         "Initial position of the base in the world [m], each |x| <= 1e6; used at start-up and "
-        "reset.", {"size": 3, "bound": 1.0e6, "type": "double[]", "default": (0.0, 0.0, 0.0)}),
+        "reset.",
+        {"scenario": "initial.position", "size": 3, "bound": 1.0e6, "type": "double[]", "default": (0.0, 0.0, 0.0)}),
     "initial_rpy": (
         "Initial roll, pitch, yaw [rad] (fixed axes x, y, z, as URDF), each |x| <= 1e3; human-facing input only, "
         "converted to a rotation at once.",
-        {"size": 3, "bound": 1.0e3, "type": "double[]", "default": (0.0, 0.0, 0.0)}),
+        {"scenario": "initial.rpy", "size": 3, "bound": 1.0e3, "type": "double[]", "default": (0.0, 0.0, 0.0)}),
     "initial_twist": (
         "Initial body-frame twist [vx, vy, vz, wx, wy, wz] (linear first) [m/s, rad/s], within the "
         "runaway bounds (1e4 m/s; physics_rate rad/s, at most 1e4).",
-        {"size": 6, "type": "double[]", "default": (0.0,) * 6}),
+        {"scenario": "initial.twist", "size": 6, "type": "double[]", "default": (0.0,) * 6}),
     "initial_joint_positions": (
         "Initial joint positions in joint_names order [rad or m; the angle of a continuous joint]; "
         "empty = zeros. Within the URDF's [lower, upper]; joints without limits: |q| <= 1e3.",
-        {"type": "double[]", "default": ()}),
+        {"scenario": "initial.joint_positions", "type": "double[]", "default": ()}),
     "initial_joint_velocities": (
         "Initial joint velocities in joint_names order [rad/s or m/s]; empty = zeros. Within the runaway bounds "
-        "(as initial_twist).", {"type": "double[]", "default": ()}),
+        "(as initial_twist).", {"scenario": "initial.joint_velocities", "type": "double[]", "default": ()}),
     "world_frame": (
         "Fixed frame of odom, pose and tf.", {"type": "string", "default": "world", "read_only": True}),
     "base_frame": (
@@ -113,11 +115,12 @@ _PAIRS = {
         {"minimum": 0.0, "type": "double", "default": MAX_MASS_RATIO, "read_only": True}),
     "locked_joints": (
         LOCKED_JOINTS_DESCRIPTION,
-        {"check": "locked", "type": "string[]", "default": (), "read_only": True}),
+        {"scenario": "locked_joints", "check": "locked", "type": "string[]", "default": (), "read_only": True}),
     "locked_joint_positions": (
         LOCKED_POSITIONS_DESCRIPTION,
-        {"check": "locked", "type": "double[]", "default": (), "read_only": True}),
-    "mimic": (MIMIC_DESCRIPTION, {"type": "string", "default": "reduce", "choices": MIMIC_MODES, "read_only": True}),
+        {"scenario": "locked_joints", "check": "locked", "type": "double[]", "default": (), "read_only": True}),
+    "mimic": (MIMIC_DESCRIPTION,
+              {"scenario": "mimic", "type": "string", "default": "reduce", "choices": MIMIC_MODES, "read_only": True}),
     "joint_armature": (ARMATURE_DESCRIPTION, {"type": "double[]", "default": (), "read_only": True}),
     "mass_scale": (
         "Multiplies every link's mass and rotational inertia of the simulated (true) model, centres of mass "
@@ -145,7 +148,7 @@ _PAIRS = {
     "publish_clock": (
         "Publish the simulation time on /clock (rosgraph_msgs/Clock), so that every node can run with "
         "use_sim_time:=true. One node per ROS graph should publish it.",
-        {"type": "bool", "default": False, "read_only": True}),
+        {"scenario": "sim_time", "type": "bool", "default": False, "read_only": True}),
     "real_time_factor": (
         "Simulation seconds per wall-clock second: 0 = as fast as possible, else in [0.001, 1e6]. In lockstep: "
         "the maximum speed (0 = as fast as the controller answers).",
@@ -153,7 +156,7 @@ _PAIRS = {
     "lockstep": (
         "Advance one control period (physics_rate/control_rate steps) only when the commands stamped with the "
         "current state's stamp have arrived on cmd_wrench (floating base) and joint_command (joints).",
-        {"type": "bool", "default": False, "read_only": True}),
+        {"scenario": "lockstep", "type": "bool", "default": False, "read_only": True}),
     "control_rate": (
         "Control periods per second of simulation time [Hz] (lockstep only); physics_rate/control_rate must be "
         "a whole number.",

@@ -24,12 +24,12 @@ _PAIRS = {
     "model_file": ("URDF, xacro or robot YAML file, or a package:// or file:// URI (as dynamics_node).", SHARED),
     "base_group": ("Base group (as dynamics_node): " + ", ".join(ms.TREE_BASES) + ".", SHARED),
     "gravity": ("Gravity in the world frame [m/s^2] (default: the robot YAML's, else [0, 0, -9.81]): the "
-                "filter's gravity.", SHARED),
+                "filter's gravity.", dict(SHARED, scenario="model")),
     "sensors": ("The sensors file, as dynamics_node's sensors parameter: empty = the robot YAML's sensors; a path "
                 "= that file. Gives every sensor's mount, rate, delay, stamp mode and noise (the filter's noise).",
-                SHARED),
+                dict(SHARED, scenario="sensors")),
     "physics_rate": ("The dynamics node's physics rate [Hz] (the sensors' rates are whole numbers of its steps).",
-                     SHARED),
+                     dict(SHARED, scenario="physics_rate")),
     "imu": ("Name of the IMU in the sensors file (type imu, on the base link): drives the propagation; required "
             "for a floating base. Empty: none.", {"allow_empty": True, "default": "", "type": "string"}),
     "dvl": ("Name of the DVL (type dvl, on the base link): body-velocity updates. Empty: none.",
@@ -43,7 +43,7 @@ _PAIRS = {
     "initial_position": ("Prior mean of the base position in world_frame [m] (the robot's initial position).", SHARED),
     "initial_rpy": ("Prior mean of the base roll, pitch, yaw [rad] (R = Rz(yaw) Ry(pitch) Rx(roll)).", SHARED),
     "initial_velocity": ("Prior mean of the base origin's velocity in world_frame [m/s].",
-                         {"default": (0.0, 0.0, 0.0), "size": 3}),
+                         {"default": (0.0, 0.0, 0.0), "size": 3, "scenario": "initial.twist"}),
     "initial_joint_positions": ("Joint positions published until the first encoder reading (one per joint); "
                                 "empty: zeros.", SHARED),
     "initial_error": ("[dx, dy, dz, droll, dpitch, dyaw] added to the prior mean (m, world axes; rad, to the "
@@ -65,7 +65,7 @@ _PAIRS = {
                      "every point of this grid (simulation or node time) the IMU reaches.",
                      {"default": 50.0, "floating_point_range": (0.001, 1.0e5)}),
     "control_rate": ("Lockstep: the control rate [Hz] (as dynamics_node's): the estimates' grid, so that they "
-                     "carry the stamps of the dynamics node's states.", SHARED),
+                     "carry the stamps of the dynamics node's states.", dict(SHARED, scenario="control_rate")),
     "lockstep": ("Publish the estimate at t only once every used sensor's reading due by t has arrived "
                  "(deterministic, as the dynamics node's lockstep); the grid is the control period.", SHARED),
     "world_frame": ("Fixed frame of estimate/odom.", SHARED),
