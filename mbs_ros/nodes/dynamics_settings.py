@@ -56,9 +56,9 @@ Settings = settings_class("Settings", PARAMETERS, "Validated parameter values (o
 DEFAULTS = Settings()
 
 
-#: the parameters a change of which builds a new model; those of a single body only
-INERTIAL = ("mass", "inertia", "com", "gravity")
-SINGLE_BODY_ONLY = ("mass", "inertia", "com")
+#: the parameters a change of which builds a new model; those of a single body only (the table's on_change, single_body)
+INERTIAL = tuple(n for n, p in PARAMETERS.items() if "model" in p.on_change)
+SINGLE_BODY_ONLY = tuple(n for n, p in PARAMETERS.items() if p.single_body)
 
 
 def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] = None) -> Settings:

@@ -125,7 +125,8 @@ def test_shared_parameters_are_the_dynamics_declaration():
 # Modules that declare or check node parameters: no parameter name as a string literal in them (each name is
 # written in its table only); the names they need they take from the table.
 CHECKING = ("mbs_ros/nodes/dynamics_settings.py", "mbs_ros/nodes/controller_settings.py",
-            "mbs_ros/nodes/estimator_settings.py")
+            "mbs_ros/nodes/estimator_settings.py", "mbs_ros/nodes/dynamics_reconfigure.py",
+            "mbs_ros/bringup/scenario_base.py", "mbs_ros/bringup/foxglove_layout.py")
 # literals that remain, each with its reason (the settings' cross-parameter rules the table cannot say)
 ALLOWED = {
     "mbs_ros/nodes/dynamics_settings.py": {"base_group", "locked_joints", "locked_joint_positions",
@@ -134,6 +135,14 @@ ALLOWED = {
                                            "initial_twist"},
     "mbs_ros/nodes/controller_settings.py": {"base_group", "locked_joints", "locked_joint_positions",
                                              "lqr_q_position", "lqr_q_velocity", "lqr_r", "lambda"},
+    "mbs_ros/nodes/dynamics_reconfigure.py": set(),
+    # scenario keys (global: physics_rate ...; robot: base_group, locked_joints, mimic, sensors; reference:
+    # joint_names) and the robot_description topic of DEFAULT_RECORD: the scenario schema's own names
+    "mbs_ros/bringup/scenario_base.py": {"physics_rate", "publish_rate", "control_rate", "real_time_factor",
+                                         "lockstep", "base_group", "locked_joints", "mimic", "sensors", "joint_names",
+                                         "robot_description"},
+    # sensor types and the world frame's name in the layout
+    "mbs_ros/bringup/foxglove_layout.py": {"imu", "dvl", "world"},
     # the sensor roles are parameters and the fusion's stream names at once
     "mbs_ros/nodes/estimator_settings.py": {"base_group", "initial_attitude_sigma", "sensors", "imu", "dvl", "depth",
                                             "compass", "encoders"},
@@ -151,3 +160,13 @@ def parameter_literals(path: Path):
 def test_no_parameter_name_is_written_outside_its_table(module):
     found = set(parameter_literals(ROOT / module))
     assert found <= ALLOWED[module], sorted(found - ALLOWED[module])
+
+
+def test_what_a_run_time_change_redoes_is_the_tables():
+    from mbs_ros.nodes import dynamics_reconfigure as reconf
+    from mbs_ros.nodes import dynamics_settings as ds
+
+    assert ds.INERTIAL == ("mass", "inertia", "com", "gravity") and ds.SINGLE_BODY_ONLY == ("mass", "inertia", "com")
+    assert reconf._ON == {"rate": {"integrator", "gravity", "mass", "inertia", "com", "max_wrench", "max_effort"},
+                          "limits": {"max_wrench", "max_effort"}, "water": {"current", "current_rate"},
+                          "pause": {"pause_at"}}

@@ -34,7 +34,10 @@ class Parameter:
     ``minimum_open``: ROS ranges are closed), ``off`` (0 = off, else at least MIN_RATE), ``allow_empty`` (a string
     may be empty), ``at_most`` (the name of the parameter this one must not exceed: a cross-field rule),, ``check``
     (a kind of :data:`CHECKS` the type does not say) and ``scenario``: the scenario key that sets it (then the
-    robot's free-form mapping of this node may not: :func:`mbs_ros.bringup.scenario_base.managed`)."""
+    robot's free-form mapping of this node may not: :func:`mbs_ros.bringup.scenario_base.managed`). For a change
+    at run time (dynamics_node): ``on_change`` (what it redoes: ``model``, a new model; ``rate``, the physics-rate
+    check; ``limits``, the command limits; ``water``, the current; ``pause``, where pause_at pauses) and
+    ``single_body`` (a single body's only: refused for a robot)."""
 
     name: str
     description: str
@@ -55,12 +58,14 @@ class Parameter:
     at_most: Optional[str] = None
     check: Optional[str] = None
     scenario: Optional[str] = None
+    on_change: Tuple[str, ...] = ()
+    single_body: bool = False
 
 
 #: ``Parameter.check`` kinds the type alone does not say (the checks: :mod:`mbs_ros.nodes.params`)
 CHECKS = ("gain", "limits", "positive", "whole", "locked", "custom")
 _RULES = ("size", "bound", "norm", "each", "minimum", "minimum_open", "off", "allow_empty", "at_most", "check",
-          "scenario")
+          "scenario", "on_change", "single_body")
 
 
 #: ``(description, SHARED)`` in a table's pairs: the parameter of the same name in the table ``from_pairs`` is

@@ -39,22 +39,26 @@ _PAIRS = {
          "read_only": True}),
     "mass": (
         "Mass [kg], in [1e-6, 1e9] (single body only).",
-        {"minimum": 1.0e-6, "type": "double", "default": 1.0, "floating_point_range": (0.0, 1.0e9)}),
+        {"on_change": ("model", "rate"), "single_body": True,
+         "minimum": 1.0e-6, "type": "double", "default": 1.0, "floating_point_range": (0.0, 1.0e9)}),
     "inertia": (
         "Inertia about the centre of mass in body axes [kg m^2], as URDF: [ixx, ixy, ixz, iyy, iyz, izz]; "
         "must be positive definite with principal moments in [1e-12, 1e9] (a warning if it violates the triangle "
         "inequality). Single body only.",
-        {"size": 6, "type": "double[]", "default": (0.01, 0.0, 0.0, 0.01, 0.0, 0.01)}),
+        {"on_change": ("model", "rate"), "single_body": True,
+         "size": 6, "type": "double[]", "default": (0.01, 0.0, 0.0, 0.01, 0.0, 0.01)}),
     "com": (
         "Centre of mass in the body frame [m], as URDF: [x, y, z], each |x| <= 1e3. Single body only.",
-        {"size": 3, "bound": 1.0e3, "type": "double[]", "default": (0.0, 0.0, 0.0)}),
+        {"on_change": ("model", "rate"), "single_body": True,
+         "size": 3, "bound": 1.0e3, "type": "double[]", "default": (0.0, 0.0, 0.0)}),
     "gravity": (
         "Acceleration of gravity in the world frame [m/s^2]: [x, y, z], norm <= 1e3 (default: the robot "
         "YAML's, else [0, 0, -9.81]).",
-        {"size": 3, "bound": 1.0e3, "norm": True, "type": "double[]", "default": (0.0, 0.0, -9.81)}),
+        {"on_change": ("model", "rate"),
+         "size": 3, "bound": 1.0e3, "norm": True, "type": "double[]", "default": (0.0, 0.0, -9.81)}),
     "integrator": (
         "Lie-group integrator: " + ", ".join(INTEGRATORS) + ".",
-        {"type": "string", "default": "rk4", "choices": INTEGRATORS}),
+        {"on_change": ("rate",), "type": "string", "default": "rk4", "choices": INTEGRATORS}),
     "physics_rate": (
         "Physics steps per second of simulation time [Hz]; dt is the nearest whole number of ns. Refused when "
         "the model's fastest gravity mode is unstable under the integrator at this rate; a warning when it is "
@@ -171,12 +175,12 @@ _PAIRS = {
         "[force, torque]: largest norms [N, N m] of the applied base wrench's force and torque (a larger one is "
         "scaled down along its direction; counted), each in [1e-9, 1e6 m/s^2 or N m/kg x the model's total "
         "mass]. Empty: [100 m/s^2, 100 N m/kg] times the model's total mass (as controller_node).",
-        {"check": "limits", "size": 2, "type": "double[]", "default": ()}),
+        {"on_change": ("limits", "rate"), "check": "limits", "size": 2, "type": "double[]", "default": ()}),
     "max_effort": (
         "Largest joint effort [N m or N]: one number for every joint or one per joint (joint_names order), each "
         "in [1e-9, 1e6 N m/kg x the total mass]; clipped beyond (counted). Empty: the URDF <limit effort> (at "
         "most that bound), else 100 N m/kg times the total mass (as controller_node).",
-        {"type": "double|double[]", "default": ()}),
+        {"on_change": ("limits", "rate"), "type": "double|double[]", "default": ()}),
     "fluid_density": (
         "Density of the water [kg/m^3] for links whose <hydrodynamics> names none; 0 = the robot YAML's "
         "fluid.density, else 1000.",
@@ -184,11 +188,11 @@ _PAIRS = {
     "current": (
         "Uniform ocean current [m/s], world axes: hydrodynamic loads use each link's velocity relative to the "
         "water (mbs_ros.dynamics.passive). Settable at run time; no effect without <hydrodynamics>.",
-        {"size": 3, "bound": 100.0, "type": "double[]", "default": (0.0, 0.0, 0.0)}),
+        {"on_change": ("water",), "size": 3, "bound": 100.0, "type": "double[]", "default": (0.0, 0.0, 0.0)}),
     "current_rate": (
         "Rate of change of the current [m/s^2], world axes (the water's acceleration pushes the added mass and "
         "the displaced volume). The current itself changes only when set.",
-        {"size": 3, "bound": 100.0, "type": "double[]", "default": (0.0, 0.0, 0.0)}),
+        {"on_change": ("water",), "size": 3, "bound": 100.0, "type": "double[]", "default": (0.0, 0.0, 0.0)}),
     "environment_temperature": (
         "Temperature theta_0 [K] of the environment the dissipated power goes to, in [1, 1e4]: entropy "
         "production = dissipated power / theta_0 (energy topic).",
@@ -211,7 +215,7 @@ _PAIRS = {
         "after it. Settable at run time to a time ahead of the simulation's (one already reached is refused); "
         "~/step does not stop at it. The scenario runner sets it to --duration for a lockstep run on simulation "
         "time (t0 = 0), which so ends at exactly that time.",
-        {"type": "double", "default": 0.0, "floating_point_range": (0.0, 1.0e9)}),
+        {"on_change": ("pause",), "type": "double", "default": 0.0, "floating_point_range": (0.0, 1.0e9)}),
     "wait_for_command": (
         "Outside lockstep: hold the time at t0, publishing the initial state (again at publish_rate, same "
         "stamp), until the first accepted command, a controller's answer to that state, so a robot under "
