@@ -13,7 +13,7 @@ from dataclasses import replace as _replace
 from typing import Dict, Mapping, Optional, Tuple
 
 __all__ = ["Parameter", "ROLES", "TYPES", "table", "names", "markdown_table", "shared", "settings_class",
-           "field_name", "kind", "CHECKS", "SHARED", "from_pairs"]
+           "field_name", "kind", "rules_text", "CHECKS", "SHARED", "from_pairs"]
 
 #: ``Parameter.type`` values: ROS's parameter types, and "double|double[]" for one number or a list of them
 TYPES = ("string", "bool", "double", "double[]", "string[]", "double|double[]")
@@ -161,8 +161,13 @@ def _cell(value) -> str:
     return f"{value:g}" if isinstance(value, float) else str(value)
 
 
+def rules_text(p: Parameter) -> str:
+    """The parameter's checks in words (range, minimum, choices, size, bounds, cross-field rule), as the docs'
+    table and ``--help`` state them."""
+    return "; ".join(_rules(p))
+
+
 def _rules(p: Parameter):
-    """The parameter's checks as the docs' table states them."""
     if p.range is not None:
         yield f"[{p.range[0]:g}, {p.range[1]:g}]"
     if p.minimum is not None:
@@ -187,7 +192,7 @@ def markdown_table(parameters: Dict[str, Parameter]) -> str:
     lines = ["| name | type | default | range / choices | start-up only | description |",
              "|---|---|---|---|---|---|"]
     for p in parameters.values():
-        span = "; ".join(_rules(p))
+        span = rules_text(p)
         text = p.description.replace("|", "\\|")
         lines.append(f"| `{p.name}` | {p.type or ''} | `{_cell(p.default)}` | {span} | "
                      f"{'yes' if p.read_only else ''} | {text} |")
