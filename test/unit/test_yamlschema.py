@@ -16,6 +16,9 @@ def test_every_yaml_reader_is_the_schema_reader():
     for cls in (scenario._Checker, campaign._Reader, robot_yaml.Reader, sensors.Reader):
         assert issubclass(cls, Reader), cls
     assert issubclass(scenario.ScenarioError, SchemaError) and issubclass(campaign.CampaignError, SchemaError)
+    from mbs_ros.dynamics.contact import world_file
+
+    assert isinstance(world_file._reader("world.yaml"), Reader)
 
 
 def _message(call):
