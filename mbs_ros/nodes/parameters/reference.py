@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from mbs_ros.nodes.parameters import from_pairs
+from mbs_ros.nodes.parameters import SHARED, from_pairs
+from mbs_ros.nodes.parameters.dynamics import PARAMETERS as DYNAMICS
 
 _PAIRS = {
     "base_times": ("Base waypoint times [s after the start], strictly increasing, >= 0.", []),
@@ -23,8 +24,8 @@ _PAIRS = {
     "command_timeout": ("Wait at most this long [s, wall clock] for the controller's first command once the rest "
                         "is ready, in [0, 1e6]; then publish anyway, with a warning.",
                         {"default": 10.0, "floating_point_range": (0.0, 1.0e6)}),
-    "world_frame": ("header.frame_id of base_reference.", "world"),
+    "world_frame": ("header.frame_id of base_reference.", SHARED),
 }
 
 
-PARAMETERS = {n: replace(p, read_only=True) for n, p in from_pairs(_PAIRS).items()}
+PARAMETERS = {n: replace(p, read_only=True) for n, p in from_pairs(_PAIRS, DYNAMICS).items()}
