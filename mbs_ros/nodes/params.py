@@ -56,7 +56,13 @@ def check_parameter(values: Mapping, p) -> object:
                 raise ParameterError(f"{name} must lie in [{p.each[0]:g}, {p.each[1]:g}] (each entry), got "
                                      f"{', '.join(bad)}")
         return out
-    raise ParameterError(f"{name}: no check for a parameter of type {k}")  # string[]: a table's custom check
+    if k == "string[]":
+        v = values[name]
+        if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") \
+                or any(not isinstance(x, str) or not x.strip() for x in v):
+            raise ParameterError(f"{name} must be a list of names, got {v!r}")
+        return tuple(x.strip() for x in v)
+    raise ParameterError(f"{name}: no check for a parameter of type {k}")
 
 
 def check_table(values: Mapping, parameters: Mapping, custom: Optional[Mapping[str, Callable]] = None) -> dict:

@@ -170,3 +170,35 @@ def test_what_a_run_time_change_redoes_is_the_tables():
     assert reconf._ON == {"rate": {"integrator", "gravity", "mass", "inertia", "com", "max_wrench", "max_effort"},
                           "limits": {"max_wrench", "max_effort"}, "water": {"current", "current_rate"},
                           "pause": {"pause_at"}}
+
+
+def test_the_reference_tables_rules_are_checked_by_check_table():
+    """reference_node has no settings module: its table's rules hold through params.check_table alone."""
+    from mbs_ros.nodes.params import check_table
+
+    params = table("reference")
+    base = {n: p.default for n, p in params.items()}
+    checked = check_table(base, params)
+    assert checked["stamp"] == "state" and checked["min_subscribers"] == 1.0 and checked["joint_names"] == ()
+    tried = 0
+    for name, p in params.items():
+        bad_values = _breaking(p, params) + ([("", "j1"), "j1"] if kind(p) == "string[]" else [])
+        for bad in bad_values:
+            with pytest.raises(ParameterError) as e:
+                check_table(dict(base, **{name: bad}), params)
+            assert name in str(e.value), (name, bad, str(e.value))
+            tried += 1
+    assert tried >= 20, tried
+
+
+def test_each_parameter_is_declared_once():
+    """A table entry that states its own type and default is a declaration; a SHARED one takes the dynamics
+    node's. Two nodes' parameters of one name are one declaration, except publish_rate: the dynamics node's state
+    rate and the estimator's estimate rate are two parameters."""
+    declared = {}
+    for role in ROLES:
+        for name, p in table(role).items():
+            if not p.extra.get("shared"):
+                declared.setdefault(name, []).append(role)
+    twice = {n: roles for n, roles in declared.items() if len(roles) > 1}
+    assert twice == {"publish_rate": ["dynamics", "estimator"]}, twice
