@@ -10,11 +10,16 @@ import numpy as np
 from mbs_ros.dynamics import actuators
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
+from mbs_ros.yamlschema import Reader
 
 __all__ = ["check_parameter", "check_table", "cross_check", "text", "number", "ranged", "rate_or_off", "vector",
            "flag", "positive_list", "limits", "bounded_vector", "bounds",
            "locked_joints_setting", "command_limits", "model_parameter_values", "period_ns", "NS_PER_S", "MIN_RATE",
            "MIN_COMMAND_LIMIT", "MAX_LIMIT_PER_KG"]
+
+#: the schema reader (mbs_ros.yamlschema) raising ParameterError "NAME reason" (a value shown only when it is a
+#: number or name-shaped: a parameter file's text is never echoed)
+_READER = Reader("", error=lambda _path, key, reason: ParameterError(f"{key} {reason}"))
 
 # Bounds that keep every quantity derived from a parameter finite and meaningful, at start-up and at run time
 MIN_RATE = 1.0e-3  # Hz: an optional publication that is on (0 = off); steps between publications stay < 2^63
@@ -109,17 +114,9 @@ def text(values: Mapping, name: str, choices: Optional[Sequence[str]] = None, al
 
 
 def number(values: Mapping, name: str, lo=None, lo_open: bool = False, hi=None) -> float:
-    v = values[name]
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ParameterError(f"{name} must be a number, got {v!r}")
-    v = float(v)
-    if not math.isfinite(v):
-        raise ParameterError(f"{name} must be finite, got {v}")
-    if lo is not None and (v <= lo if lo_open else v < lo):
-        raise ParameterError(f"{name} must be {'>' if lo_open else '>='} {lo:g}, got {v:g}")
-    if hi is not None and v > hi:
-        raise ParameterError(f"{name} must be <= {hi:g}, got {v:g}")
-    return v
+    """A finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``): the schema reader's check
+    (:meth:`mbs_ros.yamlschema.Reader.number`), its reason after the parameter's name."""
+    return _READER.number(values[name], name, lo, lo_open, hi)
 
 
 def ranged(values: Mapping, name: str, parameters: Mapping, lo=None, lo_open: bool = False, hi=None) -> float:
@@ -167,10 +164,7 @@ def vector(values: Mapping, name: str, n: Optional[int]) -> tuple:
 
 
 def flag(values: Mapping, name: str) -> bool:
-    v = values[name]
-    if not isinstance(v, bool):
-        raise ParameterError(f"{name} must be true or false, got {v!r}")
-    return v
+    return _READER.boolean(values[name], name)
 
 
 def bounded_vector(values: Mapping, name: str, n: Optional[int], bound: float, norm: bool = False) -> tuple:
