@@ -16,7 +16,7 @@ from mbs_ros.nodes.paramsfile import YamlFileError, flatten, read_params_file
 from mbs_ros.yamlfile import shown
 from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.packages import is_uri, resolve_uri
-from mbs_ros.bringup.scenario_base import (_BASE_WAYPOINT_KEYS, _INITIAL_KEYS, _JOINT_WAYPOINT_KEYS,
+from mbs_ros.bringup.scenario_base import (_BASE_WAYPOINT_KEYS, _GLOBAL_KEYS, _INITIAL_KEYS, _JOINT_WAYPOINT_KEYS,
                                            _REFERENCE_KEYS, _ROBOT_KEYS, BASE_GROUPS, NODES, Robot, Waypoint,
                                            _Checker, _join, _show, declared_parameters, managed, resolve_path)
 
@@ -415,20 +415,15 @@ def _estimator(c: _Checker, doc: Mapping, key: str, dyn: Mapping, model, g: Mapp
     if dyn.get("sensors") == "none":
         c.fail(ekey, "the robot's sensors are off (sensors: none): nothing to estimate from")
     est = dict(est)
-    est["model_file"] = dyn.get("model_file", "")
-    if dyn.get("robot_description"):
-        est["robot_description"] = dyn["robot_description"]
-    est["base_group"] = dyn["base_group"]
-    if dyn.get("gravity") is not None:
-        est["gravity"] = dyn["gravity"]
-    if dyn.get("sensors"):
-        est["sensors"] = dyn["sensors"]
+    for name, p in parameter_table("estimator").items():
+        # what the robot's keys set in its dynamics parameters (model, base_group, gravity, sensors, the initial
+        # pose and joints: the table's scenario attribute) the estimator takes as they are; the global ones below
+        if p.scenario and p.scenario not in _GLOBAL_KEYS and name in dyn:
+            v = dyn[name]
+            est[name] = tuple(float(x) for x in v) if isinstance(v, (list, tuple)) else v
     est["physics_rate"] = _physics_rate(dyn, g)
     if g.get("control_rate"):
         est["control_rate"] = g["control_rate"]
-    for k in ("initial_position", "initial_rpy", "initial_joint_positions"):
-        if k in dyn:
-            est[k] = tuple(float(x) for x in dyn[k])
     if dyn.get("initial_twist") is not None:  # body-frame [v; w] -> the base origin's world velocity
         R = _rotation(dyn.get("initial_rpy", (0.0, 0.0, 0.0)))
         est["initial_velocity"] = tuple(float(x) for x in R @ _vec(dyn["initial_twist"][:3]))
