@@ -10,6 +10,7 @@ import numpy as np
 from mbs_ros.dynamics import actuators
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
+from mbs_ros.yamlfile import shown
 from mbs_ros.yamlschema import Reader
 
 __all__ = ["check_parameter", "check_table", "cross_check", "text", "number", "ranged", "rate_or_off", "vector",
@@ -36,8 +37,6 @@ def check_parameter(values: Mapping, p) -> object:
     name, k, table = p.name, kind(p), {p.name: p}
     if p.check == "limits" or k == "double|double[]":
         return limits(values, name, p.size)
-    if p.check == "positive":
-        return positive_list(values, name, p.size)
     if k == "string":
         return text(values, name, p.choices or None, p.allow_empty)
     if k == "bool":
@@ -65,7 +64,7 @@ def check_parameter(values: Mapping, p) -> object:
         v = values[name]
         if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") \
                 or any(not isinstance(x, str) or not x.strip() for x in v):
-            raise ParameterError(f"{name} must be a list of names, got {v!r}")
+            raise ParameterError(f"{name} must be a list of names, got {shown(v)}")
         return tuple(x.strip() for x in v)
     raise ParameterError(f"{name}: no check for a parameter of type {k}")
 
@@ -104,10 +103,10 @@ def cross_check(value: Callable[[str], object], parameters: Mapping, names: Opti
 def text(values: Mapping, name: str, choices: Optional[Sequence[str]] = None, allow_empty: bool = False) -> str:
     v = values[name]
     if not isinstance(v, str):
-        raise ParameterError(f"{name} must be a string, got {v!r}")
+        raise ParameterError(f"{name} must be a string, got {shown(v)}")
     v = v.strip()
     if choices is not None and v not in choices:
-        raise ParameterError(f"{name} must be one of {', '.join(choices)}, got {v!r}")
+        raise ParameterError(f"{name} must be one of {', '.join(choices)}, got {shown(v)}")
     if not v and not allow_empty:
         raise ParameterError(f"{name} must not be empty")
     return v
@@ -268,7 +267,7 @@ def model_parameter_values(parameters: Mapping, default: Callable[[str], object]
     values = {name: value(parameters[name], default(name)) for name in ("robot_description", "model_file")}
     for name, v in values.items():
         if not isinstance(v, str):
-            raise ParameterError(f"{name} must be a string, got {v!r}")
+            raise ParameterError(f"{name} must be a string, got {shown(v)}")
     source = load(values["robot_description"], values["model_file"])
     robot = ms.model_defaults(source)
     for name, param in parameters.items():

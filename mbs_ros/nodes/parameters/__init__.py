@@ -32,7 +32,7 @@ class Parameter:
     any, checked against the model later), ``bound`` (each entry's magnitude, or the norm with ``norm``),
     ``each`` (each entry's [low, high]), ``minimum`` (a number's lower bound beyond the range, open with
     ``minimum_open``: ROS ranges are closed), ``off`` (0 = off, else at least MIN_RATE), ``allow_empty`` (a string
-    may be empty), ``at_most`` (the name of the parameter this one must not exceed: a cross-field rule),, ``check``
+    may be empty), ``at_most`` (the name of the parameter this one must not exceed: a cross-field rule), ``check``
     (a kind of :data:`CHECKS` the type does not say) and ``scenario``: the scenario key that sets it (then the
     robot's free-form mapping of this node may not: :func:`mbs_ros.bringup.scenario_base.managed`). For a change
     at run time (dynamics_node): ``on_change`` (what it redoes: ``model``, a new model; ``rate``, the physics-rate
@@ -63,7 +63,7 @@ class Parameter:
 
 
 #: ``Parameter.check`` kinds the type alone does not say (the checks: :mod:`mbs_ros.nodes.params`)
-CHECKS = ("gain", "limits", "positive", "whole", "locked", "custom")
+CHECKS = ("gain", "limits", "whole", "locked", "custom")
 _RULES = ("size", "bound", "norm", "each", "minimum", "minimum_open", "off", "allow_empty", "at_most", "check",
           "scenario", "on_change", "single_body")
 
