@@ -11,7 +11,10 @@ a message only when :func:`shown` finds it name-shaped (PyYAML's own messages in
 Bounded before anything is built from the file, so that no file exhausts memory, time or the stack: at most
 :data:`MAX_BYTES` bytes are read (``/dev/zero`` included), nesting deeper than :data:`MAX_DEPTH` and a document of
 more than :data:`MAX_NODES` nodes with its aliases expanded (a "billion laughs" bomb) are refused while the
-document is composed, each with its line and column.
+document is composed, each with its line and column. So is an integer of more than :data:`MAX_DIGITS` digits
+(Python refuses to convert one of more than 4300 digits, and one of more than 309 is beyond any float), and a
+control character the YAML specification forbids (NUL, 0x01, ...): every such error is one ``YamlFileError``, never
+a ``ReaderError``, ``ValueError``, ``OverflowError`` or ``RecursionError``.
 """
 
 from __future__ import annotations
@@ -24,7 +27,7 @@ from typing import List, Optional, Union
 import yaml
 
 __all__ = ["YamlFileError", "read_yaml", "read_text", "compose_all", "construct", "shown", "is_name", "quiet",
-           "MAX_BYTES", "MAX_DEPTH", "MAX_NODES"]
+           "MAX_BYTES", "MAX_DEPTH", "MAX_NODES", "MAX_DIGITS"]
 
 #: Bytes read of any YAML file: far above any scenario, parameter, robot or reference file (a reference of 10^4
 #: waypoints is about 1 MB).
@@ -35,6 +38,10 @@ MAX_DEPTH = 100
 #: Nodes of a document with every alias expanded (what a reader walking the document visits): a reference file
 #: of 10^4 waypoints has about 2e5.
 MAX_NODES = 1_000_000
+#: Digits of an integer: a float holds integers up to about 1.8e308 (309 digits), and no setting of the package
+#: needs one beyond 2^63 (19 digits); a longer one is refused where it is written, before Python converts it.
+MAX_DIGITS = 300
+_INT_TAG = "tag:yaml.org,2002:int"
 
 _NAME = re.compile(r"[A-Za-z0-9_./~*+-]{1,128}\Z")
 _URI = re.compile(r"[a-z][a-z0-9+.-]*://[A-Za-z0-9_./~+-]{0,256}\Z")
@@ -155,6 +162,14 @@ class _BoundedLoader(yaml.SafeLoader):
         mark = event.start_mark
         return YamlFileError(self.path, reason, mark.line + 1, mark.column + 1)
 
+    def _check_scalar(self, event) -> None:
+        if event.tag not in (None, "!", _INT_TAG) or len(event.value) <= MAX_DIGITS:
+            return
+        tag = event.tag if event.tag == _INT_TAG else self.resolve(yaml.ScalarNode, event.value, event.implicit)
+        if tag == _INT_TAG:
+            raise self._refuse(event, f"an integer of {len(event.value)} characters: more than {MAX_DIGITS} "
+                                      "digits, beyond any number this package reads")
+
     def compose_node(self, parent, index):
         event = self.peek_event()
         if isinstance(event, yaml.AliasEvent):
@@ -164,6 +179,8 @@ class _BoundedLoader(yaml.SafeLoader):
                 raise self._refuse(event, f"more than {MAX_NODES} nodes with its aliases expanded (an alias "
                                           "bomb?)")
             return super().compose_node(parent, index)
+        if isinstance(event, yaml.ScalarEvent):
+            self._check_scalar(event)
         self.depth += 1
         self.count += 1
         if self.depth > MAX_DEPTH:
@@ -178,10 +195,22 @@ class _BoundedLoader(yaml.SafeLoader):
         return node
 
 
+def _reader_error(path, text: str, e: yaml.reader.ReaderError) -> YamlFileError:
+    """A character YAML forbids (PyYAML checks the whole text before it parses): its code point and place."""
+    at = e.position
+    line = text.count("\n", 0, at) + 1
+    column = at - (text.rfind("\n", 0, at) + 1) + 1
+    return YamlFileError(path, f"not valid YAML: control character U+{e.character:04X} (YAML allows no control "
+                               "characters but tab, line feed and carriage return)", line, column)
+
+
 def compose_all(path, text: str) -> List[yaml.Node]:
     """The documents of ``text`` as PyYAML nodes (empty documents left out), within the module's bounds;
     YamlFileError naming ``path``, the line and the column."""
-    loader = _BoundedLoader(text, path)
+    try:
+        loader = _BoundedLoader(text, path)
+    except yaml.reader.ReaderError as e:
+        raise _reader_error(path, text, e) from None
     try:
         nodes = []
         while loader.check_node():
@@ -189,8 +218,12 @@ def compose_all(path, text: str) -> List[yaml.Node]:
             if node is not None:
                 nodes.append(node)
         return nodes
+    except yaml.reader.ReaderError as e:
+        raise _reader_error(path, text, e) from None
     except yaml.YAMLError as e:
         raise _yaml_error(path, e) from None
+    except RecursionError:  # not reached within MAX_DEPTH; kept so that no file ends in a traceback
+        raise YamlFileError(path, "nested too deeply to read") from None
     finally:
         loader.dispose()
 
@@ -201,6 +234,10 @@ def construct(path, node: yaml.Node):
         return loader.construct_document(node)
     except yaml.YAMLError as e:
         raise _yaml_error(path, e) from None
+    except (ValueError, OverflowError, RecursionError) as e:  # a number Python cannot convert; nesting
+        mark = node.start_mark
+        raise YamlFileError(path, f"cannot be read ({type(e).__name__}: {quiet(str(e).splitlines()[0][:200])})",
+                            mark.line + 1, mark.column + 1) from None
     finally:
         loader.dispose()
 

@@ -46,26 +46,27 @@ def layout_path(scenario_name: str, root: Optional[Path] = None) -> Path:
     return (root or package_root() or Path.cwd()) / "config" / "foxglove" / f"{scenario_name}.json"
 
 
-def _source(robot):
-    from mbs_ros.dynamics import model_source as ms
+def _settings(robot):
+    """``(settings, source)`` of the robot's dynamics node: its parameters from the scenario, every other one the
+    table's default or the robot's own (:func:`mbs_ros.nodes.params.model_parameter_values`, as the node and the
+    headless run take them), checked as the node checks them."""
+    from mbs_ros.nodes.dynamics_settings import settings_from_values
+    from mbs_ros.nodes.parameters.dynamics import PARAMETERS
+    from mbs_ros.nodes.params import model_parameter_values
 
     dyn = robot.dynamics
-    return ms.load_source(str(dyn.get("robot_description", "") or ""), str(dyn.get("model_file", "") or ""))
+    values, source = model_parameter_values(PARAMETERS, lambda name: PARAMETERS[name].default,
+                                            lambda param, default: dyn.get(param.name, default))
+    return settings_from_values(values, source), source
 
 
-def _model(robot, source=None):
+def _model(robot, settings=None, source=None):
     """The model the dynamics node builds for a scenario robot."""
-    from mbs_ros.dynamics import model_source as ms
+    from mbs_ros.nodes.dynamics_settings import build_model
 
-    dyn = robot.dynamics
-    source = source or _source(robot)
-    names = list(dyn.get("locked_joints") or ())
-    positions = list(dyn.get("locked_joint_positions") or ()) or [0.0] * len(names)
-    model = ms.build_multibody(source, robot.base_group, ms.default_gravity(source), max_mass_ratio=0.0,
-                               locked_joints=dict(zip(names, positions)) or None, mimic=str(dyn.get("mimic", "reduce")),
-                               fluid_density=float(dyn.get("fluid_density", 0.0) or 0.0))
-    return model.with_current(tuple(dyn.get("current", (0.0, 0.0, 0.0))),
-                              tuple(dyn.get("current_rate", (0.0, 0.0, 0.0))))
+    if settings is None:
+        settings, source = _settings(robot)
+    return build_model(settings, source)
 
 
 def sensor_specs(robot, physics_rate: Optional[float] = None) -> tuple:
@@ -73,17 +74,15 @@ def sensor_specs(robot, physics_rate: Optional[float] = None) -> tuple:
     ``physics_rate`` (the scenario's; else the robot's dynamics parameter, else the node's default)."""
     from mbs_ros.nodes import conversions as cv
     from mbs_ros.nodes.dynamics_sensors import sensors_path
-    from mbs_ros.nodes.parameters.dynamics import PARAMETERS
 
-    dyn = robot.dynamics
-    source = _source(robot)
-    path = sensors_path(str(dyn.get("sensors", "") or ""), source)
+    settings, source = _settings(robot)
+    path = sensors_path(settings.sensors, source)
     if path is None:  # no model to build
         return ()
     from mbs_ros.sensors.spec import load_sensors
 
-    dt = cv.period_ns(float(physics_rate or dyn.get("physics_rate") or PARAMETERS["physics_rate"].default)) * 1e-9
-    return load_sensors(path, _model(robot, source), dt).sensors
+    dt = cv.period_ns(float(physics_rate or settings.physics_rate)) * 1e-9
+    return load_sensors(path, _model(robot, settings, source), dt).sensors
 
 
 def sensor_topics(robot, physics_rate: Optional[float] = None) -> List[str]:

@@ -15,10 +15,11 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Dict, Mapping, Optional, Sequence, Tuple, Union
+from typing import Dict, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
+from mbs_ros import yamlschema
 from mbs_ros.yamlfile import YamlFileError, is_name, read_yaml, shown
 
 __all__ = ["CampaignError", "Campaign", "Variation", "MetricSpec", "Criterion", "load_campaign", "DISTRIBUTIONS",
@@ -52,15 +53,9 @@ _CRITERION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_./]*)\s*(<=|>=|<|>)\s*(\S+)\s
 _PYTHON = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 
 
-class CampaignError(ValueError):
+class CampaignError(yamlschema.SchemaError):
     """A campaign file that cannot be run: ``file`` and ``key`` (``vary[2].uniform``) name where, the message (one
     line) says why; errors of the file itself (YAML syntax) carry ``line`` and ``column`` instead of a key."""
-
-    def __init__(self, file, key: str, reason: str, line: Optional[int] = None, column: Optional[int] = None):
-        self.file, self.key, self.reason = str(file), key, reason
-        self.line, self.column = line, column
-        where = self.file if line is None else f"{self.file}:{line}" + (f":{column}" if column is not None else "")
-        super().__init__(f"{where}: {key}: {reason}" if key else f"{where}: {reason}")
 
 
 @dataclass(frozen=True)
@@ -176,43 +171,11 @@ def _scaled(base, factor):
 # ------------------------------------------------------------------------------------------ loading
 
 
-class _Reader:
+class _Reader(yamlschema.Reader):
+    """The schema reader (:class:`mbs_ros.yamlschema.Reader`) raising :class:`CampaignError`."""
+
     def __init__(self, path: Path):
-        self.path = path
-
-    def fail(self, key: str, reason: str):
-        raise CampaignError(self.path, key, reason)
-
-    def number(self, value, key: str, lo: Optional[float] = None, lo_open: bool = False) -> float:
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            self.fail(key, f"must be a number, got {shown(value)}")
-        if not math.isfinite(float(value)):
-            self.fail(key, f"must be finite, got {value}")
-        if lo is not None and (value <= lo if lo_open else value < lo):
-            self.fail(key, f"must be {'>' if lo_open else '>='} {lo:g}, got {value:g}")
-        return float(value)
-
-    def whole(self, value, key: str, lo: int) -> int:
-        if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(key, f"must be a whole number, got {shown(value)}")
-        if value < lo:
-            self.fail(key, f"must be >= {lo}, got {value}")
-        return int(value)
-
-    def text(self, value, key: str) -> str:
-        if not isinstance(value, str) or not value.strip():
-            self.fail(key, f"must be a non-empty string, got {shown(value)}")
-        return value.strip()
-
-    def mapping(self, value, key: str, allowed: Sequence[str]) -> dict:
-        if not isinstance(value, Mapping):
-            self.fail(key, f"must be a mapping, got {shown(value)}")
-        for k in value:
-            if not isinstance(k, str) or (allowed and k not in allowed):
-                close = difflib.get_close_matches(k, allowed, n=1) if isinstance(k, str) else []
-                hint = f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(allowed)})"
-                self.fail(_join(key, k if is_name(k) else shown(k)), f"unknown key{hint}")
-        return dict(value)
+        super().__init__(path, error=CampaignError)
 
     def values(self, value, key: str, size: Optional[int], positive: bool = False):
         """A number, or a list of ``size`` numbers (size given)."""

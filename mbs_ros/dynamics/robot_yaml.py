@@ -11,7 +11,8 @@ import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 
-from mbs_ros.yamlfile import YamlFileError, is_name, read_yaml, shown
+from mbs_ros import yamlschema
+from mbs_ros.yamlfile import YamlFileError, read_yaml, shown
 
 __all__ = ["RobotConfig", "RobotConfigError", "load_robot", "robot_to_urdf"]
 
@@ -32,47 +33,33 @@ class RobotConfig:
     fluid_density: float | None = None
 
 
-class _Reader:
-    def __init__(self, path):
-        self.path = str(path)
+class Reader(yamlschema.Reader):
+    """The schema reader (:class:`mbs_ros.yamlschema.Reader`) as the robot YAML and the sensors files phrase it:
+    ``FILE: KEY: expected ...``, with ``minimum``/``positive`` bounds and the model's names."""
 
-    def fail(self, key, msg):
-        raise RobotConfigError(f"{self.path}: {key}: {msg}")
+    def __init__(self, path, where: str = "", error=None):
+        super().__init__(str(path), wording="expected", where=where,
+                         error=error or (lambda p, k, r: RobotConfigError(f"{p}: {k}: {r}" if k else f"{p}: {r}")))
 
-    def mapping(self, value, key, allowed, required=()):
-        if not isinstance(value, dict):
-            self.fail(key, f"expected a mapping, got {type(value).__name__}")
-        for k in value:
-            if k not in allowed:
-                where = f"{key}.{k}" if is_name(k) else key
-                self.fail(where, f"unknown key {'' if is_name(k) else shown(k) + ' '}(allowed: {', '.join(allowed)})")
-        for k in required:
-            if k not in value:
-                self.fail(f"{key}.{k}", "missing")
-        return value
+    def at(self, where: str) -> "Reader":
+        """The same file's reader for the part ``where`` (e.g. ``"sensors[2] (dvl)"``)."""
+        return type(self)(self.path, where)
 
     def number(self, value, key, minimum=None, positive=False):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            self.fail(key, f"expected a finite number, got {shown(value)}")
-        if positive and value <= 0:
-            self.fail(key, f"expected a positive number, got {shown(value)}")
-        if minimum is not None and value < minimum:
-            self.fail(key, f"expected a number >= {minimum}, got {shown(value)}")
-        return float(value)
+        v = super().number(value, key, 0.0 if positive else None, lo_open=positive)
+        if minimum is not None and v < minimum:
+            self.fail(key, self._want(f"a number >= {minimum:g}", value))
+        return v
 
-    def numbers(self, value, key, n):
-        if not isinstance(value, (list, tuple)) or len(value) != n:
-            self.fail(key, f"expected {n} numbers, got {shown(value)}")
-        return [self.number(x, f"{key}[{i}]") for i, x in enumerate(value)]
+    def integer(self, value, key, minimum=None):
+        return self.whole(value, key, minimum, floats=True)
 
     def name(self, value, key):
-        if not isinstance(value, str) or not value.strip():
-            self.fail(key, f"expected a non-empty string, got {shown(value)}")
-        return value
+        return self.text(value, key)
 
     def model_name(self, value, key):
-        """A robot, link, joint or thruster name: :func:`mbs_ros.dynamics.urdf.model_name_problem` (which the URDF
-        built here passes again), checked before any message quotes it."""
+        """A robot, link, joint, thruster or sensor name: :func:`mbs_ros.dynamics.urdf.model_name_problem` (which
+        the URDF built here passes again), checked before any message quotes it."""
         from mbs_ros.dynamics.urdf import model_name_problem
 
         problem = model_name_problem(self.name(value, key))
@@ -80,10 +67,8 @@ class _Reader:
             self.fail(key, problem)
         return value
 
-    def choice(self, value, key, choices):
-        if value not in choices:
-            self.fail(key, f"expected one of {', '.join(choices)}, got {shown(value)}")
-        return value
+
+_Reader = Reader
 
 
 def load_robot(path) -> RobotConfig:

@@ -4,8 +4,7 @@ The defaults are the parameter table's (:mod:`mbs_ros.nodes.parameters.controlle
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
-from typing import Dict, Tuple
+from typing import Dict
 
 import numpy as np
 
@@ -13,77 +12,32 @@ from mbs_ros.controllers import ComputedTorque, PassivityBased, PDGravity
 from mbs_ros.controllers.lqr import LQR
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics import model_source as ms
-from mbs_ros.dynamics.mimic import MIMIC_MODES
 from mbs_ros.dynamics.model_source import ParameterError, base_link
 from mbs_ros.nodes import params as prm
-from mbs_ros.nodes.dynamics_settings import MASS_RANGE, MAX_COM, MAX_GRAVITY, check_inertia
-from mbs_ros.nodes.parameters.controller import LAWS, LQR_SCALINGS, PARAMETERS, STATE_SOURCES
+from mbs_ros.nodes.dynamics_settings import check_inertia
+from mbs_ros.nodes.parameters import field_name, settings_class
+from mbs_ros.nodes.parameters.controller import PARAMETERS
 
 __all__ = ["ControllerSettings", "DEFAULTS", "settings_from_values", "build_model", "make_law", "command_limits",
            "layout_description", "field_name", "ParameterError"]
 
 
-# Bounds that keep every quantity derived from a parameter finite and meaningful (docs/controller_node.md)
+# Bounds of the checks the table cannot say (docs/controller_node.md); every parameter's own type, range, size and
+# bounds are in its table entry (mbs_ros.nodes.parameters.controller, shared ones in .dynamics) and nowhere else.
 MAX_GAIN = 1.0e9  # kp, kd, lambda entries: a gain times any admissible error stays far from overflow
-MASS_SCALE_RANGE = (1.0e-3, 1.0e3)
-MIN_TIME_JUMP = 0.1  # s: max_time_jump (states 10 ms apart, or skipping ahead by some 10 ms, are time running on)
-THRUSTER_WEIGHT_RANGE = (1.0e-6, 1.0e6)
 
 
-def _d(name: str):
-    return PARAMETERS[name].default
+def _inertia_matrix(self) -> np.ndarray:
+    ixx, ixy, ixz, iyy, iyz, izz = self.inertia
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
 
 
-@dataclass(frozen=True)
-class ControllerSettings:
-    """The checked parameters (one field per parameter; ``lambda`` is the field ``lambda_``)."""
-
-    robot_description: str = _d("robot_description")
-    model_file: str = _d("model_file")
-    base_group: str = _d("base_group")
-    mass: float = _d("mass")
-    inertia: Tuple[float, ...] = _d("inertia")
-    com: Tuple[float, ...] = _d("com")
-    gravity: Tuple[float, ...] = _d("gravity")
-    mass_scale: float = _d("mass_scale")
-    law: str = _d("law")
-    kp: object = _d("kp")
-    kd: object = _d("kd")
-    lambda_: object = _d("lambda")  # "lambda" is a Python keyword
-    lqr_q_position: object = _d("lqr_q_position")
-    lqr_q_velocity: object = _d("lqr_q_velocity")
-    lqr_r: object = _d("lqr_r")
-    lqr_scaling: str = _d("lqr_scaling")
-    lqr_redesign_threshold: float = _d("lqr_redesign_threshold")
-    control_rate: float = _d("control_rate")
-    state_timeout: float = _d("state_timeout")
-    world_frame: str = _d("world_frame")
-    base_frame: str = _d("base_frame")
-    lockstep: bool = _d("lockstep")
-    state_source: str = _d("state_source")
-    max_wrench: Tuple[float, ...] = _d("max_wrench")  # () = from the model
-    max_effort: object = _d("max_effort")  # () = from the model; a number (every joint) or one per joint
-    max_time_jump: float = _d("max_time_jump")
-    use_events_executor: bool = _d("use_events_executor")
-    max_mass_ratio: float = _d("max_mass_ratio")
-    locked_joints: Tuple[str, ...] = _d("locked_joints")
-    locked_joint_positions: Tuple[float, ...] = _d("locked_joint_positions")
-    joint_armature: Tuple[float, ...] = _d("joint_armature")
-    mimic: str = _d("mimic")
-    allocate_thrusters: bool = _d("allocate_thrusters")
-    thruster_weights: Tuple[float, ...] = _d("thruster_weights")  # () = all 1
-    compensate_passive: bool = _d("compensate_passive")
-    allow_partial_joints_goal: bool = _d("allow_partial_joints_goal")
-    goal_time_tolerance: float = _d("goal_time_tolerance")
-    stopped_velocity_tolerance: float = _d("stopped_velocity_tolerance")
-
-
+#: The checked parameters: one field per parameter of the table (``lambda`` is the field ``lambda_``), defaults
+#: from it (:func:`mbs_ros.nodes.parameters.settings_class`).
+ControllerSettings = settings_class("ControllerSettings", PARAMETERS, "The checked controller_node parameters (one "
+                                    "field per parameter; ``lambda`` is the field ``lambda_``).", module=__name__,
+                                    namespace={"inertia_matrix": property(_inertia_matrix)})
 DEFAULTS = ControllerSettings()
-
-
-def field_name(parameter: str) -> str:
-    """The :class:`ControllerSettings` field of a parameter."""
-    return "lambda_" if parameter == "lambda" else parameter
 
 
 def _gain(values, name):
@@ -104,63 +58,16 @@ def _gain(values, name):
 def settings_from_values(values: Dict[str, object], source: ms.Source) -> ControllerSettings:
     """Validate raw parameter values; ParameterError with the reason. Gains and ``max_effort`` are checked
     against the model in :func:`make_law` and :func:`command_limits`."""
-
-    def text(name, choices=None, allow_empty=False):
-        return prm.text(values, name, choices, allow_empty)
-
-    def number(name, lo=None, lo_open=False, hi=None):  # and within the table's range
-        return prm.ranged(values, name, PARAMETERS, lo, lo_open, hi)
-
     locked = prm.locked_joints_setting(values, source.multibody)
-    s = ControllerSettings(
-        robot_description=text("robot_description", allow_empty=True),
-        model_file=text("model_file", allow_empty=True),
-        base_group=text("base_group", ms.TREE_BASES if source.multibody else ms.BASES),
-        mass=number("mass", lo=MASS_RANGE[0], hi=MASS_RANGE[1]),
-        inertia=prm.vector(values, "inertia", 6),
-        com=prm.bounded_vector(values, "com", 3, MAX_COM),
-        gravity=prm.bounded_vector(values, "gravity", 3, MAX_GRAVITY, norm=True),
-        mass_scale=number("mass_scale", lo=MASS_SCALE_RANGE[0], hi=MASS_SCALE_RANGE[1]),
-        law=text("law", LAWS),
-        kp=_gain(values, "kp"),
-        kd=_gain(values, "kd"),
-        lambda_=_gain(values, "lambda"),
-        lqr_q_position=_gain(values, "lqr_q_position"),
-        lqr_q_velocity=_gain(values, "lqr_q_velocity"),
-        lqr_r=_gain(values, "lqr_r"),
-        lqr_scaling=text("lqr_scaling", LQR_SCALINGS),
-        lqr_redesign_threshold=number("lqr_redesign_threshold", lo=0.0, lo_open=True),
-        control_rate=number("control_rate", lo=0.0, lo_open=True),
-        state_timeout=number("state_timeout", lo=0.0, lo_open=True),
-        world_frame=text("world_frame"),
-        base_frame=text("base_frame"),
-        lockstep=prm.flag(values, "lockstep"),
-        state_source=text("state_source", STATE_SOURCES),
-        use_events_executor=prm.flag(values, "use_events_executor"),
-        max_mass_ratio=number("max_mass_ratio", lo=0.0),
-        locked_joints=locked[0],
-        locked_joint_positions=locked[1],
-        mimic=text("mimic", MIMIC_MODES),
-        joint_armature=prm.vector(values, "joint_armature", None),
-        max_wrench=prm.limits(values, "max_wrench", 2),
-        max_effort=prm.limits(values, "max_effort", None),
-        max_time_jump=number("max_time_jump", lo=MIN_TIME_JUMP),
-        allocate_thrusters=prm.flag(values, "allocate_thrusters"),
-        thruster_weights=prm.vector(values, "thruster_weights", None),
-        compensate_passive=prm.flag(values, "compensate_passive"),
-        allow_partial_joints_goal=prm.flag(values, "allow_partial_joints_goal"),
-        goal_time_tolerance=number("goal_time_tolerance", lo=0.0),
-        stopped_velocity_tolerance=number("stopped_velocity_tolerance", lo=0.0),
-    )
-    lo, hi = THRUSTER_WEIGHT_RANGE
-    if any(not lo <= w <= hi for w in s.thruster_weights):
-        raise ParameterError(f"thruster_weights must lie in [{lo:g}, {hi:g}], got {list(s.thruster_weights)}")
+    gains = {name: (lambda v, name=name: _gain(v, name)) for name, p in PARAMETERS.items() if p.check == "gain"}
+    s = ControllerSettings(**prm.check_table(values, PARAMETERS, custom=dict(
+        gains, base_group=lambda v: prm.text(v, "base_group", ms.TREE_BASES if source.multibody else ms.BASES),
+        locked_joints=lambda v: locked[0], locked_joint_positions=lambda v: locked[1])))
     if not s.lockstep and s.state_timeout < 1.0 / s.control_rate:
         raise ParameterError(f"state_timeout must be at least one control period (1/control_rate = "
                              f"{1.0 / s.control_rate:g} s), got {s.state_timeout:g} s: every state would be stale")
     if not source.multibody:
-        ixx, ixy, ixz, iyy, iyz, izz = s.inertia
-        check_inertia(np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]))
+        check_inertia(s.inertia_matrix)
     if source.multibody and s.base_frame.lstrip("/") != base_link(source):
         raise ParameterError(f"base_frame must name the robot's base link {base_link(source)!r} "
                              f"(or be left unset), got {s.base_frame!r}")
@@ -175,8 +82,7 @@ def build_model(s: ControllerSettings, source: ms.Source) -> Model:
                                   max_mass_ratio=s.max_mass_ratio,
                                   locked_joints=dict(zip(s.locked_joints, s.locked_joint_positions)),
                                   mimic=s.mimic, armature=s.joint_armature)
-    ixx, ixy, ixz, iyy, iyz, izz = s.inertia
-    inertia = np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]]) * s.mass_scale
+    inertia = s.inertia_matrix * s.mass_scale
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

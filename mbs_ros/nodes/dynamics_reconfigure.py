@@ -16,6 +16,9 @@ from mbs_ros.nodes.parameters.dynamics import PARAMETERS
 
 __all__ = ["Reconfiguration"]
 
+#: what a change redoes -> the parameters whose change does it (the table's on_change)
+_ON = {what: {n for n, p in PARAMETERS.items() if what in p.on_change} for what in ("rate", "limits", "water", "pause")}
+
 
 class Reconfiguration:
     """Needs, from the node: ``sim``, ``model``, ``settings``, ``source``, ``multibody``, ``_rate``,
@@ -37,12 +40,12 @@ class Reconfiguration:
                     f"model comes from {self.source.describe()}")
             s = settings_from_values(values, self.source)
             check_runtime_change(self.settings, s, changed)
-            pause_k = check_pause_at(s, self.sim.k, self.dt_ns) if "pause_at" in changed else self._pause_k
+            pause_k = check_pause_at(s, self.sim.k, self.dt_ns) if changed & _ON["pause"] else self._pause_k
             model = build_model(s, self.source) if changed & set(INERTIAL) else self.model
             q0, _v0 = initial_state(model, s)  # the initial pose/twist/joints must stay valid
             limits = command_limits(model, s)
             rate = self._rate
-            if changed & {"integrator", "gravity", "mass", "inertia", "com", "max_wrench", "max_effort"}:
+            if changed & _ON["rate"]:
                 rate = check_rate(model, s, q0, limits)
         except ParameterError as e:
             self.get_logger().warning(f"parameter change refused: {e}")
@@ -52,7 +55,7 @@ class Reconfiguration:
         self._set_rates(s)
         self.sim.integrator = s.integrator
         self._pause_k = pause_k
-        if changed & {"max_wrench", "max_effort"}:
+        if changed & _ON["limits"]:
             self.sim.set_limits((limits.max_force, limits.max_torque), limits.max_effort)
             self.get_logger().info("command limits: " + self._limits_text())
         if rate is not self._rate:
@@ -67,7 +70,7 @@ class Reconfiguration:
             if not self.multibody:
                 self._warn_inertia(s)
                 self._setup_markers()  # the equivalent-inertia box changes with the inertia
-        elif changed & {"current", "current_rate"}:  # the water changes, the references stay (a port of the balance)
+        elif changed & _ON["water"]:  # the water changes, the references stay (a port of the balance)
             self.sim.set_current(s.current, s.current_rate)
         self.get_logger().info("parameters changed: " + ", ".join(sorted(changed)))
         return SetParametersResult(successful=True)

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 import warnings
-from dataclasses import dataclass
 from typing import Dict, Optional, Tuple
 
 import numpy as np
@@ -18,6 +17,7 @@ from mbs_ros.dynamics.simulator import CommandLimits, RateCheck
 from mbs_ros.dynamics.simulator import rate_check, velocity_bounds
 from mbs_ros.nodes import params as prm
 from mbs_ros.nodes.params import locked_joints_setting, period_ns
+from mbs_ros.nodes.parameters import settings_class
 from mbs_ros.nodes.parameters.dynamics import PARAMETERS
 from mbs_ros.nodes.rotations import quaternion_from_rpy
 
@@ -28,180 +28,48 @@ __all__ = ["Settings", "DEFAULTS", "ParameterError", "settings_from_values", "ch
 BASE_GROUPS = ms.BASES  # a single rigid body
 TREE_BASE_GROUPS = ms.TREE_BASES  # a robot: a group, or fixed
 
-# Parameter bounds (docs/dynamics_node.md, "Robustness").
-MIN_PUBLISH_RATE = 0.1  # Hz
-MAX_CMD_TIMEOUT = 60.0  # s of simulation time
-MAX_GRAVITY = 1.0e3  # m/s^2, norm
+# Bounds of the checks the table cannot say (docs/dynamics_node.md, "Robustness"); every parameter's own type,
+# range, size and bounds are in its table entry (mbs_ros.nodes.parameters.dynamics) and nowhere else.
+MAX_CMD_TIMEOUT = PARAMETERS["cmd_timeout"].range[1]  # s of simulation time
 MAX_JOINT_POSITION = 1.0e3  # rad or m: initial positions of joints without URDF limits
-MAX_INITIAL_POSITION = 1.0e6  # m (the simulator's MAX_POSITION)
-MAX_RPY = 1.0e3  # rad
-MASS_RANGE = (1.0e-6, 1.0e9)  # kg
 INERTIA_RANGE = (1.0e-12, 1.0e9)  # kg m^2, principal moments
-MAX_COM = 1.0e3  # m
-MAX_CURRENT = 100.0  # m/s (and m/s² for its rate), per component
-MIN_TEMPERATURE = 1.0  # K: environment_temperature, the divisor of the entropy production
-LINK_SCALE_RANGE = (1.0e-3, 1.0e3)  # link_mass_scales, each factor (as mass_scale)
 MIN_REAL_TIME_FACTOR = 1.0e-3  # a positive real_time_factor (0 = as fast as possible)
 MIN_RATE = prm.MIN_RATE  # Hz: wrench_rate, markers_rate, diagnostics_rate, energy_rate when on
 
-_DEFAULT = {name: p.default for name, p in PARAMETERS.items()}
+
+def _inertia_matrix(self) -> np.ndarray:
+    ixx, ixy, ixz, iyy, iyz, izz = self.inertia
+    return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
 
 
-@dataclass(frozen=True)
-class Settings:
-    """Validated parameter values."""
+def _multibody(self) -> bool:
+    return bool(self.robot_description.strip() or self.model_file.strip())
 
-    robot_description: str = _DEFAULT["robot_description"]
-    model_file: str = _DEFAULT["model_file"]
-    base_group: str = _DEFAULT["base_group"]
-    mass: float = _DEFAULT["mass"]
-    inertia: Tuple[float, ...] = _DEFAULT["inertia"]  # ixx ixy ixz iyy iyz izz
-    com: Tuple[float, ...] = _DEFAULT["com"]
-    gravity: Tuple[float, ...] = _DEFAULT["gravity"]
-    integrator: str = _DEFAULT["integrator"]
-    physics_rate: float = _DEFAULT["physics_rate"]
-    publish_rate: float = _DEFAULT["publish_rate"]
-    wrench_rate: float = _DEFAULT["wrench_rate"]
-    markers_rate: float = _DEFAULT["markers_rate"]
-    diagnostics_rate: float = _DEFAULT["diagnostics_rate"]
-    initial_position: Tuple[float, ...] = _DEFAULT["initial_position"]
-    initial_rpy: Tuple[float, ...] = _DEFAULT["initial_rpy"]
-    initial_twist: Tuple[float, ...] = _DEFAULT["initial_twist"]
-    initial_joint_positions: Tuple[float, ...] = _DEFAULT["initial_joint_positions"]
-    initial_joint_velocities: Tuple[float, ...] = _DEFAULT["initial_joint_velocities"]
-    world_frame: str = _DEFAULT["world_frame"]
-    base_frame: str = _DEFAULT["base_frame"]
-    cmd_timeout: float = _DEFAULT["cmd_timeout"]
-    use_events_executor: bool = _DEFAULT["use_events_executor"]
-    max_mass_ratio: float = _DEFAULT["max_mass_ratio"]
-    locked_joints: Tuple[str, ...] = _DEFAULT["locked_joints"]  # frozen at load (Model.from_urdf)
-    locked_joint_positions: Tuple[float, ...] = _DEFAULT["locked_joint_positions"]  # one per locked joint
-    mimic: str = _DEFAULT["mimic"]  # URDF <mimic> joints: reduce (follow their master) | independent
-    joint_armature: Tuple[float, ...] = _DEFAULT["joint_armature"]  # rotor inertias (Model.from_urdf armature)
-    publish_clock: bool = _DEFAULT["publish_clock"]
-    real_time_factor: float = _DEFAULT["real_time_factor"]
-    lockstep: bool = _DEFAULT["lockstep"]
-    control_rate: float = _DEFAULT["control_rate"]
-    publish_markers: bool = _DEFAULT["publish_markers"]
-    marker_wrench_scale: float = _DEFAULT["marker_wrench_scale"]
-    max_wrench: Tuple[float, ...] = _DEFAULT["max_wrench"]  # () = from the model
-    max_effort: object = _DEFAULT["max_effort"]  # (): the model's; a number or a tuple
-    fluid_density: float = _DEFAULT["fluid_density"]  # kg/m³; 0 = the robot YAML's fluid.density, else 1000
-    current: Tuple[float, ...] = _DEFAULT["current"]  # the water's current, world axes [m/s]
-    current_rate: Tuple[float, ...] = _DEFAULT["current_rate"]  # its rate of change [m/s²]
-    environment_temperature: float = _DEFAULT["environment_temperature"]  # K, θ₀ of the entropy production
-    energy_rate: float = _DEFAULT["energy_rate"]  # Hz, the energy topic
-    start_paused: bool = _DEFAULT["start_paused"]  # start paused at t0 (~/pause false or ~/step advance it)
-    pause_at: float = _DEFAULT["pause_at"]  # s after t0: pause by itself there (pause_step); 0 = never
-    wait_for_command: bool = _DEFAULT["wait_for_command"]  # outside lockstep: no step before the first command
-    sensors: str = _DEFAULT["sensors"]  # "": the robot YAML's; a path: that file; "none": no sensors
-    mass_scale: float = _DEFAULT["mass_scale"]  # the true model's masses and inertias (campaigns' model error)
-    added_mass_scale: float = _DEFAULT["added_mass_scale"]  # the true model's added-mass matrices
-    link_mass_scales: Tuple[float, ...] = _DEFAULT["link_mass_scales"]  # per link (link_names order); () = none
-    sensor_seed: int = 0  # added to every sensor's seed
-    world: str = _DEFAULT["world"]  # "": the robot YAML's world:; a path: that file; "none": no world
-    joint_limits: bool = _DEFAULT["joint_limits"]  # stop the joints at their URDF limits
 
-    @property
-    def inertia_matrix(self) -> np.ndarray:
-        ixx, ixy, ixz, iyy, iyz, izz = self.inertia
-        return np.array([[ixx, ixy, ixz], [ixy, iyy, iyz], [ixz, iyz, izz]])
-
-    @property
-    def multibody(self) -> bool:
-        return bool(self.robot_description.strip() or self.model_file.strip())
+#: Validated parameter values: one field per parameter of the table, in its order, with its default
+#: (:func:`mbs_ros.nodes.parameters.settings_class`); ``inertia_matrix`` and ``multibody`` derived.
+Settings = settings_class("Settings", PARAMETERS, "Validated parameter values (one field per dynamics_node "
+                          "parameter, defaults from its table).", module=__name__,
+                          namespace={"inertia_matrix": property(_inertia_matrix), "multibody": property(_multibody)})
 
 
 DEFAULTS = Settings()
 
 
-#: the parameters a change of which builds a new model; those of a single body only
-INERTIAL = ("mass", "inertia", "com", "gravity")
-SINGLE_BODY_ONLY = ("mass", "inertia", "com")
+#: the parameters a change of which builds a new model; those of a single body only (the table's on_change, single_body)
+INERTIAL = tuple(n for n, p in PARAMETERS.items() if "model" in p.on_change)
+SINGLE_BODY_ONLY = tuple(n for n, p in PARAMETERS.items() if p.single_body)
 
 
 def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] = None) -> Settings:
     """Validate raw parameter values (ints accepted for doubles); raise :class:`ParameterError`.
 
     ``source`` is the loaded model source (see :mod:`mbs_ros.dynamics.model_source`); None: a single body."""
-
-    def text(name, choices=None, allow_empty=False):  # choices: the table's unless given
-        return prm.text(values, name, choices if choices is not None else (PARAMETERS[name].choices or None),
-                        allow_empty)
-
-    def number(name, lo=None, lo_open=False, hi=None):  # and within the table's range
-        return prm.ranged(values, name, PARAMETERS, lo, lo_open, hi)
-
-    def rate_or_off(name):
-        return prm.rate_or_off(values, name, PARAMETERS)
-
-    def vector(name, n):
-        return prm.vector(values, name, n)
-
-    def bounded(name, n, bound, norm=False):
-        return prm.bounded_vector(values, name, n, bound, norm)
-
-    def flag(name):
-        return prm.flag(values, name)
-
     multibody = source is not None and source.multibody
     locked = locked_joints_setting(values, multibody)
-    s = Settings(
-        robot_description=text("robot_description", allow_empty=True),
-        model_file=text("model_file", allow_empty=True),
-        base_group=text("base_group", TREE_BASE_GROUPS if multibody else BASE_GROUPS),
-        mass=number("mass", lo=MASS_RANGE[0], hi=MASS_RANGE[1]),
-        inertia=vector("inertia", 6),
-        com=bounded("com", 3, MAX_COM),
-        gravity=bounded("gravity", 3, MAX_GRAVITY, norm=True),
-        integrator=text("integrator"),
-        physics_rate=number("physics_rate", lo=0.0, lo_open=True, hi=1.0e5),
-        publish_rate=number("publish_rate", lo=MIN_PUBLISH_RATE),
-        wrench_rate=rate_or_off("wrench_rate"),
-        markers_rate=rate_or_off("markers_rate"),
-        diagnostics_rate=rate_or_off("diagnostics_rate"),
-        initial_position=bounded("initial_position", 3, MAX_INITIAL_POSITION),
-        initial_rpy=bounded("initial_rpy", 3, MAX_RPY),
-        initial_twist=vector("initial_twist", 6),
-        initial_joint_positions=vector("initial_joint_positions", None),
-        initial_joint_velocities=vector("initial_joint_velocities", None),
-        world_frame=text("world_frame"),
-        base_frame=text("base_frame"),
-        cmd_timeout=number("cmd_timeout", lo=0.0, hi=MAX_CMD_TIMEOUT),
-        max_mass_ratio=number("max_mass_ratio", lo=0.0),
-        locked_joints=locked[0],
-        locked_joint_positions=locked[1],
-        mimic=text("mimic"),
-        joint_armature=vector("joint_armature", None),
-        use_events_executor=flag("use_events_executor"),
-        publish_clock=flag("publish_clock"),
-        real_time_factor=number("real_time_factor", lo=0.0),  # 0, or >= MIN_REAL_TIME_FACTOR: below
-        lockstep=flag("lockstep"),
-        control_rate=number("control_rate", lo=0.0, lo_open=True),
-        publish_markers=flag("publish_markers"),
-        marker_wrench_scale=number("marker_wrench_scale", lo=0.0),
-        max_wrench=prm.limits(values, "max_wrench", 2),
-        max_effort=prm.limits(values, "max_effort", None),
-        fluid_density=number("fluid_density", lo=0.0, hi=1.0e5),
-        current=bounded("current", 3, MAX_CURRENT),
-        current_rate=bounded("current_rate", 3, MAX_CURRENT),
-        environment_temperature=number("environment_temperature", lo=MIN_TEMPERATURE, hi=1.0e4),
-        energy_rate=rate_or_off("energy_rate"),
-        start_paused=flag("start_paused"),
-        pause_at=number("pause_at", lo=0.0),
-        wait_for_command=flag("wait_for_command"),
-        sensors=text("sensors", allow_empty=True),
-        mass_scale=number("mass_scale"),
-        added_mass_scale=number("added_mass_scale"),
-        link_mass_scales=prm.vector(values, "link_mass_scales", None),
-        sensor_seed=_seed(values, "sensor_seed"),
-        world=text("world", allow_empty=True),
-        joint_limits=flag("joint_limits"),
-    )
-    bad = [f"{x:g}" for x in s.link_mass_scales if not LINK_SCALE_RANGE[0] <= x <= LINK_SCALE_RANGE[1]]
-    if bad:
-        raise ParameterError(f"link_mass_scales: every factor must lie in [{LINK_SCALE_RANGE[0]:g}, "
-                             f"{LINK_SCALE_RANGE[1]:g}], got {', '.join(bad)}")
+    s = Settings(**prm.check_table(values, PARAMETERS, custom={
+        "base_group": lambda v: prm.text(v, "base_group", TREE_BASE_GROUPS if multibody else BASE_GROUPS),
+        "locked_joints": lambda v: locked[0], "locked_joint_positions": lambda v: locked[1]}))
     if not multibody and (s.mass_scale != 1.0 or s.added_mass_scale != 1.0 or s.link_mass_scales):
         raise ParameterError("mass_scale, added_mass_scale and link_mass_scales scale a robot's links: a single "
                              "body takes its mass and inertia parameters instead")
@@ -215,13 +83,7 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
     if 0.0 < s.pause_at < step:
         raise ParameterError(f"pause_at must be 0 (never) or at least one physics step (1/physics_rate = {step:g} s), "
                              f"got {s.pause_at:g} s")
-    if s.publish_rate > s.physics_rate:
-        raise ParameterError(
-            f"publish_rate ({s.publish_rate:g} Hz) must not exceed physics_rate ({s.physics_rate:g} Hz)")
-    for name in ("wrench_rate", "markers_rate", "diagnostics_rate", "energy_rate"):
-        if getattr(s, name) > s.physics_rate:
-            raise ParameterError(
-                f"{name} ({getattr(s, name):g} Hz) must not exceed physics_rate ({s.physics_rate:g} Hz)")
+    prm.cross_check(lambda name: getattr(s, name), PARAMETERS)  # the table's rules: rates <= physics_rate
     if s.lockstep:
         lockstep_steps(s)  # refuses a control period that is not a whole number of physics steps
     if s.world_frame.strip("/") == s.base_frame.strip("/"):
@@ -234,15 +96,6 @@ def settings_from_values(values: Dict[str, object], source: Optional[ms.Source] 
     else:
         check_inertia(s.inertia_matrix)
     return s
-
-
-def _seed(values: Dict[str, object], name: str) -> int:
-    """A whole number (an int, or a float with no fraction: the scenario writes numbers as floats) in the table's
-    range."""
-    v = prm.ranged(values, name, PARAMETERS)
-    if v != int(v):
-        raise ParameterError(f"{name} must be a whole number, got {v:g}")
-    return int(v)
 
 
 def check_runtime_change(old: Settings, new: Settings, changed) -> None:

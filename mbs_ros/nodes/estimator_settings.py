@@ -22,13 +22,14 @@ from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Optional
 
 import numpy as np
 
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes import params as prm
+from mbs_ros.nodes.parameters import settings_class
 from mbs_ros.nodes.parameters.estimator import PARAMETERS, ROLE_TYPES, SENSOR_ROLES
 from mbs_ros.sensors.spec import rotation_rpy
 
@@ -42,52 +43,15 @@ MIN_GYRO_BIAS_SIGMA = 1.0e-5  # rad/s: prior bias sigma when neither the paramet
 MIN_ACCEL_BIAS_SIGMA = 1.0e-4  # m/s^2
 
 
-def _d(name: str):
-    return PARAMETERS[name].default
-
-
-@dataclass(frozen=True)
-class EstimatorSettings:
-    """The checked parameters (one field per parameter)."""
-
-    robot_description: str = _d("robot_description")
-    model_file: str = _d("model_file")
-    base_group: str = _d("base_group")
-    gravity: Tuple[float, ...] = _d("gravity")
-    sensors: str = _d("sensors")
-    physics_rate: float = _d("physics_rate")
-    imu: str = _d("imu")
-    dvl: str = _d("dvl")
-    depth: str = _d("depth")
-    compass: str = _d("compass")
-    encoders: str = _d("encoders")
-    initial_position: Tuple[float, ...] = _d("initial_position")
-    initial_rpy: Tuple[float, ...] = _d("initial_rpy")
-    initial_velocity: Tuple[float, ...] = _d("initial_velocity")
-    initial_joint_positions: Tuple[float, ...] = _d("initial_joint_positions")
-    initial_error: Tuple[float, ...] = _d("initial_error")
-    initial_position_sigma: float = _d("initial_position_sigma")
-    initial_attitude_sigma: Tuple[float, ...] = _d("initial_attitude_sigma")
-    initial_velocity_sigma: float = _d("initial_velocity_sigma")
-    initial_gyro_bias_sigma: float = _d("initial_gyro_bias_sigma")
-    initial_accel_bias_sigma: float = _d("initial_accel_bias_sigma")
-    min_measurement_sigma: float = _d("min_measurement_sigma")
-    publish_rate: float = _d("publish_rate")
-    control_rate: float = _d("control_rate")
-    lockstep: bool = _d("lockstep")
-    world_frame: str = _d("world_frame")
-    base_frame: str = _d("base_frame")
-    use_events_executor: bool = _d("use_events_executor")
-
-
+#: The checked parameters: one field per parameter of the table, defaults from it
+#: (:func:`mbs_ros.nodes.parameters.settings_class`).
+EstimatorSettings = settings_class("EstimatorSettings", PARAMETERS, "The checked estimator_node parameters (one "
+                                   "field per parameter).", module=__name__)
 DEFAULTS = EstimatorSettings()
 
 
 def settings_from_values(values: Dict[str, object], source: ms.Source) -> EstimatorSettings:
     """Validate raw parameter values; ParameterError naming the parameter and the reason."""
-
-    def number(name, lo=None, lo_open=False, hi=None):
-        return prm.ranged(values, name, PARAMETERS, lo, lo_open, hi)
 
     def positive(name, n):
         out = prm.vector(values, name, n)
@@ -98,32 +62,9 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Estima
     if not source.multibody:
         raise ParameterError("model_file (or robot_description) must name the robot: the estimator reads its "
                              "links, joints and sensors")
-    s = EstimatorSettings(
-        robot_description=prm.text(values, "robot_description", allow_empty=True),
-        model_file=prm.text(values, "model_file", allow_empty=True),
-        base_group=prm.text(values, "base_group", ms.TREE_BASES),
-        gravity=prm.vector(values, "gravity", 3),
-        sensors=prm.text(values, "sensors", allow_empty=True),
-        physics_rate=number("physics_rate", lo=0.0, lo_open=True),
-        **{role: prm.text(values, role, allow_empty=True) for role in SENSOR_ROLES},
-        initial_position=prm.vector(values, "initial_position", 3),
-        initial_rpy=prm.vector(values, "initial_rpy", 3),
-        initial_velocity=prm.vector(values, "initial_velocity", 3),
-        initial_joint_positions=prm.vector(values, "initial_joint_positions", None),
-        initial_error=prm.vector(values, "initial_error", 6),
-        initial_position_sigma=number("initial_position_sigma", 0.0, True),
-        initial_attitude_sigma=positive("initial_attitude_sigma", 2),
-        initial_velocity_sigma=number("initial_velocity_sigma", 0.0, True),
-        initial_gyro_bias_sigma=number("initial_gyro_bias_sigma", 0.0),
-        initial_accel_bias_sigma=number("initial_accel_bias_sigma", 0.0),
-        min_measurement_sigma=number("min_measurement_sigma", 0.0, True),
-        publish_rate=number("publish_rate", 0.0, True),
-        control_rate=number("control_rate", 0.0, True),
-        lockstep=prm.flag(values, "lockstep"),
-        world_frame=prm.text(values, "world_frame"),
-        base_frame=prm.text(values, "base_frame"),
-        use_events_executor=prm.flag(values, "use_events_executor"),
-    )
+    s = EstimatorSettings(**prm.check_table(values, PARAMETERS, custom={
+        "base_group": lambda v: prm.text(v, "base_group", ms.TREE_BASES),
+        "initial_attitude_sigma": lambda v: positive("initial_attitude_sigma", 2)}))
     if s.base_frame.lstrip("/") != ms.base_link(source):
         raise ParameterError(f"base_frame must name the robot's base link {ms.base_link(source)!r} (or be left "
                              f"unset), got {s.base_frame!r}")

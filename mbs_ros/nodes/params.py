@@ -10,10 +10,17 @@ import numpy as np
 from mbs_ros.dynamics import actuators
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
+from mbs_ros.yamlfile import shown
+from mbs_ros.yamlschema import Reader
 
-__all__ = ["text", "number", "ranged", "rate_or_off", "vector", "flag", "positive_list", "limits", "bounded_vector",
+__all__ = ["check_parameter", "check_table", "cross_check", "text", "number", "ranged", "rate_or_off", "vector",
+           "flag", "positive_list", "limits", "bounded_vector", "bounds",
            "locked_joints_setting", "command_limits", "model_parameter_values", "period_ns", "NS_PER_S", "MIN_RATE",
            "MIN_COMMAND_LIMIT", "MAX_LIMIT_PER_KG"]
+
+#: the schema reader (mbs_ros.yamlschema) raising ParameterError "NAME reason" (a value shown only when it is a
+#: number or name-shaped: a parameter file's text is never echoed)
+_READER = Reader("", error=lambda _path, key, reason: ParameterError(f"{key} {reason}"))
 
 # Bounds that keep every quantity derived from a parameter finite and meaningful, at start-up and at run time
 MIN_RATE = 1.0e-3  # Hz: an optional publication that is on (0 = off); steps between publications stay < 2^63
@@ -22,30 +29,93 @@ NS_PER_S = 1_000_000_000
 MAX_LIMIT_PER_KG = 1.0e6  # m/s^2, N m/kg: max_wrench and max_effort at most this times the model's total mass
 
 
+def check_parameter(values: Mapping, p) -> object:
+    """The checked value of parameter ``p`` (a :class:`mbs_ros.nodes.parameters.Parameter`) in ``values``, by its
+    table entry: its type, range, choices, size, bounds and ``check`` kind; ParameterError with the reason."""
+    from mbs_ros.nodes.parameters import kind
+
+    name, k, table = p.name, kind(p), {p.name: p}
+    if p.check == "limits" or k == "double|double[]":
+        return limits(values, name, p.size)
+    if k == "string":
+        return text(values, name, p.choices or None, p.allow_empty)
+    if k == "bool":
+        return flag(values, name)
+    if k == "double":
+        v = ranged(values, name, table, lo=p.minimum if p.minimum is not None else (0.0 if p.off else None),
+                   lo_open=p.minimum_open)
+        if p.off and 0.0 < v < MIN_RATE:
+            raise ParameterError(f"{name} must be 0 (off) or >= {MIN_RATE:g} Hz, got {v:g}")
+        if p.check == "whole":
+            if v != int(v):
+                raise ParameterError(f"{name} must be a whole number, got {v:g}")
+            return int(v)
+        return v
+    if k == "double[]":
+        out = vector(values, name, p.size) if p.bound is None else bounded_vector(values, name, p.size, p.bound,
+                                                                                  p.norm)
+        if p.each is not None:
+            bad = [f"{x:g}" for x in out if not p.each[0] <= x <= p.each[1]]
+            if bad:
+                raise ParameterError(f"{name} must lie in [{p.each[0]:g}, {p.each[1]:g}] (each entry), got "
+                                     f"{', '.join(bad)}")
+        return out
+    if k == "string[]":
+        v = values[name]
+        if isinstance(v, (str, bytes)) or not hasattr(v, "__len__") \
+                or any(not isinstance(x, str) or not x.strip() for x in v):
+            raise ParameterError(f"{name} must be a list of names, got {shown(v)}")
+        return tuple(x.strip() for x in v)
+    raise ParameterError(f"{name}: no check for a parameter of type {k}")
+
+
+def check_table(values: Mapping, parameters: Mapping, custom: Optional[Mapping[str, Callable]] = None) -> dict:
+    """Every parameter of the table checked (:func:`check_parameter`), by settings field name
+    (:func:`mbs_ros.nodes.parameters.field_name`); ``custom``: name -> a function of the values for the parameters
+    whose check the table cannot say (those with ``check="custom"`` or ``"locked"`` must be in it)."""
+    from mbs_ros.nodes.parameters import field_name
+
+    custom = dict(custom or {})
+    out = {}
+    for name, p in parameters.items():
+        if name in custom:
+            out[field_name(name)] = custom[name](values)
+        elif p.check in ("custom", "locked", "gain"):
+            raise ValueError(f"parameter {name}: its check ({p.check}) needs a function in custom")
+        else:
+            out[field_name(name)] = check_parameter(values, p)
+    return out
+
+
+def cross_check(value: Callable[[str], object], parameters: Mapping, names: Optional[Sequence[str]] = None,
+                unit: str = "Hz") -> None:
+    """The table's cross-field rules (``at_most``: this value must not exceed that parameter's) on the values
+    ``value(name)`` gives (None: not set, the rule does not apply); ``names``: only these parameters' rules.
+    ParameterError "NAME (V Hz) must not exceed OTHER (W Hz)"."""
+    for name, p in parameters.items():
+        if p.at_most is None or (names is not None and name not in names):
+            continue
+        v, limit = value(name), value(p.at_most)
+        if v is not None and limit is not None and float(v) > float(limit):
+            raise ParameterError(f"{name} ({float(v):g} {unit}) must not exceed {p.at_most} ({float(limit):g} {unit})")
+
+
 def text(values: Mapping, name: str, choices: Optional[Sequence[str]] = None, allow_empty: bool = False) -> str:
     v = values[name]
     if not isinstance(v, str):
-        raise ParameterError(f"{name} must be a string, got {v!r}")
+        raise ParameterError(f"{name} must be a string, got {shown(v)}")
     v = v.strip()
     if choices is not None and v not in choices:
-        raise ParameterError(f"{name} must be one of {', '.join(choices)}, got {v!r}")
+        raise ParameterError(f"{name} must be one of {', '.join(choices)}, got {shown(v)}")
     if not v and not allow_empty:
         raise ParameterError(f"{name} must not be empty")
     return v
 
 
 def number(values: Mapping, name: str, lo=None, lo_open: bool = False, hi=None) -> float:
-    v = values[name]
-    if isinstance(v, bool) or not isinstance(v, (int, float)):
-        raise ParameterError(f"{name} must be a number, got {v!r}")
-    v = float(v)
-    if not math.isfinite(v):
-        raise ParameterError(f"{name} must be finite, got {v}")
-    if lo is not None and (v <= lo if lo_open else v < lo):
-        raise ParameterError(f"{name} must be {'>' if lo_open else '>='} {lo:g}, got {v:g}")
-    if hi is not None and v > hi:
-        raise ParameterError(f"{name} must be <= {hi:g}, got {v:g}")
-    return v
+    """A finite number in ``[lo, hi]`` (``(lo, hi]`` with ``lo_open``): the schema reader's check
+    (:meth:`mbs_ros.yamlschema.Reader.number`), its reason after the parameter's name."""
+    return _READER.number(values[name], name, lo, lo_open, hi)
 
 
 def ranged(values: Mapping, name: str, parameters: Mapping, lo=None, lo_open: bool = False, hi=None) -> float:
@@ -58,6 +128,14 @@ def ranged(values: Mapping, name: str, parameters: Mapping, lo=None, lo_open: bo
         if hi is None or span[1] < hi:
             hi = span[1]
     return number(values, name, lo, lo_open, hi)
+
+
+def bounds(p) -> Tuple[Optional[float], bool, Optional[float]]:
+    """``(lo, lo_open, hi)`` of a number parameter ``p``: its range and minimum together (the tighter)."""
+    lo, lo_open = (p.minimum, p.minimum_open) if p.minimum is not None else (None, False)
+    if p.range is not None and (lo is None or p.range[0] > lo):
+        lo, lo_open = p.range[0], False
+    return lo, lo_open, (p.range[1] if p.range is not None else None)
 
 
 def rate_or_off(values: Mapping, name: str, parameters: Mapping) -> float:
@@ -85,10 +163,7 @@ def vector(values: Mapping, name: str, n: Optional[int]) -> tuple:
 
 
 def flag(values: Mapping, name: str) -> bool:
-    v = values[name]
-    if not isinstance(v, bool):
-        raise ParameterError(f"{name} must be true or false, got {v!r}")
-    return v
+    return _READER.boolean(values[name], name)
 
 
 def bounded_vector(values: Mapping, name: str, n: Optional[int], bound: float, norm: bool = False) -> tuple:
@@ -192,7 +267,7 @@ def model_parameter_values(parameters: Mapping, default: Callable[[str], object]
     values = {name: value(parameters[name], default(name)) for name in ("robot_description", "model_file")}
     for name, v in values.items():
         if not isinstance(v, str):
-            raise ParameterError(f"{name} must be a string, got {v!r}")
+            raise ParameterError(f"{name} must be a string, got {shown(v)}")
     source = load(values["robot_description"], values["model_file"])
     robot = ms.model_defaults(source)
     for name, param in parameters.items():

@@ -55,7 +55,7 @@ except ImportError:  # pragma: no cover - other rclpy layouts
 
 from mbs_ros.dynamics import model_source as ms
 from mbs_ros.dynamics.model_source import ParameterError
-from mbs_ros.nodes.parameters import Parameter
+from mbs_ros.nodes.parameters import Parameter, kind, rules_text
 from mbs_ros.nodes.params import model_parameter_values
 from mbs_ros.process import TEARDOWN_TIMEOUT_S, TeardownGuard, dump_stacks_on_sigusr1
 
@@ -190,8 +190,8 @@ def wants_help(argv: Sequence[str]) -> bool:
 
 def help_text(factory) -> str:
     """Usage, the node module's first docstring paragraph and its parameters (``PARAMETERS``: name ->
-    :class:`~mbs_ros.nodes.parameters.Parameter`; with its type, default and read-only flag where the table gives a
-    type), for ``--help``."""
+    :class:`~mbs_ros.nodes.parameters.Parameter`, with its type, default, rules and read-only flag), for
+    ``--help``."""
     module = sys.modules.get(getattr(factory, "__module__", ""), None)
     name = getattr(module, "__name__", "") or ""
     if name in ("", "__main__"):
@@ -205,13 +205,14 @@ def help_text(factory) -> str:
     parameters = getattr(module, "PARAMETERS", {})
     if parameters:
         lines.append("parameters:")
-        for p, spec in parameters.items():
-            facts = [spec.type] if spec.type else []
-            if spec.type and spec.default is not None:  # a table that gives types gives its defaults too
+        for p, spec in parameters.items():  # everything from the table: type, default, rules, read-only
+            facts = [kind(spec)] if kind(spec) else []
+            if spec.default is not None:
                 facts.append(f"default {list(spec.default) if isinstance(spec.default, tuple) else spec.default!r}")
+            facts += [rules_text(spec)] if rules_text(spec) else []
             if spec.read_only:
                 facts.append("start-up only")
-            lines.append(f"  {p}" + (f" ({', '.join(facts)})" if spec.type else "") + f": {spec.description}")
+            lines.append(f"  {p}" + (f" ({'; '.join(facts)})" if facts else "") + f": {spec.description}")
     return "\n".join(lines)
 
 

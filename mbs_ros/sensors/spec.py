@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from transforms3d.euler import euler2mat
 
+from mbs_ros.dynamics.robot_yaml import Reader as RobotYamlReader
 from mbs_ros.yamlfile import YamlFileError, is_name, read_yaml, shown
 
 __all__ = ["SensorConfigError", "Reader", "Environment", "SensorSpec", "SensorSet", "TYPES", "load_sensors",
@@ -46,85 +47,18 @@ class SensorConfigError(ValueError):
     """A sensors declaration that does not follow the schema; the message names the file, the sensor and the key."""
 
 
-class Reader:
-    """Checks values of one file (and, with ``where``, one sensor of it): the methods of the robot YAML's reader,
-    raising :class:`SensorConfigError` ``"FILE: WHERE: KEY: what"``; the value is only ever :func:`shown`."""
+class Reader(RobotYamlReader):
+    """Checks values of one file (and, with ``where``, one sensor of it): the robot YAML's reader
+    (:class:`mbs_ros.dynamics.robot_yaml.Reader`, on :mod:`mbs_ros.yamlschema`), raising :class:`SensorConfigError`
+    ``"FILE: WHERE: KEY: what"``; the value is only ever :func:`shown`."""
 
     def __init__(self, path, where: str = ""):
-        self.path = str(path)
-        self.where = where
-
-    def at(self, where: str) -> "Reader":
-        """The same file's reader for the part ``where`` (e.g. ``"sensors[2] (dvl)"``)."""
-        return Reader(self.path, where)
-
-    def fail(self, key, msg):
-        parts = [self.path] + ([self.where] if self.where else []) + ([key] if key else [])
-        raise SensorConfigError(": ".join(parts) + f": {msg}")
-
-    def mapping(self, value, key, allowed, required=()):
-        if not isinstance(value, dict):
-            self.fail(key, f"expected a mapping, got {shown(value)}")
-        for k in value:
-            if k not in allowed:
-                where = (f"{key}.{k}" if key else str(k)) if is_name(k) else key
-                self.fail(where, f"unknown key {'' if is_name(k) else shown(k) + ' '}(allowed: {', '.join(allowed)})")
-        for k in required:
-            if k not in value:
-                self.fail(f"{key}.{k}" if key else k, "missing")
-        return value
-
-    def number(self, value, key, minimum=None, positive=False):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-            self.fail(key, f"expected a finite number, got {shown(value)}")
-        if positive and value <= 0:
-            self.fail(key, f"expected a positive number, got {shown(value)}")
-        if minimum is not None and value < minimum:
-            self.fail(key, f"expected a number >= {minimum:g}, got {shown(value)}")
-        return float(value)
-
-    def numbers(self, value, key, n):
-        if not isinstance(value, (list, tuple)) or len(value) != n:
-            self.fail(key, f"expected {n} numbers, got {shown(value)}")
-        return [self.number(x, f"{key}[{i}]") for i, x in enumerate(value)]
-
-    def integer(self, value, key, minimum=None):
-        if isinstance(value, bool) or not isinstance(value, int):
-            if not (isinstance(value, float) and math.isfinite(value) and value == int(value)):
-                self.fail(key, f"expected a whole number, got {shown(value)}")
-        value = int(value)
-        if minimum is not None and value < minimum:
-            self.fail(key, f"expected a whole number >= {minimum}, got {shown(value)}")
-        return value
-
-    def name(self, value, key):
-        if not isinstance(value, str) or not value.strip():
-            self.fail(key, f"expected a non-empty string, got {shown(value)}")
-        return value
-
-    def model_name(self, value, key):
-        """A sensor, link or joint name (:func:`mbs_ros.dynamics.urdf.model_name_problem`)."""
-        from mbs_ros.dynamics.urdf import model_name_problem
-
-        problem = model_name_problem(self.name(value, key))
-        if problem is not None:
-            self.fail(key, problem)
-        return value
+        super().__init__(path, where, error=lambda p, k, r: SensorConfigError(f"{p}: {k}: {r}" if k else f"{p}: {r}"))
 
     def ros_name(self, value, key, what):
         problem = ros_name_problem(self.name(value, key), what)
         if problem is not None:
             self.fail(key, problem)
-        return value
-
-    def choice(self, value, key, choices):
-        if value not in choices:
-            self.fail(key, f"expected one of {', '.join(choices)}, got {shown(value)}")
-        return value
-
-    def boolean(self, value, key):
-        if not isinstance(value, bool):
-            self.fail(key, f"expected true or false, got {shown(value)}")
         return value
 
 

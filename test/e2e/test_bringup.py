@@ -241,9 +241,9 @@ robots:
 # fragment of the reason
 BROKEN = {
     "unknown_global": (("robots:", "physics_rat: 500\nrobots:"), "physics_rat", "did you mean 'physics_rate'"),
-    "bad_rate": (("robots:", "physics_rate: -1\nrobots:"), "physics_rate", "must be > 0"),
+    "bad_rate": (("robots:", "physics_rate: -1\nrobots:"), "physics_rate", "must be >= 1"),
     "publish_above_physics": (("robots:", "physics_rate: 100\npublish_rate: 200\nrobots:"), "publish_rate",
-                              "exceeds physics_rate"),
+                              "must not exceed physics_rate"),
     "sim_time_text": (("robots:", "sim_time: maybe\nrobots:"), "sim_time", "true or false"),
     "rtf_zero_wall": (("robots:", "real_time_factor: 0\nrobots:"), "real_time_factor", "needs sim_time"),
     "no_robots": ((None, "physics_rate: 500.0\nrobots: []\n"), "robots", "non-empty list"),

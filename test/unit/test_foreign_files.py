@@ -171,3 +171,50 @@ def test_yaml_messages_quote_only_name_shaped_text(tmp_path):
     assert SECRET not in text and f"{path}:1:4: " in text, text
     path = _write(tmp_path, "alias", "a: *undefined_anchor\n")
     assert "'undefined_anchor'" in str(pytest.raises(YamlFileError, read_yaml, path).value)
+
+
+# Texts PyYAML or Python cannot turn into values: each must be one YamlFileError line naming the file and the place
+# (before: yaml.reader.ReaderError, ValueError, OverflowError, RecursionError escaped the readers).
+UNREADABLE = {
+    "nul_byte": ("a: 1\x00\n", "control character U+0000"),
+    "x01_byte": ("a: [1, 2]\nb: \x01\n", "control character U+0001"),
+    "int_5000_digits": ("a: " + "9" * 5000 + "\n", "an integer of 5000 characters"),
+    "int_400_digits": ("a: [1, " + "9" * 400 + "]\n", "an integer of 400 characters"),
+    "deep": ("a: " + "[" * 5000 + "\n", f"nested deeper than {yamlfile.MAX_DEPTH} levels"),
+}
+
+
+def _readers():
+    from mbs_ros.campaign.spec import CampaignError, load_campaign
+    from mbs_ros.sensors.spec import SensorConfigError, load_sensors
+
+    return {
+        "read_yaml": (read_yaml, YamlFileError),
+        "params_file": (read_params_file, YamlFileError),
+        "scenario": (load_scenario, ScenarioError),
+        "robot_yaml": (load_robot, RobotConfigError),
+        "sensors": (lambda p: load_sensors(p, None, 0.001), SensorConfigError),
+        "campaign": (load_campaign, CampaignError),
+    }
+
+
+@pytest.mark.parametrize("case", sorted(UNREADABLE))
+def test_unreadable_numbers_and_characters_are_one_line_naming_the_file(tmp_path, case):
+    text, reason = UNREADABLE[case]
+    path = _write(tmp_path, case, text)
+    for reader, (call, error) in _readers().items():
+        with pytest.raises(error) as e:
+            call(path)
+        message = str(e.value)
+        assert message.startswith(f"{path}:") and reason in message and "\n" not in message, (reader, message)
+    assert read_yaml(_write(tmp_path, "fits", "a: " + "9" * yamlfile.MAX_DIGITS + "\n"))["a"] > 1e299
+
+
+def test_a_number_too_large_for_a_float_is_refused_by_the_schema_reader(tmp_path):
+    from mbs_ros.yamlschema import Reader, SchemaError
+
+    r = Reader(tmp_path / "x.yaml")
+    with pytest.raises(SchemaError) as e:
+        r.number(10 ** 400, "robots[0].initial.position[0]")
+    assert str(e.value) == f"{tmp_path / 'x.yaml'}: robots[0].initial.position[0]: must be a finite number, got an " \
+                           "integer of 401 digits", str(e.value)

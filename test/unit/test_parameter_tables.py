@@ -27,3 +27,21 @@ def test_every_parameter_has_a_description_and_the_names_add_use_sim_time(role):
     params = table(role)
     assert all(p.name == n and len(p.description) >= 10 for n, p in params.items())
     assert names(role) == tuple(params) + ("use_sim_time",)
+
+
+@pytest.mark.parametrize("role", sorted(ROLES))
+def test_help_states_each_parameter_with_its_type_default_and_rules(role):
+    import importlib
+    import types
+
+    from mbs_ros.nodes.parameters import kind, rules_text
+    from mbs_ros.nodes.runtime import help_text
+
+    module = f"mbs_ros.nodes.{role}_node"
+    importlib.import_module(module)
+    text = help_text(types.SimpleNamespace(__module__=module))
+    lines = {line.split()[0]: line for line in text.split("parameters:\n", 1)[1].splitlines()}
+    assert list(lines) == list(table(role))
+    for name, p in table(role).items():
+        assert f"  {name} ({kind(p)}; default " in lines[name], lines[name]
+        assert rules_text(p) in lines[name] and lines[name].endswith(": " + p.description)

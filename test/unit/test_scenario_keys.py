@@ -312,3 +312,35 @@ def test_truth_is_the_default_and_needs_no_estimator(tmp_path):
     assert specs["rov/controller_node"].parameters.get("state_source", "truth") == "truth"
     assert "rov/estimator_node" in specs
     assert parameters.table("controller")["state_source"].default == "truth"
+
+
+# Values checked by the nodes' tables when the scenario loads (before: only when the node started, or, for the
+# globals, against bounds written in the scenario loader): edit of ASV -> key path, the reason.
+TABLE_RULES = {
+    "choices": (("law: computed_torque", "law: computed_torque, lqr_scaling: bogus"),
+                "robots[0].controller.lqr_scaling", "must be one of mass, none, got 'bogus'"),
+    "off_rule": (("integrator: rk4", "integrator: rk4, energy_rate: 0.0001"), "robots[0].dynamics.energy_rate",
+                 "must be 0 (off) or >= 0.001 Hz, got 0.0001"),
+    "size": (("integrator: rk4", "integrator: rk4, current: [0.1, 0.2]"), "robots[0].dynamics.current",
+             "must be a list of 3 numbers"),
+    "each_entry": (("kd: 6.0", "kd: 6.0, thruster_weights: [1.0, 1.0e+9]"), "robots[0].controller.thruster_weights",
+                   "must lie in [1e-06, 1e+06] (each entry), got 1e+09"),
+    "free_text_not_quoted": (("law: computed_torque", "law: 'a secret, text'"), "robots[0].controller.law",
+                             "not a valid string value, got a text of 14 characters"),
+    "global_range": (("physics_rate: 100.0", "physics_rate: 0.5"), "physics_rate", "must be >= 1, got 0.5"),
+    "global_cross_rule": (("publish_rate: 20.0", "publish_rate: 200.0"), "publish_rate",
+                          "publish_rate (200 Hz) must not exceed physics_rate (100 Hz)"),
+    "control_rate_rule": (("control_rate: 20.0", "control_rate: 200.0"), "control_rate",
+                          "control_rate (200 Hz) must not exceed physics_rate (100 Hz)"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TABLE_RULES))
+def test_values_are_checked_by_the_parameter_tables_when_the_scenario_loads(tmp_path, case):
+    (old, new), key, reason = TABLE_RULES[case]
+    text = ASV.format(ns="asv")
+    assert old in text
+    path = scenario(tmp_path, text.replace(old, new))
+    with pytest.raises(ScenarioError) as e:
+        load_scenario(path)
+    assert e.value.key == key and reason in e.value.reason, str(e.value)

@@ -33,6 +33,7 @@ from typing import Optional
 import numpy as np
 
 from mbs_ros.yamlfile import YamlFileError, read_yaml, shown
+from mbs_ros.yamlschema import Reader
 
 __all__ = ["WorldSpec", "load_world", "build_world", "WORLD_KEYS"]
 
@@ -63,14 +64,14 @@ def _fail(path, key, reason):
     raise YamlFileError(path, f"{key}: {reason}")
 
 
+def _reader(path) -> Reader:
+    """The schema reader (:class:`mbs_ros.yamlschema.Reader`) raising YamlFileError ``FILE: KEY: reason``."""
+    return Reader(path, error=lambda p, k, reason: YamlFileError(p, f"{k}: {reason}"))
+
+
 def _number(path, key, value, low=-math.inf, high=math.inf, low_open=False):
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        _fail(path, key, f"must be a finite number, got {shown(value)}")
-    value = float(value)
-    if value < low or (low_open and value <= low) or value > high:
-        bound = f"> {low:g}" if low_open else f">= {low:g}"
-        _fail(path, key, f"must be {bound}" + (f" and <= {high:g}" if high < math.inf else "") + f", got {value!r}")
-    return value
+    return _reader(path).number(value, key, None if low == -math.inf else low, low_open,
+                                None if high == math.inf else high)
 
 
 def _vector(path, key, value, n, low=-math.inf, low_open=False, high=1e6):
@@ -82,10 +83,7 @@ def _vector(path, key, value, n, low=-math.inf, low_open=False, high=1e6):
 def _mapping(path, key, value, allowed):
     if not isinstance(value, dict):
         _fail(path, key, f"must be a mapping, got {shown(value)}")
-    for k in value:
-        if k not in allowed:
-            _fail(path, key, f"unknown key {shown(k)} (known: {', '.join(allowed)})")
-    return value
+    return _reader(path).mapping(value, key, allowed)
 
 
 def _shape(path, key, item, extra):

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from mbs_ros.dynamics import model_source as ms
-from mbs_ros.dynamics.model import MAX_MASS_RATIO
-from mbs_ros.nodes.parameters import from_pairs
+from mbs_ros.nodes.parameters import SHARED, from_pairs
 from mbs_ros.nodes.parameters.dynamics import (ARMATURE_DESCRIPTION, LOCKED_JOINTS_DESCRIPTION,
                                                LOCKED_POSITIONS_DESCRIPTION, MIMIC_DESCRIPTION)
+from mbs_ros.nodes.parameters.dynamics import PARAMETERS as DYNAMICS
 
 LAWS = ("computed_torque", "passivity", "pd_gravity", "lqr")
 #: how the lqr weights are read: as given, or in acceleration units (scaled by the mass matrix)
@@ -19,31 +19,35 @@ STATE_SOURCES = ("truth", "estimate")
 #: (odom topic, joint_states topic) per state source, relative to the robot's namespace
 STATE_TOPICS = {"truth": ("odom", "joint_states"), "estimate": ("estimate/odom", "estimate/joint_states")}
 
+def _GAIN(default: float) -> dict:  # noqa: N802 - a table constant
+    """A gain: a positive number or one per velocity component (the law checks them against the model)."""
+    return {"default": default, "check": "gain"}
+
+
 _PAIRS = {
-    "robot_description": ("URDF XML of the robot (as dynamics_node).", ""),
-    "model_file": ("URDF, xacro or robot YAML file, or a package:// or file:// URI (as dynamics_node).", ""),
-    "base_group": ("Base group (as dynamics_node): " + ", ".join(ms.TREE_BASES) + ".", "se3"),
-    "mass": ("Single body only: mass [kg], in [1e-6, 1e9].", 1.0),
-    "inertia": ("Single body only: [ixx, ixy, ixz, iyy, iyz, izz] about the c.o.m. [kg m^2].",
-                (0.01, 0.0, 0.0, 0.01, 0.0, 0.01)),
-    "com": ("Single body only: centre of mass in the body frame [m], each |x| <= 1e3.", (0.0, 0.0, 0.0)),
+    "robot_description": ("URDF XML of the robot (as dynamics_node).", SHARED),
+    "model_file": ("URDF, xacro or robot YAML file, or a package:// or file:// URI (as dynamics_node).", SHARED),
+    "base_group": ("Base group (as dynamics_node): " + ", ".join(ms.TREE_BASES) + ".", SHARED),
+    "mass": ("Single body only: mass [kg], in [1e-6, 1e9].", SHARED),
+    "inertia": ("Single body only: [ixx, ixy, ixz, iyy, iyz, izz] about the c.o.m. [kg m^2].", SHARED),
+    "com": ("Single body only: centre of mass in the body frame [m], each |x| <= 1e3.", SHARED),
     "gravity": ("Gravity in the world frame [m/s^2], norm <= 1e3 (default: the robot YAML's, else [0, 0, -9.81]).",
-                (0.0, 0.0, -9.81)),
+                SHARED),
     "mass_scale": ("Multiplies every mass and inertia of the controller's model (robustness tests); in "
-                   "[0.001, 1000].", 1.0),
-    "law": ("Control law: " + ", ".join(LAWS) + ".", "computed_torque"),
+                   "[0.001, 1000].", SHARED),
+    "law": ("Control law: " + ", ".join(LAWS) + ".", {"default": "computed_torque", "choices": LAWS}),
     "kp": ("Position gain (computed_torque, pd_gravity): scalar or one per velocity component (nv), each in "
-           "(0, 1e9].", 9.0),
-    "kd": ("Velocity gain: scalar or one per velocity component (nv), each in (0, 1e9].", 6.0),
+           "(0, 1e9].", _GAIN(9.0)),
+    "kd": ("Velocity gain: scalar or one per velocity component (nv), each in (0, 1e9].", _GAIN(6.0)),
     "lambda": ("Slotine-Li Lambda (passivity): scalar or one per velocity component (nv), each in (0, 1e9].",
-               3.0),
+               _GAIN(3.0)),
     "lqr_q_position": ("lqr: state weight on the configuration error log(q_d^-1 q): scalar or one per velocity "
                        "component (nv), each in (0, 1e9]. With lqr_scaling mass, kp^2 gives computed torque's kp on a "
-                       "decoupled DOF.", 81.0),
+                       "decoupled DOF.", _GAIN(81.0)),
     "lqr_q_velocity": ("lqr: state weight on the velocity error v - v_d: scalar or one per velocity component (nv), "
-                       "each in (0, 1e9]. With lqr_scaling mass, kd^2 - 2 kp gives computed torque's kd.", 18.0),
+                       "each in (0, 1e9]. With lqr_scaling mass, kd^2 - 2 kp gives computed torque's kd.", _GAIN(18.0)),
     "lqr_r": ("lqr: input weight on the generalised force: scalar or one per velocity component (nv), each in "
-              "(0, 1e9].", 1.0),
+              "(0, 1e9].", _GAIN(1.0)),
     "lqr_scaling": ("lqr: mass (the weights in acceleration units: Q and R scaled by the mass matrix at the "
                     "reference, so the defaults give computed torque's double pole at -3/s on a decoupled DOF) or "
                     "none (Q and R as given).", {"default": "mass", "choices": LQR_SCALINGS}),
@@ -52,39 +56,38 @@ _PAIRS = {
                                "configuration, velocity and acceleration difference), > 0; a constant setpoint "
                                "is designed once.", {"default": 0.05, "floating_point_range": (1.0e-9, 1.0e6)}),
     "control_rate": ("Command rate [Hz] on the node clock (the wall clock, or /clock with use_sim_time), > 0; "
-                     "not used in lockstep.", {"default": 100.0, "floating_point_range": (0.001, 100000.0)}),
+                     "not used in lockstep.", SHARED),
     "state_timeout": ("A state older than this [s of the node clock] stops commanding (zero command once, "
                       "throttled warning); at least one control period (1/control_rate); not used in lockstep.",
-                      {"default": 0.2, "floating_point_range": (0.0, 1.0e6)}),
+                      {"default": 0.2, "floating_point_range": (0.0, 1.0e6), "minimum": 0.0, "minimum_open": True}),
     "lockstep": ("Compute and publish one command per complete state (odom + joint_states with equal stamps), "
-                 "stamped with the state's stamp, instead of on a timer (dynamics_node lockstep).",
-                 False),
+                 "stamped with the state's stamp, instead of on a timer (dynamics_node lockstep).", SHARED),
     "state_source": ("Where the state comes from: truth (odom and joint_states, the simulator's own state) or "
                      "estimate (estimate/odom and estimate/joint_states of estimator_node, which fuses the "
                      "sensors).", {"default": "truth", "choices": STATE_SOURCES}),
-    "world_frame": ("Fixed frame of odom and base_reference.", "world"),
-    "base_frame": ("Base frame (as dynamics_node); prefixed with the namespace.", "base_link"),
+    "world_frame": ("Fixed frame of odom and base_reference.", SHARED),
+    "base_frame": ("Base frame (as dynamics_node); prefixed with the namespace.", SHARED),
     "max_wrench": ("[force, torque]: largest norms [N, N m] of the cmd_wrench force and torque (scaled down "
                    "beyond), each in [1e-9, 1e6 m/s^2 or N m/kg x the model's total mass]. Empty: [100 m/s^2, "
-                   "100 N m/kg] times the model's total mass.", ()),
+                   "100 N m/kg] times the model's total mass.", SHARED),
     "max_effort": ("Largest joint effort [N m or N]: one number for every joint or one per joint (joint_names "
                    "order), each in [1e-9, 1e6 N m/kg x the total mass]; clipped beyond. Empty: the URDF <limit "
-                   "effort> (at most that bound), else 100 N m/kg times the total mass.", ()),
+                   "effort> (at most that bound), else 100 N m/kg times the total mass.", SHARED),
     "max_time_jump": ("Largest forward step [s] between consecutive state stamps taken as time running on, >= "
                       "0.1; a larger one, or a step back, becomes the time base only after 3 consecutive states.",
                       {"default": 5.0, "floating_point_range": (0.1, 1.0e6)}),
-    "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, MAX_MASS_RATIO),
-    "locked_joints": (LOCKED_JOINTS_DESCRIPTION + " As dynamics_node's (the same list).", ()),
-    "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, ()),
-    "mimic": (MIMIC_DESCRIPTION + " As dynamics_node's.", "reduce"),
-    "joint_armature": (ARMATURE_DESCRIPTION + " As dynamics_node's (the same values).", ()),
+    "max_mass_ratio": (ms.MASS_RATIO_DESCRIPTION, SHARED),
+    "locked_joints": (LOCKED_JOINTS_DESCRIPTION + " As dynamics_node's (the same list).", SHARED),
+    "locked_joint_positions": (LOCKED_POSITIONS_DESCRIPTION, SHARED),
+    "mimic": (MIMIC_DESCRIPTION + " As dynamics_node's.", SHARED),
+    "joint_armature": (ARMATURE_DESCRIPTION + " As dynamics_node's (the same values).", SHARED),
     "allocate_thrusters": (
         "A model with thrusters: map the base wrench to thrusts (weighted pseudo-inverse with saturation "
         "redistributed, mbs_ros.controllers.allocation) and publish them on thruster_command and cmd_thrust "
         "instead of cmd_wrench.", True),
     "thruster_weights": (
         "Allocation weights, one per thruster (the cost is sum w_k T_k^2), each in [1e-6, 1e6]; empty = all 1.",
-        ()),
+        {"default": (), "type": "double[]", "each": (1.0e-6, 1.0e6)}),
     "compensate_passive": (
         "Add -tau_p(q, v): cancel the model's passive forces (joint springs, dampers and friction, hydrodynamic "
         "damping and the current's loads) as computed torque cancels C v + g.", True),
@@ -101,8 +104,8 @@ _PAIRS = {
         {"default": 0.01, "floating_point_range": (0.0, 1.0e6)}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
-        "with a warning); false: always the single-threaded executor (as dynamics_node).", True),
+        "with a warning); false: always the single-threaded executor (as dynamics_node).", SHARED),
 }
 
 
-PARAMETERS = {n: replace(p, read_only=True) for n, p in from_pairs(_PAIRS).items()}
+PARAMETERS = {n: replace(p, read_only=True) for n, p in from_pairs(_PAIRS, DYNAMICS).items()}
