@@ -189,14 +189,14 @@ class ReferenceSetup:
 def reference_setup(v: Dict[str, object], parameters) -> ReferenceSetup:
     """The reference node's parameter values ``v`` (by name, every one of ``parameters``, the node's table)
     checked and turned into a :class:`ReferenceSetup`; ReferenceError naming the parameter."""
-    v = dict(v)
-    for name in ("base_times", "base_positions", "base_rpy", "joint_times", "joint_positions"):
-        if isinstance(v[name], str) or any(isinstance(x, (str, bool)) for x in (v[name] or ())):
-            raise ReferenceError(f"{name} must be a list of numbers, got {v[name]!r}")
-        v[name] = list(v[name] or ())
-    if isinstance(v["joint_names"], str) or any(not isinstance(x, str) for x in (v["joint_names"] or ())):
-        raise ReferenceError(f"joint_names must be a list of names, got {v['joint_names']!r}")
-    v["joint_names"] = list(v["joint_names"] or ())
+    from mbs_ros.nodes.params import ParameterError, check_table
+
+    try:  # the table's types, choices and ranges (mbs_ros.nodes.parameters.reference): the one copy of the checks
+        # an empty world_frame is the table's default here (the node's own fallback below)
+        checked = check_table(v, parameters, custom={"world_frame": lambda values: str(values["world_frame"])})
+        v = {**dict(v), **{k: list(x) if isinstance(x, tuple) else x for k, x in checked.items()}}
+    except ParameterError as e:
+        raise ReferenceError(str(e)) from None
     given = [n for n in ("base_times", "joint_times") if v[n]]
     if v["reference_file"].strip():
         if given:
@@ -207,16 +207,6 @@ def reference_setup(v: Dict[str, object], parameters) -> ReferenceSetup:
     if not (wps.has_base or wps.has_joints):
         raise ReferenceError("no waypoints: set base_times/base_positions, joint_times/joint_positions or "
                              "reference_file")
-    if v["stamp"] not in STAMP_MODES:
-        raise ReferenceError(f"stamp must be one of {', '.join(STAMP_MODES)}, got {v['stamp']!r}")
-    for name, lo in (("min_subscribers", 1), ("command_timeout", 0.0), ("start_time", -math.inf)):
-        x = v[name]
-        span = parameters[name].range or (lo, math.inf)  # rclpy checks the range on doubles only
-        if isinstance(x, bool) or not isinstance(x, (int, float)) or not math.isfinite(x) or x < lo \
-                or not span[0] <= x <= span[1]:
-            raise ReferenceError(f"{name} must be a {'finite number' if lo == -math.inf else f'number >= {lo}'}"
-                                 + (f" in [{span[0]:g}, {span[1]:g}]" if span[1] < math.inf else "")
-                                 + f", got {x!r}")
     return ReferenceSetup(wps, v["stamp"], start_time_ns(v["start_time"]), int(v["min_subscribers"]),
                           float(v["command_timeout"]),
                           v["world_frame"].strip().lstrip("/") or parameters["world_frame"].default)
