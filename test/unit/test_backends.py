@@ -23,7 +23,7 @@ INERTIAL = ('<inertial><mass value="{m}"/><inertia ixx="0.01" ixy="0" ixz="0" iy
 
 CORE = Path(__file__).resolve().parents[2] / "mbs_ros" / "dynamics"
 # what the core may import from the package besides itself: the base layer
-BASE_LAYER = {"mbs_ros", "mbs_ros.yamlfile", "mbs_ros.packages", "mbs_ros.process"}
+BASE_LAYER = {"mbs_ros", "mbs_ros.yamlfile", "mbs_ros.yamlschema", "mbs_ros.packages", "mbs_ros.process"}
 
 
 def _arm(mimic=False):
