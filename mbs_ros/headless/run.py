@@ -24,6 +24,7 @@ from mbs_ros.controllers import reference_input as ri
 from mbs_ros.controllers import timebase as tb
 from mbs_ros.controllers.reference_input import Rejected, reference_position_bounds
 from mbs_ros.dynamics import model_source as ms
+from mbs_ros.headless import fast as fast_path
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes import controller_settings as cs
 from mbs_ros.nodes import dynamics_settings as ds
@@ -485,12 +486,14 @@ def _robot_specs(scenario: Scenario) -> Dict[str, Dict[str, NodeSpec]]:
 
 
 def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optional[float] = None,
-                 overrides: Optional[Mapping[str, object]] = None, energy: bool = True) -> HeadlessRun:
+                 overrides: Optional[Mapping[str, object]] = None, energy: bool = True,
+                 fast: bool = True) -> HeadlessRun:
     """Run ``scenario`` (a loaded :class:`~mbs_ros.bringup.scenario.Scenario`, or a name or path loaded with
     ``overrides``) headless for ``duration`` simulated seconds (default: the scenario's). Never raises for a
     blow-up: a fault (non-finite state, runaway, an exception in the loop) ends the run early with
     :attr:`HeadlessRun.fault`. HeadlessError for a scenario it cannot run. ``energy`` False: no energy report per
-    period (``RobotRecord.energy_residual`` None)."""
+    period (``RobotRecord.energy_residual`` None). ``fast`` False: never the compiled fast path
+    (:mod:`mbs_ros.headless.fast`; the same numbers, period by period in Python)."""
     if not isinstance(scenario, Scenario):
         try:
             scenario = load_scenario(scenario, overrides=overrides)
@@ -521,10 +524,17 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
         r.allocate(periods + 1, energy)
     fault = None
     k = 0
+    redo = False
     try:
         for r in robots:  # paused at t = 0: the controller answers the state it holds, then the reference arrives
             r.answer()
             r.install_reference()
+        # ---- the fast path (mbs_ros.headless.fast): all periods compiled, else the Python way from the start
+        if fast and periods and all(fast_path.eligible(r) is None for r in robots):
+            if not fast_path.run(robots):
+                redo = True
+            periods = 0
+        # ---- end of the fast path
         for k in range(periods):
             for r in robots:
                 why = r.step()
@@ -539,6 +549,9 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
         fault = f"t = {robots[0].sim.stamp() * 1e-9:.3f} s: the controller rejected the state: {e}"
     except Exception as e:  # noqa: BLE001 - a blow-up ends the run, never the caller
         fault = f"t = {robots[0].sim.stamp() * 1e-9:.3f} s: {type(e).__name__}: {e}"
+    if redo:
+        out = run_scenario(scenario, duration=duration, energy=energy, fast=False)
+        return replace(out, wall_time=time.perf_counter() - started)
     wall = time.perf_counter() - started
     ran = max(r.sim.stamp() for r in robots) * 1e-9
     s0 = robots[0].settings

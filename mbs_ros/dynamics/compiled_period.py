@@ -1,0 +1,328 @@
+"""A lockstep run's control periods in one compiled call: the headless fast path (:mod:`mbs_ros.headless.fast`).
+
+Per period, in the order of the lockstep run and with the same arithmetic as the Python path it replaces
+(:mod:`mbs_ros.headless.run`, which calls the nodes' cores): the held commands' generalised force
+(``Simulator._build_force``), the period's steps (:func:`~.compiled._advance_core`, the kernel of
+``Simulator.advance``), the joint-limit look (``ContactWorld.limit_free``), the commands' work by the trapezoid
+rule and the energy-balance check (``Simulator.advance``), then at the new state the controller's state as it
+arrives through odom and joint_states (``reference_input.base_state``/``state_vector``: the quaternion normalised
+twice), its references (``Reference.__call__`` with :func:`~.compiled_laws._reference_segment`), the computed
+torque (:func:`~.compiled_laws._ct_torque`), the command limits (``CommandOutput``, ``actuators.saturate_wrench``,
+``clip_efforts``), the dynamics node's checks of the command (``Simulator.wrench_command``, ``submit``,
+``joint_efforts``) and the period's record (``applied``, ``balance_residual``). Dot products and matrix-vector
+products go through ``np.dot`` as numpy's do (the same BLAS routine, so the same bits; a test keeps that true).
+
+Anything the Python path would do differently (a contact step near a joint limit, a fault, a rejected state, a
+non-finite command, a failed energy check) is not done here: the kernel stops and says which
+(:data:`STOP_REASONS`), and the caller runs the scenario the Python way.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .compiled import _advance_core, _energy_core
+from .compiled_laws import _ct_torque, _reference_segment
+from .jit import AVAILABLE, jit
+
+__all__ = ["AVAILABLE", "STOP_REASONS", "scale_to_norm", "saturate_wrench", "clip_efforts", "unit_quaternion",
+           "reference_at", "run_periods"]
+
+#: why :func:`run_periods` stopped, by its return code
+STOP_REASONS = ("done", "a step left the runaway bounds (the simulator faults)", "a joint came near its limit (the "
+                "contact step takes over)", "the commands' work became non-finite", "the energy-balance check "
+                "failed", "the controller rejected the state", "the law or the limits gave a non-finite command")
+_DONE, _RUNAWAY, _LIMIT, _WORK, _ENERGY, _REJECTED, _NONFINITE = range(7)
+
+
+@jit
+def scale_to_norm(x, limit, out):
+    """``actuators.scale_to_norm`` for a vector of at most 8 entries: ``out`` = x scaled down to norm ``limit``
+    along its direction (or x); whether it was."""
+    n = x.shape[0]
+    total = 0.0
+    for i in range(n):
+        out[i] = x[i]
+        total += abs(x[i])
+    if total <= limit * (1.0 - 1e-12):
+        return False
+    s = 0.0
+    for i in range(n):
+        s = max(s, abs(x[i]))
+    if s == 0.0 or not math.isfinite(limit):
+        return False
+    u = np.empty(n)
+    for i in range(n):
+        u[i] = x[i] / s
+    n_u = math.sqrt(np.dot(u, u))
+    if s <= limit / n_u:
+        return False
+    f = limit / n_u
+    for i in range(n):
+        out[i] = u[i] * f
+    return True
+
+
+@jit
+def saturate_wrench(W, max_force, max_torque, out):
+    """``actuators.saturate_wrench``: ``out`` = W with force and torque each scaled down to their limit; whether
+    either was."""
+    F, T = np.empty(3), np.empty(3)
+    x = np.empty(3)
+    for i in range(3):
+        x[i] = W[i]
+    f_sat = scale_to_norm(x, max_force, F)
+    for i in range(3):
+        x[i] = W[3 + i]
+    t_sat = scale_to_norm(x, max_torque, T)
+    for i in range(3):
+        out[i], out[3 + i] = F[i], T[i]
+    return f_sat or t_sat
+
+
+@jit
+def clip_efforts(e, max_effort, out):
+    """``actuators.clip_efforts``: ``out`` = e clipped to ±max_effort; whether any was."""
+    n = e.shape[0]
+    clip = False
+    for i in range(n):
+        out[i] = e[i]
+        if abs(e[i]) > max_effort[i]:
+            clip = True
+    if clip:
+        for i in range(n):
+            out[i] = min(max(e[i], -max_effort[i]), max_effort[i])
+    return clip
+
+
+@jit
+def unit_quaternion(quat, lo, hi, out):
+    """``reference_input.unit_quaternion``: ``out`` = quat / |quat| (the norm taken after scaling by the largest
+    magnitude); False (rejected) unless finite with its norm in [lo, hi]."""
+    scale = 0.0
+    for i in range(4):
+        if not math.isfinite(quat[i]):
+            return False
+        scale = max(scale, abs(quat[i]))
+    if not scale > 0.0:
+        return False
+    u = np.empty(4)
+    for i in range(4):
+        u[i] = quat[i] / scale
+    n = scale * math.sqrt(np.dot(u, u))
+    if not (lo <= n <= hi):
+        return False
+    for i in range(4):
+        out[i] = quat[i] / n
+    return True
+
+
+@jit
+def reference_at(code, start, times, positions, coeffs, t_ref, q, v, a):
+    """``Reference.__call__`` of a reference held from ``start`` (ns of reference time) at ``t_ref`` (ns): waypoint
+    ``times``, ``positions`` and per segment ``coeffs`` (nseg, deg + 1, nv); ``code`` 1 on SE(3), 0 plain."""
+    t = (t_ref - start) * 1e-9
+    n = times.shape[0]
+    if t < times[0] or t >= times[n - 1]:
+        row = 0 if t < times[0] else n - 1
+        for j in range(q.shape[0]):
+            q[j] = positions[row, j]
+        for j in range(v.shape[0]):
+            v[j] = 0.0
+            a[j] = 0.0
+        return
+    i = 0
+    while i + 1 < n and times[i + 1] <= t:  # bisect_right(times, t) - 1
+        i += 1
+    T = times[i + 1] - times[i]
+    tau = (t - times[i]) / T
+    _reference_segment(code, positions[i], coeffs[i], tau, T, q, v, a)
+
+
+@jit
+def _check(x, bound):
+    """``reference_input.check_vector``: every component finite and within ±bound."""
+    for i in range(x.shape[0]):
+        if not abs(x[i]) <= bound:
+            return False
+    return True
+
+
+@jit
+def _energy(im, fm, I6, mc, q, v, zeros, out):
+    """``(kinetic, gravity potential)`` as ``Model.kinetic_energy`` and ``potential_energy`` compute them (the
+    latter at zero velocity)."""
+    _energy_core(im, fm, I6, mc, q, v, out)
+    kin = out[0]
+    _energy_core(im, fm, I6, mc, q, zeros, out)
+    return kin, out[1]
+
+
+@jit
+def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arrays, ctl_floats, refs, ref_ints,
+                rec_i, rec_f, rec_sat, row0):
+    """Periods from the current state until the records are full (or a stop: the return value's code, and the
+    periods recorded). See :func:`mbs_ros.headless.fast.pack` for the layout of the arguments; ``q``, ``v``,
+    ``acc`` (work, energy reference, passive work, dissipated, contact work, k, saturation counts), ``W``, ``E``
+    (the commands submitted for the next period) are updated as the run goes."""
+    im, fm, I6, mc, A, b, v_caps, s_max_effort = sim_arrays
+    dt, max_q, total_mass, s_max_force, s_max_torque = sim_floats
+    steps, every, k_reset, t0_ns, dt_ns = sim_ints
+    lim_iq, lim_lo, lim_hi = lim
+    cim, cfm, cI6, kp, kd, BT, c_max_effort, jtake, jstate = ctl_arrays
+    c_max_force, c_max_torque, max_pos, max_vel, qn_lo, qn_hi = ctl_floats
+    b_times, b_pos, b_coef, j_times, j_pos, j_coef = refs
+    offset, b_start, j_start = ref_ints
+    stamps = rec_i
+    rec_q, rec_v, rec_qd, rec_vd, rec_tau, rec_tapp, rec_energy = rec_f
+    nq, nv = q.shape[0], v.shape[0]
+    nj = E.shape[0]
+    nvb = nv - nj
+    nqb = nq - nj
+    rows = stamps.shape[0]
+    qs = np.empty((steps + 1, nq))
+    vs = np.empty((steps + 1, nv))
+    tau_f = np.empty(nv)
+    zeros = np.zeros(nv)
+    eout = np.empty(2)
+    no_w = np.zeros((1, 6))
+    q_c, v_c = np.empty(nq), np.empty(nv)
+    quat, quat1 = np.empty(4), np.empty(4)
+    q_d, v_d, a_d = np.empty(nq), np.empty(nv), np.empty(nv)
+    qb, vb, ab = np.empty(nqb), np.empty(nvb), np.empty(nvb)
+    qj, vj, aj = np.empty(nj), np.empty(nj), np.empty(nj)
+    tau = np.empty(nv)
+    tb = np.empty(nvb)
+    W0, W1, W2 = np.empty(6), np.empty(6), np.empty(6)
+    ej, E1, data = np.empty(nj), np.empty(nj), np.empty(nj)
+    for row in range(row0, rows):
+        # ---- the period's physics under the held commands (Simulator._build_force, advance)
+        k = int(acc[5])
+        w_any = False
+        for i in range(6):
+            if W[i] != 0.0:
+                w_any = True
+        for i in range(nv):
+            tau_f[i] = 0.0
+        for j in range(nj):
+            tau_f[nvb + j] = E[j]
+        if w_any:
+            for i in range(nv):
+                tau_f[i] = tau_f[i] + (W[i] if i < 6 else 0.0)
+        n_in = _advance_core(im, fm, I6, q, v, tau_f, no_w[0], False, dt, A, b, steps, v_caps, max_q, qs, vs)
+        if n_in < steps:
+            return row, _RUNAWAY
+        for s in range(steps + 1):
+            for i in range(lim_iq.shape[0]):
+                x = qs[s, lim_iq[i]]
+                if x <= lim_lo[i] or x >= lim_hi[i]:
+                    return row, _LIMIT
+        work = acc[0]
+        p0 = np.dot(tau_f, vs[0])
+        for s in range(steps):
+            p1 = np.dot(tau_f, vs[s + 1])
+            work = work + 0.5 * dt * (p0 + p1)
+            if not math.isfinite(work):
+                return row, _WORK
+            p0 = p1
+            if every > 0 and (k + s + 1 - k_reset) % every == 0:
+                kin, grav = _energy(im, fm, I6, mc, qs[s + 1], vs[s + 1], zeros, eout)
+                E_now = kin + grav + 0.0
+                residual = E_now - acc[1] - work - acc[2] - acc[4]
+                scale = (abs(acc[1]) + abs(work) + abs(acc[2]) + acc[3] + abs(acc[4]) + 1.0 * total_mass)
+                if not (math.isfinite(residual) and abs(residual) <= 1.0 * scale):
+                    return row, _ENERGY
+        acc[0] = work
+        acc[5] = k + steps
+        for i in range(nq):
+            q[i] = qs[steps, i]
+        for i in range(nv):
+            v[i] = vs[steps, i]
+        t = t0_ns + (k + steps) * dt_ns
+        # ---- the controller's state from odom and joint_states (base_state, joint_state, state_vector)
+        for i in range(4):
+            quat[i] = q[3 + i]
+        if not (_check(q[:3], max_pos) and unit_quaternion(quat, qn_lo, qn_hi, quat1)):
+            return row, _REJECTED
+        for i in range(6):
+            vb[i] = v[i] + 0.0  # odom's twist H v (H = I: a product by 1 and sums of zeros)
+        if not _check(vb, max_vel):
+            return row, _REJECTED
+        for j in range(nj):
+            qj[j] = q[nqb + jstate[j]]
+            vj[j] = v[nvb + jstate[j]]
+        if not (_check(qj, max_pos) and _check(vj, max_vel)):
+            return row, _REJECTED
+        nrm = math.sqrt(np.dot(quat1, quat1))  # configuration_from_pose normalises again
+        for i in range(3):
+            q_c[i] = q[i]
+        for i in range(4):
+            q_c[3 + i] = quat1[i] / nrm
+        for j in range(nj):
+            q_c[nqb + j] = qj[j]
+        for i in range(6):
+            v_c[i] = vb[i] + 0.0  # velocity_from_twist: Hᵀ V
+        for j in range(nj):
+            v_c[nvb + j] = vj[j]
+        # ---- the references, the law, the limits (controller_core.desired, law_command, CommandOutput)
+        t_ref = t - offset
+        reference_at(1, b_start, b_times, b_pos, b_coef, t_ref, qb, vb, ab)
+        reference_at(0, j_start, j_times, j_pos, j_coef, t_ref, qj, vj, aj)
+        for i in range(nqb):
+            q_d[i] = qb[i]
+        for i in range(nvb):
+            v_d[i], a_d[i] = vb[i], ab[i]
+        for j in range(nj):
+            q_d[nqb + j] = qj[j]
+            v_d[nvb + j], a_d[nvb + j] = vj[j], aj[j]
+        _ct_torque(cim, cfm, cI6, 1, q_c, v_c, q_d, v_d, a_d, kp, kd, tau)
+        for i in range(nv):
+            if not math.isfinite(tau[i]):
+                return row, _NONFINITE
+        any_b = False
+        for i in range(nvb):
+            tb[i] = tau[i]
+            if tau[i] != 0.0:
+                any_b = True
+        if any_b:
+            Wc = np.dot(BT, tb)
+            for i in range(6):
+                if not math.isfinite(Wc[i]):
+                    return row, _NONFINITE
+                W0[i] = Wc[i]
+        else:
+            for i in range(6):
+                W0[i] = 0.0
+        sat = saturate_wrench(W0, c_max_force, c_max_torque, W1)
+        for j in range(nj):
+            ej[j] = tau[nvb + j]
+        clipped = clip_efforts(ej, c_max_effort, E1)
+        # ---- the dynamics node's checks (wrench_command and submit saturate twice, joint_efforts clips)
+        if saturate_wrench(W1, s_max_force, s_max_torque, W2):
+            acc[6] += 1.0
+        if saturate_wrench(W2, s_max_force, s_max_torque, W):
+            acc[6] += 1.0
+        for j in range(nj):
+            data[j] = 0.0
+        for j in range(nj):
+            data[jtake[j]] = E1[j]
+        if clip_efforts(data, s_max_effort, E):
+            acc[7] += 1.0
+        # ---- the record (HeadlessRun's row; applied(), balance_residual())
+        stamps[row] = t
+        for i in range(nq):
+            rec_q[row, i] = q[i]
+            rec_qd[row, i] = q_d[i]
+        for i in range(nv):
+            rec_v[row, i] = v[i]
+            rec_vd[row, i] = v_d[i]
+            rec_tau[row, i] = tau[i]
+            rec_tapp[row, i] = (0.0 + W[i]) if i < 6 else (E[i - nvb] + 0.0)
+        rec_sat[row] = sat or clipped
+        if rec_energy.shape[0]:
+            kin, grav = _energy(im, fm, I6, mc, q, v, zeros, eout)
+            total = kin + grav + 0.0
+            supplied = work + acc[2] + acc[3]
+            rec_energy[row] = total - acc[1] - supplied + acc[3] - acc[4]
+    return rows, _DONE
