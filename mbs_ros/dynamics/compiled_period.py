@@ -27,7 +27,7 @@ from .compiled_laws import _ct_torque, _reference_segment
 from .jit import AVAILABLE, jit
 
 __all__ = ["AVAILABLE", "STOP_REASONS", "scale_to_norm", "saturate_wrench", "clip_efforts", "unit_quaternion",
-           "reference_at", "run_periods"]
+           "controller_state", "reference_at", "run_periods"]
 
 #: why :func:`run_periods` stopped, by its return code
 STOP_REASONS = ("done", "a step left the runaway bounds (the simulator faults)", "a joint came near its limit (the "
@@ -141,6 +141,40 @@ def reference_at(code, start, times, positions, coeffs, t_ref, q, v, a):
 
 
 @jit
+def controller_state(q, v, jstate, max_pos, max_vel, qn_lo, qn_hi, q_c, v_c):
+    """The controller's ``(q_c, v_c)`` from the simulator's state as odom and joint_states carry it to the
+    controller (``StateView``, ``reference_input.base_state``, ``joint_state``, ``state_vector``) for an SE(3) base
+    with ``H = I`` and one coordinate per joint: the position as is, the quaternion normalised twice
+    (``unit_quaternion``, then ``configuration_from_pose``), the twist ``H v`` (``+ 0.0``: a product by 1 and sums
+    of zeros), the joints by ``jstate`` (controller joint j is joint_states entry ``jstate[j]``). False where the
+    controller rejects the state (a bound, the quaternion's norm)."""
+    nq, nv, nj = q_c.shape[0], v_c.shape[0], jstate.shape[0]
+    nqb, nvb = nq - nj, nv - nj
+    quat, quat1 = np.empty(4), np.empty(4)
+    for i in range(4):
+        quat[i] = q[3 + i]
+    if not (_check(q[:3], max_pos) and unit_quaternion(quat, qn_lo, qn_hi, quat1)):
+        return False
+    for i in range(6):
+        v_c[i] = v[i] + 0.0
+    if not _check(v_c[:6], max_vel):
+        return False
+    for j in range(nj):
+        q_c[nqb + j] = q[nqb + jstate[j]]
+        v_c[nvb + j] = v[nvb + jstate[j]]
+    if not (_check(q_c[nqb:], max_pos) and _check(v_c[nvb:], max_vel)):
+        return False
+    nrm = math.sqrt(np.dot(quat1, quat1))
+    for i in range(3):
+        q_c[i] = q[i]
+    for i in range(4):
+        q_c[3 + i] = quat1[i] / nrm
+    for i in range(6):
+        v_c[i] = v_c[i] + 0.0  # velocity_from_twist: Hᵀ V
+    return True
+
+
+@jit
 def _check(x, bound):
     """``reference_input.check_vector``: every component finite and within ±bound."""
     for i in range(x.shape[0]):
@@ -188,7 +222,6 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
     eout = np.empty(2)
     no_w = np.zeros((1, 6))
     q_c, v_c = np.empty(nq), np.empty(nv)
-    quat, quat1 = np.empty(4), np.empty(4)
     q_d, v_d, a_d = np.empty(nq), np.empty(nv), np.empty(nv)
     qb, vb, ab = np.empty(nqb), np.empty(nvb), np.empty(nvb)
     qj, vj, aj = np.empty(nj), np.empty(nj), np.empty(nj)
@@ -241,30 +274,8 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
             v[i] = vs[steps, i]
         t = t0_ns + (k + steps) * dt_ns
         # ---- the controller's state from odom and joint_states (base_state, joint_state, state_vector)
-        for i in range(4):
-            quat[i] = q[3 + i]
-        if not (_check(q[:3], max_pos) and unit_quaternion(quat, qn_lo, qn_hi, quat1)):
+        if not controller_state(q, v, jstate, max_pos, max_vel, qn_lo, qn_hi, q_c, v_c):
             return row, _REJECTED
-        for i in range(6):
-            vb[i] = v[i] + 0.0  # odom's twist H v (H = I: a product by 1 and sums of zeros)
-        if not _check(vb, max_vel):
-            return row, _REJECTED
-        for j in range(nj):
-            qj[j] = q[nqb + jstate[j]]
-            vj[j] = v[nvb + jstate[j]]
-        if not (_check(qj, max_pos) and _check(vj, max_vel)):
-            return row, _REJECTED
-        nrm = math.sqrt(np.dot(quat1, quat1))  # configuration_from_pose normalises again
-        for i in range(3):
-            q_c[i] = q[i]
-        for i in range(4):
-            q_c[3 + i] = quat1[i] / nrm
-        for j in range(nj):
-            q_c[nqb + j] = qj[j]
-        for i in range(6):
-            v_c[i] = vb[i] + 0.0  # velocity_from_twist: Hᵀ V
-        for j in range(nj):
-            v_c[nvb + j] = vj[j]
         # ---- the references, the law, the limits (controller_core.desired, law_command, CommandOutput)
         t_ref = t - offset
         reference_at(1, b_start, b_times, b_pos, b_coef, t_ref, qb, vb, ab)

@@ -1,0 +1,189 @@
+"""The headless fast path (mbs_ros.headless.fast, mbs_ros.dynamics.compiled_period): its records are the Python
+path's byte for byte on the scenarios it takes, a period it cannot take hands the run to the Python path (the same
+records again), and each compiled piece gives the bits of the numpy code it replaces on random inputs.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mbs_ros.controllers import reference_input as ri
+from mbs_ros.controllers.reference import Reference
+from mbs_ros.dynamics import Model, actuators
+from mbs_ros.dynamics import compiled_period as cp
+from mbs_ros.dynamics.lie import SE3
+from mbs_ros.headless import fast, run_scenario
+from mbs_ros.headless import run as headless_run
+
+pytestmark = pytest.mark.skipif(not cp.AVAILABLE, reason="the fast path needs numba")
+
+FIELDS = ("stamp_ns", "q", "v", "q_d", "v_d", "tau", "tau_applied", "saturated", "energy_residual",
+          "contact_work", "contact_power")
+UVMS_1K = {"physics_rate": 1000.0, "control_rate": 500.0}
+
+
+@pytest.fixture
+def kernel_codes(monkeypatch):
+    """The return codes of every run_periods call in the test."""
+    codes = []
+    real = cp.run_periods
+
+    def spy(*args):
+        out = real(*args)
+        codes.append(int(out[1]))
+        return out
+
+    monkeypatch.setattr(fast.cp, "run_periods", spy)
+    return codes
+
+
+def _same_records(a, b):
+    assert a.fault == b.fault and a.duration == b.duration and a.robots.keys() == b.robots.keys()
+    for ns in a.robots:
+        ra, rb = a.robots[ns], b.robots[ns]
+        assert ra.control_errors == rb.control_errors
+        for f in FIELDS:
+            x, y = getattr(ra, f), getattr(rb, f)
+            assert (x is None) == (y is None), (ns, f)
+            if x is not None:
+                assert x.shape == y.shape and x.dtype == y.dtype and x.tobytes() == y.tobytes(), (ns, f)
+
+
+@pytest.mark.parametrize("name, duration, overrides", [("vehicle_manipulator", 1.0, UVMS_1K),
+                                                       ("vehicle_manipulator", 0.3, None),
+                                                       ("fleet", 0.4, None), ("solo12", 0.4, None)])
+def test_the_fast_path_gives_the_python_paths_records_byte_for_byte(kernel_codes, name, duration, overrides):
+    """The scenarios the fast path takes (one robot at 1 kHz / 500 Hz and at the scenario's 500 / 100 Hz, three
+    robots, a legged robot with joint limits on): every period in the kernel (one call per robot, each run to the
+    end), and every recorded number has the Python path's bits."""
+    slow = run_scenario(name, duration=duration, overrides=overrides, fast=False)
+    assert kernel_codes == []
+    quick = run_scenario(name, duration=duration, overrides=overrides)
+    assert kernel_codes and all(c == 0 for c in kernel_codes)
+    assert len(kernel_codes) == len(quick.robots)
+    assert slow.fault is None
+    _same_records(slow, quick)
+
+
+def test_a_period_the_kernel_cannot_take_hands_the_run_to_the_python_path(tmp_path, kernel_codes):
+    """vehicle_manipulator with its first joint started within the limit margin (π − 0.5 mm; the URDF limit ±π):
+    the Python path takes a contact step at once, so the kernel stops at its first period with the limit's code
+    and the run is the Python path's, byte for byte."""
+    from mbs_ros.bringup.scenario import package_root
+
+    src = (package_root() / "config" / "scenarios" / "vehicle_manipulator.yaml").read_text()
+    src = src.replace("joint_positions: [0.0, 0.6, -1.2", "joint_positions: [3.1411, 0.6, -1.2")
+    src = src.replace("model: config/", f"model: {package_root()}/config/")
+    path = tmp_path / "near_limit.yaml"
+    path.write_text(src)
+    quick = run_scenario(path, duration=0.2)
+    assert kernel_codes == [cp.STOP_REASONS.index("a joint came near its limit (the contact step takes over)")]
+    slow = run_scenario(path, duration=0.2, fast=False)
+    _same_records(slow, quick)
+
+
+def test_eligible_names_why_a_robot_is_not_the_common_case():
+    """A fixed-base arm (manipulator) is not taken, and the reason says so; the UVMS is."""
+    for name, expected in (("manipulator", "not a compiled model on an SE(3) base"), ("vehicle_manipulator", None)):
+        scn = headless_run._lockstep(headless_run.load_scenario(name))
+        specs = headless_run._robot_specs(scn)
+        robots = [headless_run._Robot(by_role, headless_run._shared_loader()) for by_role in specs.values()]
+        for r in robots:
+            r.allocate(2)
+            r.answer()
+            r.install_reference()
+        assert [fast.eligible(r) for r in robots] == [expected]
+
+
+# ----------------------------------------------------------------------------- the compiled pieces, bit for bit
+
+
+def test_np_dot_in_the_kernels_is_numpys_product():
+    """The kernels take dot and matrix-vector products with np.dot so that they are numpy's (the same BLAS
+    routine, fused multiply-adds in the same order): random vectors of the sizes used, and 6×6 matrices."""
+    import numba
+
+    dot = numba.njit(lambda a, b: np.dot(a, b))
+    rng = np.random.default_rng(3)
+    for n in (3, 4, 6, 12, 13, 18):
+        for _ in range(300):
+            a, b = rng.normal(size=n) * 10.0 ** rng.uniform(-3, 3, n), rng.normal(size=n)
+            assert dot(a, b) == float(a @ b)
+    for _ in range(300):
+        A, x = rng.normal(size=(6, 6)), rng.normal(size=6)
+        assert dot(A, x).tobytes() == (A @ x).tobytes()
+
+
+def test_the_limits_are_actuators_limits_bit_for_bit():
+    """scale_to_norm, saturate_wrench and clip_efforts against mbs_ros.dynamics.actuators on random wrenches and
+    efforts, about half of them beyond the limits."""
+    rng = np.random.default_rng(5)
+    out, out6 = np.empty(3), np.empty(6)
+    for _ in range(2000):
+        x = rng.normal(size=3) * 10.0 ** rng.uniform(-2, 3)
+        limit = float(rng.uniform(0.1, 200.0))
+        ref, sat = actuators.scale_to_norm(x, limit)
+        assert cp.scale_to_norm(x, limit, out) == sat and out.tobytes() == np.asarray(ref).tobytes()
+        W = rng.normal(size=6) * 10.0 ** rng.uniform(-2, 3)
+        lim = actuators.CommandLimits(float(rng.uniform(1, 100)), float(rng.uniform(1, 100)), np.ones(6))
+        ref, sat = actuators.saturate_wrench(W, lim)
+        assert cp.saturate_wrench(W, lim.max_force, lim.max_torque, out6) == sat
+        assert out6.tobytes() == np.asarray(ref).tobytes()
+        e, m = rng.normal(size=6) * 50.0, rng.uniform(1.0, 60.0, 6)
+        ref, clipped = actuators.clip_efforts(e, m)
+        assert cp.clip_efforts(e, m, out6) == clipped and out6.tobytes() == np.asarray(ref).tobytes()
+
+
+def test_the_controllers_state_is_the_ros_paths_conversion_bit_for_bit():
+    """controller_state against what the ROS path computes from odom and joint_states (StateView's pose and twist,
+    reference_input.base_state, joint_state, state_vector) on random UVMS states, joints in another order on
+    joint_states; a state out of the bounds is refused by both."""
+    model = Model.from_yaml(_uvms_yaml())
+    rng = np.random.default_rng(7)
+    nj = len(model.joint_names)
+    perm = rng.permutation(nj)
+    names = [model.joint_names[i] for i in perm]  # joint_states' order
+    jstate = np.array([names.index(n) for n in model.joint_names], dtype=np.int64)
+    q_c, v_c = np.empty(model.nq), np.empty(model.nv)
+    lo, hi = ri.QUATERNION_NORM
+    for _ in range(1000):
+        q = model.random_configuration(rng)
+        q[3:7] *= 1.0 + rng.normal() * 1e-12  # an integrator's quaternion: unit to about rounding
+        q[:3] *= 10.0 ** rng.uniform(-3, 3)
+        v = rng.normal(size=model.nv) * 10.0 ** rng.uniform(-2, 2)
+        qs, vs = q.copy(), v.copy()
+        qs[7:], vs[6:] = q[7:][perm], v[6:][perm]  # the simulator's joint order is joint_states'
+        p, quat = model.pose(q)
+        base = ri.base_state(np.array(p.tolist()), np.array(quat.tolist()), np.array(model.twist(q, v).tolist()))
+        joints = ri.joint_state(model.joint_names, names, q[7:][perm], v[6:][perm])
+        q_ref, v_ref = ri.state_vector(model, 6, base, joints)
+        assert cp.controller_state(qs, vs, jstate, ri.MAX_POSITION, ri.MAX_STATE_VELOCITY, lo, hi, q_c, v_c)
+        assert q_c.tobytes() == q_ref.tobytes() and v_c.tobytes() == v_ref.tobytes()
+    q[0] = 2.0 * ri.MAX_POSITION
+    with pytest.raises(ri.Rejected):
+        ri.base_state(q[:3], q[3:7], v[:6])
+    assert not cp.controller_state(q, v, jstate, ri.MAX_POSITION, ri.MAX_STATE_VELOCITY, lo, hi, q_c, v_c)
+
+
+def test_reference_at_is_the_references_value_bit_for_bit():
+    """reference_at against Reference.__call__ (its compiled segments) on SE(3) and on six joints, at random
+    nanosecond times before, within and after the waypoints."""
+    rng = np.random.default_rng(11)
+    base = Reference(SE3, [0.0, 0.7, 2.0, 3.1], [SE3.random(rng) for _ in range(4)])
+    joints = Reference(6, [0.0, 1.0, 2.5], rng.normal(size=(3, 6)), velocities=rng.normal(size=(3, 6)))
+    for ref, code in ((base, 1), (joints, 0)):
+        se3, coeffs = ref.compiled_segments
+        assert se3 == bool(code)
+        q, v, a = np.empty(ref.nq), np.empty(ref.nv), np.empty(ref.nv)
+        start = int(rng.integers(-10**9, 10**9))
+        for t_ref in rng.integers(start - 10**9, start + 4 * 10**9, 500):
+            cp.reference_at(code, start, ref.times, ref.positions, coeffs, int(t_ref), q, v, a)
+            want = ref((int(t_ref) - start) * 1e-9)
+            for got, w in zip((q, v, a), want):
+                assert got.tobytes() == np.asarray(w, dtype=float).tobytes()
+
+
+def _uvms_yaml():
+    from mbs_ros.bringup.scenario import package_root
+
+    return package_root() / "config" / "robots" / "uvms_6dof.yaml"
