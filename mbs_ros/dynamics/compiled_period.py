@@ -186,11 +186,9 @@ def _check(x, bound):
 @jit
 def _energy(im, fm, I6, mc, q, v, zeros, out):
     """``(kinetic, gravity potential)`` as ``Model.kinetic_energy`` and ``potential_energy`` compute them (the
-    latter at zero velocity)."""
+    latter calls the kernel at zero velocity; its gravity term never reads v, so one call gives both)."""
     _energy_core(im, fm, I6, mc, q, v, out)
-    kin = out[0]
-    _energy_core(im, fm, I6, mc, q, zeros, out)
-    return kin, out[1]
+    return out[0], out[1]
 
 
 @jit
