@@ -2,7 +2,7 @@
 
 Per period, in the order of the lockstep run and with the same arithmetic as the Python path it replaces
 (:mod:`mbs_ros.headless.run`, which calls the nodes' cores): the held commands' generalised force
-(``Simulator._build_force``), the period's steps (:func:`~.compiled._advance_core`, the kernel of
+(``Simulator._build_force``), the period's steps (:func:`~.kernel_step._advance_core`, the kernel of
 ``Simulator.advance``), the joint-limit look (``ContactWorld.limit_free``), the commands' work by the trapezoid
 rule and the energy-balance check (``Simulator.advance``), then at the new state the controller's state as it
 arrives through odom and joint_states (``reference_input.base_state``/``state_vector``: the quaternion normalised
@@ -22,9 +22,9 @@ import math
 
 import numpy as np
 
-from .compiled import _advance_core, _energy_core
 from .compiled_laws import _ct_torque, _reference_segment
 from .jit import AVAILABLE, jit
+from .kernel_step import _advance_core, _energy_core
 
 __all__ = ["AVAILABLE", "STOP_REASONS", "scale_to_norm", "saturate_wrench", "clip_efforts", "unit_quaternion",
            "controller_state", "reference_at", "run_periods"]
