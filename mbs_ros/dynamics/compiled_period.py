@@ -13,8 +13,8 @@ torque (:func:`~.compiled_laws._ct_torque`), the command limits (``CommandOutput
 products go through ``np.dot`` as numpy's do (the same BLAS routine, so the same bits; a test keeps that true).
 
 Anything the Python path would do differently (a contact step near a joint limit, a fault, a rejected state, a
-non-finite command, a failed energy check) is not done here: the kernel stops and says which
-(:data:`STOP_REASONS`), and the caller runs the scenario the Python way.
+non-finite command, a failed energy check) is not done here: the kernel stops before that period and says why
+(:data:`STOP_REASONS`), and the caller goes on the Python way from there.
 """
 from __future__ import annotations
 
@@ -193,11 +193,12 @@ def _energy(im, fm, I6, mc, q, v, zeros, out):
 
 @jit
 def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arrays, ctl_floats, refs, ref_ints,
-                rec_i, rec_f, rec_sat, row0):
-    """Periods from the current state until the records are full (or a stop: the return value's code, and the
-    periods recorded). See :func:`mbs_ros.headless.fast.pack` for the layout of the arguments; ``q``, ``v``,
-    ``acc`` (work, energy reference, passive work, dissipated, contact work, k, saturation counts), ``W``, ``E``
-    (the commands submitted for the next period) are updated as the run goes."""
+                rec_i, rec_f, rec_sat, row0, row_end):
+    """The record's rows ``row0 .. row_end - 1``, each the period that ends at its stamp: ``(row_end, 0)``, or
+    ``(row, code)`` where the kernel stopped (:data:`STOP_REASONS`) before that row's period, the state and the
+    commands those of the end of row − 1. See :func:`mbs_ros.headless.fast.pack` for the layout of the arguments;
+    ``q``, ``v``, ``acc`` (work, energy reference, passive work, dissipated, contact work, k, saturation counts),
+    ``W``, ``E`` (the commands submitted for the next period) are updated at the end of each row."""
     im, fm, I6, mc, A, b, v_caps, s_max_effort = sim_arrays
     dt, max_q, total_mass, s_max_force, s_max_torque = sim_floats
     steps, every, k_reset, t0_ns, dt_ns = sim_ints
@@ -212,7 +213,6 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
     nj = E.shape[0]
     nvb = nv - nj
     nqb = nq - nj
-    rows = stamps.shape[0]
     qs = np.empty((steps + 1, nq))
     vs = np.empty((steps + 1, nv))
     tau_f = np.empty(nv)
@@ -227,7 +227,8 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
     tb = np.empty(nvb)
     W0, W1, W2 = np.empty(6), np.empty(6), np.empty(6)
     ej, E1, data = np.empty(nj), np.empty(nj), np.empty(nj)
-    for row in range(row0, rows):
+    Wn, En = np.empty(6), np.empty(nj)
+    for row in range(row0, row_end):
         # ---- the period's physics under the held commands (Simulator._build_force, advance)
         k = int(acc[5])
         w_any = False
@@ -264,15 +265,10 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
                 scale = (abs(acc[1]) + abs(work) + abs(acc[2]) + acc[3] + abs(acc[4]) + 1.0 * total_mass)
                 if not (math.isfinite(residual) and abs(residual) <= 1.0 * scale):
                     return row, _ENERGY
-        acc[0] = work
-        acc[5] = k + steps
-        for i in range(nq):
-            q[i] = qs[steps, i]
-        for i in range(nv):
-            v[i] = vs[steps, i]
+        qn, vn = qs[steps], vs[steps]  # the state at the period's end (kept in q, v once the row is done)
         t = t0_ns + (k + steps) * dt_ns
         # ---- the controller's state from odom and joint_states (base_state, joint_state, state_vector)
-        if not controller_state(q, v, jstate, max_pos, max_vel, qn_lo, qn_hi, q_c, v_c):
+        if not controller_state(qn, vn, jstate, max_pos, max_vel, qn_lo, qn_hi, q_c, v_c):
             return row, _REJECTED
         # ---- the references, the law, the limits (controller_core.desired, law_command, CommandOutput)
         t_ref = t - offset
@@ -308,30 +304,41 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
             ej[j] = tau[nvb + j]
         clipped = clip_efforts(ej, c_max_effort, E1)
         # ---- the dynamics node's checks (wrench_command and submit saturate twice, joint_efforts clips)
-        if saturate_wrench(W1, s_max_force, s_max_torque, W2):
-            acc[6] += 1.0
-        if saturate_wrench(W2, s_max_force, s_max_torque, W):
-            acc[6] += 1.0
+        sat_w = 1.0 if saturate_wrench(W1, s_max_force, s_max_torque, W2) else 0.0
+        if saturate_wrench(W2, s_max_force, s_max_torque, Wn):
+            sat_w += 1.0
         for j in range(nj):
             data[j] = 0.0
         for j in range(nj):
             data[jtake[j]] = E1[j]
-        if clip_efforts(data, s_max_effort, E):
-            acc[7] += 1.0
+        sat_j = 1.0 if clip_efforts(data, s_max_effort, En) else 0.0
         # ---- the record (HeadlessRun's row; applied(), balance_residual())
         stamps[row] = t
         for i in range(nq):
-            rec_q[row, i] = q[i]
+            rec_q[row, i] = qn[i]
             rec_qd[row, i] = q_d[i]
         for i in range(nv):
-            rec_v[row, i] = v[i]
+            rec_v[row, i] = vn[i]
             rec_vd[row, i] = v_d[i]
             rec_tau[row, i] = tau[i]
-            rec_tapp[row, i] = (0.0 + W[i]) if i < 6 else (E[i - nvb] + 0.0)
+            rec_tapp[row, i] = (0.0 + Wn[i]) if i < 6 else (En[i - nvb] + 0.0)
         rec_sat[row] = sat or clipped
         if rec_energy.shape[0]:
-            kin, grav = _energy(im, fm, I6, mc, q, v, zeros, eout)
+            kin, grav = _energy(im, fm, I6, mc, qn, vn, zeros, eout)
             total = kin + grav + 0.0
             supplied = work + acc[2] + acc[3]
             rec_energy[row] = total - acc[1] - supplied + acc[3] - acc[4]
-    return rows, _DONE
+        # ---- the row is done: the state, the work, the commands for the next period
+        for i in range(nq):
+            q[i] = qn[i]
+        for i in range(nv):
+            v[i] = vn[i]
+        acc[0] = work
+        acc[5] = k + steps
+        acc[6] += sat_w
+        acc[7] += sat_j
+        for i in range(6):
+            W[i] = Wn[i]
+        for j in range(nj):
+            E[j] = En[j]
+    return row_end, _DONE

@@ -7,9 +7,10 @@ base with revolute/prismatic joints and no mimic or locked joints, no thrusters,
 springs), no estimator in the loop, no contact world beyond the joint limits, the compiled computed-torque law
 without thruster allocation, both references on the compiled segments, lockstep on simulation time. The paused
 start (the first answer at t = 0 and the reference's installation) runs the Python way; :func:`run` then takes
-every period. Where the kernel meets something the Python path does differently (a joint near its limit: the
-contact step; a fault, a rejected state, a failed law) it stops, :func:`run` returns False and the caller runs
-the scenario the Python way from the start, so the result is the Python path's in every case. docs/headless.md.
+the periods. Where the kernel meets something the Python path does differently (a joint near its limit: the
+contact step; a fault, a rejected state, a failed law) it stops before that period, :func:`run` leaves the
+simulator and the controller as the Python path has them there, and the caller's loop goes on the Python way from
+that period, so the result is the Python path's in every case. docs/headless.md.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ from mbs_ros.controllers import reference_input as ri
 from mbs_ros.controllers.laws import ComputedTorque
 from mbs_ros.dynamics import compiled_period as cp
 from mbs_ros.dynamics.integrators import TABLEAUS
-from mbs_ros.dynamics.simulator import MAX_POSITION, velocity_bounds
+from mbs_ros.dynamics.simulator import MAX_POSITION, WrenchCommand, velocity_bounds
 
 __all__ = ["eligible", "run", "pack"]
 
@@ -129,19 +130,38 @@ def pack(r):
             ref_ints, r.stamp_ns, rec_f, r.saturated, int(r.n))
 
 
-def run(robots: List) -> bool:
-    """Every remaining period of each robot (records filled, simulators moved to the end); False when the kernel
-    stopped for one of them (the caller then runs the scenario the Python way; these robots are spent)."""
-    for r in robots:
-        args = pack(r)
-        rows, code = cp.run_periods(*args)
-        if code != 0:
-            return False
-        sim, q, v, acc, W, E = r.sim, args[3], args[4], args[5], args[6], args[7]
-        sim.q, sim.v, sim.k, sim.work = q, v, int(acc[5]), float(acc[0])
-        sim.saturated["wrench"] += int(acc[6])
-        sim.saturated["joints"] += int(acc[7])
-        if r.contact is not None:
-            r.contact[0][r.n:rows], r.contact[1][r.n:rows] = sim.contact_work, sim.contact_power
-        r.n = rows
-    return True
+def _commit(r, args, end: int) -> None:
+    """Robot ``r`` at the end of row ``end - 1`` as the kernel left it (``args`` its :func:`pack`): the simulator's
+    state, work and the commands submitted for the next period, the controller's last state stamp, the records."""
+    if end <= r.n:
+        return
+    sim = r.sim
+    q, v, acc, W, E, stamps = args[3], args[4], args[5], args[6], args[7], args[13]
+    sim.q, sim.v, sim.k, sim.work = q.copy(), v.copy(), int(acc[5]), float(acc[0])
+    W, E = W.copy(), E.copy()
+    W.setflags(write=False)
+    E.setflags(write=False)
+    sim.period_commands = {"wrench": WrenchCommand(W, "body"), "joints": E}
+    sim.saturated["wrench"] += int(acc[6])
+    sim.saturated["joints"] += int(acc[7])
+    r.timebase.last = int(stamps[end - 1])
+    if r.contact is not None:
+        r.contact[0][r.n:end], r.contact[1][r.n:end] = sim.contact_work, sim.contact_power
+    r.n = end
+
+
+def run(robots: List) -> int:
+    """The robots' periods in the kernel, as far as every robot's goes (a robot that went further is run again to
+    that period: the robots step together); returns the control periods taken, from which the caller's loop goes
+    on the Python way (all of them: the run is done)."""
+    packs = [pack(r) for r in robots]
+    rows = int(packs[0][13].shape[0])
+    stops = [int(cp.run_periods(*args, rows)[0]) for args in packs]
+    end = min(stops)
+    for i, r in enumerate(robots):
+        if stops[i] != end:  # to the common period, from the start again (the kernel only wrote rows past end)
+            packs[i] = pack(r)
+            cp.run_periods(*packs[i], end)
+    for r, args in zip(robots, packs):
+        _commit(r, args, end)
+    return max(0, end - 1)

@@ -524,18 +524,16 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
         r.allocate(periods + 1, energy)
     fault = None
     k = 0
-    redo = False
     try:
         for r in robots:  # paused at t = 0: the controller answers the state it holds, then the reference arrives
             r.answer()
             r.install_reference()
-        # ---- the fast path (mbs_ros.headless.fast): all periods compiled, else the Python way from the start
+        # ---- the fast path (mbs_ros.headless.fast): the periods it can take compiled, the rest below
+        done = 0
         if fast and periods and all(fast_path.eligible(r) is None for r in robots):
-            if not fast_path.run(robots):
-                redo = True
-            periods = 0
+            done = fast_path.run(robots)
         # ---- end of the fast path
-        for k in range(periods):
+        for k in range(done, periods):
             for r in robots:
                 why = r.step()
                 if why is not None:
@@ -549,9 +547,6 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
         fault = f"t = {robots[0].sim.stamp() * 1e-9:.3f} s: the controller rejected the state: {e}"
     except Exception as e:  # noqa: BLE001 - a blow-up ends the run, never the caller
         fault = f"t = {robots[0].sim.stamp() * 1e-9:.3f} s: {type(e).__name__}: {e}"
-    if redo:
-        out = run_scenario(scenario, duration=duration, energy=energy, fast=False)
-        return replace(out, wall_time=time.perf_counter() - started)
     wall = time.perf_counter() - started
     ran = max(r.sim.stamp() for r in robots) * 1e-9
     s0 = robots[0].settings

@@ -24,17 +24,20 @@ UVMS_1K = {"physics_rate": 1000.0, "control_rate": 500.0}
 
 @pytest.fixture
 def kernel_codes(monkeypatch):
-    """The return codes of every run_periods call in the test."""
+    """``(row, code)`` of every run_periods call in the test (the row it stopped at, or the end)."""
     codes = []
     real = cp.run_periods
 
     def spy(*args):
         out = real(*args)
-        codes.append(int(out[1]))
+        codes.append((int(out[0]), int(out[1])))
         return out
 
     monkeypatch.setattr(fast.cp, "run_periods", spy)
     return codes
+
+
+LIMIT = cp.STOP_REASONS.index("a joint came near its limit (the contact step takes over)")
 
 
 def _same_records(a, b):
@@ -59,26 +62,55 @@ def test_the_fast_path_gives_the_python_paths_records_byte_for_byte(kernel_codes
     slow = run_scenario(name, duration=duration, overrides=overrides, fast=False)
     assert kernel_codes == []
     quick = run_scenario(name, duration=duration, overrides=overrides)
-    assert kernel_codes and all(c == 0 for c in kernel_codes)
-    assert len(kernel_codes) == len(quick.robots)
+    rows = len(quick.robots[next(iter(quick.robots))].t)
+    assert kernel_codes == [(rows, 0)] * len(quick.robots)
     assert slow.fault is None
     _same_records(slow, quick)
 
 
-def test_a_period_the_kernel_cannot_take_hands_the_run_to_the_python_path(tmp_path, kernel_codes):
-    """vehicle_manipulator with its first joint started within the limit margin (π − 0.5 mm; the URDF limit ±π):
-    the Python path takes a contact step at once, so the kernel stops at its first period with the limit's code
-    and the run is the Python path's, byte for byte."""
+def _uvms_scenario(tmp_path, robots):
+    """vehicle_manipulator's file with its robot entry once per ``(namespace, joint 0 start, joint 0 from 2 s)``."""
     from mbs_ros.bringup.scenario import package_root
 
     src = (package_root() / "config" / "scenarios" / "vehicle_manipulator.yaml").read_text()
-    src = src.replace("joint_positions: [0.0, 0.6, -1.2", "joint_positions: [3.1411, 0.6, -1.2")
-    src = src.replace("model: config/", f"model: {package_root()}/config/")
-    path = tmp_path / "near_limit.yaml"
-    path.write_text(src)
+    head, robot = src.split("robots:\n")
+    robot = robot.replace("model: config/", f"model: {package_root()}/config/")
+    entries = []
+    for ns, start, at2 in robots:
+        entries.append(robot.replace("namespace: uvms", f"namespace: {ns}")
+                       .replace("joint_positions: [0.0, 0.6, -1.2", f"joint_positions: [{start}, 0.6, -1.2")
+                       .replace("{time: 2.0, positions: [0.6,", f"{{time: 2.0, positions: [{at2},")
+                       .replace("{time: 4.0, positions: [0.8,", f"{{time: 4.0, positions: [{at2},"))
+    path = tmp_path / "uvms_limits.yaml"
+    path.write_text(head + "robots:\n" + "".join(entries))
+    return path
+
+
+def test_a_start_within_the_limit_margin_leaves_every_period_to_the_python_path(tmp_path, kernel_codes):
+    """The first joint started within the limit margin (π − 0.5 mm; the URDF limit ±π): the Python path takes a
+    contact step at once, so the kernel stops before its first period and the Python path takes them all, byte for
+    byte as without the fast path."""
+    path = _uvms_scenario(tmp_path, [("uvms", 3.1411, 0.6)])
     quick = run_scenario(path, duration=0.2)
-    assert kernel_codes == [cp.STOP_REASONS.index("a joint came near its limit (the contact step takes over)")]
+    assert kernel_codes == [(1, LIMIT)]
     slow = run_scenario(path, duration=0.2, fast=False)
+    _same_records(slow, quick)
+
+
+def test_a_joint_reaching_its_limit_mid_run_hands_the_rest_to_the_python_path(tmp_path, kernel_codes):
+    """Two robots; the second's first joint is driven to 3.1415 rad from t = 2 s on and comes into the limit's margin
+    (π − 1 mm) as it settles there:
+    the first robot's kernel runs to the end, the second's stops where the joint comes near the limit, the first is
+    run again to that period, and the Python path takes the rest (contact steps at the limit for the second):
+    every record byte for byte as without the fast path."""
+    path = _uvms_scenario(tmp_path, [("uvms_a", 0.0, 0.6), ("uvms_b", 0.0, 3.1415)])
+    quick = run_scenario(path, duration=3.0)
+    rows = len(quick.robots["uvms_a"].t)
+    assert len(kernel_codes) == 3 and kernel_codes[0] == (rows, 0)
+    stop, code = kernel_codes[1]
+    assert code == LIMIT and 100 < stop < rows and kernel_codes[2] == (stop, 0)
+    slow = run_scenario(path, duration=3.0, fast=False)
+    assert slow.fault is None
     _same_records(slow, quick)
 
 
