@@ -457,7 +457,7 @@ def print_headless(run):
         print(f"  physics alone (2 RK4 steps, compiled): {fl['us_per_period']:.1f} µs per period, a bound of "
               f"{fl['real_time_factor_bound']:.0f}x")
     if h.get("breakdown"):
-        print("  per-period breakdown of the fast path (cProfile shares scaled to the unprofiled µs per period):")
+        print("  per-period breakdown of the fast path (thread CPU: the compiled call timed, physics timed alone):")
         body = [(b["part"], f"{100 * b['share']:.1f} %", f"{b['us']:.1f}") for b in h["breakdown"]]
         print("    " + _table(("part", "share", "µs"), body, "<>>").replace("\n", "\n    "))
     sys.stdout.flush()

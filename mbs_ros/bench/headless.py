@@ -12,14 +12,12 @@ target (>= 50x on one core) and where a control period's time goes.
   the D₂ run as :attr:`HeadlessRun.real_time_factor` gives it (wall time, set-up included); the scenario takes the
   fast path (:mod:`mbs_ros.headless.fast`, all periods in one compiled call), and the Python path's factor
   (``fast=False``, the same records) is measured beside it;
-- the breakdown: one run under :mod:`cProfile`: the compiled call's time less the physics (two RK4 steps timed
-  alone) is the rest of the compiled period, the Python around the call the remainder, as shares of the periods'
-  time scaled to the unprofiled µs per period.
+- the breakdown: one run with the compiled call timed on this thread's CPU: that time less the physics (two RK4
+  steps timed alone) is the rest of the compiled period; the Python around the call is what is left of the µs
+  per period.
 """
 from __future__ import annotations
 
-import cProfile
-import pstats
 import time
 from typing import Optional
 
@@ -31,17 +29,14 @@ SCENARIO = "vehicle_manipulator"
 OVERRIDES = {"physics_rate": 1000.0, "control_rate": 500.0}
 TARGET_RTF = 50.0
 
-#: (label, file suffix, function): the parts of a period on the fast path (mbs_ros.headless.fast), by the functions
-#: that compute them; the compiled call itself is split into physics (measured alone, :func:`physics_floor`) and the
-#: rest of the compiled period (state in, reference, law, limits, the node's checks, work, energy, record)
+#: the parts of a period on the fast path (mbs_ros.headless.fast): the compiled call (run_periods, timed on this
+#: thread's CPU around each call) split into physics (two RK4 steps timed alone, :func:`physics_floor`) and the rest
+#: of the compiled period; the Python around the call is the rest of the period's thread CPU time
 PARTS = (
-    ("compiled periods (run_periods, one call per run)", "mbs_ros/headless/fast.py", "run"),
-    ("packing the kernel's arguments (pack, once per run)", "mbs_ros/headless/fast.py", "pack"),
+    "physics: 2 RK4 steps (compiled kernel, timed alone)",
+    "rest of the compiled period (state in, reference, law, limits, checks, work, energy, record)",
+    "Python around the compiled call (packing, handing over; set-up excluded)",
 )
-#: the functions whose time is the periods' (the paused start and set-up excluded)
-PERIOD_FUNCTIONS = (("mbs_ros/headless/fast.py", "run"),)
-PHYSICS_LABEL = "physics: 2 RK4 steps (compiled kernel, timed alone)"
-REST_LABEL = "rest of the compiled period (state in, reference, law, limits, checks, work, energy, record)"
 
 
 def _uvms():
@@ -181,30 +176,33 @@ def physics_floor(plan: timing.Plan) -> dict:
 
 
 def breakdown(duration: float, us_per_period: float, physics_us: Optional[float] = None) -> list:
-    """``[(part, share of the periods' time, µs per period)]`` from one profiled run (module docstring): the
-    compiled call's time less its physics (``physics_us`` per period, timed alone) and the Python around it."""
-    from mbs_ros.headless import run_scenario
+    """``[(part, share of the period, µs per period)]`` of :data:`PARTS`: one run with the compiled call timed on
+    this thread's CPU, less the physics (``physics_us`` per period, timed alone); the Python around it is what is
+    left of ``us_per_period`` (the unprofiled thread-CPU µs per period, set-up excluded)."""
+    from mbs_ros.headless import fast, run_scenario
 
-    prof = cProfile.Profile()
-    prof.enable()
-    run = run_scenario(SCENARIO, duration=duration, overrides=OVERRIDES)
-    prof.disable()
-    stats = pstats.Stats(prof).stats  # (file, line, name) -> (cc, nc, tottime, cumtime, callers)
+    spent = []
+    real = fast.cp.run_periods
 
-    def cum(suffix, name):
-        return sum(v[3] for (f, _line, n), v in stats.items() if n == name and f.replace("\\", "/").endswith(suffix))
+    def timed(*args):
+        t0 = time.thread_time()
+        out = real(*args)
+        spent.append(time.thread_time() - t0)
+        return out
 
-    total = sum(cum(f, n) for f, n in PERIOD_FUNCTIONS)
-    if total <= 0.0:
-        return []
+    fast.cp.run_periods = timed
+    try:
+        run = run_scenario(SCENARIO, duration=duration, overrides=OVERRIDES)
+    finally:
+        fast.cp.run_periods = real
     periods = round(run.duration * run.control_rate)
-    values = {label: cum(f, n) for label, f, n in PARTS}
-    kernel_label, pack_label = PARTS[0][0], PARTS[1][0]
-    kernel = max(0.0, values.pop(kernel_label) - values[pack_label])
-    physics = min(kernel, (physics_us or 0.0) * 1e-6 * periods)
-    out = {PHYSICS_LABEL: physics, REST_LABEL: kernel - physics, **values}
-    out["other (the Python around the call)"] = max(0.0, total - sum(out.values()))
-    return [(label, t / total, us_per_period * t / total) for label, t in out.items()]
+    if not spent or periods <= 0 or us_per_period <= 0.0:
+        return []
+    kernel = 1e6 * sum(spent) / periods
+    physics = min(kernel, physics_us or 0.0)
+    parts = (physics, kernel - physics, max(0.0, us_per_period - kernel))
+    total = sum(parts)  # us_per_period, unless the runs' noise put the compiled call above it
+    return [(label, us / total, us) for label, us in zip(PARTS, parts)]
 
 
 def run(quick: bool, plan: timing.Plan, tol: float, progress=lambda msg: None):
