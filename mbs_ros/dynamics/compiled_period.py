@@ -144,12 +144,17 @@ def reference_at(code, start, times, positions, coeffs, t_ref, q, v, a):
 def controller_state(q, v, jstate, max_pos, max_vel, qn_lo, qn_hi, q_c, v_c):
     """The controller's ``(q_c, v_c)`` from the simulator's state as odom and joint_states carry it to the
     controller (``StateView``, ``reference_input.base_state``, ``joint_state``, ``state_vector``) for an SE(3) base
-    with ``H = I`` and one coordinate per joint: the position as is, the quaternion normalised twice
-    (``unit_quaternion``, then ``configuration_from_pose``), the twist ``H v`` (``+ 0.0``: a product by 1 and sums
-    of zeros), the joints by ``jstate`` (controller joint j is joint_states entry ``jstate[j]``). False where the
-    controller rejects the state (a bound, the quaternion's norm)."""
+    with ``H = I`` (or a fixed base) and one coordinate per joint: the position as is, the quaternion normalised
+    twice (``unit_quaternion``, then ``configuration_from_pose``), the twist ``H v`` (``+ 0.0``: a product by 1 and
+    sums of zeros), the joints by ``jstate`` (controller joint j is joint_states entry ``jstate[j]``). False where
+    the controller rejects the state (a bound, the quaternion's norm)."""
     nq, nv, nj = q_c.shape[0], v_c.shape[0], jstate.shape[0]
     nqb, nvb = nq - nj, nv - nj
+    if nqb == 0:  # a fixed base: the joints alone
+        for j in range(nj):
+            q_c[j] = q[jstate[j]]
+            v_c[j] = v[jstate[j]]
+        return _check(q_c, max_pos) and _check(v_c, max_vel)
     quat, quat1 = np.empty(4), np.empty(4)
     for i in range(4):
         quat[i] = q[3 + i]
@@ -213,6 +218,7 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
     nj = E.shape[0]
     nvb = nv - nj
     nqb = nq - nj
+    floating = nvb > 0  # an SE(3) base (``fast.eligible``), else a fixed one
     qs = np.empty((steps + 1, nq))
     vs = np.empty((steps + 1, nv))
     tau_f = np.empty(nv)
@@ -272,7 +278,8 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
             return row, _REJECTED
         # ---- the references, the law, the limits (controller_core.desired, law_command, CommandOutput)
         t_ref = t - offset
-        reference_at(1, b_start, b_times, b_pos, b_coef, t_ref, qb, vb, ab)
+        if floating:
+            reference_at(1, b_start, b_times, b_pos, b_coef, t_ref, qb, vb, ab)
         reference_at(0, j_start, j_times, j_pos, j_coef, t_ref, qj, vj, aj)
         for i in range(nqb):
             q_d[i] = qb[i]
@@ -281,7 +288,7 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
         for j in range(nj):
             q_d[nqb + j] = qj[j]
             v_d[nvb + j], a_d[nvb + j] = vj[j], aj[j]
-        _ct_torque(cim, cfm, cI6, 1, q_c, v_c, q_d, v_d, a_d, kp, kd, tau)
+        _ct_torque(cim, cfm, cI6, 1 if floating else 0, q_c, v_c, q_d, v_d, a_d, kp, kd, tau)
         for i in range(nv):
             if not math.isfinite(tau[i]):
                 return row, _NONFINITE
@@ -299,14 +306,19 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
         else:
             for i in range(6):
                 W0[i] = 0.0
-        sat = saturate_wrench(W0, c_max_force, c_max_torque, W1)
+        sat = saturate_wrench(W0, c_max_force, c_max_torque, W1) if floating else False
         for j in range(nj):
             ej[j] = tau[nvb + j]
         clipped = clip_efforts(ej, c_max_effort, E1)
         # ---- the dynamics node's checks (wrench_command and submit saturate twice, joint_efforts clips)
-        sat_w = 1.0 if saturate_wrench(W1, s_max_force, s_max_torque, W2) else 0.0
-        if saturate_wrench(W2, s_max_force, s_max_torque, Wn):
-            sat_w += 1.0
+        sat_w = 0.0
+        if floating:
+            sat_w = 1.0 if saturate_wrench(W1, s_max_force, s_max_torque, W2) else 0.0
+            if saturate_wrench(W2, s_max_force, s_max_torque, Wn):
+                sat_w += 1.0
+        else:  # no wrench channel: the held wrench stays zero
+            for i in range(6):
+                Wn[i] = 0.0
         for j in range(nj):
             data[j] = 0.0
         for j in range(nj):
@@ -321,7 +333,10 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
             rec_v[row, i] = vn[i]
             rec_vd[row, i] = v_d[i]
             rec_tau[row, i] = tau[i]
-            rec_tapp[row, i] = (0.0 + Wn[i]) if i < 6 else (En[i - nvb] + 0.0)
+            if not floating:  # applied(): the joint efforts alone
+                rec_tapp[row, i] = En[i]
+            else:
+                rec_tapp[row, i] = (0.0 + Wn[i]) if i < 6 else (En[i - nvb] + 0.0)
         rec_sat[row] = sat or clipped
         if rec_energy.shape[0]:
             kin, grav = _energy(im, fm, I6, mc, qn, vn, zeros, eout)

@@ -3,9 +3,10 @@
 :mod:`mbs_ros.headless.run` (which calls the nodes' cores, as the nodes do).
 
 :func:`eligible` says whether a robot is the common case the kernel computes (None) or why not: a floating SE(3)
-base with revolute/prismatic joints and no mimic or locked joints, no thrusters, no passive forces (hydrodynamics,
-springs), no estimator in the loop, no contact world beyond the joint limits, the compiled computed-torque law
-without thruster allocation, both references on the compiled segments, lockstep on simulation time. The paused
+base or a fixed one, revolute/prismatic joints and no mimic or locked joints, no thrusters, no passive forces
+(hydrodynamics, damping, springs), no estimator in the loop, no contact world beyond the joint limits, the
+compiled computed-torque law without thruster allocation, the references on the compiled segments, lockstep on
+simulation time. The paused
 start (the first answer at t = 0 and the reference's installation) runs the Python way; :func:`run` then takes
 the periods. Where the kernel meets something the Python path does differently (a joint near its limit: the
 contact step; a fault, a rejected state, a failed law) it stops before that period, :func:`run` leaves the
@@ -35,15 +36,19 @@ def eligible(r) -> Optional[str]:
     sim, model, ctl, cm = r.sim, r.sim.model, r.ctl, r.cmodel
     if r.estimator is not None:
         return "an estimator in the loop"
-    if model.base != "se3" or cm.base != "se3" or model.compiled_kernels is None or cm.compiled_kernels is None:
-        return "not a compiled model on an SE(3) base"
-    if not np.array_equal(model.velocity_map(None), np.eye(6)) or (model.nq, model.nv) != (cm.nq, cm.nv):
+    floating = model.base == "se3"
+    if model.base not in ("se3", "fixed") or cm.base != model.base or model.compiled_kernels is None \
+            or cm.compiled_kernels is None:
+        return "not a compiled model on an SE(3) or a fixed base"
+    if (model.nq, model.nv) != (cm.nq, cm.nv) or (floating and not np.array_equal(model.velocity_map(None),
+                                                                                   np.eye(6))):
         return "another velocity map or layout"
     if not model.joint_names or any(t not in ("revolute", "prismatic") for t in model.joint_types):
         return "no joints, or a continuous joint"
     if model.mimic_joints or model.locked_joints or model.passive is not None or cm.passive is not None:
         return "mimic or locked joints, or passive forces"
-    if sim.nt or sim.expected != ("wrench", "joints") or sim.cmd_timeout_steps or sim.objects:
+    if sim.nt or sim.expected != (("wrench", "joints") if floating else ("joints",)) or sim.cmd_timeout_steps \
+            or sim.objects:
         return "thrusters, a command timeout or free objects"
     if sim.fault is not None or sim.paused or sim.lockstep_steps < 1 or sim.integrator not in TABLEAUS:
         return "a faulted, paused or non-lockstep simulator"
@@ -51,11 +56,11 @@ def eligible(r) -> Optional[str]:
         return "a contact world with shapes"
     if not isinstance(ctl.law, ComputedTorque) or not ctl.law.compiled or ctl.allocation is not None:
         return "not the compiled computed-torque law, or thruster allocation"
-    if ctl.output.wrench_map is None or not r.view.base_is_root:
+    if floating and (ctl.output.wrench_map is None or not r.view.base_is_root):
         return "a velocity map that depends on q, or odom at a link above the base"
     if len(r.joint_state_names) != len(model.joint_names):
         return "joint_states names more joints than the model moves"
-    for ref, se3 in ((r.base_ref, True), (r.joint_ref, False)):
+    for ref, se3 in (((r.base_ref, True),) if floating else ()) + ((r.joint_ref, False),):
         seg = None if ref is None else ref[1].compiled_segments
         if seg is None or seg[0] != se3:
             return "a reference the compiled segments do not evaluate"
@@ -108,18 +113,20 @@ def pack(r):
                 int(sim.dt_ns))
     acc = np.array([sim.work, sim.energy_ref, sim.passive_work, sim.dissipated, sim.contact_work, sim.k, 0.0, 0.0])
     cmds = sim.period_commands
-    W = np.array(cmds["wrench"].W, dtype=float)
+    W = np.array(cmds["wrench"].W, dtype=float) if "wrench" in cmds else np.zeros(6)
     E = np.array(cmds["joints"], dtype=float)
     c_max_effort = np.ascontiguousarray(np.broadcast_to(np.asarray(ctl.output.max_effort, dtype=float), (nj,)))
     names = tuple(r.joint_state_names)
     jstate = np.array([names.index(n) for n in r.joint_names], dtype=np.int64)
     ctl_arrays = (ck.im, ck.fm, ck.I6, np.ascontiguousarray(ctl.law.kp, dtype=float),
-                  np.ascontiguousarray(ctl.law.kd, dtype=float), np.ascontiguousarray(ctl.output.wrench_map),
+                  np.ascontiguousarray(ctl.law.kd, dtype=float),
+                  np.zeros((6, 6)) if ctl.output.wrench_map is None else np.ascontiguousarray(ctl.output.wrench_map),
                   c_max_effort, np.asarray(r.joint_take, dtype=np.int64), jstate)
     lo, hi = ri.QUATERNION_NORM
     ctl_floats = (float(ctl.output.limits.max_force), float(ctl.output.limits.max_torque), float(ri.MAX_POSITION),
                   float(ri.MAX_STATE_VELOCITY), float(lo), float(hi))
-    b_start, b_times, b_pos, b_coef = _reference(r.base_ref)
+    b_start, b_times, b_pos, b_coef = (_reference(r.base_ref) if r.base_ref is not None else
+                                       (0, np.zeros(1), np.zeros((1, 7)), np.zeros((0, 6, 6))))
     j_start, j_times, j_pos, j_coef = _reference(r.joint_ref)
     refs = (b_times, b_pos, b_coef, j_times, j_pos, j_coef)
     ref_ints = (int(r.timebase.offset), b_start, j_start)
@@ -141,7 +148,8 @@ def _commit(r, args, end: int) -> None:
     W, E = W.copy(), E.copy()
     W.setflags(write=False)
     E.setflags(write=False)
-    sim.period_commands = {"wrench": WrenchCommand(W, "body"), "joints": E}
+    sim.period_commands = {"wrench": WrenchCommand(W, "body"), "joints": E} if "wrench" in sim.expected else \
+        {"joints": E}
     sim.saturated["wrench"] += int(acc[6])
     sim.saturated["joints"] += int(acc[7])
     r.timebase.last = int(stamps[end - 1])

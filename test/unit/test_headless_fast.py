@@ -54,10 +54,11 @@ def _same_records(a, b):
 
 @pytest.mark.parametrize("name, duration, overrides", [("vehicle_manipulator", 1.0, UVMS_1K),
                                                        ("vehicle_manipulator", 0.3, None),
-                                                       ("fleet", 0.4, None), ("solo12", 0.4, None)])
+                                                       ("fleet", 0.4, None), ("solo12", 0.4, None),
+                                                       ("manipulator", 0.5, None)])
 def test_the_fast_path_gives_the_python_paths_records_byte_for_byte(kernel_codes, name, duration, overrides):
     """The scenarios the fast path takes (one robot at 1 kHz / 500 Hz and at the scenario's 500 / 100 Hz, three
-    robots, a legged robot with joint limits on): every period in the kernel (one call per robot, each run to the
+    robots, a legged robot with joint limits on, a fixed-base arm): every period in the kernel (one call per robot, each run to the
     end), and every recorded number has the Python path's bits."""
     slow = run_scenario(name, duration=duration, overrides=overrides, fast=False)
     assert kernel_codes == []
@@ -115,8 +116,11 @@ def test_a_joint_reaching_its_limit_mid_run_hands_the_rest_to_the_python_path(tm
 
 
 def test_eligible_names_why_a_robot_is_not_the_common_case():
-    """A fixed-base arm (manipulator) is not taken, and the reason says so; the UVMS is."""
-    for name, expected in (("manipulator", "not a compiled model on an SE(3) base"), ("vehicle_manipulator", None)):
+    """A planar vehicle and the estimator in the loop are not taken, and the reason says so; the UVMS and the
+    fixed-base arm are."""
+    for name, expected in (("vehicle", "not a compiled model on an SE(3) or a fixed base"),
+                           ("vehicle_manipulator_sensors", "an estimator in the loop"),
+                           ("vehicle_manipulator", None), ("manipulator", None)):
         scn = headless_run._lockstep(headless_run.load_scenario(name))
         specs = headless_run._robot_specs(scn)
         robots = [headless_run._Robot(by_role, headless_run._shared_loader()) for by_role in specs.values()]
@@ -170,7 +174,7 @@ def test_the_controllers_state_is_the_ros_paths_conversion_bit_for_bit():
     """controller_state against what the ROS path computes from odom and joint_states (StateView's pose and twist,
     reference_input.base_state, joint_state, state_vector) on random UVMS states, joints in another order on
     joint_states; a state out of the bounds is refused by both."""
-    model = Model.from_yaml(_uvms_yaml())
+    model = Model.from_yaml(_robot_yaml("uvms_6dof.yaml"))
     rng = np.random.default_rng(7)
     nj = len(model.joint_names)
     perm = rng.permutation(nj)
@@ -195,6 +199,16 @@ def test_the_controllers_state_is_the_ros_paths_conversion_bit_for_bit():
     with pytest.raises(ri.Rejected):
         ri.base_state(q[:3], q[3:7], v[:6])
     assert not cp.controller_state(q, v, jstate, ri.MAX_POSITION, ri.MAX_STATE_VELOCITY, lo, hi, q_c, v_c)
+    # a fixed base: the joints alone (state_vector without a base part)
+    arm = Model.from_urdf(str(_robot_yaml("arm_6dof.urdf.xacro")), base="fixed")
+    q_c, v_c = np.empty(arm.nq), np.empty(arm.nv)
+    jstate = np.arange(arm.nq, dtype=np.int64)
+    for _ in range(200):
+        q, v = arm.random_configuration(rng), rng.normal(size=arm.nv) * 10.0 ** rng.uniform(-2, 2)
+        joints = ri.joint_state(arm.joint_names, arm.joint_names, q, v)
+        q_ref, v_ref = ri.state_vector(arm, 0, None, joints)
+        assert cp.controller_state(q, v, jstate, ri.MAX_POSITION, ri.MAX_STATE_VELOCITY, lo, hi, q_c, v_c)
+        assert q_c.tobytes() == q_ref.tobytes() and v_c.tobytes() == v_ref.tobytes()
 
 
 def test_reference_at_is_the_references_value_bit_for_bit():
@@ -215,7 +229,7 @@ def test_reference_at_is_the_references_value_bit_for_bit():
                 assert got.tobytes() == np.asarray(w, dtype=float).tobytes()
 
 
-def _uvms_yaml():
+def _robot_yaml(name):
     from mbs_ros.bringup.scenario import package_root
 
-    return package_root() / "config" / "robots" / "uvms_6dof.yaml"
+    return package_root() / "config" / "robots" / name
