@@ -24,6 +24,7 @@ import numpy as np
 
 from .compiled_laws import _ct_torque, _reference_segment
 from .jit import AVAILABLE, jit
+from .kernel_dynamics import _passive_core
 from .kernel_step import _advance_core, _energy_core
 
 __all__ = ["AVAILABLE", "STOP_REASONS", "scale_to_norm", "saturate_wrench", "clip_efforts", "unit_quaternion",
@@ -189,6 +190,13 @@ def _check(x, bound):
 
 
 @jit
+def _passive_power(im, fm, q, v, taup, pw):
+    """``Simulator._passive_power``: ``(v·τ_p without springs, dissipated power)`` at (q, v)."""
+    _passive_core(im, fm, q, v, False, taup, pw)
+    return np.dot(taup, v), pw[0]
+
+
+@jit
 def _energy(im, fm, I6, mc, q, v, zeros, out):
     """``(kinetic, gravity potential)`` as ``Model.kinetic_energy`` and ``potential_energy`` compute them (the
     latter calls the kernel at zero velocity; its gravity term never reads v, so one call gives both)."""
@@ -202,11 +210,12 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
     """The record's rows ``row0 .. row_end - 1``, each the period that ends at its stamp: ``(row_end, 0)``, or
     ``(row, code)`` where the kernel stopped (:data:`STOP_REASONS`) before that row's period, the state and the
     commands those of the end of row − 1. See :func:`mbs_ros.headless.fast.pack` for the layout of the arguments;
-    ``q``, ``v``, ``acc`` (work, energy reference, passive work, dissipated, contact work, k, saturation counts),
+    ``q``, ``v``, ``acc`` (work, energy reference, passive work, dissipated, contact work, k, saturation counts,
+    the passive power at the last step's end and whether it is known),
     ``W``, ``E`` (the commands submitted for the next period) are updated at the end of each row."""
     im, fm, I6, mc, A, b, v_caps, s_max_effort = sim_arrays
     dt, max_q, total_mass, s_max_force, s_max_torque = sim_floats
-    steps, every, k_reset, t0_ns, dt_ns = sim_ints
+    steps, every, k_reset, t0_ns, dt_ns, passive, has_passive, compensate = sim_ints
     lim_iq, lim_lo, lim_hi = lim
     cim, cfm, cI6, kp, kd, BT, c_max_effort, jtake, jstate = ctl_arrays
     c_max_force, c_max_torque, max_pos, max_vel, qn_lo, qn_hi = ctl_floats
@@ -234,6 +243,7 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
     W0, W1, W2 = np.empty(6), np.empty(6), np.empty(6)
     ej, E1, data = np.empty(nj), np.empty(nj), np.empty(nj)
     Wn, En = np.empty(6), np.empty(nj)
+    taup, pw = np.empty(nv), np.empty(1)
     for row in range(row0, row_end):
         # ---- the period's physics under the held commands (Simulator._build_force, advance)
         k = int(acc[5])
@@ -256,19 +266,29 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
                 x = qs[s, lim_iq[i]]
                 if x <= lim_lo[i] or x >= lim_hi[i]:
                     return row, _LIMIT
-        work = acc[0]
+        work, passive_work, dissipated = acc[0], acc[2], acc[3]
+        pp0, pd0, p_end = acc[8], acc[9], acc[10] != 0.0
         p0 = np.dot(tau_f, vs[0])
         for s in range(steps):
             p1 = np.dot(tau_f, vs[s + 1])
             work = work + 0.5 * dt * (p0 + p1)
+            if passive:  # the passive loads' work and what the dissipators took (Simulator._passive_power)
+                pp1, pd1 = _passive_power(im, fm, qs[s + 1], vs[s + 1], taup, pw)
+                if not p_end:
+                    pp0, pd0 = _passive_power(im, fm, qs[s], vs[s], taup, pw)
+                passive_work = passive_work + 0.5 * dt * (pp0 + pp1)
+                dissipated = dissipated + 0.5 * dt * (pd0 + pd1)
+                pp0, pd0, p_end = pp1, pd1, True
             if not math.isfinite(work):
                 return row, _WORK
             p0 = p1
             if every > 0 and (k + s + 1 - k_reset) % every == 0:
                 kin, grav = _energy(im, fm, I6, mc, qs[s + 1], vs[s + 1], zeros, eout)
+                if has_passive:  # potential_energy: gravity + buoyancy + springs (both 0 here)
+                    grav = grav + 0.0 + 0.0
                 E_now = kin + grav + 0.0
-                residual = E_now - acc[1] - work - acc[2] - acc[4]
-                scale = (abs(acc[1]) + abs(work) + abs(acc[2]) + acc[3] + abs(acc[4]) + 1.0 * total_mass)
+                residual = E_now - acc[1] - work - passive_work - acc[4]
+                scale = (abs(acc[1]) + abs(work) + abs(passive_work) + dissipated + abs(acc[4]) + 1.0 * total_mass)
                 if not (math.isfinite(residual) and abs(residual) <= 1.0 * scale):
                     return row, _ENERGY
         qn, vn = qs[steps], vs[steps]  # the state at the period's end (kept in q, v once the row is done)
@@ -289,6 +309,10 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
             q_d[nqb + j] = qj[j]
             v_d[nvb + j], a_d[nvb + j] = vj[j], aj[j]
         _ct_torque(cim, cfm, cI6, 1 if floating else 0, q_c, v_c, q_d, v_d, a_d, kp, kd, tau)
+        if compensate:  # law_command: minus the controller model's passive forces
+            _passive_core(cim, cfm, q_c, v_c, True, taup, pw)
+            for i in range(nv):
+                tau[i] = tau[i] - taup[i]
         for i in range(nv):
             if not math.isfinite(tau[i]):
                 return row, _NONFINITE
@@ -341,14 +365,15 @@ def run_periods(sim_arrays, sim_floats, sim_ints, q, v, acc, W, E, lim, ctl_arra
         if rec_energy.shape[0]:
             kin, grav = _energy(im, fm, I6, mc, qn, vn, zeros, eout)
             total = kin + grav + 0.0
-            supplied = work + acc[2] + acc[3]
-            rec_energy[row] = total - acc[1] - supplied + acc[3] - acc[4]
+            supplied = work + passive_work + dissipated
+            rec_energy[row] = total - acc[1] - supplied + dissipated - acc[4]
         # ---- the row is done: the state, the work, the commands for the next period
         for i in range(nq):
             q[i] = qn[i]
         for i in range(nv):
             v[i] = vn[i]
-        acc[0] = work
+        acc[0], acc[2], acc[3] = work, passive_work, dissipated
+        acc[8], acc[9], acc[10] = pp0, pd0, 1.0 if p_end else 0.0
         acc[5] = k + steps
         acc[6] += sat_w
         acc[7] += sat_j

@@ -3,10 +3,10 @@
 :mod:`mbs_ros.headless.run` (which calls the nodes' cores, as the nodes do).
 
 :func:`eligible` says whether a robot is the common case the kernel computes (None) or why not: a floating SE(3)
-base or a fixed one, revolute/prismatic joints and no mimic or locked joints, no thrusters, no passive forces
-(hydrodynamics, damping, springs), no estimator in the loop, no contact world beyond the joint limits, the
-compiled computed-torque law without thruster allocation, the references on the compiled segments, lockstep on
-simulation time. The paused
+base or a fixed one, revolute/prismatic joints (locked ones too, no mimic joints), joint damping and friction but
+no hydrodynamics, buoyancy, springs or thrusters, no estimator in the loop, no contact world beyond the joint
+limits, the compiled computed-torque law without thruster allocation, the references on the compiled segments,
+lockstep on simulation time. The paused
 start (the first answer at t = 0 and the reference's installation) runs the Python way; :func:`run` then takes
 the periods. Where the kernel meets something the Python path does differently (a joint near its limit: the
 contact step; a fault, a rejected state, a failed law) it stops before that period, :func:`run` leaves the
@@ -45,8 +45,11 @@ def eligible(r) -> Optional[str]:
         return "another velocity map or layout"
     if not model.joint_names or any(t not in ("revolute", "prismatic") for t in model.joint_types):
         return "no joints, or a continuous joint"
-    if model.mimic_joints or model.locked_joints or model.passive is not None or cm.passive is not None:
-        return "mimic or locked joints, or passive forces"
+    if model.mimic_joints or model.mimic_reduction is not None:
+        return "mimic joints"
+    P = model.passive
+    if P is not None and (P.has_fluid or P.has_springs or P.displaced.any() or len(P.thruster_names)):
+        return "hydrodynamics, buoyancy, joint springs or thrusters"
     if sim.nt or sim.expected != (("wrench", "joints") if floating else ("joints",)) or sim.cmd_timeout_steps \
             or sim.objects:
         return "thrusters, a command timeout or free objects"
@@ -58,8 +61,9 @@ def eligible(r) -> Optional[str]:
         return "not the compiled computed-torque law, or thruster allocation"
     if floating and (ctl.output.wrench_map is None or not r.view.base_is_root):
         return "a velocity map that depends on q, or odom at a link above the base"
-    if len(r.joint_state_names) != len(model.joint_names):
-        return "joint_states names more joints than the model moves"
+    names = tuple(r.joint_state_names)
+    if any(names.index(n) >= len(model.joint_names) for n in r.joint_names):
+        return "a controller joint joint_states does not give as a moving joint"
     for ref, se3 in (((r.base_ref, True),) if floating else ()) + ((r.joint_ref, False),):
         seg = None if ref is None else ref[1].compiled_segments
         if seg is None or seg[0] != se3:
@@ -109,9 +113,13 @@ def pack(r):
     sim_arrays = (k.im, k.fm, k.I6, k.mc, A, b, velocity_bounds(model, sim.dt), s_max_effort)
     sim_floats = (float(sim.dt), float(MAX_POSITION), float(model.total_mass), float(sim.limits.max_force),
                   float(sim.limits.max_torque))
+    cP = cm.passive
+    compensate = bool(ctl.settings.compensate_passive and cP is not None and cP.active)
     sim_ints = (int(sim.lockstep_steps), int(sim.energy_check_steps), int(sim.k_reset), int(sim.t0_ns),
-                int(sim.dt_ns))
-    acc = np.array([sim.work, sim.energy_ref, sim.passive_work, sim.dissipated, sim.contact_work, sim.k, 0.0, 0.0])
+                int(sim.dt_ns), int(model.passive_active), int(model.passive is not None), int(compensate))
+    # the passive power at the last step's end is not known here (Simulator._passive_end): computed again
+    acc = np.array([sim.work, sim.energy_ref, sim.passive_work, sim.dissipated, sim.contact_work, sim.k, 0.0, 0.0,
+                    0.0, 0.0, 0.0])
     cmds = sim.period_commands
     W = np.array(cmds["wrench"].W, dtype=float) if "wrench" in cmds else np.zeros(6)
     E = np.array(cmds["joints"], dtype=float)
@@ -145,6 +153,7 @@ def _commit(r, args, end: int) -> None:
     sim = r.sim
     q, v, acc, W, E, stamps = args[3], args[4], args[5], args[6], args[7], args[13]
     sim.q, sim.v, sim.k, sim.work = q.copy(), v.copy(), int(acc[5]), float(acc[0])
+    sim.passive_work, sim.dissipated = float(acc[2]), float(acc[3])
     W, E = W.copy(), E.copy()
     W.setflags(write=False)
     E.setflags(write=False)

@@ -55,10 +55,11 @@ def _same_records(a, b):
 @pytest.mark.parametrize("name, duration, overrides", [("vehicle_manipulator", 1.0, UVMS_1K),
                                                        ("vehicle_manipulator", 0.3, None),
                                                        ("fleet", 0.4, None), ("solo12", 0.4, None),
-                                                       ("manipulator", 0.5, None)])
+                                                       ("manipulator", 0.5, None), ("panda", 0.5, None)])
 def test_the_fast_path_gives_the_python_paths_records_byte_for_byte(kernel_codes, name, duration, overrides):
     """The scenarios the fast path takes (one robot at 1 kHz / 500 Hz and at the scenario's 500 / 100 Hz, three
-    robots, a legged robot with joint limits on, a fixed-base arm): every period in the kernel (one call per robot, each run to the
+    robots, a legged robot with joint limits on, a fixed-base arm, the Panda with joint damping compensated by the
+    law and locked finger joints): every period in the kernel (one call per robot, each run to the
     end), and every recorded number has the Python path's bits."""
     slow = run_scenario(name, duration=duration, overrides=overrides, fast=False)
     assert kernel_codes == []
@@ -112,6 +113,26 @@ def test_a_joint_reaching_its_limit_mid_run_hands_the_rest_to_the_python_path(tm
     assert code == LIMIT and 100 < stop < rows and kernel_codes[2] == (stop, 0)
     slow = run_scenario(path, duration=3.0, fast=False)
     assert slow.fault is None
+    _same_records(slow, quick)
+
+
+@pytest.mark.parametrize("name", ["panda", "vehicle_manipulator"])
+def test_a_stop_mid_run_leaves_the_simulator_and_controller_as_the_python_path_has_them(monkeypatch, name):
+    """The kernel made to stop before row 37 (as for a runaway there): the Python path takes the rest from the state,
+    work, passive work and dissipated energy, commands and time base the kernel hands over; the records are byte
+    for byte those without the fast path (the Panda: joint damping, so the passive work is handed over too)."""
+    real = cp.run_periods
+
+    def cut(*args):
+        *rest, row_end = args
+        stop = min(row_end, 37)
+        row, code = real(*rest, stop)
+        return (row, 1) if (row == stop < row_end and code == 0) else (row, code)
+
+    monkeypatch.setattr(fast.cp, "run_periods", cut)
+    quick = run_scenario(name, duration=0.5)
+    slow = run_scenario(name, duration=0.5, fast=False)
+    assert len(quick.robots[next(iter(quick.robots))].t) > 40
     _same_records(slow, quick)
 
 
