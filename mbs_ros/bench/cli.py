@@ -449,11 +449,15 @@ def print_headless(run):
     print(f"  real-time factor {h['real_time_factor']:.1f}x on thread CPU time ({h['us_per_period']:.0f} µs per "
           f"2 ms period; wall-clock factor of a {h['duration_s']:g} s run with set-up: "
           f"{h['wall_real_time_factor']:.1f}x) (target {h['target']}) {_verdict(h['met'])}")
+    py = h.get("python_path")
+    if py:
+        print(f"  the same run the Python way (run_scenario(fast=False), the same records): "
+              f"{py['real_time_factor']:.1f}x ({py['us_per_period']:.0f} µs per period)")
     if fl.get("us_per_period"):
         print(f"  physics alone (2 RK4 steps, compiled): {fl['us_per_period']:.1f} µs per period, a bound of "
               f"{fl['real_time_factor_bound']:.0f}x")
     if h.get("breakdown"):
-        print("  per-period breakdown (cProfile shares scaled to the unprofiled µs per period):")
+        print("  per-period breakdown of the fast path (thread CPU: the compiled call timed, physics timed alone):")
         body = [(b["part"], f"{100 * b['share']:.1f} %", f"{b['us']:.1f}") for b in h["breakdown"]]
         print("    " + _table(("part", "share", "µs"), body, "<>>").replace("\n", "\n    "))
     sys.stdout.flush()

@@ -9,16 +9,17 @@ target (>= 50x on one core) and where a control period's time goes.
   (error 0), and the µs of each;
 - the real-time factor: simulated seconds per second of this thread's CPU time, ``(D₂ − D₁) / (cpu₂ − cpu₁)`` of
   two runs of D₁ and D₂ simulated seconds (the set-up, loading the model files, cancels out), and the factor of
-  the D₂ run as :attr:`HeadlessRun.real_time_factor` gives it (wall time, set-up included);
-- the breakdown: one run under :mod:`cProfile`, each part's cumulative time as a share of the periods' time
-  (the profiler's overhead weighs on Python-heavy parts more than on compiled ones, so the shares are an upper
-  bound for the Python parts), scaled to the unprofiled µs per period.
+  the D₂ run as :attr:`HeadlessRun.real_time_factor` gives it (wall time, set-up included); the scenario takes the
+  fast path (:mod:`mbs_ros.headless.fast`, all periods in one compiled call), and the Python path's factor
+  (``fast=False``, the same records) is measured beside it;
+- the breakdown: one run with the compiled call timed on this thread's CPU: that time less the physics (two RK4
+  steps timed alone) is the rest of the compiled period; the Python around the call is what is left of the µs
+  per period.
 """
 from __future__ import annotations
 
-import cProfile
-import pstats
 import time
+from typing import Optional
 
 import numpy as np
 
@@ -28,19 +29,14 @@ SCENARIO = "vehicle_manipulator"
 OVERRIDES = {"physics_rate": 1000.0, "control_rate": 500.0}
 TARGET_RTF = 50.0
 
-#: (label, file suffix, function): the parts of a period, by the functions that compute them
+#: the parts of a period on the fast path (mbs_ros.headless.fast): the compiled call (run_periods, timed on this
+#: thread's CPU around each call) split into physics (two RK4 steps timed alone, :func:`physics_floor`) and the rest
+#: of the compiled period; the Python around the call is the rest of the period's thread CPU time
 PARTS = (
-    ("physics: 2 RK4 steps (compiled kernel)", "mbs_ros/dynamics/compiled.py", "advance"),
-    ("simulator bookkeeping (checks, work, hooks)", "mbs_ros/dynamics/simulator.py", "advance"),
-    ("control law (compiled computed torque)", "mbs_ros/nodes/controller_core.py", "law_command"),
-    ("reference evaluation", "mbs_ros/nodes/controller_core.py", "desired"),
-    ("limits (CommandOutput)", "mbs_ros/controllers/command.py", "__call__"),
-    ("state in (odom, joint_states -> q, v)", "mbs_ros/headless/run.py", "controller_state"),
-    ("command checks and submit", "mbs_ros/headless/run.py", "submit"),
-    ("applied force (recording)", "mbs_ros/headless/run.py", "applied"),
-    ("energy balance residual (balance_residual)", "mbs_ros/nodes/dynamics_core.py", "balance_residual"),
+    "physics: 2 RK4 steps (compiled kernel, timed alone)",
+    "rest of the compiled period (state in, reference, law, limits, checks, work, energy, record)",
+    "Python around the compiled call (packing, handing over; set-up excluded)",
 )
-PERIOD_FUNCTIONS = (("mbs_ros/headless/run.py", "answer"), ("mbs_ros/headless/run.py", "step"))
 
 
 def _uvms():
@@ -129,22 +125,20 @@ def period_row(plan: timing.Plan, tol: float, seed: int = 0) -> dict:
                 met=None, note="peer: the same period stepped one advance(1) at a time; err must be exactly 0")
 
 
-def _run(duration):
+def _run(duration, fast=True):
     from mbs_ros.headless import run_scenario
 
     t0 = time.thread_time()
-    run = run_scenario(SCENARIO, duration=duration, overrides=OVERRIDES)
+    run = run_scenario(SCENARIO, duration=duration, overrides=OVERRIDES, fast=fast)
     return run, time.thread_time() - t0
 
 
-def real_time_factor(quick: bool) -> dict:
-    """Steady-state real-time factor on this thread's CPU time (module docstring)."""
-    d1, d2 = (0.5, 2.0) if quick else (1.0, 6.0)
-    _run(0.1)  # compile / load the kernels' cache
+def _factor(d1, d2, repeats, fast=True):
+    """The best of ``repeats`` thread-CPU factors ``(D₂ − D₁) / (cpu₂ − cpu₁)`` (module docstring)."""
     best = None
-    for _ in range(1 if quick else 3):
-        r1, c1 = _run(d1)
-        r2, c2 = _run(d2)
+    for _ in range(repeats):
+        r1, c1 = _run(d1, fast)
+        r2, c2 = _run(d2, fast)
         if r1.fault or r2.fault:
             raise RuntimeError(f"the run faulted: {r1.fault or r2.fault}")
         rtf = (r2.duration - r1.duration) / max(c2 - c1, 1e-9)
@@ -153,6 +147,17 @@ def real_time_factor(quick: bool) -> dict:
             best = dict(real_time_factor=rtf, us_per_period=1e6 * (c2 - c1) / periods,
                         wall_real_time_factor=r2.real_time_factor, duration_s=r2.duration,
                         physics_rate_hz=r2.physics_rate, control_rate_hz=r2.control_rate)
+    return best
+
+
+def real_time_factor(quick: bool) -> dict:
+    """Steady-state real-time factor on this thread's CPU time (module docstring)."""
+    d1, d2 = (0.5, 2.0) if quick else (1.0, 6.0)
+    _run(0.1)  # compile / load the kernels' cache
+    best = _factor(d1, d2, 1 if quick else 3)
+    # the same scenario the Python way (run_scenario(fast=False)): what the fast path replaces
+    slow = _factor(0.2, 0.6, 1, fast=False) if quick else _factor(0.5, 2.0, 2, fast=False)
+    best["python_path"] = dict(real_time_factor=slow["real_time_factor"], us_per_period=slow["us_per_period"])
     best.update(target=f">= {TARGET_RTF:g}x", met=bool(best["real_time_factor"] >= TARGET_RTF))
     return best
 
@@ -170,27 +175,34 @@ def physics_floor(plan: timing.Plan) -> dict:
     return dict(us_per_period=us, real_time_factor_bound=2000.0 / us)
 
 
-def breakdown(duration: float, us_per_period: float) -> list:
-    """``[(part, share of the periods' time, µs per period)]`` from one profiled run (module docstring)."""
-    from mbs_ros.headless import run_scenario
+def breakdown(duration: float, us_per_period: float, physics_us: Optional[float] = None) -> list:
+    """``[(part, share of the period, µs per period)]`` of :data:`PARTS`: one run with the compiled call timed on
+    this thread's CPU, less the physics (``physics_us`` per period, timed alone); the Python around it is what is
+    left of ``us_per_period`` (the unprofiled thread-CPU µs per period, set-up excluded)."""
+    from mbs_ros.headless import fast, run_scenario
 
-    prof = cProfile.Profile()
-    prof.enable()
-    run_scenario(SCENARIO, duration=duration, overrides=OVERRIDES)
-    prof.disable()
-    stats = pstats.Stats(prof).stats  # (file, line, name) -> (cc, nc, tottime, cumtime, callers)
+    spent = []
+    real = fast.cp.run_periods
 
-    def cum(suffix, name):
-        return sum(v[3] for (f, _line, n), v in stats.items() if n == name and f.replace("\\", "/").endswith(suffix))
+    def timed(*args):
+        t0 = time.thread_time()
+        out = real(*args)
+        spent.append(time.thread_time() - t0)
+        return out
 
-    total = sum(cum(f, n) for f, n in PERIOD_FUNCTIONS)
-    if total <= 0.0:
+    fast.cp.run_periods = timed
+    try:
+        run = run_scenario(SCENARIO, duration=duration, overrides=OVERRIDES)
+    finally:
+        fast.cp.run_periods = real
+    periods = round(run.duration * run.control_rate)
+    if not spent or periods <= 0 or us_per_period <= 0.0:
         return []
-    values = {label: cum(f, n) for label, f, n in PARTS}
-    kernel_label, sim_label = PARTS[0][0], PARTS[1][0]
-    values[sim_label] = max(0.0, values[sim_label] - values[kernel_label])
-    values["other (loop, recording, state copies)"] = max(0.0, total - sum(values.values()))
-    return [(label, t / total, us_per_period * t / total) for label, t in values.items()]
+    kernel = 1e6 * sum(spent) / periods
+    physics = min(kernel, physics_us or 0.0)
+    parts = (physics, kernel - physics, max(0.0, us_per_period - kernel))
+    total = sum(parts)  # us_per_period, unless the runs' noise put the compiled call above it
+    return [(label, us / total, us) for label, us in zip(PARTS, parts)]
 
 
 def run(quick: bool, plan: timing.Plan, tol: float, progress=lambda msg: None):
@@ -204,7 +216,8 @@ def run(quick: bool, plan: timing.Plan, tol: float, progress=lambda msg: None):
     summary["physics_floor"] = physics_floor(plan)
     progress("headless: profile")
     summary["breakdown"] = [dict(part=p, share=s, us=u)
-                            for p, s, u in breakdown(1.0 if quick else 4.0, summary["us_per_period"])]
+                            for p, s, u in breakdown(1.0 if quick else 4.0, summary["us_per_period"],
+                                                     summary["physics_floor"]["us_per_period"])]
     summary["scenario"] = SCENARIO
     summary["overrides"] = dict(OVERRIDES)
     return rows, summary

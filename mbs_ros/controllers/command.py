@@ -46,6 +46,11 @@ class CommandOutput:
         self._BT_pinv = (np.linalg.pinv(model.velocity_map(None).T)
                          if self.floating and model.velocity_map_is_constant else None)
 
+    @property
+    def wrench_map(self) -> Optional[np.ndarray]:
+        """``(Bᵀ)⁺`` that lifts the base part of ``τ`` to the wrench where ``B`` does not depend on q, else None."""
+        return self._BT_pinv
+
     def __call__(self, tau: np.ndarray, q: Optional[np.ndarray]) -> Command:
         tau = np.asarray(tau, dtype=float)
         nvb = self.nv_base

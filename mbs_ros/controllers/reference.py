@@ -100,6 +100,16 @@ class Reference:
         self._times = tuple(times.tolist())  # the same doubles, for a per-call search without numpy's overhead
 
     @property
+    def compiled_segments(self):
+        """``(se3, coefficients (segments, degree + 1, nv))`` of a reference whose segments the compiled kernel
+        evaluates (what a compiled loop needs besides :attr:`times` and :attr:`positions`), else None."""
+        if self._compiled is None:
+            return None
+        deg = 6 if self.interpolation == "quintic" else 4
+        coeffs = np.stack(self._coeffs) if self._coeffs else np.zeros((0, deg, self.nv))
+        return self._compiled, np.ascontiguousarray(coeffs, dtype=np.float64)
+
+    @property
     def start_time(self) -> float:
         return float(self.times[0])
 

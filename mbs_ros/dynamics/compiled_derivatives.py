@@ -21,10 +21,12 @@ import time
 
 import numpy as np
 
-from .compiled import (AVAILABLE, SingularMassMatrix, _ARM, _BODY, _F_FLUID, _HD, _HDR, _S, _SingularPivot,
-                       _aba_work, _ad, _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross,
-                       _dot6, _force_to_parent, _gravity_base, _joint_poses, _mv6, _transform_add, warm_up_model)
-from .jit import jit
+from .compiled import SingularMassMatrix, warm_up_model
+from .jit import AVAILABLE, jit
+from .kernel_dynamics import _SingularPivot, _aba_work
+from .kernel_layout import FM_ARM, FM_HD, FM_S, F_FLUID, IM_BODY, IM_HDR
+from .kernel_spatial import (_ad, _base_bias, _base_columns, _base_pose, _base_velocity, _bias_force, _cross, _dot6,
+                             _force_to_parent, _gravity_base, _joint_poses, _mv6, _transform_add)
 
 __all__ = ["DerivativeKernels", "all_finite", "warm_up"]
 
@@ -91,7 +93,7 @@ def _views(buf, sub, nb, nv):
 
 @jit
 def _aba_views(buf, o, nb):
-    """The articulated-body pass's workspace (:func:`.compiled._aba_alloc`'s layout) from offset o of the buffer."""
+    """The articulated-body pass's workspace (:func:`.kernel_dynamics._aba_alloc`'s layout) from offset o of the buffer."""
     x, o = _take(buf, o, nb * 9)
     aRr = x.reshape((nb, 3, 3))
     x, o = _take(buf, o, nb * 3)
@@ -144,7 +146,7 @@ def _mtv6(M, x, out):
 
 @jit
 def _transform_add_sym(R, p, M, out, tmp):
-    """out += Xᵀ M X as :func:`.compiled._transform_add`, for a symmetric M (a spatial inertia, with or without
+    """out += Xᵀ M X as :func:`.kernel_spatial._transform_add`, for a symmetric M (a spatial inertia, with or without
     added mass): with M = [[A, B], [Bᵀ, D]] only A, B and D turn (A and D as symmetric: 144 products, not 216)
     and the result is [[A', Z], [Zᵀ, D' + p̂ Z − B'ᵀ p̂]] with Z = B' − A' p̂. ``tmp``: (9, 6) scratch."""
     for b in range(3):  # tmp rows 0..2: (A, B, D)[b] Rᵀ into cols 2b.., then R · that
@@ -185,7 +187,7 @@ def _transform_add_sym(R, p, M, out, tmp):
 
 @jit
 def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws, tau, Minv, Z, solve):
-    """dq, dv, M (nv, nv) ← ∂τ/∂q (along q ⊕ δ), ∂τ/∂v, ∂τ/∂a of the RNEA of :func:`.compiled._rnea_core` at (q, v, a)
+    """dq, dv, M (nv, nv) ← ∂τ/∂q (along q ⊕ δ), ∂τ/∂v, ∂τ/∂a of the RNEA of :func:`.kernel_dynamics._rnea_core` at (q, v, a)
     with body wrenches ``fext`` (held in their body frames) if ``use_f``; ``ws`` from :func:`_sweep_views`.
     With ``solve`` the acceleration is the forward dynamics' instead, found on the way: a ← M⁻¹ (τ − h) from the
     composites' M and bias h = RNEA(q, v, 0), Minv ← M⁻¹ (Z: scratch; M is overwritten by its factor), and the
@@ -197,8 +199,8 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws, tau,
     composites ``δF_i = Ic_i δA_i + K_i δV + Dc_i δg`` (Ic: CRBA's; ``K_i = N_i + Σ_c (K_c − Ic_c ad_{S_c q̇_c})``,
     ``N = ad~_{I V} − ad_Vᵀ I``; Dc: the fluid's weight) each entry ``S_i · δF_i`` is three dot products with rows
     precomputed per body; the ancestors read ``S_k · (δF_j − ad_{S_j}ᵀ F_j)``."""
-    nb, nvb, code = im[_HDR, 1], im[_HDR, 6], im[_HDR, 0]
-    fluid = (im[_HDR, 7] & _F_FLUID) != 0
+    nb, nvb, code = im[IM_HDR, 1], im[IM_HDR, 6], im[IM_HDR, 0]
+    fluid = (im[IM_HDR, 7] & F_FLUID) != 0
     Rr, pr, Rw, pw, Sb, vec, R0, p0, mats, sub, t, m6, tmp = ws
     dA0, Q, G = vec[0], vec[1], vec[4]
     if solve:  # the bias first: everything up to M at a = 0
@@ -217,7 +219,7 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws, tau,
             R0[0, r, c] = 1.0 if r == c else 0.0
         p0[0, r] = 0.0
     for i in range(1, nb):
-        lam = im[_BODY + i, 0]
+        lam = im[IM_BODY + i, 0]
         for r in range(3):
             for c in range(3):
                 R0[i, r, c] = R0[lam, r, 0] * Rr[i, 0, c] + R0[lam, r, 1] * Rr[i, 1, c] + R0[lam, r, 2] * Rr[i, 2, c]
@@ -239,8 +241,8 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws, tau,
         G[0, r] = Rw[0, r] * fm[0, 0] + Rw[1, r] * fm[0, 1] + Rw[2, r] * fm[0, 2]
         G[0, 3 + r] = 0.0
     for i in range(1, nb):  # in one frame the recursions add: V_i = V_λ + S_i q̇_i, A_i = A_λ + c_i + S_i q̈_i
-        lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
-        _motion_to_parent(R0[i], p0[i], fm[i, _S:_S + 6], S0[i])
+        lam, iv = im[IM_BODY + i, 0], im[IM_BODY + i, 3]
+        _motion_to_parent(R0[i], p0[i], fm[i, FM_S:FM_S + 6], S0[i])
         for r in range(6):
             V0[i, r] = V0[lam, r] + S0[i, r] * v[iv]
             t6[r] = S0[i, r] * v[iv]
@@ -276,14 +278,14 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws, tau,
             Dc[i, :, :] = 0.0
             for r in range(6):
                 for c in range(3):
-                    N[r, c] = fm[i, _HD + 3 * r + c]
+                    N[r, c] = fm[i, FM_HD + 3 * r + c]
                     N[r, 3 + c] = 0.0
             _transform_add(R0[i], p0[i], N, Dc[i], tmp)
             _mv6(Dc[i], G[0], t6)
             for r in range(6):
                 Fc[i, r] += t6[r]
     for i in range(nb - 1, 0, -1):  # composites and subtree wrenches: plain sums in one frame
-        lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
+        lam, iv = im[IM_BODY + i, 0], im[IM_BODY + i, 3]
         x0, x1, x2 = S0[i, 0] * v[iv], S0[i, 1] * v[iv], S0[i, 2] * v[iv]
         w0, w1, w2 = S0[i, 3] * v[iv], S0[i, 4] * v[iv], S0[i, 5] * v[iv]
         for r in range(6):  # row r of Ic ad_W, W = [x; w]: [ρ_l × w, ρ_l × x + ρ_a × w]
@@ -313,14 +315,14 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws, tau,
     # M = ∂τ/∂a from the same composites (the CRBA in frame 0): M[k, i] = S_k · Ic_i S_i, k ⪯ i
     M[:, :] = 0.0
     for i in range(1, nb):
-        ci = im[_BODY + i, 3]
-        M[ci, ci] = _dot6(S0[i], r1[i]) + fm[i, _ARM]
-        k = im[_BODY + i, 0]
+        ci = im[IM_BODY + i, 3]
+        M[ci, ci] = _dot6(S0[i], r1[i]) + fm[i, FM_ARM]
+        k = im[IM_BODY + i, 0]
         while k != 0:
-            ck = im[_BODY + k, 3]
+            ck = im[IM_BODY + k, 3]
             M[ck, ci] = _dot6(S0[k], r1[i])
             M[ci, ck] = M[ck, ci]
-            k = im[_BODY + k, 0]
+            k = im[IM_BODY + k, 0]
         for l in range(nvb):
             M[l, ci] = _dot6(Sb[l], r1[i])
             M[ci, l] = M[l, ci]
@@ -337,10 +339,10 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws, tau,
     for j in range(0 if nvb else 1, nb):
         ncols = nvb if j == 0 else 1
         for i in range(nb):
-            lam = im[_BODY + i, 0]
+            lam = im[IM_BODY + i, 0]
             sub[i] = 1 if i == j or (i > j and lam >= j and sub[lam] == 1) else 0
         for kk in range(ncols):
-            col = kk if j == 0 else im[_BODY + j, 3]
+            col = kk if j == 0 else im[IM_BODY + j, 3]
             if j == 0:  # the base's direction ξ = B(q) e_k on body 0 (frame 0 itself)
                 xi = Sb[kk]
                 for r in range(6):
@@ -385,7 +387,7 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws, tau,
             for i in range(j if j > 0 else 1, nb):  # the subtree: rows S_i · δF_i
                 if sub[i] == 0:
                     continue
-                iv = im[_BODY + i, 3]
+                iv = im[IM_BODY + i, 3]
                 x = _dot6(r1[i], al) + _dot6(r2[i], dV)
                 if fluid:
                     x += r3[i, 0] * dG[0] + r3[i, 1] * dG[1] + r3[i, 2] * dG[2]
@@ -413,12 +415,12 @@ def _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, dq, dv, M, ws, tau,
             _bias_force(S0[j], Fc[j], h)  # what j transmits turns with it: δF − ad_Sᵀ F
             for r in range(6):
                 f[r] += h[r]
-            k = im[_BODY + j, 0]
+            k = im[IM_BODY + j, 0]
             while k != 0:
-                ck = im[_BODY + k, 3]
+                ck = im[IM_BODY + k, 3]
                 dq[ck, col] = _dot6(S0[k], f)
                 dv[ck, col] = _dot6(S0[k], e)
-                k = im[_BODY + k, 0]
+                k = im[IM_BODY + k, 0]
             for l in range(nvb):
                 dq[l, col] = _dot6(Sb[l], f)
                 dv[l, col] = _dot6(Sb[l], e)
@@ -431,12 +433,12 @@ def _accelerate(im, tau, a, M, Minv, Z, Sb, S0, r1, Ic, A0, Fc, w, dA, Q, t6):
     with the bias h of those wrenches (joint i's ``S_i · Fc_i``, the base's ``B e_l · Fc_0``), Minv ← M⁻¹ (M
     overwritten, Z scratch); then the accelerations ``A0``, SO(3)×R³'s world-fixed part ``w`` and the subtree
     wrenches ``Fc`` as at that a (``dA``, ``Q``: (nb, 6) scratch). False where M is not positive definite."""
-    nb, nvb, code = im[_HDR, 1], im[_HDR, 6], im[_HDR, 0]
+    nb, nvb, code = im[IM_HDR, 1], im[IM_HDR, 6], im[IM_HDR, 0]
     nv = M.shape[0]
     for l in range(nvb):
         a[l] = tau[l] - _dot6(Sb[l], Fc[0])
     for i in range(1, nb):
-        iv = im[_BODY + i, 3]
+        iv = im[IM_BODY + i, 3]
         a[iv] = tau[iv] - _dot6(S0[i], Fc[i])
     if not _spd_inverse(M, Z, Minv):
         return False
@@ -460,7 +462,7 @@ def _accelerate(im, tau, a, M, Minv, Z, Sb, S0, r1, Ic, A0, Fc, w, dA, Q, t6):
         if code == 5:
             w[r] += y
     for i in range(1, nb):  # ΔA_i = ΔA_λ + S_i a_i
-        lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
+        lam, iv = im[IM_BODY + i, 0], im[IM_BODY + i, 3]
         for r in range(6):
             dA[i, r] = dA[lam, r] + S0[i, r] * a[iv]
             A0[i, r] += dA[i, r]
@@ -472,7 +474,7 @@ def _accelerate(im, tau, a, M, Minv, Z, Sb, S0, r1, Ic, A0, Fc, w, dA, Q, t6):
         for r in range(6):
             Fc[i, r] += t6[r] + Q[i, r]
         if i > 0:
-            lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
+            lam, iv = im[IM_BODY + i, 0], im[IM_BODY + i, 3]
             for r in range(6):
                 Q[lam, r] += Q[i, r] + r1[i, r] * a[iv]
     return True
@@ -498,7 +500,7 @@ def _rnea_derivatives_core(im, fm, I6, q, v, a, fext, use_f, out, buf, sub):
     written) where an entry of q, v or a is not finite (the argument check, in the same call)."""
     if not all_finite(q, v, a):
         return 1
-    ws = _sweep_views(buf, sub, im[_HDR, 1])[0]
+    ws = _sweep_views(buf, sub, im[IM_HDR, 1])[0]
     _rnea_derivatives_work(im, fm, I6, q, v, a, fext, use_f, out[0], out[1], out[2], ws, a, out[2], out[2], False)
     return 0
 
@@ -566,11 +568,11 @@ def _aba_derivatives_core(im, fm, I6, q, v, tau, fext, use_f, out, buf, sub, by_
     """q̈ = FD(q, v, τ), then out[0] ← ∂q̈/∂q = −M⁻¹ ∂τ/∂q, out[1] ← ∂q̈/∂v = −M⁻¹ ∂τ/∂v at q̈, out[2] ← M⁻¹;
     returns 0, 1 where an entry of q, v or τ is not finite (nothing computed), 2 where M is not positive
     definite. q̈ is M⁻¹ (τ − h) found on the way (:func:`_accelerate`), or with ``by_aba`` the articulated-body
-    pass's (:func:`.compiled._aba_work`: on deep chains M's conditioning would cost q̈ digits)."""
+    pass's (:func:`.kernel_dynamics._aba_work`: on deep chains M's conditioning would cost q̈ digits)."""
     if not all_finite(q, v, tau):
         return 1
-    nb = im[_HDR, 1]
-    ws, M, dq, dv, L, qdd, o = _views(buf, sub, nb, im[_HDR, 4])
+    nb = im[IM_HDR, 1]
+    ws, M, dq, dv, L, qdd, o = _views(buf, sub, nb, im[IM_HDR, 4])
     if by_aba:
         _aba_work(im, fm, I6, q, v, tau, fext, use_f, qdd, _aba_views(buf, o, nb))
         _rnea_derivatives_work(im, fm, I6, q, v, qdd, fext, use_f, dq, dv, M, ws, tau, out[2], L, False)
@@ -599,10 +601,10 @@ FD_BY_ABA_DEPTH = 16
 
 def tree_depth(im) -> int:
     """The most joints between the base body and a leaf of a compiled tree (its parent column)."""
-    nb = int(im[_HDR, 1])
+    nb = int(im[IM_HDR, 1])
     depth = [0] * nb
     for i in range(1, nb):
-        depth[i] = depth[int(im[_BODY + i, 0])] + 1
+        depth[i] = depth[int(im[IM_BODY + i, 0])] + 1
     return max(depth)
 
 

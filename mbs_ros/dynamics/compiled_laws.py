@@ -18,9 +18,12 @@ import time
 
 import numpy as np
 
-from .compiled import (_HDR, _beta, _cos_coeff, _cross, _dexp_inv_coeffs, _f64, _quat_to_R, _rnea_core, _series,
-                       _series_table, _sin_coeff, _sinc)
+from .compiled import _f64
 from .jit import AVAILABLE, jit
+from .kernel_dynamics import _rnea_core
+from .kernel_layout import IM_HDR
+from .kernel_spatial import (_beta, _cos_coeff, _cross, _dexp_inv_coeffs, _quat_to_R, _series, _series_table,
+                             _sin_coeff, _sinc)
 from .lie import SE3_DEXP_C3_SERIES, SE3_DEXP_C4_SERIES
 
 __all__ = ["AVAILABLE", "CompiledComputedTorque", "CompiledPDGravity", "compiled_law_support", "reference_segment",
@@ -283,7 +286,7 @@ def _ct_torque(im, fm, I6, code, q, v, qd, vd, ad, kp, kd, tau):
     """τ = rnea(q, v, a) with a the computed-torque acceleration."""
     acc = np.empty(v.shape[0])
     _ct_acceleration(code, q, v, qd, vd, ad, kp, kd, acc)
-    _rnea_core(im, fm, I6, q, v, acc, np.empty((1, 6)), 3, tau, np.empty((im[_HDR, 1], 6)))
+    _rnea_core(im, fm, I6, q, v, acc, np.empty((1, 6)), 3, tau, np.empty((im[IM_HDR, 1], 6)))
 
 
 @jit
@@ -311,7 +314,7 @@ def _pd_torque(im, fm, I6, code, q, v, qd, vd, kp, kd, tau):
     kde = np.empty(nv)
     _mv(kd, eps, kde, nv)
     z = np.zeros(nv)
-    _rnea_core(im, fm, I6, q, z, z, np.empty((1, 6)), 0, tau, np.empty((im[_HDR, 1], 6)))
+    _rnea_core(im, fm, I6, q, z, z, np.empty((1, 6)), 0, tau, np.empty((im[IM_HDR, 1], 6)))
     for k in range(nv):
         tau[k] = kpe[k] + kde[k] + tau[k]
 

@@ -11,10 +11,12 @@ import math
 
 import numpy as np
 
-from .compiled import (_BODY, _COLS, _EB, _EDL, _EDQ, _EP, _ER, _F_CURRENT, _F_ELEMS, _F_JOINTS, _HD, _HDR, _HMA,
-                       _JP, _S, _ad, _base_columns, _base_pose, _bias_force, _body_vectors, _cross, _f64,
-                       _force_to_parent, _joint_poses, _to_child, _transform_add)
+from .compiled import _f64
 from .jit import jit
+from .kernel_layout import (EL_BODY, EL_DLIN, EL_DQUAD, EL_P, EL_R, FM_HD, FM_HMA, FM_JP, FM_S, F_CURRENT, F_ELEMS,
+                            F_JOINTS, IM_BODY, IM_COLS, IM_HDR)
+from .kernel_spatial import (_ad, _base_columns, _base_pose, _bias_force, _body_vectors, _cross, _force_to_parent,
+                             _joint_poses, _to_child, _transform_add)
 
 __all__ = ["compiled_passive_derivatives"]
 
@@ -33,7 +35,7 @@ def _current_partials(fm, i, V, u, ud, W, A, Bu, ws):
         a = 0.0
         b = 0.0
         for c in range(6):
-            m = fm[i, _HMA + 6 * r + c]
+            m = fm[i, FM_HMA + 6 * r + c]
             a += m * V[c]
             b += m * Vr[c]
         h[r] = a
@@ -41,8 +43,8 @@ def _current_partials(fm, i, V, u, ud, W, A, Bu, ws):
     c0, c1, c2 = _cross(V[3], V[4], V[5], u[0], u[1], u[2])  # ω × u
     _bias_force(V, h, t6)
     for r in range(6):
-        W[r] += t6[r] - (fm[i, _HMA + 6 * r] * c0 + fm[i, _HMA + 6 * r + 1] * c1 + fm[i, _HMA + 6 * r + 2] * c2)
-        W[r] += fm[i, _HD + 3 * r] * ud[0] + fm[i, _HD + 3 * r + 1] * ud[1] + fm[i, _HD + 3 * r + 2] * ud[2]
+        W[r] += t6[r] - (fm[i, FM_HMA + 6 * r] * c0 + fm[i, FM_HMA + 6 * r + 1] * c1 + fm[i, FM_HMA + 6 * r + 2] * c2)
+        W[r] += fm[i, FM_HD + 3 * r] * ud[0] + fm[i, FM_HD + 3 * r + 1] * ud[1] + fm[i, FM_HD + 3 * r + 2] * ud[2]
     _bias_force(Vr, hr, t6)
     for r in range(6):
         W[r] -= t6[r]
@@ -50,7 +52,7 @@ def _current_partials(fm, i, V, u, ud, W, A, Bu, ws):
     for j in range(6):
         for r in range(6):
             e6[r] = 0.0
-            mcol[r] = fm[i, _HMA + 6 * r + j]
+            mcol[r] = fm[i, FM_HMA + 6 * r + j]
         e6[j] = 1.0
         _bias_force(e6, h, t6)
         _bias_force(V, mcol, col)
@@ -69,7 +71,7 @@ def _current_partials(fm, i, V, u, ud, W, A, Bu, ws):
         a0, a1, a2 = _cross(u[0], u[1], u[2], e6[0], e6[1], e6[2])
         b0, b1, b2 = _cross(V[3], V[4], V[5], e6[0], e6[1], e6[2])
         for r in range(6):
-            m0, m1, m2 = fm[i, _HMA + 6 * r], fm[i, _HMA + 6 * r + 1], fm[i, _HMA + 6 * r + 2]
+            m0, m1, m2 = fm[i, FM_HMA + 6 * r], fm[i, FM_HMA + 6 * r + 1], fm[i, FM_HMA + 6 * r + 2]
             A[r, 3 + j] += m0 * a0 + m1 * a1 + m2 * a2
             Bu[r, j] -= m0 * b0 + m1 * b1 + m2 * b2
 
@@ -77,15 +79,15 @@ def _current_partials(fm, i, V, u, ud, W, A, Bu, ws):
 @jit
 def _passive_derivatives_core(im, fm, q, v, springs, dq, dv):
     """dq = ∂τ_p/∂q along q ⊕ δ, dv = ∂τ_p/∂v (each (nv, nv), overwritten)."""
-    nb, nvb, nv = im[_HDR, 1], im[_HDR, 6], im[_HDR, 4]
-    flags = im[_HDR, 7]
+    nb, nvb, nv = im[IM_HDR, 1], im[IM_HDR, 6], im[IM_HDR, 4]
+    flags = im[IM_HDR, 7]
     for a in range(nv):
         for b in range(nv):
             dq[a, b] = 0.0
             dv[a, b] = 0.0
-    if flags & (_F_CURRENT | _F_ELEMS):
-        so3xr3 = im[_HDR, 0] == 5
-        current = (flags & _F_CURRENT) != 0
+    if flags & (F_CURRENT | F_ELEMS):
+        so3xr3 = im[IM_HDR, 0] == 5
+        current = (flags & F_CURRENT) != 0
         Rr = np.empty((nb, 3, 3))
         pr = np.empty((nb, 3))
         Rw = np.empty((3, 3))
@@ -97,14 +99,14 @@ def _passive_derivatives_core(im, fm, q, v, springs, dq, dv):
         V = np.zeros((nb, 6))
         G = np.empty((nb, 9))
         _joint_poses(im, fm, q, Rr, pr)
-        _base_pose(im[_HDR, 0], q, Rw, pw)
+        _base_pose(im[IM_HDR, 0], q, Rw, pw)
         _base_columns(im, Rw, Sb)
         for k in range(nvb):
             sup[0, k] = True
             for r in range(6):
                 J[0, k, r] = Sb[k, r]
         for i in range(1, nb):
-            lam, iv = im[_BODY + i, 0], im[_BODY + i, 3]
+            lam, iv = im[IM_BODY + i, 0], im[IM_BODY + i, 3]
             for c in range(nv):
                 if sup[lam, c]:
                     sup[i, c] = True
@@ -112,7 +114,7 @@ def _passive_derivatives_core(im, fm, q, v, springs, dq, dv):
             sup[i, iv] = True
             colb[iv] = i
             for r in range(6):
-                J[i, iv, r] = fm[i, _S + r]
+                J[i, iv, r] = fm[i, FM_S + r]
         for i in range(nb):
             for c in range(nv):
                 if sup[i, c]:
@@ -130,21 +132,21 @@ def _passive_derivatives_core(im, fm, q, v, springs, dq, dv):
         x = np.empty(6)
         w = np.empty(6)
         t6 = np.empty(6)
-        for e in range(im[_COLS, 7]):
+        for e in range(im[IM_COLS, 7]):
             row = nb + e
-            i = int(fm[row, _EB])
+            i = int(fm[row, EL_BODY])
             for a in range(3):
                 for b in range(3):
-                    Re[a, b] = fm[row, _ER + 3 * a + b]
-            pe = fm[row, _EP:_EP + 3]
+                    Re[a, b] = fm[row, EL_R + 3 * a + b]
+            pe = fm[row, EL_P:EL_P + 3]
             _to_child(Re, pe, V[i], x)
             for r in range(3):
                 x[r] -= Re[0, r] * G[i, 3] + Re[1, r] * G[i, 4] + Re[2, r] * G[i, 5]
             for r in range(6):
-                dqr = fm[row, _EDQ + r]
+                dqr = fm[row, EL_DQUAD + r]
                 acc = dqr * abs(x[r]) * x[r]
                 for c in range(6):
-                    K[r, c] = fm[row, _EDL + 6 * r + c]
+                    K[r, c] = fm[row, EL_DLIN + 6 * r + c]
                     acc += K[r, c] * x[c]
                 K[r, r] += 2.0 * dqr * abs(x[r])
                 w[r] = acc
@@ -210,7 +212,7 @@ def _passive_derivatives_core(im, fm, q, v, springs, dq, dv):
                 for r in range(6):
                     acc = Bu[i, r, 0] * a0 + Bu[i, r, 1] * a1 + Bu[i, r, 2] * a2
                     if current:
-                        acc += fm[i, _HD + 3 * r] * b0 + fm[i, _HD + 3 * r + 1] * b1 + fm[i, _HD + 3 * r + 2] * b2
+                        acc += fm[i, FM_HD + 3 * r] * b0 + fm[i, FM_HD + 3 * r + 1] * b1 + fm[i, FM_HD + 3 * r + 2] * b2
                     for c in range(6):
                         acc += A[i, r, c] * y[k, c]
                     cq[r] = acc
@@ -220,10 +222,10 @@ def _passive_derivatives_core(im, fm, q, v, springs, dq, dv):
                         for r in range(6):
                             acc += J[i, c, r] * cq[r]
                         dq[c, k] += acc
-    if flags & _F_JOINTS:
+    if flags & F_JOINTS:
         for i in range(1, nb):
-            iv = im[_BODY + i, 3]
-            k, d, f, vf = fm[i, _JP], fm[i, _JP + 2], fm[i, _JP + 3], fm[i, _JP + 4]
+            iv = im[IM_BODY + i, 3]
+            k, d, f, vf = fm[i, FM_JP], fm[i, FM_JP + 2], fm[i, FM_JP + 3], fm[i, FM_JP + 4]
             if springs:
                 dq[iv, iv] -= k
             dv[iv, iv] -= d

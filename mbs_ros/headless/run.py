@@ -26,6 +26,7 @@ from mbs_ros.controllers import reference_input as ri
 from mbs_ros.controllers import timebase as tb
 from mbs_ros.controllers.reference_input import Rejected, reference_position_bounds
 from mbs_ros.dynamics import model_source as ms
+from mbs_ros.headless import fast as fast_path
 from mbs_ros.dynamics.model_source import ParameterError
 from mbs_ros.nodes import controller_settings as cs
 from mbs_ros.nodes.command_core import Accepted, CommandIntake
@@ -459,12 +460,14 @@ def _robot_specs(scenario: Scenario) -> Dict[str, Dict[str, NodeSpec]]:
 
 
 def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optional[float] = None,
-                 overrides: Optional[Mapping[str, object]] = None, energy: bool = True) -> HeadlessRun:
+                 overrides: Optional[Mapping[str, object]] = None, energy: bool = True,
+                 fast: bool = True) -> HeadlessRun:
     """Run ``scenario`` (a loaded :class:`~mbs_ros.bringup.scenario.Scenario`, or a name or path loaded with
     ``overrides``) headless for ``duration`` simulated seconds (default: the scenario's). Never raises for a
     blow-up: a fault (non-finite state, runaway, an exception in the loop) ends the run early with
     :attr:`HeadlessRun.fault`. HeadlessError for a scenario it cannot run. ``energy`` False: no energy report per
-    period (``RobotRecord.energy_residual`` None)."""
+    period (``RobotRecord.energy_residual`` None). ``fast`` False: never the compiled fast path
+    (:mod:`mbs_ros.headless.fast`; the same numbers, period by period in Python)."""
     if not isinstance(scenario, Scenario):
         try:
             scenario = load_scenario(scenario, overrides=overrides)
@@ -499,7 +502,12 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
         for r in robots:  # paused at t = 0: the controller answers the state it holds, then the reference arrives
             r.answer()
             r.install_reference()
-        for k in range(periods):
+        # ---- the fast path (mbs_ros.headless.fast): the periods it can take compiled, the rest below
+        done = 0
+        if fast and periods and all(fast_path.eligible(r) is None for r in robots):
+            done = fast_path.run(robots)
+        # ---- end of the fast path
+        for k in range(done, periods):
             for r in robots:
                 why = r.step()
                 if why is not None:

@@ -95,7 +95,11 @@ def test_a_draw_the_scenario_refuses_is_an_error_row_naming_the_key(tmp_path):
 
 def test_a_blow_up_is_a_failed_row_with_the_fault(tmp_path, monkeypatch):
     """The integrator gives NaN from t = 0.2 s on: the row fails with the headless run's fault text (its time and
-    robot) and the faults metric counts it; the run does not raise."""
+    robot) and the faults metric counts it; the run does not raise. The NaN is planted in the simulator's Python
+    step, so the headless fast path (its periods in one compiled call, mbs_ros.headless.fast) is turned off."""
+    from mbs_ros.headless import fast as headless_fast
+
+    monkeypatch.setattr(headless_fast, "eligible", lambda robot: "the test plants its fault in the Python step")
     real_step = simulator_module.step
 
     def step(model, q, v, tau, dt, method="rk4", t=0.0, **kw):

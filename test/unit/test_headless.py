@@ -68,7 +68,11 @@ def test_a_failing_law_is_answered_with_zero_and_counted(monkeypatch):
 @pytest.mark.parametrize("how", ["nonfinite", "exception"])
 def test_a_blow_up_ends_the_run_early_with_a_fault(monkeypatch, how):
     """The integrator's step gives NaN (or raises) from t = 0.3 s on: no exception reaches the caller; the run ends
-    at the last good state, t = 0.3 s, with the fault's time and reason, and the rows end there."""
+    at the last good state, t = 0.3 s, with the fault's time and reason, and the rows end there. The fault is
+    planted in the simulator's Python step, so the fast path (mbs_ros.headless.fast) is turned off."""
+    from mbs_ros.headless import fast as headless_fast
+
+    monkeypatch.setattr(headless_fast, "eligible", lambda robot: "the test plants its fault in the Python step")
     real_step = simulator_module.step
 
     def step(model, q, v, tau, dt, method="rk4", t=0.0, **kw):
