@@ -124,12 +124,14 @@ def pack(r):
     W = np.array(cmds["wrench"].W, dtype=float) if "wrench" in cmds else np.zeros(6)
     E = np.array(cmds["joints"], dtype=float)
     c_max_effort = np.ascontiguousarray(np.broadcast_to(np.asarray(ctl.output.max_effort, dtype=float), (nj,)))
+    joint_index = r.intake.index["joints"]  # where the dynamics node puts each of the controller's joints
+    take = np.array([joint_index[n] for n in r.joint_names], dtype=np.int64)
     names = tuple(r.joint_state_names)
     jstate = np.array([names.index(n) for n in r.joint_names], dtype=np.int64)
     ctl_arrays = (ck.im, ck.fm, ck.I6, np.ascontiguousarray(ctl.law.kp, dtype=float),
                   np.ascontiguousarray(ctl.law.kd, dtype=float),
                   np.zeros((6, 6)) if ctl.output.wrench_map is None else np.ascontiguousarray(ctl.output.wrench_map),
-                  c_max_effort, np.asarray(r.joint_take, dtype=np.int64), jstate)
+                  c_max_effort, take, jstate)
     lo, hi = ri.QUATERNION_NORM
     ctl_floats = (float(ctl.output.limits.max_force), float(ctl.output.limits.max_torque), float(ri.MAX_POSITION),
                   float(ri.MAX_STATE_VELOCITY), float(lo), float(hi))

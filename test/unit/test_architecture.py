@@ -72,8 +72,6 @@ MAX_NODE_LINES = 600
 # largest is the dynamics node's, 2487 lines; lower the bound as the cores leave nodes/ (issue 29).
 MAX_FAMILY_LINES = 2500
 MAX_MODULE_LINES = 800
-# Modules over MAX_MODULE_LINES being split by the other parts of issue 29; this list goes after their merge.
-LONG_MODULES_BEING_SPLIT = ("mbs_ros/dynamics/compiled.py",)
 MAX_DOCSTRING_LINES = 40
 
 
@@ -369,12 +367,12 @@ def long_node_families(root: Path) -> list[str]:
 
 
 def long_modules(root: Path) -> list[str]:
-    """Every module has at most MAX_MODULE_LINES lines (but LONG_MODULES_BEING_SPLIT)."""
+    """Every module has at most MAX_MODULE_LINES lines."""
     out = []
     for m in read_package(root).values():
         rel = m.path.relative_to(Path(root).resolve().parent).as_posix()
         n = _lines(m.path)
-        if n > MAX_MODULE_LINES and rel not in LONG_MODULES_BEING_SPLIT:
+        if n > MAX_MODULE_LINES:
             out.append(f"{rel}:{n}: {n} lines, more than {MAX_MODULE_LINES} for a module: split it into cohesive "
                        f"parts")
     return sorted(out)
@@ -673,14 +671,6 @@ def test_the_layout_counts_lines_circles_and_back_arrows(tmp_path):
                for line in report), report
     # bringup: scenario.py 900 lines + runner.py 1 (its __init__.py is empty)
     assert any(line.endswith("  mbs_ros.bringup") and int(line.split()[0]) == 901 for line in report), report
-
-
-def test_the_modules_being_split_are_still_long():
-    """An exception for a module split since (or gone) is taken out of LONG_MODULES_BEING_SPLIT."""
-    for rel in LONG_MODULES_BEING_SPLIT:
-        path = PACKAGE.parent / rel
-        assert path.exists() and _lines(path) > MAX_MODULE_LINES, \
-            f"{rel} is no longer over {MAX_MODULE_LINES} lines: remove it from LONG_MODULES_BEING_SPLIT"
 
 
 if __name__ == "__main__":
