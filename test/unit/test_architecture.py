@@ -648,12 +648,10 @@ def test_a_planted_violation_is_reported_by_file_and_line(tmp_path, files, rule,
 
 def test_the_limits_themselves_pass(tmp_path):
     """600 lines for a node, 2500 for its family, 800 for a module and a 40-line docstring are within the rules (the
-    bounds are inclusive); a module outside nodes/ named like a node's is not of its family; the modules being
-    split may be longer."""
+    bounds are inclusive); a module outside nodes/ named like a node's is not of its family."""
     root = write(tmp_path, {**CLEAN, "nodes/dynamics_node.py": "x = 1\n" * 600,
                             "nodes/dynamics_core.py": "x = 1\n" * 800, "nodes/dynamics_inputs.py": "x = 1\n" * 800,
                             "nodes/dynamics_extra.py": "x = 1\n" * 300, "dynamics/dynamics_x.py": "x = 1\n" * 800,
-                            "dynamics/compiled.py": "x = 1\n" * 1500,
                             "plot.py": '"""Plots.\n' + "line\n" * 39 + '"""\n'})
     assert long_node_files(root) == [] and long_docstrings(root) == []
     assert long_node_families(root) == [] and long_modules(root) == []
