@@ -3,7 +3,7 @@
     ros2 launch mbs_ros manipulator.launch.py [scenario:=FILE] [rviz:=true] [rviz_config:=FILE]
 
 Starts the nodes of a scenario (default: config/scenarios/manipulator.yaml; schema in
-mbs_ros/bringup/scenario.py) as mbs_ros.bringup.node_specs gives them: per robot dynamics_node, controller_node
+mbs_ros/scenario/schema.py) as mbs_ros.bringup.node_specs gives them: per robot dynamics_node, controller_node
 and reference_node, in the robot's namespace. These are the nodes `python -m mbs_ros.bringup manipulator` starts
 without launch. With rviz:=true, RViz2 shows config/rviz/manipulator.rviz with a display group per robot.
 """
@@ -23,7 +23,7 @@ def generate_launch_description():
             "scenario",
             default_value=PathJoinSubstitution([share, "config", "scenarios", "manipulator.yaml"]),
             description="Scenario file (robots, models, initial states, controllers, references, rates; schema in "
-                        "mbs_ros/bringup/scenario.py).",
+                        "mbs_ros/scenario/schema.py).",
         ),
         DeclareLaunchArgument(
             "rviz",

@@ -6,7 +6,7 @@
 (<share> = $(ros2 pkg prefix mbs_ros)/share/mbs_ros; scara.yaml: the SCARA under a Schoenflies carriage.)
 
 Starts the nodes of a scenario (default: config/scenarios/vehicle_manipulator.yaml; schema in
-mbs_ros/bringup/scenario.py) as mbs_ros.bringup.node_specs gives them: per robot dynamics_node, controller_node
+mbs_ros/scenario/schema.py) as mbs_ros.bringup.node_specs gives them: per robot dynamics_node, controller_node
 and reference_node, in the robot's namespace. These are the nodes `python -m mbs_ros.bringup
 vehicle_manipulator` starts without launch. With rviz:=true, RViz2 shows config/rviz/vehicle_manipulator.rviz
 with a display group per robot.
@@ -27,7 +27,7 @@ def generate_launch_description():
             "scenario",
             default_value=PathJoinSubstitution([share, "config", "scenarios", "vehicle_manipulator.yaml"]),
             description="Scenario file (robots, models, initial states, controllers, references, rates; schema in "
-                        "mbs_ros/bringup/scenario.py).",
+                        "mbs_ros/scenario/schema.py).",
         ),
         DeclareLaunchArgument(
             "rviz",

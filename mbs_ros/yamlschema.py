@@ -3,8 +3,8 @@ keys, a number within bounds, a whole number, a flag, a text, a choice, a list o
 error whose text names the file and the key and never echoes the file's content (values appear only as
 :func:`mbs_ros.yamlfile.shown` prints them). ROS-free.
 
-Used by the scenario (:mod:`mbs_ros.bringup.scenario`), the sensors file (:mod:`mbs_ros.sensors.spec`), the
-campaign file (:mod:`mbs_ros.campaign.spec`) and the robot YAML file (:mod:`mbs_ros.dynamics.robot_yaml`); the file
+Used by the scenario (:mod:`mbs_ros.scenario.schema`), the sensors file (:mod:`mbs_ros.sensors.spec`), the
+campaign file (:mod:`mbs_ros.campaign.spec`) and the robot YAML file (:mod:`mbs_ros.dynamics.model.robot_yaml`); the file
 itself is read by :func:`mbs_ros.yamlfile.read_yaml`, whose errors (syntax, encoding, control characters, integers
 beyond any float, nesting, size) are one line too. Each reader keeps its error class (``error``: a callable
 ``(path, key, reason) -> Exception``) and its phrasing: ``wording="must"`` (scenario, campaign: ``KEY: must be a

@@ -6,7 +6,7 @@ test's closed forms can be read from the text it loads.
 - :func:`write_arm`: the 2-link planar arm of ``config/robots/arm_2link_planar.urdf`` on a fixed base (no
   ``<collision>``: its joints' limits only) with a ground at z = -1 and a 2 kg, 0.2 m crate dropped 0.2 m onto it;
 - :func:`dynamics_setup`: what the dynamics node builds from its parameters (model, settings, initial state, limits,
-  source), the node's own functions in its order, for :func:`mbs_ros.nodes.dynamics_core.make_simulator`.
+  source), the node's own functions in its order, for :func:`mbs_ros.cores.dynamics.make_simulator`.
 """
 from __future__ import annotations
 
@@ -58,9 +58,9 @@ def write_arm(directory, world: str = ARM_WORLD) -> Path:
 def dynamics_setup(**given):
     """``(model, settings, q0, v0, limits, source)`` of the dynamics node's parameters ``given`` (the rest their
     defaults or the robot's), as the node and a headless run build them."""
-    from mbs_ros.nodes import dynamics_settings as ds
-    from mbs_ros.nodes.parameters.dynamics import PARAMETERS
-    from mbs_ros.nodes.params import model_parameter_values
+    from mbs_ros.cores import dynamics_settings as ds
+    from mbs_ros.cores.parameters.dynamics import PARAMETERS
+    from mbs_ros.cores.params import model_parameter_values
 
     values, source = model_parameter_values(PARAMETERS, lambda n: PARAMETERS[n].default,
                                             lambda p, d: given.get(p.name, d))

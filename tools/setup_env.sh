@@ -537,19 +537,18 @@ venv_setup() {
 }
 
 warm_compiled() {
-  # numba compiles the kernels of mbs_ros/dynamics/compiled*.py (and one series in controllers/space.py) once
+  # numba compiles the kernels of mbs_ros/dynamics/kernels/compiled*.py (and one series in controllers/space.py) once
   # (~100 s) into its on-disk cache next to the source; do it here so that no node or test pays for it. numba
   # keys its cache on the file's mtime, so the stamp does too (a fresh clone or a checkout that touches the file
   # compiles again, here).
   local stamp=$1/.mbs_compiled_stamp h py=$2
-  local sources=(mbs_ros/dynamics/compiled.py mbs_ros/dynamics/compiled_derivatives.py
-    mbs_ros/dynamics/compiled_passive_derivatives.py mbs_ros/dynamics/compiled_laws.py mbs_ros/controllers/space.py)
+  local sources=(mbs_ros/dynamics/kernels/*.py mbs_ros/controllers/space.py mbs_ros/headless/fast.py mbs_ros/headless/run.py)
   h=$(hash_of "${sources[@]}" mbs_ros/dynamics/lie/_base.py \
     <(stat -c %Y "${sources[@]}"; "$py" -c 'import numba; print(numba.__version__)' 2>&1))
   [ "$(cat "$stamp" 2>/dev/null)" = "$h" ] && return 0
   "$py" -c 'import numba' 2>/dev/null || { say "warning: numba is not importable: the numpy reference kernels will be used (slow)"; return 0; }
   say "compiling the numba kernels into their on-disk cache"
-  "$py" -c 'from mbs_ros.dynamics import compiled, compiled_derivatives, compiled_laws; from mbs_ros.controllers import space; print(f"[setup] kernels ready in {compiled.warm_up() + compiled_derivatives.warm_up() + compiled_laws.warm_up() + space.warm_up():.1f} s")' ||
+  "$py" -c 'from mbs_ros.dynamics.kernels import compiled, derivatives, laws; from mbs_ros.controllers import space; from mbs_ros.headless import run; print(f"[setup] kernels ready in {compiled.warm_up() + derivatives.warm_up() + laws.warm_up() + space.warm_up() + run.warm_up():.1f} s")' ||
     die "the numba kernels did not compile"
   echo "$h" > "$stamp"
 }

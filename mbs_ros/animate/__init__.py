@@ -6,7 +6,7 @@ path, the base reference and the end-effector path. Mesh visuals (STL, DAE, OBJ,
 :mod:`mbs_ros.packages` resolves them) are read with trimesh and decimated to at most
 :data:`MAX_ROBOT_TRIANGLES` triangles per robot. Sources, frames and formats: docs/plot.md.
 
-The parts: :mod:`.geometry` (the robots' shapes), :mod:`.poses` (their links over time), :mod:`.drawing` (the
+The parts: :mod:`mbs_ros.animate.geometry` (the robots' shapes), :mod:`mbs_ros.animate.poses` (their links over time), :mod:`mbs_ros.animate.drawing` (the
 frames and the file).
 """
 

@@ -87,7 +87,7 @@ def robot_from_urdf(xml: str, ns: str, source: str, frame_of=None, base_dir: Opt
     """The robot of a URDF text. ``frame_of``: link name -> TF frame (default: the names as they are, as in a
     ``robot_description`` the dynamics node published); ``base_dir``: the directory relative mesh file names are
     in (the URDF file's). Raises ValueError (the reason) for a URDF the dynamics cannot read either."""
-    from mbs_ros.dynamics.urdf import origin_matrix, parse_urdf
+    from mbs_ros.dynamics.model.urdf import origin_matrix, parse_urdf
 
     if frame_of is not None:  # as mbs_ros.nodes.markers.prefixed_urdf (which needs ROS messages to import)
         tree = ET.fromstring(xml.encode("utf-8"))
@@ -247,7 +247,7 @@ def _prefixer(ns: str, root: str):
 def _model_sources(model: str, namespaces: Sequence[str]) -> Dict[str, Tuple[str, str]]:
     """``--model``: ns -> (URDF text, description) from a scenario (its robots by namespace) or a model file
     (every namespace)."""
-    from mbs_ros.dynamics import model_source as ms
+    from mbs_ros.dynamics.model import source as ms
 
     text = str(model)
     path = Path(os.path.expanduser(text))
@@ -261,14 +261,14 @@ def _model_sources(model: str, namespaces: Sequence[str]) -> Dict[str, Tuple[str
         if isinstance(doc, dict) and "robots" in doc:
             scenario = path
     elif not path.exists():  # a scenario's name
-        from mbs_ros.bringup.scenario import scenario_path
+        from mbs_ros.scenario.schema import scenario_path
         try:
             scenario = scenario_path(text)
         except FileNotFoundError as e:
             raise AnimationError(f"--model {text}: not a file, and {e}") from None
     out: Dict[str, Tuple[str, str]] = {}
     if scenario is not None:
-        from mbs_ros.bringup.scenario import ScenarioError, load_scenario
+        from mbs_ros.scenario.schema import ScenarioError, load_scenario
         try:
             sc = load_scenario(scenario)
         except (ScenarioError, ValueError, OSError) as e:

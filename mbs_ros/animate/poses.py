@@ -143,7 +143,7 @@ def _model_poses(rec: Recording, ns: str, robot: RobotGeometry, times_ns: np.nda
     import warnings
 
     from mbs_ros.dynamics import Model
-    from mbs_ros.dynamics.urdf import ModelWarning
+    from mbs_ros.dynamics.model.urdf import ModelWarning
 
     model = None
     for base in ("fixed", "se3"):  # the root at the identity; odom places the base

@@ -1,6 +1,6 @@
 """``python -m mbs_ros.bench``: see :mod:`mbs_ros.bench`."""
 import sys
 
-from .cli import main
+from mbs_ros.bench.cli import main
 
 sys.exit(main())

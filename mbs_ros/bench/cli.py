@@ -13,8 +13,8 @@ import traceback
 
 import numpy as np
 
-from . import __doc__ as PACKAGE_DOC
-from . import timing
+from mbs_ros.bench import __doc__ as PACKAGE_DOC
+from mbs_ros.bench import timing
 
 SECTIONS = ("kernels", "step", "scaling", "node", "headless", "derivatives", "contact")
 TOL = 1e-8
@@ -93,7 +93,7 @@ class Run:
         self._cases = {}
 
     def case(self, key):
-        from . import models
+        from mbs_ros.bench import models
 
         if key not in self._cases:
             self._cases[key] = models.build(key)
@@ -117,7 +117,7 @@ class Run:
         except ImportError as e:
             self.skipped.append(("kernels", "all", f"pinocchio is not importable ({e}); pip install pin"))
             return
-        from . import kernels
+        from mbs_ros.bench import kernels
 
         self._each("kernels", self.sets["kernels"], lambda c: kernels.run(c, self.plan, self.tol))
         self._each("kernels", self.sets["kernels_alone"],
@@ -129,7 +129,7 @@ class Run:
         except ImportError as e:
             self.skipped.append(("derivatives", "all", f"pinocchio is not importable ({e}); pip install pin"))
             return
-        from . import derivatives
+        from mbs_ros.bench import derivatives
 
         self._each("derivatives", self.sets["derivatives"], lambda c: derivatives.run(c, self.plan, self.tol))
 
@@ -144,7 +144,7 @@ class Run:
     def step(self):
         if not self._mujoco("step"):
             return
-        from . import stepping
+        from mbs_ros.bench import stepping
 
         self._each("step", self.sets["step"],
                    lambda c: stepping.run(c, self.plan, self.tol, cache=self.step_cache))
@@ -152,7 +152,7 @@ class Run:
     def scaling_section(self):
         if not self._mujoco("scaling"):
             return
-        from . import stepping
+        from mbs_ros.bench import stepping
 
         out = {}
         for family in ("chain", "tree"):
@@ -196,7 +196,7 @@ class Run:
         except ImportError as e:
             self.skipped.append(("contact", "all", f"coal is not importable ({e}); pip install coal"))
             return
-        from . import contact
+        from mbs_ros.bench import contact
 
         for key in self.sets["contact"]:
             _progress(f"contact: {key}")
@@ -209,7 +209,7 @@ class Run:
                 traceback.print_exc(file=sys.stderr)
 
     def node_section(self):
-        from . import node
+        from mbs_ros.bench import node
 
         self.node = node.run(self.quick, log_dir=self.args.node_logs, progress=_progress)
         for part in ("realtime", "lockstep", "round_trip"):
@@ -217,7 +217,7 @@ class Run:
                 self.errors.append(("node", f"{part}: {self.node[part]['error']}"))
 
     def headless_section(self):
-        from . import headless
+        from mbs_ros.bench import headless
 
         rows, self.headless = headless.run(self.quick, self.plan, self.tol, progress=_progress)
         self.rows.extend(rows)
@@ -383,7 +383,7 @@ def print_contact(run):
 
 
 def _node_control_rate() -> float:
-    from .node import CONTROL_RATE
+    from mbs_ros.bench.node import CONTROL_RATE
 
     return CONTROL_RATE
 

@@ -31,8 +31,8 @@ import re
 
 import numpy as np
 
-from . import timing
-from .models import erd_path
+from mbs_ros.bench import timing
+from mbs_ros.bench.models import erd_path
 
 H = 1e-3
 TARGET = 2.0
@@ -73,7 +73,7 @@ def solo12(settle: int) -> Scene:
     import mujoco
 
     from mbs_ros.dynamics import Model
-    from mbs_ros.dynamics import algorithms as alg
+    from mbs_ros.dynamics.algorithms import multibody as alg
     from mbs_ros.dynamics.contact.collision import collision_shapes, excluded_pairs, read_srdf_disabled
     from mbs_ros.dynamics.contact.geometry import find_contacts, halfspace
     from mbs_ros.dynamics.contact.world import ContactWorld

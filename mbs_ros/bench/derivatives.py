@@ -1,6 +1,6 @@
 """Section ``derivatives``: the analytical derivatives of the dynamics against Pinocchio's (issue 20).
 
-Same URDF text, same state, same layout as the ``kernels`` section (:func:`.kernels.pin_model`); the derivatives
+Same URDF text, same state, same layout as the ``kernels`` section (:func:`mbs_ros.bench.kernels.pin_model`); the derivatives
 with respect to q are along ``q ⊕ δ`` on both sides (Pinocchio's free-flyer convention is ours).
 
 | kernel | ours | Pinocchio | agreement checked on |
@@ -10,16 +10,16 @@ with respect to q are along ``q ⊕ δ`` on both sides (Pinocchio's free-flyer c
 
 Pinocchio fills the upper triangle of M and M⁻¹ (mirrored for the check only). Target: within 2x of Pinocchio,
 for the Model methods (argument checks included). Beside them, for information, the compiled kernel alone
-(:class:`~mbs_ros.dynamics.compiled_derivatives.DerivativeKernels` of ``model.compiled_kernels``, its own
+(:class:`~mbs_ros.dynamics.kernels.derivatives.DerivativeKernels` of ``model.compiled_kernels``, its own
 conversions and checks only) against the same Pinocchio call: what the way through the Model costs.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import timing
-from .kernels import pin_model
-from .timing import rel_err
+from mbs_ros.bench import timing
+from mbs_ros.bench.kernels import pin_model
+from mbs_ros.bench.timing import rel_err
 
 KERNELS = ("computeRNEADerivatives", "computeABADerivatives")
 TARGET = 2.0
@@ -46,7 +46,7 @@ def run(case, plan: timing.Plan, tol: float, seed: int = 0):
     }
     dk = None
     if model.compiled_kernels is not None:
-        from mbs_ros.dynamics.compiled_derivatives import DerivativeKernels
+        from mbs_ros.dynamics.kernels.derivatives import DerivativeKernels
 
         dk = DerivativeKernels(model.compiled_kernels)
     kernel = {

@@ -2,7 +2,7 @@
 500 Hz and RK4 physics at 1 kHz run by :func:`mbs_ros.headless.run_scenario`, its real-time factor against the
 target (>= 50x on one core) and where a control period's time goes.
 
-- ``law``: the compiled computed-torque law (:mod:`mbs_ros.dynamics.compiled_laws`) against its numpy reference
+- ``law``: the compiled computed-torque law (:mod:`mbs_ros.dynamics.kernels.laws`) against its numpy reference
   (``ComputedTorque(..., compiled=False)``) on random states of the UVMS: agreement (relative) and µs per call;
 - ``period``: one lockstep period (``Simulator.advance_period``, two RK4 steps in one compiled call) against the
   same two steps taken one call at a time (``advance(1)`` twice, the per-step path): the states must be identical
@@ -23,7 +23,7 @@ from typing import Optional
 
 import numpy as np
 
-from . import timing
+from mbs_ros.bench import timing
 
 SCENARIO = "vehicle_manipulator"
 OVERRIDES = {"physics_rate": 1000.0, "control_rate": 500.0}
@@ -42,7 +42,7 @@ PARTS = (
 def _uvms():
     from mbs_ros.dynamics import Model
 
-    from .models import ROBOTS
+    from mbs_ros.bench.models import ROBOTS
 
     return Model.from_yaml(ROBOTS / "uvms_6dof.yaml")
 
@@ -68,7 +68,7 @@ def law_row(plan: timing.Plan, tol: float, seed: int = 0) -> dict:
 
 
 def _period_sims(model, seed):
-    from mbs_ros.dynamics.simulator import Simulator
+    from mbs_ros.dynamics.simulation.simulator import Simulator
 
     rng = np.random.default_rng(seed)
     q0 = model.neutral()
@@ -79,7 +79,7 @@ def _period_sims(model, seed):
 
 def period_row(plan: timing.Plan, tol: float, seed: int = 0) -> dict:
     """A lockstep period in one compiled call against its steps taken one at a time: identical states."""
-    from mbs_ros.dynamics.simulator import WrenchCommand
+    from mbs_ros.dynamics.simulation.simulator import WrenchCommand
 
     model = _uvms()
     (batched, single), rng = _period_sims(model, seed)

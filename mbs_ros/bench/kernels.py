@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import timing
-from .timing import rel_err
+from mbs_ros.bench import timing
+from mbs_ros.bench.timing import rel_err
 
 KERNELS = ("rnea", "crba", "computeCoriolisMatrix", "aba", "computeAllTerms")
 TARGET = {"aba": 3.0}

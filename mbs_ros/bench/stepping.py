@@ -28,11 +28,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbs_ros.dynamics.integrators import step as our_step
+from mbs_ros.dynamics.simulation.integrators import step as our_step
 
-from . import timing
-from .models import strip_urdf
-from .timing import rel_err
+from mbs_ros.bench import timing
+from mbs_ros.bench.models import strip_urdf
+from mbs_ros.bench.timing import rel_err
 
 DT = 1e-3
 METHODS = (("rk4", "mjINT_RK4"), ("euler", "mjINT_EULER"))

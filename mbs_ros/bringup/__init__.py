@@ -1,6 +1,6 @@
 """Scenario bring-up: scenario YAML -> node specs, shared by the launch files and the no-launch runner.
 
-- :mod:`mbs_ros.bringup.scenario`: the scenario schema (docs/bringup.md), :func:`load_scenario`,
+- :mod:`mbs_ros.scenario.schema`: the scenario schema (docs/bringup.md), :func:`load_scenario`,
   :func:`node_specs`, :func:`record_topics`. ROS-free.
 - :mod:`mbs_ros.bringup.runner`: ``python -m mbs_ros.bringup SCENARIO [--duration S] [--record FILE]
   [--plot DIR]``: the same nodes as real processes (``python -m mbs_ros.nodes.X --ros-args …``), stopped
@@ -10,7 +10,7 @@
   only there).
 """
 
-from mbs_ros.bringup.scenario import (  # noqa: F401
+from mbs_ros.scenario.schema import (  # noqa: F401
     DEFAULT_RECORD,
     NodeSpec,
     Robot,

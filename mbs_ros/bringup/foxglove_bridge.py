@@ -25,7 +25,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Sequence, Set, Tuple
 
-from mbs_ros.nodes.ratelimit import RateLimitedLog
+from mbs_ros.cores.ratelimit import RateLimitedLog
 
 __all__ = ["Bridge", "FOXGLOVE_TOPICS", "DEFAULT_PORT", "SUBPROTOCOL", "LEGACY_SUBPROTOCOL", "SubprotocolFront",
            "foxglove_topics", "main"]
@@ -46,7 +46,7 @@ def foxglove_topics(scenario) -> List[str]:
     """Absolute topic names the runner's bridge serves for a scenario: :data:`FOXGLOVE_TOPICS` in every robot's
     namespace, plus ``/clock`` with ``sim_time``, plus each robot's sensor topics (its layout plots them)."""
     from mbs_ros.bringup.foxglove_layout import sensor_topics
-    from mbs_ros.bringup.scenario import record_topics
+    from mbs_ros.scenario.schema import record_topics
 
     topics = record_topics(scenario, FOXGLOVE_TOPICS)
     return topics + [t for r in scenario.robots for t in sensor_topics(r, scenario.physics_rate) if t not in topics]

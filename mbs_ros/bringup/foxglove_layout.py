@@ -41,18 +41,18 @@ _PLOT = {"showXAxisLabels": True, "showYAxisLabels": True, "showLegend": True, "
 
 def layout_path(scenario_name: str, root: Optional[Path] = None) -> Path:
     """Where the scenario's layout is shipped: ``config/foxglove/<name>.json``."""
-    from mbs_ros.bringup.scenario import package_root
+    from mbs_ros.scenario.schema import package_root
 
     return (root or package_root() or Path.cwd()) / "config" / "foxglove" / f"{scenario_name}.json"
 
 
 def _settings(robot):
     """``(settings, source)`` of the robot's dynamics node: its parameters from the scenario, every other one the
-    table's default or the robot's own (:func:`mbs_ros.nodes.params.model_parameter_values`, as the node and the
+    table's default or the robot's own (:func:`mbs_ros.cores.params.model_parameter_values`, as the node and the
     headless run take them), checked as the node checks them."""
-    from mbs_ros.nodes.dynamics_settings import settings_from_values
-    from mbs_ros.nodes.parameters.dynamics import PARAMETERS
-    from mbs_ros.nodes.params import model_parameter_values
+    from mbs_ros.cores.dynamics_settings import settings_from_values
+    from mbs_ros.cores.parameters.dynamics import PARAMETERS
+    from mbs_ros.cores.params import model_parameter_values
 
     dyn = robot.dynamics
     values, source = model_parameter_values(PARAMETERS, lambda name: PARAMETERS[name].default,
@@ -62,7 +62,7 @@ def _settings(robot):
 
 def _model(robot, settings=None, source=None):
     """The model the dynamics node builds for a scenario robot."""
-    from mbs_ros.nodes.dynamics_settings import build_model
+    from mbs_ros.cores.dynamics_settings import build_model
 
     if settings is None:
         settings, source = _settings(robot)
@@ -180,7 +180,7 @@ def layout_text(scenario) -> str:
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
-    from mbs_ros.bringup.scenario import ScenarioError, list_scenarios, load_scenario
+    from mbs_ros.scenario.schema import ScenarioError, list_scenarios, load_scenario
 
     p = argparse.ArgumentParser(prog="python -m mbs_ros.bringup.foxglove_layout",
                                 description="Write Foxglove/Lichtblick layouts for scenarios (config/foxglove/).")

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from mbs_ros.bringup import rviz as rviz_configs
-from mbs_ros.bringup.scenario import NodeSpec, Scenario, load_scenario, node_specs
+from mbs_ros.scenario.schema import NodeSpec, Scenario, load_scenario, node_specs
 
 __all__ = ["TRUE", "FALSE", "node_action", "rviz_action", "launch_setup", "scenario_from_context"]
 

@@ -26,7 +26,7 @@ from typing import Dict, List, Optional, Sequence, TextIO
 
 import yaml
 
-from mbs_ros.bringup.scenario import (
+from mbs_ros.scenario.schema import (
     NodeSpec,
     Scenario,
     ScenarioError,
@@ -53,7 +53,7 @@ from mbs_ros.bringup.runner_plan import (  # noqa: F401 - the plan's names are t
     state_topics,
     warning_summary,
 )
-from mbs_ros.nodes.parameters.controller import STATE_TOPICS
+from mbs_ros.cores.parameters.controller import STATE_TOPICS
 from mbs_ros.process import NodeProcess, NodeProcessError
 
 __all__ = ["Runner", "RunResult", "main"]

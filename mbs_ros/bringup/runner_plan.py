@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-from mbs_ros.bringup.scenario import NodeSpec, Scenario, node_specs
+from mbs_ros.scenario.schema import NodeSpec, Scenario, node_specs
 
 
 @dataclass

@@ -27,7 +27,7 @@ GROUP_CLASS = "rviz_common/Group"
 
 def template_path(kind: str) -> Path:
     """``config/rviz/<kind>.rviz`` of the package (source tree or share directory)."""
-    from mbs_ros.bringup.scenario import resolve_path
+    from mbs_ros.scenario.schema import resolve_path
 
     found = resolve_path(f"config/rviz/{kind}.rviz")
     if found is None:

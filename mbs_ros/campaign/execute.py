@@ -25,7 +25,7 @@ def execute_run(campaign: Campaign, index: int) -> dict:
     (``max_joint_error = 0.31 >= 0.2``) and a fault (``t = 3.214 s: non-finite state (uvms)``) joined by "; ";
     for an error the exception (a draw the scenario refuses names the file and key). Vectors drawn are JSON
     text; metrics not computed are NaN."""
-    from mbs_ros.bringup.scenario import load_scenario
+    from mbs_ros.scenario.schema import load_scenario
 
     start = time.perf_counter()
     row: dict = {"run": int(index), "status": "error", "reason": "", "wall_s": 0.0}
@@ -89,7 +89,7 @@ def _columns_or_none(campaign: Campaign) -> Tuple[str, ...]:
 
 @functools.lru_cache(maxsize=32)
 def _columns(scenario: str, metrics: Tuple[Tuple[str, str], ...]) -> Tuple[str, ...]:
-    from mbs_ros.bringup.scenario import load_scenario
+    from mbs_ros.scenario.schema import load_scenario
 
     robots = [r.name for r in load_scenario(scenario).robots]
     out = []

@@ -60,7 +60,7 @@ class CampaignError(yamlschema.SchemaError):
 
 @dataclass(frozen=True)
 class Variation:
-    """One varied setting: ``path`` (a scenario path, :func:`mbs_ros.bringup.scenario.apply_overrides`),
+    """One varied setting: ``path`` (a scenario path, :func:`mbs_ros.scenario.schema.apply_overrides`),
     ``distribution`` (:data:`DISTRIBUTIONS`), ``params`` (its checked arguments: ``low``/``high``, ``mean``/``std``,
     ``values``), ``size`` (None: one value; n: a list of n draws), ``scale`` (the draw multiplies the scenario's
     value ``base``)."""
@@ -238,7 +238,7 @@ def load_campaign(path: Union[str, os.PathLike]) -> Campaign:
 
 
 def _scenario(r: _Reader, value) -> str:
-    from mbs_ros.bringup.scenario import scenario_path
+    from mbs_ros.scenario.schema import scenario_path
 
     text = r.text(value, "scenario")
     beside = r.path.parent / os.path.expanduser(text)
@@ -252,7 +252,7 @@ def _scenario(r: _Reader, value) -> str:
 
 
 def _vary(r: _Reader, raw, scenario: str) -> Tuple[Variation, ...]:
-    from mbs_ros.bringup.scenario import ScenarioError, document_value, parse_path
+    from mbs_ros.scenario.schema import ScenarioError, document_value, parse_path
 
     if not isinstance(raw, list):
         r.fail("vary", f"must be a list of variations, got {shown(raw)}")
@@ -420,7 +420,7 @@ def _criteria(r: _Reader, raw, metrics: Tuple[MetricSpec, ...]) -> Tuple[Criteri
 def _check_paths(r: _Reader, c: Campaign) -> None:
     """Every varied path names a setting of the scenario's schema (:func:`apply_overrides` on the file's
     document with run 0's values): a typo fails here, not in every run."""
-    from mbs_ros.bringup.scenario import ScenarioError, apply_overrides, scenario_path
+    from mbs_ros.scenario.schema import ScenarioError, apply_overrides, scenario_path
 
     if not c.vary:
         return

@@ -8,14 +8,14 @@ or a multibody tree on a floating or fixed base)::
     ref = Reference(model, times=[0, 2], positions=[q0, q1])
     tau = law(q, v, *ref(t))                    # or law.feedback(ref) -> tau(t, q, v)
 
-The controller node's rules, ROS-free too: :mod:`.reference_input` (input bounds, reference decoding),
-:mod:`.timebase` (state pairing, time base), :mod:`.goals` and :mod:`.tolerances` (FollowJointTrajectory),
-:mod:`.command` and :mod:`.allocation` (saturation, thrusts).
+The controller node's rules, ROS-free too: :mod:`mbs_ros.controllers.reference_input` (input bounds, reference decoding),
+:mod:`mbs_ros.controllers.timebase` (state pairing, time base), :mod:`mbs_ros.controllers.goals` and :mod:`mbs_ros.controllers.tolerances` (FollowJointTrajectory),
+:mod:`mbs_ros.controllers.command` and :mod:`mbs_ros.controllers.allocation` (saturation, thrusts).
 """
-from .laws import ComputedTorque, PassivityBased, PDGravity, gain_matrix
-from .lqr import LQR
-from .reference import Reference, stack
-from .space import ConfigurationSpace
+from mbs_ros.controllers.laws import ComputedTorque, PassivityBased, PDGravity, gain_matrix
+from mbs_ros.controllers.lqr import LQR
+from mbs_ros.controllers.reference import Reference, stack
+from mbs_ros.controllers.space import ConfigurationSpace
 
 __all__ = ["ComputedTorque", "PassivityBased", "PDGravity", "LQR", "gain_matrix", "Reference", "stack",
            "ConfigurationSpace"]

@@ -3,8 +3,8 @@ turned into what the node publishes, a base wrench (or thrusts) and joint effort
 
 The base part is lifted to a body-frame wrench at the base origin, ``W = (Bᵀ)⁺ τ_base`` with ``V_base = B v_base``
 (:meth:`Model.velocity_map`; ``H τ_base`` for the SE(3) subgroups), its force and torque scaled down along their
-directions to the limits (:func:`mbs_ros.dynamics.actuators.saturate_wrench`) and, with thrusters, allocated to them
-(:mod:`.allocation`); the joint efforts are clipped (:func:`mbs_ros.dynamics.actuators.clip_efforts`).
+directions to the limits (:func:`mbs_ros.dynamics.simulation.actuators.saturate_wrench`) and, with thrusters, allocated to them
+(:mod:`mbs_ros.controllers.allocation`); the joint efforts are clipped (:func:`mbs_ros.dynamics.simulation.actuators.clip_efforts`).
 """
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ from typing import Optional
 import numpy as np
 
 from mbs_ros.controllers.allocation import ThrusterAllocation
-from mbs_ros.dynamics import actuators
-from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.simulation import actuators
+from mbs_ros.dynamics.model import source as ms
 
 __all__ = ["Command", "CommandOutput"]
 

@@ -1,6 +1,6 @@
 """FollowJointTrajectory goals over plain data, ROS-free, as ros2_controllers' joint_trajectory_controller (JTC,
 kilted) with an effort interface: which goals are accepted (:func:`check_goal`, :func:`check_goal_end`) and, state
-by state, how a running goal goes on (:class:`GoalMonitor`: its tolerances from :mod:`.tolerances`, feedback at
+by state, how a running goal goes on (:class:`GoalMonitor`: its tolerances from :mod:`mbs_ros.controllers.tolerances`, feedback at
 most every ``feedback_period`` and the outcome with JTC's result code and text)."""
 from __future__ import annotations
 
@@ -72,7 +72,7 @@ def check_goal_end(stamped: bool, start_ns: int, end_time: float, newest_ns: int
 
 @dataclass(frozen=True)
 class GoalSample:
-    """One state's check of a goal: ``status`` (:mod:`.tolerances`' RUNNING, PATH_VIOLATED, ...), the errors
+    """One state's check of a goal: ``status`` (:mod:`mbs_ros.controllers.tolerances`' RUNNING, PATH_VIOLATED, ...), the errors
     (desired - actual, continuous joints wrapped), ``index`` of the next point, whether to publish feedback now,
     and once the goal ends ``outcome`` ``(succeed | abort, JTC result code name, text)`` (``hold``: the joints
     then hold where the state has them)."""

@@ -25,7 +25,7 @@ cut of any continuous feedback on a compact group); every law is smooth elsewher
 
 Compiled kernels
 ----------------
-:class:`ComputedTorque` and :class:`PDGravity` call the numba kernels of :mod:`mbs_ros.dynamics.compiled_laws`
+:class:`ComputedTorque` and :class:`PDGravity` call the numba kernels of :mod:`mbs_ros.dynamics.kernels.laws`
 (the same equations; the torque as one RNEA pass) where the model allows it (compiled backend, an SE(3) or fixed
 base, revolute and prismatic joints); ``compiled=False`` keeps the numpy code below, the reference the kernels are
 tested against. ``law.compiled`` says which one runs.
@@ -41,8 +41,8 @@ from typing import Callable
 
 import numpy as np
 
-from ..dynamics.compiled_laws import CompiledComputedTorque, CompiledPDGravity, compiled_law_support
-from .space import ConfigurationSpace
+from mbs_ros.dynamics.kernels.laws import CompiledComputedTorque, CompiledPDGravity, compiled_law_support
+from mbs_ros.controllers.space import ConfigurationSpace
 
 __all__ = ["ComputedTorque", "PassivityBased", "PDGravity", "gain_matrix"]
 

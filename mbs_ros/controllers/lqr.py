@@ -11,7 +11,7 @@ gain minimises ``∫ xᵀQx + uᵀRu dt``: ``K = R⁻¹ Bᵀ P`` with P the stab
 Riccati equation ``AᵀP + PA − PBR⁻¹BᵀP + Q = 0`` (Laub's Schur method, :func:`care`; Anderson & Moore,
 "Optimal Control: Linear Quadratic Methods", 1990, ch. 3). The command is
 
-    τ = τ_d + G (−K x)                                (τ = G u, :func:`mbs_ros.dynamics.linear.input_matrix`)
+    τ = τ_d + G (−K x)                                (τ = G u, :func:`mbs_ros.dynamics.algorithms.linear.input_matrix`)
 
 Design point. A constant setpoint is designed once (and kept in a small cache by its exact value); a moving
 reference keeps the last design while the reference stays within ``redesign_threshold`` of it (every component of
@@ -29,7 +29,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .laws import _Law, gain_matrix
+from mbs_ros.controllers.laws import _Law, gain_matrix
 
 __all__ = ["LQR", "ScheduledLQR", "lqr_gain", "care", "weight_matrix"]
 
@@ -126,7 +126,7 @@ class LQR(_Law):
     """LQR tracking law (module docstring): ``τ = τ_d + G(−K x)``, ``x = (log(q_d⁻¹q), v − v_d)``.
 
     ``q_weight``, ``v_weight``: the blocks of ``Q`` on δq and δv (scalar, nv-vector or nv × nv matrix, positive);
-    ``r``: ``R`` (scalar, nu-vector or nu × nu). ``inputs``: as :func:`mbs_ros.dynamics.linear.input_matrix`
+    ``r``: ``R`` (scalar, nu-vector or nu × nu). ``inputs``: as :func:`mbs_ros.dynamics.algorithms.linear.input_matrix`
     ("generalized": u = τ). ``passive``: the plant's passive forces are part of the design (τ_d and the
     linearisation include them); ``False`` when the caller cancels them (the node's ``compensate_passive``).
     ``redesign_threshold`` (> 0): how far the reference may move from the design point before a new design.
@@ -149,7 +149,7 @@ class LQR(_Law):
         if scaling == "mass" and inputs != "generalized":
             raise ValueError(f"scaling 'mass' needs inputs 'generalized' (u = tau), got inputs {inputs!r}")
         self.scaling = scaling
-        from ..dynamics.linear import input_matrix
+        from mbs_ros.dynamics.algorithms.linear import input_matrix
 
         try:
             G, names = input_matrix(model, model.neutral(), inputs)
@@ -197,7 +197,7 @@ class LQR(_Law):
         t0 = time.perf_counter()
         tau_d = self._tau_d(q_d, v_d, a_d)
         lin = self.model.linearize(q_d, v_d, tau_d, inputs=self.inputs, passive=self.passive)
-        from ..dynamics.linear import input_matrix
+        from mbs_ros.dynamics.algorithms.linear import input_matrix
 
         G = input_matrix(self.model, q_d, self.inputs)[0]
         Q, R = self.weights(q_d)
@@ -270,7 +270,7 @@ class LQR(_Law):
 
 class ScheduledLQR(LQR):
     """LQR with a gain schedule over an LPV family: ``K_k`` designed once per grid point ``p_k`` of ``family``
-    (an :class:`mbs_ros.dynamics.lpv.LPVFamily`, or anything with ``grid`` (n_p,), ``A`` (n_p, 2nv, 2nv), ``B``
+    (an :class:`mbs_ros.dynamics.algorithms.lpv.LPVFamily`, or anything with ``grid`` (n_p,), ``A`` (n_p, 2nv, 2nv), ``B``
     (n_p, 2nv, nu) and ``state_names``), ``K(p)`` interpolated linearly between neighbouring grid points, with
     ``p = schedule(q_d, v_d)`` of the reference (Rugh & Shamma, "Research on gain scheduling", Automatica 36,
     2000). The command is that of :class:`LQR` with K(p) in place of the design at the reference; nothing is
@@ -313,7 +313,7 @@ class ScheduledLQR(LQR):
         return (1.0 - s) * self.gains[k] + s * self.gains[k + 1]
 
     def __call__(self, q, v, q_d, v_d=None, a_d=None) -> np.ndarray:
-        from ..dynamics.linear import input_matrix
+        from mbs_ros.dynamics.algorithms.linear import input_matrix
 
         q, v, q_d, v_d, a_d = self._inputs(q, v, q_d, v_d, a_d)
         K = self.gain(self.schedule(q_d, v_d))

@@ -27,9 +27,9 @@ import math
 
 import numpy as np
 
-from ..dynamics.compiled_laws import AVAILABLE as _COMPILED, reference_segment
-from ..dynamics.lie import SE3
-from .space import ConfigurationSpace
+from mbs_ros.dynamics.kernels.laws import AVAILABLE as _COMPILED, reference_segment
+from mbs_ros.dynamics.lie import SE3
+from mbs_ros.controllers.space import ConfigurationSpace
 
 __all__ = ["Reference", "stack"]
 
@@ -42,7 +42,7 @@ class Reference:
     ``accelerations`` (N, nv) body-frame (default zeros: rest at every waypoint). ``interpolation``: ``"quintic"``
     (default; C² through the waypoints) or ``"cubic"`` (C¹; accelerations must then be omitted). A reference on SE(3)
     alone or on plain coordinates evaluates its segments with the compiled kernel of
-    :func:`mbs_ros.dynamics.compiled_laws.reference_segment` (the same equations); ``compiled=False`` keeps the
+    :func:`mbs_ros.dynamics.kernels.laws.reference_segment` (the same equations); ``compiled=False`` keeps the
     numpy code, the reference it is tested against.
     """
 

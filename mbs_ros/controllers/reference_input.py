@@ -16,7 +16,7 @@ from typing import Sequence, Tuple
 import numpy as np
 
 from mbs_ros.controllers.reference import Reference
-from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.model import source as ms
 
 __all__ = ["Rejected", "NS", "MAX_POSITION", "MAX_STATE_VELOCITY", "QUATERNION_NORM", "MAX_POINTS", "MAX_DURATION",
            "MIN_SEGMENT", "MAX_VELOCITY", "MAX_ACCELERATION", "MAX_JOINT_REFERENCE", "JOINT_LIMIT_MARGIN",

@@ -25,8 +25,8 @@ import time
 
 import numpy as np
 
-from ..dynamics.jit import jit
-from ..dynamics.lie import LieGroup
+from mbs_ros.dynamics.kernels.jit import jit
+from mbs_ros.dynamics.lie import LieGroup
 
 __all__ = ["ConfigurationSpace", "warm_up"]
 
@@ -68,7 +68,7 @@ def _phi1_series(X, w, max_terms):
 
 def warm_up() -> float:
     """Compile (or load from numba's on-disk cache) the controllers' one kernel, the dexp-derivative series;
-    returns the seconds it took (the dynamics kernels: :func:`mbs_ros.dynamics.compiled.warm_up`)."""
+    returns the seconds it took (the dynamics kernels: :func:`mbs_ros.dynamics.kernels.compiled.warm_up`)."""
     t0 = time.perf_counter()
     _phi1_series(np.zeros((2, 2)), np.ones(2), 2)
     return time.perf_counter() - t0

@@ -12,12 +12,12 @@ Nothing here imports rclpy. Public API::
     W_joints = arm.joint_wrenches(q, v, a)             # (n_joints, 6) [F; τ] in each joint frame
 
 The multibody kernels (RNEA, CRBA, structured Coriolis, forward dynamics) are free functions in
-``mbs_ros.dynamics.algorithms`` taking ``(model, q, v, ...)`` and an optional precomputed ``kin=kinematics(model, q)``
+``mbs_ros.dynamics.algorithms.multibody`` taking ``(model, q, v, ...)`` and an optional precomputed ``kin=kinematics(model, q)``
 to share one kinematics pass between several kernels at the same q. :class:`Simulator` is the dynamics node's
 loop without ROS (held commands and their timeouts, lockstep periods, work and energy).
 """
-from .integrators import TABLEAUS, simulate, step
-from .model import BASES, TREE_BASES, Model, ModelError, ModelWarning, spatial_inertia
-from .simulator import Simulator
+from mbs_ros.dynamics.simulation.integrators import TABLEAUS, simulate, step
+from mbs_ros.dynamics.model.model import BASES, TREE_BASES, Model, ModelError, ModelWarning, spatial_inertia
+from mbs_ros.dynamics.simulation.simulator import Simulator
 
 __all__ = ["Model", "ModelError", "ModelWarning", "BASES", "TREE_BASES", "spatial_inertia", "simulate", "step", "TABLEAUS", "Simulator"]

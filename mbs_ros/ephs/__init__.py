@@ -14,14 +14,14 @@ component power and entropy production, and a Lie-group (RKMK) integrator for po
     t, xs = system.simulate(system.state({"osc.pe": 1.0}), dt=1e-3, steps=1000)
     system.powers(xs[-1]), system.entropy_production(xs[-1]), system.energy(xs[-1])
 
-:mod:`.examples` builds eqs. (5), (8), the body + spring + damper on a line and the rigid body (22) on SE(3),
+:mod:`mbs_ros.ephs.examples` builds eqs. (5), (8), the body + spring + damper on a line and the rigid body (22) on SE(3),
 linear first [υ; ω] (the paper orders (ω, υ); converted there)."""
-from .components import Dirac, Environment, Onsager, Storage
-from .examples import (body_spring_damper, canonical_coupling, coadjoint_matrix, damped_oscillator,
+from mbs_ros.ephs.components import Dirac, Environment, Onsager, Storage
+from mbs_ros.ephs.examples import (body_spring_damper, canonical_coupling, coadjoint_matrix, damped_oscillator,
                        harmonic_oscillator, linear_damper, linear_spring, mechanical_friction, paper_order,
                        point_mass, rigid_body, spatial_momentum, spring)
-from .pattern import Block, Pattern, System
-from .ports import Port, pairing
+from mbs_ros.ephs.pattern import Block, Pattern, System
+from mbs_ros.ephs.ports import Port, pairing
 
 __all__ = ["Port", "pairing", "Storage", "Environment", "Dirac", "Onsager", "Pattern", "System", "Block",
            "harmonic_oscillator", "damped_oscillator", "body_spring_damper", "rigid_body", "point_mass", "spring",

@@ -9,7 +9,7 @@ from typing import Callable, Sequence
 
 import numpy as np
 
-from .ports import Port
+from mbs_ros.ephs.ports import Port
 
 __all__ = ["Storage", "Environment", "Dirac", "Onsager", "FD_STEP"]
 

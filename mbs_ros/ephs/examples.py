@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..dynamics.lie import SE3, hat3
-from .components import Dirac, Environment, Onsager, Storage
-from .pattern import Pattern
-from .ports import Port
+from mbs_ros.dynamics.lie import SE3, hat3
+from mbs_ros.ephs.components import Dirac, Environment, Onsager, Storage
+from mbs_ros.ephs.pattern import Pattern
+from mbs_ros.ephs.ports import Port
 
 __all__ = ["paper_order", "coadjoint_matrix", "spatial_momentum", "canonical_coupling", "spring", "point_mass",
            "mechanical_friction", "harmonic_oscillator", "damped_oscillator", "linear_spring", "linear_damper",

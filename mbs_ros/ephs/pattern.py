@@ -5,9 +5,9 @@ from typing import Mapping, NamedTuple
 
 import numpy as np
 
-from ..dynamics.integrators import TABLEAUS, check_time_step
-from .components import Environment, Onsager, Storage
-from .ports import Port, pairing
+from mbs_ros.dynamics.simulation.integrators import TABLEAUS, check_time_step
+from mbs_ros.ephs.components import Environment, Onsager, Storage
+from mbs_ros.ephs.ports import Port, pairing
 
 __all__ = ["Pattern", "System", "Block"]
 
@@ -176,7 +176,7 @@ class System:
         return x
 
     def simulate(self, x0, dt: float, steps: int, method: str = "rk4", inputs: Mapping | None = None):
-        """Runge–Kutta–Munthe-Kaas (seed 001 eqs. 35–37, tableaus of :mod:`mbs_ros.dynamics.integrators`):
+        """Runge–Kutta–Munthe-Kaas (seed 001 eqs. 35–37, tableaus of :mod:`mbs_ros.dynamics.simulation.integrators`):
         vector states step additively, group states by q·exp(Ψ) with stage flows mapped by dexp⁻¹(−Ψ).
         Returns (t, xs) with xs (steps+1, nx)."""
         tab = TABLEAUS[method]

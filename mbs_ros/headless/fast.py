@@ -1,5 +1,5 @@
 """The headless run's fast path: every control period of a robot in one compiled call
-(:func:`mbs_ros.dynamics.compiled_period.run_periods`), bit-identical to the Python path of
+(:func:`mbs_ros.dynamics.kernels.period.run_periods`), bit-identical to the Python path of
 :mod:`mbs_ros.headless.run` (which calls the nodes' cores, as the nodes do).
 
 :func:`eligible` says whether a robot is the common case the kernel computes (None) or why not: a floating SE(3)
@@ -21,9 +21,9 @@ import numpy as np
 
 from mbs_ros.controllers import reference_input as ri
 from mbs_ros.controllers.laws import ComputedTorque
-from mbs_ros.dynamics import compiled_period as cp
-from mbs_ros.dynamics.integrators import TABLEAUS
-from mbs_ros.dynamics.simulator import MAX_POSITION, WrenchCommand, velocity_bounds
+from mbs_ros.dynamics.kernels import period as cp
+from mbs_ros.dynamics.simulation.integrators import TABLEAUS
+from mbs_ros.dynamics.simulation.simulator import MAX_POSITION, WrenchCommand, velocity_bounds
 
 __all__ = ["eligible", "run", "pack"]
 
@@ -102,7 +102,7 @@ def _reference(ref):
 
 
 def pack(r):
-    """The arguments of :func:`~mbs_ros.dynamics.compiled_period.run_periods` for robot ``r`` (module docstring):
+    """The arguments of :func:`~mbs_ros.dynamics.kernels.period.run_periods` for robot ``r`` (module docstring):
     the simulator's kernels, state, bookkeeping and limits, the period's commands, the controller's law, limits and
     references, and the record arrays from ``r.n`` on."""
     sim, model, ctl, cm = r.sim, r.sim.model, r.ctl, r.cmodel
@@ -184,3 +184,4 @@ def run(robots: List) -> int:
     for r, args in zip(robots, packs):
         _commit(r, args, end)
     return max(0, end - 1)
+

@@ -2,11 +2,11 @@
 
 :func:`run_scenario` does what ``python -m mbs_ros.bringup SCENARIO --set lockstep=true --set sim_time=true --set
 real_time_factor=0`` does, through the same ROS-free cores the nodes call, with the values the nodes' parameters
-give (:func:`mbs_ros.bringup.scenario.node_specs` plus the runner's paused start): per robot the dynamics node's
-simulator (:mod:`mbs_ros.nodes.dynamics_core`), loop (:mod:`mbs_ros.nodes.sim_loop_core`) and command intake
-(:mod:`mbs_ros.nodes.command_core`), the controller's state path (:mod:`mbs_ros.nodes.controller_state_core`),
-law, limits and allocation (:mod:`mbs_ros.nodes.controller_core`) and the reference node's set-up and
-trajectories (:mod:`mbs_ros.nodes.reference_core`).
+give (:func:`mbs_ros.scenario.schema.node_specs` plus the runner's paused start): per robot the dynamics node's
+simulator (:mod:`mbs_ros.cores.dynamics`), loop (:mod:`mbs_ros.cores.loop`) and command intake
+(:mod:`mbs_ros.cores.commands`), the controller's state path (:mod:`mbs_ros.cores.controller_state`),
+law, limits and allocation (:mod:`mbs_ros.cores.controller`) and the reference node's set-up and
+trajectories (:mod:`mbs_ros.cores.reference`).
 The order per control period is the lockstep one: the state at ``t_k`` as the dynamics node publishes it (odom,
 joint_states), the controller's state from it, its command stamped ``t_k``, the simulator's checks of that command,
 then ``lockstep_steps`` physics steps to ``t_{k+1}``. The paused start: the controller answers the state at 0 while
@@ -21,30 +21,30 @@ from typing import Dict, List, Mapping, Optional, Tuple, Union
 
 import numpy as np
 
-from mbs_ros.bringup.scenario import NodeSpec, Scenario, ScenarioError, load_scenario, node_specs
+from mbs_ros.scenario.schema import NodeSpec, Scenario, ScenarioError, load_scenario, node_specs
 from mbs_ros.controllers import reference_input as ri
 from mbs_ros.controllers import timebase as tb
 from mbs_ros.controllers.reference_input import Rejected, reference_position_bounds
-from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.model import source as ms
 from mbs_ros.headless import fast as fast_path
-from mbs_ros.dynamics.model_source import ParameterError
-from mbs_ros.nodes import controller_settings as cs
-from mbs_ros.nodes.command_core import Accepted, CommandIntake
-from mbs_ros.nodes import dynamics_settings as ds
-from mbs_ros.nodes import estimator_settings as es
-from mbs_ros.nodes.controller_core import controller_setup, desired, law_command, reference_from_points
-from mbs_ros.nodes.controller_state_core import commit_state, estimate_parts
-from mbs_ros.nodes.dynamics_core import StateView, balance_residual, load_suite, make_simulator
-from mbs_ros.nodes.estimator_core import feed, reading_payloads, roles_by_sensor
-from mbs_ros.nodes.parameters.controller import PARAMETERS as CONTROLLER_PARAMETERS
-from mbs_ros.nodes.parameters.dynamics import PARAMETERS as DYNAMICS_PARAMETERS
-from mbs_ros.nodes.parameters.estimator import PARAMETERS as ESTIMATOR_PARAMETERS
-from mbs_ros.nodes.parameters.reference import PARAMETERS as REFERENCE_PARAMETERS
-from mbs_ros.nodes.params import NS_PER_S, model_parameter_values, period_ns
-from mbs_ros.nodes.reference_core import ReferenceError, controller_points, reference_setup, trajectories
-from mbs_ros.nodes.sim_loop_core import SimulationLoop
+from mbs_ros.dynamics.model.source import ParameterError
+from mbs_ros.cores import controller_settings as cs
+from mbs_ros.cores.commands import Accepted, CommandIntake
+from mbs_ros.cores import dynamics_settings as ds
+from mbs_ros.cores import estimator_settings as es
+from mbs_ros.cores.controller import controller_setup, desired, law_command, reference_from_points
+from mbs_ros.cores.controller_state import commit_state, estimate_parts
+from mbs_ros.cores.dynamics import StateView, balance_residual, load_suite, make_simulator
+from mbs_ros.cores.estimator import feed, reading_payloads, roles_by_sensor
+from mbs_ros.cores.parameters.controller import PARAMETERS as CONTROLLER_PARAMETERS
+from mbs_ros.cores.parameters.dynamics import PARAMETERS as DYNAMICS_PARAMETERS
+from mbs_ros.cores.parameters.estimator import PARAMETERS as ESTIMATOR_PARAMETERS
+from mbs_ros.cores.parameters.reference import PARAMETERS as REFERENCE_PARAMETERS
+from mbs_ros.cores.params import NS_PER_S, model_parameter_values, period_ns
+from mbs_ros.cores.reference import ReferenceError, controller_points, reference_setup, trajectories
+from mbs_ros.cores.loop import SimulationLoop
 
-__all__ = ["run_scenario", "state_views", "HeadlessRun", "RobotRecord", "HeadlessError", "PAUSED_START"]
+__all__ = ["run_scenario", "state_views", "HeadlessRun", "RobotRecord", "HeadlessError", "PAUSED_START", "warm_up"]
 
 # what the runner adds to the node parameters of a paused start (mbs_ros.bringup.runner.runner_specs): the
 # dynamics node stands still at t = 0 and the reference starts at 0
@@ -128,7 +128,7 @@ def _dynamics_model(spec: NodeSpec, load):
 
 
 def state_views(scenario: Union[Scenario, str, os.PathLike]) -> Dict[str, Tuple[object, StateView]]:
-    """Per robot namespace, the dynamics model and the :class:`~mbs_ros.nodes.dynamics_core.StateView` with which
+    """Per robot namespace, the dynamics model and the :class:`~mbs_ros.cores.dynamics.StateView` with which
     the dynamics node publishes its state (odom, joint_states): what a record's ``q``, ``v`` are compared by."""
     if not isinstance(scenario, Scenario):
         scenario = load_scenario(scenario)
@@ -321,7 +321,7 @@ class _Robot:
 
     def submit(self, t: int, cmd) -> None:
         """The dynamics node's lockstep inputs: the controller's command messages for the period stamped ``t``,
-        through the node's own intake (:class:`~mbs_ros.nodes.command_core.CommandIntake`), submitted; a
+        through the node's own intake (:class:`~mbs_ros.cores.commands.CommandIntake`), submitted; a
         rejection (the ROS run would wait for a command forever) is a fault."""
         sec, nanosec = divmod(int(t), NS_PER_S)
         if "wrench" in self.expected:
@@ -432,7 +432,7 @@ class _Robot:
 
 
 def _shared_loader():
-    """:func:`mbs_ros.dynamics.model_source.load_source` that loads each (robot_description, model_file) once: the
+    """:func:`mbs_ros.dynamics.model.source.load_source` that loads each (robot_description, model_file) once: the
     nodes of a robot load the same file (a xacro takes ~0.2 s); a source is immutable data."""
     loaded: Dict[Tuple[str, str], ms.Source] = {}
 
@@ -462,7 +462,7 @@ def _robot_specs(scenario: Scenario) -> Dict[str, Dict[str, NodeSpec]]:
 def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optional[float] = None,
                  overrides: Optional[Mapping[str, object]] = None, energy: bool = True,
                  fast: bool = True) -> HeadlessRun:
-    """Run ``scenario`` (a loaded :class:`~mbs_ros.bringup.scenario.Scenario`, or a name or path loaded with
+    """Run ``scenario`` (a loaded :class:`~mbs_ros.scenario.schema.Scenario`, or a name or path loaded with
     ``overrides``) headless for ``duration`` simulated seconds (default: the scenario's). Never raises for a
     blow-up: a fault (non-finite state, runaway, an exception in the loop) ends the run early with
     :attr:`HeadlessRun.fault`. HeadlessError for a scenario it cannot run. ``energy`` False: no energy report per
@@ -527,3 +527,15 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
     return HeadlessRun(scenario=scenario.name, duration=ran, physics_rate=s0.physics_rate,
                        control_rate=s0.control_rate, wall_time=wall, fault=fault,
                        robots={r.namespace: r.record() for r in robots})
+
+
+def warm_up() -> float:
+    """Compile the fast path's period kernel (:mod:`mbs_ros.headless.fast`) into numba's on-disk cache (``make
+    setup`` calls this): a short run of a floating-base and of a fixed-base scenario, the two signatures the
+    kernel is called with; returns seconds."""
+    started = time.perf_counter()
+    for name in ("vehicle_manipulator", "manipulator"):
+        out = run_scenario(name, duration=0.02)
+        if out.fault is not None:
+            raise RuntimeError(f"warm-up run of {name}: {out.fault}")
+    return time.perf_counter() - started

@@ -23,11 +23,11 @@ from mbs_ros.controllers import reference_input as ri
 from mbs_ros.controllers import timebase as tb
 from mbs_ros.controllers.reference_input import MAX_POINTS, Rejected
 from mbs_ros.controllers.timebase import JUMP_CONFIRMATIONS
-from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.model import source as ms
 from mbs_ros.nodes import conversions as cv
-from mbs_ros.nodes.controller_core import evaluate, reference_from_points
-from mbs_ros.nodes.controller_state_core import commit_state
-from mbs_ros.nodes.parameters.controller import STATE_TOPICS
+from mbs_ros.cores.controller import evaluate, reference_from_points
+from mbs_ros.cores.controller_state import commit_state
+from mbs_ros.cores.parameters.controller import STATE_TOPICS
 
 __all__ = ["Inputs", "REFERENCE_QUEUE", "REFERENCE_TOPICS", "stamp_ns", "point_times"]
 

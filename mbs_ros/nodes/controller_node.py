@@ -6,7 +6,7 @@ The node only turns messages into calls of ROS-free modules and back: states are
 (:mod:`mbs_ros.controllers.reference_input`, :mod:`mbs_ros.controllers.timebase`), references decoded
 (:mod:`~mbs_ros.controllers.reference_input`), goals checked and monitored (:mod:`mbs_ros.controllers.goals`),
 commands saturated and allocated (:mod:`mbs_ros.controllers.command`); its settings are
-:mod:`mbs_ros.nodes.controller_settings`. The message side is in parts: inputs
+:mod:`mbs_ros.cores.controller_settings`. The message side is in parts: inputs
 (:mod:`mbs_ros.nodes.controller_inputs`), the action (:mod:`mbs_ros.nodes.controller_actions`) and the outputs
 (:mod:`mbs_ros.nodes.controller_publishing`). Parameters, topics, the action, the input bounds and the time base
 are described in docs/controller_node.md.
@@ -33,17 +33,17 @@ from mbs_ros.controllers.reference_input import (JOINT_LIMIT_MARGIN, MAX_ACCELER
                                                  MAX_VELOCITY, MIN_SEGMENT, QUATERNION_NORM,
                                                  reference_position_bounds)
 from mbs_ros.controllers.timebase import JUMP_CONFIRMATIONS
-from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.model import source as ms
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes.controller_actions import TrajectoryActions
-from mbs_ros.nodes.controller_core import controller_setup, desired, law_command
+from mbs_ros.cores.controller import controller_setup, desired, law_command
 from mbs_ros.nodes.controller_inputs import REFERENCE_QUEUE, REFERENCE_TOPICS, Inputs  # noqa: F401 - importable here
 from mbs_ros.nodes.controller_publishing import DIAGNOSTICS_PERIOD_S, CommandPublishing  # noqa: F401 - as above
-from mbs_ros.nodes.controller_settings import (DEFAULTS, ControllerSettings, ParameterError, build_model,
+from mbs_ros.cores.controller_settings import (DEFAULTS, ControllerSettings, ParameterError, build_model,
                                                command_limits, field_name, layout_description, make_law,
                                                settings_from_values)
-from mbs_ros.nodes.parameters.controller import PARAMETERS
-from mbs_ros.nodes.ratelimit import RateLimitedLog
+from mbs_ros.cores.parameters.controller import PARAMETERS
+from mbs_ros.cores.ratelimit import RateLimitedLog
 from mbs_ros.nodes.runtime import declare_model_parameters, run_node, settings_executor, unknown_overrides
 
 WARN_THROTTLE_S = 2.0

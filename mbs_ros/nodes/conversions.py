@@ -33,8 +33,8 @@ from sensor_msgs.msg import JointState
 from transforms3d import euler as _euler
 from transforms3d import quaternions as _quaternions
 
-from mbs_ros.nodes.params import NS_PER_S, period_ns  # noqa: F401 - importable from here, as the nodes do
-from mbs_ros.nodes.rotations import quaternion_from_matrix, quaternion_from_rpy  # noqa: F401 - importable here
+from mbs_ros.cores.params import NS_PER_S, period_ns  # noqa: F401 - importable from here, as the nodes do
+from mbs_ros.cores.rotations import quaternion_from_matrix, quaternion_from_rpy  # noqa: F401 - importable here
 
 
 # ---------------------------------------------------------------------------------------------- time

@@ -1,7 +1,7 @@
 """The dynamics node's command inputs (:class:`CommandInputs`, a part of
 :class:`~mbs_ros.nodes.dynamics_node.DynamicsNode` built with explicit arguments): cmd_wrench, cmd_joint_effort,
 joint_command, cmd_thrust and thruster_command, each message turned into one call of the ROS-free
-:class:`~mbs_ros.nodes.command_core.CommandIntake` (stamp, lockstep period, frame, length, names, finite values);
+:class:`~mbs_ros.cores.commands.CommandIntake` (stamp, lockstep period, frame, length, names, finite values);
 an accepted command goes to the simulator (``set_wrench``, ``set_joint_efforts``, ``set_thrusts``, or the node's
 lockstep ``take`` in lockstep), a rejected one is counted and warned about, throttled."""
 from __future__ import annotations
@@ -15,8 +15,8 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from mbs_ros.nodes import conversions as cv
-from mbs_ros.nodes.command_core import Accepted, CommandIntake
-from mbs_ros.nodes.pacing import WARN_THROTTLE_S
+from mbs_ros.cores.commands import Accepted, CommandIntake
+from mbs_ros.cores.pacing import WARN_THROTTLE_S
 
 __all__ = ["CommandInputs"]
 
@@ -28,7 +28,7 @@ class CommandInputs:
     """The command subscriptions of ``node`` (cmd_wrench always; joint and thruster commands when the model has
     them), checked by ``intake``. ``counts`` the node's counters (``received_<topic>``); ``guard(fn, what)`` wraps a
     callback so that it never raises; ``reject(topic, kind, reason)`` counts and warns; ``warn(key, text)`` a
-    throttled warning; ``logs`` the node's :class:`~mbs_ros.nodes.ratelimit.RateLimitedLog`; ``limits_text()``
+    throttled warning; ``logs`` the node's :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`; ``limits_text()``
     the command limits as a warning names them; ``take(topic, value)`` a lockstep command for the current period;
     ``on_input()`` a command reached the lockstep period check (the node's waiting watch); ``body`` what a
     dropped-component warning calls the base."""

@@ -6,13 +6,13 @@ matches, and a warning says what is missing once no command has come for ``LOCKS
 sent (the time it stood paused does not count). Paused, the state is sent again to late joiners; with
 ``wait_for_command`` the node stands still at the start, sending the state like that and at publish_rate, until
 the first accepted command. The speed limit is
-:class:`mbs_ros.nodes.pacing.Pacer`."""
+:class:`mbs_ros.cores.pacing.Pacer`."""
 from __future__ import annotations
 
 import time
 
-from mbs_ros.nodes.command_core import CHANNEL, TIMEOUT_TOPIC, TOPIC
-from mbs_ros.nodes.pacing import WARN_THROTTLE_S
+from mbs_ros.cores.commands import CHANNEL, TIMEOUT_TOPIC, TOPIC
+from mbs_ros.cores.pacing import WARN_THROTTLE_S
 
 __all__ = ["LockstepWatch", "CHANNEL", "TOPIC", "TIMEOUT_TOPIC", "LOCKSTEP_RESEND_S", "LOCKSTEP_WARN_S"]
 

@@ -2,7 +2,7 @@
 
 Run it with ``ros2 run mbs_ros dynamics_node`` or ``python -m mbs_ros.nodes.dynamics_node --ros-args -r
 __ns:=/robot1 --params-file config/rigid_body.yaml``. The simulation is the ROS-free
-:class:`mbs_ros.dynamics.simulator.Simulator`; this node turns command messages into its commands, steps it from
+:class:`mbs_ros.dynamics.simulation.simulator.Simulator`; this node turns command messages into its commands, steps it from
 a wall-clock timer or one lockstep period at a time, and publishes its state. Topics, parameters, services,
 robustness, time, pacing and lockstep: docs/dynamics_node.md.
 """
@@ -27,28 +27,28 @@ from rclpy.clock import ClockType
 from rclpy.node import Node
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics import model_source as ms
-from mbs_ros.dynamics.model_source import ParameterError
-from mbs_ros.dynamics.simulator import Fault, Simulator
+from mbs_ros.dynamics.model import source as ms
+from mbs_ros.dynamics.model.source import ParameterError
+from mbs_ros.dynamics.simulation.simulator import Fault, Simulator
 from mbs_ros.nodes import conversions as cv
-from mbs_ros.nodes.command_core import CommandIntake
-from mbs_ros.nodes.dynamics_core import make_simulator
+from mbs_ros.cores.commands import CommandIntake
+from mbs_ros.cores.dynamics import make_simulator
 from mbs_ros.nodes.dynamics_inputs import CommandInputs
 from mbs_ros.nodes.dynamics_lockstep import TIMEOUT_TOPIC, TOPIC, LockstepWatch
 from mbs_ros.nodes.dynamics_publishing import EnergyPorts, StatePublishing, TFMessage
 from mbs_ros.nodes.dynamics_reconfigure import Reconfiguration
 from mbs_ros.nodes.dynamics_sensors import SensorPublishing, load_suite
 from mbs_ros.nodes.dynamics_services import MAX_STEP_REQUEST, Services  # noqa: F401 - importable from here
-from mbs_ros.nodes.dynamics_settings import (  # noqa: F401 - importable from here, as users and tests do
+from mbs_ros.cores.dynamics_settings import (  # noqa: F401 - importable from here, as users and tests do
     DEFAULTS, INERTIAL, SINGLE_BODY_ONLY, Settings, build_model, check_inertia, check_rate,
     check_runtime_change, command_limits, initial_state, joint_position_limits, lockstep_steps, pause_step,
     settings_from_values, steps_between, topic_token)
-from mbs_ros.nodes.pacing import STEP_CHUNK_S, WARN_THROTTLE_S, Pacer, timer_period
-from mbs_ros.nodes.parameters.dynamics import PARAMETERS
-from mbs_ros.nodes.ratelimit import RateLimitedLog
+from mbs_ros.cores.pacing import STEP_CHUNK_S, WARN_THROTTLE_S, Pacer, timer_period
+from mbs_ros.cores.parameters.dynamics import PARAMETERS
+from mbs_ros.cores.ratelimit import RateLimitedLog
 from mbs_ros.nodes.runtime import (declare_model_parameters, parameter_overrides, run_node, settings_executor,
                                    unknown_overrides)
-from mbs_ros.nodes.sim_loop_core import SimulationLoop, on_grid
+from mbs_ros.cores.loop import SimulationLoop, on_grid
 
 __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values", "main"]
 
@@ -63,7 +63,7 @@ STEP_CHUNK_NS = int(STEP_CHUNK_S * 1e9)
 class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, Reconfiguration, Node):
     """Construct, then call :meth:`configure` (raises ParameterError).
 
-    The simulation itself is ``self.sim``, a :class:`mbs_ros.dynamics.simulator.Simulator`: this class builds it
+    The simulation itself is ``self.sim``, a :class:`mbs_ros.dynamics.simulation.simulator.Simulator`: this class builds it
     and advances it from a timer (or per lockstep period); the parts turn command messages into its commands
     (:class:`~mbs_ros.nodes.dynamics_inputs.CommandInputs`), publish its state
     (:class:`~mbs_ros.nodes.dynamics_publishing.StatePublishing`) and its sensors
@@ -250,7 +250,7 @@ class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, R
 
     def _warn(self, key: str, text: str, error: bool = False) -> None:
         """A warning throttled per ``key`` (one per WARN_THROTTLE_S of wall clock), with how many were held back;
-        free while held back (:mod:`mbs_ros.nodes.ratelimit`: rclpy's own throttle costs ms per call)."""
+        free while held back (:mod:`mbs_ros.cores.ratelimit`: rclpy's own throttle costs ms per call)."""
         if not self.context.ok():
             return
         try:

@@ -19,12 +19,12 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
-from mbs_ros.dynamics import model_source as ms
-from mbs_ros.dynamics.simulator import WrenchCommand
+from mbs_ros.dynamics.model import source as ms
+from mbs_ros.dynamics.simulation.simulator import WrenchCommand
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import markers as mk
-from mbs_ros.nodes.dynamics_core import StateView, energy_report
-from mbs_ros.nodes.dynamics_settings import topic_token
+from mbs_ros.cores.dynamics import StateView, energy_report
+from mbs_ros.cores.dynamics_settings import topic_token
 
 try:  # our interface package (mbs_ros_msgs/, built by make setup / colcon)
     from mbs_ros_msgs.msg import EnergyPorts
@@ -170,7 +170,7 @@ class StatePublishing:
     def _setup_markers(self) -> None:
         s = self.settings
         if self.multibody:
-            from mbs_ros.dynamics.urdf import parse_urdf
+            from mbs_ros.dynamics.model.urdf import parse_urdf
 
             spec = parse_urdf(self.source.urdf)
             inertials = {name: (l.mass, l.com, l.inertia) for name, l in spec.links.items()}
@@ -325,7 +325,7 @@ class StatePublishing:
 
     def energy_report(self) -> dict:
         """The port-level bookkeeping of the current state with the simulator's integrals: what the energy topic
-        carries (:func:`mbs_ros.nodes.dynamics_core.energy_report`)."""
+        carries (:func:`mbs_ros.cores.dynamics.energy_report`)."""
         return energy_report(self.sim, self.settings.environment_temperature)
 
     def _publish_energy(self) -> None:

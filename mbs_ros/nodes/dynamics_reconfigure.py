@@ -1,6 +1,6 @@
 """Live reconfiguration of the dynamics node (:class:`Reconfiguration`, a part of
 :class:`~mbs_ros.nodes.dynamics_node.DynamicsNode`): a ``set_parameters`` request is checked as a whole, as at
-start-up (:func:`~mbs_ros.nodes.dynamics_settings.settings_from_values`, the model, the initial state, the command
+start-up (:func:`~mbs_ros.cores.dynamics_settings.settings_from_values`, the model, the initial state, the command
 limits and, when they change, the physics-rate check), and refused with the reason, or applied: rates, integrator,
 limits, pacing, a new model for new inertial parameters (a single body's marker box with it), the water's
 current, or where ``pause_at`` pauses (a time ahead of the simulation's only)."""
@@ -8,11 +8,11 @@ from __future__ import annotations
 
 from rcl_interfaces.msg import SetParametersResult
 
-from mbs_ros.dynamics.model_source import ParameterError
-from mbs_ros.nodes.dynamics_settings import (INERTIAL, SINGLE_BODY_ONLY, build_model, check_pause_at, check_rate,
+from mbs_ros.dynamics.model.source import ParameterError
+from mbs_ros.cores.dynamics_settings import (INERTIAL, SINGLE_BODY_ONLY, build_model, check_pause_at, check_rate,
                                              check_runtime_change, command_limits, initial_state,
                                              settings_from_values)
-from mbs_ros.nodes.parameters.dynamics import PARAMETERS
+from mbs_ros.cores.parameters.dynamics import PARAMETERS
 
 __all__ = ["Reconfiguration"]
 

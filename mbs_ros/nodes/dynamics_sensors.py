@@ -17,9 +17,9 @@ from geometry_msgs.msg import PointStamped, TwistWithCovarianceStamped, WrenchSt
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, NavSatFix, NavSatStatus, Range
 
-from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.model import source as ms
 from mbs_ros.nodes import conversions as cv
-from mbs_ros.nodes.dynamics_core import beam_range, load_suite  # noqa: F401 - importable from here, as the node does
+from mbs_ros.cores.dynamics import beam_range, load_suite  # noqa: F401 - importable from here, as the node does
 
 __all__ = ["SensorPublishing", "sensors_path", "load_suite", "reading_messages", "beam_range", "sensor_qos",
            "SENSOR_QOS_MIN_DEPTH", "BEAM_FIELD_OF_VIEW", "MESSAGE_TYPES"]
@@ -158,7 +158,7 @@ class SensorPublishing:
     """Needs, from the node: ``sim``, ``model``, ``settings``, ``source``, ``multibody``, ``base_frame``,
     ``_prefix``, ``_frame``, ``pacer``, ``lockstep``, ``pub_diag``, ``_warn``, ``_logs``; call
     :meth:`_setup_sensors` before ``_create_publishers``; the simulation loop
-    (:class:`~mbs_ros.nodes.sim_loop_core.SimulationLoop`) samples the suite and hands each reading due to
+    (:class:`~mbs_ros.cores.loop.SimulationLoop`) samples the suite and hands each reading due to
     :meth:`_publish_reading`. Overrides (each calling the next part): ``_setup_frames`` (the sensor frames join the
     static transforms), ``_create_publishers``, ``_publish_diagnostics``, ``_on_reset`` and ``_on_set_parameters``."""
 

@@ -14,11 +14,11 @@ from rclpy.executors import Executor
 from rclpy.qos import DurabilityPolicy, HistoryPolicy, QoSProfile, ReliabilityPolicy
 from std_srvs.srv import SetBool, Trigger
 
-from mbs_ros.dynamics.model_source import ParameterError
+from mbs_ros.dynamics.model.source import ParameterError
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes.dynamics_lockstep import TOPIC
-from mbs_ros.nodes.dynamics_settings import initial_state
-from mbs_ros.nodes.pacing import STEP_CHUNK_S
+from mbs_ros.cores.dynamics_settings import initial_state
+from mbs_ros.cores.pacing import STEP_CHUNK_S
 
 try:  # the ~/step service's type (mbs_ros_msgs/srv/Step); an older build of the package has only EnergyPorts
     from mbs_ros_msgs.srv import Step

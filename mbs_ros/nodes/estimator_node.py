@@ -9,7 +9,7 @@ DVL's geometry_msgs/TwistWithCovarianceStamped and its beams' sensor_msgs/Range 
 sensor_msgs/FluidPressure, sensor_msgs/MagneticField, sensor_msgs/JointState) and publishes an estimate on a
 time grid; in lockstep the grid is the control period and each estimate waits for every reading due by its stamp,
 so the run is deterministic and the controller's answers carry the dynamics node's state stamps. The schedule and
-the settings are ROS-free (:mod:`mbs_ros.nodes.estimator_settings`); parameters, topics and the timing rule:
+the settings are ROS-free (:mod:`mbs_ros.cores.estimator_settings`); parameters, topics and the timing rule:
 docs/estimator_node.md.
 
 Run: ``ros2 run mbs_ros estimator_node --ros-args -r __ns:=/rov -p model_file:=config/robots/bluerov2_heavy_alpha5.yaml
@@ -31,13 +31,13 @@ from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, Range
 
 from mbs_ros.nodes import conversions as cv
-from mbs_ros.nodes.controller_state_core import estimate_pose
-from mbs_ros.nodes.estimator_core import (MAX_ABS, beam_index, beam_payload, compass_payload,  # noqa: F401
+from mbs_ros.cores.controller_state import estimate_pose
+from mbs_ros.cores.estimator import (MAX_ABS, beam_index, beam_payload, compass_payload,  # noqa: F401
                                           depth_payload, dvl_payload, encoders_payload, feed, imu_payload)
-from mbs_ros.nodes.estimator_settings import (DEFAULTS, Fusion, Output, ParameterError, Rejected, build_setup,
+from mbs_ros.cores.estimator_settings import (DEFAULTS, Fusion, Output, ParameterError, Rejected, build_setup,
                                               settings_from_values)
-from mbs_ros.nodes.parameters.estimator import PARAMETERS
-from mbs_ros.nodes.ratelimit import RateLimitedLog
+from mbs_ros.cores.parameters.estimator import PARAMETERS
+from mbs_ros.cores.ratelimit import RateLimitedLog
 from mbs_ros.nodes.runtime import declare_model_parameters, run_node, settings_executor, unknown_overrides
 
 __all__ = ["EstimatorNode", "main", "SENSOR_QUEUE", "RESEND_S", "MAX_ABS"]

@@ -70,7 +70,7 @@ def prefixed_urdf(xml: str, frame_of: Callable[[str], str]) -> str:
 
 
 def _origin_matrix(origin) -> np.ndarray:
-    from mbs_ros.dynamics.urdf import origin_matrix
+    from mbs_ros.dynamics.model.urdf import origin_matrix
 
     if origin is None:
         return np.eye(4)
@@ -141,7 +141,7 @@ def shapes_from_urdf(xml: str, link_names: Sequence[str], frame_of: Callable[[st
     inertia about the com in link axes), for the equivalent-inertia box of links without a visual."""
     from urdf_parser_py.urdf import URDF, Box, Cylinder, Mesh, Sphere
 
-    from mbs_ros.dynamics.urdf import quiet_parser
+    from mbs_ros.dynamics.model.urdf import quiet_parser
 
     with quiet_parser([]):  # urdf_parser_py prints what it does not know; the markers need none of it
         robot = URDF.from_xml_string(_visual_xml(xml))

@@ -3,7 +3,7 @@
 ``controller_node`` rejects a reference that arrives before its first state, so this node publishes (reliable,
 transient local) once the controller listens, a state has arrived and the controller commands (or at
 ``start_time``), then logs ``reference published`` and idles. Parameters: the table in
-:mod:`mbs_ros.nodes.parameters.reference`; topics, stamps and start time: docs/reference_node.md.
+:mod:`mbs_ros.cores.parameters.reference`; topics, stamps and start time: docs/reference_node.md.
 """
 
 from __future__ import annotations
@@ -28,8 +28,8 @@ from trajectory_msgs.msg import (
 )
 
 from mbs_ros.nodes import conversions as cv
-from mbs_ros.nodes.parameters.reference import PARAMETERS
-from mbs_ros.nodes.reference_core import (STAMP_MODES, ReferenceError, Waypoints,  # noqa: F401 - importable here
+from mbs_ros.cores.parameters.reference import PARAMETERS
+from mbs_ros.cores.reference import (STAMP_MODES, ReferenceError, Waypoints,  # noqa: F401 - importable here
                                           reference_setup, trajectories, waypoints_from_file,
                                           waypoints_from_values)
 from mbs_ros.nodes.runtime import descriptor, run_node
@@ -172,7 +172,7 @@ class ReferenceNode(Node):
                f", stamp 0 (the controller starts it at its newest state, t ~ {t:.6f} s)"))
 
     def _messages(self, stamp_ns: int, pose, joints):
-        """The messages of :func:`mbs_ros.nodes.reference_core.trajectories` against the newest state."""
+        """The messages of :func:`mbs_ros.cores.reference.trajectories` against the newest state."""
         traj = trajectories(self.wps, self.stamp_mode, self.start_time_ns, stamp_ns, pose, joints,
                             self._joint_order)
         base_msg = joint_msg = None

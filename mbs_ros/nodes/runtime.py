@@ -8,7 +8,7 @@ shut down.
 
 Command line: ``-h``/``--help`` before any ``--ros-args`` prints the usage, the node's summary and its parameters and
 exits 0, starting nothing. Before ``rclpy.init``, :func:`run_node` reads every ``--params-file`` of the ``--ros-args`` with
-:func:`mbs_ros.nodes.paramsfile.read_params_file`; a missing, unreadable, non-UTF-8, malformed (YAML syntax) or
+:func:`mbs_ros.cores.paramsfile.read_params_file`; a missing, unreadable, non-UTF-8, malformed (YAML syntax) or
 mis-shaped file (not node -> ``ros__parameters`` -> values, an empty or mixed-type list, all of which rcl either
 refuses with a traceback or silently misreads) is one line on stderr,
 ``[FATAL] [<node>]: --params-file FILE:LINE:COLUMN: reason``, and exit code 2. A file with a byte-order mark is
@@ -53,10 +53,10 @@ try:
 except ImportError:  # pragma: no cover - other rclpy layouts
     RCLError = RuntimeError
 
-from mbs_ros.dynamics import model_source as ms
-from mbs_ros.dynamics.model_source import ParameterError
-from mbs_ros.nodes.parameters import Parameter, kind, rules_text
-from mbs_ros.nodes.params import model_parameter_values
+from mbs_ros.dynamics.model import source as ms
+from mbs_ros.dynamics.model.source import ParameterError
+from mbs_ros.cores.parameters import Parameter, kind, rules_text
+from mbs_ros.cores.params import model_parameter_values
 from mbs_ros.process import TEARDOWN_TIMEOUT_S, TeardownGuard, dump_stacks_on_sigusr1
 
 __all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
@@ -118,7 +118,7 @@ def params_files(argv: Sequence[str]) -> List[str]:
 def check_command_line(argv: Sequence[str]) -> Optional[str]:
     """None if every ``--params-file`` of ``argv`` can be read as rcl should read it; else the one-line reason
     (``--params-file FILE:LINE:COLUMN: …``)."""
-    from mbs_ros.nodes.paramsfile import YamlFileError, read_params_file  # ROS-free, no launch
+    from mbs_ros.cores.paramsfile import YamlFileError, read_params_file  # ROS-free, no launch
 
     for path in params_files(argv):
         try:
@@ -147,8 +147,8 @@ def unknown_parameters_problem(node: "rclpy.node.Node", parameters: Mapping[str,
                                argv: Sequence[str]) -> Optional[str]:
     """None when every parameter given to ``node`` (:func:`parameter_overrides`) is one it takes; else the one-line
     reason for the first unknown one, naming where it came from and the name meant (see the module docstring)."""
-    from mbs_ros.nodes.parameters import ROLES, names
-    from mbs_ros.nodes.paramsfile import YamlFileError, flatten, read_params_file
+    from mbs_ros.cores.parameters import ROLES, names
+    from mbs_ros.cores.paramsfile import YamlFileError, flatten, read_params_file
 
     unknown = unknown_overrides(node, parameters)
     if not unknown:
@@ -190,7 +190,7 @@ def wants_help(argv: Sequence[str]) -> bool:
 
 def help_text(factory) -> str:
     """Usage, the node module's first docstring paragraph and its parameters (``PARAMETERS``: name ->
-    :class:`~mbs_ros.nodes.parameters.Parameter`, with its type, default, rules and read-only flag), for
+    :class:`~mbs_ros.cores.parameters.Parameter`, with its type, default, rules and read-only flag), for
     ``--help``."""
     module = sys.modules.get(getattr(factory, "__module__", ""), None)
     name = getattr(module, "__name__", "") or ""
@@ -400,9 +400,9 @@ def declare(node: "rclpy.node.Node", param: Parameter, value):
 def declare_model_parameters(node: "rclpy.node.Node", parameters: Mapping[str, Parameter],
                              default: Callable[[str], object]) -> Tuple[Dict[str, object], "ms.Source"]:
     """The first half of a model node's ``configure``: declare ``robot_description`` and ``model_file``, load the
-    model source they name (:func:`mbs_ros.dynamics.model_source.load_source`), then declare every other parameter
+    model source they name (:func:`mbs_ros.dynamics.model.source.load_source`), then declare every other parameter
     of ``parameters`` with ``default(name)``, or the robot's own default (base_group, gravity, base_frame:
-    :func:`mbs_ros.dynamics.model_source.model_defaults`). Returns ``(values, source)``: the raw values for the
+    :func:`mbs_ros.dynamics.model.source.model_defaults`). Returns ``(values, source)``: the raw values for the
     node's ``settings_from_values``. ParameterError with the reason."""
     return model_parameter_values(parameters, default, lambda param, value: declare(node, param, value))
 

@@ -5,8 +5,8 @@ in a program :class:`Recorder` (on a node the program spins) or :class:`Backgrou
 through one writer thread (:class:`BagWriter`), so a signal cannot cut a record in half and a SIGKILL loses at
 most the last chunk. File layout, QoS and damage: docs/recording.md.
 
-The parts: :mod:`.definitions` (message types and their definition text), :mod:`.writer` (the file),
-:mod:`.recorder` (the ROS side), :mod:`.cli`; reading a file back and recovering it, ROS-free, is
+The parts: :mod:`mbs_ros.recording.definitions` (message types and their definition text), :mod:`mbs_ros.recording.writer` (the file),
+:mod:`mbs_ros.recording.recorder` (the ROS side), :mod:`mbs_ros.recording.cli`; reading a file back and recovering it, ROS-free, is
 :mod:`mbs_ros.analysis.mcapfile` (re-exported here).
 """
 

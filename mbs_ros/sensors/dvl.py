@@ -29,8 +29,8 @@ import numpy as np
 
 from mbs_ros.yamlfile import shown
 
-from .frames import Reading, reading
-from .noise import generator
+from mbs_ros.sensors.frames import Reading, reading
+from mbs_ros.sensors.noise import generator
 
 __all__ = ["KEYS", "Params", "parse", "Sensor", "beam_directions", "beam_frames", "beam_ranges"]
 

@@ -25,10 +25,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from mbs_ros.dynamics.model_source import base_sizes, joint_positions_from_q
+from mbs_ros.dynamics.model.source import base_sizes, joint_positions_from_q
 
-from .frames import Reading, reading
-from .noise import generator
+from mbs_ros.sensors.frames import Reading, reading
+from mbs_ros.sensors.noise import generator
 
 __all__ = ["KEYS", "Params", "parse", "Sensor"]
 

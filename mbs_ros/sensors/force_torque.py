@@ -17,8 +17,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .frames import Reading, reading
-from .noise import generator
+from mbs_ros.sensors.frames import Reading, reading
+from mbs_ros.sensors.noise import generator
 
 __all__ = ["KEYS", "Params", "parse", "Sensor"]
 

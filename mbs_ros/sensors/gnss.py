@@ -25,9 +25,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .frames import Reading, reading
-from .geodesy import LocalTangentPlane
-from .noise import generator
+from mbs_ros.sensors.frames import Reading, reading
+from mbs_ros.sensors.geodesy import LocalTangentPlane
+from mbs_ros.sensors.noise import generator
 
 __all__ = ["KEYS", "Params", "parse", "Sensor", "STATUS_FIX", "STATUS_NO_FIX"]
 

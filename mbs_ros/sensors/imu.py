@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.spatial.transform import Rotation
 
-from .frames import Reading, reading
-from .noise import BiasProcess, generator, white_std
+from mbs_ros.sensors.frames import Reading, reading
+from mbs_ros.sensors.noise import BiasProcess, generator, white_std
 
 __all__ = ["KEYS", "NOISE_KEYS", "DEFAULT_NOISE", "ImuParams", "parse", "Sensor", "NORMALS_PER_SAMPLE"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from transforms3d.euler import euler2mat
 
-from mbs_ros.dynamics.robot_yaml import Reader as RobotYamlReader
+from mbs_ros.dynamics.model.robot_yaml import Reader as RobotYamlReader
 from mbs_ros.yamlfile import YamlFileError, is_name, read_yaml, shown
 
 __all__ = ["SensorConfigError", "Reader", "Environment", "SensorSpec", "SensorSet", "TYPES", "load_sensors",
@@ -49,7 +49,7 @@ class SensorConfigError(ValueError):
 
 class Reader(RobotYamlReader):
     """Checks values of one file (and, with ``where``, one sensor of it): the robot YAML's reader
-    (:class:`mbs_ros.dynamics.robot_yaml.Reader`, on :mod:`mbs_ros.yamlschema`), raising :class:`SensorConfigError`
+    (:class:`mbs_ros.dynamics.model.robot_yaml.Reader`, on :mod:`mbs_ros.yamlschema`), raising :class:`SensorConfigError`
     ``"FILE: WHERE: KEY: what"``; the value is only ever :func:`shown`."""
 
     def __init__(self, path, where: str = ""):
@@ -195,7 +195,7 @@ def model_fluid_density(model) -> float | None:
     if P is None or not P.has_fluid:
         return None
     if model.urdf:
-        from mbs_ros.dynamics.passive import parse_extensions
+        from mbs_ros.dynamics.model.passive import parse_extensions
 
         hydro = parse_extensions(model.urdf)[0]
         dens = [h.density for name, h in sorted(hydro.items(), key=lambda kv: kv[0] != model.link_names[0])

@@ -4,7 +4,7 @@ At a step k on a sensor's grid (``k % period_steps == 0``, k the simulator's ste
 for every sensor due, what they share: the acceleration ``a = M⁻¹(τ − C v − g + τ_p)`` of the state (the
 simulator's forward dynamics under the commands it applied; only when a due sensor needs it), the bodies' poses,
 body twists and body accelerations (the base's from its velocity map; the others by a compiled recursion over the
-tree, equal to :func:`mbs_ros.dynamics.algorithms.link_motion`, the numpy reference checked against Pinocchio,
+tree, equal to :func:`mbs_ros.dynamics.algorithms.multibody.link_motion`, the numpy reference checked against Pinocchio,
 only when a due sensor is off the base body), the joint wrenches for force/torque sensors; then it moves them to each
 sensor's frame (rigid-body kinematics of a point at offset r: ``v + ω × r``, ``v̇ + ω × v + ω̇ × r + ω × (ω × r)``)
 and queues each sensor's :class:`~mbs_ros.sensors.frames.Reading` until its publication step (k + delay).
@@ -18,10 +18,10 @@ import math
 
 import numpy as np
 
-from mbs_ros.dynamics.jit import jit
+from mbs_ros.dynamics.kernels.jit import jit
 
-from .frames import SensorFrame
-from .spec import TYPES, SensorSet
+from mbs_ros.sensors.frames import SensorFrame
+from mbs_ros.sensors.spec import TYPES, SensorSet
 
 __all__ = ["SensorSuite"]
 

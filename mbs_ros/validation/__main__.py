@@ -1,5 +1,5 @@
 import sys
 
-from .cli import main
+from mbs_ros.validation.cli import main
 
 sys.exit(main())

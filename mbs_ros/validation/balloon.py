@@ -20,10 +20,10 @@ import warnings
 import numpy as np
 from scipy.integrate import cumulative_simpson
 
-from ..dynamics import Model, simulate
-from ..dynamics import algorithms as alg
-from . import pin_reference as pr
-from ._study import Study, fmt, table
+from mbs_ros.dynamics import Model, simulate
+from mbs_ros.dynamics.algorithms import multibody as alg
+from mbs_ros.validation import pin_reference as pr
+from mbs_ros.validation._study import Study, fmt, table
 
 G = 9.81
 GRAVITY = np.array([0.0, -G, 0.0])
@@ -106,7 +106,7 @@ def joint_forces(v, k, d_slider, d_pendulum, q) -> np.ndarray:
 
 
 def _rotation(q):
-    from ..dynamics.lie import SE3
+    from mbs_ros.dynamics.lie import SE3
 
     return SE3.as_matrix(q[:7])[:3, :3]
 

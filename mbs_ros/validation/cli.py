@@ -9,12 +9,12 @@ import argparse
 import json
 import sys
 
-from ._study import cite, jsonable, reference
+from mbs_ros.validation._study import cite, jsonable, reference
 
 
 def studies() -> dict:
     """{name: Study}, in the order of ``--list``."""
-    from . import balloon, constrained, formulations, gimbal_lock, lqr_vs_ct, modes, rigid_body
+    from mbs_ros.validation import balloon, constrained, formulations, gimbal_lock, lqr_vs_ct, modes, rigid_body
 
     out = {s.name: s for s in constrained.STUDIES}
     for s in (formulations.STUDY, gimbal_lock.STUDY, balloon.STUDY, modes.STUDY, rigid_body.STUDY, lqr_vs_ct.STUDY):

@@ -1,6 +1,6 @@
 """Seed 001 (Müller & Terze): constrained multibody systems integrated on SE(3) and on SO(3)×R³.
 
-Three studies on :class:`mbs_ros.dynamics.constraints.ConstrainedSystem` (index-1 KKT system, Munthe-Kaas steps):
+Three studies on :class:`mbs_ros.dynamics.algorithms.constraints.ConstrainedSystem` (index-1 KKT system, Munthe-Kaas steps):
 ``heavy-top`` (§5.1), ``double-pendulum`` (§5.2) and ``floating-pair`` (§5.3). The paper's angular-first
 twists ``(ω, v)`` are ours ``[v; ω]``; its examples use body frames at the centres of mass, as here.
 """
@@ -11,10 +11,10 @@ import time
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..dynamics import TABLEAUS
-from ..dynamics.constraints import SPACES, Body, ConstrainedSystem, spherical
-from ..dynamics.lie import hat3
-from ._study import Study, fmt, order_fit, table
+from mbs_ros.dynamics import TABLEAUS
+from mbs_ros.dynamics.algorithms.constraints import SPACES, Body, ConstrainedSystem, spherical
+from mbs_ros.dynamics.lie import hat3
+from mbs_ros.validation._study import Study, fmt, order_fit, table
 
 # ----------------------------------------------------------------------------------------------- the examples
 TOP_MASS = 21.6
@@ -96,7 +96,7 @@ def top_reference(t_eval, gravity: float = 0.0):
 def pinocchio_reference(example: str, system, q0, v0, t_eval, gravity: float):
     """Double pendulum / floating pair as a Pinocchio tree (spherical joints; a free-flyer for the floating pair),
     ABA integrated by DOP853 at 1e-12 on a quaternion embedding. Returns per body (R (n, 3, 3), c.o.m. (n, 3))."""
-    from . import pin_reference as pr
+    from mbs_ros.validation import pin_reference as pr
 
     pin = pr.require_pinocchio()
     model = pin.Model()

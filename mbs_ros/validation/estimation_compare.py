@@ -69,9 +69,9 @@ def read_run(path: Path, namespace: str) -> Dict[str, dict]:
 
 def errors(scenario_name: str, data: Dict[str, dict]) -> dict:
     """The figures of one run (module docstring) against the scenario's reference."""
-    from mbs_ros.bringup.scenario import load_scenario
+    from mbs_ros.scenario.schema import load_scenario
     from mbs_ros.controllers import Reference
-    from mbs_ros.dynamics import model_source as ms
+    from mbs_ros.dynamics.model import source as ms
 
     sc = load_scenario(scenario_name)
     robot = sc.robots[0]
@@ -170,7 +170,7 @@ def main(argv: Optional[List[str]] = None) -> int:
             path = out / f"{name}.mcap"
             if not (a.reuse and path.is_file()):
                 path = run_scenario(name, out, a.duration)
-            from mbs_ros.bringup.scenario import load_scenario
+            from mbs_ros.scenario.schema import load_scenario
 
             ns = load_scenario(name).robots[0].namespace
             figures[name] = errors(name, read_run(path, ns))

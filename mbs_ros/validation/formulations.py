@@ -25,10 +25,10 @@ import time
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..dynamics import Model, simulate
-from ..dynamics.lie import SE3, hat3
-from . import euler_zyx as ez
-from ._study import Study, fmt, table
+from mbs_ros.dynamics import Model, simulate
+from mbs_ros.dynamics.lie import SE3, hat3
+from mbs_ros.validation import euler_zyx as ez
+from mbs_ros.validation._study import Study, fmt, table
 
 MASS = 3.0
 INERTIA = np.array([[0.4, 0.03, -0.02], [0.03, 0.6, 0.05], [-0.02, 0.05, 0.8]])  # about the c.o.m.

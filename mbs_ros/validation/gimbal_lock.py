@@ -13,10 +13,10 @@ import time
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..dynamics import Model, simulate
-from ..dynamics.lie import SO3
-from ._study import Study, fmt, table
-from .euler_zyx import EulerZYXBody, omega_map, rotation
+from mbs_ros.dynamics import Model, simulate
+from mbs_ros.dynamics.lie import SO3
+from mbs_ros.validation._study import Study, fmt, table
+from mbs_ros.validation.euler_zyx import EulerZYXBody, omega_map, rotation
 
 BODY = dict(mass=2.0, inertia=np.diag([0.3, 0.4, 0.5]), com=(0.0, 0.0, 0.3), gravity=(0.0, 0.0, -9.81))
 

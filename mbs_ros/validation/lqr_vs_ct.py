@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ._study import Study, table
+from mbs_ros.validation._study import Study, table
 
 ROOT = Path(__file__).resolve().parents[2]
 SCENARIOS = ("vehicle_manipulator", "rov_alpha5")
@@ -40,7 +40,7 @@ WATER = "lqr_water"
 
 def _gains(scenario):
     """The scenario's kp, kd per DOF (nv)."""
-    from mbs_ros.bringup.scenario import load_scenario
+    from mbs_ros.scenario.schema import load_scenario
 
     r = load_scenario(scenario).robots[0]
     ctl = r.controller
@@ -91,12 +91,12 @@ def metrics(rec) -> dict:
 def design_timing(scenario, rec, samples: int = 20) -> dict:
     """Median and max time of one LQR design at ``samples`` reference points of the run, and the number of designs
     a replay of the run's states and reference asks for (a_d by differences of v_d)."""
-    from mbs_ros.bringup.scenario import load_scenario, node_specs
-    from mbs_ros.dynamics import model_source as ms
-    from mbs_ros.nodes import controller_settings as cs
-    from mbs_ros.nodes.controller_core import controller_setup
-    from mbs_ros.nodes.parameters.controller import PARAMETERS
-    from mbs_ros.nodes.params import model_parameter_values
+    from mbs_ros.scenario.schema import load_scenario, node_specs
+    from mbs_ros.dynamics.model import source as ms
+    from mbs_ros.cores import controller_settings as cs
+    from mbs_ros.cores.controller import controller_setup
+    from mbs_ros.cores.parameters.controller import PARAMETERS
+    from mbs_ros.cores.params import model_parameter_values
 
     scn = load_scenario(scenario, overrides=lqr_overrides(scenario))
     spec = next(s for s in node_specs(scn) if s.role == "controller")
@@ -125,7 +125,7 @@ def design_timing(scenario, rec, samples: int = 20) -> dict:
 
 def _has_water(scenario) -> bool:
     """Whether the scenario's robot model has passive forces (hydrodynamics, joint damping)."""
-    from mbs_ros.bringup.scenario import load_scenario
+    from mbs_ros.scenario.schema import load_scenario
     from mbs_ros.dynamics import Model
 
     r = load_scenario(scenario).robots[0]

@@ -3,7 +3,7 @@ independent ones (issue 20).
 
     python -m mbs_ros.validation modes [--k 100] [--json]
 
-Ours: the equilibrium by :func:`mbs_ros.dynamics.equilibrium.find_equilibrium` (gravity, the buoyancy held in world
+Ours: the equilibrium by :func:`mbs_ros.dynamics.algorithms.equilibrium.find_equilibrium` (gravity, the buoyancy held in world
 axes at B, the slider spring; dampers off), then ``A`` of :meth:`Model.linearize` with the applied force's
 q-derivative (the buoyancy turning with the balloon, the spring) added, ``∂a/∂q += M⁻¹ ∂τ/∂q``; the oscillatory
 modes are the eigenvalues ±iω of A. Reference: Pinocchio's ``aba`` on the same URDF with the buoyancy as ``fext``
@@ -17,11 +17,11 @@ import warnings
 
 import numpy as np
 
-from ..dynamics import Model
-from ..dynamics.equilibrium import find_equilibrium
-from . import balloon as bl
-from . import pin_reference as pr
-from ._study import Study, fmt, table
+from mbs_ros.dynamics import Model
+from mbs_ros.dynamics.algorithms.equilibrium import find_equilibrium
+from mbs_ros.validation import balloon as bl
+from mbs_ros.validation import pin_reference as pr
+from mbs_ros.validation._study import Study, fmt, table
 
 FREE_Q = [3, 5, 6, 7, 8]  # balloon roll and pitch about its x and z axes, slider, pendulums; position and yaw held
 OSCILLATORY = 1e-4  # rad/s: eigenvalues with |Im λ| above it are modes, below it the free directions (λ ≈ 0)
@@ -53,7 +53,7 @@ def balloon_equilibrium(model, k: float = bl.DEFAULTS["k"]):
 
 def state_matrix(model, eq) -> np.ndarray:
     """A of :meth:`Model.linearize` at the equilibrium, with ``M⁻¹ ∂τ/∂(q, v)`` of the applied forces added
-    (:meth:`~mbs_ros.dynamics.equilibrium.Equilibrium.linearize`)."""
+    (:meth:`~mbs_ros.dynamics.algorithms.equilibrium.Equilibrium.linearize`)."""
     return np.array(eq.linearize(model).A)
 
 

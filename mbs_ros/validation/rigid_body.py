@@ -19,9 +19,9 @@ import time
 import numpy as np
 from scipy.integrate import solve_ivp
 
-from ..dynamics import BASES, TABLEAUS, Model, simulate
-from ..dynamics.lie import hat3
-from ._study import Study
+from mbs_ros.dynamics import BASES, TABLEAUS, Model, simulate
+from mbs_ros.dynamics.lie import hat3
+from mbs_ros.validation._study import Study
 
 BODY = dict(mass=1.7, inertia=[[0.5, 0.05, -0.02], [0.05, 0.8, 0.03], [-0.02, 0.03, 1.1]], com=(0.1, -0.05, 0.2))
 TWIST = np.array([0.4, -0.3, 0.2, 1.5, -2.0, 1.0])

@@ -189,7 +189,7 @@ def test_record_topics():
 def test_checking_a_scenario_imports_no_ros_and_no_node_module():
     """load_scenario checks every key against the nodes' parameter tables without rclpy or a node module (a
     scenario is checked where ROS is not installed, and bringup.scenario sits below the nodes' processes)."""
-    code = ("import sys; from mbs_ros.bringup.scenario import load_scenario, node_specs; "
+    code = ("import sys; from mbs_ros.scenario.schema import load_scenario, node_specs; "
             "[node_specs(load_scenario(n)) for n in ('manipulator', 'vehicle_manipulator', 'fleet')]; "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'rclpy' or m.endswith('_node')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=RUN_TIMEOUT,

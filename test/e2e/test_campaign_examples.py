@@ -40,7 +40,7 @@ def test_computed_torque_passes_the_model_error_campaign(check_campaign, tmp_pat
 
 @pytest.mark.parametrize("name", ["uvms_model_error", "rov_currents_noise"])
 def test_the_example_campaigns_load_and_draw_inside_their_ranges(name):
-    from mbs_ros.bringup.scenario import load_scenario
+    from mbs_ros.scenario.schema import load_scenario
     from mbs_ros.campaign.spec import load_campaign
 
     c = load_campaign(CAMPAIGNS / f"{name}.yaml")

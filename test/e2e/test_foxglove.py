@@ -46,7 +46,7 @@ from mbs_ros.foxglove_schemas import (  # noqa: E402
     decode_cdr,
     parse_ros2msg,
 )
-from mbs_ros.nodes.ratelimit import RateLimitedLog  # noqa: E402
+from mbs_ros.cores.ratelimit import RateLimitedLog  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
 from mbs_ros.recording import message_class, message_definition, read_messages  # noqa: E402
 from ros_helpers import Probe, poll_until, ros_env_defaults  # noqa: E402

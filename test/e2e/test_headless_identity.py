@@ -149,7 +149,7 @@ def test_headless_run_is_bit_identical_to_the_lockstep_ros_run(tmp_path, scenari
     added mass, current), fleet (a template robot; one per graph on simulation time), fixed bases (manipulator, panda), se2 vessels, scara's Schoenflies
     base, solo12's contact world and vehicle_manipulator_sensors (the sensors sampled, the controller on the true
     state)."""
-    from mbs_ros.bringup.scenario import load_scenario
+    from mbs_ros.scenario.schema import load_scenario
     from mbs_ros.headless import run_scenario
     from mbs_ros.headless.run import state_views
 

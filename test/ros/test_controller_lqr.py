@@ -26,7 +26,7 @@ from trajectory_msgs.msg import (  # noqa: E402
 from geometry_msgs.msg import Transform, Twist  # noqa: E402
 
 from mbs_ros.nodes import conversions as cv  # noqa: E402
-from mbs_ros.nodes.rotations import quaternion_from_rpy  # noqa: E402
+from mbs_ros.cores.rotations import quaternion_from_rpy  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
 from ros_helpers import Probe, Recorder, ros_env_defaults, running  # noqa: E402
 

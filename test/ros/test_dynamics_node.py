@@ -28,7 +28,7 @@ from std_srvs.srv import SetBool, Trigger  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
 
 from mbs_ros.dynamics import Model, step  # noqa: E402
-from mbs_ros.dynamics.simulator import Simulator, WrenchCommand  # noqa: E402
+from mbs_ros.dynamics.simulation.simulator import Simulator, WrenchCommand  # noqa: E402
 from mbs_ros.nodes import conversions as cv  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
 from ros_helpers import Probe, Recorder, ros_env_defaults, running  # noqa: E402
@@ -403,7 +403,7 @@ def test_node_command_line():
 
 def test_rate_parameters_are_validated_and_default_to_lean_publishing():
     from mbs_ros.nodes import dynamics_node as dn
-    from mbs_ros.dynamics.model_source import ParameterError
+    from mbs_ros.dynamics.model.source import ParameterError
 
     d = dn.DEFAULTS
     assert (d.publish_rate, d.wrench_rate, d.markers_rate, d.diagnostics_rate) == (100.0, 100.0, 20.0, 1.0)

@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from mbs_ros.dynamics import Model, ModelError
-from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.model import source as ms
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))  # test/unit's shared helpers

@@ -19,9 +19,9 @@ import pytest
 import yaml
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics.model import MAX_MASS_RATIO, ModelError, ModelWarning
-from mbs_ros.dynamics.urdf import load_urdf_xml, parse_urdf
-from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.model.model import MAX_MASS_RATIO, ModelError, ModelWarning
+from mbs_ros.dynamics.model.urdf import load_urdf_xml, parse_urdf
+from mbs_ros.dynamics.model import source as ms
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "unit"))  # test/unit's shared helpers
 from process_helpers import run_to_exit  # noqa: E402

@@ -207,7 +207,7 @@ def test_coldest_environment_and_a_reset_keep_the_energy_topic_finite(rig):
 
 
 def extremes_default(name):
-    from mbs_ros.nodes.parameters import table
+    from mbs_ros.cores.parameters import table
 
     default = table("dynamics")[name].default
     return list(default) if isinstance(default, tuple) else default

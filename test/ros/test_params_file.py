@@ -1,6 +1,6 @@
 """Parameter files and scenario files that cannot be used give one clear line (issue 9).
 
-- unit (:mod:`mbs_ros.nodes.paramsfile`): missing, a directory, bad YAML, not UTF-8, a byte-order mark inside,
+- unit (:mod:`mbs_ros.cores.paramsfile`): missing, a directory, bad YAML, not UTF-8, a byte-order mark inside,
   the wrong shape (a list or text at the top, a value outside ``ros__parameters``, an empty or mixed-type list)
   -> one line ``FILE:LINE:COLUMN: reason``; UTF-8 and UTF-16 files with a byte-order mark and the shipped
   parameter files read;
@@ -31,7 +31,7 @@ from pathlib import Path
 import pytest
 
 from mbs_ros.bringup import ScenarioError, load_scenario
-from mbs_ros.nodes.paramsfile import YamlFileError, read_params_file, read_yaml
+from mbs_ros.cores.paramsfile import YamlFileError, read_params_file, read_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 120.0  # s for a node process to start and refuse its file on a loaded 2-core machine

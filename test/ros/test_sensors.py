@@ -170,9 +170,9 @@ def headless_readings(path, total):
     command), stepped headless: what the node must publish."""
     import dataclasses
 
-    from mbs_ros.dynamics import model_source as ms
-    from mbs_ros.dynamics.simulator import Simulator
-    from mbs_ros.nodes.dynamics_settings import DEFAULTS, build_model, initial_state
+    from mbs_ros.dynamics.model import source as ms
+    from mbs_ros.dynamics.simulation.simulator import Simulator
+    from mbs_ros.cores.dynamics_settings import DEFAULTS, build_model, initial_state
     from mbs_ros.sensors.spec import load_sensors
     from mbs_ros.sensors.suite import SensorSuite
 
@@ -629,7 +629,7 @@ def test_the_foxglove_layout_plots_the_sensors_the_bridge_serves(tmp_path):
 
     from mbs_ros.bringup import foxglove_layout
     from mbs_ros.bringup.foxglove_bridge import foxglove_topics
-    from mbs_ros.bringup.scenario import load_scenario
+    from mbs_ros.scenario.schema import load_scenario
 
     # every type; the IMU's 80 Hz is a whole number of steps at the scenario's 400 Hz, not at the node's default
     (tmp_path / "s.yaml").write_text(ALL_SENSORS.replace("rate: 100, seed: SEED1", "rate: 80, seed: SEED1")

@@ -339,7 +339,7 @@ def test_two_lockstep_runs_are_identical(probe, tmp_path):
 
 def test_lockstep_and_time_parameters_are_validated():
     from mbs_ros.nodes import dynamics_node as dn
-    from mbs_ros.dynamics.model_source import ParameterError
+    from mbs_ros.dynamics.model.source import ParameterError
 
     values = {name: getattr(dn.DEFAULTS, name) for name in dn.PARAMETERS}
     assert dn.lockstep_steps(dn.settings_from_values(dict(values, lockstep=True, control_rate=250.0))) == 4

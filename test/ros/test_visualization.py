@@ -40,7 +40,7 @@ from urdf_parser_py.urdf import URDF  # noqa: E402
 from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
 from mbs_ros.dynamics import Model  # noqa: E402
-from mbs_ros.dynamics.urdf import origin_matrix  # noqa: E402
+from mbs_ros.dynamics.model.urdf import origin_matrix  # noqa: E402
 from mbs_ros.nodes import conversions as cv  # noqa: E402
 from mbs_ros.nodes import markers as mk  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
@@ -353,7 +353,7 @@ def test_shapes_meshes_materials_and_robot_yaml_visuals():
       <joint name="j" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/>
         <limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
     </robot>"""
-    from mbs_ros.dynamics.urdf import parse_urdf
+    from mbs_ros.dynamics.model.urdf import parse_urdf
 
     spec = parse_urdf(xml)
     inertials = {n: (l.mass, l.com, l.inertia) for n, l in spec.links.items()}
@@ -375,7 +375,7 @@ def test_shapes_meshes_materials_and_robot_yaml_visuals():
     assert msgs[2].pose.position.x == 1.0 and msgs[1].pose.position.z == 1.0 and msgs[0].mesh_use_embedded_materials
     # robot YAML visuals arrive as URDF visuals: the surface vessel's hull box and two rods
     cfg = Model.from_yaml(ROOT / "config" / "robots" / "asv_2link.yaml")
-    from mbs_ros.dynamics.robot_yaml import load_robot
+    from mbs_ros.dynamics.model.robot_yaml import load_robot
 
     urdf = load_robot(str(ROOT / "config" / "robots" / "asv_2link.yaml")).urdf
     shapes = mk.shapes_from_urdf(urdf, cfg.link_names, lambda n: n)

@@ -16,7 +16,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbs_ros.dynamics import Model, backends, compiled
+from mbs_ros.dynamics import Model
+
+from mbs_ros.dynamics.kernels import backends
+
+from mbs_ros.dynamics.kernels import compiled
 
 INERTIAL = ('<inertial><mass value="{m}"/><inertia ixx="0.01" ixy="0" ixz="0" iyy="0.02" iyz="0" izz="0.02"/>'
             '</inertial>')

@@ -1,6 +1,6 @@
-"""The energy balance residual a headless run records each period (:func:`mbs_ros.nodes.dynamics_core.
+"""The energy balance residual a headless run records each period (:func:`mbs_ros.cores.dynamics.
 balance_residual`, from the stored energies alone) is the ``balance_residual`` of the dynamics node's energy report
-(:func:`~mbs_ros.nodes.dynamics_core.energy_report`, stored energies and ports' powers) to the last bit, on a model
+(:func:`~mbs_ros.cores.dynamics.energy_report`, stored energies and ports' powers) to the last bit, on a model
 with a fluid (buoyancy, added mass, damping, thrusters) and a current, and on one with joint springs; the stored
 energies sum to the kinetic plus potential energy (:meth:`Model.kinetic_energy`, :meth:`Model.potential_energy`)."""
 from __future__ import annotations
@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics.passive import energy_storages
-from mbs_ros.dynamics.simulator import Simulator
-from mbs_ros.nodes.dynamics_core import balance_residual, energy_report
+from mbs_ros.dynamics.model.passive import energy_storages
+from mbs_ros.dynamics.simulation.simulator import Simulator
+from mbs_ros.cores.dynamics import balance_residual, energy_report
 from test_springs import three_joints
 
 ROBOTS = Path(__file__).resolve().parents[2] / "config" / "robots"

@@ -9,9 +9,9 @@ import textwrap
 import numpy as np
 import pytest
 
-from mbs_ros.bringup.scenario import scenario_path
+from mbs_ros.scenario.schema import scenario_path
 from mbs_ros.campaign import execute_run, load_campaign
-from mbs_ros.dynamics import simulator as simulator_module
+from mbs_ros.dynamics.simulation import simulator as simulator_module
 
 DURATION = 0.5
 

@@ -258,7 +258,7 @@ def test_yaml_syntax_errors_give_the_line_and_a_missing_file_says_so(tmp_path):
 
 def test_a_scenario_beside_the_campaign_file_is_found(tmp_path):
     scenario = (tmp_path / "mine.yaml")
-    from mbs_ros.bringup.scenario import scenario_path
+    from mbs_ros.scenario.schema import scenario_path
 
     scenario.write_text(scenario_path("vehicle_manipulator").read_text(encoding="utf-8"), encoding="utf-8")
     c = load_campaign(_write(tmp_path, "scenario: mine.yaml\nruns: 1\nseed: 0\n", name="camp.yaml"))

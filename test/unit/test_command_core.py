@@ -1,4 +1,4 @@
-"""The dynamics node's command intake without ROS (mbs_ros.nodes.command_core.CommandIntake), which the node and
+"""The dynamics node's command intake without ROS (mbs_ros.cores.commands.CommandIntake), which the node and
 the headless run both call: each check gives its kind and reason, an accepted command the value the simulator
 takes; lockstep answers to another period are told apart (not counted)."""
 from __future__ import annotations
@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics.simulator import Simulator, WrenchCommand
-from mbs_ros.nodes.command_core import Accepted, CommandIntake, Rejection
+from mbs_ros.dynamics.simulation.simulator import Simulator, WrenchCommand
+from mbs_ros.cores.commands import Accepted, CommandIntake, Rejection
 
 ROBOTS = Path(__file__).resolve().parents[2] / "config" / "robots"
 T = 30_000_000  # the current state's stamp: 30 ms (k = 30 at 1 kHz)

@@ -1,11 +1,11 @@
-"""The compiled fast path (mbs_ros.dynamics.compiled, the default backend) against the numpy reference.
+"""The compiled fast path (mbs_ros.dynamics.kernels.compiled, the default backend) against the numpy reference.
 
 Every kernel, on random trees of every base group (revolute, continuous, prismatic and fixed joints mixed) and on
 the repository's robots, single rigid bodies included: RNEA (with external wrenches), CRBA, the structured
 Coriolis matrix (the same matrix, not only C v), gravity, nonlinear effects, forward dynamics, all terms at once,
 joint wrenches (total and reaction), link poses, and the Munthe-Kaas step of every tableau (held, per-stage and
 world-fixed forces) and ``simulate``. The reference is ``model.with_backend("numpy")``: the seed's equations as
-written (:mod:`mbs_ros.dynamics.algorithms` and the single-body closed forms).
+written (:mod:`mbs_ros.dynamics.algorithms.multibody` and the single-body closed forms).
 """
 from pathlib import Path
 
@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from mbs_ros.dynamics import Model, TREE_BASES, BASES, simulate, step
-from mbs_ros.dynamics import compiled
-from mbs_ros.dynamics.integrators import TABLEAUS
+from mbs_ros.dynamics.kernels import compiled
+from mbs_ros.dynamics.simulation.integrators import TABLEAUS
 
 from test_multibody import random_urdf
 

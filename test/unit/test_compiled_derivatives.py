@@ -1,4 +1,4 @@
-"""The compiled derivative kernels (mbs_ros.dynamics.compiled_derivatives) of the rigid RNEA and forward dynamics.
+"""The compiled derivative kernels (mbs_ros.dynamics.kernels.derivatives) of the rigid RNEA and forward dynamics.
 
 * Against Pinocchio's ``computeRNEADerivatives`` / ``computeABADerivatives`` on example-robot-data robots, fixed
   and free-flyer (same layout and tangent convention), with and without external wrenches: 1e-9 relative.
@@ -15,7 +15,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbs_ros.dynamics import BASES, TREE_BASES, Model, compiled
+from mbs_ros.dynamics import BASES, TREE_BASES, Model
+
+from mbs_ros.dynamics.kernels import compiled
 
 from test_multibody import random_urdf
 
@@ -256,7 +258,7 @@ def test_bad_input():
         with pytest.raises(ValueError, match=f"{'tau' if i == 2 else name} must be finite"):
             aba_d(*bad)
     # the kernels alone, as the benchmark calls them
-    from mbs_ros.dynamics.compiled_derivatives import DerivativeKernels
+    from mbs_ros.dynamics.kernels.derivatives import DerivativeKernels
 
     k = DerivativeKernels(model.compiled_kernels)
     with pytest.raises(ValueError, match="q must be a vector of 10 numbers"):
@@ -287,7 +289,7 @@ def test_deep_chains_take_the_acceleration_from_the_articulated_body_pass():
         pytest.skip("Pinocchio (PyPI: pin) is the reference; make setup installs it")
     from mbs_ros.bench.kernels import pin_model
     from mbs_ros.bench.models import build
-    from mbs_ros.dynamics.compiled_derivatives import FD_BY_ABA_DEPTH, DerivativeKernels
+    from mbs_ros.dynamics.kernels.derivatives import FD_BY_ABA_DEPTH, DerivativeKernels
 
     def worst(case, by_aba=None):
         pm = pin_model(case)

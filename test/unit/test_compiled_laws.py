@@ -1,4 +1,4 @@
-"""The compiled control laws (mbs_ros.dynamics.compiled_laws) against the numpy reference of mbs_ros.controllers.laws
+"""The compiled control laws (mbs_ros.dynamics.kernels.laws) against the numpy reference of mbs_ros.controllers.laws
 and against Pinocchio, and the lockstep period in one compiled call against the same steps one call at a time.
 
 References: ``ComputedTorque(..., compiled=False)`` / ``PDGravity(..., compiled=False)`` (the numpy code, the same
@@ -11,9 +11,10 @@ import numpy as np
 import pytest
 
 from mbs_ros.controllers.laws import ComputedTorque, PDGravity
-from mbs_ros.dynamics import Model, compiled
-from mbs_ros.dynamics.compiled_laws import compiled_law_support
-from mbs_ros.dynamics.simulator import Simulator, WrenchCommand
+from mbs_ros.dynamics import Model
+from mbs_ros.dynamics.kernels import compiled
+from mbs_ros.dynamics.kernels.laws import compiled_law_support
+from mbs_ros.dynamics.simulation.simulator import Simulator, WrenchCommand
 
 pytestmark = pytest.mark.skipif(not compiled.AVAILABLE, reason="numba is not importable (or MBS_BACKEND=numpy)")
 

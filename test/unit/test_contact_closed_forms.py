@@ -14,7 +14,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics import algorithms as alg
+from mbs_ros.dynamics.algorithms import multibody as alg
 from mbs_ros.dynamics.contact.geometry import box, cylinder, find_contacts, halfspace, sphere
 from mbs_ros.dynamics.contact.step import step
 

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics import algorithms as alg
+from mbs_ros.dynamics.algorithms import multibody as alg
 from mbs_ros.dynamics.contact.collision import collision_shapes, excluded_pairs, read_srdf_disabled
 from mbs_ros.dynamics.contact.geometry import find_contacts, halfspace
-from mbs_ros.dynamics.urdf import ModelError
+from mbs_ros.dynamics.model.urdf import ModelError
 
 trimesh = pytest.importorskip("trimesh")
 

@@ -1,4 +1,4 @@
-"""The dynamics node's make_simulator (mbs_ros.nodes.dynamics_core) with a robot YAML carrying a ``world:``
+"""The dynamics node's make_simulator (mbs_ros.cores.dynamics) with a robot YAML carrying a ``world:``
 mapping: the robot's URDF <collision> box lands on the ground and rests at the closed-form height, the contact's
 work is negative, the energy report's contact dissipator never supplies and its balance stays within the contact
 step's O(h) error; ``world: none`` gives no world and ``joint_limits: false`` no limits world. A free object
@@ -10,8 +10,8 @@ import pytest
 
 from contact_fixtures import (ARM_GROUND, CRATE_DROP, CRATE_MASS, CRATE_SIZE, G, PUCK_MASS, PUCK_SIZE,
                               dynamics_setup, write_arm, write_puck)
-from mbs_ros.dynamics.model_source import ParameterError
-from mbs_ros.nodes.dynamics_core import balance_residual, energy_report, make_simulator
+from mbs_ros.dynamics.model.source import ParameterError
+from mbs_ros.cores.dynamics import balance_residual, energy_report, make_simulator
 
 DROP = 0.2  # [m] the puck's bottom above the ground at the start
 RATE = 1000.0  # physics steps per second: h = 1 ms

@@ -10,7 +10,7 @@ import pytest
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.contact.geometry import box, halfspace
 from mbs_ros.dynamics.contact.world import ContactWorld
-from mbs_ros.dynamics.simulator import Simulator
+from mbs_ros.dynamics.simulation.simulator import Simulator
 
 G = 9.81
 ARM = """<robot name="one"><link name="base"/><link name="arm"><inertial><origin xyz="0.5 0 0"/>

@@ -10,7 +10,7 @@ import pytest
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.contact.geometry import box, halfspace, sphere
 from mbs_ros.dynamics.contact.world import ContactWorld
-from mbs_ros.dynamics.integrators import step as rk_step
+from mbs_ros.dynamics.simulation.integrators import step as rk_step
 
 G = 9.81
 

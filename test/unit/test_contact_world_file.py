@@ -13,10 +13,10 @@ import pytest
 from contact_fixtures import PUCK_URDF, dynamics_setup, write_puck
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.contact.world_file import build_world, load_world
-from mbs_ros.dynamics.model_source import ParameterError
-from mbs_ros.dynamics.simulator import Simulator
-from mbs_ros.dynamics.urdf import ModelError
-from mbs_ros.nodes.dynamics_core import make_world
+from mbs_ros.dynamics.model.source import ParameterError
+from mbs_ros.dynamics.simulation.simulator import Simulator
+from mbs_ros.dynamics.model.urdf import ModelError
+from mbs_ros.cores.dynamics import make_world
 from mbs_ros.yamlfile import YamlFileError
 
 G = 9.81

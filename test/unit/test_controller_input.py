@@ -9,7 +9,8 @@ import pytest
 
 from mbs_ros.controllers import reference_input as ri
 from mbs_ros.controllers.command import CommandOutput
-from mbs_ros.dynamics import Model, actuators
+from mbs_ros.dynamics import Model
+from mbs_ros.dynamics.simulation import actuators
 from urdf_text import joint, link, robot
 
 Rejected = ri.Rejected

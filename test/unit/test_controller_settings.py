@@ -1,4 +1,4 @@
-"""controller_node's settings without ROS (mbs_ros/nodes/controller_settings.py): the parameter table is the one
+"""controller_node's settings without ROS (mbs_ros/cores/controller_settings.py): the parameter table is the one
 place of the defaults (ControllerSettings takes them), the documented defaults, and the table's defaults pass the
 node's own checks unchanged; the base frame is the model source's base link, found without ROS."""
 import subprocess
@@ -9,10 +9,10 @@ import parameter_extremes as extremes
 import pytest
 from urdf_text import joint, link, robot
 
-from mbs_ros.dynamics import model_source as ms
-from mbs_ros.nodes.controller_settings import (DEFAULTS, ControllerSettings, ParameterError, field_name,
+from mbs_ros.dynamics.model import source as ms
+from mbs_ros.cores.controller_settings import (DEFAULTS, ControllerSettings, ParameterError, field_name,
                                                settings_from_values)
-from mbs_ros.nodes.parameters import table
+from mbs_ros.cores.parameters import table
 
 DOCUMENTED = {  # docs/controller_node.md
     "law": "computed_torque", "kp": 9.0, "kd": 6.0, "lambda": 3.0, "mass_scale": 1.0, "control_rate": 100.0,
@@ -75,9 +75,9 @@ def test_the_settings_are_ros_free():
     nodes' rclpy modules, not even lazily."""
     code = textwrap.dedent(f"""
         import sys
-        from mbs_ros.dynamics import model_source as ms
-        from mbs_ros.nodes.controller_settings import settings_from_values
-        from mbs_ros.nodes.parameters import table
+        from mbs_ros.dynamics.model import source as ms
+        from mbs_ros.cores.controller_settings import settings_from_values
+        from mbs_ros.cores.parameters import table
         values = {{n: p.default for n, p in table("controller").items()}}
         values.update(base_group="fixed", base_frame="pedestal")
         assert settings_from_values(values, ms.load_source({WORLD_ROOTED!r}, "")).base_frame == "pedestal"
@@ -100,7 +100,7 @@ def _controller_value(name, value):
 def test_every_numeric_parameter_at_its_extremes(name, value, accepted):
     """The lowest and highest value are taken (law and limits built on a single body of 1 kg), one just outside
     is refused naming the parameter."""
-    from mbs_ros.nodes.controller_settings import build_model, command_limits, make_law
+    from mbs_ros.cores.controller_settings import build_model, command_limits, make_law
 
     source = ms.load_source("", "")
     values = _controller_value(name, value)

@@ -1,4 +1,4 @@
-"""The controller's state path without ROS (mbs_ros.nodes.controller_state_core), which the controller node, the
+"""The controller's state path without ROS (mbs_ros.cores.controller_state), which the controller node, the
 estimator node and the headless run share: the estimator's output as estimate/odom and estimate/joint_states carry
 it to the controller, and the time base and start-up holds of an accepted state."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ import pytest
 from mbs_ros.controllers import reference_input as ri
 from mbs_ros.controllers import timebase as tb
 from mbs_ros.dynamics import Model
-from mbs_ros.nodes.controller_state_core import commit_state, estimate_parts, estimate_pose
-from mbs_ros.nodes.estimator_settings import Output
+from mbs_ros.cores.controller_state import commit_state, estimate_parts, estimate_pose
+from mbs_ros.cores.estimator_settings import Output
 
 ROBOTS = Path(__file__).resolve().parents[2] / "config" / "robots"
 

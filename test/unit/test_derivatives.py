@@ -23,7 +23,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbs_ros.dynamics import Model, ModelWarning, derivatives
+from mbs_ros.dynamics import Model, ModelWarning
+
+from mbs_ros.dynamics.algorithms import derivatives
 from test_hydro import uvms_urdf
 from test_mimic import random_mimic_tree
 from urdf_text import robot

@@ -8,9 +8,9 @@ from pathlib import Path
 import parameter_extremes as extremes
 import pytest
 
-from mbs_ros.nodes.dynamics_settings import DEFAULTS, settings_from_values
-from mbs_ros.nodes.pacing import MAX_TICK_RATE_HZ, Pacer, timer_period
-from mbs_ros.nodes.parameters import TYPES, markdown_table, table
+from mbs_ros.cores.dynamics_settings import DEFAULTS, settings_from_values
+from mbs_ros.cores.pacing import MAX_TICK_RATE_HZ, Pacer, timer_period
+from mbs_ros.cores.parameters import TYPES, markdown_table, table
 
 ROOT = Path(__file__).resolve().parents[2]
 PARAMETERS = table("dynamics")
@@ -49,7 +49,7 @@ def test_every_parameter_has_a_type_that_fits_its_default():
 
 
 def test_a_choice_outside_the_table_is_refused():
-    from mbs_ros.dynamics.model_source import ParameterError
+    from mbs_ros.dynamics.model.source import ParameterError
 
     with pytest.raises(ParameterError, match="integrator must be one of euler, heun, rk3, rk4"):
         settings_from_values(dict(EXPECTED_DEFAULTS, integrator="rk5"))
@@ -131,8 +131,8 @@ def _dynamics_value(name, value):
 def test_every_numeric_parameter_at_its_extremes(name, value, accepted):
     """The settings (start-up and run time alike) take the lowest and highest value and refuse one just outside,
     naming the parameter; max_wrench is checked against the model (a single body of 1 kg)."""
-    from mbs_ros.dynamics.model_source import ParameterError
-    from mbs_ros.nodes.dynamics_settings import build_model, command_limits
+    from mbs_ros.dynamics.model.source import ParameterError
+    from mbs_ros.cores.dynamics_settings import build_model, command_limits
 
     values = _dynamics_value(name, value)
     if accepted:
@@ -152,7 +152,7 @@ def test_every_numeric_parameter_at_its_extremes(name, value, accepted):
 def test_off_values_and_the_issues_tiny_values(name, value):
     """0 still means off (rates), as fast as possible (real_time_factor) or hold forever (cmd_timeout, start-up);
     the tiny positive values that made a quantity infinite or every command expire at once are refused."""
-    from mbs_ros.dynamics.model_source import ParameterError
+    from mbs_ros.dynamics.model.source import ParameterError
 
     if value == 0.0:
         assert getattr(settings_from_values(dict(EXPECTED_DEFAULTS, **{name: value})), name) == 0.0
@@ -162,7 +162,7 @@ def test_off_values_and_the_issues_tiny_values(name, value):
 
 
 def test_cmd_timeout_is_at_least_one_physics_step_at_any_rate():
-    from mbs_ros.dynamics.model_source import ParameterError
+    from mbs_ros.dynamics.model.source import ParameterError
 
     at_50hz = dict(EXPECTED_DEFAULTS, physics_rate=50.0, publish_rate=50.0, wrench_rate=50.0, markers_rate=20.0,
                    diagnostics_rate=1.0, energy_rate=10.0)
@@ -175,8 +175,8 @@ def test_pause_at_gives_the_step_it_pauses_at_on_the_step_or_period_grid():
     """pause_at [s after t0] -> the step index k the simulation pauses itself at: exactly t0 + pause_at on the grid
     (physics steps; in lockstep control periods, where the state is published), else the first grid point after it;
     at run time only a step ahead of the simulation's is taken."""
-    from mbs_ros.dynamics.model_source import ParameterError
-    from mbs_ros.nodes.dynamics_settings import check_pause_at, pause_step
+    from mbs_ros.dynamics.model.source import ParameterError
+    from mbs_ros.cores.dynamics_settings import check_pause_at, pause_step
 
     at_500hz = dict(EXPECTED_DEFAULTS, physics_rate=500.0, publish_rate=100.0, wrench_rate=100.0)  # dt = 2 ms
 
@@ -202,9 +202,9 @@ def test_pause_at_gives_the_step_it_pauses_at_on_the_step_or_period_grid():
 @pytest.mark.parametrize("name, value, accepted", extremes.cases([extremes.ARM_EFFORT]))
 def test_max_effort_at_its_extremes_on_the_arm(name, value, accepted):
     """max_effort on the 2-link arm (13.5 kg): [1e-9, 1e6 N m/kg x 13.5 kg], one number or one per joint."""
-    from mbs_ros.dynamics import model_source as ms
-    from mbs_ros.dynamics.model_source import ParameterError
-    from mbs_ros.nodes.dynamics_settings import build_model, command_limits
+    from mbs_ros.dynamics.model import source as ms
+    from mbs_ros.dynamics.model.source import ParameterError
+    from mbs_ros.cores.dynamics_settings import build_model, command_limits
 
     source = ms.load_source("", str(ROOT / "config" / "robots" / "arm_2link_planar.yaml"))
     values = dict(EXPECTED_DEFAULTS, base_group="fixed", base_frame=ms.base_link(source))

@@ -5,7 +5,7 @@ import pytest
 from scipy.integrate import quad, solve_ivp
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics.integrators import simulate
+from mbs_ros.dynamics.simulation.integrators import simulate
 from mbs_ros.dynamics.lie import SE3
 from mbs_ros.ephs import (Dirac, Environment, Onsager, Pattern, Port, Storage, body_spring_damper,
                           canonical_coupling, coadjoint_matrix, damped_oscillator, harmonic_oscillator,

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from mbs_ros.dynamics import Model, step
-from mbs_ros.dynamics.equilibrium import Equilibrium, find_equilibrium, world_wrench_derivative, world_wrench_force
+from mbs_ros.dynamics.algorithms.equilibrium import Equilibrium, find_equilibrium, world_wrench_derivative, world_wrench_force
 from mbs_ros.validation import balloon as bl
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,4 +1,4 @@
-"""estimator_node's ROS-free part (mbs_ros.nodes.estimator_settings): the lockstep schedule makes the estimates
+"""estimator_node's ROS-free part (mbs_ros.cores.estimator_settings): the lockstep schedule makes the estimates
 independent of the order in which the sensors' messages arrive, and the prior's covariance is the filter's
 right-invariant error covariance of the sigmas asked for.
 
@@ -18,9 +18,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from mbs_ros.dynamics import model_source as ms
-from mbs_ros.nodes.estimator_settings import Fusion, build_setup, prior_covariance, settings_from_values
-from mbs_ros.nodes.parameters import table
+from mbs_ros.dynamics.model import source as ms
+from mbs_ros.cores.estimator_settings import Fusion, build_setup, prior_covariance, settings_from_values
+from mbs_ros.cores.parameters import table
 
 ROOT = Path(__file__).resolve().parents[2]
 ROV = ROOT / "config" / "robots" / "bluerov2_heavy.yaml"

@@ -320,7 +320,7 @@ def test_icub_at_its_singular_pose_is_a_fault_naming_the_joint(backend):
     limits (the neutral pose below l_elbow's 0.096 rad, +0.3 above six upper limits) and the limits are not the
     subject: the simulators run without them."""
     from mbs_ros.dynamics import Simulator
-    from mbs_ros.dynamics.compiled import SingularMassMatrix
+    from mbs_ros.dynamics.kernels.compiled import SingularMassMatrix
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -346,11 +346,11 @@ def test_the_nodes_joint_armature_parameter_reaches_the_model():
     """The nodes' ``joint_armature`` (one number: every joint) loads Romeo in both nodes' settings (without it
     the start is refused with an error suggesting it): each massless finger joint's diagonal entry of M is then
     exactly that armature, in both backends."""
-    from mbs_ros.dynamics import model_source as ms
-    from mbs_ros.nodes import controller_settings as cs
-    from mbs_ros.nodes import dynamics_settings as ds
-    from mbs_ros.nodes.parameters import controller as controller_table
-    from mbs_ros.nodes.parameters import dynamics as dynamics_table
+    from mbs_ros.dynamics.model import source as ms
+    from mbs_ros.cores import controller_settings as cs
+    from mbs_ros.cores import dynamics_settings as ds
+    from mbs_ros.cores.parameters import controller as controller_table
+    from mbs_ros.cores.parameters import dynamics as dynamics_table
 
     source = ms.load_source("", str(ROBOTS / ROMEO))
     with pytest.raises(ms.ParameterError, match="joint_armature"):

@@ -17,7 +17,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics.simulator import Simulator
+from mbs_ros.dynamics.simulation.simulator import Simulator
 from mbs_ros.sensors.frames import SensorFrame
 from mbs_ros.sensors.spec import SensorConfigError, parse_sensors
 from mbs_ros.sensors.suite import SensorSuite

@@ -19,10 +19,10 @@ import pytest
 
 from mbs_ros import yamlfile
 from mbs_ros.bringup import ScenarioError, load_scenario
-from mbs_ros.dynamics import model_source as ms
-from mbs_ros.dynamics.robot_yaml import RobotConfigError, load_robot
-from mbs_ros.dynamics.urdf import ModelError, parse_urdf
-from mbs_ros.nodes.paramsfile import YamlFileError, read_params_file
+from mbs_ros.dynamics.model import source as ms
+from mbs_ros.dynamics.model.robot_yaml import RobotConfigError, load_robot
+from mbs_ros.dynamics.model.urdf import ModelError, parse_urdf
+from mbs_ros.cores.paramsfile import YamlFileError, read_params_file
 from mbs_ros.yamlfile import read_yaml
 from urdf_text import joint, link, robot
 

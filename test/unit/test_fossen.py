@@ -16,7 +16,7 @@ eq. 4.6 when g⃗ = (0, 0, +g) in NED and holds as written in our z-up world. Eq
 frame-covariant (any right-handed body frame).
 
 Added mass, buoyancy and thrusters are mbs_ros's ``<hydrodynamics>``/``<thruster>`` URDF extensions
-(:mod:`mbs_ros.dynamics.passive`).
+(:mod:`mbs_ros.dynamics.model.passive`).
 """
 from __future__ import annotations
 

@@ -9,7 +9,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from mbs_ros.dynamics import simulator as simulator_module
+from mbs_ros.dynamics.simulation import simulator as simulator_module
 from mbs_ros.headless import HeadlessError, run_scenario
 from mbs_ros.headless import run as headless_run
 
@@ -102,7 +102,7 @@ def test_scenarios_a_headless_run_refuses(tmp_path):
                    "    params: config/arm_6dof_fixed.yaml\n")
     with pytest.raises(HeadlessError, match=r"bad\.yaml.*physics_rate"):
         run_scenario(bad)
-    from mbs_ros.bringup.scenario import load_scenario, package_root
+    from mbs_ros.scenario.schema import load_scenario, package_root
 
     src = (package_root() / "config" / "scenarios" / "manipulator.yaml").read_text()
     src = src[: src.index("    reference:")]  # a reference needs a controller
@@ -146,7 +146,7 @@ def test_the_robots_of_a_fleet_run_as_each_would_alone():
     """A fleet's robots share one headless loop and never touch one another: uvms1 of three is uvms1 of one, bit for
     bit (the ROS side runs one robot per graph on simulation time; test/e2e/test_headless_identity.py compares
     that one)."""
-    from mbs_ros.bringup.scenario import load_scenario
+    from mbs_ros.scenario.schema import load_scenario
 
     three = run_scenario(load_scenario("fleet", count=3), duration=0.2)
     one = run_scenario(load_scenario("fleet", count=1), duration=0.2)

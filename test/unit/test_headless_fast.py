@@ -1,4 +1,4 @@
-"""The headless fast path (mbs_ros.headless.fast, mbs_ros.dynamics.compiled_period): its records are the Python
+"""The headless fast path (mbs_ros.headless.fast, mbs_ros.dynamics.kernels.period): its records are the Python
 path's byte for byte on the scenarios it takes, a period it cannot take hands the run to the Python path (the same
 records again), and each compiled piece gives the bits of the numpy code it replaces on random inputs.
 """
@@ -9,8 +9,9 @@ import pytest
 
 from mbs_ros.controllers import reference_input as ri
 from mbs_ros.controllers.reference import Reference
-from mbs_ros.dynamics import Model, actuators
-from mbs_ros.dynamics import compiled_period as cp
+from mbs_ros.dynamics import Model
+from mbs_ros.dynamics.simulation import actuators
+from mbs_ros.dynamics.kernels import period as cp
 from mbs_ros.dynamics.lie import SE3
 from mbs_ros.headless import fast, run_scenario
 from mbs_ros.headless import run as headless_run
@@ -72,7 +73,7 @@ def test_the_fast_path_gives_the_python_paths_records_byte_for_byte(kernel_codes
 
 def _uvms_scenario(tmp_path, robots):
     """vehicle_manipulator's file with its robot entry once per ``(namespace, joint 0 start, joint 0 from 2 s)``."""
-    from mbs_ros.bringup.scenario import package_root
+    from mbs_ros.scenario.schema import package_root
 
     src = (package_root() / "config" / "scenarios" / "vehicle_manipulator.yaml").read_text()
     head, robot = src.split("robots:\n")
@@ -172,7 +173,7 @@ def test_np_dot_in_the_kernels_is_numpys_product():
 
 
 def test_the_limits_are_actuators_limits_bit_for_bit():
-    """scale_to_norm, saturate_wrench and clip_efforts against mbs_ros.dynamics.actuators on random wrenches and
+    """scale_to_norm, saturate_wrench and clip_efforts against mbs_ros.dynamics.simulation.actuators on random wrenches and
     efforts, about half of them beyond the limits."""
     rng = np.random.default_rng(5)
     out, out6 = np.empty(3), np.empty(6)
@@ -251,6 +252,6 @@ def test_reference_at_is_the_references_value_bit_for_bit():
 
 
 def _robot_yaml(name):
-    from mbs_ros.bringup.scenario import package_root
+    from mbs_ros.scenario.schema import package_root
 
     return package_root() / "config" / "robots" / name

@@ -1,15 +1,17 @@
 """Bodies in water (issue 11, seed 003 and Fossen): added mass over a tree, buoyancy, damping, a current, thrusters
-and joint springs/friction (mbs_ros/dynamics/passive.py), against closed forms and invariants; the compiled
+and joint springs/friction (mbs_ros/dynamics/model/passive.py), against closed forms and invariants; the compiled
 kernels against the numpy reference."""
 import math
 
 import numpy as np
 import pytest
 
-from mbs_ros.dynamics import Model, compiled
-from mbs_ros.dynamics.integrators import simulate
-from mbs_ros.dynamics.passive import thrust_response
-from mbs_ros.dynamics.urdf import ModelError
+from mbs_ros.dynamics import Model
+
+from mbs_ros.dynamics.kernels import compiled
+from mbs_ros.dynamics.simulation.integrators import simulate
+from mbs_ros.dynamics.model.passive import thrust_response
+from mbs_ros.dynamics.model.urdf import ModelError
 
 
 def _spd(rng, n=6, scale=1.0):
@@ -94,7 +96,7 @@ def test_compiled_matches_numpy_reference_with_water(base):
         p_n = ref.passive_terms(q, v)[1]
         assert p_c == pytest.approx(p_n, rel=1e-10) and p_c > 0
         # one compiled step (passive forces inside) against the numpy step
-        from mbs_ros.dynamics.integrators import step
+        from mbs_ros.dynamics.simulation.integrators import step
 
         q1, v1 = step(model, q, v, a, 1e-3)
         q2, v2 = step(ref, q, v, a, 1e-3)
@@ -343,7 +345,7 @@ def _rov_with_thrusters(seed=3):
 def test_simulator_balances_energy_with_thrusters_current_and_dampers():
     """The ports' balance of the ordinary (RK4) steps, to 1e-6. Without joint limits: with them j3 stops at its
     3 rad limit after ~1.1 s and the rest is the first-order contact step (the test below)."""
-    from mbs_ros.dynamics.simulator import Simulator
+    from mbs_ros.dynamics.simulation.simulator import Simulator
 
     model = Model.from_urdf(_rov_with_thrusters(), base="se3").with_current([0.2, 0.1, 0.0])
     sim = Simulator(model, model.neutral(), np.zeros(model.nv), 1e-3, joint_limits=False)
@@ -374,7 +376,7 @@ def test_simulator_balances_energy_when_a_joint_stops_at_its_limit():
     current changes while it rests. The balance counts the contact work (``energy_balance_residual``); measured with
     the contact world following the new current: 2.7e-4 of the ports' energy at h = 1e-3, 1.4e-4 at h = 5e-4
     (first order), hence 1e-3."""
-    from mbs_ros.dynamics.simulator import Simulator
+    from mbs_ros.dynamics.simulation.simulator import Simulator
 
     model = Model.from_urdf(_rov_with_thrusters(), base="se3").with_current([0.2, 0.1, 0.0])
     sim = Simulator(model, model.neutral(), np.zeros(model.nv), 1e-3)
@@ -390,7 +392,7 @@ def test_simulator_balances_energy_when_a_joint_stops_at_its_limit():
 
 
 def test_robot_yaml_sections_are_the_urdf_extensions(tmp_path):
-    from mbs_ros.dynamics.robot_yaml import RobotConfigError
+    from mbs_ros.dynamics.model.robot_yaml import RobotConfigError
 
     text = """
 robot:

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics.simulator import Simulator
+from mbs_ros.dynamics.simulation.simulator import Simulator
 from mbs_ros.sensors import imu
 from mbs_ros.sensors.frames import SensorFrame
 from mbs_ros.sensors.noise import BiasProcess

@@ -1,4 +1,4 @@
-"""Linear models (mbs_ros/dynamics/linear.py): the moving operating point's ``−ad_{v₀}`` block, the exact Jacobian of
+"""Linear models (mbs_ros/dynamics/algorithms/linear.py): the moving operating point's ``−ad_{v₀}`` block, the exact Jacobian of
 one integrator step, the inputs, the ε² agreement of the linear response with the nonlinear simulation, the
 intermediate-axis theorem, the python-control export and the argument checks.
 
@@ -15,7 +15,7 @@ import pytest
 from scipy.linalg import expm
 
 from mbs_ros.dynamics import Model, simulate, step
-from mbs_ros.dynamics.linear import LinearModel, input_matrix, linearize
+from mbs_ros.dynamics.algorithms.linear import LinearModel, input_matrix, linearize
 
 ROBOTS = Path(__file__).resolve().parents[2] / "config" / "robots"
 ARM = ROBOTS / "arm_2link_planar.urdf"
@@ -120,7 +120,7 @@ def test_discrete_pair_is_the_jacobian_of_one_step(base, method):
 def test_derivative_of_dexp_inv_up_to_large_angles(base, angle):
     """The chart derivative inside the discrete pair, ``∂(dexp⁻¹(x) y)/∂x``, against central differences of the
     group's ``dexp_inv`` (for a rigid body without joints its block is the whole matrix)."""
-    from mbs_ros.dynamics.linear import _dexp_inv_derivative
+    from mbs_ros.dynamics.algorithms.linear import _dexp_inv_derivative
 
     model = _body(base)
     rng = np.random.default_rng(7)

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics.equilibrium import find_equilibrium
+from mbs_ros.dynamics.algorithms.equilibrium import find_equilibrium
 from mbs_ros.validation import balloon as bl
 from mbs_ros.validation import modes
 

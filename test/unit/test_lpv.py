@@ -1,4 +1,4 @@
-"""LPV families (mbs_ros/dynamics/lpv.py): the stack over a payload-mass grid against the closed-form 2-link arm,
+"""LPV families (mbs_ros/dynamics/algorithms/lpv.py): the stack over a payload-mass grid against the closed-form 2-link arm,
 the joint-angle and current schedules held at zero acceleration, interpolation, python-control and MATLAB export.
 
 Expected values are closed forms (the planar 2-link arm's M, g and gravity stiffness), the model's own forward
@@ -13,7 +13,7 @@ import pytest
 from scipy.io import loadmat
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics.lpv import (LPVFamily, current_schedule, holding_force, joint_angle_schedule,
+from mbs_ros.dynamics.algorithms.lpv import (LPVFamily, current_schedule, holding_force, joint_angle_schedule,
                                   link_mass_schedule, lpv_family)
 
 ROBOTS = Path(__file__).resolve().parents[2] / "config" / "robots"

@@ -194,7 +194,7 @@ def test_mass_scaled_weights_give_the_computed_torque_gains_on_a_free_body():
 
 # ---------------------------------------------------------------------- the controller node's law lqr
 def _settings_values(**changes):
-    from mbs_ros.nodes.parameters import table
+    from mbs_ros.cores.parameters import table
 
     values = {n: p.default for n, p in table("controller").items()}
     values.update(changes)
@@ -202,7 +202,7 @@ def _settings_values(**changes):
 
 
 def test_node_defaults_are_the_documented_ones():
-    from mbs_ros.nodes.parameters import table
+    from mbs_ros.cores.parameters import table
 
     params = table("controller")
     assert "lqr" in params["law"].description
@@ -217,8 +217,8 @@ def test_node_law_lqr_is_built_from_the_parameters(compensate):
     """law lqr on the node's weightless single body: the default weights give computed torque's kp 9, kd 6 times
     the mass on each decoupled DOF, with or without compensate_passive (a dry body has no passive forces to design
     with; the ROV test below checks them)."""
-    from mbs_ros.dynamics import model_source as ms
-    from mbs_ros.nodes.controller_settings import build_model, make_law, settings_from_values
+    from mbs_ros.dynamics.model import source as ms
+    from mbs_ros.cores.controller_settings import build_model, make_law, settings_from_values
 
     source = ms.load_source("", "")
     s = settings_from_values(_settings_values(law="lqr", compensate_passive=compensate, mass=2.0,
@@ -243,8 +243,8 @@ def test_node_law_lqr_is_built_from_the_parameters(compensate):
     ("lqr_q_velocity", 1e6, "lqr gains: LQR design at the reference: no stabilising solution"),
 ])
 def test_node_refuses_bad_lqr_parameters_with_the_reason(name, value, match):
-    from mbs_ros.dynamics import model_source as ms
-    from mbs_ros.nodes.controller_settings import ParameterError, build_model, make_law, settings_from_values
+    from mbs_ros.dynamics.model import source as ms
+    from mbs_ros.cores.controller_settings import ParameterError, build_model, make_law, settings_from_values
 
     source = ms.load_source("", "")
     extra = dict(mass=1e-6, lqr_q_position=1e-6, lqr_r=1e-6, lqr_scaling="none") if value == 1e6 else {}
@@ -259,8 +259,8 @@ def test_node_law_lqr_designs_with_the_water_exactly_when_it_is_not_cancelled(co
     rigid τ_d = ID; without it the law itself supplies τ_d = ID − τ_p (the drag at v_d)."""
     from pathlib import Path
 
-    from mbs_ros.dynamics import model_source as ms
-    from mbs_ros.nodes.controller_settings import build_model, make_law, settings_from_values
+    from mbs_ros.dynamics.model import source as ms
+    from mbs_ros.cores.controller_settings import build_model, make_law, settings_from_values
 
     path = str(Path(__file__).resolve().parents[2] / "config" / "robots" / "bluerov2_heavy_alpha5.yaml")
     source = ms.load_source("", path)
@@ -397,9 +397,9 @@ def test_scheduled_lqr_refuses_a_family_of_the_wrong_shape():
 
 
 def test_scheduled_lqr_on_an_lpv_family_from_lpv_family():
-    """With mbs_ros.dynamics.lpv (issue 20's LPV families): the pendulum's family over θ from lpv_family; the
+    """With mbs_ros.dynamics.algorithms.lpv (issue 20's LPV families): the pendulum's family over θ from lpv_family; the
     schedule's gain at each grid point is the hand-derived one."""
-    lpv = pytest.importorskip("mbs_ros.dynamics.lpv")
+    lpv = pytest.importorskip("mbs_ros.dynamics.algorithms.lpv")
     from mbs_ros.controllers.lqr import ScheduledLQR
 
     g, m, l, J = 9.81, 1.5, 0.4, 0.02 + 1.5 * 0.4 ** 2

@@ -13,13 +13,13 @@ import yaml
 from urdf_parser_py.urdf import URDF
 
 import urdf_text as ut
-from mbs_ros.dynamics import model_source as ms
-from mbs_ros.dynamics.model_source import ParameterError
-from mbs_ros.nodes import dynamics_settings as ds
-from mbs_ros.nodes.parameters import table
+from mbs_ros.dynamics.model import source as ms
+from mbs_ros.dynamics.model.source import ParameterError
+from mbs_ros.cores import dynamics_settings as ds
+from mbs_ros.cores.parameters import table
 from mbs_ros.sensors.spec import load_sensors, parse_sensors
 from mbs_ros.sensors.suite import SensorSuite
-from mbs_ros.dynamics.simulator import Simulator
+from mbs_ros.dynamics.simulation.simulator import Simulator
 
 UVMS = "config/robots/uvms_6dof.yaml"
 UVMS_SENSORS = "config/sensors/uvms_6dof.yaml"

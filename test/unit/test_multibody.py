@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from mbs_ros.dynamics import Model, simulate
-from mbs_ros.dynamics import algorithms as alg
+from mbs_ros.dynamics.algorithms import multibody as alg
 
 pin = pytest.importorskip("pinocchio", reason="Pinocchio (PyPI: pin) is the reference; make setup installs it")
 

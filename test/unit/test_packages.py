@@ -1,6 +1,6 @@
 """Robots by URI and meshes RViz can show (issue 10): ``package://`` and ``file://`` resolution
 (:mod:`mbs_ros.packages`), ``model_file`` and scenario ``model`` given as a URI, the mesh filenames of the URDF the
-dynamics node publishes (:func:`mbs_ros.dynamics.model_source.meshes_for_rviz`), markers that never fail on visual
+dynamics node publishes (:func:`mbs_ros.dynamics.model.source.meshes_for_rviz`), markers that never fail on visual
 decoration, and a scenario's ``locked_joints``.
 
 The expectations come from the files on disk (the URI's file is the file ``os.path`` finds in the share directory),
@@ -19,7 +19,7 @@ import pytest
 
 from mbs_ros.bringup import ScenarioError, load_scenario
 from mbs_ros.nodes import markers as mk
-from mbs_ros.dynamics import model_source as ms
+from mbs_ros.dynamics.model import source as ms
 from mbs_ros.packages import is_uri, pip_prefixes, resolve_uri, share_directory
 from urdf_text import joint, link, robot
 

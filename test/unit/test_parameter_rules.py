@@ -1,4 +1,4 @@
-"""Each node parameter is declared once, in its table (mbs_ros.nodes.parameters.<role>), and the rest derives from
+"""Each node parameter is declared once, in its table (mbs_ros.cores.parameters.<role>), and the rest derives from
 it: the settings dataclasses' fields and defaults, the settings' checks (every rule of the table is enforced: a
 value breaking it, built here from the rule alone, is refused naming the parameter), the shared parameters of the
 controller and estimator (declared in the dynamics table), and no parameter name written as a string outside the
@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from mbs_ros.dynamics import model_source as ms
-from mbs_ros.dynamics.model_source import ParameterError
-from mbs_ros.nodes.parameters import ROLES, field_name, kind, table
+from mbs_ros.dynamics.model import source as ms
+from mbs_ros.dynamics.model.source import ParameterError
+from mbs_ros.cores.parameters import ROLES, field_name, kind, table
 
 ROOT = Path(__file__).resolve().parents[2]
 ROV = ROOT / "config" / "robots" / "bluerov2_heavy.yaml"
@@ -23,12 +23,12 @@ ROV = ROOT / "config" / "robots" / "bluerov2_heavy.yaml"
 def _settings(role):
     """(settings class, settings_from_values, source, values at the defaults) of a node role."""
     if role == "dynamics":
-        from mbs_ros.nodes import dynamics_settings as m
+        from mbs_ros.cores import dynamics_settings as m
         return m.Settings, m.settings_from_values, None, {}
     if role == "controller":
-        from mbs_ros.nodes import controller_settings as m
+        from mbs_ros.cores import controller_settings as m
         return m.ControllerSettings, m.settings_from_values, ms.load_source("", ""), {}
-    from mbs_ros.nodes import estimator_settings as m
+    from mbs_ros.cores import estimator_settings as m
     source = ms.load_source("", str(ROV))
     return m.EstimatorSettings, m.settings_from_values, source, dict(ms.model_defaults(source))
 
@@ -95,7 +95,7 @@ def test_every_rule_of_the_table_is_checked_naming_the_parameter(role):
 
 
 def test_the_cross_field_rules_are_the_tables():
-    from mbs_ros.nodes.dynamics_settings import settings_from_values
+    from mbs_ros.cores.dynamics_settings import settings_from_values
 
     params = table("dynamics")
     ruled = [n for n, p in params.items() if p.at_most is not None]
@@ -124,27 +124,27 @@ def test_shared_parameters_are_the_dynamics_declaration():
 
 # Modules that declare or check node parameters: no parameter name as a string literal in them (each name is
 # written in its table only); the names they need they take from the table.
-CHECKING = ("mbs_ros/nodes/dynamics_settings.py", "mbs_ros/nodes/controller_settings.py",
-            "mbs_ros/nodes/estimator_settings.py", "mbs_ros/nodes/dynamics_reconfigure.py",
-            "mbs_ros/bringup/scenario_base.py", "mbs_ros/bringup/foxglove_layout.py")
+CHECKING = ("mbs_ros/cores/dynamics_settings.py", "mbs_ros/cores/controller_settings.py",
+            "mbs_ros/cores/estimator_settings.py", "mbs_ros/nodes/dynamics_reconfigure.py",
+            "mbs_ros/scenario/base.py", "mbs_ros/bringup/foxglove_layout.py")
 # literals that remain, each with its reason (the settings' cross-parameter rules the table cannot say)
 ALLOWED = {
-    "mbs_ros/nodes/dynamics_settings.py": {"base_group", "locked_joints", "locked_joint_positions",
+    "mbs_ros/cores/dynamics_settings.py": {"base_group", "locked_joints", "locked_joint_positions",
                                            "cmd_timeout", "mass", "inertia", "com", "gravity",
                                            "initial_joint_positions", "initial_joint_velocities",
                                            "initial_twist"},
-    "mbs_ros/nodes/controller_settings.py": {"base_group", "locked_joints", "locked_joint_positions",
+    "mbs_ros/cores/controller_settings.py": {"base_group", "locked_joints", "locked_joint_positions",
                                              "lqr_q_position", "lqr_q_velocity", "lqr_r", "lambda"},
     "mbs_ros/nodes/dynamics_reconfigure.py": set(),
     # scenario keys (global: physics_rate ...; robot: base_group, locked_joints, mimic, sensors; reference:
     # joint_names) and the robot_description topic of DEFAULT_RECORD: the scenario schema's own names
-    "mbs_ros/bringup/scenario_base.py": {"physics_rate", "publish_rate", "control_rate", "real_time_factor",
+    "mbs_ros/scenario/base.py": {"physics_rate", "publish_rate", "control_rate", "real_time_factor",
                                          "lockstep", "base_group", "locked_joints", "mimic", "sensors", "joint_names",
                                          "robot_description"},
     # sensor types and the world frame's name in the layout
     "mbs_ros/bringup/foxglove_layout.py": {"imu", "dvl", "world"},
     # the sensor roles are parameters and the fusion's stream names at once
-    "mbs_ros/nodes/estimator_settings.py": {"base_group", "initial_attitude_sigma", "sensors", "imu", "dvl", "depth",
+    "mbs_ros/cores/estimator_settings.py": {"base_group", "initial_attitude_sigma", "sensors", "imu", "dvl", "depth",
                                             "compass", "encoders"},
 }
 
@@ -164,7 +164,7 @@ def test_no_parameter_name_is_written_outside_its_table(module):
 
 def test_what_a_run_time_change_redoes_is_the_tables():
     from mbs_ros.nodes import dynamics_reconfigure as reconf
-    from mbs_ros.nodes import dynamics_settings as ds
+    from mbs_ros.cores import dynamics_settings as ds
 
     assert ds.INERTIAL == ("mass", "inertia", "com", "gravity") and ds.SINGLE_BODY_ONLY == ("mass", "inertia", "com")
     assert reconf._ON == {"rate": {"integrator", "gravity", "mass", "inertia", "com", "max_wrench", "max_effort"},
@@ -174,7 +174,7 @@ def test_what_a_run_time_change_redoes_is_the_tables():
 
 def test_the_reference_tables_rules_are_checked_by_check_table():
     """reference_node has no settings module: its table's rules hold through params.check_table alone."""
-    from mbs_ros.nodes.params import check_table
+    from mbs_ros.cores.params import check_table
 
     params = table("reference")
     base = {n: p.default for n, p in params.items()}

@@ -1,5 +1,5 @@
 """The nodes' parameter tables are the one source of their documentation: each docs/<node>.md carries the table
-generated from mbs_ros.nodes.parameters, and ``--help`` lists every parameter of it."""
+generated from mbs_ros.cores.parameters, and ``--help`` lists every parameter of it."""
 from __future__ import annotations
 
 import re
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from mbs_ros.nodes.parameters import ROLES, markdown_table, names, table
+from mbs_ros.cores.parameters import ROLES, markdown_table, names, table
 
 ROOT = Path(__file__).resolve().parents[2]
 BLOCK = re.compile(r"<!-- parameters: begin -->\n(.*?)<!-- parameters: end -->", flags=re.S)
@@ -34,7 +34,7 @@ def test_help_states_each_parameter_with_its_type_default_and_rules(role):
     import importlib
     import types
 
-    from mbs_ros.nodes.parameters import kind, rules_text
+    from mbs_ros.cores.parameters import kind, rules_text
     from mbs_ros.nodes.runtime import help_text
 
     module = f"mbs_ros.nodes.{role}_node"

@@ -1,4 +1,4 @@
-"""The analytical derivatives of the passive forces (mbs_ros/dynamics/passive_derivatives.py) against central
+"""The analytical derivatives of the passive forces (mbs_ros/dynamics/algorithms/passive_derivatives.py) against central
 differences on the group written here, and against closed forms.
 
 Central differences: ``(τ_p(q ⊕ hε) − τ_p(q ⊕ −hε)) / 2h`` along ``model.integrate`` and along v, h = 1e-6 (error
@@ -26,7 +26,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from mbs_ros.dynamics import Model, ModelWarning
-from mbs_ros.dynamics.passive_derivatives import passive_derivatives
+from mbs_ros.dynamics.algorithms.passive_derivatives import passive_derivatives
 from urdf_text import joint, link, robot
 
 ROBOTS = Path(__file__).resolve().parents[2] / "config" / "robots"

@@ -2,7 +2,7 @@
 
 import pytest
 
-from mbs_ros.nodes.ratelimit import RateLimitedLog
+from mbs_ros.cores.ratelimit import RateLimitedLog
 
 
 class FakeLogger:

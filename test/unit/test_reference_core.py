@@ -1,13 +1,13 @@
 """The reference node's set-up and its messages as the controller decodes them, without ROS
-(mbs_ros.nodes.reference_core.reference_setup, controller_points), which the reference node and the headless run
+(mbs_ros.cores.reference.reference_setup, controller_points), which the reference node and the headless run
 share: bad parameters are refused naming the parameter, and the points reach the controller in its layout."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from mbs_ros.nodes.parameters.reference import PARAMETERS
-from mbs_ros.nodes.reference_core import ReferenceError, controller_points, reference_setup, trajectories
+from mbs_ros.cores.parameters.reference import PARAMETERS
+from mbs_ros.cores.reference import ReferenceError, controller_points, reference_setup, trajectories
 
 
 def values(**given):

@@ -2,7 +2,7 @@
 the nodes declare (issue 9: typos such as ``kpp``, ``lwa``, ``integrater`` used to pass, and the run exited 0).
 
 - unit (no processes): a typo names the file and the key path and suggests the parameter meant; a parameter of
-  the other node says where it belongs; the names come from the nodes' tables in ``mbs_ros.nodes.parameters`` at check time (a
+  the other node says where it belongs; the names come from the nodes' tables in ``mbs_ros.cores.parameters`` at check time (a
   parameter added to a node is accepted at once, one removed is refused); every parameter the scenario layer
   itself gives any node (all global settings on, every shipped scenario) is one that node declares; a ``params``
   file's sections are checked the same way and each node gets only its own parameters from ``/**``;
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from mbs_ros.bringup import ScenarioError, list_scenarios, load_scenario, node_specs
-from mbs_ros.bringup.scenario import NODES, declared_parameters
-from mbs_ros.nodes import parameters
+from mbs_ros.scenario.schema import NODES, declared_parameters
+from mbs_ros.cores import parameters
 
 ROOT = Path(__file__).resolve().parents[2]
 TIMEOUT = 60.0  # s: two nodes starting on a loaded 2-core machine

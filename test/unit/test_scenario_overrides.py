@@ -7,7 +7,7 @@ import pytest
 import yaml
 
 from mbs_ros.bringup import runner
-from mbs_ros.bringup.scenario import ScenarioError, document_value, load_scenario, node_specs, scenario_path
+from mbs_ros.scenario.schema import ScenarioError, document_value, load_scenario, node_specs, scenario_path
 
 KP = [4.0] * 6 + [16.0] * 6
 

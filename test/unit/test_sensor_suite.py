@@ -16,8 +16,8 @@ import numpy as np
 import pytest
 
 from mbs_ros.dynamics import Model, ModelWarning
-from mbs_ros.dynamics.algorithms import body_accelerations, link_motion
-from mbs_ros.dynamics.simulator import Simulator
+from mbs_ros.dynamics.algorithms.multibody import body_accelerations, link_motion
+from mbs_ros.dynamics.simulation.simulator import Simulator
 from mbs_ros.sensors.spec import parse_sensors
 from mbs_ros.sensors.suite import SensorSuite
 

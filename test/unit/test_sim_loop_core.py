@@ -1,4 +1,4 @@
-"""The simulation loop without ROS (mbs_ros.nodes.sim_loop_core.SimulationLoop), which the dynamics node and the
+"""The simulation loop without ROS (mbs_ros.cores.loop.SimulationLoop), which the dynamics node and the
 headless run both advance through: where it stops (the caller's grids, pause_at, the sensors' samples and delayed
 readings, the end), that readings are handed over at their step before the caller sees it, that stopping changes no
 state, and that a fault or a missing command ends it."""
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from mbs_ros.dynamics import Model
-from mbs_ros.dynamics.simulator import Simulator, WrenchCommand
-from mbs_ros.nodes.sim_loop_core import SimulationLoop, crossed, on_grid
+from mbs_ros.dynamics.simulation.simulator import Simulator, WrenchCommand
+from mbs_ros.cores.loop import SimulationLoop, crossed, on_grid
 
 ROBOTS = Path(__file__).resolve().parents[2] / "config" / "robots"
 

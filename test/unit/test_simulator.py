@@ -1,4 +1,4 @@
-"""The ROS-free simulation loop (mbs_ros.dynamics.simulator.Simulator) that the dynamics node runs.
+"""The ROS-free simulation loop (mbs_ros.dynamics.simulation.simulator.Simulator) that the dynamics node runs.
 
 - held commands: a command applies from the next step, is held, times out after cmd_timeout (each channel on its
   own), and the hooks report every change with the first step it applies to;
@@ -28,7 +28,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from mbs_ros.dynamics import Model, step
-from mbs_ros.dynamics.simulator import ZERO_WRENCH, Simulator, WrenchCommand
+from mbs_ros.dynamics.simulation.simulator import ZERO_WRENCH, Simulator, WrenchCommand
 
 ROOT = Path(__file__).resolve().parents[2]
 UVMS = ROOT / "config" / "robots" / "uvms_6dof.yaml"
@@ -367,7 +367,7 @@ def test_a_non_finite_step_pauses_at_the_last_good_state():
 def test_an_exception_in_a_step_is_caught(monkeypatch):
     """The issue's `ValueError: math domain error` out of a step: caught, the simulation stops at the state the
     step started from, and the error is the fault's reason."""
-    import mbs_ros.dynamics.simulator as simulator
+    import mbs_ros.dynamics.simulation.simulator as simulator
 
     model = Model.rigid_body("se3", **BODY)
     sim = Simulator(model, model.neutral(), np.zeros(6), DT)
@@ -473,7 +473,7 @@ def test_rate_check_refuses_what_is_certainly_unstable():
     """The issue's fixed arm at 2 Hz (it diverged to 1e52) is refused with rk4; 1 kHz passes without a warning;
     3 Hz passes with a warning (and the runaway check stops it at once); Euler is refused where its energy
     doubles per period and warned about at ordinary rates."""
-    from mbs_ros.dynamics.simulator import rate_check
+    from mbs_ros.dynamics.simulation.simulator import rate_check
 
     arm = Model.from_yaml(ROOT / "config" / "robots" / "arm_6dof_fixed.yaml")
     q0 = arm.configuration_from_pose(np.zeros(3), [0, 0, 0, 1.0], joints=[0.0, -0.6, 1.2, 0.0, 0.6, 0.0])
@@ -511,7 +511,7 @@ def test_every_base_group_steps_like_step():
 @pytest.mark.e2e
 def test_no_rclpy_in_the_dynamics_package():
     """mbs_ros.dynamics (the simulator included) imports, and steps, without loading rclpy."""
-    code = ("import sys, numpy as np; from mbs_ros.dynamics.simulator import Simulator; "
+    code = ("import sys, numpy as np; from mbs_ros.dynamics.simulation.simulator import Simulator; "
             "from mbs_ros.dynamics import Model; m = Model.rigid_body('se3'); "
             "s = Simulator(m, m.neutral(), np.zeros(6), 1e-3); s.set_wrench([1, 0, 0, 0, 0, 0]); s.advance(2); "
             "print(sorted(n for n in sys.modules if n.split('.')[0] in ('rclpy', 'rosidl_runtime_py', 'rcl_interfaces')))")
@@ -527,8 +527,8 @@ BAD_STEPS = [-1e-3, 0.0, -0.0, float("nan"), float("inf"), -float("inf"), "0.001
 def _entry_points(uvms):
     """Every public function that takes a time step, each called with ``dt`` and otherwise valid arguments."""
     from mbs_ros.dynamics import simulate
-    from mbs_ros.dynamics.constraints import Body, ConstrainedSystem
-    from mbs_ros.dynamics.simulator import rate_check, velocity_bounds
+    from mbs_ros.dynamics.algorithms.constraints import Body, ConstrainedSystem
+    from mbs_ros.dynamics.simulation.simulator import rate_check, velocity_bounds
     from mbs_ros.ephs.examples import harmonic_oscillator
 
     q0, v0 = uvms.neutral(), np.zeros(uvms.nv)

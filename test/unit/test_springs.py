@@ -1,4 +1,4 @@
-"""Joint springs (``<dynamics spring_stiffness spring_reference>``, mbs_ros/dynamics/passive.py) against closed
+"""Joint springs (``<dynamics spring_stiffness spring_reference>``, mbs_ros/dynamics/model/passive.py) against closed
 forms: each ``spring/<joint>`` storage of :meth:`Model.energy_ports` is ½k(θ − θ₀)² with k and θ₀ as the URDF text
 writes them (a mimic joint's spring at its derived angle), the spring force is −k(θ − θ₀) and the storage's
 derivative, and a spring-mass system without damping keeps the total of its storages at ½k x₀² while it

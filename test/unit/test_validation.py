@@ -14,7 +14,7 @@ from scipy.integrate import solve_ivp
 from scipy.linalg import null_space
 
 from mbs_ros.dynamics import TABLEAUS
-from mbs_ros.dynamics.constraints import Body, ConstrainedSystem, revolute, spherical
+from mbs_ros.dynamics.algorithms.constraints import Body, ConstrainedSystem, revolute, spherical
 from mbs_ros.validation import constrained as con
 
 HAS_PIN = True

@@ -8,9 +8,9 @@ from mbs_ros.yamlschema import Reader, SchemaError
 
 
 def test_every_yaml_reader_is_the_schema_reader():
-    from mbs_ros.bringup import scenario
+    from mbs_ros.scenario import schema as scenario
     from mbs_ros.campaign import spec as campaign
-    from mbs_ros.dynamics import robot_yaml
+    from mbs_ros.dynamics.model import robot_yaml
     from mbs_ros.sensors import spec as sensors
 
     for cls in (scenario._Checker, campaign._Reader, robot_yaml.Reader, sensors.Reader):

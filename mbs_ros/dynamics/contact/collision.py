@@ -16,8 +16,8 @@ import xml.etree.ElementTree as ET
 import coal
 import numpy as np
 
-from ..urdf import ModelError, load_urdf_xml, origin_matrix
-from .geometry import Shape
+from mbs_ros.dynamics.model.urdf import ModelError, load_urdf_xml, origin_matrix
+from mbs_ros.dynamics.contact.geometry import Shape
 
 __all__ = ["collision_shapes", "excluded_pairs", "read_srdf_disabled"]
 
@@ -142,8 +142,8 @@ def excluded_pairs(shapes, models, disabled=frozenset(), adjacent: bool = True, 
     Solo12's base and upper legs, Go2's base and thighs)."""
     out = set()
     if touching_at is not None:
-        from .. import algorithms as alg
-        from .geometry import find_contacts
+        from mbs_ros.dynamics.algorithms import multibody as alg
+        from mbs_ros.dynamics.contact.geometry import find_contacts
 
         for k, (model, q) in enumerate(zip(models, touching_at)):
             own = [i for i, s in enumerate(shapes) if s.body is not None and s.body[0] == k]

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 import coal
 import numpy as np
 
-from .step import Contact
+from mbs_ros.dynamics.contact.step import Contact
 
 __all__ = ["Shape", "find_contacts", "check_separated", "halfspace", "box", "sphere", "cylinder"]
 

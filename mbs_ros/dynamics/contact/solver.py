@@ -15,7 +15,7 @@ the impulses ``λ`` of the constraints to find from the Delassus matrix ``G = J 
 sticking solution ``−W⁻¹ b``, or the sliding one, found as the root in the friction angle of ``c_t ∥ −λ_t`` on
 the cone's boundary with ``c_n = 0``), until the impulses stop changing; :func:`residual` measures how far a
 ``λ`` is from the exact law (the natural map of De Saxcé's form, in velocity units), the number the diagnostics
-report. Everything is compiled (:mod:`mbs_ros.dynamics.jit`) and allocates only per call.
+report. Everything is compiled (:mod:`mbs_ros.dynamics.kernels.jit`) and allocates only per call.
 """
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ import math
 
 import numpy as np
 
-from ..jit import jit
+from mbs_ros.dynamics.kernels.jit import jit
 
 __all__ = ["solve", "residual", "SolveResult", "local_contact"]
 

@@ -1,7 +1,7 @@
 """One time step with contacts and joint limits: velocity level, integrated on the group (``docs/contact.md``).
 
     v_f = v + h M⁻¹(τ − C v − g)              (the free velocity: ``Model.forward_dynamics``, passive forces in τ)
-    c   = J v⁺ + φ₊/h,   v⁺ = v_f + M⁻¹ Jᵀ λ   (λ impulses, :mod:`.solver` on G = J M⁻¹ Jᵀ)
+    c   = J v⁺ + φ₊/h,   v⁺ = v_f + M⁻¹ Jᵀ λ   (λ impulses, :mod:`mbs_ros.dynamics.contact.solver` on G = J M⁻¹ Jᵀ)
     q⁺  = q · exp(h v⁺)                        (``Model.integrate``: the group's exponential, no chart)
 
 The symplectic (semi-implicit) Euler step of Stewart & Trinkle / Anitescu & Potra on the Lie group. ``φ`` is the
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 
-from .. import algorithms as alg
-from .solver import SolveResult, solve
+from mbs_ros.dynamics.algorithms import multibody as alg
+from mbs_ros.dynamics.contact.solver import SolveResult, solve
 
 __all__ = ["Contact", "contact_rows", "delassus", "free_velocity", "limit_rows", "step", "StepInfo"]
 

@@ -17,9 +17,9 @@ import math
 import coal
 import numpy as np
 
-from .. import algorithms as alg
-from .geometry import _transform, check_separated, find_contacts
-from .step import step
+from mbs_ros.dynamics.algorithms import multibody as alg
+from mbs_ros.dynamics.contact.geometry import _transform, check_separated, find_contacts
+from mbs_ros.dynamics.contact.step import step
 
 __all__ = ["ContactWorld"]
 
@@ -42,7 +42,7 @@ def _rotation_angle(R: np.ndarray) -> np.ndarray:
 
 
 class ContactWorld:
-    """``models`` (a robot, free objects), ``shapes`` (:class:`~.geometry.Shape`, on ``(model, body)`` or the
+    """``models`` (a robot, free objects), ``shapes`` (:class:`~mbs_ros.dynamics.contact.geometry.Shape`, on ``(model, body)`` or the
     world), the index pairs that never collide (``excluded``), joint limits on or off, the margin [m]."""
 
     def __init__(self, models, shapes, excluded=frozenset(), limits: bool = True, margin: float = 1e-3):
@@ -87,11 +87,11 @@ class ContactWorld:
         return [alg.body_placements(m, q) for m, q in zip(self.models, qs)]
 
     def check_start(self, qs) -> None:
-        """ValueError naming the pairs that interpenetrate at ``qs`` (:func:`~.geometry.check_separated`)."""
+        """ValueError naming the pairs that interpenetrate at ``qs`` (:func:`~mbs_ros.dynamics.contact.geometry.check_separated`)."""
         check_separated(self.poses(qs), self.shapes, self.excluded)
 
     def step(self, qs, vs, taus, h: float, among: str = "all"):
-        """One contact step (:func:`~.step.step`) with this world's contacts at ``qs``; keeps a warm start per
+        """One contact step (:func:`~mbs_ros.dynamics.contact.step.step`) with this world's contacts at ``qs``; keeps a warm start per
         ``among`` (:meth:`left_out`). With ``among="objects"`` only the free objects move (model 0's entries of
         ``qs`` place its shapes and are returned as given; no joint limit rows). Returns ``(qs⁺, vs⁺, info,
         engaged)``, ``engaged`` the set of model indices with a contact or limit row in the step."""

@@ -223,7 +223,7 @@ def load_world(path, fluid_density: Optional[float] = None, key: str = "world") 
 def _geometry(o, mu_default, body=None, T=None, link=""):
     import coal
 
-    from .geometry import Shape
+    from mbs_ros.dynamics.contact.geometry import Shape
 
     mu = mu_default if o["mu"] is None else o["mu"]
     kind, size = o["kind"], o["size"]
@@ -242,11 +242,11 @@ def build_world(spec: WorldSpec, model, urdf: Optional[str], q0, gravity, limits
     from scipy.spatial.transform import Rotation
 
     from mbs_ros.dynamics import Model
-    from mbs_ros.dynamics.urdf import origin_matrix
+    from mbs_ros.dynamics.model.urdf import origin_matrix
 
-    from .collision import collision_shapes, excluded_pairs, read_srdf_disabled
-    from .geometry import halfspace
-    from .world import ContactWorld
+    from mbs_ros.dynamics.contact.collision import collision_shapes, excluded_pairs, read_srdf_disabled
+    from mbs_ros.dynamics.contact.geometry import halfspace
+    from mbs_ros.dynamics.contact.world import ContactWorld
 
     shapes = []
     if spec.robot_collision and urdf is not None:

@@ -8,14 +8,14 @@ linear-first tangent coordinates, body-frame velocities, right-trivialised dexp)
 >>> q = SE3.integrate(SE3.identity(), [0.1, 0.0, 0.0, 0.0, 0.0, 0.2])
 """
 
-from ._base import (DEXP_INV_SERIES, SE3_BETA_SERIES, SE3_DEXP_C3_SERIES, SE3_DEXP_C4_SERIES,
+from mbs_ros.dynamics.lie._base import (DEXP_INV_SERIES, SE3_BETA_SERIES, SE3_DEXP_C3_SERIES, SE3_DEXP_C4_SERIES,
                     SIN_COEFF_SERIES, SINC_THRESHOLD, LieGroup, hat3, vee3)
-from .rn import Rn, RnGroup
-from .schoenflies import Schoenflies
-from .se2 import SE2
-from .se3 import SE3
-from .so3 import SO3
-from .so3xr3 import SO3xR3
+from mbs_ros.dynamics.lie.rn import Rn, RnGroup
+from mbs_ros.dynamics.lie.schoenflies import Schoenflies
+from mbs_ros.dynamics.lie.se2 import SE2
+from mbs_ros.dynamics.lie.se3 import SE3
+from mbs_ros.dynamics.lie.so3 import SO3
+from mbs_ros.dynamics.lie.so3xr3 import SO3xR3
 
 GROUPS = {g.name: g for g in (SO3, SE3, SE2, Schoenflies, SO3xR3)}
 

@@ -6,7 +6,7 @@ import functools
 
 import numpy as np
 
-from ._base import LieGroup, _readonly
+from mbs_ros.dynamics.lie._base import LieGroup, _readonly
 
 
 class RnGroup(LieGroup):

@@ -6,8 +6,8 @@ import math
 
 import numpy as np
 
-from ._base import LieGroup, _floats, _readonly
-from .se2 import planar_dexp, planar_dexp_inv, planar_exp, planar_log
+from mbs_ros.dynamics.lie._base import LieGroup, _floats, _readonly
+from mbs_ros.dynamics.lie.se2 import planar_dexp, planar_dexp_inv, planar_exp, planar_log
 
 
 class _Schoenflies(LieGroup):

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._base import LieGroup, _floats, _readonly, cos_coeff, dexp_inv_coeffs, sin_coeff, sinc
+from mbs_ros.dynamics.lie._base import LieGroup, _floats, _readonly, cos_coeff, dexp_inv_coeffs, sin_coeff, sinc
 
 
 def planar_exp(u: float, v: float, r: float) -> tuple:

@@ -6,7 +6,7 @@ import math
 
 import numpy as np
 
-from ._base import (
+from mbs_ros.dynamics.lie._base import (
     LieGroup,
     _floats,
     _readonly,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import (
+from mbs_ros.dynamics.lie._base import (
     LieGroup,
     _floats,
     hat3,
@@ -22,7 +22,7 @@ from ._base import (
     quat_to_matrix,
     random_quat,
 )
-from .so3 import so3_dexp, so3_dexp_inv
+from mbs_ros.dynamics.lie.so3 import so3_dexp, so3_dexp_inv
 
 
 def _blockdiag_i3(B: np.ndarray) -> np.ndarray:

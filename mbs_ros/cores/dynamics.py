@@ -1,0 +1,219 @@
+"""The dynamics node's ROS-free core: the simulator it builds from its settings (:func:`make_simulator`), the state
+it publishes (:class:`StateView`: the base pose and body twist of odom, the joint positions of joint_states), its
+energy bookkeeping (:func:`energy_report`, the energy topic's content) and its sensors (:func:`load_suite`,
+:func:`beam_range`). The node (:mod:`mbs_ros.nodes.dynamics_node`) and a headless run (:mod:`mbs_ros.headless`)
+both call these, so the two integrate and report the same numbers. docs/dynamics_node.md.
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Optional, Tuple
+
+import numpy as np
+
+from mbs_ros.dynamics import Model
+from mbs_ros.dynamics.model import source as ms
+from mbs_ros.dynamics.simulation.actuators import CommandLimits
+from mbs_ros.dynamics.model.source import ParameterError
+from mbs_ros.dynamics.model.passive import energy_storages
+from mbs_ros.dynamics.simulation.simulator import Simulator
+from mbs_ros.cores.dynamics_settings import Settings, lockstep_steps
+from mbs_ros.cores.rotations import quaternion_from_matrix
+
+__all__ = ["make_simulator", "make_world", "world_path", "StateView", "energy_report", "balance_residual", "load_suite", "beam_range"]
+
+
+def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: CommandLimits, t0_ns: int,
+                   source: Optional[ms.Source] = None) -> Simulator:
+    """The simulator of the settings: ``dt`` the physics step [s], ``t0_ns`` the time of step 0, the integrator,
+    command timeout, lockstep period and command limits of ``s``; its contact world from the ``world`` parameter
+    (:func:`make_world`) and joint limits from ``joint_limits``."""
+    world, objects = make_world(s, source, model, q0) if source is not None else (None, [])
+    return Simulator(model, q0, v0, dt, integrator=s.integrator, cmd_timeout=s.cmd_timeout,
+                     lockstep_steps=lockstep_steps(s) if s.lockstep else 0, t0_ns=t0_ns,
+                     max_wrench=(limits.max_force, limits.max_torque), max_effort=limits.max_effort,
+                     world=world, joint_limits=s.joint_limits, objects=objects)
+
+
+def world_path(setting: str, source: ms.Source) -> Optional[str]:
+    """The file the ``world`` parameter names (:func:`~mbs_ros.dynamics.model.source.companion_path`), the robot
+    YAML's own only when it has a ``world:`` mapping. ParameterError naming it."""
+    path = ms.companion_path("world", setting, source)
+    if path is None or (setting or "").strip():
+        return path
+    from mbs_ros.yamlfile import YamlFileError, read_yaml
+
+    try:
+        data = read_yaml(path)
+    except YamlFileError:
+        return None  # the model loaded from it: not reached
+    return path if isinstance(data, dict) and "world" in data else None
+
+
+def make_world(s: Settings, source: ms.Source, model: Model, q0):
+    """``(ContactWorld or None, object initial states)`` of the ``world`` parameter
+    (:mod:`mbs_ros.dynamics.contact.world_file`); None without a world (the Simulator then makes the joint
+    limits' own world when ``joint_limits``). ParameterError naming the file and the key, the link and the file
+    of an unreadable collision mesh, or the pairs that start interpenetrating."""
+    path = world_path(s.world, source)
+    if path is None:
+        return None, []
+    from mbs_ros.dynamics.contact.world_file import build_world, load_world
+    from mbs_ros.dynamics.model.urdf import ModelError
+    from mbs_ros.yamlfile import YamlFileError
+
+    try:
+        spec = load_world(path, fluid_density=source.fluid_density)
+        base_dir = os.path.dirname(os.path.abspath(source.path)) if source.path else None
+        return build_world(spec, model, source.urdf, q0, model.gravity, limits=s.joint_limits, base_dir=base_dir)
+    except (YamlFileError, ModelError, ValueError) as e:
+        raise ParameterError(f"world: {e}") from None
+
+
+class StateView:
+    """The state as the node publishes it: :meth:`base_pose` (odom's pose: the base's, or for a URDF rooted at a
+    link above the base (``world``) that link's pose), :meth:`twist` (odom's body twist, linear first) and
+    :meth:`joint_positions` (one per joint: revolute/prismatic entries of q as they are, continuous ones as
+    ``atan2(sin, cos)``)."""
+
+    def __init__(self, model: Model, source: Optional[ms.Source]):
+        nq_joints = sum(2 if t == "continuous" else 1 for t in model.joint_types)
+        lin_j, lin_q, cont_j, cont_q, i = [], [], [], [], model.nq - nq_joints
+        for j, t in enumerate(model.joint_types):
+            if t == "continuous":
+                cont_j.append(j)
+                cont_q.append(i)
+                i += 2
+            else:
+                lin_j.append(j)
+                lin_q.append(i)
+                i += 1
+        self.nj = len(model.joint_types)
+        self.jpos = (np.array(lin_j, dtype=int), np.array(lin_q, dtype=int), np.array(cont_j, dtype=int),
+                     np.array(cont_q, dtype=int))
+        self.base_link_index = None
+        self.base_is_root = True
+        if source is not None and source.multibody:
+            index = {name: k for k, name in enumerate(model.link_names)}
+            base_link = ms.base_link(source)
+            self.base_link_index = index[base_link]
+            self.base_is_root = base_link == source.root_link
+
+    def base_pose(self, model: Model, q: np.ndarray, poses: Optional[np.ndarray] = None) -> Tuple[list, list]:
+        """``(p, quat xyzw)`` as lists of floats of ``model`` (the current one: a reconfiguration replaces it, with
+        the same kinematics); ``poses``: the link poses of ``q`` when already computed."""
+        if not self.base_is_root:
+            T = (model.link_poses(q) if poses is None else poses)[self.base_link_index]
+            return T[:3, 3].tolist(), quaternion_from_matrix(T[:3, :3]).tolist()
+        p, quat = model.pose(q)
+        return p.tolist(), quat.tolist()
+
+    @staticmethod
+    def twist(model: Model, q: np.ndarray, v: np.ndarray) -> list:
+        return model.twist(q, v).tolist()
+
+    def joint_positions(self, q: np.ndarray) -> np.ndarray:
+        lin_j, lin_q, cont_j, cont_q = self.jpos
+        out = np.empty(self.nj)
+        out[lin_j] = q[lin_q]
+        out[cont_j] = np.arctan2(q[cont_q + 1], q[cont_q])
+        return out
+
+    @staticmethod
+    def joint_state_names(model: Model) -> list:
+        """joint_states' names: the moving joints, the mimic joints (:attr:`Model.mimic_joints`), the locked ones
+        (:attr:`Model.locked_joints`), so a JointState consumer sees every joint the URDF moves."""
+        return list(model.joint_names) + list(model.mimic_joints) + list(dict(model.locked_joints))
+
+    def joint_state(self, sim: Simulator) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(position, velocity, effort)`` of :meth:`joint_state_names` at the simulator's state: mimic joints
+        derived (``m q + o``, ``m v``, the effort each carries under the applied commands), locked ones at their
+        fixed position with zero velocity and effort."""
+        model = sim.model
+        position, velocity = self.joint_positions(sim.q), sim.v[model.nv - self.nj:]
+        effort = np.ascontiguousarray(sim.applied_efforts, dtype=float)
+        if model.mimic_joints:
+            q, v = sim.q, sim.v
+            a = model.forward_dynamics(q, v, sim.generalized_force())
+            mq, mv, me = model.mimic_joint_states(q, v, a)
+            position, velocity, effort = (np.concatenate((position, mq)), np.concatenate((velocity, mv)),
+                                          np.concatenate((effort, me)))
+        locked = dict(model.locked_joints)
+        if locked:
+            zeros = np.zeros(len(locked))
+            position = np.concatenate((position, np.array(list(locked.values()), dtype=float)))
+            velocity, effort = np.concatenate((velocity, zeros)), np.concatenate((effort, zeros))
+        return position, np.ascontiguousarray(velocity), effort
+
+
+def energy_report(sim: Simulator, temperature: float) -> dict:
+    """The port-level bookkeeping of the simulator's current state (:meth:`Model.energy_ports`) with its
+    integrals: total, supplied and dissipated energy, entropy produced and the balance residual
+    ``E - E_0 - supplied + dissipated`` (0 up to the integrator's error)."""
+    model = sim.model
+    q, v = sim.q, sim.v
+    wrench = sim.applied_wrench_body() if model.group is not None else None
+    report = model.energy_ports(q, v, efforts=sim.applied_efforts if sim.nj else None, wrench=wrench,
+                                thrust=sim.thrust if sim.nt else None, temperature=temperature)
+    theta = report["temperature"]
+    if sim.world is not None:  # contact, friction and limit stops: a dissipative port (seed 000), never supplying
+        dissipated = -sim.contact_power
+        report["dissipators"]["contact"] = dissipated
+        report["entropy_production"] += dissipated / theta
+        if sim.objects:
+            report["storages"]["objects"] = sim.objects_energy()
+    total = sum(report["storages"].values())
+    supplied, residual = _balance(sim, total)
+    dissipated_energy = sim.dissipated - sim.contact_work
+    report.update(total_energy=total, supplied_energy=supplied, dissipated_energy=dissipated_energy,
+                  entropy_produced=dissipated_energy / theta, balance_residual=residual)
+    return report
+
+
+def balance_residual(sim: Simulator) -> float:
+    """:func:`energy_report`'s ``balance_residual`` alone, from the stored energies
+    (:func:`mbs_ros.dynamics.model.passive.energy_storages`, the same numbers the report sums) without the ports'
+    powers: what a headless run records each period."""
+    return _balance(sim, sum(energy_storages(sim.model, sim.q, sim.v).values()) + sim.objects_energy())[1]
+
+
+def _balance(sim: Simulator, total: float) -> Tuple[float, float]:
+    """``(supplied, E − E₀ − supplied + dissipated)`` of the total energy ``total`` at the simulator's state; the
+    contact's work (≤ 0) is dissipated too."""
+    supplied = sim.work + sim.passive_work + sim.dissipated
+    return supplied, total - sim.energy_ref - supplied + sim.dissipated - sim.contact_work
+
+
+def load_suite(setting: str, source: ms.Source, model, dt: float, current=(0.0, 0.0, 0.0), seed_offset: int = 0):
+    """The :class:`~mbs_ros.sensors.suite.SensorSuite` of the ``sensors`` parameter, or None (no sensors);
+    ``seed_offset``: the ``sensor_seed`` parameter (see :func:`mbs_ros.sensors.spec.load_sensors`).
+    A :class:`~mbs_ros.sensors.spec.SensorConfigError` (its message names file, sensor and key) becomes a
+    ParameterError, so the node refuses to start with it."""
+    path = ms.sensors_path(setting, source)
+    if path is None:
+        return None
+    from mbs_ros.sensors.spec import SensorConfigError, load_sensors
+    from mbs_ros.sensors.suite import SensorSuite
+
+    try:
+        sensor_set = load_sensors(path, model, dt, current=tuple(float(x) for x in current),
+                                  seed_offset=seed_offset)
+    except SensorConfigError as e:
+        raise ParameterError(f"sensors: {e}") from None
+    if not sensor_set.sensors:
+        if (setting or "").strip():  # a file given on purpose that declares nothing: say so
+            raise ParameterError(f"sensors: {path}: declares no sensors (sensors: none turns them off)")
+        return None
+    return SensorSuite(model, sensor_set, dt)
+
+
+def beam_range(value: float, min_range: float, max_range: float) -> float:
+    """A beam's range as sensor_msgs/Range wants it (REP 117): the range within [min, max]; no return (nan) or
+    beyond max_range: +inf; closer than min_range: -inf."""
+    value = float(value)
+    if not math.isfinite(value) or value > max_range:
+        return math.inf
+    if value < min_range:
+        return -math.inf
+    return value
