@@ -817,13 +817,18 @@ def test_signal_stops_every_child_cleanly(run, tmp_path, sig):
 
 
 def test_node_failing_to_start_fails_the_run(run, tmp_path):
-    path = tmp_path / "bad_integrator.yaml"
-    path.write_text(UVMS.replace("    reference:", "    dynamics: {integrator: leapfrog}\n    reference:"))
+    """A node that refuses its start fails the run (exit 1, the node's last log lines shown). The scenario checks
+    every parameter value against the table at load, so the failure is one only the node sees: a world file whose
+    content is wrong (the scenario names the file, the dynamics node reads it)."""
+    world = tmp_path / "bad_world.yaml"
+    world.write_text("world:\n  ground: {height: -10.0, normal: [0, 0, 1], mu: -0.8}\n")
+    path = tmp_path / "bad_world_scenario.yaml"
+    path.write_text(UVMS.replace("    reference:", f"    dynamics: {{world: {world}}}\n    reference:"))
     r = run(path, "--duration", 30, "--log-dir", tmp_path / "logs")
     rc = r.wait()
     assert rc == 1, r.text
     assert re.search(r"uvms/dynamics_node exited with code [1-9]", r.text), r.text
-    assert "integrator must be one of" in r.text  # the end of the node's log
+    assert "world.ground.mu: must be >= 0" in r.text  # the end of the node's log
     assert_gone(r.child_pids())
 
 
