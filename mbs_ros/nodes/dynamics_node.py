@@ -166,7 +166,7 @@ class DynamicsNode(Node):
             self, sim, self.pacer, self.publishing, lockstep=self.lockstep, settings=settings,
             pause_k=lambda: self._pause_k, counts=counts, warn=guard.warn, guard_service=guard.service,
             advance=self.advance, take_period=self.take_period, try_period=self.watch.try_period,
-            anchor=self._anchor, publish_diagnostics=self.publish_diagnostics, before_reset=self.sensors.reset,
+            anchor=self._anchor, publish_diagnostics=self.publish_diagnostics, before_reset=self._before_reset,
             before_pause=self.watch.stop_waiting, note_graph=self.watch.note_graph)
         self.reconfiguration = Reconfiguration(
             self.get_logger(), sim, source=source, multibody=self.multibody, dt_ns=self.dt_ns,
@@ -422,6 +422,9 @@ class DynamicsNode(Node):
             markers=bool(self._markers_every) and k1 // self._markers_every > k0 // self._markers_every)
         self.publishing.publish_applied()
         self.sim_services.pause_at_reached()
+
+    def _before_reset(self) -> None:  # ~/reset, before the simulator resets: the sensors drop the queued readings
+        self.sensors.reset()
 
     def publish_diagnostics(self) -> None:
         """/diagnostics: the node's status (a ~/step in progress: paused), then one per sensor."""

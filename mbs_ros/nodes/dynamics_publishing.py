@@ -58,9 +58,8 @@ class StatePublishing:
         self.world_frame, self.base_frame, self._prefix = world_frame, base_frame, prefix
         self._visual_urdf, self._counts = visual_urdf, counts
         self.nj, self.nt = len(sim.model.joint_names), len(sim.model.thruster_names)
-        self.last_published_k = None  # the step whose state is out (with everything)
+        self.last_published_k = self._last_clock_stamp = None  # the step whose state is out (everything), /clock's
         self.last_state_wall = self.last_diag_wall = self._last_clock_wall = 0.0
-        self._last_clock_stamp = None
         self._reported = {}  # counts (and saturations) at the last diagnostics: what is new since
 
     @property
