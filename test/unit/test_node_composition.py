@@ -67,3 +67,32 @@ def test_the_rule_lets_composition_and_super_init_pass(tmp_path):
     (tmp_path / "x_node.py").write_text(
         "class XNode(Node):\n    def __init__(self):\n        super().__init__('x')\n        self.part = Part(self)\n")
     assert problems(tmp_path) == []
+
+
+def test_the_callback_guard_counts_and_answers_instead_of_raising():
+    """CallbackGuard (the dynamics node's part that keeps callbacks from stopping it): a failing message callback
+    is counted and logged as an error, a failing service answers with the reason, a rejection is counted."""
+    import types
+
+    from mbs_ros.nodes.runtime import CallbackGuard
+
+    logged = []
+    logs = types.SimpleNamespace(warning=lambda key, text: logged.append(("warning", key, text)),
+                                 error=lambda key, text: logged.append(("error", key, text)))
+    node = types.SimpleNamespace(context=types.SimpleNamespace(ok=lambda: True))
+    counts = {"callback_errors": 0, "rejected_cmd_wrench": 0}
+    guard = CallbackGuard(node, counts, logs)
+
+    def fails(*_args):
+        raise ValueError("boom")
+
+    assert guard.callback(fails, "cmd_wrench")(object()) is None
+    assert guard.callback(fails, "timer")() is None  # a timer callback takes no argument
+    response = guard.service(fails, "reset")(object(), types.SimpleNamespace(success=True, message=""))
+    guard.reject("cmd_wrench", "frame", "unknown frame 'x'")
+    assert counts == {"callback_errors": 3, "rejected_cmd_wrench": 1}
+    assert (response.success, response.message) == (False, "reset failed: ValueError: boom")
+    assert logged == [("error", "error_cmd_wrench", "cmd_wrench callback failed: ValueError: boom"),
+                      ("error", "error_timer", "timer callback failed: ValueError: boom"),
+                      ("error", "error_reset", "reset failed: ValueError: boom"),
+                      ("warning", "cmd_wrench:frame", "cmd_wrench rejected: unknown frame 'x'")]
