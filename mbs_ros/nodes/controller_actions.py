@@ -248,16 +248,18 @@ def _duration(ns: int) -> Duration:
 
 
 class TrajectoryActions:
-    """Needs, from the node: ``model``, ``settings``, ``joint_names``, ``nj``, ``nv_base``, ``timebase``,
-    ``_lock``, ``_count``, ``_warn``; from the input part ``state``, ``joint_ref``, ``_enqueue``,
-    ``_build_reference`` and ``_joint_positions``."""
+    """``~/follow_joint_trajectory`` of ``node`` for a robot with joints (joint_trajectory_controller's
+    ``<controller name>/follow_joint_trajectory``) on ``model`` with ``settings``; ``inputs`` (the
+    :class:`~mbs_ros.nodes.controller_inputs.Inputs`) has the state and the joint reference, and decodes the
+    goal's trajectory on its worker; ``lock`` guards the reference, ``count`` and ``warn`` are the node's. Its goal
+    is checked against each state (:meth:`monitor_goal`)."""
 
-    def _create_action_server(self) -> None:
-        """``~/follow_joint_trajectory`` for a robot with joints (joint_trajectory_controller's
-        ``<controller name>/follow_joint_trajectory``); its goal is checked against each state
-        (:meth:`_monitor_goal`)."""
+    def __init__(self, node, model, settings, inputs, *, lock, count, warn):
+        self.node, self.model, self.settings, self.inputs = node, model, settings, inputs
+        self.joint_names, self.nj, self.nv_base = inputs.joint_names, inputs.nj, inputs.nv_base
+        self._lock, self._count, self._warn = lock, count, warn
         s = self.settings
-        self._goal: Optional[ActiveGoal] = None  # the executing goal
+        self.goal: Optional[ActiveGoal] = None  # the executing goal
         self._pending_goal = None  # (goal message, ActiveGoal) between the goal and the accepted callback
         self._executing: Dict[bytes, ActiveGoal] = {}  # goal id -> goal, until its execute callback takes it
         self._wrap = np.array([t == "continuous" for t in self.model.joint_types], dtype=bool)
@@ -271,15 +273,15 @@ class TrajectoryActions:
                 self._intake, server = intake, lambda *a, **k: BoundedActionServer(*a, intake=intake, **k)
             else:
                 server = ActionServer
-                self.get_logger().warning("follow_joint_trajectory: this rclpy's goal request layout is not the "
+                node.get_logger().warning("follow_joint_trajectory: this rclpy's goal request layout is not the "
                                           "one expected: goals are sized up only after rclpy decoded them")
             self.action_server = server(
-                self, FollowJointTrajectory, "~/follow_joint_trajectory", execute_callback=self._execute_goal,
+                node, FollowJointTrajectory, "~/follow_joint_trajectory", execute_callback=self._execute_goal,
                 goal_callback=self._on_goal, handle_accepted_callback=self._on_goal_accepted,
                 cancel_callback=self._on_cancel)
 
-    def _destroy_action_server(self) -> None:
-        if getattr(self, "action_server", None) is not None:
+    def destroy(self) -> None:
+        if self.action_server is not None:
             self.action_server.destroy()
             self.action_server = None
 
@@ -292,12 +294,12 @@ class TrajectoryActions:
         if refused is not None:
             self._count("received_follow_joint_trajectory")
             answer = Rejected(refused)
-        elif self.state is None:
+        elif self.inputs.state is None:
             self._count("received_follow_joint_trajectory")
             answer = Rejected("no state received yet")
         else:
             future = Future()
-            self._enqueue("follow_joint_trajectory", (goal, future))
+            self.inputs.enqueue("follow_joint_trajectory", (goal, future))
             answer = await future
         if isinstance(answer, ActiveGoal):
             self._pending_goal = (goal, answer)  # _on_goal_accepted follows at once, in this same task
@@ -306,19 +308,19 @@ class TrajectoryActions:
         if not isinstance(answer, Rejected):
             self._count("control_errors")
             answer = f"{type(answer).__name__}: {answer}"
-        self.get_logger().warning(f"follow_joint_trajectory: goal rejected: {answer}")
+        self.node.get_logger().warning(f"follow_joint_trajectory: goal rejected: {answer}")
         return GoalResponse.REJECT
 
-    def _prepare_goal(self, goal) -> ActiveGoal:
+    def prepare_goal(self, goal) -> ActiveGoal:
         """Worker thread: a goal checked as joint_trajectory_controller does (:mod:`mbs_ros.controllers.goals`),
         its trajectory as joint_reference's, and its tolerances; Rejected with the reason."""
         traj = goal.trajectory
         with self._lock:
-            state, offset, current = self.state, self.timebase.offset, self.joint_ref
+            state, offset, current = self.inputs.state, self.inputs.timebase.offset, self.inputs.joint_ref
         multi_dof = bool(goal.multi_dof_trajectory.joint_names or goal.multi_dof_trajectory.points)
         goals.check_goal(traj.joint_names, self.joint_names, self.settings.allow_partial_joints_goal,
                          len(traj.points), traj.points[-1].velocities if traj.points else (), multi_dof)
-        start_ns, start, ref = self._build_reference("joint_reference", traj, state, offset, current)
+        start_ns, start, ref = self.inputs.build_reference("joint_reference", traj, state, offset, current)
         goals.check_goal_end(bool(stamp_ns(traj.header.stamp, "header.stamp")), start_ns, ref.end_time, state[0])
         tolerances, problem = tolerances_.from_goal(
             self._default_tolerances, self.joint_names,
@@ -326,7 +328,7 @@ class TrajectoryActions:
             [(t.name, t.position, t.velocity, t.acceleration) for t in goal.goal_tolerance],
             goal.goal_time_tolerance.sec + goal.goal_time_tolerance.nanosec * 1e-9)
         if problem:
-            self.get_logger().warning(f"follow_joint_trajectory: {problem}: the goal runs with the default "
+            self.node.get_logger().warning(f"follow_joint_trajectory: {problem}: the goal runs with the default "
                                       "tolerances (as in joint_trajectory_controller)")
         monitor = goals.GoalMonitor(tolerances, ref.end_time, point_times(traj.points), self._wrap, self.joint_names)
         return ActiveGoal(b"", None, start, ref, monitor, Future())
@@ -345,12 +347,12 @@ class TrajectoryActions:
         g.goal_id, g.handle = bytes(goal_handle.goal_id.uuid), goal_handle
         self._executing[g.goal_id] = g
         with self._lock:
-            old, self._goal = self._goal, g
-            self.joint_ref = (g.start, g.ref)
+            old, self.goal = self.goal, g
+            self.inputs.joint_ref = (g.start, g.ref)
         if old is not None:
             self._finish(old, "abort", _FJT.INVALID_GOAL, goals.PREEMPTED)
-        self.get_logger().info(f"follow_joint_trajectory: goal accepted: {len(g.monitor.times)} points over "
-                               f"{g.ref.end_time:g} s from t = {(g.start + self.timebase.offset) * 1e-9:.6f} s")
+        self.node.get_logger().info(f"follow_joint_trajectory: goal accepted: {len(g.monitor.times)} points over "
+                               f"{g.ref.end_time:g} s from t = {(g.start + self.inputs.timebase.offset) * 1e-9:.6f} s")
 
     async def _execute_goal(self, goal_handle):
         """The goal's execute callback: waits for its outcome (set from the state callbacks, a cancel or a
@@ -373,7 +375,7 @@ class TrajectoryActions:
 
     def _on_cancel(self, goal_handle) -> CancelResponse:
         """As joint_trajectory_controller: the running goal is canceled and the joints hold their positions."""
-        g = self._goal
+        g = self.goal
         if g is not None and g.goal_id == bytes(goal_handle.goal_id.uuid):
             t = self._hold()
             self._finish(g, "canceled", _FJT.SUCCESSFUL, f"canceled at t = {t * 1e-9:.6f} s: holding position")
@@ -381,36 +383,37 @@ class TrajectoryActions:
 
     def _hold(self) -> int:
         """Hold the joints where the newest state has them, at rest; that state's stamp."""
-        t, q, _v = self.state
+        inputs = self.inputs
+        t, q, _v = inputs.state
         with self._lock:
-            self.joint_ref = (t - self.timebase.offset, Reference(self.nj, [0.0], [self._joint_positions(q)]))
+            inputs.joint_ref = (t - inputs.timebase.offset, Reference(self.nj, [0.0], [inputs.joint_positions(q)]))
         return t
 
     def _finish(self, g: ActiveGoal, outcome: str, code: int, text: str) -> None:
-        if self._goal is g:
-            self._goal = None
+        if self.goal is g:
+            self.goal = None
         if g.future.done():
             return
         g.future.set_result((outcome, _FJT(error_code=code, error_string=text)))
         self._count({"succeed": "goals_succeeded", "canceled": "goals_canceled"}.get(outcome, "goals_aborted"))
         if outcome == "succeed":  # one call site per severity (rclpy's logger insists)
-            self.get_logger().info(f"follow_joint_trajectory: goal succeeded: {text}")
+            self.node.get_logger().info(f"follow_joint_trajectory: goal succeeded: {text}")
         else:
-            self.get_logger().warning(f"follow_joint_trajectory: goal {outcome}: {text}")
+            self.node.get_logger().warning(f"follow_joint_trajectory: goal {outcome}: {text}")
 
-    def _monitor_goal(self, t: int, q: np.ndarray, v: np.ndarray) -> None:
+    def monitor_goal(self, t: int, q: np.ndarray, v: np.ndarray) -> None:
         """A new state at ``t``: check the running goal (:class:`mbs_ros.controllers.goals.GoalMonitor`), publish
         its feedback when due and end it when it succeeded or failed."""
-        g = self._goal
-        if self.joint_ref is None or self.joint_ref[1] is not g.ref:
+        g = self.goal
+        if self.inputs.joint_ref is None or self.inputs.joint_ref[1] is not g.ref:
             return self._finish(g, "abort", _FJT.INVALID_GOAL, "the trajectory was replaced by a joint_reference "
                                                                "message")
-        t_rel = (t - self.timebase.offset - g.start) * 1e-9
+        t_rel = (t - self.inputs.timebase.offset - g.start) * 1e-9
         q_d, v_d, a_d = g.ref(t_rel)
-        actual, velocity = self._joint_positions(q), v[self.nv_base:]
+        actual, velocity = self.inputs.joint_positions(q), v[self.nv_base:]
         sample = g.monitor(t, t_rel, q_d, v_d, actual, velocity, time.monotonic())
         if sample.feedback:
-            since = _duration(t - self.timebase.offset - g.start)
+            since = _duration(t - self.inputs.timebase.offset - g.start)
             fb = FollowJointTrajectory.Feedback(joint_names=list(self.joint_names), index=sample.index)
             fb.header.stamp = cv.time_from_ns(t)
             fb.desired = JointTrajectoryPoint(positions=floats(q_d), velocities=floats(v_d),

@@ -46,18 +46,29 @@ def point_times(points) -> np.ndarray:
 
 
 class Inputs:
-    """Needs, from the node: ``model``, ``settings``, ``joint_names``, ``nj``, ``nq_base``, ``nv_base``,
-    ``floating``, ``joint_input``, ``base_input``, ``pairing``, ``timebase``, ``_lock`` (the worker's reads of
-    (state, offset, reference) and its installs), ``_stop``, ``_worker``, ``_last_tau_stamp``/``_last_tau`` (the
-    last command), ``_guard``, ``_count``, ``_reject``, ``_warn``, ``_command``, ``_publish``, ``_publish_zero``;
-    from the action part ``_goal``, ``_monitor_goal`` and ``_prepare_goal``."""
+    """The state and reference inputs of ``node`` for ``model`` with ``settings``: the subscriptions (odom and
+    base_reference for a floating base, joint_states and joint_reference for joints; with ``state_source:
+    estimate`` the state topics are estimate/odom and estimate/joint_states) and the reference worker's queue.
+    ``joint_input``/``base_input`` check references, ``pairing`` and ``timebase`` pair and time the states;
+    ``lock`` guards the worker's reads of (state, offset, reference) and its installs, ``stop`` ends the worker.
+    The node's ``count``, ``reject``, ``warn`` and ``guard``; ``publish_zero(stamp)`` a zero command;
+    ``resend(t)`` sends the command for the state at ``t`` again (lockstep; False: there is none);
+    ``forget_command()`` after a time-base change; ``on_state(t, q, v)`` a state accepted; ``prepare_goal(goal)``
+    (worker thread) a FollowJointTrajectory goal checked, or the exception why not."""
 
-    def _create_inputs(self) -> None:
-        """The state and reference subscriptions of the model (odom and base_reference for a floating base,
-        joint_states and joint_reference for joints; with ``state_source: estimate`` the state topics are
-        estimate/odom and estimate/joint_states) and the worker's queue."""
+    def __init__(self, node, model, settings, *, joint_input, base_input, pairing, timebase, lock, stop, count,
+                 reject, warn, guard, publish_zero, resend, forget_command, on_state, prepare_goal):
+        self.node, self.model, self.settings = node, model, settings
+        self.joint_names = tuple(model.joint_names)
+        self.nj, self.floating = len(self.joint_names), model.group is not None
+        self.nq_base, self.nv_base = ms.base_sizes(model)
+        self.joint_input, self.base_input, self.pairing, self.timebase = joint_input, base_input, pairing, timebase
+        self._lock, self._stop, self._worker = lock, stop, None
+        self._count, self._reject, self._warn, self._guard = count, reject, warn, guard
+        self._publish_zero, self._resend, self._forget_command = publish_zero, resend, forget_command
+        self._on_state, self._prepare_goal = on_state, prepare_goal
         self.state: Optional[Tuple[int, np.ndarray, np.ndarray]] = None  # (stamp ns, q, v)
-        self._state_arrival_ns = 0  # node clock (wall, or /clock with use_sim_time) when the state arrived
+        self.state_arrival_ns = 0  # node clock (wall, or /clock with use_sim_time) when the state arrived
         # References: (start in reference time, Reference); reference time = stamp - timebase.offset
         self.base_ref: Optional[Tuple[int, Reference]] = None
         self.joint_ref: Optional[Tuple[int, Reference]] = None
@@ -73,24 +84,24 @@ class Inputs:
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         odom_topic, joints_topic = STATE_TOPICS[self.settings.state_source]
         if self.floating:
-            self.create_subscription(Odometry, odom_topic, self._guard(self._on_odom, "odom"), state_qos)
-            self.create_subscription(MultiDOFJointTrajectory, "base_reference",
-                                     self._guard(lambda raw: self._enqueue("base_reference", raw), "base_reference"),
+            node.create_subscription(Odometry, odom_topic, self._guard(self._on_odom, "odom"), state_qos)
+            node.create_subscription(MultiDOFJointTrajectory, "base_reference",
+                                     self._guard(lambda raw: self.enqueue("base_reference", raw), "base_reference"),
                                      ref_qos, raw=True)
         if self.nj:
-            self.create_subscription(JointState, joints_topic, self._guard(self._on_joint_states, "joint_states"),
+            node.create_subscription(JointState, joints_topic, self._guard(self._on_joint_states, "joint_states"),
                                      state_qos)
-            self.create_subscription(JointTrajectory, "joint_reference",
-                                     self._guard(lambda raw: self._enqueue("joint_reference", raw), "joint_reference"),
+            node.create_subscription(JointTrajectory, "joint_reference",
+                                     self._guard(lambda raw: self.enqueue("joint_reference", raw), "joint_reference"),
                                      ref_qos, raw=True)
 
-    def _start_reference_worker(self) -> None:
+    def start_worker(self) -> None:
         # the reference worker shares the interpreter with the control loop: switch threads often
         sys.setswitchinterval(min(sys.getswitchinterval(), 0.001))
         self._worker = threading.Thread(target=self._reference_worker, name="reference_worker", daemon=True)
         self._worker.start()
 
-    def _stop_reference_worker(self) -> None:
+    def stop_worker(self) -> None:
         self._stop.set()
         if self._worker is not None:
             with self._queue_cv:
@@ -130,12 +141,10 @@ class Inputs:
             return self._accept(t, step.jump)
         self.pairing.drop(t)
         if step.kind == tb.REPEAT:
-            if self.settings.lockstep and self._last_tau_stamp == t:
-                # lockstep: the dynamics node sent this state again (our command may have been lost)
-                self._publish(t, self._last_tau, self.state[1])
-            elif self.state is not None and self.state[0] == t:
+            # lockstep: the dynamics node sent this state again (our command may have been lost): resent
+            if not self._resend(t) and self.state is not None and self.state[0] == t:
                 # a dynamics node standing paused sends its state again: it is as fresh as when it came
-                self._state_arrival_ns = max(self._state_arrival_ns, self.get_clock().now().nanoseconds)
+                self.state_arrival_ns = max(self.state_arrival_ns, self.node.get_clock().now().nanoseconds)
             return
         last = self.timebase.last
         side = "before" if t < last else "after"
@@ -159,29 +168,26 @@ class Inputs:
             if holds is not None:  # hold the start-up state until a reference arrives
                 self.base_ref, self.joint_ref = holds
         if jump is not None:
-            self._last_tau_stamp = self._last_tau = None
+            self._forget_command()
             self._count("time_base_changes")
-            self.get_logger().warning(
+            self.node.get_logger().warning(
                 f"time base changed: the states jumped from t = {last * 1e-9:.9f} s to t = {t * 1e-9:.9f} s "
                 f"({JUMP_CONFIRMATIONS} consecutive states on the new time line): references re-anchored, each "
                 "continues from the point it had reached")
         self.state = (t, q, v)
-        clock = self.get_clock()
-        self._state_arrival_ns = clock.now().nanoseconds
+        clock = self.node.get_clock()
+        self.state_arrival_ns = clock.now().nanoseconds
         if getattr(clock, "ros_time_is_active", False):
             # /clock time: a state may arrive before the /clock message of its own stamp
-            self._state_arrival_ns = max(self._state_arrival_ns, t)
+            self.state_arrival_ns = max(self.state_arrival_ns, t)
         self.pairing.discard(None if jump is not None else t)
         if first:
-            self.get_logger().info(f"first state at t = {t * 1e-9:.6f} s: holding it until a reference arrives")
+            self.node.get_logger().info(f"first state at t = {t * 1e-9:.6f} s: holding it until a reference arrives")
             with self._queue_cv:
                 self._queue_cv.notify_all()  # references that arrived before it
-        if self._goal is not None:
-            self._monitor_goal(t, q, v)
-        if self.settings.lockstep:
-            self._command()
+        self._on_state(t, q, v)
 
-    def _joint_positions(self, q) -> np.ndarray:
+    def joint_positions(self, q) -> np.ndarray:
         return ms.joint_positions_from_q(self.model, q[self.nq_base:])
 
     # ----------------------------------------------------------------------------- references
@@ -191,7 +197,7 @@ class Inputs:
         """The reference at reference time ``t_ref`` (ns)."""
         return evaluate(ref, t_ref)
 
-    def _enqueue(self, topic: str, raw) -> None:
+    def enqueue(self, topic: str, raw) -> None:
         """Executor thread: hand a serialized reference (or a FollowJointTrajectory goal and the future its answer
         goes to) to the worker (newest per topic before the first state; at most REFERENCE_QUEUE waiting, the
         oldest dropped beyond)."""
@@ -231,7 +237,7 @@ class Inputs:
             except Rejected as e:
                 self._reject(topic, str(e))
             except Exception as e:  # noqa: BLE001 - the worker must keep running
-                if not self.context.ok():
+                if not self.node.context.ok():
                     return
                 self._count("control_errors")
                 self._count(f"rejected_{topic}")
@@ -247,17 +253,17 @@ class Inputs:
         with self._lock:
             state, offset = self.state, self.timebase.offset
             current = self.joint_ref if topic == "joint_reference" else self.base_ref
-        start_ns, start, ref = self._build_reference(topic, msg, state, offset, current)
+        start_ns, start, ref = self.build_reference(topic, msg, state, offset, current)
         with self._lock:
             if topic == "joint_reference":
                 self.joint_ref = (start, ref)
             else:
                 self.base_ref = (start, ref)
         self._count(f"installed_{topic}")
-        self.get_logger().info(f"{topic}: {len(msg.points)} points over {ref.end_time:g} s from "
+        self.node.get_logger().info(f"{topic}: {len(msg.points)} points over {ref.end_time:g} s from "
                                f"t = {start_ns * 1e-9:.6f} s")
 
-    def _build_reference(self, topic: str, msg, state, offset: int, current):
+    def build_reference(self, topic: str, msg, state, offset: int, current):
         """``(start_ns, start in reference time, Reference)`` of a decoded joint_reference (JointTrajectory, also a
         FollowJointTrajectory goal's trajectory) or base_reference message; Rejected with the reason."""
         points = msg.points

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import sys
 import threading
-from typing import Optional
 
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
@@ -56,18 +55,20 @@ __all__ = ["ControllerNode", "ControllerSettings", "ParameterError", "settings_f
            "FEEDBACK_PERIOD_S"]
 
 
-class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
+class ControllerNode(Node):
     """Construct, then call :meth:`configure` (raises ParameterError).
 
     This class builds the model, the law and the limits from the parameters and computes the command for each
-    state (:meth:`_command`); its parts turn messages into plain data and back: the state and reference inputs
-    and the reference worker (:class:`~mbs_ros.nodes.controller_inputs.Inputs`), the FollowJointTrajectory
-    action (:class:`~mbs_ros.nodes.controller_actions.TrajectoryActions`) and the commands and diagnostics out
-    (:class:`~mbs_ros.nodes.controller_publishing.CommandPublishing`). See docs/controller_node.md."""
+    state (:meth:`_command`); its parts, built in :meth:`_create_interfaces` with explicit arguments and kept as
+    attributes, turn messages into plain data and back: ``inputs``, the state and reference inputs and the
+    reference worker (:class:`~mbs_ros.nodes.controller_inputs.Inputs`), ``actions``, the FollowJointTrajectory
+    action (:class:`~mbs_ros.nodes.controller_actions.TrajectoryActions`) and ``commands``, the commands and
+    diagnostics out (:class:`~mbs_ros.nodes.controller_publishing.CommandPublishing`). See
+    docs/controller_node.md."""
 
     def __init__(self, node_name: str = "controller_node", **kwargs):
         super().__init__(node_name, **kwargs)
-        self._worker: Optional[threading.Thread] = None
+        self.inputs = self.actions = self.commands = None  # built by configure
         self._stop = threading.Event()
 
     # ------------------------------------------------------------------------------- set-up
@@ -115,17 +116,28 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
         self._count_lock = threading.Lock()
         self._logs = RateLimitedLog(self.get_logger(), WARN_THROTTLE_S)  # per key, free while suppressed
         self._create_interfaces(s)
-        self._start_reference_worker()
+        self.inputs.start_worker()
         self._log_configuration(s, source)
 
     def _create_interfaces(self, s: ControllerSettings) -> None:
-        self._create_publishers()
-        self._create_inputs()
-        self._create_action_server()
+        """The parts: the command topics and diagnostics, the inputs and the reference worker, the action."""
+        count, warn, guard = self._count, self._warn, self._guard
+        self.commands = CommandPublishing(
+            self, self.model, self.output, self.allocation, joint_names=self.joint_names, base_frame=self.base_frame,
+            limits=(self.max_force, self.max_torque, self.max_effort), counts=self._counts,
+            count_lock=self._count_lock, count=count, warn=warn, guard=guard,
+            has_state=lambda: self.inputs.state is not None)
+        self.inputs = Inputs(
+            self, self.model, s, joint_input=self.joint_input, base_input=self.base_input, pairing=self.pairing,
+            timebase=self.timebase, lock=self._lock, stop=self._stop, count=count, reject=self._reject, warn=warn,
+            guard=guard, publish_zero=self.commands.publish_zero, resend=self._resend,
+            forget_command=self._forget_command, on_state=self._on_state,
+            prepare_goal=lambda goal: self.actions.prepare_goal(goal))
+        self.actions = TrajectoryActions(self, self.model, s, self.inputs, lock=self._lock, count=count, warn=warn)
         # lockstep: one command per complete state, from the state callbacks; otherwise a timer on the node clock
         self.timer = None if s.lockstep else self.create_timer(1.0 / s.control_rate,
                                                                self._guard(self._on_timer, "timer"))
-        self._start_diagnostics()
+        self.commands.start_diagnostics()
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
     def _log_configuration(self, s: ControllerSettings, source: ms.Source) -> None:
@@ -149,8 +161,10 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
 
     def destroy_node(self):
         self._stop.set()
-        self._destroy_action_server()
-        self._stop_reference_worker()
+        if self.actions is not None:
+            self.actions.destroy()
+        if self.inputs is not None:
+            self.inputs.stop_worker()
         return super().destroy_node()
 
     # ------------------------------------------------------------------------------ robustness
@@ -180,9 +194,10 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
                     return None
                 self._count("control_errors")
                 self._warn(f"error_{what}", f"{what} callback failed: {type(e).__name__}: {e}", error=True)
-                if what in ("timer", "odom", "joint_states") and self.state is not None and \
+                state = self.inputs.state if self.inputs is not None else None
+                if what in ("timer", "odom", "joint_states") and state is not None and \
                         (what == "timer" or self.settings.lockstep):
-                    self._publish_zero(self.state[0])
+                    self.commands.publish_zero(state[0])
             return None
 
         if what in ("timer", "diagnostics"):
@@ -203,10 +218,31 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
 
     # ------------------------------------------------------------------------------- control
 
+    def _on_state(self, t: int, q: np.ndarray, v: np.ndarray) -> None:
+        """A state accepted (:class:`~mbs_ros.nodes.controller_inputs.Inputs`): the running goal checked against
+        it; in lockstep, its command."""
+        if self.actions.goal is not None:
+            self.actions.monitor_goal(t, q, v)
+        if self.settings.lockstep:
+            self._command()
+
+    def _resend(self, t: int) -> bool:
+        """Lockstep: the command for the state at ``t`` again, if it was computed (the dynamics node sent that
+        state again: our command may have been lost)."""
+        if not (self.settings.lockstep and self._last_tau_stamp == t):
+            return False
+        self.commands.publish(t, self._last_tau, self.inputs.state[1])
+        return True
+
+    def _forget_command(self) -> None:
+        """The time base changed: the last command answers no state of the new one."""
+        self._last_tau_stamp = self._last_tau = None
+
     def _on_timer(self) -> None:
-        if self.state is None:
+        state = self.inputs.state
+        if state is None:
             return
-        if self._last_tau_stamp != self.state[0]:
+        if self._last_tau_stamp != state[0]:
             # A new state is answered however late the timer gets to it (a loaded machine, a first call that
             # compiles), and goes stale only state_timeout after the answer went out: a dynamics node waiting for
             # its first command (wait_for_command) is started by the answer, and not stopped by a zero right after.
@@ -214,20 +250,20 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
             self._command()
             self._answered_ns = self.get_clock().now().nanoseconds
             return
-        age = (self.get_clock().now().nanoseconds - max(self._state_arrival_ns, self._answered_ns)) * 1e-9
+        age = (self.get_clock().now().nanoseconds - max(self.inputs.state_arrival_ns, self._answered_ns)) * 1e-9
         if age > self.settings.state_timeout:
             self._warn("stale", f"state is {age:.3f} s old (state_timeout {self.settings.state_timeout:g} s): "
                                 "not commanding")
             if not self._stopped:
                 self._stopped = True
-                self._publish(self.state[0], np.zeros(self.model.nv), self.state[1])
+                self.commands.publish(state[0], np.zeros(self.model.nv), state[1])
             return
         self._stopped = False
         self._command()
 
     def _command(self) -> None:
         """Publish the command for the newest state (computed once per state; zero if it cannot be)."""
-        t, q, v = self.state
+        t, q, v = self.inputs.state
         if self._last_tau_stamp != t:
             try:
                 tau = law_command(self.law, self.model, self.settings.compensate_passive, q, v, *self._desired(t))
@@ -237,12 +273,13 @@ class ControllerNode(Inputs, TrajectoryActions, CommandPublishing, Node):
                            error=True)
                 tau = np.zeros(self.model.nv)
             self._last_tau_stamp, self._last_tau = t, tau
-        self._publish(t, self._last_tau, q)
+        self.commands.publish(t, self._last_tau, q)
 
     def _desired(self, t_ns: int):
         """``(q_d, v_d, a_d)`` in the model's layout at the state time ``t_ns``: the base from ``base_ref``, the
         joints from ``joint_ref`` (both in reference time ``t_ns - timebase.offset``)."""
-        return desired(self.model, self.base_ref if self.floating else None, self.joint_ref if self.nj else None,
+        inputs = self.inputs
+        return desired(self.model, inputs.base_ref if self.floating else None, inputs.joint_ref if self.nj else None,
                        t_ns - self.timebase.offset)
 
 

@@ -28,36 +28,43 @@ def floats(x) -> list:
 
 
 class CommandPublishing:
-    """Needs, from the node: ``model``, ``output`` (the CommandOutput), ``allocation``, ``floating``, ``nj``,
-    ``joint_names``, ``base_frame``, ``max_force``, ``max_torque``, ``max_effort``, ``_counts``, ``_count_lock``,
-    ``_count``, ``_warn``, ``_guard``; from the input part ``state``."""
+    """The commands of ``node`` for ``model``: ``output`` (the CommandOutput) saturates and allocates them
+    (``allocation``: the thrusters', or None), published for ``joint_names`` and ``base_frame``; ``limits`` is
+    ``(max_force, max_torque, max_effort)``. ``counts`` (under ``count_lock``) and ``count(key)`` the node's
+    counters, ``warn(key, text)`` its throttled warning, ``guard(fn, what)`` its callback guard; ``has_state()``
+    whether a state came. Creates the command topics (cmd_wrench or, with thruster allocation, thruster_command
+    and cmd_thrust; joint_command and cmd_joint_effort for joints) and ``~/diagnostics``."""
 
-    def _create_publishers(self) -> None:
-        """The command topics of the model (cmd_wrench or, with thruster allocation, thruster_command and
-        cmd_thrust; joint_command and cmd_joint_effort for joints) and ``~/diagnostics``."""
+    def __init__(self, node, model, output, allocation, *, joint_names, base_frame: str, limits, counts: dict,
+                 count_lock, count, warn, guard, has_state):
+        self.node, self.model, self.output, self.allocation = node, model, output, allocation
+        self.joint_names, self.nj, self.floating = joint_names, len(joint_names), model.group is not None
+        self.base_frame, (self.max_force, self.max_torque, self.max_effort) = base_frame, limits
+        self._counts, self._count_lock, self._count, self._warn = counts, count_lock, count, warn
+        self._guard, self.has_state = guard, has_state
         qos = QoSProfile(depth=10)
         if self.allocation is not None:
             if self.allocation.missing_directions:
                 rows = len(self.allocation.rows)
-                self.get_logger().warning(
+                node.get_logger().warning(
                     f"the {self.allocation.n} thrusters span {rows - self.allocation.missing_directions} of the "
                     f"{rows} wrench directions of the {self.model.base} base: the rest of the command is not given "
                     "(an underactuated vehicle)")
-            self.pub_thruster_command = self.create_publisher(JointState, "thruster_command", qos)
-            self.pub_thrust = self.create_publisher(Float64MultiArray, "cmd_thrust", qos)
-        self.pub_wrench = (self.create_publisher(WrenchStamped, "cmd_wrench", qos)
+            self.pub_thruster_command = node.create_publisher(JointState, "thruster_command", qos)
+            self.pub_thrust = node.create_publisher(Float64MultiArray, "cmd_thrust", qos)
+        self.pub_wrench = (node.create_publisher(WrenchStamped, "cmd_wrench", qos)
                            if self.floating and self.allocation is None else None)
-        self.pub_effort = self.create_publisher(Float64MultiArray, "cmd_joint_effort", qos) if self.nj else None
-        self.pub_joint_command = self.create_publisher(JointState, "joint_command", qos) if self.nj else None
-        self.pub_diagnostics = self.create_publisher(DiagnosticArray, "~/diagnostics", qos)
+        self.pub_effort = node.create_publisher(Float64MultiArray, "cmd_joint_effort", qos) if self.nj else None
+        self.pub_joint_command = node.create_publisher(JointState, "joint_command", qos) if self.nj else None
+        self.pub_diagnostics = node.create_publisher(DiagnosticArray, "~/diagnostics", qos)
 
-    def _start_diagnostics(self) -> None:
+    def start_diagnostics(self) -> None:
         """``~/diagnostics`` once a second on the wall clock (steady: also while /clock stands still)."""
-        self.diagnostics_timer = self.create_timer(DIAGNOSTICS_PERIOD_S, self._guard(self._publish_diagnostics,
-                                                                                     "diagnostics"),
-                                                   clock=Clock(clock_type=ClockType.STEADY_TIME))
+        self.diagnostics_timer = self.node.create_timer(DIAGNOSTICS_PERIOD_S,
+                                                        self._guard(self.publish_diagnostics, "diagnostics"),
+                                                        clock=Clock(clock_type=ClockType.STEADY_TIME))
 
-    def _publish(self, stamp: int, tau: np.ndarray, q: Optional[np.ndarray]) -> None:
+    def publish(self, stamp: int, tau: np.ndarray, q: Optional[np.ndarray]) -> None:
         cmd = self.output(tau, q)
         self._count("commands")
         if cmd.saturated:
@@ -78,28 +85,28 @@ class CommandPublishing:
             self.pub_joint_command.publish(cv.joint_state_msg(stamp, self.joint_names, effort=values))
             self.pub_effort.publish(Float64MultiArray(data=values))
 
-    def _publish_zero(self, stamp: int) -> None:
+    def publish_zero(self, stamp: int) -> None:
         try:
-            self._publish(stamp, np.zeros(self.model.nv), None)
+            self.publish(stamp, np.zeros(self.model.nv), None)
         except Exception as e:  # noqa: BLE001
             self._warn("error_zero", f"cannot publish a zero command: {type(e).__name__}: {e}", error=True)
 
-    def _publish_diagnostics(self) -> None:
+    def publish_diagnostics(self) -> None:
         with self._count_lock:
             counts = dict(self._counts)
         bad = counts["control_errors"] or any(v for k, v in counts.items() if k.startswith("rejected_"))
         values = dict(counts)
         values.update(max_force=self.max_force, max_torque=self.max_torque,
                       max_effort=" ".join(repr(float(x)) for x in self.max_effort),
-                      has_state=self.state is not None)
+                      has_state=self.has_state())
         status = DiagnosticStatus(
             level=DiagnosticStatus.WARN if bad or counts["saturated_commands"] else DiagnosticStatus.OK,
-            name=f"{self.get_fully_qualified_name()}: controller",
+            name=f"{self.node.get_fully_qualified_name()}: controller",
             message=(f"{counts['commands']} commands, {counts['saturated_commands']} saturated, "
                      f"{sum(v for k, v in counts.items() if k.startswith('rejected_'))} inputs rejected, "
                      f"{counts['control_errors']} errors"),
-            hardware_id=self.base_frame if self.floating else self.get_namespace(),
+            hardware_id=self.base_frame if self.floating else self.node.get_namespace(),
             values=cv.key_values(values))
         msg = DiagnosticArray(status=[status])
-        msg.header.stamp = self.get_clock().now().to_msg()
+        msg.header.stamp = self.node.get_clock().now().to_msg()
         self.pub_diagnostics.publish(msg)

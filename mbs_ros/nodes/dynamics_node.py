@@ -36,7 +36,7 @@ from mbs_ros.cores.dynamics import make_simulator
 from mbs_ros.nodes.dynamics_inputs import CommandInputs
 from mbs_ros.nodes.dynamics_lockstep import TIMEOUT_TOPIC, TOPIC, LockstepWatch
 from mbs_ros.nodes.dynamics_publishing import EnergyPorts, StatePublishing, TFMessage
-from mbs_ros.nodes.dynamics_reconfigure import Reconfiguration
+from mbs_ros.nodes.dynamics_reconfigure import ON, Reconfiguration
 from mbs_ros.nodes.dynamics_sensors import SensorPublishing, load_suite
 from mbs_ros.nodes.dynamics_services import MAX_STEP_REQUEST, Services  # noqa: F401 - importable from here
 from mbs_ros.cores.dynamics_settings import (  # noqa: F401 - importable from here, as users and tests do
@@ -46,8 +46,8 @@ from mbs_ros.cores.dynamics_settings import (  # noqa: F401 - importable from he
 from mbs_ros.cores.pacing import STEP_CHUNK_S, WARN_THROTTLE_S, Pacer, timer_period
 from mbs_ros.cores.parameters.dynamics import PARAMETERS
 from mbs_ros.cores.ratelimit import RateLimitedLog
-from mbs_ros.nodes.runtime import (declare_model_parameters, parameter_overrides, run_node, settings_executor,
-                                   unknown_overrides)
+from mbs_ros.nodes.runtime import (CallbackGuard, declare_model_parameters, parameter_overrides, run_node,
+                                   settings_executor, unknown_overrides)
 from mbs_ros.cores.loop import SimulationLoop, on_grid
 
 __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values", "main"]
@@ -60,17 +60,21 @@ __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values",
 STEP_CHUNK_NS = int(STEP_CHUNK_S * 1e9)
 
 
-class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, Reconfiguration, Node):
+class DynamicsNode(Node):
     """Construct, then call :meth:`configure` (raises ParameterError).
 
-    The simulation itself is ``self.sim``, a :class:`mbs_ros.dynamics.simulation.simulator.Simulator`: this class builds it
-    and advances it from a timer (or per lockstep period); the parts turn command messages into its commands
-    (:class:`~mbs_ros.nodes.dynamics_inputs.CommandInputs`), publish its state
-    (:class:`~mbs_ros.nodes.dynamics_publishing.StatePublishing`) and its sensors
-    (:class:`~mbs_ros.nodes.dynamics_sensors.SensorPublishing`), run lockstep
-    (:class:`~mbs_ros.nodes.dynamics_lockstep.LockstepWatch`), serve ``~/reset``, ``~/pause``, ``~/step``
-    (:class:`~mbs_ros.nodes.dynamics_services.Services`) and parameter changes
-    (:class:`~mbs_ros.nodes.dynamics_reconfigure.Reconfiguration`)."""
+    The simulation itself is ``self.sim``, a :class:`mbs_ros.dynamics.simulation.simulator.Simulator`, stepped
+    through ``self.loop`` (:class:`~mbs_ros.cores.loop.SimulationLoop`): this class builds them and advances them
+    from a timer (or per lockstep period). Its parts, each built in :meth:`configure` with explicit arguments and
+    called from here: ``inputs`` turns command messages into its commands
+    (:class:`~mbs_ros.nodes.dynamics_inputs.CommandInputs`), ``publishing`` publishes its state
+    (:class:`~mbs_ros.nodes.dynamics_publishing.StatePublishing`), ``sensors`` its sensors
+    (:class:`~mbs_ros.nodes.dynamics_sensors.SensorPublishing`), ``watch`` runs lockstep and the waits
+    (:class:`~mbs_ros.nodes.dynamics_lockstep.LockstepWatch`), ``sim_services`` serves ``~/reset``, ``~/pause``,
+    ``~/step`` (:class:`~mbs_ros.nodes.dynamics_services.Services`) and ``reconfiguration`` checks parameter
+    changes (:class:`~mbs_ros.nodes.dynamics_reconfigure.Reconfiguration`, applied by :meth:`_apply_parameters`).
+    A new part is built in :meth:`configure` and called where it publishes (:meth:`advance`, :meth:`take_period`,
+    :meth:`publish_diagnostics`)."""
 
     def __init__(self, node_name: str = "dynamics_node", **kwargs):
         super().__init__(node_name, **kwargs)
@@ -94,6 +98,7 @@ class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, R
                                  "command to wait for")
         self.source = source
         self.multibody = source.multibody
+        self._visual_urdf = None  # a robot's URDF for RViz (_warn_model)
         self._warn_model(source, model, s)
 
         self.settings = s
@@ -116,8 +121,6 @@ class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, R
         # a step of a throw-away copy loads the compiled kernels now, not on the first real step (0.5 s on a loaded
         # machine, while a controller waits for the next state)
         Simulator(model, q0, v0, self.dt, integrator=s.integrator).advance(1)
-        self.sim.on_wrench_applied = self._publish_wrench
-        self.sim.on_efforts_applied = self._publish_effort
         self.sim.on_timeout = self._on_command_timeout
         self.sim.on_fault = self._on_fault
         if s.start_paused:
@@ -130,34 +133,44 @@ class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, R
                   + (["cmd_thrust", "thruster_command"] if self.nt else []))
         self._counts = {**{f"received_{t}": 0 for t in inputs}, **{f"rejected_{t}": 0 for t in inputs},
                         "callback_errors": 0}
-        self._reported = {}  # counts (and saturations) at the last diagnostics: what is new since
-        if s.wait_for_command and not s.lockstep and not s.start_paused:
-            self.await_first_command()  # a robot under gravity holds its initial pose while its controller starts
+        self.guard = CallbackGuard(self, self._counts, self._logs)  # callbacks that never raise, warnings
         self.pacer = Pacer(self.dt_ns, s.real_time_factor)
         self._set_rates(s)
-        self._last_clock_stamp = None
-        self._last_clock_wall = 0.0
-        self._last_published_k = None
-        self._last_diag_wall = 0.0
-        self._stepping = False  # inside ~/step: still paused for everyone watching (diagnostics say so)
-        # lockstep: wall-clock bookkeeping (the periods themselves are the simulator's)
-        self._last_input_wall = time.monotonic()
-        self._last_state_wall = 0.0
-        self._graph_counts = ()
+        # the parts, each built with what it uses; the settings of now: ``settings()`` (reconfiguration)
+        sim, guard, counts, logs, settings = self.sim, self.guard, self._counts, self._logs, lambda: self.settings
+        self.publishing = StatePublishing(self, sim, settings=settings, source=source, multibody=self.multibody,
+                                          world_frame=self.world_frame, base_frame=self.base_frame,
+                                          prefix=self._prefix, visual_urdf=self._visual_urdf, counts=counts)
+        sim.on_wrench_applied, sim.on_efforts_applied = self.publishing.publish_wrench, self.publishing.publish_effort
         # the sensors (docs/dynamics_node.md, Sensors): a bad sensors file refuses the start
-        self._setup_sensors(load_suite(s.sensors, source, model, self.dt, current=s.current,
-                                       seed_offset=s.sensor_seed))
-        self.loop = SimulationLoop(self.sim, self.suite, on_reading=self._publish_reading)
-
-        self._create_publishers()
-        intake = CommandIntake(self.sim, lockstep=s.lockstep, body_frames=self._body_frames,
+        suite = load_suite(s.sensors, source, model, self.dt, current=s.current, seed_offset=s.sensor_seed)
+        self.sensors = SensorPublishing(self, suite, link_frame=self.publishing.frame, multibody=self.multibody,
+                                        base_frame=self.base_frame, prefix=self._prefix, warn=guard.warn, logs=logs)
+        self.loop = SimulationLoop(sim, suite, on_reading=self.sensors.publish_reading)
+        self.publishing.create(self.sensors.static_transforms())
+        self.sensors.create_publishers(sim.lockstep_steps if self.lockstep else self.pacer.max_batch_steps,
+                                       self.publishing.pub_diag)
+        self.watch = LockstepWatch(self, sim, self.pacer, self.publishing, settings=settings, counts=counts,
+                                   logs=logs, take_period=self.take_period, anchor=self._anchor,
+                                   subscriptions=lambda: self.inputs.stamped)
+        if s.wait_for_command and not s.lockstep and not s.start_paused:
+            self.watch.await_first_command()  # a robot under gravity holds its pose while its controller starts
+        intake = CommandIntake(sim, lockstep=s.lockstep, body_frames=self._body_frames,
                                world_frames=self._world_frames, base_frame=self.base_frame,
                                world_frame=self.world_frame)
-        self.inputs = CommandInputs(self, intake, counts=self._counts, guard=self._guard, reject=self._reject,
-                                    warn=self._warn, logs=self._logs, limits_text=self._limits_text,
-                                    take=self._lockstep_take, on_input=self._command_came,
+        self.inputs = CommandInputs(self, intake, counts=counts, guard=guard.callback, reject=guard.reject,
+                                    warn=guard.warn, logs=logs, limits_text=self._limits_text,
+                                    take=self.watch.take, on_input=self.watch.command_came,
                                     body=f"{s.base_group} {'base' if self.multibody else 'body'}")
-        self._create_services()
+        self.sim_services = Services(
+            self, sim, self.pacer, self.publishing, lockstep=self.lockstep, settings=settings,
+            pause_k=lambda: self._pause_k, counts=counts, warn=guard.warn, guard_service=guard.service,
+            advance=self.advance, take_period=self.take_period, try_period=self.watch.try_period,
+            anchor=self._anchor, publish_diagnostics=self.publish_diagnostics, before_reset=self._before_reset,
+            before_pause=self.watch.stop_waiting, note_graph=self.watch.note_graph)
+        self.reconfiguration = Reconfiguration(
+            self.get_logger(), sim, source=source, multibody=self.multibody, dt_ns=self.dt_ns,
+            current=lambda: (self.settings, self._pause_k, self._rate), apply=self._apply_parameters)
         self.add_on_set_parameters_callback(self._on_set_parameters)
 
         # wall-clock pacing
@@ -167,9 +180,9 @@ class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, R
         self._steady_clock = RclpyClock(clock_type=ClockType.STEADY_TIME)
         self._make_timer()
 
-        self._publish_state(everything=True)
-        self._publish_diagnostics()
-        self._graph_counts = self._graph_counts_now()  # who had the state: later matches get it again (waiting)
+        self.publishing.publish_state(everything=True)
+        self.publish_diagnostics()
+        self.watch.note_graph()  # who had the state: later matches get it again (waiting)
         unknown = unknown_overrides(self, PARAMETERS)
         if unknown:
             self.get_logger().warning("ignoring unknown parameters (typo?): " + ", ".join(unknown))
@@ -223,10 +236,10 @@ class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, R
                 + (f"; paused at t = {self.stamp() * 1e-9:.9f} s (start_paused: ~/pause false resumes, ~/step "
                    "steps)" if s.start_paused else "")
                 + (f"; waiting at t = {self.stamp() * 1e-9:.9f} s for the first command (wait_for_command)"
-                   if self._awaiting_command else "")
+                   if self.watch.awaiting_command else "")
                 + (f"; pausing at t = {self.stamp(self._pause_k) * 1e-9:.9f} s (pause_at)"
                    if self._pause_k is not None else "")
-                + f"; {self._limits_text()}; {self._sensors_text()}; fastest modes: "
+                + f"; {self._limits_text()}; {self.sensors.text()}; fastest modes: "
                 f"gravity {rate.omega_gravity:.3g} rad/s, full effort {rate.omega_effort:.3g} rad/s; runaway beyond "
                 f"{self.sim.max_angular_rate:g} rad/s")
 
@@ -248,53 +261,6 @@ class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, R
             parts.append("thrust [" + ", ".join(f"{a:g}..{b:g}" for a, b in zip(lo, hi)) + "] N")
         return ", ".join(parts) or "no command limits (nothing to command)"
 
-    def _warn(self, key: str, text: str, error: bool = False) -> None:
-        """A warning throttled per ``key`` (one per WARN_THROTTLE_S of wall clock), with how many were held back;
-        free while held back (:mod:`mbs_ros.cores.ratelimit`: rclpy's own throttle costs ms per call)."""
-        if not self.context.ok():
-            return
-        try:
-            (self._logs.error if error else self._logs.warning)(key, text)
-        except Exception:  # noqa: BLE001 - a log line is never worth the node
-            pass
-
-    def _reject(self, topic: str, kind: str, reason: str) -> None:
-        """An input rejected: counted, and a warning throttled per topic and kind of reason."""
-        self._counts[f"rejected_{topic}"] += 1
-        self._warn(f"{topic}:{kind}", f"{topic} rejected: {reason}")
-
-    def _guard(self, fn, what: str):
-        """``fn`` that never raises: an exception is logged (throttled) and counted."""
-
-        def guarded(*args):
-            try:
-                return fn(*args)
-            except Exception as e:  # noqa: BLE001 - no input may stop the node
-                if not self.context.ok():
-                    return None
-                self._counts["callback_errors"] += 1
-                self._warn(f"error_{what}", f"{what} callback failed: {type(e).__name__}: {e}", error=True)
-            return None
-
-        if what == "timer":  # rclpy passes a TimerInfo to a timer callback that takes an argument
-            return lambda: guarded()
-        return lambda msg: guarded(msg)
-
-    def _guard_service(self, fn, what: str):
-        """A service callback that never raises: an exception is the response's reason."""
-
-        def guarded(request, response):
-            try:
-                return fn(request, response)
-            except Exception as e:  # noqa: BLE001
-                self._counts["callback_errors"] += 1
-                self._warn(f"error_{what}", f"{what} failed: {type(e).__name__}: {e}", error=True)
-                response.success = False
-                response.message = f"{what} failed: {type(e).__name__}: {e}"
-                return response
-
-        return guarded
-
     def _on_fault(self, fault: Fault) -> None:
         """Simulator hook (inside its advance): remember the fault; :meth:`advance` reports it."""
         self._new_fault = fault
@@ -304,18 +270,52 @@ class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, R
         fault, self._new_fault = self._new_fault, None
         if fault is None:
             return
-        self._warn("fault", f"simulation halted at t = {cv.seconds_text(fault.stamp_ns)} s (step {fault.k}): "
+        self.guard.warn("fault", f"simulation halted at t = {cv.seconds_text(fault.stamp_ns)} s (step {fault.k}): "
                    f"{fault.reason}; commands cleared, the state at that time is kept; call ~/reset to resume",
                    error=True)
         self._grids = None
-        self._publish_state(everything=True)
-        self._publish_applied()
-        self._publish_diagnostics()
+        self.publishing.publish_state(everything=True)
+        self.publishing.publish_applied()
+        self.publish_diagnostics()
 
     def _warn_inertia(self, s: Settings) -> None:
         msg = check_inertia(s.inertia_matrix)
         if msg:
             self.get_logger().warning(msg)
+
+    def _on_set_parameters(self, params):
+        """A change checked as a whole (:class:`~mbs_ros.nodes.dynamics_reconfigure.Reconfiguration`); an accepted
+        ``current`` reaches the sensors' environment too (``sensors`` itself is read-only)."""
+        result = self.reconfiguration.on_set_parameters(params)
+        if result.successful and any(p.name == "current" for p in params):
+            self.sensors.set_current(self.settings.current)
+        return result
+
+    def _apply_parameters(self, s: Settings, changed: set, pause_k, model: Model, limits, rate) -> None:
+        """An accepted change: rates, integrator, limits, pacing, a new model for new inertial parameters (a single
+        body's marker box with it), the water's current, where ``pause_at`` pauses."""
+        old = self.settings
+        self.settings = s
+        self._set_rates(s)
+        self.sim.integrator = s.integrator
+        self._pause_k = pause_k
+        if changed & ON["limits"]:
+            self.sim.set_limits((limits.max_force, limits.max_torque), limits.max_effort)
+            self.get_logger().info("command limits: " + self._limits_text())
+        if rate is not self._rate:
+            self._rate = rate
+            if rate.warning:
+                self.get_logger().warning(rate.warning)
+        if s.real_time_factor != old.real_time_factor:
+            self._anchor()
+            self._make_timer()
+        if model is not self.model:
+            self.sim.set_model(model)  # same state, new inertia: new energy/momentum reference
+            if not self.multibody:
+                self._warn_inertia(s)
+                self.publishing.setup_markers()  # the equivalent-inertia box changes with the inertia
+        elif changed & ON["water"]:  # the water changes, the references stay (a port of the balance)
+            self.sim.set_current(s.current, s.current_rate)
 
     def _set_rates(self, s: Settings) -> None:
         """Steps between publications (0: never): state, joint wrenches, markers, diagnostics."""
@@ -338,7 +338,7 @@ class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, R
         # lockstep: periods start from the command callbacks; the timer paces and watches
         period = timer_period(self.dt, self.settings.real_time_factor, self.lockstep)
         # On the steady clock: this node makes the simulation time, even when it runs with use_sim_time.
-        self.timer = self.create_timer(period, self._guard(self._on_timer, "timer"), clock=self._steady_clock)
+        self.timer = self.create_timer(period, self.guard.callback(self._on_timer, "timer"), clock=self._steady_clock)
 
     def stamp(self, k: Optional[int] = None) -> int:
         return self.sim.stamp(k)
@@ -350,22 +350,22 @@ class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, R
         if not self._spinning:  # the wall clock counts from the first tick, not from the set-up before the spin
             self._spinning = True
             self._anchor()
-        if sim.paused or (self._awaiting_command and not self._command_arrived()):
+        if sim.paused or (self.watch.awaiting_command and not self.watch.command_arrived()):
             # time stands still (paused, or wait_for_command before the first command): keep the bookkeeping and
             # the clock visible
             if (self._diag_every
-                    and time.monotonic() - self._last_diag_wall >= 1.0 / self.settings.diagnostics_rate):
-                self._publish_diagnostics()
-            self._repeat_clock()
-            self._paused_watch()
+                    and time.monotonic() - self.publishing.last_diag_wall >= 1.0 / self.settings.diagnostics_rate):
+                self.publish_diagnostics()
+            self.publishing.repeat_clock()
+            self.watch.paused_watch()
             return
         if self.lockstep:
-            self._lockstep_watch()
+            self.watch.lockstep_watch()
             return
         rtf = self.settings.real_time_factor
         if rtf == 0.0:  # as fast as possible: one batch per callback, subscriptions served in between
             self.advance(self.pacer.max_batch_steps, deadline_ns=time.monotonic_ns() + STEP_CHUNK_NS)
-            self._publish_clock()
+            self.publishing.publish_clock()
             return
         now = time.monotonic_ns()
         # A small batch per callback: when behind, the timer is ready again at once, and the commands that
@@ -373,11 +373,11 @@ class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, R
         n = self.pacer.steps_now(sim.k, now)
         if n > 0:  # contact steps are slow: at most a chunk of wall clock per callback, the rest on the next
             self.advance(n, deadline_ns=now + STEP_CHUNK_NS)
-            self._publish_clock()
+            self.publishing.publish_clock()
         if self.pacer.lagging(sim.k, now):
             behind = self.pacer.due(now) - sim.k
-            self._warn("behind", f"falling behind the wall clock by {behind * self.dt / rtf:.3f} s: skipping ahead "
-                       f"(the simulation runs slower than real_time_factor {rtf:g})")
+            self.guard.warn("behind", f"falling behind the wall clock by {behind * self.dt / rtf:.3f} s: skipping "
+                            f"ahead (the simulation runs slower than real_time_factor {rtf:g})")
             self._anchor()
 
     def advance(self, steps: int, deadline_ns: Optional[int] = None) -> None:
@@ -387,26 +387,49 @@ class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, R
         The one place the simulation advances (timer and lockstep). ``deadline_ns`` (monotonic): return early
         after a contact step past it (:meth:`Simulator.advance`)."""
         for k in self.loop.stops(steps, self._stop_grids, self._pause_k, deadline_ns):
-            if not self.lockstep:  # lockstep: the state and what goes with it once per period (_take_period)
+            if not self.lockstep:  # lockstep: the state and what goes with it once per period (take_period)
                 wrenches = on_grid(k, self._wrench_every)
                 markers = on_grid(k, self._markers_every)
                 if k % self._publish_every == 0:
-                    self._publish_state(wrenches=wrenches, markers=markers)
-                    self._publish_applied()
+                    self.publishing.publish_state(wrenches=wrenches, markers=markers)
+                    self.publishing.publish_applied()
                     self._grids = None
                 else:
                     if wrenches:
-                        self._publish_joint_wrenches(self.stamp())
+                        self.publishing.publish_joint_wrenches(self.stamp())
                     if markers:
-                        self._publish_markers(self.stamp())
+                        self.publishing.publish_markers(self.stamp())
             if on_grid(k, self._diag_every):
-                self._publish_diagnostics()
+                self.publish_diagnostics()
             if on_grid(k, self._energy_every):
-                self._publish_energy()
-            if not self.lockstep:  # lockstep: once the period's state is out (_take_period)
-                self._pause_at_reached()
+                self.publishing.publish_energy()
+            if not self.lockstep:  # lockstep: once the period's state is out (take_period)
+                self.sim_services.pause_at_reached()
         if self._new_fault is not None:
             self._report_fault()
+
+    def take_period(self) -> None:
+        """Lockstep: the control period whose commands are all here (the caller checked), then its state."""
+        sim = self.sim
+        k0 = sim.k
+        sim.start_period()
+        self._grids = None
+        self.advance(sim.lockstep_steps)
+        k1 = sim.k
+        # joint wrenches and markers with the period's state when their step grid was crossed during the period
+        self.publishing.publish_state(
+            wrenches=bool(self._wrench_every) and k1 // self._wrench_every > k0 // self._wrench_every,
+            markers=bool(self._markers_every) and k1 // self._markers_every > k0 // self._markers_every)
+        self.publishing.publish_applied()
+        self.sim_services.pause_at_reached()
+
+    def _before_reset(self) -> None:  # ~/reset, before the simulator resets: the sensors drop the queued readings
+        self.sensors.reset()
+
+    def publish_diagnostics(self) -> None:
+        """/diagnostics: the node's status (a ~/step in progress: paused), then one per sensor."""
+        self.publishing.publish_diagnostics(self.sim.paused or self.sim_services.stepping, self._rate)
+        self.sensors.publish_diagnostics(self.stamp())
 
     def _stop_grids(self) -> list:
         """The publication grids :meth:`advance` stops at, asked again after every state (subscribers come and
@@ -418,22 +441,19 @@ class DynamicsNode(SensorPublishing, StatePublishing, LockstepWatch, Services, R
     def _active_grids(self) -> list:
         """Step grids to stop at: the state's (outside lockstep), the diagnostics', and the joint wrenches' and
         markers' while someone subscribes to them."""
-        grids = []
-        if self._diag_every and self.pub_diag.get_subscription_count():
+        grids, pub = [], self.publishing
+        if self._diag_every and pub.pub_diag.get_subscription_count():
             grids.append(self._diag_every)
-        if self._energy_every and self.pub_energy.get_subscription_count():
+        if self._energy_every and pub.pub_energy.get_subscription_count():
             grids.append(self._energy_every)
         if self.lockstep:
             return grids
         grids.append(self._publish_every)
-        if self._wrench_every and self._joint_wrenches_wanted():
+        if self._wrench_every and any(p.get_subscription_count() for p in pub.pub_joint_wrenches):
             grids.append(self._wrench_every)
-        if self._markers_every and self.pub_markers.get_subscription_count():
+        if self._markers_every and pub.pub_markers.get_subscription_count():
             grids.append(self._markers_every)
         return grids
-
-    def _joint_wrenches_wanted(self) -> bool:
-        return any(p.get_subscription_count() for p in self.pub_joint_wrenches)
 
     def _on_command_timeout(self, channel: str) -> None:
         self._logs.info(f"timeout_{channel}",

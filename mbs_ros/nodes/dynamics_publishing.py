@@ -47,56 +47,77 @@ STATE_QOS_DEPTH = 1000
 
 
 class StatePublishing:
-    """The publishing half of the dynamics node. Needs, from the node: ``sim``, ``model``, ``settings``,
-    ``source``, ``multibody``, ``nj``, ``nt``, ``nv_base``, ``world_frame``, ``base_frame``, ``_prefix``, ``_counts``,
-    ``_rate`` and ``_stepping``; :meth:`_create_publishers` makes the rest."""
+    """The state of ``sim`` on the topics of ``node``. ``settings()`` the node's settings now; ``source`` and
+    ``multibody`` where the model comes from; ``world_frame``, ``base_frame`` and ``prefix`` the frames;
+    ``visual_urdf`` the URDF for RViz; ``counts`` the node's counters (diagnostics). :meth:`create` makes the
+    publishers."""
 
-    def _create_publishers(self) -> None:
-        """The publishers, the kept messages, the TF layout, the markers; robot_description and /tf_static once."""
-        s, model = self.settings, self.model
+    def __init__(self, node, sim, *, settings, source, multibody: bool, world_frame: str, base_frame: str,
+                 prefix: str, visual_urdf, counts: dict):
+        self.node, self.sim, self.settings, self.source, self.multibody = node, sim, settings, source, multibody
+        self.world_frame, self.base_frame, self._prefix = world_frame, base_frame, prefix
+        self._visual_urdf, self._counts = visual_urdf, counts
+        self.nj, self.nt = len(sim.model.joint_names), len(sim.model.thruster_names)
+        self.last_published_k = self._last_clock_stamp = None  # the step whose state is out (everything), /clock's
+        self.last_state_wall = self.last_diag_wall = self._last_clock_wall = 0.0
+        self._reported = {}  # counts (and saturations) at the last diagnostics: what is new since
+
+    @property
+    def model(self):
+        return self.sim.model
+
+    def stamp(self, k: Optional[int] = None) -> int:
+        return self.sim.stamp(k)
+
+    def create(self, static_transforms=()) -> None:
+        """The publishers, the kept messages, the TF layout (with ``static_transforms`` of the other parts), the
+        markers; robot_description and /tf_static once."""
+        s, model, node = self.settings(), self.model, self.node
         qos = QoSProfile(depth=STATE_QOS_DEPTH)
-        self.pub_odom = self.create_publisher(Odometry, "odom", qos)
-        self.pub_pose = self.create_publisher(PoseStamped, "pose", qos)
-        self.pub_wrench = self.create_publisher(WrenchStamped, "wrench", qos)
-        self.pub_tf = self.create_publisher(TFMessage, "/tf", qos)
-        self.pub_diag = self.create_publisher(DiagnosticArray, "/diagnostics", QoSProfile(depth=10))
-        self.pub_clock = self.create_publisher(Clock, "/clock", QoSProfile(depth=10)) if s.publish_clock else None
-        self.pub_markers = self.create_publisher(MarkerArray, "markers", QoSProfile(depth=10))
+        self.pub_odom = node.create_publisher(Odometry, "odom", qos)
+        self.pub_pose = node.create_publisher(PoseStamped, "pose", qos)
+        self.pub_wrench = node.create_publisher(WrenchStamped, "wrench", qos)
+        self.pub_tf = node.create_publisher(TFMessage, "/tf", qos)
+        self.pub_diag = node.create_publisher(DiagnosticArray, "/diagnostics", QoSProfile(depth=10))
+        self.pub_clock = node.create_publisher(Clock, "/clock", QoSProfile(depth=10)) if s.publish_clock else None
+        self.pub_markers = node.create_publisher(MarkerArray, "markers", QoSProfile(depth=10))
         self.pub_energy = None
         if EnergyPorts is not None:
-            self.pub_energy = self.create_publisher(EnergyPorts, "energy", QoSProfile(depth=10))
+            self.pub_energy = node.create_publisher(EnergyPorts, "energy", QoSProfile(depth=10))
             self._energy_msg = EnergyPorts()
             self._energy_msg.header.frame_id = self.world_frame
         else:
-            self.get_logger().warning("mbs_ros_msgs is not importable: no energy topic (make setup builds it)")
+            node.get_logger().warning("mbs_ros_msgs is not importable: no energy topic (make setup builds it)")
         if self.nt:
-            self.pub_thrust = self.create_publisher(JointState, "thrust", qos)
+            self.pub_thrust = node.create_publisher(JointState, "thrust", qos)
             self._thrust_msg = JointState(name=list(model.thruster_names))
         self.pub_joint_wrenches = []
         if self.nj:
-            self.pub_joint_states = self.create_publisher(JointState, "joint_states", qos)
-            self.pub_joint_effort = self.create_publisher(JointState, "joint_effort", qos)
+            self.pub_joint_states = node.create_publisher(JointState, "joint_states", qos)
+            self.pub_joint_effort = node.create_publisher(JointState, "joint_effort", qos)
             self.pub_joint_wrenches = [
-                self.create_publisher(WrenchStamped, "joint_wrenches/" + topic_token(j), qos)
+                node.create_publisher(WrenchStamped, "joint_wrenches/" + topic_token(j), qos)
                 for j in model.joint_names]
         self._setup_frames()
+        self._static_transforms += list(static_transforms)
         self._make_messages()
         if self.multibody:
             # The URDF with the link names this node publishes on TF: RViz's RobotModel works with an empty
             # TF prefix, robot_state_publisher with an empty frame_prefix.
             latched = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL,
                                  reliability=ReliabilityPolicy.RELIABLE)
-            self.pub_robot_description = self.create_publisher(String, "robot_description", latched)
-            self.pub_robot_description.publish(String(data=mk.prefixed_urdf(self._visual_urdf, self._frame)))
-        self._setup_markers()
+            self.pub_robot_description = node.create_publisher(String, "robot_description", latched)
+            self.pub_robot_description.publish(String(data=mk.prefixed_urdf(self._visual_urdf, self.frame)))
+        self.setup_markers()
         if self._static_transforms:
             static_qos = QoSProfile(depth=1, durability=DurabilityPolicy.TRANSIENT_LOCAL)
-            self.pub_tf_static = self.create_publisher(TFMessage, "/tf_static", static_qos)
+            self.pub_tf_static = node.create_publisher(TFMessage, "/tf_static", static_qos)
             self.pub_tf_static.publish(TFMessage(transforms=[
                 cv.transform_stamped_msg(self.sim.t0_ns, parent, child, p, quat)
                 for parent, child, p, quat in self._static_transforms]))
 
-    def _frame(self, link: str) -> str:
+    def frame(self, link: str) -> str:
+        """A link's TF frame as published."""
         if link == "world" and self.source.root_link == "world":
             return self.world_frame
         return self._prefix + link
@@ -126,13 +147,13 @@ class StatePublishing:
             pi, ci = index[parent], index[child]
             if jtype == "fixed":
                 T = np.linalg.inv(poses[pi]) @ poses[ci]
-                self._static_transforms.append((self._frame(parent), self._frame(child), T[:3, 3].copy(),
+                self._static_transforms.append((self.frame(parent), self.frame(child), T[:3, 3].copy(),
                                                 cv.quaternion_from_matrix(T[:3, :3])))
                 if parent == "world" and child == base_link:
                     self._world_to_base = False
             else:
-                self._tf_joints.append((pi, ci, self._frame(parent), self._frame(child)))
-        self._joint_child_frames = [self._frame(child_of[j]) for j in model.joint_names]
+                self._tf_joints.append((pi, ci, self.frame(parent), self.frame(child)))
+        self._joint_child_frames = [self.frame(child_of[j]) for j in model.joint_names]
         self._tf_parent = np.array([j[0] for j in self._tf_joints], dtype=int)
         self._tf_child = np.array([j[1] for j in self._tf_joints], dtype=int)
 
@@ -167,21 +188,25 @@ class StatePublishing:
                 m.header.frame_id = frame
                 self._joint_wrench_msgs.append(m)
 
-    def _setup_markers(self) -> None:
-        s = self.settings
+    def setup_markers(self) -> None:
+        s = self.settings()
         if self.multibody:
             from mbs_ros.dynamics.model.urdf import parse_urdf
 
             spec = parse_urdf(self.source.urdf)
             inertials = {name: (l.mass, l.com, l.inertia) for name, l in spec.links.items()}
-            shapes = mk.shapes_from_urdf(self._visual_urdf, self.model.link_names, self._frame, inertials)
+            shapes = mk.shapes_from_urdf(self._visual_urdf, self.model.link_names, self.frame, inertials)
         else:
             shapes = mk.rigid_body_shapes(s.mass, s.inertia_matrix, s.com, self.base_frame)
-        self._marker_maker = mk.MarkerMaker(shapes, self.world_frame, self.base_frame,
-                                            wrench_arrows=self.model.group is not None)
+        self.marker_maker = mk.MarkerMaker(shapes, self.world_frame, self.base_frame,
+                                           wrench_arrows=self.model.group is not None)
         self._markers_delete_all = True  # the first array clears what an earlier run left in RViz
 
-    def _publish_clock(self, again: bool = False) -> None:
+    def clear_markers(self) -> None:
+        """The next marker array clears what RViz shows first (after a reset)."""
+        self._markers_delete_all = True
+
+    def publish_clock(self, again: bool = False) -> None:
         if self.pub_clock is None:
             return
         stamp = self.stamp()
@@ -191,18 +216,18 @@ class StatePublishing:
         self._last_clock_stamp = stamp
         self._last_clock_wall = time.monotonic()
 
-    def _repeat_clock(self) -> None:
+    def repeat_clock(self) -> None:
         if self.pub_clock is not None and time.monotonic() - self._last_clock_wall > CLOCK_REPEAT_S:
-            self._publish_clock(again=True)
+            self.publish_clock(again=True)
 
-    def _publish_state(self, controller_inputs_only: bool = False, everything: bool = False,
-                       wrenches: bool = False, markers: bool = False) -> None:
+    def publish_state(self, controller_inputs_only: bool = False, everything: bool = False,
+                      wrenches: bool = False, markers: bool = False) -> None:
         """The state at the current stamp: /clock first, then odom, pose, /tf, joint_states; joint_wrenches with
         ``wrenches`` and markers with ``markers`` (``everything``: both). Every topic only while someone
         subscribes to it. ``controller_inputs_only``: /clock, odom and joint_states (lockstep sending it again)."""
         stamp = self.stamp()
-        self._publish_clock(again=controller_inputs_only)
-        self._last_state_wall = time.monotonic()
+        self.publish_clock(again=controller_inputs_only)
+        self.last_state_wall = time.monotonic()
         sim, model = self.sim, self.model
         q, v = sim.q, sim.v
         poses = None
@@ -233,10 +258,10 @@ class StatePublishing:
             self.pub_thrust.publish(m)
         if not controller_inputs_only:
             if (everything or wrenches) and self.nj:
-                self._publish_joint_wrenches(stamp)
-            if (everything or markers) and self.settings.publish_markers:
-                self._publish_markers(stamp, poses)
-            self._last_published_k = sim.k
+                self.publish_joint_wrenches(stamp)
+            if (everything or markers) and self.settings().publish_markers:
+                self.publish_markers(stamp, poses)
+            self.last_published_k = sim.k
 
     def _publish_tf(self, stamp: int, poses: Optional[np.ndarray], p, quat) -> None:
         if self._tf_base is not None:
@@ -263,7 +288,7 @@ class StatePublishing:
         m.effort = array("d", effort.tobytes())
         self.pub_joint_states.publish(m)
 
-    def _publish_joint_wrenches(self, stamp: int) -> None:
+    def publish_joint_wrenches(self, stamp: int) -> None:
         """joint_wrenches/<joint> of the current state, computed only when someone subscribes to one of them."""
         wanted = [i for i, pub in enumerate(self.pub_joint_wrenches) if pub.get_subscription_count()]
         if not wanted:
@@ -275,7 +300,7 @@ class StatePublishing:
             cv.set_pair(m.wrench, "force", "torque", W[i])
             self.pub_joint_wrenches[i].publish(m)
 
-    def _publish_markers(self, stamp: int, poses: Optional[np.ndarray] = None) -> None:
+    def publish_markers(self, stamp: int, poses: Optional[np.ndarray] = None) -> None:
         """markers of the current state, built only when someone subscribes."""
         if not self.pub_markers.get_subscription_count():
             return
@@ -293,20 +318,20 @@ class StatePublishing:
         if self._markers_delete_all:
             markers.append(mk.delete_all_marker(self.world_frame, stamp))
             self._markers_delete_all = False
-        markers += self._marker_maker.link_markers(stamp, poses)
+        markers += self.marker_maker.link_markers(stamp, poses)
         F, tau = sim.applied_wrench_world()
-        markers += self._marker_maker.wrench_markers(stamp, p, F, tau, self.settings.marker_wrench_scale)
+        markers += self.marker_maker.wrench_markers(stamp, p, F, tau, self.settings().marker_wrench_scale)
         self.pub_markers.publish(MarkerArray(markers=markers))
 
-    def _publish_applied(self) -> None:
+    def publish_applied(self) -> None:
         """``wrench`` and ``joint_effort`` again with the state, stamped with the start of the last step taken."""
         k = self.sim.k
         if k > 0:
-            self._publish_wrench(k - 1, self.sim.applied_wrench)
+            self.publish_wrench(k - 1, self.sim.applied_wrench)
             if self.nj:
-                self._publish_effort(k - 1, self.sim.applied_efforts)
+                self.publish_effort(k - 1, self.sim.applied_efforts)
 
-    def _publish_wrench(self, k: int, cmd: WrenchCommand) -> None:
+    def publish_wrench(self, k: int, cmd: WrenchCommand) -> None:
         if not self.pub_wrench.get_subscription_count():
             return
         m = self._wrench_msg
@@ -315,7 +340,7 @@ class StatePublishing:
         cv.set_pair(m.wrench, "force", "torque", cmd.W.tolist())
         self.pub_wrench.publish(m)
 
-    def _publish_effort(self, k: int, effort: np.ndarray) -> None:
+    def publish_effort(self, k: int, effort: np.ndarray) -> None:
         if not self.pub_joint_effort.get_subscription_count():
             return
         m = self._effort_msg
@@ -326,9 +351,9 @@ class StatePublishing:
     def energy_report(self) -> dict:
         """The port-level bookkeeping of the current state with the simulator's integrals: what the energy topic
         carries (:func:`mbs_ros.cores.dynamics.energy_report`)."""
-        return energy_report(self.sim, self.settings.environment_temperature)
+        return energy_report(self.sim, self.settings().environment_temperature)
 
-    def _publish_energy(self) -> None:
+    def publish_energy(self) -> None:
         if self.pub_energy is None or not self.pub_energy.get_subscription_count():
             return
         r = self.energy_report()
@@ -346,21 +371,22 @@ class StatePublishing:
             setattr(m, key, float(r[key]))
         self.pub_energy.publish(m)
 
-    def _publish_diagnostics(self) -> None:
-        self._last_diag_wall = time.monotonic()
+    def publish_diagnostics(self, paused: bool, rate) -> None:
+        """The node's status; ``paused`` as the diagnostics say it (a ~/step in progress: paused), ``rate`` the
+        physics-rate check (:func:`~mbs_ros.cores.dynamics_settings.check_rate`)."""
+        self.last_diag_wall = time.monotonic()
         if not self.pub_diag.get_subscription_count():
             return
         sim = self.sim
         values = sim.diagnostics()
-        paused = sim.paused or self._stepping  # the steps of a ~/step call do not resume the simulation
         values["paused"] = paused
         counts = dict(self._counts)
         values.update(counts)
         lim = sim.limits
         values.update(max_force=lim.max_force, max_torque=lim.max_torque,
                       max_effort=" ".join(repr(float(x)) for x in lim.max_effort),
-                      max_angular_rate=sim.max_angular_rate, omega_gravity=self._rate.omega_gravity,
-                      omega_effort=self._rate.omega_effort)
+                      max_angular_rate=sim.max_angular_rate, omega_gravity=rate.omega_gravity,
+                      omega_effort=rate.omega_effort)
         # what is new since the last report: rejected inputs, saturated commands, callback errors
         now = {k: v for k, v in counts.items() if not k.startswith("received_")}
         now.update(saturated_wrench_commands=sim.saturated["wrench"], saturated_effort_commands=sim.saturated["joints"])
@@ -383,7 +409,7 @@ class StatePublishing:
                 message += " (since the last report: " + ", ".join(f"{k} +{v}" for k, v in sorted(new.items())) + ")"
         status = DiagnosticStatus(
             level=level,
-            name=f"{self.get_fully_qualified_name()}: " + ("multibody" if self.multibody else "rigid body"),
+            name=f"{self.node.get_fully_qualified_name()}: " + ("multibody" if self.multibody else "rigid body"),
             message=message,
             hardware_id=self.base_frame,
             values=cv.key_values(values),

@@ -14,18 +14,25 @@ from mbs_ros.cores.dynamics_settings import (INERTIAL, SINGLE_BODY_ONLY, build_m
                                              settings_from_values)
 from mbs_ros.cores.parameters.dynamics import PARAMETERS
 
-__all__ = ["Reconfiguration"]
+__all__ = ["Reconfiguration", "ON"]
 
 #: what a change redoes -> the parameters whose change does it (the table's on_change)
-_ON = {what: {n for n, p in PARAMETERS.items() if what in p.on_change} for what in ("rate", "limits", "water", "pause")}
+ON = {what: {n for n, p in PARAMETERS.items() if what in p.on_change} for what in ("rate", "limits", "water", "pause")}
 
 
 class Reconfiguration:
-    """Needs, from the node: ``sim``, ``model``, ``settings``, ``source``, ``multibody``, ``_rate``,
-    ``_set_rates``, ``_make_timer``, ``pacer``, ``_setup_markers``, ``_warn_inertia``, ``_limits_text``."""
+    """Checks a ``set_parameters`` request to the node whose ``logger`` it is, for the model of ``sim`` from
+    ``source`` (``multibody``: a robot) stepped every ``dt_ns``; ``current()`` the node's ``(settings, pause_k,
+    rate)`` now. An accepted change goes to ``apply(settings, changed, pause_k, model, limits, rate)`` (the node's),
+    a refused one is logged and answered with the reason."""
 
-    def _on_set_parameters(self, params) -> SetParametersResult:
-        values = {f: getattr(self.settings, f) for f in PARAMETERS}
+    def __init__(self, logger, sim, *, source, multibody: bool, dt_ns: int, current, apply):
+        self.logger, self.sim, self.source, self.multibody, self.dt_ns = logger, sim, source, multibody, dt_ns
+        self.current, self.apply = current, apply
+
+    def on_set_parameters(self, params) -> SetParametersResult:
+        settings, pause_k, rate = self.current()
+        values = {f: getattr(settings, f) for f in PARAMETERS}
         changed = set()
         for p in params:
             if p.name in PARAMETERS:
@@ -39,38 +46,16 @@ class Reconfiguration:
                     f"{', '.join(sorted(changed & set(SINGLE_BODY_ONLY)))}: single-body parameters; this node's "
                     f"model comes from {self.source.describe()}")
             s = settings_from_values(values, self.source)
-            check_runtime_change(self.settings, s, changed)
-            pause_k = check_pause_at(s, self.sim.k, self.dt_ns) if changed & _ON["pause"] else self._pause_k
-            model = build_model(s, self.source) if changed & set(INERTIAL) else self.model
+            check_runtime_change(settings, s, changed)
+            pause_k = check_pause_at(s, self.sim.k, self.dt_ns) if changed & ON["pause"] else pause_k
+            model = build_model(s, self.source) if changed & set(INERTIAL) else self.sim.model
             q0, _v0 = initial_state(model, s)  # the initial pose/twist/joints must stay valid
             limits = command_limits(model, s)
-            rate = self._rate
-            if changed & _ON["rate"]:
+            if changed & ON["rate"]:
                 rate = check_rate(model, s, q0, limits)
         except ParameterError as e:
-            self.get_logger().warning(f"parameter change refused: {e}")
+            self.logger.warning(f"parameter change refused: {e}")
             return SetParametersResult(successful=False, reason=str(e))
-        old = self.settings
-        self.settings = s
-        self._set_rates(s)
-        self.sim.integrator = s.integrator
-        self._pause_k = pause_k
-        if changed & _ON["limits"]:
-            self.sim.set_limits((limits.max_force, limits.max_torque), limits.max_effort)
-            self.get_logger().info("command limits: " + self._limits_text())
-        if rate is not self._rate:
-            self._rate = rate
-            if rate.warning:
-                self.get_logger().warning(rate.warning)
-        if s.real_time_factor != old.real_time_factor:
-            self._anchor()
-            self._make_timer()
-        if model is not self.model:
-            self.sim.set_model(model)  # same state, new inertia: new energy/momentum reference
-            if not self.multibody:
-                self._warn_inertia(s)
-                self._setup_markers()  # the equivalent-inertia box changes with the inertia
-        elif changed & _ON["water"]:  # the water changes, the references stay (a port of the balance)
-            self.sim.set_current(s.current, s.current_rate)
-        self.get_logger().info("parameters changed: " + ", ".join(sorted(changed)))
+        self.apply(s, changed, pause_k, model, limits, rate)
+        self.logger.info("parameters changed: " + ", ".join(sorted(changed)))
         return SetParametersResult(successful=True)

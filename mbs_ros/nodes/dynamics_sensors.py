@@ -155,24 +155,19 @@ def reading_messages(reading, frame: str, beam_frames=(), beam_limits=(0.0, math
 
 
 class SensorPublishing:
-    """Needs, from the node: ``sim``, ``model``, ``settings``, ``source``, ``multibody``, ``base_frame``,
-    ``_prefix``, ``_frame``, ``pacer``, ``lockstep``, ``pub_diag``, ``_warn``, ``_logs``; call
-    :meth:`_setup_sensors` before ``_create_publishers``; the simulation loop
-    (:class:`~mbs_ros.cores.loop.SimulationLoop`) samples the suite and hands each reading due to
-    :meth:`_publish_reading`. Overrides (each calling the next part): ``_setup_frames`` (the sensor frames join the
-    static transforms), ``_create_publishers``, ``_publish_diagnostics``, ``_on_reset`` and ``_on_set_parameters``."""
+    """The sensors of ``suite`` (None: no sensors) on the topics of ``node``. ``link_frame(link)`` a link's TF frame;
+    ``base_frame`` the single body's; ``prefix`` the frame prefix; ``warn(key, text)`` a throttled warning; ``logs``
+    the node's :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`. :meth:`static_transforms` join /tf_static, then
+    :meth:`create_publishers`; the simulation loop (:class:`~mbs_ros.cores.loop.SimulationLoop`) samples the suite
+    and hands each reading due to :meth:`publish_reading`. Nothing is sampled before the first step: the first
+    ``advance`` samples the state it starts from (when on a grid), so a paused start measures nothing."""
 
-    suite = None
-    _sensor_specs = ()
-
-    def _setup_sensors(self, suite) -> None:
-        """Take ``suite`` (None: no sensors): frames, bookkeeping. Nothing is sampled before the first step: the
-        first ``advance`` samples the state it starts from (when on a grid), so a paused start measures nothing."""
-        self.suite = suite
+    def __init__(self, node, suite, *, link_frame, multibody: bool, base_frame: str, prefix: str, warn, logs):
+        self.node, self.suite, self.warn, self.logs = node, suite, warn, logs
+        self._link_frame, self.multibody, self.base_frame, self._prefix = link_frame, multibody, base_frame, prefix
         self._sensor_specs = tuple(suite.sensor_set.sensors) if suite is not None else ()
         self._sensor_frames = {s.name: self._sensor_frame(s.frame_id) for s in self._sensor_specs}
-        self._beam_frames = {}
-        self._beam_limits = {}
+        self._beam_frames, self._beam_limits = {}, {}
         for s in self._sensor_specs:
             if s.type == "dvl":
                 frame = self._sensor_frames[s.name]
@@ -183,7 +178,7 @@ class SensorPublishing:
         self._sensor_reason: Dict[str, Optional[str]] = {s.name: None for s in self._sensor_specs}
         self._sensor_last_k: Dict[str, Optional[int]] = {s.name: None for s in self._sensor_specs}
 
-    def _sensors_text(self) -> str:
+    def text(self) -> str:
         """The sensors in the start-up line: ``no sensors`` or ``N sensors from FILE: name (type, rate Hz), ...``."""
         if self.suite is None:
             return "no sensors"
@@ -199,20 +194,22 @@ class SensorPublishing:
         return self._prefix + frame_id
 
     def _sensor_link_frame(self, link: str) -> str:
-        return self._frame(link) if self.multibody else self.base_frame
+        return self._link_frame(link) if self.multibody else self.base_frame
 
     # ----------------------------------------------------------------------------- publishers, TF
 
-    def _setup_frames(self) -> None:
-        super()._setup_frames()
+    def static_transforms(self) -> list:
+        """``[(parent, child, p, quat)]``: link -> sensor frame, and a DVL's beam frames."""
+        out = []
         for s in self._sensor_specs:
             frame = self._sensor_frames[s.name]
             T = np.asarray(s.T_link_sensor, dtype=float)
-            self._static_transforms.append((self._sensor_link_frame(s.link), frame, T[:3, 3].copy(),
-                                            cv.quaternion_from_matrix(T[:3, :3])))
+            out.append((self._sensor_link_frame(s.link), frame, T[:3, 3].copy(),
+                        cv.quaternion_from_matrix(T[:3, :3])))
             if s.type == "dvl":
                 for beam, R in zip(self._beam_frames[s.name], self._beam_rotations(s)):
-                    self._static_transforms.append((frame, beam, np.zeros(3), cv.quaternion_from_matrix(R)))
+                    out.append((frame, beam, np.zeros(3), cv.quaternion_from_matrix(R)))
+        return out
 
     @staticmethod
     def _beam_rotations(spec) -> np.ndarray:
@@ -222,23 +219,23 @@ class SensorPublishing:
 
         return np.asarray(dvl.beam_frames(spec.params.beam_angle), dtype=float)[:, :3, :3]
 
-    def _create_publishers(self) -> None:
-        super()._create_publishers()
-        self._sensor_pubs = {}
-        batch = self.sim.lockstep_steps if self.lockstep else self.pacer.max_batch_steps
+    def create_publishers(self, batch: int, pub_diag) -> None:
+        """The sensor topics, each queue deep enough for ``batch`` steps (:func:`sensor_qos`); their diagnostics
+        go out on ``pub_diag``."""
+        self._sensor_pubs, self.pub_diag = {}, pub_diag
         for s in self._sensor_specs:
             qos = sensor_qos(s.period_steps, batch)
-            pubs = {"": self.create_publisher(MESSAGE_TYPES[s.type], s.topic, qos)}
+            pubs = {"": self.node.create_publisher(MESSAGE_TYPES[s.type], s.topic, qos)}
             if s.type == "pressure":
-                pubs["/depth"] = self.create_publisher(PointStamped, s.topic + "/depth", qos)
+                pubs["/depth"] = self.node.create_publisher(PointStamped, s.topic + "/depth", qos)
             elif s.type == "dvl":
                 # one topic for the four beams, each message in its own beam frame
-                pubs["/beams"] = self.create_publisher(Range, s.topic + "/beams", qos)
+                pubs["/beams"] = self.node.create_publisher(Range, s.topic + "/beams", qos)
             self._sensor_pubs[s.name] = pubs
 
     # ----------------------------------------------------------------------------- stepping
 
-    def _publish_reading(self, reading) -> None:
+    def publish_reading(self, reading) -> None:
         name = reading.name
         pubs = self._sensor_pubs[name]
         counts = self._sensor_counts[name]
@@ -250,38 +247,33 @@ class SensorPublishing:
             counts["published"] += 1
             if self._sensor_reason[name] is not None:
                 self._sensor_reason[name] = None
-                self._logs.info(f"sensor_ok_{name}", f"sensor {name}: output again at t = "
-                                f"{cv.seconds_text(reading.stamp_ns)} s")
+                self.logs.info(f"sensor_ok_{name}", f"sensor {name}: output again at t = "
+                               f"{cv.seconds_text(reading.stamp_ns)} s")
             return
         counts["invalid"] += 1
         reason = reading.reason or "no output"
         self._sensor_reason[name] = reason
-        self._warn(f"sensor_{name}", f"sensor {name} ({reading.type}): no output at t = "
-                   f"{cv.seconds_text(reading.stamp_ns)} s: {reason}")
+        self.warn(f"sensor_{name}", f"sensor {name} ({reading.type}): no output at t = "
+                  f"{cv.seconds_text(reading.stamp_ns)} s: {reason}")
 
-    def _on_reset(self, request, response):
-        """``~/reset`` (then :class:`~mbs_ros.nodes.dynamics_services.Services`): the readings still queued (delayed)
-        are dropped (:meth:`SensorSuite.reset`; the random streams go on); the reset state is sampled by the next
-        step on its grid."""
+    def reset(self) -> None:
+        """``~/reset``: the readings still queued (delayed) are dropped (:meth:`SensorSuite.reset`; the random
+        streams go on); the reset state is sampled by the next step on its grid."""
         if self.suite is not None:
             self.suite.reset()
-        return super()._on_reset(request, response)
 
-    def _on_set_parameters(self, params):
-        """A change of ``current`` that :class:`~mbs_ros.nodes.dynamics_reconfigure.Reconfiguration` accepts
-        reaches the sensors' environment too (a DVL's water track). ``sensors`` itself is read-only."""
-        result = super()._on_set_parameters(params)
-        if result.successful and self.suite is not None and any(p.name == "current" for p in params):
-            self.suite.set_current(self.settings.current)
-        return result
+    def set_current(self, current) -> None:
+        """A change of the water's ``current`` reaches the sensors' environment too (a DVL's water track)."""
+        if self.suite is not None:
+            self.suite.set_current(current)
 
     # ----------------------------------------------------------------------------- diagnostics
 
-    def _publish_diagnostics(self) -> None:
-        super()._publish_diagnostics()
+    def publish_diagnostics(self, stamp: int) -> None:
+        """One status per sensor at ``stamp`` (after the node's own)."""
         if not self._sensor_specs or not self.pub_diag.get_subscription_count():
             return
-        node = self.get_fully_qualified_name()
+        node = self.node.get_fully_qualified_name()
         status = []
         for s in self._sensor_specs:
             reason = self._sensor_reason[s.name]
@@ -298,5 +290,5 @@ class SensorPublishing:
                 name=f"{node}/sensors/{s.name}: {s.type}", message=reason or "ok",
                 hardware_id=self._sensor_frames[s.name], values=cv.key_values(values)))
         msg = DiagnosticArray(status=status)
-        msg.header.stamp = cv.time_from_ns(self.stamp())
+        msg.header.stamp = cv.time_from_ns(stamp)
         self.pub_diag.publish(msg)

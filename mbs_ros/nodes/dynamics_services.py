@@ -44,25 +44,35 @@ class _NextChunk:
 
 
 class Services:
-    """Needs, from the node: ``sim``, ``model``, ``settings``, ``pacer``, ``advance``, ``_take_period``,
-    ``_try_period``, the publishing methods, ``_guard_service``, ``_counts``, ``_warn``, ``_anchor``."""
+    """``~/reset``, ``~/pause`` and ``~/step`` of ``node`` over ``sim`` (paced by ``pacer``; ``publishing`` sends the
+    state). ``lockstep``: one control period per step; ``settings()`` the node's settings now; ``pause_k()`` the
+    step ``pause_at`` pauses at (None: never); ``counts``, ``warn`` and ``guard_service`` the node's counters,
+    throttled warning and service guard; ``advance(steps, deadline_ns)``, ``take_period()``, ``try_period()``,
+    ``anchor()`` and ``publish_diagnostics()`` the node's; ``before_reset()`` and ``before_pause()`` what the other
+    parts do first; ``note_graph()`` remembers who has the state."""
 
-    _step_run = None  # the ~/step in progress (see _on_step)
-    _pause_k = None  # pause_at: the step at which the running simulation pauses itself (None: never)
-
-    def _create_services(self) -> None:
+    def __init__(self, node, sim, pacer, publishing, *, lockstep: bool, settings, pause_k, counts: dict, warn,
+                 guard_service, advance, take_period, try_period, anchor, publish_diagnostics, before_reset,
+                 before_pause, note_graph):
+        self.node, self.sim, self.pacer, self.publishing, self.lockstep = node, sim, pacer, publishing, lockstep
+        self.settings, self.pause_k, self.counts, self.warn = settings, pause_k, counts, warn
+        self.advance, self.take_period, self.try_period, self.anchor = advance, take_period, try_period, anchor
+        self.publish_diagnostics, self.note_graph = publish_diagnostics, note_graph
+        self.before_reset, self.before_pause = before_reset, before_pause
+        self._step_run = None  # the ~/step in progress (see _on_step)
+        self.stepping = False  # inside ~/step: still paused for everyone watching (diagnostics say so)
         qos = SERVICE_QOS
-        self.srv_reset = self.create_service(Trigger, "~/reset", self._guard_service(self._on_reset, "reset"),
+        self.srv_reset = node.create_service(Trigger, "~/reset", guard_service(self._on_reset, "reset"),
                                              qos_profile=qos)
-        self.srv_pause = self.create_service(SetBool, "~/pause", self._guard_service(self._on_pause, "pause"),
+        self.srv_pause = node.create_service(SetBool, "~/pause", guard_service(self._on_pause, "pause"),
                                              qos_profile=qos)
         self.srv_step = None
         if Step is not None:
             # its own group: the single-threaded executor runs nothing else of a group whose task is pending
-            self.srv_step = self.create_service(Step, "~/step", self._on_step_request, qos_profile=qos,
+            self.srv_step = node.create_service(Step, "~/step", self._on_step_request, qos_profile=qos,
                                                 callback_group=ReentrantCallbackGroup())
         else:
-            self.get_logger().warning("mbs_ros_msgs has no Step service (an older build): no ~/step (make setup "
+            node.get_logger().warning("mbs_ros_msgs has no Step service (an older build): no ~/step (make setup "
                                       "builds it)")
 
     def _stop_step(self, why: str) -> str:
@@ -74,8 +84,9 @@ class Services:
         return f" (the ~/step in progress stopped after {self.sim.k - run[1]} of {run[0]} steps)"
 
     def _on_reset(self, request: Trigger.Request, response: Trigger.Response) -> Trigger.Response:
+        self.before_reset()
         try:
-            q0, v0 = initial_state(self.model, self.settings)
+            q0, v0 = initial_state(self.sim.model, self.settings())
         except ParameterError as e:  # pragma: no cover - validated when set
             response.success, response.message = False, str(e)
             return response
@@ -84,73 +95,75 @@ class Services:
         # are cleared (the zero wrench is announced on `wrench` by the next step if it differs).
         fault = self.sim.fault
         self.sim.reset(q0, v0)
-        self._anchor()
-        self._markers_delete_all = True
-        self._publish_state(everything=True)
-        self._publish_diagnostics()
+        self.anchor()
+        self.publishing.clear_markers()
+        self.publishing.publish_state(everything=True)
+        self.publish_diagnostics()
         response.success = True
-        response.message = f"reset to the initial state at t = {cv.seconds_text(self.stamp())} s" + (
+        response.message = f"reset to the initial state at t = {cv.seconds_text(self.sim.stamp())} s" + (
             f" (the fault at t = {cv.seconds_text(fault.stamp_ns)} s cleared"
             + (", still paused: ~/pause false resumes)" if self.sim.paused else ", running)") if fault else "") \
             + stopped
-        self.get_logger().info(response.message)
+        self.node.get_logger().info(response.message)
         return response
 
     def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
+        self.before_pause()
         sim = self.sim
         stopped = self._stop_step("~/pause " + ("true" if request.data else "false"))
         if request.data and not sim.paused:
-            self._pause_now()
-            response.message = f"paused at t = {cv.seconds_text(self.stamp())} s"
+            self.pause_now()
+            response.message = f"paused at t = {cv.seconds_text(self.sim.stamp())} s"
         elif not request.data and sim.fault is not None:
             sim.pause(False)  # the pause asked for ends; the fault holds until a reset
             f = sim.fault
             response.success = False
             response.message = (f"halted by a fault at t = {cv.seconds_text(f.stamp_ns)} s ({f.reason}); call "
                                 "~/reset to resume from the initial state")
-            self.get_logger().warning(response.message)
+            self.node.get_logger().warning(response.message)
             return response
         elif not request.data and sim.paused:
             sim.pause(False)
-            self._anchor()
-            response.message = f"resumed at t = {cv.seconds_text(self.stamp())} s"
+            self.anchor()
+            response.message = f"resumed at t = {cv.seconds_text(self.sim.stamp())} s"
             if self.lockstep:
-                self._try_period()  # the commands may all be here already
+                self.try_period()  # the commands may all be here already
         else:
             response.message = "already " + ("paused" if sim.paused else "running")
         response.message += stopped
         response.success = True
-        self.get_logger().info(response.message)
+        self.node.get_logger().info(response.message)
         return response
 
-    def _pause_now(self) -> None:
+    def pause_now(self) -> None:
         """Pause here (``~/pause`` true, ``pause_at``): the state at this stamp if it is not out yet, with
         everything, the diagnostics; those who match later get the state again."""
         sim = self.sim
         sim.pause(True)
-        if self._last_published_k != sim.k:
-            self._publish_state(everything=True)
-            self._publish_applied()
-        self._publish_diagnostics()
-        self._graph_counts = self._graph_counts_now()  # those matched later get the state again
+        if self.publishing.last_published_k != sim.k:
+            self.publishing.publish_state(everything=True)
+            self.publishing.publish_applied()
+        self.publish_diagnostics()
+        self.note_graph()  # those matched later get the state again
 
-    def _pause_at_reached(self) -> None:
+    def pause_at_reached(self) -> None:
         """``pause_at``: pause once the running simulation is at its step (not while ``~/step`` steps it: it is
         paused already), after what falls due at that stamp was published."""
         sim = self.sim
-        if self._pause_k is None or sim.k != self._pause_k or sim.paused or self._stepping:
+        pause_k = self.pause_k()
+        if pause_k is None or sim.k != pause_k or sim.paused or self.stepping:
             return
-        self._pause_now()
-        self.get_logger().info(f"paused at t = {cv.seconds_text(self.stamp())} s (pause_at "
-                               f"{self.settings.pause_at:g} s): ~/pause false resumes")
+        self.pause_now()
+        self.node.get_logger().info(f"paused at t = {cv.seconds_text(self.sim.stamp())} s (pause_at "
+                                    f"{self.settings().pause_at:g} s): ~/pause false resumes")
 
     async def _on_step_request(self, request, response):
-        """``~/step``: :meth:`_on_step`, whose exceptions become the reply's reason (as ``_guard_service``)."""
+        """``~/step``: :meth:`_on_step`, whose exceptions become the reply's reason (as the node's service guard)."""
         try:
             return await self._on_step(request, response)
         except Exception as e:  # noqa: BLE001 - no request stops the node
-            self._counts["callback_errors"] += 1
-            self._warn("error_step", f"step failed: {type(e).__name__}: {e}", error=True)
+            self.counts["callback_errors"] += 1
+            self.warn("error_step", f"step failed: {type(e).__name__}: {e}", error=True)
             response.success = False
             response.message = f"step failed: {type(e).__name__}: {e}"
             return response
@@ -172,7 +185,7 @@ class Services:
                     f"control_rate) or 0, not {n}: the next period needs the controller's answer to the state this "
                     "one publishes")
         if self.lockstep and n and not sim.period_complete():
-            return (f"lockstep: the period at t = {cv.seconds_text(self.stamp())} s still waits for "
+            return (f"lockstep: the period at t = {cv.seconds_text(self.sim.stamp())} s still waits for "
                     f"{' and '.join(TOPIC[ch] for ch in sim.missing())} stamped with it; call again once the "
                     "controller has answered that state")
         if n > MAX_STEP_REQUEST:
@@ -193,36 +206,37 @@ class Services:
             self._step_run = run
             try:
                 if self.lockstep:  # one control period, bounded by the control period itself
-                    self._step_chunk(self._take_period)
+                    self._step_chunk(self.take_period)
                 else:
                     end = k0 + n
                     while not self._step_chunk(lambda: self._advance_within(end, STEP_CHUNK_S)):
-                        if not self.context.ok():
+                        if not self.node.context.ok():
                             break
-                        if isinstance(self.executor, Executor):  # rclpy's own: back here without its wait
-                            self.executor.wake()
+                        if isinstance(self.node.executor, Executor):  # rclpy's own: back here without its wait
+                            self.node.executor.wake()
                         await _NextChunk()
                         if run[2] is not None:
                             break
             finally:
                 self._step_run = None
             if run[2] != "~/reset":  # as a pause: the state it stopped at (a reset published its own)
-                if self._last_published_k != sim.k:
-                    self._publish_state(everything=True)
-                    self._publish_applied()
-                self._publish_diagnostics()
+                if self.publishing.last_published_k != sim.k:
+                    self.publishing.publish_state(everything=True)
+                    self.publishing.publish_applied()
+                self.publish_diagnostics()
         taken = run[3] if run[2] is not None else sim.k - k0
-        response.sim_time = cv.time_from_ns(self.stamp())
+        response.sim_time = cv.time_from_ns(self.sim.stamp())
         response.step_index = sim.k
         if why is None and run[2] is not None:
-            why = f"stopped by {run[2]} after {taken} of {n} steps; now at t = {cv.seconds_text(self.stamp())} s"
+            why = (f"stopped by {run[2]} after {taken} of {n} steps; now at t = "
+                   f"{cv.seconds_text(self.sim.stamp())} s")
         elif why is None and sim.fault is not None:
             f = sim.fault
             why = (f"halted by a fault after {taken} of {n} steps, at t = {cv.seconds_text(f.stamp_ns)} s "
                    f"({f.reason}); call ~/reset")
         response.success = why is None
-        response.message = why or f"{taken} steps to t = {cv.seconds_text(self.stamp())} s (step {sim.k})"
-        self.get_logger().debug(f"~/step: {response.message}")
+        response.message = why or f"{taken} steps to t = {cv.seconds_text(self.sim.stamp())} s (step {sim.k})"
+        self.node.get_logger().debug(f"~/step: {response.message}")
         return response
 
     def _step_chunk(self, take) -> bool:
@@ -230,12 +244,12 @@ class Services:
         so), paused again after; True when the ``~/step`` is over (all taken, or a fault)."""
         sim = self.sim
         sim.pause(False)
-        self._stepping = True
+        self.stepping = True
         try:
             done = take()
         finally:
             sim.pause(True)
-            self._stepping = False
+            self.stepping = False
         return done is not False or sim.fault is not None
 
     def _advance_within(self, end: int, seconds: float) -> bool:

@@ -62,7 +62,7 @@ from mbs_ros.process import TEARDOWN_TIMEOUT_S, TeardownGuard, dump_stacks_on_si
 __all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
            "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS", "TeardownGuard", "TEARDOWN_TIMEOUT_S",
            "descriptor", "declare", "declare_model_parameters", "parameter_overrides", "unknown_overrides",
-           "command_line_parameters", "unknown_parameters_problem"]
+           "command_line_parameters", "unknown_parameters_problem", "CallbackGuard"]
 
 EXIT_BAD_ARGUMENTS = 2  # as for invalid parameters
 
@@ -417,3 +417,59 @@ def unknown_overrides(node: "rclpy.node.Node", parameters: Mapping[str, Paramete
     one the node has declared (rclpy's own, e.g. start_type_description_service)."""
     return sorted(n for n in parameter_overrides(node) if n not in parameters and n != "use_sim_time"
                   and not n.startswith("qos_overrides.") and not node.has_parameter(n))
+
+
+class CallbackGuard:
+    """What keeps a node's callbacks from stopping it, built with the ``node`` (its context), its ``counts``
+    (``callback_errors``, ``rejected_<topic>``) and its ``logs`` (a :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`):
+    throttled warnings, counted rejections, and callbacks that never raise (the dynamics node's)."""
+
+    def __init__(self, node, counts: Dict[str, int], logs):
+        self.node, self.counts, self.logs = node, counts, logs
+
+    def warn(self, key: str, text: str, error: bool = False) -> None:
+        """A warning throttled per ``key`` (one per WARN_THROTTLE_S of wall clock), with how many were held back;
+        free while held back (:mod:`mbs_ros.cores.ratelimit`: rclpy's own throttle costs ms per call)."""
+        if not self.node.context.ok():
+            return
+        try:
+            (self.logs.error if error else self.logs.warning)(key, text)
+        except Exception:  # noqa: BLE001 - a log line is never worth the node
+            pass
+
+    def reject(self, topic: str, kind: str, reason: str) -> None:
+        """An input rejected: counted, and a warning throttled per topic and kind of reason."""
+        self.counts[f"rejected_{topic}"] += 1
+        self.warn(f"{topic}:{kind}", f"{topic} rejected: {reason}")
+
+    def callback(self, fn, what: str):
+        """``fn`` that never raises: an exception is logged (throttled) and counted."""
+
+        def guarded(*args):
+            try:
+                return fn(*args)
+            except Exception as e:  # noqa: BLE001 - no input may stop the node
+                if not self.node.context.ok():
+                    return None
+                self.counts["callback_errors"] += 1
+                self.warn(f"error_{what}", f"{what} callback failed: {type(e).__name__}: {e}", error=True)
+            return None
+
+        if what == "timer":  # rclpy passes a TimerInfo to a timer callback that takes an argument
+            return lambda: guarded()
+        return lambda msg: guarded(msg)
+
+    def service(self, fn, what: str):
+        """A service callback that never raises: an exception is the response's reason."""
+
+        def guarded(request, response):
+            try:
+                return fn(request, response)
+            except Exception as e:  # noqa: BLE001
+                self.counts["callback_errors"] += 1
+                self.warn(f"error_{what}", f"{what} failed: {type(e).__name__}: {e}", error=True)
+                response.success = False
+                response.message = f"{what} failed: {type(e).__name__}: {e}"
+                return response
+
+        return guarded

@@ -443,7 +443,7 @@ def test_joint_wrenches_markers_and_diagnostics_cost_nothing_without_subscribers
                                parameter_overrides=[Parameter(k, value=v) for k, v in params.items()])
         node.configure()
         calls = {"joint_wrenches": 0, "markers": 0}
-        joint_wrenches, link_markers = node.sim.joint_wrenches, node._marker_maker.link_markers
+        joint_wrenches, link_markers = node.sim.joint_wrenches, node.publishing.marker_maker.link_markers
 
         def counting(name, f):
             def wrapped(*a, **kw):
@@ -452,7 +452,7 @@ def test_joint_wrenches_markers_and_diagnostics_cost_nothing_without_subscribers
             return wrapped
 
         node.sim.joint_wrenches = counting("joint_wrenches", joint_wrenches)
-        node._marker_maker.link_markers = counting("markers", link_markers)
+        node.publishing.marker_maker.link_markers = counting("markers", link_markers)
         published = {}
         for pub in node.publishers:
             def counted(msg, _publish=pub.publish, _topic=pub.topic_name):

@@ -1,4 +1,4 @@
-"""The dynamics node's waiting watch (mbs_ros.nodes.dynamics_lockstep.LockstepWatch) on a stand-in node, with the
+"""The dynamics node's waiting watch (mbs_ros.nodes.dynamics_lockstep.LockstepWatch) built with stand-in parts, with the
 wall clock under the test's control (no process, no ROS graph):
 
 - lockstep: "waiting ... Is a lockstep controller running?" comes LOCKSTEP_WARN_S after the awaited state went
@@ -47,40 +47,57 @@ class Sim:
     def missing(self):
         return () if self.complete else ("joints",)
 
-
-class Base:
-    def _on_pause(self, request, response):
-        return "paused" if request else "resumed"
+    def stamp(self, k=None):
+        return (self.k if k is None else k) * 10_000_000
 
 
-class Node(dl.LockstepWatch, Base):
+class Publisher:
+    def get_subscription_count(self):
+        return 1
+
+
+class Publishing:
+    """The state publishing part: records what is sent, and when."""
+
     def __init__(self):
-        self.sim = Sim()
-        self.settings = types.SimpleNamespace(publish_rate=100.0)
-        self._logs = Logs()
         self.states = []
-        self.periods = 0
-        self.anchored = 0
-        self._counts = {"received_joint_command": 0, "rejected_joint_command": 0, "callback_errors": 0}
-        self.info = []
+        self.last_state_wall = 0.0
+        self.nj = 1
+        self.pub_odom = self.pub_joint_states = Publisher()
 
-    def stamp(self):
-        return self.sim.k * 10_000_000
-
-    def _repeat_clock(self):
-        pass
-
-    def _graph_counts_now(self):
-        return (1, 1)
-
-    def _publish_state(self, **kw):
-        self._last_state_wall = dl.time.monotonic()
+    def publish_state(self, **kw):
+        self.last_state_wall = dl.time.monotonic()
         self.states.append(kw)
 
-    def _try_period(self):
+    def repeat_clock(self):
+        pass
+
+
+class Node:
+    """The node and its parts around a LockstepWatch built as the dynamics node builds it."""
+
+    def __init__(self):
+        self.sim = Sim()
+        self.publishing = Publishing()
+        self.periods = 0
+        self.anchored = 0
+        self.counts = {"received_joint_command": 0, "rejected_joint_command": 0, "callback_errors": 0}
+        self.info = []
+        self.logs = Logs()
+        settings = types.SimpleNamespace(publish_rate=100.0)
+        self.watch = dl.LockstepWatch(self, self.sim, None, self.publishing, settings=lambda: settings,
+                                      counts=self.counts, logs=self.logs, take_period=self.take_period,
+                                      anchor=self.anchor, subscriptions=lambda: ())
+        self.watch.try_period = self.take_period  # no pacing here: a complete period runs
+
+    @property
+    def states(self):
+        return self.publishing.states
+
+    def take_period(self):
         self.periods += 1
 
-    def _anchor(self):
+    def anchor(self):
         self.anchored += 1
 
     def get_logger(self):
@@ -96,51 +113,54 @@ def clock(monkeypatch):
 
 def test_a_long_paused_start_is_no_wait_for_the_controller(clock):
     node = Node()
-    node._graph_counts = (1, 1)
-    node._last_input_wall = clock.t  # the controller answered t = 0 while the run stood paused
+    watch = node.watch
+    watch.graph_counts = (1, 1)
+    watch.last_input_wall = clock.t  # the controller answered t = 0 while the run stood paused
     node.sim.paused = True
     for _ in range(50):  # 5 s paused (the runner waits for the reference to be held)
         clock.t += 0.1
-        node._paused_watch()
+        watch.paused_watch()
     node.sim.paused = False
     node.sim.complete = True
-    node._lockstep_watch()  # resumed: the period of t = 0 runs
+    watch.lockstep_watch()  # resumed: the period of t = 0 runs
     assert node.periods == 1
     node.sim.k, node.sim.complete = 5, False  # its state went out; the controller's answer is due
     for _ in range(19):  # 1.9 s without it: no warning yet
         clock.t += 0.1
-        node._lockstep_watch()
-    assert node._logs.warnings == []
+        watch.lockstep_watch()
+    assert node.logs.warnings == []
     for _ in range(3):  # past LOCKSTEP_WARN_S: the warning, with how long
         clock.t += 0.1
-        node._lockstep_watch()
-    quiet = float(re.search(r"no command for ([\d.]+) s", node._logs.warnings[0]).group(1))
-    assert 2.0 <= quiet < 2.5, node._logs.warnings  # counted from the state, not from the command before the pause
+        watch.lockstep_watch()
+    quiet = float(re.search(r"no command for ([\d.]+) s", node.logs.warnings[0]).group(1))
+    assert 2.0 <= quiet < 2.5, node.logs.warnings  # counted from the state, not from the command before the pause
 
 
 def test_wait_for_command_repeats_the_state_and_starts_on_an_accepted_command(clock):
     node = Node()
-    node._graph_counts = (1, 1)
-    node._last_state_wall = clock.t
-    node.await_first_command()
-    assert not node._command_arrived()
+    watch = node.watch
+    watch.graph_counts = (1, 1)
+    node.publishing.last_state_wall = clock.t
+    watch.await_first_command()
+    assert not watch.command_arrived()
     for _ in range(10):  # 0.1 s: the state again at publish_rate (100 Hz), the same stamp
         clock.t += 0.0101
-        node._paused_watch()
+        watch.paused_watch()
     assert len(node.states) == 10 and all(s == {"controller_inputs_only": True} for s in node.states)
-    node._counts["received_joint_command"] += 1  # a command refused (wrong names, say) starts nothing
-    node._counts["rejected_joint_command"] += 1
-    assert not node._command_arrived() and node._awaiting_command
-    node._counts["received_joint_command"] += 1  # the controller's answer
-    assert node._command_arrived() and not node._awaiting_command and node.anchored == 1
+    node.counts["received_joint_command"] += 1  # a command refused (wrong names, say) starts nothing
+    node.counts["rejected_joint_command"] += 1
+    assert not watch.command_arrived() and watch.awaiting_command
+    node.counts["received_joint_command"] += 1  # the controller's answer
+    assert watch.command_arrived() and not watch.awaiting_command and node.anchored == 1
     assert "first command" in node.info[0]
 
 
 def test_pause_ends_the_wait_for_a_first_command(clock):
     node = Node()
-    node.await_first_command()
-    assert node._on_pause(True, None) == "paused" and not node._awaiting_command
-    node._counts["received_joint_command"] += 1
+    node.watch.await_first_command()
+    node.watch.stop_waiting()  # what ~/pause does first
+    assert not node.watch.awaiting_command
+    node.counts["received_joint_command"] += 1
     clock.t += 1.0
-    node._paused_watch()  # paused as asked: no more repeats of a waiting start, and the command starts nothing
+    node.watch.paused_watch()  # paused as asked: no more repeats of a waiting start, and the command starts nothing
     assert node.states == [] and node.anchored == 0

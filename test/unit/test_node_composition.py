@@ -1,0 +1,98 @@
+"""The nodes are composed, not mixed (issue 29, item 3): each node class in ``mbs_ros/nodes/*_node.py`` derives
+from rclpy's ``Node`` alone and holds its parts as attributes; no module of ``mbs_ros/nodes`` chains a private
+hook through ``super()`` (the mixins' ``super()._on_reset(...)``, ``super()._create_publishers()``) or documents a
+"Needs, from the node" contract. Read from the source (no rclpy import)."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+NODES = Path(__file__).resolve().parents[2] / "mbs_ros" / "nodes"
+
+
+def _node_classes(tree: ast.Module):
+    return [c for c in tree.body if isinstance(c, ast.ClassDef) and c.name.endswith("Node")]
+
+
+def _base_names(cls: ast.ClassDef):
+    return [ast.unparse(b) for b in cls.bases]
+
+
+def _private_super_calls(tree: ast.Module):
+    """``super().<private>(...)`` calls: a hook chained through the method resolution order."""
+    out = []
+    for n in ast.walk(tree):
+        if (isinstance(n, ast.Attribute) and n.attr.startswith("_") and not n.attr.startswith("__")
+                and isinstance(n.value, ast.Call) and isinstance(n.value.func, ast.Name)
+                and n.value.func.id == "super"):
+            out.append(f"line {n.lineno}: super().{n.attr}")
+    return out
+
+
+def problems(root: Path):
+    out = []
+    for path in sorted(root.glob("*.py")):
+        text = path.read_text()
+        tree = ast.parse(text)
+        if path.name.endswith("_node.py"):
+            for cls in _node_classes(tree):
+                if _base_names(cls) != ["Node"]:
+                    out.append(f"{path.name}: class {cls.name}({', '.join(_base_names(cls))}) mixes in parts")
+        out += [f"{path.name}: {p}" for p in _private_super_calls(tree)]
+        if "Needs, from the node" in text:
+            out.append(f"{path.name}: a part with a 'Needs, from the node' contract")
+    return out
+
+
+def test_the_nodes_hold_their_parts_instead_of_mixing_them_in():
+    assert problems(NODES) == []
+
+
+@pytest.mark.parametrize("source, expected", [
+    ("class DynamicsNode(SensorPublishing, Node):\n    pass\n",
+     "x_node.py: class DynamicsNode(SensorPublishing, Node) mixes in parts"),
+    ("class P:\n    def _on_reset(self, a, b):\n        return super()._on_reset(a, b)\n",
+     "x_node.py: line 3: super()._on_reset"),
+    ('class P:\n    """Needs, from the node: sim."""\n', "x_node.py: a part with a 'Needs, from the node' contract"),
+])
+def test_the_rule_sees_a_mixin(tmp_path, source, expected):
+    (tmp_path / "x_node.py").write_text(source)
+    assert problems(tmp_path) == [expected]
+
+
+def test_the_rule_lets_composition_and_super_init_pass(tmp_path):
+    (tmp_path / "x_node.py").write_text(
+        "class XNode(Node):\n    def __init__(self):\n        super().__init__('x')\n        self.part = Part(self)\n")
+    assert problems(tmp_path) == []
+
+
+def test_the_callback_guard_counts_and_answers_instead_of_raising():
+    """CallbackGuard (the dynamics node's part that keeps callbacks from stopping it): a failing message callback
+    is counted and logged as an error, a failing service answers with the reason, a rejection is counted."""
+    import types
+
+    from mbs_ros.nodes.runtime import CallbackGuard
+
+    logged = []
+    logs = types.SimpleNamespace(warning=lambda key, text: logged.append(("warning", key, text)),
+                                 error=lambda key, text: logged.append(("error", key, text)))
+    node = types.SimpleNamespace(context=types.SimpleNamespace(ok=lambda: True))
+    counts = {"callback_errors": 0, "rejected_cmd_wrench": 0}
+    guard = CallbackGuard(node, counts, logs)
+
+    def fails(*_args):
+        raise ValueError("boom")
+
+    assert guard.callback(fails, "cmd_wrench")(object()) is None
+    assert guard.callback(fails, "timer")() is None  # a timer callback takes no argument
+    response = guard.service(fails, "reset")(object(), types.SimpleNamespace(success=True, message=""))
+    guard.reject("cmd_wrench", "frame", "unknown frame 'x'")
+    assert counts == {"callback_errors": 3, "rejected_cmd_wrench": 1}
+    assert (response.success, response.message) == (False, "reset failed: ValueError: boom")
+    assert logged == [("error", "error_cmd_wrench", "cmd_wrench callback failed: ValueError: boom"),
+                      ("error", "error_timer", "timer callback failed: ValueError: boom"),
+                      ("error", "error_reset", "reset failed: ValueError: boom"),
+                      ("warning", "cmd_wrench:frame", "cmd_wrench rejected: unknown frame 'x'")]
