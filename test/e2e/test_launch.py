@@ -37,6 +37,7 @@ LAUNCH_FILES = {
     "manipulator": ("manipulator", {}, ["arm"]),
     "vehicle_manipulator": ("vehicle_manipulator", {}, ["uvms"]),
     "fleet": ("fleet", {"count": "2"}, ["uvms1", "uvms2"]),
+    "rov_landing": ("rov_landing", {}, ["rov"]),
 }
 EXECUTABLES = ("dynamics_node", "controller_node", "reference_node")
 TIMEOUT = 90.0  # processes of a whole scenario starting at once on a loaded 2-core machine
