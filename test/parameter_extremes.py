@@ -67,6 +67,7 @@ CONTROLLER = [
     ("max_mass_ratio", 0.0, 1e300, -1e-9, None),
     ("goal_time_tolerance", 0.0, 1e6, -1e-9, 1.01e6),
     ("stopped_velocity_tolerance", 0.0, 1e6, -1e-9, 1.01e6),
+    ("idle_until", 0.0, 1e9, -1e-9, 1.01e9),
 ]
 
 CONTROLLER_VECTORS = [

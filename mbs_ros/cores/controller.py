@@ -23,7 +23,7 @@ from mbs_ros.dynamics.model import source as ms
 from mbs_ros.cores.controller_settings import (ControllerSettings, ParameterError, build_model, command_limits,
                                                make_law, settings_from_values)
 
-__all__ = ["ControllerSetup", "controller_setup", "evaluate", "hold_references", "desired", "law_command",
+__all__ = ["ControllerSetup", "controller_setup", "evaluate", "hold_references", "desired", "idle", "law_command",
            "reference_from_points"]
 
 
@@ -95,6 +95,11 @@ def desired(model: Model, base_ref, joint_ref, t_ref: int):
         q_d[nq_base:] = ms.joint_positions_to_q(model, qj)
         v_d[nv_base:], a_d[nv_base:] = vj, aj
     return q_d, v_d, a_d
+
+
+def idle(settings: ControllerSettings, t_ref: int) -> bool:
+    """Whether the controller commands zero at reference time ``t_ref`` [ns]: before ``idle_until`` (0: never)."""
+    return t_ref < int(round(settings.idle_until * 1e9))
 
 
 def law_command(law, model: Model, compensate_passive: bool, q, v, q_d, v_d, a_d) -> np.ndarray:

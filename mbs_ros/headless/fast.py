@@ -57,6 +57,8 @@ def eligible(r) -> Optional[str]:
         return "a faulted, paused or non-lockstep simulator"
     if sim.world is not None and sim.world.shapes:
         return "a contact world with shapes"
+    if ctl.settings.idle_until > 0:
+        return "an idle start (idle_until)"
     if not isinstance(ctl.law, ComputedTorque) or not ctl.law.compiled or ctl.allocation is not None:
         return "not the compiled computed-torque law, or thruster allocation"
     if floating and (ctl.output.wrench_map is None or not r.view.base_is_root):

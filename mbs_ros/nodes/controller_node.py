@@ -35,7 +35,7 @@ from mbs_ros.controllers.timebase import JUMP_CONFIRMATIONS
 from mbs_ros.dynamics.model import source as ms
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes.controller_actions import TrajectoryActions
-from mbs_ros.cores.controller import controller_setup, desired, law_command
+from mbs_ros.cores.controller import controller_setup, desired, idle, law_command
 from mbs_ros.nodes.controller_inputs import REFERENCE_QUEUE, REFERENCE_TOPICS, Inputs  # noqa: F401 - importable here
 from mbs_ros.nodes.controller_publishing import DIAGNOSTICS_PERIOD_S, CommandPublishing  # noqa: F401 - as above
 from mbs_ros.cores.controller_settings import (DEFAULTS, ControllerSettings, ParameterError, build_model,
@@ -266,7 +266,11 @@ class ControllerNode(Node):
         t, q, v = self.inputs.state
         if self._last_tau_stamp != t:
             try:
-                tau = law_command(self.law, self.model, self.settings.compensate_passive, q, v, *self._desired(t))
+                if idle(self.settings, t - self.timebase.offset):  # idle_until: thrusters off, joints limp
+                    tau = np.zeros(self.model.nv)
+                else:
+                    tau = law_command(self.law, self.model, self.settings.compensate_passive, q, v,
+                                      *self._desired(t))
             except Exception as e:  # noqa: BLE001 - publish a safe command and keep running
                 self._count("control_errors")
                 self._warn("law", f"cannot compute the command ({type(e).__name__}: {e}): publishing zero",

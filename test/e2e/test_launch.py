@@ -37,7 +37,10 @@ LAUNCH_FILES = {
     "manipulator": ("manipulator", {}, ["arm"]),
     "vehicle_manipulator": ("vehicle_manipulator", {}, ["uvms"]),
     "fleet": ("fleet", {"count": "2"}, ["uvms1", "uvms2"]),
+    "rov_landing": ("rov_landing", {}, ["rov"]),
 }
+#: launch files whose default scenario's robots have no joints (the ROV alone)
+JOINTLESS = {"rov_landing"}
 EXECUTABLES = ("dynamics_node", "controller_node", "reference_node")
 TIMEOUT = 90.0  # processes of a whole scenario starting at once on a loaded 2-core machine
 
@@ -234,12 +237,14 @@ def probe():
     p.close()
 
 
-def topics_of(namespaces, floating=True):
-    """What must appear: the state, TF, the references, and what the RViz configurations show."""
+def topics_of(namespaces, floating=True, joints=True):
+    """What must appear: the state, TF, the references, and what the RViz configurations show (no joint_states
+    nor joint_reference for a robot without joints)."""
     out = ["/tf"]
     for ns in namespaces:
-        out += [f"/{ns}/odom", f"/{ns}/joint_states", f"/{ns}/joint_reference", f"/{ns}/robot_description",
-                f"/{ns}/markers"]
+        out += [f"/{ns}/odom", f"/{ns}/robot_description", f"/{ns}/markers"]
+        if joints:
+            out += [f"/{ns}/joint_states", f"/{ns}/joint_reference"]
         if floating:
             out.append(f"/{ns}/base_reference")
     return out
@@ -259,7 +264,7 @@ def test_launch_scenario_through_runner(kind, probe, tmp_path):
     args = [scenario_name, "--log-dir", logs]
     if "count" in arguments:
         args += ["--count", arguments["count"]]
-    topics = topics_of(namespaces, floating=kind != "manipulator")
+    topics = topics_of(namespaces, floating=kind != "manipulator", joints=kind not in JOINTLESS)
     probe.watch(topics)
     r = Run(*args)
     try:
@@ -352,7 +357,7 @@ def test_launch_file_runs(kind, launch_api, probe, tmp_path):
     _scenario, arguments, namespaces = LAUNCH_FILES[kind]
     env = _install_prefix(tmp_path)
     log = tmp_path / "launch.log"
-    topics = topics_of(namespaces, floating=kind != "manipulator")
+    topics = topics_of(namespaces, floating=kind != "manipulator", joints=kind not in JOINTLESS)
     probe.watch(topics)
     args = [f"{k}:={v}" for k, v in {**arguments, "rviz": "false"}.items()]
     with open(log, "w") as out:

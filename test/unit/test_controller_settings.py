@@ -19,7 +19,7 @@ DOCUMENTED = {  # docs/controller_node.md
     "state_timeout": 0.2, "lockstep": False, "world_frame": "world", "base_frame": "base_link", "max_wrench": (),
     "max_effort": (), "max_time_jump": 5.0, "allocate_thrusters": True, "thruster_weights": (),
     "compensate_passive": True, "allow_partial_joints_goal": False, "goal_time_tolerance": 0.0,
-    "stopped_velocity_tolerance": 0.01, "use_events_executor": True, "base_group": "se3", "mimic": "reduce",
+    "stopped_velocity_tolerance": 0.01, "idle_until": 0.0, "use_events_executor": True, "base_group": "se3", "mimic": "reduce",
     "joint_armature": (),
     "gravity": (0.0, 0.0, -9.81), "mass": 1.0, "inertia": (0.01, 0.0, 0.0, 0.01, 0.0, 0.01),
 }

@@ -91,6 +91,11 @@ _PAIRS = {
     "compensate_passive": (
         "Add -tau_p(q, v): cancel the model's passive forces (joint springs, dampers and friction, hydrodynamic "
         "damping and the current's loads) as computed torque cancels C v + g.", True),
+    "idle_until": (
+        "Command zero (thrusters off, joints limp, no passive compensation) while the state's reference time "
+        "(the simulation time in a run on simulation time) is before this [s], then the law: a vehicle that "
+        "settles under its own weight and buoyancy before the law takes over (config/scenarios/rov_landing.yaml); "
+        "0 = the law from the start, else in (0, 1e9].", {"default": 0.0, "floating_point_range": (0.0, 1.0e9)}),
     "allow_partial_joints_goal": (
         "FollowJointTrajectory: accept goals naming only some of the joints (the others hold their reference), as "
         "joint_trajectory_controller's parameter.", False),
