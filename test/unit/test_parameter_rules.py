@@ -167,7 +167,7 @@ def test_what_a_run_time_change_redoes_is_the_tables():
     from mbs_ros.cores import dynamics_settings as ds
 
     assert ds.INERTIAL == ("mass", "inertia", "com", "gravity") and ds.SINGLE_BODY_ONLY == ("mass", "inertia", "com")
-    assert reconf._ON == {"rate": {"integrator", "gravity", "mass", "inertia", "com", "max_wrench", "max_effort"},
+    assert reconf.ON == {"rate": {"integrator", "gravity", "mass", "inertia", "com", "max_wrench", "max_effort"},
                           "limits": {"max_wrench", "max_effort"}, "water": {"current", "current_rate"},
                           "pause": {"pause_at"}}
 
