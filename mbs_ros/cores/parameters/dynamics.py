@@ -80,6 +80,13 @@ _PAIRS = {
         "(with publish_markers). Built only while someone subscribes.",
         {"off": True, "at_most": "physics_rate", "type": "double", "default": 20.0,
          "floating_point_range": (0.0, 100000.0)}),
+    "contacts_rate": (
+        "Rate of the contact topics [Hz] (contacts/<link>, contacts/markers, world/markers and the free objects "
+        "on /tf; docs/contact.md, On ROS), 0 = off, else in [0.001, physics_rate]; every "
+        "round(physics_rate/contacts_rate) steps, with a contact world that has shapes. Built only while someone "
+        "subscribes.",
+        {"off": True, "at_most": "physics_rate", "type": "double", "default": 50.0,
+         "floating_point_range": (0.0, 100000.0)}),
     "diagnostics_rate": (
         "Energy/momentum bookkeeping rate on /diagnostics [Hz], 0 = off, else in [0.001, physics_rate].",
         {"off": True, "at_most": "physics_rate", "type": "double", "default": 1.0,

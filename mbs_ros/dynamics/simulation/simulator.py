@@ -151,6 +151,8 @@ class Simulator(LockstepPeriods, StateOutputs):
         self.contact_steps = 0  # steps taken by the contact step
         self.contact_unconverged = 0  # of them, solves that ended above their tolerance (the step still finished)
         self.last_contact = None  # the last contact step's StepInfo
+        # the step (k to k + 1) it was taken at, and its first model's index in the world (1: the objects' own)
+        self.last_contact_k, self.last_contact_first = -1, 0
         self.rebaseline()
 
     # ------------------------------------------------------------------------------------- settings
@@ -434,7 +436,7 @@ class Simulator(LockstepPeriods, StateOutputs):
                 self.contact_work += dt * self.contact_power
                 self.contact_steps += 1
                 self.contact_unconverged += int(info.result is not None and not info.result.converged)
-                self.last_contact = info
+                self.last_contact, self.last_contact_k, self.last_contact_first = info, k, 0
             if passive:
                 self.passive_work, self.dissipated = passive_work, dissipated
                 self._passive_end = (pp1, pd1)
@@ -454,6 +456,7 @@ class Simulator(LockstepPeriods, StateOutputs):
                     own_step = own is not None
                     if own is not None:
                         own, removed = own
+                        self.last_contact, self.last_contact_k, self.last_contact_first = own, k, 1
                         self.contact_power = removed / dt
                         self.contact_work += removed
                         self.contact_steps += 1
@@ -750,6 +753,7 @@ class Simulator(LockstepPeriods, StateOutputs):
         self.obj_q = [q.copy() for q in self.obj_q_init]
         self.obj_v = [v.copy() for v in self.obj_v_init]
         self._obj_traj = None
+        self.last_contact, self.last_contact_k = None, -1
         if self.world is not None:
             self.world.forget()
         self.rebaseline()
