@@ -243,6 +243,12 @@ _PAIRS = {
         "none = no world. A bad file refuses the start naming file and key; a world that starts "
         "interpenetrating names the pair and the depth.",
         {"allow_empty": True, "type": "string", "default": "", "read_only": True}),
+    "disturbance": (
+        "Timed pushes on a floating (se3) base, groups of 8 numbers [start, duration, fx, fy, fz, tx, ty, tz]: from "
+        "t0 + start [s] for duration [s] (rounded to whole physics steps, at least one; counted again from a "
+        "reset) the wrench [N, N m] in world axes at the base frame's origin, added to the commanded one (its "
+        "work is counted with the commands'); empty = none. Start-up only.",
+        {"type": "double[]", "default": (), "read_only": True}),
     "joint_limits": (
         "Stop the joints at their URDF <limit lower upper> (unilateral constraints of the contact step, exact "
         "impulses); false = the joints pass their limits as before. Robots only.",

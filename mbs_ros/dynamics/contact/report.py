@@ -106,6 +106,16 @@ class ContactReport:
                                     max(0.0, -float(c.distance))))
         return out
 
+    def robot_force(self, forces: Optional[Sequence[ContactForce]] = None) -> np.ndarray:
+        """The sum of the contact forces on the robot (model 0) [N, world axes]: its links' sides of every contact
+        with something that is not the robot."""
+        forces = self.forces() if forces is None else forces
+        links = set(self.links)
+        total = np.zeros(3)
+        for f in forces:
+            total += (f.link in links) * f.force - (f.other in links) * f.force
+        return total
+
     def body_poses(self) -> Dict[str, np.ndarray]:
         """4×4 world poses of the robot's contact links and of the free objects (their frames)."""
         sim = self.sim
