@@ -1,4 +1,5 @@
-"""ROS-free control laws (computed torque, passivity-based, PD + gravity, joint-space PD + gravity, LQR) and waypoint references.
+"""ROS-free control laws (computed torque, passivity-based, PD + gravity, joint-space PD + gravity, LQR) and waypoint
+references.
 
 Nothing here imports rclpy. Every law works on any model exposing the generic API (a rigid body on any base group,
 or a multibody tree on a floating or fixed base)::

@@ -21,7 +21,8 @@ from mbs_ros.dynamics.simulation.simulator import Simulator
 from mbs_ros.cores.dynamics_settings import Settings, lockstep_steps
 from mbs_ros.cores.rotations import quaternion_from_matrix
 
-__all__ = ["make_simulator", "disturbances", "make_world", "world_path", "StateView", "energy_report", "balance_residual", "load_suite", "beam_range"]
+__all__ = ["make_simulator", "disturbances", "make_world", "world_path", "StateView", "energy_report", "balance_residual",
+           "load_suite", "beam_range"]
 
 
 def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: CommandLimits, t0_ns: int,
