@@ -14,6 +14,7 @@ DYNAMICS_RUNTIME = [
     ("publish_rate", 0.1, 1000.0, 0.099, 1000.5),
     ("wrench_rate", 1e-3, 1000.0, 0.9e-3, 1000.5),  # 0 = off is accepted too
     ("markers_rate", 1e-3, 1000.0, 0.9e-3, 1000.5),
+    ("contacts_rate", 1e-3, 1000.0, 0.9e-3, 1000.5),  # 0 = off is accepted too
     ("diagnostics_rate", 1e-3, 1000.0, 0.9e-3, 1000.5),
     ("energy_rate", 1e-3, 1000.0, 0.9e-3, 1000.5),
     ("cmd_timeout", 1e-3, 60.0, 0.9e-3, 60.5),  # one physics step at least; 0 at start-up only

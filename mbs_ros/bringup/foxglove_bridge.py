@@ -44,12 +44,14 @@ _EXCLUDED_BY_ALL = re.compile(r"^/(rosout|parameter_events)$")
 
 def foxglove_topics(scenario) -> List[str]:
     """Absolute topic names the runner's bridge serves for a scenario: :data:`FOXGLOVE_TOPICS` in every robot's
-    namespace, plus ``/clock`` with ``sim_time``, plus each robot's sensor topics (its layout plots them)."""
-    from mbs_ros.bringup.foxglove_layout import sensor_topics
+    namespace, plus ``/clock`` with ``sim_time``, plus each robot's sensor topics (its layout plots them) and, with a
+    contact world, its contact topics (:func:`~mbs_ros.bringup.foxglove_layout.contact_topics`)."""
+    from mbs_ros.bringup.foxglove_layout import contact_topics, sensor_topics
     from mbs_ros.scenario.schema import record_topics
 
     topics = record_topics(scenario, FOXGLOVE_TOPICS)
-    return topics + [t for r in scenario.robots for t in sensor_topics(r, scenario.physics_rate) if t not in topics]
+    extra = [t for r in scenario.robots for t in sensor_topics(r, scenario.physics_rate) + contact_topics(r)]
+    return topics + [t for t in dict.fromkeys(extra) if t not in topics]
 
 
 # ------------------------------------------------------------------------------------------ front

@@ -18,6 +18,9 @@ The file is the layout JSON both apps export and import (``configById`` of the p
 - ``RawMessages!energy``: the first robot's ``energy`` message (storages, ports, dissipators by name; balance);
 - with sensors (the dynamics node's ``sensors``, docs/dynamics_node.md): the DVLs' beams in the 3D panel and
   ``Plot!sensors``: the first robot's depth (pressure sensors), IMU specific force z and DVL velocity.
+- with a contact world (the dynamics node's ``world``, docs/contact.md): each robot's ``contacts/markers`` and
+  ``world/markers`` in the 3D panel and ``Plot!contacts``: the first robot's contact forces along z
+  (``contacts/<link>``, its feet's where links are named ``*foot*``, else every link with a collision shape).
 """
 
 from __future__ import annotations
@@ -28,7 +31,8 @@ import sys
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence
 
-__all__ = ["layout", "layout_text", "port_names", "sensor_specs", "sensor_topics", "layout_path", "main"]
+__all__ = ["layout", "layout_text", "port_names", "sensor_specs", "sensor_topics", "contact_links", "contact_topics",
+           "layout_path", "main"]
 
 _GRID = {"layerId": "foxglove.Grid", "instanceId": "grid", "label": "Grid (world)", "visible": True,
          "frameLocked": True, "frameId": "world", "size": 20, "divisions": 20, "lineWidth": 1,
@@ -109,6 +113,41 @@ def port_names(robot) -> List[str]:
     return list(report["ports"])
 
 
+def contact_links(robot) -> List[str]:
+    """The robot links with a collision shape in the robot's contact world (its ``contacts/<link>`` topics), in
+    the world's order; empty without a world that has shapes."""
+    from mbs_ros.cores.dynamics import make_world
+    from mbs_ros.cores.dynamics_settings import initial_state
+
+    settings, source = _settings(robot)
+    if not source.multibody:
+        return []
+    model = _model(robot, settings, source)
+    world, _objects = make_world(settings, source, model, initial_state(model, settings)[0])
+    links = []
+    for s in (world.shapes if world is not None else ()):
+        if s.body is not None and s.body[0] == 0 and (s.link or s.name) not in links:
+            links.append(s.link or s.name)
+    return links
+
+
+def contact_topics(robot) -> List[str]:
+    """Absolute names of the robot's contact topics (docs/contact.md, On ROS) where it has a contact world:
+    ``contacts/<link>`` of each link with a collision shape, ``contacts/markers``, ``world/markers``."""
+    from mbs_ros.cores.dynamics_settings import topic_token
+    from mbs_ros.dynamics.model.source import ParameterError
+
+    if not robot.dynamics.get("world"):
+        return []
+    try:
+        links = contact_links(robot)
+    except ParameterError:
+        return []
+    ns = robot.namespace
+    return ([f"{ns}/contacts/markers", f"{ns}/world/markers"] + [f"{ns}/contacts/{topic_token(n)}" for n in links]
+            if links else [])
+
+
 def _path(value: str, label: str) -> Dict[str, object]:
     return {"value": value, "enabled": True, "timestampMethod": "headerStamp", "label": label}
 
@@ -149,6 +188,11 @@ def layout(scenario) -> Dict[str, object]:
     }
     right = {"direction": "column", "first": "Plot!ports", "second": "RawMessages!energy", "splitPercentage": 50}
     sensors = _sensor_paths(first, topics, scenario.physics_rate)
+    contacts = _contact_paths(scenario, topics)
+    if contacts:
+        config_by_id["Plot!contacts"] = {"paths": contacts, **_PLOT,
+                                         "foxglovePanelTitle": f"{first.name}: contact forces z [N]"}
+        right = {"direction": "column", "first": "Plot!contacts", "second": right, "splitPercentage": 34}
     if sensors:
         config_by_id["Plot!sensors"] = {"paths": sensors, **_PLOT,
                                         "foxglovePanelTitle": f"{first.name}: sensors (depth, IMU, DVL)"}
@@ -157,6 +201,30 @@ def layout(scenario) -> Dict[str, object]:
               "second": {"direction": "column", "first": "Plot!state", "splitPercentage": 34, "second": right}}
     return {"configById": config_by_id, "globalVariables": {}, "userNodes": {}, "playbackConfig": {"speed": 1.0},
             "layout": mosaic}
+
+
+def _contact_paths(scenario, topics: Dict[str, object]) -> List[Dict[str, object]]:
+    """Plot series of the first robot's contact forces (module docstring); every robot with a contact world
+    has its contact and world markers join the 3D panel's ``topics``."""
+    from mbs_ros.dynamics.model.source import ParameterError
+    from mbs_ros.cores.dynamics_settings import topic_token
+
+    out = []
+    for i, r in enumerate(scenario.robots):
+        if not r.dynamics.get("world"):
+            continue
+        try:
+            links = contact_links(r)
+        except ParameterError:
+            continue
+        if not links:
+            continue
+        topics[f"{r.namespace}/contacts/markers"] = {"visible": True}
+        topics[f"{r.namespace}/world/markers"] = {"visible": True}
+        if i == 0:
+            feet = [n for n in links if "foot" in n.lower()] or links
+            out = [_path(f"{r.namespace}/contacts/{topic_token(n)}.wrench.force.z", n) for n in feet]
+    return out
 
 
 def _sensor_paths(robot, topics: Dict[str, object], physics_rate: Optional[float]) -> List[Dict[str, object]]:

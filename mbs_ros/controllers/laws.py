@@ -1,4 +1,5 @@
-"""Geometric control laws on ``G × Rⁿ``: computed torque, passivity-based (Slotine–Li), PD + gravity compensation.
+"""Geometric control laws on ``G × Rⁿ``: computed torque, passivity-based (Slotine–Li), PD + gravity compensation,
+and the joint-space PD + gravity compensation of a legged robot (:class:`JointPDGravity`: the base unactuated).
 
 Every law takes the model's generic API only (``difference``, ``integrate``, ``mass_matrix``, ``coriolis_matrix``,
 ``gravity_forces``, ``nonlinear_effects``, ``group``), so the same code drives a single rigid body on any base group
@@ -44,7 +45,7 @@ import numpy as np
 from mbs_ros.dynamics.kernels.laws import CompiledComputedTorque, CompiledPDGravity, compiled_law_support
 from mbs_ros.controllers.space import ConfigurationSpace
 
-__all__ = ["ComputedTorque", "PassivityBased", "PDGravity", "gain_matrix"]
+__all__ = ["ComputedTorque", "PassivityBased", "PDGravity", "JointPDGravity", "gain_matrix"]
 
 
 def gain_matrix(value, n: int, name: str = "gain") -> np.ndarray:
@@ -302,3 +303,34 @@ class PDGravity(_Law):
         q, v, q_d, v_d, _ = self._inputs(q, v, q_d, v_d)
         e, eps, _, _, _ = self._errors(q, v, q_d, v_d)
         return float(0.5 * eps @ self.model.mass_matrix(q) @ eps + 0.5 * e @ self.kp @ e)
+
+
+class JointPDGravity(_Law):
+    """Joint-space PD plus gravity compensation for a robot whose base is not actuated (a legged robot standing
+    on its feet): ``τ_base = 0``, ``τ_j = K_p (q_d − q)_j + K_d (v_d − v)_j + g_j(q)``, ``g_j`` the joint rows of
+    ``model.gravity_forces`` (the torques that hold the legs against gravity with the base held; the load the
+    feet carry is left to the PD). The base reference is not used: the ground holds the base through the
+    contacts. Gains: a scalar, one per joint (nj), or one per velocity component (nv, the base entries ignored),
+    each finite and > 0. Numpy only (no compiled kernel): the headless fast path does not take it."""
+
+    def __init__(self, model, kp, kd):
+        super().__init__(model)
+        self.nj = len(model.joint_names)
+        if not self.nj:
+            raise ValueError("kp: the joint-space law needs joints (this model has none)")
+        self.nb = self.nv - self.nj
+        self.kp = self._joint_gain(kp, "kp")
+        self.kd = self._joint_gain(kd, "kd")
+
+    def _joint_gain(self, value, name: str) -> np.ndarray:
+        x = np.asarray(value, dtype=float)
+        if x.ndim == 1 and x.shape[0] == self.nv and self.nv != self.nj:
+            x = x[self.nb:]
+        return gain_matrix(x, self.nj, name)
+
+    def __call__(self, q, v, q_d, v_d=None, a_d=None) -> np.ndarray:
+        q, v, q_d, v_d, _ = self._inputs(q, v, q_d, v_d, a_d)
+        e = self.space.difference(q, q_d)[self.nb:]  # the joints' rows: q_d - q (continuous joints: the angle)
+        tau = np.zeros(self.nv)
+        tau[self.nb:] = self.kp @ e + self.kd @ (v_d[self.nb:] - v[self.nb:]) + self.model.gravity_forces(q)[self.nb:]
+        return tau

@@ -8,7 +8,7 @@ from typing import Dict
 
 import numpy as np
 
-from mbs_ros.controllers import ComputedTorque, PassivityBased, PDGravity
+from mbs_ros.controllers import ComputedTorque, JointPDGravity, PassivityBased, PDGravity
 from mbs_ros.controllers.lqr import LQR
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.model import source as ms
@@ -99,6 +99,8 @@ def make_law(model: Model, s: ControllerSettings):
             return ComputedTorque(model, kp=s.kp, kd=s.kd)
         if s.law == "pd_gravity":
             return PDGravity(model, kp=s.kp, kd=s.kd)
+        if s.law == "joint_pd_gravity":
+            return JointPDGravity(model, kp=s.kp, kd=s.kd)
         if s.law == "lqr":
             # compensate_passive cancels tau_p after the law: the law then designs on the rigid dynamics
             law = LQR(model, q_weight=s.lqr_q_position, v_weight=s.lqr_q_velocity, r=s.lqr_r,

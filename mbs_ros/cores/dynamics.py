@@ -21,7 +21,8 @@ from mbs_ros.dynamics.simulation.simulator import Simulator
 from mbs_ros.cores.dynamics_settings import Settings, lockstep_steps
 from mbs_ros.cores.rotations import quaternion_from_matrix
 
-__all__ = ["make_simulator", "make_world", "world_path", "StateView", "energy_report", "balance_residual", "load_suite", "beam_range"]
+__all__ = ["make_simulator", "disturbances", "make_world", "world_path", "StateView", "energy_report", "balance_residual",
+           "load_suite", "beam_range"]
 
 
 def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: CommandLimits, t0_ns: int,
@@ -30,10 +31,40 @@ def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: Command
     command timeout, lockstep period and command limits of ``s``; its contact world from the ``world`` parameter
     (:func:`make_world`) and joint limits from ``joint_limits``."""
     world, objects = make_world(s, source, model, q0) if source is not None else (None, [])
-    return Simulator(model, q0, v0, dt, integrator=s.integrator, cmd_timeout=s.cmd_timeout,
-                     lockstep_steps=lockstep_steps(s) if s.lockstep else 0, t0_ns=t0_ns,
-                     max_wrench=(limits.max_force, limits.max_torque), max_effort=limits.max_effort,
-                     world=world, joint_limits=s.joint_limits, objects=objects)
+    pushes = disturbances(s.disturbance, model, dt)
+    sim = Simulator(model, q0, v0, dt, integrator=s.integrator, cmd_timeout=s.cmd_timeout,
+                    lockstep_steps=lockstep_steps(s) if s.lockstep else 0, t0_ns=t0_ns,
+                    max_wrench=(limits.max_force, limits.max_torque), max_effort=limits.max_effort,
+                    world=world, joint_limits=s.joint_limits, objects=objects)
+    sim.set_disturbances(pushes)
+    return sim
+
+
+def disturbances(values, model: Model, dt: float) -> list:
+    """The ``disturbance`` parameter (groups of 8: start [s], duration [s], the world wrench [N, N m]) as the
+    Simulator's ``(first step, end step, W)``; ParameterError naming the parameter and the group."""
+    values = [float(x) for x in values]
+    if not values:
+        return []
+    if model.base != "se3":
+        raise ParameterError(f"disturbance: needs a floating se3 base, this one is {model.base}")
+    if len(values) % 8:
+        raise ParameterError(f"disturbance: groups of 8 numbers [start, duration, fx, fy, fz, tx, ty, tz], got "
+                             f"{len(values)} numbers")
+    out = []
+    for i in range(0, len(values), 8):
+        start, duration, W = values[i], values[i + 1], values[i + 2:i + 8]
+        where = f"disturbance[{i // 8}]"
+        if not all(math.isfinite(x) for x in values[i:i + 8]):
+            raise ParameterError(f"{where}: every number must be finite")
+        if not 0.0 <= start <= 1e9 or not dt <= duration <= 1e9:
+            raise ParameterError(f"{where}: start must be in [0, 1e9] s and duration in [one physics step "
+                                 f"({dt:g} s), 1e9] s, got start {start:g}, duration {duration:g}")
+        if max(abs(x) for x in W) > 1e6 * max(model.total_mass, 1.0):
+            raise ParameterError(f"{where}: each wrench component at most 1e6 N/kg (N m/kg) x the total mass")
+        first = int(round(start / dt))
+        out.append((first, first + max(1, int(round(duration / dt))), W))
+    return out
 
 
 def world_path(setting: str, source: ms.Source) -> Optional[str]:

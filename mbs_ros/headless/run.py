@@ -25,6 +25,7 @@ from mbs_ros.scenario.schema import NodeSpec, Scenario, ScenarioError, load_scen
 from mbs_ros.controllers import reference_input as ri
 from mbs_ros.controllers import timebase as tb
 from mbs_ros.controllers.reference_input import Rejected, reference_position_bounds
+from mbs_ros.dynamics.contact.report import ContactReport
 from mbs_ros.dynamics.model import source as ms
 from mbs_ros.headless import fast as fast_path
 from mbs_ros.dynamics.model.source import ParameterError
@@ -64,7 +65,9 @@ class RobotRecord:
     balance residual, ``control_errors`` the commands replaced by zero because the law failed; with a contact world
     (the ``world`` parameter or joint limits) ``contact_work`` the contact's and limits' work since the start [J],
     ``contact_power`` their mean power over the last step [W] (both ≤ 0: a dissipative port), and with free objects
-    ``objects_q`` their configurations ``(rows, objects, 7)``."""
+    ``objects_q`` their configurations ``(rows, objects, 7)``; with a world that has shapes ``contact_force`` the
+    sum of the contact forces on the robot over the last physics step ``(rows, 3)`` [N, world axes; zero in the
+    air] (:class:`mbs_ros.dynamics.contact.report.ContactReport`, as the node's ``contacts/<link>``)."""
 
     namespace: str
     base_group: str
@@ -87,6 +90,7 @@ class RobotRecord:
     contact_work: Optional[np.ndarray] = None
     contact_power: Optional[np.ndarray] = None
     objects_q: Optional[np.ndarray] = None
+    contact_force: Optional[np.ndarray] = None
 
 
 @dataclass(frozen=True)
@@ -254,6 +258,9 @@ class _Robot:
         self.contact = (np.full(rows, np.nan), np.full(rows, np.nan)) if contact else None
         objs = self.sim.objects
         self.objects_q = np.full((rows, len(objs), objs[0].nq), np.nan) if objs else None
+        shapes = contact and bool(self.sim.world.shapes)
+        self.report = ContactReport(self.sim) if shapes else None
+        self.contact_force = np.full((rows, 3), np.nan) if shapes else None
         self.est_q = np.full((rows, cm.nq), np.nan) if self.estimator is not None else None
         self.est_v = np.full((rows, cm.nv), np.nan) if self.estimator is not None else None
 
@@ -379,6 +386,8 @@ class _Robot:
             self.contact[0][i], self.contact[1][i] = sim.contact_work, sim.contact_power
         if self.objects_q is not None:
             self.objects_q[i] = sim.obj_q
+        if self.contact_force is not None:
+            self.contact_force[i] = self.report.robot_force()
         self.n = i + 1
 
     def install_reference(self) -> None:
@@ -431,7 +440,8 @@ class _Robot:
             control_errors=self.control_errors,
             contact_work=None if self.contact is None else self.contact[0][:n].copy(),
             contact_power=None if self.contact is None else self.contact[1][:n].copy(),
-            objects_q=None if self.objects_q is None else self.objects_q[:n].copy())
+            objects_q=None if self.objects_q is None else self.objects_q[:n].copy(),
+            contact_force=None if self.contact_force is None else self.contact_force[:n].copy())
 
 
 def _shared_loader():

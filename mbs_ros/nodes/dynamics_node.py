@@ -33,6 +33,7 @@ from mbs_ros.dynamics.simulation.simulator import Fault, Simulator
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.cores.commands import CommandIntake
 from mbs_ros.cores.dynamics import make_simulator
+from mbs_ros.nodes.dynamics_contacts import ContactPublishing
 from mbs_ros.nodes.dynamics_inputs import CommandInputs
 from mbs_ros.nodes.dynamics_lockstep import TIMEOUT_TOPIC, TOPIC, LockstepWatch
 from mbs_ros.nodes.dynamics_publishing import EnergyPorts, StatePublishing, TFMessage
@@ -99,6 +100,7 @@ class DynamicsNode(Node):
         self.source = source
         self.multibody = source.multibody
         self._visual_urdf = None  # a robot's URDF for RViz (_warn_model)
+        self.contacts = None  # the contact topics' part (a world with shapes), made with the publishers
         self._warn_model(source, model, s)
 
         self.settings = s
@@ -155,6 +157,10 @@ class DynamicsNode(Node):
                                    subscriptions=lambda: self.inputs.stamped)
         if s.wait_for_command and not s.lockstep and not s.start_paused:
             self.watch.await_first_command()  # a robot under gravity holds its pose while its controller starts
+        if sim.world is not None and sim.world.shapes:
+            self.contacts = ContactPublishing(self, sim, self.world_frame, self.publishing.frame, self._prefix,
+                                              lambda: self.settings.marker_wrench_scale, self.publishing.pub_tf,
+                                              TFMessage)
         intake = CommandIntake(sim, lockstep=s.lockstep, body_frames=self._body_frames,
                                world_frames=self._world_frames, base_frame=self.base_frame,
                                world_frame=self.world_frame)
@@ -324,6 +330,7 @@ class DynamicsNode(Node):
         self._markers_every = steps_between(s.physics_rate, s.markers_rate) if s.publish_markers else 0
         self._diag_every = steps_between(s.physics_rate, s.diagnostics_rate)
         self._energy_every = steps_between(s.physics_rate, s.energy_rate) if EnergyPorts is not None else 0
+        self._contacts_every = steps_between(s.physics_rate, s.contacts_rate)
         self._grids = None  # the step grids advance() stops at, from the rates and the subscribers
         self.sim.set_cmd_timeout(s.cmd_timeout)
         self.pacer.set_real_time_factor(s.real_time_factor)
@@ -403,6 +410,8 @@ class DynamicsNode(Node):
                 self.publish_diagnostics()
             if on_grid(k, self._energy_every):
                 self.publishing.publish_energy()
+            if self.contacts is not None and on_grid(k, self._contacts_every):
+                self.contacts.publish(self.stamp())
             if not self.lockstep:  # lockstep: once the period's state is out (take_period)
                 self.sim_services.pause_at_reached()
         if self._new_fault is not None:
@@ -446,6 +455,8 @@ class DynamicsNode(Node):
             grids.append(self._diag_every)
         if self._energy_every and pub.pub_energy.get_subscription_count():
             grids.append(self._energy_every)
+        if self._contacts_every and self.contacts is not None and self.contacts.wanted():
+            grids.append(self._contacts_every)
         if self.lockstep:
             return grids
         grids.append(self._publish_every)

@@ -11,6 +11,9 @@
   marker is in the world frame with its world pose (link pose composed with the visual origin), ``ns`` the
   link's frame name and ``id`` the visual's index in the link, so ids are stable from cycle to cycle; the
   wrench arrows are ``ns = "<base frame>/wrench"``, ``id`` 0 (force) and 1 (torque).
+- :func:`geometry_markers`: the marker shapes of a contact world's Coal geometry (the ground as a 20 m slab whose
+  top face is its plane, boxes, spheres, cylinders, capsules), for the contact topics
+  (:mod:`mbs_ros.nodes.dynamics_contacts`).
 
 The equivalent-inertia box of a body of mass m with principal moments I1, I2, I3 (about its centre of mass) is
 the uniform box with the same mass and inertia: side ``a_i = sqrt(6 (I_j + I_k - I_i) / m)`` along principal
@@ -30,11 +33,12 @@ from visualization_msgs.msg import Marker
 from mbs_ros.nodes import conversions as cv
 
 __all__ = ["Shape", "MarkerMaker", "prefixed_urdf", "shapes_from_urdf", "rigid_body_shapes",
-           "equivalent_inertia_box", "delete_all_marker", "DEFAULT_COLOR"]
+           "equivalent_inertia_box", "delete_all_marker", "geometry_markers", "DEFAULT_COLOR", "GROUND_SIZE"]
 
 DEFAULT_COLOR = (0.65, 0.67, 0.70, 1.0)
 FORCE_COLOR = (0.90, 0.20, 0.15, 1.0)
 TORQUE_COLOR = (0.20, 0.35, 0.90, 1.0)
+GROUND_SIZE = 20.0  # [m] side of the square that draws a contact world's ground (geometry_markers)
 _MIN_SIDE_FRACTION = 0.02  # of the box's largest side, for sides the triangle inequality makes imaginary
 
 
@@ -282,3 +286,46 @@ class MarkerMaker:
                 m.action = Marker.ADD
                 m.points = [Point(x=float(p[0]), y=float(p[1]), z=float(p[2])) for p in (origin, tip)]
         return list(self._arrows)
+
+
+# ------------------------------------------------------------------------------ contact world shapes
+
+
+def _z_to(n: np.ndarray) -> np.ndarray:
+    """A rotation taking z onto the unit vector ``n``."""
+    z = np.array([0.0, 0.0, 1.0])
+    axis = np.cross(z, n)
+    s, c = float(np.linalg.norm(axis)), float(z @ n)
+    if s < 1e-12:
+        return np.eye(3) if c > 0 else np.diag([1.0, -1.0, -1.0])
+    k = axis / s
+    K = np.array([[0, -k[2], k[1]], [k[2], 0, -k[0]], [-k[1], k[0], 0]])
+    return np.eye(3) + s * K + (1 - c) * K @ K
+
+
+def geometry_markers(geometry, T: np.ndarray) -> List[tuple]:
+    """``[(marker type, scale, 4×4 pose)]`` drawing a Coal geometry placed at ``T`` (empty for a kind not
+    drawn: meshes)."""
+    import coal
+
+    if isinstance(geometry, coal.Halfspace):
+        n = np.asarray(geometry.n, dtype=float)
+        P = np.eye(4)
+        P[:3, :3] = _z_to(n)
+        P[:3, 3] = n * (float(geometry.d) - 0.001)
+        return [(Marker.CUBE, (GROUND_SIZE, GROUND_SIZE, 0.002), T @ P)]
+    if isinstance(geometry, coal.Box):
+        return [(Marker.CUBE, tuple(2.0 * np.asarray(geometry.halfSide, dtype=float)), T)]
+    if isinstance(geometry, coal.Sphere):
+        d = 2.0 * float(geometry.radius)
+        return [(Marker.SPHERE, (d, d, d), T)]
+    if isinstance(geometry, (coal.Cylinder, coal.Capsule)):
+        d, length = 2.0 * float(geometry.radius), 2.0 * float(geometry.halfLength)
+        out = [(Marker.CYLINDER, (d, d, length), T)]
+        if isinstance(geometry, coal.Capsule):
+            for z in (-0.5 * length, 0.5 * length):
+                E = np.eye(4)
+                E[2, 3] = z
+                out.append((Marker.SPHERE, (d, d, d), T @ E))
+        return out
+    return []

@@ -133,7 +133,8 @@ def first_difference(odom, joints, rec, view=None, estimate: bool = False) -> li
 SCENARIOS = sorted(p.stem for p in (ROOT / "config" / "scenarios").glob("*.yaml"))
 #: seconds per scenario (default 0.5 s: at least 25 control periods at 50 Hz); rov_alpha5_sensors has its own test
 #: below, with its estimates
-DURATION = {"vehicle_manipulator": 2.0, "rov_alpha5": 1.5, "rov_landing": 3.0}  # rov_landing: lands at 2.1 s
+#: (rov_landing: it lands at 2.1 s; solo12_stand: its landing and the start of its push)
+DURATION = {"vehicle_manipulator": 2.0, "rov_alpha5": 1.5, "rov_landing": 3.0, "solo12_stand": 2.2}
 OWN_TEST = {"rov_alpha5_sensors"}
 #: fleet templates run with this many robots: bringup runs one robot per graph on simulation time (one /clock per
 #: graph); that the robots of a larger fleet do not touch one another in a headless run: test/unit/test_headless.py
@@ -147,8 +148,9 @@ def test_headless_run_is_bit_identical_to_the_lockstep_ros_run(tmp_path, scenari
     headless state at its stamp as the dynamics node publishes it, bit for bit. Among them vehicle_manipulator
     (computed torque, base wrench and joint efforts), rov_alpha5 (thrust allocation to 8 thrusters with their lag,
     added mass, current), fleet (a template robot; one per graph on simulation time), fixed bases (manipulator, panda), se2 vessels, scara's Schoenflies
-    base, solo12's contact world, rov_landing's landing on a sloped seabed (its idle controller: thrust exactly
-    0) and vehicle_manipulator_sensors (the sensors sampled, the controller on the true
+    base, solo12's contact world, solo12_stand's landing and push (contact steps, the disturbance), rov_landing's
+    landing on a sloped seabed (its idle controller: thrust exactly 0) and vehicle_manipulator_sensors (the
+    sensors sampled, the controller on the true
     state)."""
     from mbs_ros.scenario.schema import load_scenario
     from mbs_ros.headless import run_scenario

@@ -38,6 +38,7 @@ LAUNCH_FILES = {
     "vehicle_manipulator": ("vehicle_manipulator", {}, ["uvms"]),
     "fleet": ("fleet", {"count": "2"}, ["uvms1", "uvms2"]),
     "rov_landing": ("rov_landing", {}, ["rov"]),
+    "legged": ("solo12_stand", {}, ["solo"]),
 }
 #: launch files whose default scenario's robots have no joints (the ROV alone)
 JOINTLESS = {"rov_landing"}
@@ -141,8 +142,10 @@ def check_rviz(config: dict, namespaces):
         assert set(odoms) <= {f"/{ns}/odom", f"/{ns}/estimate/odom"}, sorted(odoms)
         if f"/{ns}/estimate/odom" in odoms:
             assert odoms[f"/{ns}/estimate/odom"]["Covariance"]["Value"] is True
-        markers = _display(g["Displays"], "rviz_default_plugins/MarkerArray")
-        assert markers["Topic"]["Value"] == f"/{ns}/markers"
+        # the robot's markers; with a contact world also its contacts' and the world's (docs/contact.md, On ROS)
+        markers = {d["Topic"]["Value"] for d in g["Displays"] if d["Class"] == "rviz_default_plugins/MarkerArray"}
+        assert f"/{ns}/markers" in markers
+        assert markers <= {f"/{ns}/markers", f"/{ns}/contacts/markers", f"/{ns}/world/markers"}, sorted(markers)
     assert config["Panels"][0]["Class"] == "rviz_common/Displays"
     assert manager["Views"]["Current"]["Class"] == "rviz_default_plugins/Orbit"
 
@@ -265,6 +268,8 @@ def test_launch_scenario_through_runner(kind, probe, tmp_path):
     if "count" in arguments:
         args += ["--count", arguments["count"]]
     topics = topics_of(namespaces, floating=kind != "manipulator", joints=kind not in JOINTLESS)
+    if kind == "legged":  # its RViz configuration shows the contacts and the world
+        topics += [f"/{ns}/{t}/markers" for ns in namespaces for t in ("contacts", "world")]
     probe.watch(topics)
     r = Run(*args)
     try:
@@ -358,6 +363,8 @@ def test_launch_file_runs(kind, launch_api, probe, tmp_path):
     env = _install_prefix(tmp_path)
     log = tmp_path / "launch.log"
     topics = topics_of(namespaces, floating=kind != "manipulator", joints=kind not in JOINTLESS)
+    if kind == "legged":  # its RViz configuration shows the contacts and the world
+        topics += [f"/{ns}/{t}/markers" for ns in namespaces for t in ("contacts", "world")]
     probe.watch(topics)
     args = [f"{k}:={v}" for k, v in {**arguments, "rviz": "false"}.items()]
     with open(log, "w") as out:

@@ -83,3 +83,35 @@ def test_diagnostics_and_energy_carry_the_contact(node):
     p = odom.messages[-1].pose.pose.position
     assert p.z == pytest.approx(REST, abs=1e-6)
     proc.check_running()
+
+
+def test_the_contact_topics_carry_the_resting_puck(node):
+    """contacts/base_link (WrenchStamped, the link's frame) reads the puck's weight m g along z with no torque about
+    its centre once it rests; contacts/markers holds its four bottom corners on the ground and their arrows."""
+    from geometry_msgs.msg import WrenchStamped
+    from visualization_msgs.msg import MarkerArray
+
+    proc, probe = node
+    wrench = Recorder(probe, WrenchStamped, f"/{NS}/contacts/base_link")
+    markers = Recorder(probe, MarkerArray, f"/{NS}/contacts/markers")
+    world = Recorder(probe, MarkerArray, f"/{NS}/world/markers")
+    weight = 2.0 * G  # PUCK_MASS
+
+    def resting():
+        return [m for m in wrench.messages if abs(m.wrench.force.z - weight) < 1e-6 * weight]
+
+    probe.spin_until(lambda: resting() and markers.messages and world.messages,
+                     what="a contacts/base_link message of the resting puck", alive=[proc])
+    m = resting()[-1]
+    assert m.header.frame_id == f"{NS}/base_link"
+    f, t = m.wrench.force, m.wrench.torque
+    assert max(abs(f.x), abs(f.y), abs(t.x), abs(t.y), abs(t.z)) < 1e-6
+    probe.spin_until(lambda: any(stamp_of(a.markers[0]) >= stamp_of(m) for a in markers.messages if a.markers),
+                     what="contacts/markers at the resting stamp", alive=[proc])
+    last = markers.messages[-1]
+    dots = [d for d in last.markers if d.ns == "contacts"]
+    assert len(dots) == 4 and all(abs(d.pose.position.z) < 1e-9 for d in dots)
+    assert sorted((round(d.pose.position.x, 6), round(d.pose.position.y, 6)) for d in dots) == \
+        [(-0.1, -0.1), (-0.1, 0.1), (0.1, -0.1), (0.1, 0.1)]
+    assert [g.ns for g in world.messages[-1].markers] == ["ground"]
+    proc.check_running()

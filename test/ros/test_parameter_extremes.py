@@ -227,15 +227,17 @@ def _dynamics_groups():
                                           + extremes.DYNAMICS_STARTUP)
     # a slow publication or simulation would leave nothing to check within the wait: the slowest rates, the
     # lowest physics_rate and real_time_factor go to a node of their own
-    slow = dict(physics_rate=1.0, publish_rate=0.1, wrench_rate=1e-3, markers_rate=1e-3, diagnostics_rate=1e-3,
+    slow = dict(physics_rate=1.0, publish_rate=0.1, wrench_rate=1e-3, markers_rate=1e-3, contacts_rate=1e-3,
+                diagnostics_rate=1e-3,
                 energy_rate=1e-3, cmd_timeout=1.0, real_time_factor=1e-3, control_rate=1e-3)
     for name in slow:
         lowest.pop(name)
     lowest.update(publish_rate=100.0)
     fast = dict(highest, physics_rate=1e5, publish_rate=100.0, wrench_rate=100.0, markers_rate=20.0,
-                diagnostics_rate=10.0, energy_rate=10.0, real_time_factor=0.0, control_rate=1e5,
+                contacts_rate=50.0, diagnostics_rate=10.0, energy_rate=10.0, real_time_factor=0.0, control_rate=1e5,
                 initial_position=[0.0, 0.0, 0.0])  # not at the runaway bound: this one must keep running
-    highest.update(publish_rate=1000.0, wrench_rate=1000.0, markers_rate=1000.0, diagnostics_rate=1000.0,
+    highest.update(publish_rate=1000.0, wrench_rate=1000.0, markers_rate=1000.0, contacts_rate=1000.0,
+                   diagnostics_rate=1000.0,
                    energy_rate=1000.0, real_time_factor=1.0, pause_at=extremes.PAUSE_AT[2])
     # (pause_at's lowest pauses a node 1 ms in: the unit tests and test/ros/test_pause_at.py take it)
     return {"lowest": lowest, "highest": highest, "slowest": slow, "fastest": fast}

@@ -60,8 +60,9 @@ STDLIB_PRIVATE = {("os", "_exit"), ("sys", "_getframe")}
 NAMEDTUPLE_API = {"_replace", "_asdict", "_fields", "_make", "_field_defaults"}
 MAX_NODE_LINES = 600
 # A node's family: nodes/X_node.py and every nodes/X_*.py beside it, what one reads to follow node X. The largest is
-# the dynamics node's, 1766 lines since its cores left nodes/ (2487 before, issue 29).
-MAX_FAMILY_LINES = 1800
+# the dynamics node's, 1766 lines since its cores left nodes/ (2487 before, issue 29), ~1950 with its contact topics
+# (issue 30: nodes/dynamics_contacts.py, its shape markers in nodes/markers.py).
+MAX_FAMILY_LINES = 2000
 MAX_MODULE_LINES = 800
 MAX_DOCSTRING_LINES = 40
 
@@ -618,9 +619,9 @@ PLANTED = [
     ({"nodes/dynamics_node.py": "x = 1\n" * 601}, long_node_files,
      "mbs_ros/nodes/dynamics_node.py:601: 601 lines, more than 600 for a node file"),
     ({"nodes/dynamics_node.py": "x = 1\n" * 600, "nodes/dynamics_inputs.py": "x = 1\n" * 800,
-      "nodes/dynamics_core.py": "x = 1\n" * 100, "nodes/dynamics_extra.py": "x = 1\n" * 301}, long_node_families,
-     "mbs_ros/nodes/dynamics_node.py: the dynamics node's family has 1801 lines, more than 1800 (dynamics_core.py 100, "
-     "dynamics_extra.py 301, dynamics_inputs.py 800, dynamics_node.py 600)"),
+      "nodes/dynamics_core.py": "x = 1\n" * 100, "nodes/dynamics_extra.py": "x = 1\n" * 501}, long_node_families,
+     "mbs_ros/nodes/dynamics_node.py: the dynamics node's family has 2001 lines, more than 2000 (dynamics_core.py 100, "
+     "dynamics_extra.py 501, dynamics_inputs.py 800, dynamics_node.py 600)"),
     ({"dynamics/lie/so3.py": "_unit = 1.0\n" * 801}, long_modules,
      "mbs_ros/dynamics/lie/so3.py:801: 801 lines, more than 800 for a module"),
     ({"bringup/__init__.py": "x = 1\n" * 900}, long_modules, "mbs_ros/bringup/__init__.py:900: 900 lines"),
@@ -638,11 +639,11 @@ def test_a_planted_violation_is_reported_by_file_and_line(tmp_path, files, rule,
 
 
 def test_the_limits_themselves_pass(tmp_path):
-    """600 lines for a node, 1800 for its family, 800 for a module and a 40-line docstring are within the rules (the
+    """600 lines for a node, 2000 for its family, 800 for a module and a 40-line docstring are within the rules (the
     bounds are inclusive); a module outside nodes/ named like a node's is not of its family."""
     root = write(tmp_path, {**CLEAN, "nodes/dynamics_node.py": "x = 1\n" * 600,
                             "nodes/dynamics_core.py": "x = 1\n" * 100, "nodes/dynamics_inputs.py": "x = 1\n" * 800,
-                            "nodes/dynamics_extra.py": "x = 1\n" * 300, "dynamics/dynamics_x.py": "x = 1\n" * 800,
+                            "nodes/dynamics_extra.py": "x = 1\n" * 500, "dynamics/dynamics_x.py": "x = 1\n" * 800,
                             "plot.py": '"""Plots.\n' + "line\n" * 39 + '"""\n'})
     assert long_node_files(root) == [] and long_docstrings(root) == []
     assert long_node_families(root) == [] and long_modules(root) == []

@@ -19,7 +19,7 @@ PARAMETERS = table("dynamics")
 EXPECTED_DEFAULTS = dict(
     robot_description="", model_file="", base_group="se3", mass=1.0, inertia=(0.01, 0.0, 0.0, 0.01, 0.0, 0.01),
     com=(0.0, 0.0, 0.0), gravity=(0.0, 0.0, -9.81), integrator="rk4", physics_rate=1000.0, publish_rate=100.0,
-    wrench_rate=100.0, markers_rate=20.0, diagnostics_rate=1.0, initial_position=(0.0, 0.0, 0.0),
+    wrench_rate=100.0, markers_rate=20.0, contacts_rate=50.0, diagnostics_rate=1.0, initial_position=(0.0, 0.0, 0.0),
     initial_rpy=(0.0, 0.0, 0.0), initial_twist=(0.0,) * 6, initial_joint_positions=(), initial_joint_velocities=(),
     world_frame="world", base_frame="base_link", cmd_timeout=0.5, max_mass_ratio=1.0e6, locked_joints=(),
     locked_joint_positions=(), mimic="reduce",
@@ -28,7 +28,7 @@ EXPECTED_DEFAULTS = dict(
     max_effort=(), fluid_density=0.0, current=(0.0, 0.0, 0.0), current_rate=(0.0, 0.0, 0.0),
     environment_temperature=288.15, energy_rate=10.0, start_paused=False, pause_at=0.0, wait_for_command=False,
     sensors="", mass_scale=1.0, added_mass_scale=1.0, link_mass_scales=(), sensor_seed=0.0, world="",
-    joint_limits=True)
+    disturbance=(), joint_limits=True)
 
 
 def test_table_holds_the_documented_defaults_and_settings_take_them():
@@ -121,7 +121,7 @@ def test_timer_period():
 def _dynamics_value(name, value):
     values = dict(EXPECTED_DEFAULTS, **{name: value})
     if name == "physics_rate" and value < 100.0:  # every rate at most physics_rate
-        values.update(publish_rate=min(value, 1.0), wrench_rate=0.0, markers_rate=0.0, diagnostics_rate=0.0,
+        values.update(publish_rate=min(value, 1.0), wrench_rate=0.0, markers_rate=0.0, contacts_rate=0.0, diagnostics_rate=0.0,
                       energy_rate=0.0, cmd_timeout=0.0)
     return values
 
@@ -144,7 +144,7 @@ def test_every_numeric_parameter_at_its_extremes(name, value, accepted):
             command_limits(build_model(s), s)
 
 
-@pytest.mark.parametrize("name, value", [("wrench_rate", 0.0), ("markers_rate", 0.0), ("diagnostics_rate", 0.0),
+@pytest.mark.parametrize("name, value", [("wrench_rate", 0.0), ("markers_rate", 0.0), ("contacts_rate", 0.0), ("diagnostics_rate", 0.0),
                                          ("energy_rate", 0.0), ("real_time_factor", 0.0), ("cmd_timeout", 0.0),
                                          ("pause_at", 0.0), ("pause_at", 1e-300),
                                          ("environment_temperature", 5e-324), ("cmd_timeout", 1e-300),
@@ -165,7 +165,7 @@ def test_cmd_timeout_is_at_least_one_physics_step_at_any_rate():
     from mbs_ros.dynamics.model.source import ParameterError
 
     at_50hz = dict(EXPECTED_DEFAULTS, physics_rate=50.0, publish_rate=50.0, wrench_rate=50.0, markers_rate=20.0,
-                   diagnostics_rate=1.0, energy_rate=10.0)
+                   contacts_rate=50.0, diagnostics_rate=1.0, energy_rate=10.0)
     assert settings_from_values(dict(at_50hz, cmd_timeout=0.02)).cmd_timeout == 0.02
     with pytest.raises(ParameterError, match="one physics step .* 0.02 s"):
         settings_from_values(dict(at_50hz, cmd_timeout=0.019))

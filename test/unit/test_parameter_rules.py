@@ -99,7 +99,8 @@ def test_the_cross_field_rules_are_the_tables():
 
     params = table("dynamics")
     ruled = [n for n, p in params.items() if p.at_most is not None]
-    assert set(ruled) == {"publish_rate", "wrench_rate", "markers_rate", "diagnostics_rate", "energy_rate"}
+    assert set(ruled) == {"publish_rate", "wrench_rate", "markers_rate", "contacts_rate", "diagnostics_rate",
+                          "energy_rate"}
     for name in ruled:
         values = {n: p.default for n, p in params.items()}
         values.update(physics_rate=100.0, **{name: 200.0})

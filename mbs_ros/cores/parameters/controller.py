@@ -11,7 +11,7 @@ from mbs_ros.cores.parameters.dynamics import (ARMATURE_DESCRIPTION, LOCKED_JOIN
                                                LOCKED_POSITIONS_DESCRIPTION, MIMIC_DESCRIPTION)
 from mbs_ros.cores.parameters.dynamics import PARAMETERS as DYNAMICS
 
-LAWS = ("computed_torque", "passivity", "pd_gravity", "lqr")
+LAWS = ("computed_torque", "passivity", "pd_gravity", "joint_pd_gravity", "lqr")
 #: how the lqr weights are read: as given, or in acceleration units (scaled by the mass matrix)
 LQR_SCALINGS = ("mass", "none")
 #: where the controller's state comes from: the dynamics node's true state, or estimator_node's estimate
@@ -35,8 +35,10 @@ _PAIRS = {
                 SHARED),
     "mass_scale": ("Multiplies every mass and inertia of the controller's model (robustness tests); in "
                    "[0.001, 1000].", SHARED),
-    "law": ("Control law: " + ", ".join(LAWS) + ".", {"default": "computed_torque", "choices": LAWS}),
-    "kp": ("Position gain (computed_torque, pd_gravity): scalar or one per velocity component (nv), each in "
+    "law": ("Control law: " + ", ".join(LAWS) + " (joint_pd_gravity: joint-space PD + gravity compensation, the "
+            "base unactuated: a legged robot standing on its feet; cmd_wrench zero).",
+            {"default": "computed_torque", "choices": LAWS}),
+    "kp": ("Position gain (computed_torque, pd_gravity, joint_pd_gravity): scalar or one per velocity component (nv), each in "
            "(0, 1e9].", _GAIN(9.0)),
     "kd": ("Velocity gain: scalar or one per velocity component (nv), each in (0, 1e9].", _GAIN(6.0)),
     "lambda": ("Slotine-Li Lambda (passivity): scalar or one per velocity component (nv), each in (0, 1e9].",

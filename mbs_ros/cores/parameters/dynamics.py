@@ -80,6 +80,13 @@ _PAIRS = {
         "(with publish_markers). Built only while someone subscribes.",
         {"off": True, "at_most": "physics_rate", "type": "double", "default": 20.0,
          "floating_point_range": (0.0, 100000.0)}),
+    "contacts_rate": (
+        "Rate of the contact topics [Hz] (contacts/<link>, contacts/markers, world/markers and the free objects "
+        "on /tf; docs/contact.md, On ROS), 0 = off, else in [0.001, physics_rate]; every "
+        "round(physics_rate/contacts_rate) steps, with a contact world that has shapes. Built only while someone "
+        "subscribes.",
+        {"off": True, "at_most": "physics_rate", "type": "double", "default": 50.0,
+         "floating_point_range": (0.0, 100000.0)}),
     "diagnostics_rate": (
         "Energy/momentum bookkeeping rate on /diagnostics [Hz], 0 = off, else in [0.001, physics_rate].",
         {"off": True, "at_most": "physics_rate", "type": "double", "default": 1.0,
@@ -236,6 +243,12 @@ _PAIRS = {
         "none = no world. A bad file refuses the start naming file and key; a world that starts "
         "interpenetrating names the pair and the depth.",
         {"allow_empty": True, "type": "string", "default": "", "read_only": True}),
+    "disturbance": (
+        "Timed pushes on a floating (se3) base, groups of 8 numbers [start, duration, fx, fy, fz, tx, ty, tz]: from "
+        "t0 + start [s] for duration [s] (rounded to whole physics steps, at least one; counted again from a "
+        "reset) the wrench [N, N m] in world axes at the base frame's origin, added to the commanded one (its "
+        "work is counted with the commands'); empty = none. Start-up only.",
+        {"type": "double[]", "default": (), "read_only": True}),
     "joint_limits": (
         "Stop the joints at their URDF <limit lower upper> (unilateral constraints of the contact step, exact "
         "impulses); false = the joints pass their limits as before. Robots only.",

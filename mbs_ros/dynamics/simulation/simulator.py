@@ -120,6 +120,7 @@ class Simulator(LockstepPeriods, StateOutputs):
         self._force_stale = True  # the generalised force must be rebuilt from the applied commands
         self._announce = True  # the hooks may have a change to report
         self._next_expiry = _NEVER
+        self._pushes = []  # disturbances: (first step, end step, world wrench [F; τ]) after the (re)start
         #: contact: a :class:`~mbs_ros.dynamics.contact.world.ContactWorld` whose first model is this one (shapes on
         #: it and in the world, joint limits) and whose further models are free objects (their initial states
         #: ``objects``: ``(q0, v0)`` each), or None; ``docs/contact.md``
@@ -151,6 +152,8 @@ class Simulator(LockstepPeriods, StateOutputs):
         self.contact_steps = 0  # steps taken by the contact step
         self.contact_unconverged = 0  # of them, solves that ended above their tolerance (the step still finished)
         self.last_contact = None  # the last contact step's StepInfo
+        # the step (k to k + 1) it was taken at, and its first model's index in the world (1: the objects' own)
+        self.last_contact_k, self.last_contact_first = -1, 0
         self.rebaseline()
 
     # ------------------------------------------------------------------------------------- settings
@@ -338,7 +341,7 @@ class Simulator(LockstepPeriods, StateOutputs):
         self._efforts.clear()
         self._thrusts.clear()
         self._thrust_settled = not self.nt
-        self._next_expiry = _NEVER
+        self._next_expiry = self._push_edge(self.k - 1)
         self.period_commands = {}
         self._force_stale = self._announce = True
 
@@ -434,7 +437,7 @@ class Simulator(LockstepPeriods, StateOutputs):
                 self.contact_work += dt * self.contact_power
                 self.contact_steps += 1
                 self.contact_unconverged += int(info.result is not None and not info.result.converged)
-                self.last_contact = info
+                self.last_contact, self.last_contact_k, self.last_contact_first = info, k, 0
             if passive:
                 self.passive_work, self.dissipated = passive_work, dissipated
                 self._passive_end = (pp1, pd1)
@@ -454,6 +457,7 @@ class Simulator(LockstepPeriods, StateOutputs):
                     own_step = own is not None
                     if own is not None:
                         own, removed = own
+                        self.last_contact, self.last_contact_k, self.last_contact_first = own, k, 1
                         self.contact_power = removed / dt
                         self.contact_work += removed
                         self.contact_steps += 1
@@ -667,7 +671,23 @@ class Simulator(LockstepPeriods, StateOutputs):
             self._force_stale = self._announce = True
             if channel == "thrusters":
                 self._thrust_settled = False
-        self._next_expiry = min(self._wrench.expires_k, self._efforts.expires_k, self._thrusts.expires_k)
+        self._next_expiry = min(self._wrench.expires_k, self._efforts.expires_k, self._thrusts.expires_k,
+                                self._push_edge(k))
+        if any(k - self.k_reset in (a, b) for a, b, _ in self._pushes):
+            self._force_stale = True
+
+    def set_disturbances(self, pushes) -> None:
+        """External wrenches on an SE(3) base: ``(first step, end step, [F; τ] world axes at the base origin)``
+        each, steps counted from the (re)start; applied with the commands (their work is the commands'")."""
+        if pushes and self.model.base != "se3":
+            raise ValueError("a disturbance needs a floating se3 base")
+        self._pushes = [(int(a), int(b), np.array(W, dtype=float)) for a, b, W in pushes]
+        self._next_expiry = min(self._next_expiry, self._push_edge(self.k - 1))
+
+    def _push_edge(self, k: int) -> int:
+        """The first step after ``k`` where a disturbance starts or ends (_NEVER: none)."""
+        rel = k - self.k_reset
+        return min([self.k_reset + e for a, b, _ in self._pushes for e in (a, b) if e > rel] or [_NEVER])
 
     def _build_force(self) -> None:
         """The generalised force of the applied commands, in the forms ``step`` takes: ``_tau`` (a constant (nv,)
@@ -692,7 +712,16 @@ class Simulator(LockstepPeriods, StateOutputs):
                 W, tau_joints = cmd.W, tau
                 self._tau = lambda t, q, v: model.wrench_to_generalized(q, W)[0] + tau_joints
                 self._W_power = cmd
-        self._W_list = cmd.W.tolist()
+        rel = self.k - self.k_reset
+        push = sum((W for a, b, W in self._pushes if a <= rel < b), np.zeros(6))
+        if push.any():  # se3: a world wrench beside the command's (one wrench whose power the base twist gives)
+            if cmd.frame == "world" and not cmd.is_zero():
+                push = push + cmd.W
+            self._wrench_world = push
+            self._W_power = WrenchCommand(push, "world")
+            self._W_list = push.tolist()
+        else:
+            self._W_list = cmd.W.tolist()
         self._force_stale = False
         self._p_end_valid = False
 
@@ -745,11 +774,13 @@ class Simulator(LockstepPeriods, StateOutputs):
         self._thrust_settled = True
         self.clear_commands()
         self.k_reset = self.k
+        self._next_expiry = self._push_edge(self.k - 1)  # the disturbances start again from the reset
         self.fault = None
         self._free_until = -1
         self.obj_q = [q.copy() for q in self.obj_q_init]
         self.obj_v = [v.copy() for v in self.obj_v_init]
         self._obj_traj = None
+        self.last_contact, self.last_contact_k = None, -1
         if self.world is not None:
             self.world.forget()
         self.rebaseline()

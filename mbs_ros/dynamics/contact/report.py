@@ -1,0 +1,155 @@
+"""What the last contact step did, per contact and per body, in names a user reads (ROS-free): the dynamics node
+publishes it (``contacts/<link>``, ``contacts/markers``: :mod:`mbs_ros.nodes.dynamics_contacts`), a headless run
+or a test reads it the same way.
+
+A contact step solves for impulses ``λ`` per contact in its contact frame (normal, tangent 1, tangent 2:
+:func:`mbs_ros.dynamics.contact.step._frames`) over the step ``h``; the mean force of the step on the moving
+side ``a`` is ``F = Rᵀ λ / h`` (world axes), the other side takes ``−F``. The step the Simulator took last ended
+at ``sim.k`` when ``sim.last_contact_k == sim.k − 1``; otherwise the last step was the ordinary one (nothing within
+the margin) and there is no contact force.
+
+Names: a robot contact is named by the URDF link of its collision shape (``FL_FOOT``), a free object by its
+name in the world file, a world shape by its name (``ground``, a static shape).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from mbs_ros.dynamics.contact.step import _frames
+
+__all__ = ["ContactForce", "ContactReport", "object_pose"]
+
+
+@dataclass(frozen=True)
+class ContactForce:
+    """One contact point of the last step: the force ``force`` [N, world] the side ``link`` (a robot link or a
+    free object) took at ``point`` [m, world] from ``other`` (a link, an object, ``ground`` or a static shape);
+    ``normal`` (unit, world) points from ``other`` to ``link``; ``penetration`` [m] ``max(0, −distance)`` at the
+    start of the step."""
+
+    link: str
+    other: str
+    point: np.ndarray
+    normal: np.ndarray
+    force: np.ndarray
+    penetration: float
+
+
+class ContactReport:
+    """The contact forces of a :class:`~mbs_ros.dynamics.simulation.simulator.Simulator` ``sim`` with a contact
+    world (``sim.world``), by name: :meth:`forces` per contact, :meth:`wrenches` per body, in its frame."""
+
+    def __init__(self, sim):
+        self.sim = sim
+        world = sim.world
+        shapes = list(world.shapes) if world is not None else []
+        self.objects = []  # (name, model index) of the free objects
+        self.links = []  # the robot links with a collision shape, in the shapes' order
+        self._frame = {}  # body name -> (model index, body index, 4×4 pose of its frame on the body)
+        self._label = {}  # shape name -> the body's name (robot: URDF link; object: its name; world: the shape's)
+        tree = sim.model.tree
+        link_index = {n: i for i, n in enumerate(tree.link_names)} if tree is not None else {}
+        for s in shapes:
+            if s.body is None:
+                label = s.name
+            elif s.body[0] == 0:
+                label = s.link or s.name
+                if label not in self._frame:
+                    i = link_index.get(s.link)
+                    T = np.asarray(tree.T_body_link[i]) if i is not None else np.eye(4)
+                    self._frame[label] = (0, int(s.body[1]), T)
+                    self.links.append(label)
+            else:
+                label = s.name
+                self.objects.append((s.name, int(s.body[0])))
+                self._frame[label] = (int(s.body[0]), int(s.body[1]), np.eye(4))
+            self._label[s.name] = label
+        self._pairs: Dict[str, Tuple[str, str]] = {}
+        self._names = sorted(self._label, key=len, reverse=True)
+
+    def _pair(self, name: str) -> Tuple[str, str]:
+        """(label of side a, label of side b) of a contact's ``"<shape a>/<shape b>"`` (shape names may hold '/')."""
+        out = self._pairs.get(name)
+        if out is None:
+            out = (name, "")
+            for a in self._names:
+                if name.startswith(a + "/") and name[len(a) + 1:] in self._label:
+                    out = (self._label[a], self._label[name[len(a) + 1:]])
+                    break
+            self._pairs[name] = out
+        return out
+
+    def current(self) -> bool:
+        """Was the step that ended at ``sim.k`` a contact step?"""
+        sim = self.sim
+        return sim.last_contact is not None and sim.last_contact_k == sim.k - 1
+
+    def forces(self) -> List[ContactForce]:
+        """The contacts of the step that ended at ``sim.k`` (empty when it was not a contact step)."""
+        if not self.current():
+            return []
+        info = self.sim.last_contact
+        if info.result is None or not info.contacts:
+            return []
+        contacts = info.contacts
+        normals = np.array([c.normal for c in contacts], dtype=float)
+        frames = _frames(normals)  # (n, 3, 3): rows normal, t1, t2
+        lam = np.asarray(info.result.lam[:3 * len(contacts)], dtype=float).reshape(-1, 3)
+        F = np.einsum("nij,ni->nj", frames, lam) / self.sim.dt
+        out = []
+        for i, c in enumerate(contacts):
+            a, b = self._pair(c.name)
+            out.append(ContactForce(a, b or "world", np.array(c.point, dtype=float), normals[i].copy(), F[i],
+                                    max(0.0, -float(c.distance))))
+        return out
+
+    def robot_force(self, forces: Optional[Sequence[ContactForce]] = None) -> np.ndarray:
+        """The sum of the contact forces on the robot (model 0) [N, world axes]: its links' sides of every contact
+        with something that is not the robot."""
+        forces = self.forces() if forces is None else forces
+        links = set(self.links)
+        total = np.zeros(3)
+        for f in forces:
+            total += (f.link in links) * f.force - (f.other in links) * f.force
+        return total
+
+    def body_poses(self) -> Dict[str, np.ndarray]:
+        """4×4 world poses of the robot's contact links and of the free objects (their frames)."""
+        sim = self.sim
+        if not self._frame:
+            return {}
+        bodies = sim.world.poses([sim.q] + list(sim.obj_q))
+        return {name: bodies[k][b] @ T for name, (k, b, T) in self._frame.items()}
+
+    def wrenches(self, forces: Optional[Sequence[ContactForce]] = None) -> Dict[str, np.ndarray]:
+        """``{name: [f; τ]}`` of every contact link and object: the sum of its contact forces (both sides of a
+        contact between two of them) in its own frame's axes, the torque about its frame's origin; zero for those
+        out of contact."""
+        forces = self.forces() if forces is None else forces
+        poses = self.body_poses()
+        out = {name: np.zeros(6) for name in poses}
+        for f in forces:
+            for name, sign in ((f.link, 1.0), (f.other, -1.0)):
+                T = poses.get(name)
+                if T is None:
+                    continue
+                R, p = T[:3, :3], T[:3, 3]
+                F = sign * f.force
+                w = out[name]
+                w[:3] += R.T @ F
+                w[3:] += R.T @ np.cross(f.point - p, F)
+        return out
+
+
+def object_pose(q: np.ndarray) -> np.ndarray:
+    """4×4 pose of a free object's ``so3xr3`` configuration ``[x, y, z, qx, qy, qz, qw]``."""
+    x, y, z, w = (float(c) for c in q[3:7])
+    T = np.eye(4)
+    T[:3, :3] = [[1 - 2 * (y * y + z * z), 2 * (x * y - z * w), 2 * (x * z + y * w)],
+                 [2 * (x * y + z * w), 1 - 2 * (x * x + z * z), 2 * (y * z - x * w)],
+                 [2 * (x * z - y * w), 2 * (y * z + x * w), 1 - 2 * (x * x + y * y)]]
+    T[:3, 3] = q[:3]
+    return T
