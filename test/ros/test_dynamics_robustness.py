@@ -80,7 +80,7 @@ def nodes(tmp_path_factory):
         "uvms": make("fz_uvms", UVMS_PARAMS, publish_clock=True, joint_limits=False),
         "arm": make("fz_arm", ARM_PARAMS, joint_limits=False),
         "arm_2hz": make("fz_arm2", ARM_PARAMS, physics_rate=2.0, publish_rate=1.0, diagnostics_rate=1.0,
-                        wrench_rate=1.0, markers_rate=1.0, energy_rate=1.0),
+                        wrench_rate=1.0, markers_rate=1.0, energy_rate=1.0, contacts_rate=1.0),
         "arm_1khz": make("fz_arm1k", ARM_PARAMS, physics_rate=1000.0),
         "arm_40hz": make("fz_arm40", ARM_PARAMS, physics_rate=40.0, publish_rate=20.0, wrench_rate=20.0),
     }

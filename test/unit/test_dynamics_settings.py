@@ -19,7 +19,7 @@ PARAMETERS = table("dynamics")
 EXPECTED_DEFAULTS = dict(
     robot_description="", model_file="", base_group="se3", mass=1.0, inertia=(0.01, 0.0, 0.0, 0.01, 0.0, 0.01),
     com=(0.0, 0.0, 0.0), gravity=(0.0, 0.0, -9.81), integrator="rk4", physics_rate=1000.0, publish_rate=100.0,
-    wrench_rate=100.0, markers_rate=20.0, contacts_rate=50.0, diagnostics_rate=1.0, initial_position=(0.0, 0.0, 0.0),
+    wrench_rate=100.0, markers_rate=20.0, contacts_rate=20.0, diagnostics_rate=1.0, initial_position=(0.0, 0.0, 0.0),
     initial_rpy=(0.0, 0.0, 0.0), initial_twist=(0.0,) * 6, initial_joint_positions=(), initial_joint_velocities=(),
     world_frame="world", base_frame="base_link", cmd_timeout=0.5, max_mass_ratio=1.0e6, locked_joints=(),
     locked_joint_positions=(), mimic="reduce",

@@ -85,7 +85,7 @@ _PAIRS = {
         "on /tf; docs/contact.md, On ROS), 0 = off, else in [0.001, physics_rate]; every "
         "round(physics_rate/contacts_rate) steps, with a contact world that has shapes. Built only while someone "
         "subscribes.",
-        {"off": True, "at_most": "physics_rate", "type": "double", "default": 50.0,
+        {"off": True, "at_most": "physics_rate", "type": "double", "default": 20.0,
          "floating_point_range": (0.0, 100000.0)}),
     "diagnostics_rate": (
         "Energy/momentum bookkeeping rate on /diagnostics [Hz], 0 = off, else in [0.001, physics_rate].",
