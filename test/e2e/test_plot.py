@@ -606,6 +606,22 @@ def test_animate_cli(arm_file, tmp_path):
     assert out.returncode == 2 and "error: " in out.stderr and "unknown animation format" in out.stderr
 
 
+def test_animate_module_cli(arm_file, tmp_path):
+    """issue 31 item 23: ``python -m mbs_ros.animate --help`` printed nothing (the package had no ``__main__``)."""
+    out = subprocess.run([sys.executable, "-m", "mbs_ros.animate", "--help"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("usage: python -m mbs_ros.animate") and "OUT.gif|OUT.mp4" in out.stdout
+    assert "--max-frames" in out.stdout and "--model" in out.stdout
+    out = subprocess.run([sys.executable, "-m", "mbs_ros.animate", str(arm_file), str(tmp_path / "b.gif"),
+                          "--fps", "4", "--max-frames", "5"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "b.gif: 5 frames, 640x480 px, 4 fps" in out.stdout
+    assert len(gif_frames(tmp_path / "b.gif")[1]) == 5 and "plots" not in out.stdout  # the animation only
+    out = subprocess.run([sys.executable, "-m", "mbs_ros.animate"], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "usage: python -m mbs_ros.animate" in out.stderr
+
+
 def _labels(fig):
     return [a.get_ylabel() for a in fig.axes if a.get_visible()]
 
