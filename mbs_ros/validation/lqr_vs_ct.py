@@ -17,8 +17,8 @@ angle of R_dᵀR) [rad], joint error max_j |q_j − q_d,j| [rad]: RMS and max ov
 force ‖F‖ [N], torque ‖τ‖ [N m] and joint efforts ‖τ_j‖ [N m]: RMS and peak. ``design_ms``: the time of one LQR
 design (linearisation + Riccati equation) at reference points of the run, median and max; ``designs``: how many
 designs a replay of the run's reference asks for. Keys of ``--json``: ``runs`` (one per robot and law, the metrics
-above), ``design``. The plot (``--plot``, default docs/img/lqr_vs_ct.png): the three errors against time, both
-laws, both robots.
+above), ``design``. The plot (``--output``, alias ``--plot``; default out/lqr_vs_ct.png, docs/lqr.md's figure is
+``--output docs/img/lqr_vs_ct.png``): the three errors against time, both laws, both robots.
 """
 from __future__ import annotations
 
@@ -30,7 +30,9 @@ import numpy as np
 
 from mbs_ros.validation._study import Study, table
 
-ROOT = Path(__file__).resolve().parents[2]
+#: the figure's default path, relative to the working directory: out/ is ignored by git, so a plain run never
+#: overwrites the tracked docs/img/lqr_vs_ct.png (``--output docs/img/lqr_vs_ct.png`` regenerates that one)
+DEFAULT_PLOT = "out/lqr_vs_ct.png"
 SCENARIOS = ("vehicle_manipulator", "rov_alpha5")
 LAWS = ("computed_torque", "lqr")
 #: a third run where the model has passive forces: LQR designed with them (compensate_passive false) instead of
@@ -209,8 +211,9 @@ def _report(result) -> str:
 def _add_arguments(ap: argparse.ArgumentParser) -> None:
     ap.add_argument("--duration", type=float, default=None,
                     help="simulated seconds per run (default: each scenario's own, 6 s and 60 s)")
-    ap.add_argument("--plot", default=str(ROOT / "docs" / "img" / "lqr_vs_ct.png"),
-                    help="where the figure goes ('' for none); default docs/img/lqr_vs_ct.png")
+    ap.add_argument("--output", "--plot", dest="plot", default=DEFAULT_PLOT, metavar="PNG",
+                    help=f"where the figure goes ('' for none); default {DEFAULT_PLOT} under the working directory "
+                         "(docs/img/lqr_vs_ct.png, the figure of docs/lqr.md, is written only when asked for)")
     ap.add_argument("--series", action="store_true", help="keep the error time series in --json")
     ap.add_argument("--no-water", dest="water", action="store_false",
                     help=f"no {WATER} run (LQR designed with the passive forces, compensate_passive false) on the "

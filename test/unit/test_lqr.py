@@ -356,6 +356,29 @@ def test_headless_lqr_tracks_the_vehicle_manipulator_as_computed_torque_with_the
         assert lqr < 0.2 * out["lqr"][key][1], (key, out["lqr"][key][1], lqr)
 
 
+@pytest.mark.slow
+def test_study_writes_its_figure_under_out_unless_asked(tmp_path, monkeypatch):
+    """issue 31 item 21: ``python -m mbs_ros.validation lqr-vs-ct`` overwrote the tracked docs/img/lqr_vs_ct.png by
+    default. A short run (0.05 s) from a scratch working directory writes out/lqr_vs_ct.png there and leaves the
+    repository's figure byte for byte and time for time as it was; ``--output`` (and the old ``--plot``) choose."""
+    import hashlib
+    from pathlib import Path
+
+    from mbs_ros.validation import cli, lqr_vs_ct
+
+    tracked = Path(lqr_vs_ct.__file__).resolve().parents[2] / "docs" / "img" / "lqr_vs_ct.png"
+    before = (hashlib.sha256(tracked.read_bytes()).hexdigest(), tracked.stat().st_mtime_ns)
+    monkeypatch.chdir(tmp_path)
+    args = ["lqr-vs-ct", "--duration", "0.05", "--no-water", "--json"]
+    assert cli.main(args) == 0
+    assert (tmp_path / "out" / "lqr_vs_ct.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    assert (hashlib.sha256(tracked.read_bytes()).hexdigest(), tracked.stat().st_mtime_ns) == before
+    parser = cli.parser(cli.studies())
+    assert parser.parse_args(["lqr-vs-ct"]).plot == "out/lqr_vs_ct.png"
+    for flag in ("--output", "--plot"):
+        assert parser.parse_args(["lqr-vs-ct", flag, "docs/img/lqr_vs_ct.png"]).plot == "docs/img/lqr_vs_ct.png"
+
+
 # ---------------------------------------------------------------------- gain schedule over an LPV family
 def _pendulum_family(thetas):
     """The pendulum's linear models by hand at each θ (A = [[0, 1], [α(θ), 0]], B = [0, 1/J]), with an
