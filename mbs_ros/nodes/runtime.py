@@ -391,10 +391,24 @@ def declare(node: "rclpy.node.Node", param: Parameter, value):
     """Declare ``param`` on ``node`` with ``value`` (a tuple as a list) and its :func:`descriptor`; the value it
     gets (an override wins). ParameterError naming it when rclpy refuses (range, type)."""
     value = list(value) if isinstance(value, tuple) else value
+    _check_range(param, parameter_overrides(node).get(param.name))
     try:
         return node.declare_parameter(param.name, value, descriptor(param, value)).value
     except Exception as e:  # noqa: BLE001 - rclpy's range/type exceptions differ between distros
         raise ParameterError(str(e) if param.name in str(e) else f"{param.name}: {e}") from None
+
+
+def _check_range(param: Parameter, override) -> None:
+    """A number given out of ``param``'s range is refused with the settings' own message (the one a scenario, a
+    headless run and a value inside the range that fails a finer check get), before rclpy's "out of range Min:
+    ..." would word the same range differently."""
+    value = getattr(override, "value", override)
+    if param.range is None or isinstance(value, bool) or not isinstance(value, (int, float)):
+        return
+    from mbs_ros.cores.params import bounds, number
+
+    lo, lo_open, hi = bounds(param)
+    number({param.name: value}, param.name, lo, lo_open, hi)
 
 
 def declare_model_parameters(node: "rclpy.node.Node", parameters: Mapping[str, Parameter],

@@ -246,6 +246,36 @@ def test_nodes_refuse_unknown_parameters_with_the_name_meant(tmp_path):
                 p.wait()
 
 
+def test_a_number_out_of_range_gets_the_tables_range_in_one_message():
+    """issue 31 item 24: ``mass:=-1.0`` gave rclpy's "out of range Min: 0.0, Max: 1000000000.0" while ``mass:=0.0``
+    gave "mass must be >= 1e-06" and ``--help`` said [0, 1e+09]; >= 1e-06. Now every value outside the table's
+    range (which is the descriptor's) gets the settings' one message with the one range, exit code 2."""
+    cases = [  # node, -p argument, the fatal line's end
+        ("dynamics_node", "mass:=-1.0", "invalid parameters: mass must be >= 1e-06, got -1"),
+        ("dynamics_node", "mass:=0.0", "invalid parameters: mass must be >= 1e-06, got 0"),
+        ("dynamics_node", "mass:=2.0e9", "invalid parameters: mass must be <= 1e+09, got 2e+09"),
+        ("dynamics_node", "publish_rate:=0.01", "invalid parameters: publish_rate must be >= 0.1, got 0.01"),
+        ("controller_node", "mass:=-1.0", "invalid parameters: mass must be >= 1e-06, got -1"),
+    ]
+    procs = [(node, end, subprocess.Popen([sys.executable, "-m", f"mbs_ros.nodes.{node}", "--ros-args", "-r",
+                                           f"__ns:=/range{i}", "-p", arg], stdout=subprocess.PIPE,
+                                          stderr=subprocess.PIPE, text=True))
+             for i, (node, arg, end) in enumerate(cases)]
+    try:
+        for node, end, p in procs:
+            out, err = p.communicate(timeout=TIMEOUT)
+            lines = [line for line in (out + err).splitlines() if line.strip()]
+            assert p.returncode == 2, (node, end, p.returncode, out + err)
+            assert len(lines) == 1 and lines[0].startswith("[FATAL] "), (node, out + err)
+            assert lines[0].endswith(f".{node}]: {end}"), lines[0]
+            assert "out of range" not in lines[0] and "Min:" not in lines[0], lines[0]
+    finally:
+        for *_rest, p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
 def test_a_section_for_every_node_may_carry_the_other_nodes_parameters(tmp_path):
     from mbs_ros.process import NodeProcess
 

@@ -45,3 +45,55 @@ def test_help_states_each_parameter_with_its_type_default_and_rules(role):
     for name, p in table(role).items():
         assert f"  {name} ({kind(p)}; default " in lines[name], lines[name]
         assert rules_text(p) in lines[name] and lines[name].endswith(": " + p.description)
+
+
+@pytest.mark.parametrize("role", sorted(ROLES))
+def test_the_descriptor_range_is_the_range_the_checks_and_help_hold(role):
+    """issue 31 item 24: ``mass:=-1.0`` got rclpy's "out of range Min: 0.0" while ``--help`` said >= 1e-6 (a closed
+    ``minimum`` tighter than the table's ``floating_point_range``; publish_rate likewise, 0.001 against 0.1). For
+    every number parameter with a range, the ROS descriptor's FloatingPointRange is the table's range, ``--help``
+    prints exactly it, and the settings' check (:func:`check_parameter`) accepts both ends (the low one unless the
+    minimum is open, which ROS cannot say) and refuses the next double beyond each."""
+    import importlib
+    import math
+    import types
+
+    from mbs_ros.cores.params import ParameterError, check_parameter
+    from mbs_ros.nodes.runtime import descriptor, help_text
+
+    module = f"mbs_ros.nodes.{role}_node"
+    importlib.import_module(module)
+    text = help_text(types.SimpleNamespace(__module__=module))
+    lines = {line.split()[0]: line for line in text.split("parameters:\n", 1)[1].splitlines()}
+    ranged = 0
+    for name, p in table(role).items():
+        d = descriptor(p, p.default)
+        if p.range is None:
+            assert not d.floating_point_range, name
+            continue
+        ranged += 1
+        (r,) = d.floating_point_range
+        assert (r.from_value, r.to_value, r.step) == (p.range[0], p.range[1], 0.0), name
+        assert f"; [{r.from_value:g}, {r.to_value:g}]" in lines[name].split("):", 1)[0], lines[name]
+        for value, accepted in ((r.from_value, not p.minimum_open), (r.to_value, True),
+                                (math.nextafter(r.from_value, -math.inf), False),
+                                (math.nextafter(r.to_value, math.inf), False)):
+            try:
+                check_parameter({name: value}, p)
+            except ParameterError as e:
+                assert not accepted, f"{name}: {value!r} inside the descriptor's range refused: {e}"
+            else:
+                assert accepted, f"{name}: {value!r} outside the descriptor's range accepted"
+    assert ranged >= 1
+
+
+def test_a_closed_minimum_beside_a_range_is_refused_in_a_table():
+    from mbs_ros.cores.parameters import from_pairs
+
+    with pytest.raises(ValueError, match="x: a closed minimum .* make it the range's low end"):
+        from_pairs({"x": ("a number", {"default": 1.0, "minimum": 1e-6, "floating_point_range": (0.0, 1.0)})})
+    with pytest.raises(ValueError, match="open minimum 0.5 is not the range's low end 0"):
+        from_pairs({"x": ("a number", {"default": 1.0, "minimum": 0.5, "minimum_open": True,
+                                       "floating_point_range": (0.0, 1.0)})})
+    assert from_pairs({"x": ("a number", {"default": 1.0, "minimum": 0.0, "minimum_open": True,
+                                          "floating_point_range": (0.0, 1.0)})})["x"].range == (0.0, 1.0)

@@ -89,6 +89,7 @@ def from_pairs(pairs: Dict[str, tuple], shared_with: Optional[Mapping[str, Param
         if kind is not None and kind not in TYPES:
             raise ValueError(f"parameter {name}: type {kind!r} is not one of {', '.join(TYPES)}")
         rules = {k: extra.pop(k) for k in _RULES if k in extra}
+        _one_range(name, extra.get("floating_point_range"), rules)
         if rules.get("check") not in (None,) + CHECKS:
             raise ValueError(f"parameter {name}: check {rules['check']!r} is not one of {', '.join(CHECKS)}")
         out[name] = Parameter(name, description, default=extra.pop("default", None),
@@ -96,6 +97,21 @@ def from_pairs(pairs: Dict[str, tuple], shared_with: Optional[Mapping[str, Param
                               read_only=bool(extra.pop("read_only", False)), type=kind,
                               choices=tuple(extra.pop("choices", ())), extra=extra, **rules)
     return out
+
+
+def _one_range(name: str, span, rules: dict) -> None:
+    """A number has one range: the one rclpy's descriptor reports (``floating_point_range``), ``--help`` and the
+    docs print and the settings check. A closed ``minimum`` beside a range would be a second, tighter one (rclpy
+    said "Min: 0.0" where ``--help`` said >= 1e-6): write it as the range's low end. An open minimum (which a
+    ROS range, always closed, cannot say) must sit at the range's low end."""
+    minimum = rules.get("minimum")
+    if span is None or minimum is None:
+        return
+    if not rules.get("minimum_open"):
+        raise ValueError(f"parameter {name}: a closed minimum ({minimum:g}) beside floating_point_range "
+                         f"{tuple(span)}: make it the range's low end")
+    if float(minimum) != float(span[0]):
+        raise ValueError(f"parameter {name}: open minimum {minimum:g} is not the range's low end {span[0]:g}")
 
 
 def shared(parameter: Parameter, **changes) -> Parameter:

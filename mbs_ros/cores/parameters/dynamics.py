@@ -40,7 +40,7 @@ _PAIRS = {
     "mass": (
         "Mass [kg], in [1e-6, 1e9] (single body only).",
         {"on_change": ("model", "rate"), "single_body": True,
-         "minimum": 1.0e-6, "type": "double", "default": 1.0, "floating_point_range": (0.0, 1.0e9)}),
+         "type": "double", "default": 1.0, "floating_point_range": (1.0e-6, 1.0e9)}),
     "inertia": (
         "Inertia about the centre of mass in body axes [kg m^2], as URDF: [ixx, ixy, ixz, iyy, iyz, izz]; "
         "must be positive definite with principal moments in [1e-12, 1e9] (a warning if it violates the triangle "
@@ -68,8 +68,8 @@ _PAIRS = {
         "Rate of the state: odom, pose, /tf, joint_states (and wrench, joint_effort again with it) [Hz], in "
         "[0.1, physics_rate]; published every round(physics_rate/publish_rate) steps. Not used in lockstep (once "
         "per control period).",
-        {"minimum": 0.1, "at_most": "physics_rate", "type": "double", "default": 100.0,
-         "floating_point_range": (0.001, 100000.0)}),
+        {"at_most": "physics_rate", "type": "double", "default": 100.0,
+         "floating_point_range": (0.1, 100000.0)}),
     "wrench_rate": (
         "Rate of joint_wrenches/<joint> [Hz], 0 = off, else in [0.001, physics_rate]; every "
         "round(physics_rate/wrench_rate) steps. Computed only while someone subscribes to one of them.",
