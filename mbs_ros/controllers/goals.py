@@ -13,13 +13,28 @@ from mbs_ros.controllers import tolerances as tol
 from mbs_ros.controllers.reference_input import MAX_POINTS, Rejected
 
 __all__ = ["check_goal", "check_goal_sizes", "check_goal_end", "GoalMonitor", "GoalSample", "FEEDBACK_PERIOD_S",
-           "PREEMPTED", "MULTI_DOF", "MAX_GOAL_NAMES", "MAX_NAME_BYTES"]
+           "PREEMPTED", "MULTI_DOF", "MAX_GOAL_NAMES", "MAX_NAME_BYTES", "GoalRejected", "result_code"]
 
 FEEDBACK_PERIOD_S = 0.05  # between feedbacks (JTC's action_monitor_rate, 20 Hz)
 PREEMPTED = "Current goal preempted by new incoming action."  # JTC's text for a goal a new one replaces
 MULTI_DOF = "multi_dof_trajectory is not supported (the base follows base_reference)"
 MAX_GOAL_NAMES = 1000  # joint names, and entries of each tolerance list, of a goal
 MAX_NAME_BYTES = 1024  # a goal's frame_id, joint names and tolerance names
+
+
+class GoalRejected(Rejected):
+    """A goal refused, with the FollowJointTrajectory result code that says why (``INVALID_JOINTS``,
+    ``OLD_HEADER_TIMESTAMP``; a plain :class:`Rejected` is ``INVALID_GOAL``)."""
+
+    def __init__(self, reason: str, code: str):
+        super().__init__(reason)
+        self.code = code
+
+
+def result_code(refusal: BaseException) -> str:
+    """The FollowJointTrajectory result code (its name) of a goal's refusal: a :class:`GoalRejected`'s own, else
+    INVALID_GOAL."""
+    return getattr(refusal, "code", "INVALID_GOAL")
 
 
 def check_goal_sizes(n_points: int, n_names: int, longest_point: int, n_tolerances: int, multi_dof: bool,
@@ -51,10 +66,14 @@ def check_goal(names: Sequence[str], joint_names: Sequence[str], allow_partial: 
         raise Rejected(MULTI_DOF)
     names = list(names)
     if not allow_partial and len(names) != len(joint_names):
-        raise Rejected(f"joints {names[:20]} don't match the controller's joints {', '.join(joint_names)} "
-                       "(allow_partial_joints_goal is false)")
+        raise GoalRejected(f"joints {names[:20]} don't match the controller's joints {', '.join(joint_names)} "
+                           "(allow_partial_joints_goal is false)", "INVALID_JOINTS")
     if not names:
-        raise Rejected("empty joint names")
+        raise GoalRejected("empty joint names", "INVALID_JOINTS")
+    unknown = [n for n in names if n not in joint_names]
+    if unknown:
+        raise GoalRejected(f"unknown joints {unknown[:20]}: the controller's joints are {', '.join(joint_names)}",
+                           "INVALID_JOINTS")
     if not n_points:
         raise Rejected("empty trajectory")
     moving = [x for x in last_velocities if not abs(x) <= tol.EPS]
@@ -65,9 +84,9 @@ def check_goal(names: Sequence[str], joint_names: Sequence[str], allow_partial: 
 def check_goal_end(stamped: bool, start_ns: int, end_time: float, newest_ns: int) -> None:
     """Rejected for a goal with a ``header.stamp`` (``stamped``) whose trajectory ends before the newest state."""
     if stamped and start_ns + int(end_time * 1e9) < newest_ns:
-        raise Rejected(f"the trajectory starting at t = {start_ns * 1e-9:.6f} s ends at "
-                       f"t = {start_ns * 1e-9 + end_time:.6f} s, before the newest state's "
-                       f"t = {newest_ns * 1e-9:.6f} s")
+        raise GoalRejected(f"the trajectory starting at t = {start_ns * 1e-9:.6f} s ends at "
+                           f"t = {start_ns * 1e-9 + end_time:.6f} s, before the newest state's "
+                           f"t = {newest_ns * 1e-9:.6f} s", "OLD_HEADER_TIMESTAMP")
 
 
 @dataclass(frozen=True)

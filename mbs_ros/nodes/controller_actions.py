@@ -242,6 +242,14 @@ class ActiveGoal:
     future: Future
 
 
+@dataclass(frozen=True)
+class _Refusal:
+    """A goal that failed its checks: the result it is aborted with (code, reason)."""
+
+    code: int
+    reason: str
+
+
 def _duration(ns: int) -> Duration:
     sec, nanosec = divmod(int(ns), ri.NS)
     return Duration(sec=sec, nanosec=nanosec)
@@ -286,10 +294,15 @@ class TrajectoryActions:
             self.action_server = None
 
     async def _on_goal(self, goal) -> GoalResponse:
-        """Accept a goal that joint_trajectory_controller would accept and the joint_reference checks pass. The
-        goal is checked and its reference built on the reference worker (in order with the references, never
-        holding the control loop up); this coroutine waits for the answer. The reference is installed by
-        :meth:`_on_goal_accepted`."""
+        """Take a goal in. One that joint_trajectory_controller would accept and the joint_reference checks pass
+        is checked and its reference built on the reference worker (in order with the references, never holding
+        the control loop up; this coroutine waits for the answer) and installed by :meth:`_on_goal_accepted`.
+
+        A goal that fails a check is accepted too, and aborted at once with its reason: ROS 2's goal response
+        carries no reason (a goal rejected here would tell its client only ``accepted: false``), the result does
+        (``error_code`` INVALID_JOINTS, OLD_HEADER_TIMESTAMP or INVALID_GOAL and ``error_string``), as ROS 1's
+        joint_trajectory_controller returned it and as MoveIt reports it. It leaves the running goal alone and is
+        counted as ``rejected_follow_joint_trajectory``, not as an aborted goal."""
         refused = self._intake.refusal(goal) if self._intake is not None else None
         if refused is not None:
             self._count("received_follow_joint_trajectory")
@@ -305,11 +318,13 @@ class TrajectoryActions:
             self._pending_goal = (goal, answer)  # _on_goal_accepted follows at once, in this same task
             return GoalResponse.ACCEPT
         self._count("rejected_follow_joint_trajectory")
+        code = goals.result_code(answer)
         if not isinstance(answer, Rejected):
             self._count("control_errors")
             answer = f"{type(answer).__name__}: {answer}"
         self.node.get_logger().warning(f"follow_joint_trajectory: goal rejected: {answer}")
-        return GoalResponse.REJECT
+        self._pending_goal = (goal, _Refusal(getattr(_FJT, code), str(answer)))
+        return GoalResponse.ACCEPT  # and aborted with the reason by _on_goal_accepted
 
     def prepare_goal(self, goal) -> ActiveGoal:
         """Worker thread: a goal checked as joint_trajectory_controller does (:mod:`mbs_ros.controllers.goals`),
@@ -339,9 +354,11 @@ class TrajectoryActions:
         pending, self._pending_goal = self._pending_goal, None
         goal_handle.execute()
         g = pending[1] if pending is not None and pending[0] is goal_handle.request else None
-        if g is None:  # not the goal _on_goal prepared (rclpy calls the two in a row): refuse it
+        if not isinstance(g, ActiveGoal):  # refused with its reason, or not the goal _on_goal prepared (rclpy
+            # calls the two in a row): aborted at once, the running goal untouched
+            refusal = g if isinstance(g, _Refusal) else _Refusal(_FJT.INVALID_GOAL, "goal not checked")
             g = ActiveGoal(bytes(goal_handle.goal_id.uuid), goal_handle, 0, None, None, Future())
-            g.future.set_result(("abort", _FJT(error_code=_FJT.INVALID_GOAL, error_string="goal not checked")))
+            g.future.set_result(("abort", _FJT(error_code=refusal.code, error_string=refusal.reason)))
             self._executing[g.goal_id] = g
             return
         g.goal_id, g.handle = bytes(goal_handle.goal_id.uuid), goal_handle

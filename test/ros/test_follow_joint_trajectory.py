@@ -3,8 +3,9 @@ controller_node for the 2-link arm of config/robots/arm_2link_planar.yaml on a f
 real rclpy action client in the test process, on ``/fjt/controller_node/follow_joint_trajectory``.
 
 - a goal succeeds (SUCCESSFUL) and the joints end within its goal tolerance;
-- goals joint_trajectory_controller rejects are rejected (an unknown joint, a partial goal, times not increasing,
-  a last point that moves);
+- goals joint_trajectory_controller rejects are refused (an unknown joint, a partial goal, times not increasing,
+  a last point that moves), the reason in the result: accepted, aborted at once with error_code and error_string
+  (a ROS 2 goal response has no field for it), the running goal untouched;
 - a tight path tolerance aborts with PATH_TOLERANCE_VIOLATED before the trajectory's end, and the arm holds;
 - a goal tolerance not met within goal_time_tolerance aborts with GOAL_TOLERANCE_VIOLATED;
 - a cancel mid-trajectory ends the goal CANCELED and the arm holds where it was;
@@ -172,9 +173,19 @@ def test_goal_succeeds_within_goal_tolerance(rig):
           f"the 2 s trajectory; {len(feedback)} feedbacks; {wall:.2f} s of wall clock for the goal")
 
 
-@pytest.mark.parametrize("case", ["unknown joint", "partial", "times not increasing", "last point moving",
-                                  "beyond the limits"])
+REFUSALS = {  # case -> (result code, what error_string says)
+    "unknown joint": ("INVALID_JOINTS", "unknown joints ['elbow']: the controller's joints are joint1, joint2"),
+    "partial": ("INVALID_JOINTS", "don't match the controller's joints joint1, joint2"),
+    "times not increasing": ("INVALID_GOAL", "time_from_start"),
+    "last point moving": ("INVALID_GOAL", "the last point's velocities are not zero: [0.5]"),
+    "beyond the limits": ("INVALID_GOAL", "joint1"),
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSALS))
 def test_invalid_goals_are_rejected(rig, case):
+    """issue 31 item 22: the reason used to be only logged (the goal rejected, the client told ``accepted: false``);
+    now the client's result has it: status ABORTED, error_code and error_string the logged reason."""
     _t, q0, _ = rig.newest()
     names, points = JOINTS, [(1.0, q0 + 0.1)]
     if case == "unknown joint":
@@ -187,9 +198,15 @@ def test_invalid_goals_are_rejected(rig, case):
         points = [(1.0, q0 + 0.1, [0.0, 0.5])]
     else:
         points = [(1.0, [4.0, 0.0])]  # joint1's limit is 3.14 (a reference may exceed it by 10 % of the range)
-    handle, _feedback, _future = rig.send(rig.goal(points, names=names))
-    assert not handle.accepted
-    assert rig.ctl.wait_for_log("goal rejected", timeout=TIMEOUT)
+    handle, _feedback, future = rig.send(rig.goal(points, names=names))
+    assert handle.accepted, rig.ctl.log_tail()
+    response = rig.result(future, what="the refused goal's result")
+    code, text = REFUSALS[case]
+    assert response.status == GoalStatus.STATUS_ABORTED, response.status
+    assert response.result.error_code == getattr(Result, code), (response.result.error_code, response.result)
+    assert text in response.result.error_string, response.result.error_string
+    assert rig.ctl.wait_for_log(f"goal rejected: {response.result.error_string}", timeout=TIMEOUT), \
+        rig.ctl.log_tail()
 
 
 def test_path_tolerance_violation_aborts_and_holds(rig):
@@ -271,6 +288,26 @@ def test_second_goal_preempts_the_first(rig):
     assert np.all(np.abs(q - target) <= 0.02), (q, target)
 
 
+def test_a_refused_goal_leaves_the_running_goal_alone(rig):
+    """A refused goal is accepted only to carry its reason to the client: it preempts nothing, the running goal
+    goes on and succeeds."""
+    _t, q0, _ = rig.newest()
+    target = q0 + [0.2, -0.2]
+    first, first_feedback, first_future = rig.send(rig.goal([(2.0, target)], goal=[(j, 0.01, 0.05) for j in JOINTS],
+                                                            goal_time=2.0))
+    assert first.accepted, rig.ctl.log_tail()
+    rig.probe.spin_until(lambda: first_feedback() and seconds(first_feedback()[-1].desired.time_from_start) >= 0.3,
+                         what="0.3 s of the first goal", alive=rig.alive)
+    refused, _feedback, refused_future = rig.send(rig.goal([(1.0, q0 + 0.1)], names=["joint1", "elbow"]))
+    response = rig.result(refused_future, "the refused goal's result")
+    assert (response.status, response.result.error_code) == (GoalStatus.STATUS_ABORTED, Result.INVALID_JOINTS)
+    assert not first_future.done()
+    result = rig.result(first_future, "the running goal's result")
+    assert result.status == GoalStatus.STATUS_SUCCEEDED, (result, rig.ctl.log_tail())
+    _t, q, _v = rig.newest()
+    assert np.all(np.abs(q - target) <= 0.02), (q, target)
+
+
 def test_oversized_goal_is_refused_before_decoding(rig):
     """2·10⁵ points (one point object repeated: cheap to send) are refused by their count, read before rclpy
     turns the request into Python objects (2.2 s with the interpreter held for 10⁵ points, 12 s for 10⁶): the
@@ -281,8 +318,10 @@ def test_oversized_goal_is_refused_before_decoding(rig):
     goal = rig.goal([])
     goal.trajectory.points = [JointTrajectoryPoint(positions=[0.1, 0.2], time_from_start=duration(1.0))] * n
     first = len(rig.commands)
-    handle, _feedback, _future = rig.send(goal)
-    assert not handle.accepted
+    handle, _feedback, future = rig.send(goal)
+    response = rig.result(future, what="the oversized goal's result")
+    assert (response.status, response.result.error_code) == (GoalStatus.STATUS_ABORTED, Result.INVALID_GOAL)
+    assert response.result.error_string == f"{n} points: at most 10000; not decoded"
     assert rig.ctl.wait_for_log(f"goal rejected: {n} points: at most 10000; not decoded", timeout=TIMEOUT), \
         rig.ctl.log_tail()
     answered = len(rig.commands)

@@ -13,19 +13,23 @@ from mbs_ros.controllers.reference_input import Rejected
 JOINTS = ("j1", "j2")
 
 
-@pytest.mark.parametrize("kwargs, reason", [
-    (dict(multi_dof=True), "multi_dof_trajectory is not supported"),
-    (dict(names=["j1"]), "don't match the controller's joints"),
-    (dict(names=[], allow_partial=True), "empty joint names"),
-    (dict(n_points=0), "empty trajectory"),
-    (dict(last_velocities=[0.0, 0.1]), "the last point's velocities are not zero: \\[0.1\\]"),
+@pytest.mark.parametrize("kwargs, reason, code", [
+    (dict(multi_dof=True), "multi_dof_trajectory is not supported", "INVALID_GOAL"),
+    (dict(names=["j1"]), "don't match the controller's joints", "INVALID_JOINTS"),
+    (dict(names=[], allow_partial=True), "empty joint names", "INVALID_JOINTS"),
+    (dict(names=["j1", "elbow"]), "unknown joints \\['elbow'\\]: the controller's joints are j1, j2", "INVALID_JOINTS"),
+    (dict(names=["j1", "elbow"], allow_partial=True), "unknown joints \\['elbow'\\]", "INVALID_JOINTS"),
+    (dict(n_points=0), "empty trajectory", "INVALID_GOAL"),
+    (dict(last_velocities=[0.0, 0.1]), "the last point's velocities are not zero: \\[0.1\\]", "INVALID_GOAL"),
 ])
-def test_goals_jtc_refuses(kwargs, reason):
+def test_goals_jtc_refuses(kwargs, reason, code):
+    """Each refusal with its reason and the FollowJointTrajectory result code the client gets (issue 31 item 22)."""
     args = dict(names=["j1", "j2"], joint_names=JOINTS, allow_partial=False, n_points=2, last_velocities=[0.0, 0.0],
                 multi_dof=False)
     args.update(kwargs)
-    with pytest.raises(Rejected, match=reason):
+    with pytest.raises(Rejected, match=reason) as refused:
         goals.check_goal(**args)
+    assert goals.result_code(refused.value) == code
 
 
 def test_goals_jtc_accepts():
@@ -34,8 +38,9 @@ def test_goals_jtc_accepts():
 
 
 def test_a_stamped_goal_that_ended_before_the_newest_state_is_refused():
-    with pytest.raises(Rejected, match="before the newest state"):
+    with pytest.raises(Rejected, match="before the newest state") as refused:
         goals.check_goal_end(True, 10_000_000_000, 1.5, 12_000_000_000)
+    assert goals.result_code(refused.value) == "OLD_HEADER_TIMESTAMP"
     goals.check_goal_end(True, 10_000_000_000, 1.5, 11_500_000_000)  # ends exactly at the newest state
     goals.check_goal_end(False, 10_000_000_000, 1.5, 12_000_000_000)  # unstamped: starts at the newest state
 
