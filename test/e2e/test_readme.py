@@ -195,6 +195,29 @@ def test_modules_and_targets_named_in_the_prose(tmp_path):
     assert targets - _makefile_targets() == set(), targets - _makefile_targets()
 
 
+def test_readme_says_how_to_run_its_commands_and_that_way_works_from_a_fresh_shell(tmp_path):
+    """issue 31 item 19: README never said how to run its ``python -m …`` commands (``python3 -m mbs_ros.bringup``
+    failed with ``No module named 'transforms3d'``). Near the top it names both ways, each line of the README uses
+    ``python -m`` (the environment's interpreter, never ``python3 -m``), and the ways it names work from a shell
+    with nothing set up: no PYTHONPATH, no VIRTUAL_ENV, a minimal PATH."""
+    text = README.read_text(encoding="utf-8")
+    top = "\n".join(text.splitlines()[:30])
+    assert "bash tools/in_env.sh python -m mbs_ros." in top and ". .venv/bin/activate" in top, top
+    assert not re.findall(r"python3 -m mbs_ros", text), "python3 -m: the system's interpreter, not the environment's"
+    fresh = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8",
+             "ROS_DOMAIN_ID": os.environ.get("ROS_DOMAIN_ID", "0")}
+    ways = ["bash tools/in_env.sh python"]
+    if (ROOT / ".venv" / "bin" / "activate").is_file():  # venv mode (no ROS install)
+        ways.append(". .venv/bin/activate && python")
+    for way in ways:
+        p = subprocess.run(["bash", "--noprofile", "--norc", "-c",
+                            f"{way} -m mbs_ros.headless vehicle --duration 0.05"],
+                           cwd=ROOT, env=fresh, capture_output=True, text=True, timeout=TIMEOUT,
+                           stdin=subprocess.DEVNULL)
+        assert p.returncode == 0, (way, p.stdout[-2000:], p.stderr[-2000:])
+        assert "vehicle: 0.050 s simulated" in p.stdout, (way, p.stdout)
+
+
 def test_the_checks_catch_what_is_missing(tmp_path):
     assert "no Makefile target" in check_shell_command("make tset", tmp_path)
     assert "no config/nothing.yaml" in check_shell_command("ros2 run mbs_ros dynamics_node --ros-args "
