@@ -243,7 +243,11 @@ def summary_lines(s: Summary) -> List[str]:
             out.append(f"{m.name:<{width}}  {_g(m.min):>10} {_g(m.median):>10} {_g(m.p95):>10} {_g(m.max):>10}  "
                        f"{m.missing}")
     for c in s.criteria:
-        out.append(f"criterion {c.text}: failed in {len(c.failed_runs)} of {s.runs - s.errors} runs; worst:")
+        judged = s.runs - s.errors
+        if not c.failed_runs:  # no "worst" runs of a criterion every run meets: they would read as failures
+            out.append(f"criterion {c.text}: met in all {judged} runs")
+            continue
+        out.append(f"criterion {c.text}: failed in {len(c.failed_runs)} of {judged} runs; worst:")
         for w in c.worst:
             out.append(f"  run {w.run}: {w.metric} = {_g(w.value)} ({'holds' if w.holds else 'FAILS'}); "
                        f"{_params_text(w.params)}")
@@ -347,11 +351,21 @@ def _readable_ticks(ax) -> None:
             pass
 
 
-def write_report(campaign, table, out_dir) -> Path:
+def _grid(n: int) -> Tuple[int, int]:
+    """(rows, columns) of ``n`` panels: one row up to 3, else about square, columns first (9 -> 3 x 3, 6 -> 2 x 3,
+    7 -> 3 x 3)."""
+    if n <= 3:
+        return 1, n
+    cols = math.ceil(math.sqrt(n))
+    return math.ceil(n / cols), cols
+
+
+def write_report(campaign, table, out_dir, figures: Optional[Dict[str, object]] = None) -> Path:
     """report.md in ``out_dir`` with the summary, the worst runs' replay commands and the plots it links, written
     into ``out_dir/plots``: ``<metric>_ecdf.png`` (threshold of each criterion on it as a vertical line),
     ``<metric>_hist.png``, and ``<metric>_vs_<param>.png`` per criterion metric and varied parameter (runs failing
-    the criterion in red). Returns the report's path."""
+    the criterion in red; a vector parameter one panel per component in a grid, the legend beside it). Returns
+    the report's path. ``figures``: filled with file name -> Figure (then left open, for tests to read)."""
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -417,9 +431,12 @@ def write_report(campaign, table, out_dir) -> Path:
                 if f"plots/{fname}" in files:
                     continue
                 series = _param_series(cols[p])
-                fig, axes = plt.subplots(1, len(series), figsize=(min(max(6, 4 * len(series)), 16), 3.6),
-                                         squeeze=False)
-                for ax, (suffix, px, labels) in zip(axes[0], series):
+                rows_, cols_ = _grid(len(series))
+                fig, axes = plt.subplots(rows_, cols_, figsize=(3.4 * cols_ + 2.2, 2.9 * rows_ + 0.8),
+                                         squeeze=False, sharey=True, layout="constrained")
+                for ax in axes.flat[len(series):]:
+                    ax.set_visible(False)
+                for k, (ax, (suffix, px, labels)) in enumerate(zip(axes.flat, series)):
                     nan = ~np.isfinite(x)
                     failed_other = np.array([st != "pass" for st in status]) & ~fails & ~nan
                     good = ~fails & ~failed_other & ~nan
@@ -430,17 +447,24 @@ def write_report(campaign, table, out_dir) -> Path:
                         ax.scatter(px[fails & nan], np.full(int(np.sum(fails & nan)), c.threshold), s=30,
                                    color="red", marker="x", label="no finite value")
                     ax.axhline(c.threshold, color="red", linestyle="--", linewidth=0.8)
-                    ax.set_xlabel(pname + suffix)
+                    # a vector: the component as the x label, the parameter's name once in the title
+                    ax.set_xlabel(suffix if len(series) > 1 else pname, fontsize=8)
                     if labels:
                         ax.set_xticks(range(len(labels)), labels, rotation=30, fontsize=7)
-                    ax.set_ylabel(name)
+                    if k % cols_ == 0:
+                        ax.set_ylabel(name, fontsize=8)
+                    ax.tick_params(labelsize=7)
                     _readable_ticks(ax)
                     ax.grid(alpha=0.3)
-                axes[0][0].legend(fontsize=7)
-                fig.suptitle(f"{s.campaign}: {name} vs {pname}", fontsize=10)
-                fig.tight_layout()
+                handles, texts = axes[0][0].get_legend_handles_labels()
+                fig.legend(handles, texts, loc="outside right upper", fontsize=7)
+                fig.suptitle(f"{s.campaign}: {name} vs {pname}" + (" (one panel per component)"
+                                                                    if len(series) > 1 else ""), fontsize=10)
                 fig.savefig(plots / fname, dpi=90)
-                plt.close(fig)
+                if figures is not None:
+                    figures[fname] = fig
+                else:
+                    plt.close(fig)
                 files.append(f"plots/{fname}")
         made.append((name, files))
     lines += ["## Plots", ""]

@@ -200,3 +200,62 @@ def test_the_assertion_message_lists_each_failed_criterion_its_worst_runs_and_th
     assert "out/replay/demo_run9.mcap" in lines[7] and len(lines) == 8
     passing = pa.table({"run": [0], "status": ["pass"], "reason": [""], "wall_s": [1.0], "metric.max_err": [0.01]})
     assert failure_message(campaign(CRITERIA), passing) is None
+
+
+def test_the_summary_lists_worst_runs_only_for_a_criterion_some_run_fails():
+    """issue 31 item 25: a criterion every run meets listed 5 "worst" runs (read as failures); now it says so."""
+    s = summarize(campaign((crit("max_err", "<", 1.0), crit("min_gap", ">", 0.3))), table())
+    lines = str(s).splitlines()
+    met = [i for i, line in enumerate(lines) if line.startswith("criterion max_err < 1.0")]
+    assert len(met) == 1 and lines[met[0]] == "criterion max_err < 1.0: met in all 9 runs"
+    assert not lines[met[0] + 1].startswith("  run ")
+    failing = lines.index("criterion min_gap > 0.3: failed in 2 of 9 runs; worst:")
+    assert [line.split(":")[0] for line in lines[failing + 1:failing + 6]] == [
+        "  run 7", "  run 8", "  run 6", "  run 5", "  run 4"]
+
+
+def test_a_vector_parameters_plot_has_one_panel_per_component_in_a_grid_and_the_legend_outside(tmp_path):
+    """issue 31 item 25: a 9-component parameter gave 9 panels in a row with overlapping labels and the legend over
+    the first panel. Now: a 3 x 3 grid, each panel's points the recorded (component, metric) pairs, no two panels'
+    labels overlapping, the legend a figure legend clear of every panel."""
+    n, size = 12, 9
+    rng = np.random.default_rng(3)
+    kp = rng.uniform(1.0, 50.0, (n, size))
+    err = rng.uniform(0.0, 0.1, n)
+    status = ["fail" if e >= 0.075 else "pass" for e in err]
+    t = pa.table({"run": list(range(n)), "status": status, "reason": [""] * n, "wall_s": [1.0] * n,
+                  "param.robots[0].controller.kp": ["[" + ", ".join(repr(float(x)) for x in row) + "]" for row in kp],
+                  "metric.max_err": list(err)})
+    figures = {}
+    write_report(campaign([crit("max_err", "<", 0.075)]), t, tmp_path, figures=figures)
+    fig = figures["max_err_vs_robots_0_controller_kp.png"]
+    try:
+        axes = [a for a in fig.axes if a.get_visible()]
+        assert len(axes) == size
+        grid = {(round(a.get_position().x0, 3), round(a.get_position().y0, 3)) for a in axes}
+        assert len({x for x, _ in grid}) == 3 and len({y for _, y in grid}) == 3
+        fails = err >= 0.075
+        for k, a in enumerate(axes):
+            assert a.get_xlabel() == f"[{k}]"
+            assert a.get_legend() is None
+            points = np.concatenate([c.get_offsets() for c in a.collections if len(c.get_offsets())])
+            got = np.array(sorted(map(tuple, np.asarray(points))))
+            np.testing.assert_allclose(got, np.array(sorted(zip(kp[:, k], err))), rtol=1e-12)
+            red = [c for c in a.collections if c.get_label() == "fails max_err < 0.075"]
+            assert len(red[0].get_offsets()) == int(fails.sum())
+        assert [a.get_ylabel() for a in axes[::3]] == ["max_err"] * 3
+        fig.canvas.draw()
+        renderer = fig.canvas.get_renderer()
+        boxes = [a.get_tightbbox(renderer) for a in axes]
+        for i in range(size):
+            for j in range(i + 1, size):
+                assert not boxes[i].overlaps(boxes[j]), (i, j, boxes[i], boxes[j])
+        (legend,) = fig.legends
+        assert {tx.get_text() for tx in legend.get_texts()} >= {"pass", "fails max_err < 0.075"}
+        box = legend.get_window_extent(renderer)
+        assert not any(box.overlaps(a.get_window_extent(renderer)) for a in axes)
+        assert "(one panel per component)" in fig.get_suptitle()
+    finally:
+        import matplotlib.pyplot as plt
+        for f in figures.values():
+            plt.close(f)
