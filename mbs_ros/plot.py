@@ -95,6 +95,95 @@ def _label(ns: str) -> str:
     return ns or "/"
 
 
+ESTIMATE = "/estimate"  # estimator_node's topics: <ns>/estimate/odom, <ns>/estimate/joint_states
+
+
+def heading(quat: np.ndarray) -> np.ndarray:
+    """The yaw [rad] of orientations about z (``[qx qy qz qw]`` rows), unwrapped over the finite ones."""
+    psi = 2.0 * np.arctan2(quat[:, 2], quat[:, 3])
+    ok = np.isfinite(psi)
+    psi[ok] = np.unwrap(psi[ok])
+    return psi
+
+
+def planar(odom: Optional[np.ndarray]) -> bool:
+    """An SE(2) motion: z constant and every orientation about z alone (a vessel): no z panels, a heading one."""
+    return odom is not None and len(odom) > 0 and float(np.ptp(odom[:, 2])) < 1e-9 \
+        and float(np.abs(odom[:, 3:5]).max()) < 1e-9
+
+
+def estimate_of(rec: Recording, ns: str) -> Optional[str]:
+    """The namespace whose odom is the truth of estimate ``ns`` (``/rov`` for ``/rov/estimate``), if recorded."""
+    if ns.endswith(ESTIMATE) and ns in rec.odom and ns[:-len(ESTIMATE)] in rec.odom:
+        return ns[:-len(ESTIMATE)]
+    return None
+
+
+def estimate_errors(rec: Recording, ns: str, truth: str) -> Dict[str, object]:
+    """Estimate ``ns`` against ``truth``'s odom at the estimate's stamps (those inside the truth's span; truth
+    interpolated: positions linearly, orientations by slerp): ``t`` [s], ``names``, ``estimate``, ``truth``,
+    ``error`` (N, k) and ``sigma`` (N, k), the estimate's standard deviation from its pose covariance. Components:
+    x, y, z and the rotation error R_truthᵀ R_estimate as a rotation vector (roll, pitch, yaw); planar motion: x,
+    y and the heading."""
+    from scipy.spatial.transform import Rotation, Slerp
+
+    est, var, ts = rec.odom[ns], rec.odom_variance[ns], rec.odom_stamps[ns]
+    tru, tt = rec.odom[truth], rec.odom_stamps[truth]
+    keep = (ts >= tt[0]) & (ts <= tt[-1])
+    est, var, ts = est[keep], var[keep], ts[keep]
+    t = (ts - rec.t0()) * 1e-9
+    tt_s = (tt - rec.t0()) * 1e-9
+    p_true = np.stack([np.interp(t, tt_s, tru[:, i]) for i in range(3)], axis=1)
+    _, first = np.unique(tt_s, return_index=True)
+    r_true = Slerp(tt_s[first], Rotation.from_quat(tru[first, 3:7]))(t) if len(first) > 1 else \
+        Rotation.from_quat(np.repeat(tru[:1, 3:7], len(t), axis=0))
+    sigma = np.sqrt(np.maximum(var, 0.0))
+    if planar(tru) and planar(est):
+        psi_e, psi_t = heading(est[:, 3:7]), heading(r_true.as_quat())
+        err = np.angle(np.exp(1j * (psi_e - psi_t)))
+        return dict(t=t, names=("x [m]", "y [m]", "heading [deg]"),
+                    estimate=np.column_stack([est[:, 0], est[:, 1], np.degrees(psi_e)]),
+                    truth=np.column_stack([p_true[:, 0], p_true[:, 1], np.degrees(psi_t)]),
+                    error=np.column_stack([est[:, 0] - p_true[:, 0], est[:, 1] - p_true[:, 1], np.degrees(err)]),
+                    sigma=np.column_stack([sigma[:, 0], sigma[:, 1], np.degrees(sigma[:, 5])]))
+    rot = (r_true.inv() * Rotation.from_quat(est[:, 3:7])).as_rotvec()
+    angles_e = Rotation.from_quat(est[:, 3:7]).as_euler("xyz")
+    angles_t = r_true.as_euler("xyz")
+    return dict(t=t, names=("x [m]", "y [m]", "z [m]", "roll [deg]", "pitch [deg]", "yaw [deg]"),
+                estimate=np.column_stack([est[:, :3], np.degrees(np.unwrap(angles_e, axis=0))]),
+                truth=np.column_stack([p_true, np.degrees(np.unwrap(angles_t, axis=0))]),
+                error=np.column_stack([est[:, :3] - p_true, np.degrees(rot)]),
+                sigma=np.column_stack([sigma[:, :3], np.degrees(sigma[:, 3:6])]))
+
+
+def _plot_estimate(e: Dict[str, object], label: str, path: Path, written: List[Path],
+                   figures: Optional[Dict[str, object]]) -> None:
+    """One row per component: the estimate against the truth (left), the error with its ±3σ band (right)."""
+    n = len(e["names"])
+    fig, ax = _figure(n, 2, height=1.9, width=11.0, sharex=True)
+    t = e["t"]
+    for i, name in enumerate(e["names"]):
+        a = ax[i, 0]
+        a.plot(t, e["truth"][:, i], "k--", lw=1, label="truth")
+        a.plot(t, e["estimate"][:, i], lw=1, label="estimate")
+        a.set(ylabel=name)
+        a.grid(True, alpha=0.3)
+        b = ax[i, 1]
+        band = 3.0 * e["sigma"][:, i]
+        b.fill_between(t, -band, band, color="tab:orange", alpha=0.3, lw=0, label="±3σ (estimate's covariance)")
+        b.plot(t, e["error"][:, i], lw=1, label="estimate − truth")
+        b.set(ylabel=f"error {name.split(' ')[0]}")
+        b.grid(True, alpha=0.3)
+    ax[0, 0].set_title("estimate vs truth")
+    ax[0, 1].set_title("error and its 3σ band")
+    ax[0, 0].legend(loc="best", fontsize="small")
+    ax[0, 1].legend(loc="best", fontsize="small")
+    ax[-1, 0].set(xlabel="t [s]")
+    ax[-1, 1].set(xlabel="t [s]")
+    fig.suptitle(f"{label}: estimate against the simulation's truth")
+    _save(fig, path, written, figures)
+
+
 def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Optional[List[str]] = None,
                    model: Optional[str] = None, figures: Optional[Dict[str, object]] = None) -> List[Path]:
     """Write every plot the recording allows into ``out_dir``; returns the files, notes the skipped. ``model``:
@@ -119,6 +208,13 @@ def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Opti
     for ns in namespaces:
         pre, label = _prefix(ns), _label(ns)
         base = base_tracking(rec, ns, base_group) if ns in rec.base_reference else None
+        measured = "estimate" if ns.endswith(ESTIMATE) else "measured"
+        truth = estimate_of(rec, ns)
+        if truth is not None:
+            _plot_estimate(estimate_errors(rec, ns, truth), label, out / f"{pre}estimate.png", written, figures)
+        elif ns.endswith(ESTIMATE) and ns in rec.odom:
+            notes.append(f"{label}: no {ns[:-len(ESTIMATE)]}/odom (the truth) in the file: estimate-error plot "
+                         "skipped")
         # --- trajectory
         odom = rec.odom.get(ns)
         robot = geometry.get(ns)
@@ -148,10 +244,16 @@ def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Opti
             a.legend(loc="best", fontsize="small")
             a.grid(True, alpha=0.3)
             a = ax[0, 1]
-            a.plot(t, odom[:, 2], label="z")
-            if base is not None:
-                a.plot(t, base.p_ref[:, 2], "k--", lw=1, label="reference")
-            a.set(xlabel="t [s]", ylabel="z [m]", title=f"{label}: height")
+            if planar(odom):  # SE(2): z is fixed, the heading is what moves
+                a.plot(t, np.degrees(heading(odom[:, 3:7])), label="heading")
+                if base is not None:
+                    a.plot(t, np.degrees(heading(base.quat_ref)), "k--", lw=1, label="reference")
+                a.set(xlabel="t [s]", ylabel="heading ψ [deg]", title=f"{label}: heading (planar: z fixed)")
+            else:
+                a.plot(t, odom[:, 2], label="z")
+                if base is not None:
+                    a.plot(t, base.p_ref[:, 2], "k--", lw=1, label="reference")
+                a.set(xlabel="t [s]", ylabel="z [m]", title=f"{label}: height")
             a.legend(loc="best", fontsize="small")
             a.grid(True, alpha=0.3)
             _save(fig, out / f"{pre}trajectory.png", written, figures)
@@ -173,7 +275,7 @@ def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Opti
             fig, ax = _figure(rows, cols, height=2.2, width=11.0 if cols == 2 else 9.0, sharex=True)
             for i, name in enumerate(joints.names):
                 a = ax[i // cols, i % cols]
-                a.plot(joints.t, joints.q[:, i], label="measured")
+                a.plot(joints.t, joints.q[:, i], label=measured)
                 if np.any(~np.isnan(joints.q_ref[:, i])):
                     a.plot(joints.t, joints.q_ref[:, i], "k--", lw=1, label="reference")
                 a.set(title=name, ylabel=f"q [{joint_unit(types, name)}]")
@@ -193,18 +295,24 @@ def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Opti
         if ns in rec.base_reference and base is None:
             notes.append(f"{label}: no {ns}/odom for the base reference: base plot skipped")
         if base is not None:
-            fig, ax = _figure(4, 1, height=2.0, sharex=True)
-            for i, axis in enumerate("xyz"):
+            referenced = ~np.isnan(base.p_ref[:, 0])
+            flat = planar(np.column_stack([base.p, base.quat])) and \
+                planar(np.column_stack([base.p_ref, base.quat_ref])[referenced])
+            rows = [(f"{axis} [m]", base.p[:, i], base.p_ref[:, i]) for i, axis in enumerate("xy" if flat else "xyz")]
+            if flat:  # SE(2): no flat z panel, the heading instead
+                rows.append(("heading ψ [deg]", np.degrees(heading(base.quat)), np.degrees(heading(base.quat_ref))))
+            fig, ax = _figure(len(rows) + 1, 1, height=2.0, sharex=True)
+            for i, (ylabel, value, ref) in enumerate(rows):
                 a = ax[i, 0]
-                a.plot(base.t, base.p[:, i], label="measured")
-                a.plot(base.t, base.p_ref[:, i], "k--", lw=1, label="reference")
-                a.set(ylabel=f"{axis} [m]")
+                a.plot(base.t, value, label=measured)
+                a.plot(base.t, ref, "k--", lw=1, label="reference")
+                a.set(ylabel=ylabel)
                 a.grid(True, alpha=0.3)
             ax[0, 0].legend(loc="best", fontsize="small")
-            ax[3, 0].plot(base.t, np.degrees(base.rotation_error))
-            ax[3, 0].set(ylabel="rotation error [deg]", xlabel="t [s]")
-            _from_zero(ax[3, 0], np.degrees(base.rotation_error))
-            ax[3, 0].grid(True, alpha=0.3)
+            ax[-1, 0].plot(base.t, np.degrees(base.rotation_error))
+            ax[-1, 0].set(ylabel="rotation error [deg]", xlabel="t [s]")
+            _from_zero(ax[-1, 0], np.degrees(base.rotation_error))
+            ax[-1, 0].grid(True, alpha=0.3)
             fig.suptitle(f"{label}: base pose vs reference")
             _save(fig, out / f"{pre}base.png", written, figures)
         # --- tracking errors

@@ -77,6 +77,8 @@ class Recording:
     topics: Dict[str, str] = field(default_factory=dict)  # topic -> type, every topic in the file
     odom_stamps: Dict[str, np.ndarray] = field(default_factory=dict)  # ns -> (N,) int64, sorted
     odom: Dict[str, np.ndarray] = field(default_factory=dict)  # ns -> (N, 7) [x y z qx qy qz qw]
+    # ns -> (N, 6): the pose covariance's diagonal [x y z roll pitch yaw] (an estimate's uncertainty), as odom
+    odom_variance: Dict[str, np.ndarray] = field(default_factory=dict)
     joint_states: Dict[str, list] = field(default_factory=dict)  # ns -> [(log_time, stamp, names, positions)]
     joint_reference: Dict[str, List[TrajectoryMessage]] = field(default_factory=dict)
     base_reference: Dict[str, List[TrajectoryMessage]] = field(default_factory=dict)
@@ -360,7 +362,9 @@ def _load(path: Path, progress: str, indexed: bool) -> Recording:
             continue
         if leaf == ODOM:
             p, q = msg.pose.pose.position, msg.pose.pose.orientation
-            odom.setdefault(ns, []).append((_stamp_ns(msg.header.stamp), p.x, p.y, p.z, q.x, q.y, q.z, q.w))
+            c = msg.pose.covariance
+            odom.setdefault(ns, []).append((_stamp_ns(msg.header.stamp), p.x, p.y, p.z, q.x, q.y, q.z, q.w,
+                                            c[0], c[7], c[14], c[21], c[28], c[35]))
             rec.odom_frames[ns] = (msg.header.frame_id, msg.child_frame_id)
         elif leaf == JOINT_STATES:
             rec.joint_states.setdefault(ns, []).append(
@@ -376,7 +380,8 @@ def _load(path: Path, progress: str, indexed: bool) -> Recording:
         stamps = np.array([r[0] for r in rows], dtype=np.int64)
         order = np.argsort(stamps, kind="stable")
         rec.odom_stamps[ns] = stamps[order]
-        rec.odom[ns] = np.array([r[1:] for r in rows], dtype=float)[order]
+        table = np.array([r[1:] for r in rows], dtype=float)[order]
+        rec.odom[ns], rec.odom_variance[ns] = table[:, :7], table[:, 7:]
     for child, rows in tf.items():
         rows.sort(key=lambda r: r[0])
         rec.tf[child] = (rows[-1][1], np.array([r[0] for r in rows], dtype=np.int64),

@@ -31,6 +31,8 @@ class BaseTracking:
     p_ref: np.ndarray  # (N, 3)
     position_error: np.ndarray  # (N,) ‖p − p_ref‖ [m]
     rotation_error: np.ndarray  # (N,) angle of R_refᵀ R [rad]
+    quat: Optional[np.ndarray] = None  # (N, 4) [qx qy qz qw] of odom
+    quat_ref: Optional[np.ndarray] = None  # (N, 4) of the reference (NaN where none is in force)
 
 
 def _active(refs: List[TrajectoryMessage], log_times: np.ndarray, stamps: np.ndarray):
@@ -128,7 +130,7 @@ def base_tracking(rec: Recording, ns: str, base_group: str = "se3") -> Optional[
     dot = np.abs(np.sum(quat * quat_ref, axis=1)) / (
         np.linalg.norm(quat, axis=1) * np.linalg.norm(quat_ref, axis=1))
     rot_err = 2.0 * np.arccos(np.clip(dot, -1.0, 1.0))
-    return BaseTracking((stamps - rec.t0()) * 1e-9, p, p_ref, pos_err, rot_err)
+    return BaseTracking((stamps - rec.t0()) * 1e-9, p, p_ref, pos_err, rot_err, quat, quat_ref)
 
 
 def ports_series(rec: Recording, ns: str) -> Optional[Dict[str, object]]:

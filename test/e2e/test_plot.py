@@ -702,3 +702,127 @@ def test_animate_and_the_reader_do_not_import_plot():
                          cwd=Path(__file__).resolve().parents[2])
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["False", "False"]
+
+
+# ------------------------------------------------------------------ issue 31 item 25: SE(2) vessels, estimates
+def _yaw_quat(psi):
+    return np.array([0.0, 0.0, math.sin(psi / 2), math.cos(psi / 2)])
+
+
+def _odom(stamp, p, q, variance=None):
+    od = Odometry()
+    od.header.stamp = time_msg(stamp)
+    od.header.frame_id = "world"
+    od.pose.pose.position.x, od.pose.pose.position.y, od.pose.pose.position.z = (float(x) for x in p)
+    o = od.pose.pose.orientation
+    o.x, o.y, o.z, o.w = (float(x) for x in q)
+    if variance is not None:
+        cov = [0.0] * 36
+        for i, v in enumerate(variance):
+            cov[7 * i] = float(v)
+        od.pose.covariance = cov
+    return od
+
+
+BOAT_YAW_RATE = 0.4  # rad/s
+EST_OFFSET = np.array([0.1, -0.05, 0.02])  # m, estimate − truth
+EST_YAW_OFFSET = 0.02  # rad about z, R_truthᵀ R_estimate
+EST_SIGMA = np.array([0.05, 0.06, 0.07, 0.01, 0.02, 0.03])  # the estimate's standard deviations
+
+
+def _rov_truth(t):
+    """A 3-D motion: a helix, rolling slowly (so that it is not planar)."""
+    p = np.array([math.cos(t), math.sin(t), -2.0 - 0.1 * t])
+    roll = 0.05 * t
+    q = quat_mul(_yaw_quat(0.3 * t), [math.sin(roll / 2), 0.0, 0.0, math.cos(roll / 2)])
+    return p, q
+
+
+@pytest.fixture(scope="module")
+def vessel_and_estimate(tmp_path_factory):
+    """/boat: an SE(2) vessel (z = 0, orientation about z: heading 0.4 t) following a planar base_reference;
+    /rov: a 3-D truth and /rov/estimate/odom, the truth offset by EST_OFFSET and a EST_YAW_OFFSET turn about the
+    body z, with the pose covariance diag(EST_SIGMA²), at the truth's stamps."""
+    path = tmp_path_factory.mktemp("se2") / "se2_estimate.mcap"
+    w = BagWriter(path)
+    mt = MultiDOFJointTrajectory(joint_names=["base"])
+    mt.header.stamp = time_msg(T0)
+    for t, p, psi in ((0.0, (0.0, 0.0, 0.0), 0.0), (2.0, (2.0, 1.0, 0.0), 0.8)):
+        tf = Transform()
+        tf.translation.x, tf.translation.y, tf.translation.z = p
+        tf.rotation.x, tf.rotation.y, tf.rotation.z, tf.rotation.w = _yaw_quat(psi)
+        mt.points.append(MultiDOFJointTrajectoryPoint(transforms=[tf], velocities=[Twist()],
+                                                      time_from_start=duration_msg(t)))
+    w.write_message("/boat/base_reference", mt, T0 - 100_000_000)
+    for k in range(int(DURATION * RATE)):
+        stamp = T0 + k * (10**9 // RATE)
+        t = k / RATE
+        w.write_message("/boat/odom", _odom(stamp, (t, 0.5 * t * t, 0.0), _yaw_quat(BOAT_YAW_RATE * t)),
+                        stamp + LATENCY)
+        p, q = _rov_truth(t)
+        w.write_message("/rov/odom", _odom(stamp, p, q), stamp + LATENCY)
+        q_est = quat_mul(q, _yaw_quat(EST_YAW_OFFSET))
+        w.write_message("/rov/estimate/odom", _odom(stamp, p + EST_OFFSET, q_est, EST_SIGMA ** 2),
+                        stamp + LATENCY)
+    w.close()
+    return path
+
+
+def _line(ax, label):
+    (line,) = [ln for ln in ax.get_lines() if ln.get_label() == label]
+    return np.asarray(line.get_xdata(), float), np.asarray(line.get_ydata(), float)
+
+
+def test_an_se2_vessel_gets_a_heading_plot_and_no_flat_z_panels(vessel_and_estimate, tmp_path):
+    """issue 31 item 25: a planar vessel's plots had a flat z panel (height, base z) and no heading."""
+    figs = {}
+    plot.plot_recording(plot.load(vessel_and_estimate, progress="never"), tmp_path, figures=figs)
+    t = np.arange(int(DURATION * RATE)) / RATE
+    trajectory = figs["boat_trajectory.png"]
+    labels = [a.get_ylabel() for a in trajectory.axes]
+    assert "z [m]" not in labels and labels[1] == "heading ψ [deg]", labels
+    x, y = _line(trajectory.axes[1], "heading")
+    np.testing.assert_allclose(x, t, atol=1e-9)
+    np.testing.assert_allclose(y, np.degrees(BOAT_YAW_RATE * t), atol=1e-9)
+    base = figs["boat_base.png"]
+    assert [a.get_ylabel() for a in base.axes] == ["x [m]", "y [m]", "heading ψ [deg]", "rotation error [deg]"]
+    _x, y = _line(base.axes[2], "measured")
+    np.testing.assert_allclose(y, np.degrees(BOAT_YAW_RATE * t), atol=1e-9)
+    _x, ref = _line(base.axes[2], "reference")
+    assert ref[0] == pytest.approx(0.0, abs=1e-9) and ref[-1] == pytest.approx(math.degrees(0.8), abs=1e-6)
+    # a 3-D motion keeps its z panels
+    assert figs["rov_trajectory.png"].axes[1].get_ylabel() == "z [m]"
+
+
+def test_an_estimate_is_plotted_against_the_truth_with_its_error_and_3_sigma_band(vessel_and_estimate, tmp_path):
+    """issue 31 item 25: the estimator's plots showed the estimate labelled "measured", no truth, no error. Now
+    <ns>_estimate_estimate.png: per component the estimate and the truth (the recorded values), and the error
+    (the built-in offsets) inside its ±3σ band (the recorded covariance)."""
+    figs = {}
+    rec = plot.load(vessel_and_estimate, progress="never")
+    plot.plot_recording(rec, tmp_path, figures=figs)
+    fig = figs["rov_estimate_estimate.png"]
+    axes = np.array(fig.axes).reshape(6, 2)
+    names = ["x [m]", "y [m]", "z [m]", "roll [deg]", "pitch [deg]", "yaw [deg]"]
+    assert [a.get_ylabel() for a in axes[:, 0]] == names
+    t = np.arange(int(DURATION * RATE)) / RATE
+    truth = np.array([_rov_truth(s)[0] for s in t])
+    for i in range(3):
+        x, y = _line(axes[i, 0], "truth")
+        np.testing.assert_allclose(x, t, atol=1e-9)
+        np.testing.assert_allclose(y, truth[:, i], atol=1e-12)
+        _x, y = _line(axes[i, 0], "estimate")
+        np.testing.assert_allclose(y, truth[:, i] + EST_OFFSET[i], atol=1e-12)
+    expected_error = np.concatenate([EST_OFFSET, [0.0, 0.0, math.degrees(EST_YAW_OFFSET)]])
+    expected_sigma = np.concatenate([EST_SIGMA[:3], np.degrees(EST_SIGMA[3:])])
+    for i in range(6):
+        _x, err = _line(axes[i, 1], "estimate − truth")
+        np.testing.assert_allclose(err, expected_error[i], atol=1e-9)
+        (band,) = axes[i, 1].collections
+        vertices = band.get_paths()[0].vertices[:, 1]
+        assert vertices.max() == pytest.approx(3 * expected_sigma[i], rel=1e-9)
+        assert vertices.min() == pytest.approx(-3 * expected_sigma[i], rel=1e-9)
+    # the estimate's own generic plots call it the estimate, not "measured"
+    assert "rov_estimate_trajectory.png" in figs
+    assert not any("measured" in ln.get_label() for a in figs["rov_estimate_trajectory.png"].axes
+                   for ln in a.get_lines())
