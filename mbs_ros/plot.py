@@ -9,6 +9,7 @@ errors, the energy ports and the energy balance, every axis with its unit, from 
 from __future__ import annotations
 
 import argparse
+import math
 import re
 import sys
 from pathlib import Path
@@ -172,7 +173,13 @@ def _plot_estimate(e: Dict[str, object], label: str, path: Path, written: List[P
         band = 3.0 * e["sigma"][:, i]
         b.fill_between(t, -band, band, color="tab:orange", alpha=0.3, lw=0, label="±3σ (estimate's covariance)")
         b.plot(t, e["error"][:, i], lw=1, label="estimate − truth")
-        b.set(ylabel=f"error {name.split(' ')[0]}")
+        b.set(ylabel=f"error {name}")
+        # the band's typical width, not its start (the prior's, often 100x wider), sets the scale: the error stays
+        # readable; the start of the band is clipped
+        lim = 1.3 * max(float(np.nanmax(np.abs(e["error"][:, i]), initial=0.0)),
+                        float(np.nanmedian(band)) if len(band) else 0.0)
+        if math.isfinite(lim) and lim > 0:
+            b.set_ylim(-lim, lim)
         b.grid(True, alpha=0.3)
     ax[0, 0].set_title("estimate vs truth")
     ax[0, 1].set_title("error and its 3σ band")
