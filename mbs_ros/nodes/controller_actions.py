@@ -242,6 +242,18 @@ class ActiveGoal:
     future: Future
 
 
+def _drop_points(goal) -> None:
+    """Empty a refused goal's lists (up to 10⁴ points, ~1 MB): rclpy holds its handle, and so the request, until
+    the result times out (15 min by default); a refused goal needs only its result."""
+    try:
+        goal.trajectory.points = []
+        goal.multi_dof_trajectory.points = []
+        for name in ("path_tolerance", "component_path_tolerance", "goal_tolerance", "component_goal_tolerance"):
+            setattr(goal, name, [])
+    except (AttributeError, TypeError, AssertionError):  # a placeholder request (a goal refused undecoded)
+        pass
+
+
 @dataclass(frozen=True)
 class _Refusal:
     """A goal that failed its checks: the result it is aborted with (code, reason)."""
@@ -357,6 +369,7 @@ class TrajectoryActions:
         if not isinstance(g, ActiveGoal):  # refused with its reason, or not the goal _on_goal prepared (rclpy
             # calls the two in a row): aborted at once, the running goal untouched
             refusal = g if isinstance(g, _Refusal) else _Refusal(_FJT.INVALID_GOAL, "goal not checked")
+            _drop_points(goal_handle.request)  # rclpy keeps the handle for its result (result_timeout)
             g = ActiveGoal(bytes(goal_handle.goal_id.uuid), goal_handle, 0, None, None, Future())
             g.future.set_result(("abort", _FJT(error_code=refusal.code, error_string=refusal.reason)))
             self._executing[g.goal_id] = g
