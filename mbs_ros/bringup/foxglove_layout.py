@@ -91,11 +91,12 @@ def sensor_specs(robot, physics_rate: Optional[float] = None) -> tuple:
 
 def sensor_topics(robot, physics_rate: Optional[float] = None) -> List[str]:
     """Absolute names of every topic the robot's dynamics node publishes for its sensors (a pressure sensor's
-    depth and a DVL's beams included): what the bridge serves besides the state."""
+    depth, a DVL's beams and a foot contact sensor's state included): what the bridge serves besides the state."""
     out = []
     for s in sensor_specs(robot, physics_rate):
         topic = f"{robot.namespace}/{s.topic}"
-        out += [topic] + {"pressure": [topic + "/depth"], "dvl": [topic + "/beams"]}.get(s.type, [])
+        out += [topic] + {"pressure": [topic + "/depth"], "dvl": [topic + "/beams"],
+                          "foot_contact": [topic + "/contact"]}.get(s.type, [])
     return out
 
 
