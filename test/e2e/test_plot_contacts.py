@@ -20,6 +20,7 @@ from nav_msgs.msg import Odometry  # noqa: E402
 from scipy.spatial.transform import Rotation  # noqa: E402
 from std_msgs.msg import String  # noqa: E402
 from tf2_msgs.msg import TFMessage  # noqa: E402
+from visualization_msgs.msg import Marker, MarkerArray  # noqa: E402
 
 from mbs_ros import plot  # noqa: E402
 from mbs_ros.recording import BagWriter  # noqa: E402
@@ -56,7 +57,18 @@ def _tf(parent, child, ns, xyz, quat):
     return tr
 
 
-def write(path):
+def _marker(ns_name, kind, scale, xyz, stamp):
+    m = Marker(ns=ns_name, id=0, type=kind, action=Marker.ADD)
+    m.header.frame_id = "world"
+    stamp_msg(m.header, stamp)
+    m.scale.x, m.scale.y, m.scale.z = (float(x) for x in scale)
+    m.pose.position.x, m.pose.position.y, m.pose.position.z = (float(x) for x in xyz)
+    m.pose.orientation.w = 1.0
+    m.color.r, m.color.g, m.color.b, m.color.a = 0.5, 0.5, 0.5, 1.0
+    return m
+
+
+def write(path, markers=False):
     R = Rotation.from_euler("xyz", [ROLL, 0.0, YAW])  # the box's tilt: its frame's z is not the world's
     with BagWriter(path) as w:
         w.write_message("/box/robot_description", String(data=BOX_URDF.replace('"base_link"', '"box/base_link"')),
@@ -80,6 +92,10 @@ def write(path):
                 f = R.inv().apply(f_world) if frame == "box/base_link" else np.array(f_world)
                 m.wrench.force.x, m.wrench.force.y, m.wrench.force.z = (float(x) for x in f)
                 w.write_message(topic, m, ns)
+            if markers and k % 10 == 0:  # world/markers at 10 Hz: the ground (20 m square) and the crate
+                w.write_message("/box/world/markers", MarkerArray(markers=[
+                    _marker("ground", Marker.CUBE, (20.0, 20.0, 0.002), (0.0, 0.0, -0.001), ns),
+                    _marker("crate", Marker.CUBE, (0.2, 0.2, 0.2), crate(t), ns)]), ns)
     return path
 
 
@@ -107,3 +123,37 @@ def test_contact_forces_and_object_paths_are_the_recorded_ones(tmp_path):
     assert np.allclose(path_line.get_xdata(), expected[:, 0]) and np.allclose(path_line.get_ydata(), expected[:, 1])
     [z] = height.get_lines()
     assert np.allclose(z.get_xdata(), t) and np.allclose(z.get_ydata(), expected[:, 2])
+
+
+def test_the_animation_draws_the_world_and_moves_the_objects(tmp_path):
+    from mbs_ros.animate import animate
+    from mbs_ros.animate.world import world_poses, world_shapes
+
+    path = write(tmp_path / "world.mcap", markers=True)
+    rec = plot.load(path, progress="never")
+    shapes = world_shapes(rec)
+    assert [(w.name, w.kind, w.moves) for w in shapes] == [("ground#0", "box", False), ("crate#0", "box", True)]
+    crate_shape = shapes[1]
+    t = np.arange(0, N, 10) / RATE
+    assert np.allclose(crate_shape.T[:, :3, 3], [crate(x) for x in t])
+    # posed at the newest marker at or before each time; the plane cut to the robots' extent around them
+    times = T0 + np.array([0, 5, 10, 195]) * (10**9 // RATE)
+    poses, drawn = world_poses(shapes, times, T0, (np.array([0.5, 0.5, 0.1]), 1.0))
+    assert np.allclose(poses.T[:, 1, :3, 3], [crate(0.0), crate(0.0), crate(0.1), crate(1.9)])
+    ground_pts = drawn[0][1][:3, 3] + drawn[0][2]
+    assert np.allclose(ground_pts[:, :2].min(axis=0), [-0.5, -0.5]) and np.allclose(ground_pts[:, :2].max(axis=0),
+                                                                                     [1.5, 1.5])
+    notes = []
+    result = animate(rec, tmp_path / "world.gif", fps=10.0, notes=notes)
+    assert result.frames == 20 and "world" in result.drawn_as
+    assert any(n.startswith("world: 2 shapes") for n in notes)
+    # the same run without world/markers: below the header lines, the pictures differ by the ground and the crate
+    bare = animate(plot.load(write(tmp_path / "bare.mcap"), progress="never"), tmp_path / "bare.gif", fps=10.0,
+                   notes=[])
+    from PIL import Image
+
+    def last_frame(path):
+        with Image.open(path) as im:
+            im.seek(19)
+            return np.asarray(im.convert("RGB"))[40:].astype(int)
+    assert (np.abs(last_frame(result.path) - last_frame(bare.path)).sum(axis=2) > 0).sum() > 2000
