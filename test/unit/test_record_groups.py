@@ -38,3 +38,21 @@ def test_a_robot_without_world_or_sensors_records_no_group():
     scenario = load_scenario("rov_alpha5", overrides={"record": ["odom", "contacts/*", "sensors/*", "/tf"]})
     assert expand_record(scenario, record_topics(scenario)) == ["/rov/odom", "/tf", "/clock"]
     assert expand_record(scenario, None) is None
+
+
+@pytest.mark.skipif(resolve_uri(SOLO12).path is None, reason="example-robot-data is not installed")
+def test_the_foxglove_layout_plots_the_feet_and_the_bridge_serves_their_topics():
+    import json
+    import re
+
+    from mbs_ros.bringup import foxglove_layout
+    from mbs_ros.bringup.foxglove_bridge import foxglove_topics
+
+    scenario = load_scenario("solo12_stand", overrides={"robots[0].sensors": "config/sensors/solo12.yaml"})
+    d = json.loads(foxglove_layout.layout_text(scenario))
+    paths = [p["value"] for p in d["configById"]["Plot!sensors"]["paths"]]
+    feet = [f"/solo/sensors/{n}.wrench.force.z" for n in ("fl_foot", "fr_foot", "hl_foot", "hr_foot")]
+    assert paths == feet + ["/solo/sensors/imu.linear_acceleration.z"]  # declaration order: the feet, the IMU
+    served = set(foxglove_topics(scenario))
+    assert {re.match(r"^(/[^.]+)\.", p).group(1) for p in paths} <= served
+    assert {f"/solo/sensors/{n}/contact" for n in ("fl_foot", "fr_foot", "hl_foot", "hr_foot")} <= served
