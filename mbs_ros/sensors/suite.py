@@ -133,7 +133,8 @@ class SensorSuite:
         model = sim.model
         q, v = sim.q, sim.v
         loads = None
-        if getattr(sim, "world", None) is not None and (need_acc or need_contact):  # the last contact step's loads act too
+        # with a contact world the last contact step's loads act too
+        if getattr(sim, "world", None) is not None and (need_acc or need_contact):
             contact = self._contact
             if contact is None or contact.sim is not sim:
                 contact = self._contact = ContactLoads(sim)

@@ -82,8 +82,9 @@ def write(path, markers=False):
             od.pose.pose.orientation.x, od.pose.pose.orientation.y = q[0], q[1]
             od.pose.pose.orientation.z, od.pose.pose.orientation.w = q[2], q[3]
             w.write_message("/box/odom", od, ns)
-            w.write_message("/tf", TFMessage(transforms=[_tf("world", "box/base_link", ns, (0.0, 0.0, 0.1), q),
-                                                         _tf("world", "box/crate", ns, crate(t), (0.0, 0.0, 0.0, 1.0))]), ns)
+            w.write_message("/tf", TFMessage(transforms=[
+                _tf("world", "box/base_link", ns, (0.0, 0.0, 0.1), q),
+                _tf("world", "box/crate", ns, crate(t), (0.0, 0.0, 0.0, 1.0))]), ns)
             for topic, frame, f_world in (("/box/contacts/base_link", "box/base_link", [0.0, 0.0, normal(t)]),
                                           ("/box/contacts/crate", "box/crate", [0.0, 0.0, 9.0])):
                 m = WrenchStamped()
