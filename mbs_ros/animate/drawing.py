@@ -196,9 +196,10 @@ def animate(rec: Recording, out, *, model: Optional[str] = None, fps: float = DE
             limit = ((pts.min(axis=0) + pts.max(axis=0)) / 2.0, max(float(np.ptp(pts, axis=0).max()), 0.5))
         posed = world_poses(world, stamps, rec.t0(), limit)
         scene.append(_Drawn("world", posed[0], None, posed[1]))
-        sources["world"], drawn_as["world"] = posed[0].source, f"{len(world)} shapes"
-        notes.append(f"world: {len(world)} shapes from world/markers "
-                     f"({sum(w.moves for w in world)} moving: the free objects)")
+        sources["world"], drawn_as["world"] = posed[0].source, f"{len(world)} shape{'s' * (len(world) != 1)}"
+        moving = sum(w.moves for w in world)
+        notes.append(f"world: {len(world)} shape{'s' * (len(world) != 1)} from world/markers, {moving} moving "
+                     "(the free objects)")
     if not scene:
         raise AnimationError(f"{rec.path}: nothing to animate (see the notes)")
 
