@@ -1,7 +1,8 @@
 """Plots of a recorded run: ``python -m mbs_ros.plot FILE.mcap --out DIR [--animate OUT.gif|OUT.mp4]``.
 
 For each robot namespace of the file: the base (or end-effector) path, joints against the reference, tracking
-errors, the energy ports and the energy balance, every axis with its unit, from the ROS-free
+errors, the energy ports and the energy balance, the contact forces (per link and summed against m g), and the
+free objects' paths, every axis with its unit, from the ROS-free
 :class:`mbs_ros.analysis.reader.Recording`. The stable entry point for the reader's and the series' names
 (:func:`load`, :func:`joint_tracking`, ...). The figures and how references are evaluated: docs/plot.md.
 """
@@ -358,7 +359,78 @@ def plot_recording(rec: Recording, out_dir, base_group: str = "se3", notes: Opti
             e = energy_series(rec, name)
             suffix = "" if k == 0 else f"_{k + 1}"
             _plot_energy(e, name, label, ports, out / f"{pre}energy{suffix}.png", written, figures)
+    _plot_contact_set(rec, geometry, t0, out, written, notes, figures)
     return written
+
+
+def _plot_contact_set(rec: Recording, geometry, t0: int, out: Path, written: List[Path], notes: List[str],
+                      figures: Optional[Dict[str, object]]) -> None:
+    """``<ns>_contacts.png`` per robot with contact topics and ``objects.png`` with the free objects' paths
+    (:mod:`mbs_ros.analysis.contacts`)."""
+    from mbs_ros.analysis.contacts import contact_forces, object_paths
+
+    contacts = contact_forces(rec, geometry)
+    for ns, rc in contacts.items():
+        notes.extend(rc.notes)
+        robot = {k: v for k, v in rc.links.items() if not _is_object(rec, v.frame, contacts)}
+        if robot:
+            _plot_contacts(robot, rc.weight, _label(ns), t0, out / f"{_prefix(ns)}contacts.png", written, figures)
+    paths = object_paths(rec, contacts)
+    if paths:
+        _plot_objects(paths, t0, out / "objects.png", written, figures)
+
+
+def _is_object(rec: Recording, frame: str, contacts) -> bool:
+    from mbs_ros.analysis.contacts import object_paths
+
+    return frame in object_paths(rec, contacts)
+
+
+def _plot_contacts(links, weight: Optional[float], label: str, t0: int, path: Path, written: List[Path],
+                   figures: Optional[Dict[str, object]]) -> None:
+    """Normal (world z) contact force per link that touched, and their sum against the robot's weight m g."""
+    fig, ax = _figure(2, 1, height=3.0, sharex=True)
+    world = all(s.force_world is not None for s in links.values())
+    total, t_total = None, None
+    for name, s in links.items():
+        f = s.force_world[:, 2] if world else np.linalg.norm(s.force, axis=1)
+        t = (s.stamps - t0) * 1e-9
+        if np.any(f != 0.0):
+            ax[0, 0].plot(t, f, label=name, **_marker(t))
+        if total is None:
+            total, t_total = f.copy(), t
+        elif len(f) == len(total) and np.array_equal(t, t_total):
+            total = total + f
+        else:  # another grid: the sum on the first link's stamps
+            total = total + np.interp(t_total, t, f)
+    what = "world z" if world else "magnitude (link poses not in the file)"
+    ax[0, 0].set(ylabel="F [N]", title=f"{label}: contact force per link ({what})")
+    ax[0, 0].grid(True, alpha=0.3)
+    if ax[0, 0].lines:
+        ax[0, 0].legend(loc="best", fontsize="small", ncol=2)
+    ax[1, 0].plot(t_total, total, label="sum over the links")
+    if weight is not None:
+        ax[1, 0].axhline(weight, color="k", ls="--", lw=1, label=f"m g = {weight:.4g} N")
+    ax[1, 0].set(xlabel="t [s]", ylabel="F [N]", title=f"{label}: sum of the contact forces ({what})")
+    ax[1, 0].legend(loc="best", fontsize="small")
+    ax[1, 0].grid(True, alpha=0.3)
+    _save(fig, path, written, figures)
+
+
+def _plot_objects(paths, t0: int, path: Path, written: List[Path], figures: Optional[Dict[str, object]]) -> None:
+    """The free objects' paths: x–y, and their height over time."""
+    fig, ax = _figure(1, 2, height=4.0, width=11.0)
+    for name, (stamps, p) in paths.items():
+        line, = ax[0, 0].plot(p[:, 0], p[:, 1], label=name)
+        ax[0, 0].plot(p[0, 0], p[0, 1], "o", color=line.get_color())
+        ax[0, 1].plot((stamps - t0) * 1e-9, p[:, 2], label=name)
+    ax[0, 0].set(xlabel="x [m]", ylabel="y [m]", title="objects: path (x–y, o the start)")
+    ax[0, 0].set_aspect("equal", adjustable="datalim")
+    ax[0, 1].set(xlabel="t [s]", ylabel="z [m]", title="objects: height")
+    for a in ax[0]:
+        a.legend(loc="best", fontsize="small")
+        a.grid(True, alpha=0.3)
+    _save(fig, path, written, figures)
 
 
 def _marker(t) -> dict:

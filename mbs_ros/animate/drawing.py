@@ -131,6 +131,7 @@ def animate(rec: Recording, out, *, model: Optional[str] = None, fps: float = DE
     from mpl_toolkits.mplot3d.art3d import Poly3DCollection
 
     from mbs_ros.analysis.series import base_tracking
+    from mbs_ros.animate.world import world_poses, world_shapes
 
     out = Path(out)
     notes = rec.notes if notes is None else notes
@@ -141,6 +142,8 @@ def animate(rec: Recording, out, *, model: Optional[str] = None, fps: float = DE
         namespaces = sorted({"/" + f.rsplit("/", 1)[0] for f in _tf_parents(rec) if "/" in f}) or [""]
     # the time span: every stamp a pose can change at
     spans = [s for ns in namespaces if (s := _pose_stamps(rec, ns, geometry.get(ns))) is not None and len(s)]
+    world = world_shapes(rec)  # the contact world's ground, static shapes and free objects (world/markers)
+    spans += [w.stamps for w in world if w.moves]
     if not spans:
         raise AnimationError(f"{rec.path}: nothing to animate: no /tf, no <ns>/odom and no <ns>/joint_states "
                              f"(topics: {', '.join(sorted(rec.topics)) or 'none'})")
@@ -185,6 +188,18 @@ def animate(rec: Recording, out, *, model: Optional[str] = None, fps: float = DE
         if len(poses.frames) > 1 and poses.parent:
             d.ee = poses.index(end_effector(poses))
         scene.append(d)
+    if world:
+        limit = None  # a plane is cut to the extent of the robots and the free objects' paths
+        parts = [d.points() for d in scene] + [w.T[:, :3, 3] for w in world if w.moves]
+        if parts:
+            pts = np.vstack(parts)
+            limit = ((pts.min(axis=0) + pts.max(axis=0)) / 2.0, max(float(np.ptp(pts, axis=0).max()), 0.5))
+        posed = world_poses(world, stamps, rec.t0(), limit)
+        scene.append(_Drawn("world", posed[0], None, posed[1]))
+        sources["world"], drawn_as["world"] = posed[0].source, f"{len(world)} shape{'s' * (len(world) != 1)}"
+        moving = sum(w.moves for w in world)
+        notes.append(f"world: {len(world)} shape{'s' * (len(world) != 1)} from world/markers, {moving} moving "
+                     "(the free objects)")
     if not scene:
         raise AnimationError(f"{rec.path}: nothing to animate (see the notes)")
 

@@ -17,7 +17,8 @@ The file is the layout JSON both apps export and import (``configById`` of the p
   dynamics node gives that model: ``effort/<joint>``, ``wrench``, ``thruster/<name>``, ``current``);
 - ``RawMessages!energy``: the first robot's ``energy`` message (storages, ports, dissipators by name; balance);
 - with sensors (the dynamics node's ``sensors``, docs/dynamics_node.md): the DVLs' beams in the 3D panel and
-  ``Plot!sensors``: the first robot's depth (pressure sensors), IMU specific force z and DVL velocity.
+  ``Plot!sensors``: the first robot's depth (pressure sensors), IMU specific force z, DVL velocity and foot
+  contact forces z.
 - with a contact world (the dynamics node's ``world``, docs/contact.md): each robot's ``contacts/markers`` and
   ``world/markers`` in the 3D panel and ``Plot!contacts``: the first robot's contact forces along z
   (``contacts/<link>``, its feet's where links are named ``*foot*``, else every link with a collision shape).
@@ -91,11 +92,12 @@ def sensor_specs(robot, physics_rate: Optional[float] = None) -> tuple:
 
 def sensor_topics(robot, physics_rate: Optional[float] = None) -> List[str]:
     """Absolute names of every topic the robot's dynamics node publishes for its sensors (a pressure sensor's
-    depth and a DVL's beams included): what the bridge serves besides the state."""
+    depth, a DVL's beams and a foot contact sensor's state included): what the bridge serves besides the state."""
     out = []
     for s in sensor_specs(robot, physics_rate):
         topic = f"{robot.namespace}/{s.topic}"
-        out += [topic] + {"pressure": [topic + "/depth"], "dvl": [topic + "/beams"]}.get(s.type, [])
+        out += [topic] + {"pressure": [topic + "/depth"], "dvl": [topic + "/beams"],
+                          "foot_contact": [topic + "/contact"]}.get(s.type, [])
     return out
 
 
@@ -228,8 +230,8 @@ def _contact_paths(scenario, topics: Dict[str, object]) -> List[Dict[str, object
 
 
 def _sensor_paths(robot, topics: Dict[str, object], physics_rate: Optional[float]) -> List[Dict[str, object]]:
-    """Plot series of the robot's sensors (depth, IMU specific force z, DVL velocity); its DVLs' beam topics join
-    the 3D panel's ``topics``."""
+    """Plot series of the robot's sensors (depth, IMU specific force z, DVL velocity, foot contact force z); its
+    DVLs' beam topics join the 3D panel's ``topics``."""
     ns, out = robot.namespace, []
     for s in sensor_specs(robot, physics_rate):
         topic = f"{ns}/{s.topic}"
@@ -240,6 +242,8 @@ def _sensor_paths(robot, topics: Dict[str, object], physics_rate: Optional[float
         elif s.type == "dvl":
             out += [_path(f"{topic}.twist.twist.linear.{a}", f"{s.name}: v{a} [m/s]") for a in ("x", "y", "z")]
             topics[f"{topic}/beams"] = {"visible": True}
+        elif s.type == "foot_contact":
+            out.append(_path(f"{topic}.wrench.force.z", f"{s.name}: force z, its frame [N]"))
     return out
 
 

@@ -33,6 +33,7 @@ from mbs_ros.scenario.schema import (
     load_scenario,
     record_topics,
 )
+from mbs_ros.bringup.record_groups import expand_record
 from mbs_ros.bringup.runner_graph import _Graph
 from mbs_ros.bringup.runner_plan import (  # noqa: F401 - the plan's names are the runner's too
     _LOG_LINE,
@@ -125,7 +126,7 @@ class Runner:
         self.recorder: Optional[Child] = None
         self._stop_request: Optional[str] = None
         self._failure: Optional[str] = None
-        self.topics = record_topics(scenario) if self.record is not None else None
+        self.topics = expand_record(scenario, record_topics(scenario)) if self.record is not None else None
         # the reference node waits for every subscriber of its references: the controller, the runner (which learns
         # from them that they are out, and when they start), and the recorder when it records them
         records_refs = self.record is not None and (self.topics is None or any(

@@ -1,7 +1,8 @@
 """``python -m mbs_ros.headless SCENARIO [--duration S] [--set PATH=VALUE ...] [--out run.npz]``: run a scenario
 without ROS (:func:`mbs_ros.headless.run_scenario`), print the real-time factor and one line per robot, and save the
-records with ``--out`` (numpy ``.npz``: ``<namespace>/<field>`` arrays). Exit 0 after a run to the end, 1 after a
-fault, 2 for a scenario or usage error. docs/headless.md.
+records with ``--out`` (numpy ``.npz``: ``<namespace>/<field>`` arrays, a sensor's
+``<namespace>/sensors/<name>/<field>``). Exit 0 after a run to the end, 1 after a fault, 2 for a scenario or usage
+error. docs/headless.md.
 """
 from __future__ import annotations
 
@@ -63,6 +64,9 @@ def save(run: HeadlessRun, path: Path) -> None:
             if value is not None:
                 arrays[f"{ns}/{name}"] = value
         arrays[f"{ns}/joint_names"] = np.array(r.joint_names, dtype=str)
+        for sensor, fields in (r.sensors or {}).items():  # <ns>/sensors/<sensor>/<field>
+            for name, value in fields.items():
+                arrays[f"{ns}/sensors/{sensor}/{name}"] = value
     path.parent.mkdir(parents=True, exist_ok=True)
     np.savez(path, **arrays)
 

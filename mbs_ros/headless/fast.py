@@ -4,7 +4,7 @@
 
 :func:`eligible` says whether a robot is the common case the kernel computes (None) or why not: a floating SE(3)
 base or a fixed one, revolute/prismatic joints (locked ones too, no mimic joints), joint damping and friction but
-no hydrodynamics, buoyancy, springs or thrusters, no estimator in the loop, no contact world beyond the joint
+no hydrodynamics, buoyancy, springs or thrusters, no estimator in the loop or sensors, no contact world beyond the joint
 limits, the compiled computed-torque law without thruster allocation, the references on the compiled segments,
 lockstep on simulation time. The paused
 start (the first answer at t = 0 and the reference's installation) runs the Python way; :func:`run` then takes
@@ -36,6 +36,8 @@ def eligible(r) -> Optional[str]:
     sim, model, ctl, cm = r.sim, r.sim.model, r.ctl, r.cmodel
     if r.estimator is not None:
         return "an estimator in the loop"
+    if r.suite is not None:
+        return "sensors to sample"
     floating = model.base == "se3"
     if model.base not in ("se3", "fixed") or cm.base != model.base or model.compiled_kernels is None \
             or cm.compiled_kernels is None:

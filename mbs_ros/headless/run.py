@@ -67,7 +67,8 @@ class RobotRecord:
     ``contact_power`` their mean power over the last step [W] (both ≤ 0: a dissipative port), and with free objects
     ``objects_q`` their configurations ``(rows, objects, 7)``; with a world that has shapes ``contact_force`` the
     sum of the contact forces on the robot over the last physics step ``(rows, 3)`` [N, world axes; zero in the
-    air] (:class:`mbs_ros.dynamics.contact.report.ContactReport`, as the node's ``contacts/<link>``)."""
+    air] (:class:`mbs_ros.dynamics.contact.report.ContactReport`, as the node's ``contacts/<link>``); with sensors
+    ``sensors`` by sensor name its readings as the dynamics node publishes them (:func:`sensor_record`)."""
 
     namespace: str
     base_group: str
@@ -91,6 +92,7 @@ class RobotRecord:
     contact_power: Optional[np.ndarray] = None
     objects_q: Optional[np.ndarray] = None
     contact_force: Optional[np.ndarray] = None
+    sensors: Optional[Dict[str, Dict[str, np.ndarray]]] = None
 
 
 @dataclass(frozen=True)
@@ -177,8 +179,13 @@ class _Robot:
             if specs.get("estimator") is None:
                 raise HeadlessError(f"{self.namespace}: state_source estimate without an estimator")
             self._setup_estimator(specs["estimator"], s, source, model)
-        # the dynamics node's loop; its sensors only where the estimator takes their readings (they do not act
-        # on the state)
+        if self.suite is None:  # the dynamics node's sensors, recorded as it publishes them (they do not act on the
+            # state)
+            self.suite = load_suite(s.sensors, source, model, self.sim.dt, current=s.current,
+                                    seed_offset=s.sensor_seed)
+            self.est_roles = {}
+        self.readings: Dict[str, list] = {}  # sensor name -> its readings as published, in order
+        # the dynamics node's loop
         self.loop = SimulationLoop(self.sim, self.suite, on_reading=self.reading)
         cm = self.ctl.model
         self.cmodel = cm
@@ -228,7 +235,8 @@ class _Robot:
 
     def reading(self, reading) -> None:
         """A reading the dynamics node publishes, taken in by the estimator (a reading it rejects is dropped, as
-        the node does)."""
+        the node does); every reading is kept for the record (:func:`sensor_record`)."""
+        self.readings.setdefault(reading.name, []).append(reading)
         role = self.est_roles.get(reading.name)
         if role is None:
             return
@@ -441,7 +449,31 @@ class _Robot:
             contact_work=None if self.contact is None else self.contact[0][:n].copy(),
             contact_power=None if self.contact is None else self.contact[1][:n].copy(),
             objects_q=None if self.objects_q is None else self.objects_q[:n].copy(),
-            contact_force=None if self.contact_force is None else self.contact_force[:n].copy())
+            contact_force=None if self.contact_force is None else self.contact_force[:n].copy(),
+            sensors={name: sensor_record(rs) for name, rs in self.readings.items()} if self.suite is not None else None)
+
+
+def sensor_record(readings) -> Dict[str, np.ndarray]:
+    """One sensor's readings as arrays, one row per reading as the dynamics node publishes them: ``k`` (the
+    measured step), ``stamp_ns`` (the header's), ``valid``, and each value of the type's (docs/sensors.md) stacked
+    (NaN where a reading is invalid and has none); names (an encoder's joint names) are left out."""
+    out = {"k": np.array([r.k for r in readings], dtype=np.int64),
+           "stamp_ns": np.array([r.stamp_ns for r in readings], dtype=np.int64),
+           "valid": np.array([bool(r.valid) for r in readings], dtype=bool)}
+    keys = dict.fromkeys(k for r in readings for k in r.values)
+    for key in keys:
+        rows = [r.values.get(key) for r in readings]
+        if any(isinstance(x, (str, tuple, list)) for x in rows if x is not None):
+            continue
+        shape = next((np.shape(x) for x in rows if x is not None), None)
+        if shape is None:  # a value the type leaves out (an IMU without orientation)
+            continue
+        try:
+            out[key] = np.array([np.full(shape, np.nan) if x is None else np.asarray(x, dtype=float)
+                                 for x in rows], dtype=float)
+        except (TypeError, ValueError):
+            continue
+    return out
 
 
 def _shared_loader():

@@ -16,6 +16,7 @@ from diagnostic_msgs.msg import DiagnosticArray, DiagnosticStatus
 from geometry_msgs.msg import PointStamped, TwistWithCovarianceStamped, WrenchStamped
 from rclpy.qos import HistoryPolicy, QoSProfile, ReliabilityPolicy
 from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, NavSatFix, NavSatStatus, Range
+from std_msgs.msg import Bool
 
 from mbs_ros.dynamics.model import source as ms
 from mbs_ros.nodes import conversions as cv
@@ -31,7 +32,7 @@ BEAM_FIELD_OF_VIEW = math.radians(4.0)
 #: the message type of each sensor type's main topic ``sensors/<name>``
 MESSAGE_TYPES = {"imu": Imu, "magnetometer": MagneticField, "pressure": FluidPressure,
                  "dvl": TwistWithCovarianceStamped, "gnss": NavSatFix, "encoders": JointState,
-                 "force_torque": WrenchStamped}
+                 "force_torque": WrenchStamped, "foot_contact": WrenchStamped}
 NONE = ms.NO_SENSORS
 sensors_path = ms.sensors_path
 
@@ -140,12 +141,14 @@ def reading_messages(reading, frame: str, beam_frames=(), beam_limits=(0.0, math
             m.position = np.asarray(v["position"], dtype=np.float64).reshape(-1).tolist()
             m.velocity = np.asarray(v["velocity"], dtype=np.float64).reshape(-1).tolist()
             out.append(("", m))
-    elif t == "force_torque":
+    elif t in ("force_torque", "foot_contact"):
         if ok:
             m = header(WrenchStamped())
             _vec3(m.wrench.force, v["force"])
             _vec3(m.wrench.torque, v["torque"])
             out.append(("", m))
+            if t == "foot_contact":  # the contact state right after its wrench (Bool has no header)
+                out.append(("/contact", Bool(data=bool(v["contact"]))))
     else:
         raise ValueError(f"sensor {reading.name}: no message for type {t!r}")
     return out
@@ -228,6 +231,8 @@ class SensorPublishing:
             pubs = {"": self.node.create_publisher(MESSAGE_TYPES[s.type], s.topic, qos)}
             if s.type == "pressure":
                 pubs["/depth"] = self.node.create_publisher(PointStamped, s.topic + "/depth", qos)
+            elif s.type == "foot_contact":
+                pubs["/contact"] = self.node.create_publisher(Bool, s.topic + "/contact", qos)
             elif s.type == "dvl":
                 # one topic for the four beams, each message in its own beam frame
                 pubs["/beams"] = self.node.create_publisher(Range, s.topic + "/beams", qos)

@@ -20,7 +20,10 @@ class SensorFrame:
     angular acceleration in S axes (``a`` and ``alpha`` are None when no due sensor needs accelerations); ``q``,
     ``v_gen``, ``a_gen`` the model's generalised vectors (``a_gen`` None likewise); ``joint_wrench`` (6,) or None:
     for a sensor with a joint, the wrench ``[F; τ]`` the joint transmits to its child (Model.joint_wrenches),
-    expressed in S axes about S's origin. ``dt_ns``: the physics step [ns] (for the stamps of :func:`reading`)."""
+    expressed in S axes about S's origin. ``dt_ns``: the physics step [ns] (for the stamps of :func:`reading`).
+    For a sensor that reads contact (``needs_contact``): ``contact_wrench`` (6,) the sum of the last contact
+    step's wrenches on the sensor link's body in S axes about S's origin (zero out of contact), ``contact_normal``
+    the sum of their normal components [N] (:mod:`mbs_ros.sensors.contact_loads`)."""
 
     k: int
     stamp_ns: int
@@ -34,6 +37,8 @@ class SensorFrame:
     a_gen: np.ndarray | None = None
     joint_wrench: np.ndarray | None = None
     dt_ns: int = 0
+    contact_wrench: np.ndarray | None = None
+    contact_normal: float = 0.0
 
 
 @dataclass

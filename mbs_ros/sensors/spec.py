@@ -147,7 +147,7 @@ class SensorSet:
 
 #: Sensor types: name -> module of :mod:`mbs_ros.sensors` (imported when first used).
 _TYPE_MODULES = {"imu": "imu", "magnetometer": "magnetometer", "pressure": "pressure", "dvl": "dvl", "gnss": "gnss",
-                 "encoders": "encoders", "force_torque": "force_torque"}
+                 "encoders": "encoders", "force_torque": "force_torque", "foot_contact": "foot_contact"}
 
 
 class _Types(Mapping):

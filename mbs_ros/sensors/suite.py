@@ -5,7 +5,9 @@ for every sensor due, what they share: the acceleration ``a = M⁻¹(τ − C v 
 simulator's forward dynamics under the commands it applied; only when a due sensor needs it), the bodies' poses,
 body twists and body accelerations (the base's from its velocity map; the others by a compiled recursion over the
 tree, equal to :func:`mbs_ros.dynamics.algorithms.multibody.link_motion`, the numpy reference checked against Pinocchio,
-only when a due sensor is off the base body), the joint wrenches for force/torque sensors; then it moves them to each
+only when a due sensor is off the base body), the joint wrenches for force/torque sensors, with a contact world
+the last contact step's loads on the bodies (:mod:`mbs_ros.sensors.contact_loads`: in the acceleration, the joint
+wrenches and the foot contact sensors' wrenches); then it moves them to each
 sensor's frame (rigid-body kinematics of a point at offset r: ``v + ω × r``, ``v̇ + ω × v + ω̇ × r + ω × (ω × r)``)
 and queues each sensor's :class:`~mbs_ros.sensors.frames.Reading` until its publication step (k + delay).
 Sampling depends only on the state and the step count, never on who listens or on how the simulation is chunked:
@@ -20,6 +22,7 @@ import numpy as np
 
 from mbs_ros.dynamics.kernels.jit import jit
 
+from mbs_ros.sensors.contact_loads import ContactLoads
 from mbs_ros.sensors.frames import SensorFrame
 from mbs_ros.sensors.spec import TYPES, SensorSet
 
@@ -52,6 +55,8 @@ class SensorSuite:
         self._needs_acc = tuple(bool(getattr(sensor, "needs_acceleration", s.type in _ACCELERATING_TYPES))
                                 for s, sensor in zip(self.specs, self.sensors))
         self.needs_wrenches = any(j is not None for j in self._joints)
+        self._needs_contact = tuple(bool(getattr(sensor, "needs_contact", False)) for sensor in self.sensors)
+        self._contact = None  # the ContactLoads of the simulator sampled (a contact world: contact loads act)
         tree = model.tree
         self._bodies = tuple(int(tree.link_body[i]) for i in self._links)
         self._on_base = tuple(b == 0 for b in self._bodies)
@@ -122,12 +127,24 @@ class SensorSuite:
         if plan is None:  # what the sensors due together need (a handful of combinations)
             plan = self._plans[due] = (any(self._needs_acc[i] or self._joints[i] is not None for i in due),
                                        any(self._joints[i] is not None for i in due),
-                                       all(self._on_base[i] for i in due))
-        need_acc, need_wrenches, on_base = plan
+                                       all(self._on_base[i] for i in due),
+                                       any(self._needs_contact[i] for i in due))
+        need_acc, need_wrenches, on_base, need_contact = plan
         model = sim.model
         q, v = sim.q, sim.v
-        a = sim.acceleration() if need_acc else None
-        W = sim.joint_wrenches(a) if need_wrenches else None
+        loads = None
+        # with a contact world the last contact step's loads act too
+        if getattr(sim, "world", None) is not None and (need_acc or need_contact):
+            contact = self._contact
+            if contact is None or contact.sim is not sim:
+                contact = self._contact = ContactLoads(sim)
+            loads = contact.loads()
+        if loads is None:
+            a = sim.acceleration() if need_acc else None
+            W = sim.joint_wrenches(a) if need_wrenches else None
+        else:
+            a = contact.acceleration(loads[0]) if need_acc else None
+            W = contact.joint_wrenches(a, loads[0]) if need_wrenches else None
         Tb, Vb, Ab = self._base_motion(model, q, v, a)
         if not on_base:
             Tb, Vb, Ab = self._body_motion(model, q, v, a, Tb, Vb, Ab)
@@ -143,6 +160,10 @@ class SensorSuite:
             j = self._joints[i]
             if j is not None:
                 frame.joint_wrench = self._on_link[i].wrench(W[j])
+            if self._needs_contact[i]:
+                b = self._bodies[i]
+                frame.contact_wrench = np.zeros(6) if loads is None else self._on_body[i].wrench(loads[0][b])
+                frame.contact_normal = 0.0 if loads is None else float(loads[1][b])
             reading = self.sensors[i].measure(frame)
             spec = self.specs[i]
             reading.publish_k = k + spec.delay_steps

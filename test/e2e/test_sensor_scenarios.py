@@ -146,3 +146,38 @@ def test_launch_starts_the_estimator_of_the_sensor_scenario(name):
     actions = launch_actions.launch_setup(context, kind="vehicle_manipulator")
     assert [(a.node_package, a.node_executable) for a in actions] == [
         ("mbs_ros", e) for e in ("dynamics_node", "controller_node", "estimator_node", "reference_node")]
+
+
+def test_solo12_foot_sensors_over_ros_are_the_headless_ones_bit_for_bit(run, tmp_path):
+    """solo12_stand with config/sensors/solo12.yaml (--set) through the runner for 0.25 simulated seconds (the
+    landing at ~0.11 s included): clean, and every recorded foot wrench, contact state and IMU reading equals the
+    headless run's reading of the same stamp bit for bit (the same suite on the same states: issue 30)."""
+    from mbs_ros.headless.run import run_scenario
+
+    sensors = "robots[0].sensors=config/sensors/solo12.yaml"
+    bag, logs = tmp_path / "solo.mcap", tmp_path / "logs"
+    r = run("solo12_stand", "--set", sensors, "--duration", 0.25, "--record", bag, "--log-dir", logs)
+    assert r.wait(timeout=RUN_TIMEOUT) == 0, r.text
+    assert set(r.exit_codes().values()) == {0}, r.text
+    assert_clean_logs(logs, allowed=LOAD_WARNINGS)
+    data, _counts = recorded(bag, "/solo")
+    head = run_scenario("solo12_stand", duration=0.25,
+                        overrides={"robots[0].sensors": "config/sensors/solo12.yaml"}).robots["solo"].sensors
+    compared = 0
+    for name in ("fl_foot", "fr_foot", "hl_foot", "hr_foot", "imu"):
+        h = head[name]
+        by_stamp = {int(t): i for i, t in enumerate(h["stamp_ns"])}
+        msgs = data[f"sensors/{name}"]
+        assert len(msgs) >= 0.5 * 500 * 0.25
+        for t, m in msgs.items():
+            i = by_stamp[t]
+            if name == "imu":
+                a = m.linear_acceleration
+                assert np.array_equal([a.x, a.y, a.z], h["linear_acceleration"][i]), (name, t)
+            else:
+                f, tau = m.wrench.force, m.wrench.torque
+                assert np.array_equal([f.x, f.y, f.z, tau.x, tau.y, tau.z],
+                                      np.concatenate([h["force"][i], h["torque"][i]])), (name, t)
+            compared += 1
+    assert compared >= 5 * 0.5 * 500 * 0.25
+    assert head["fl_foot"]["contact"][-1] and not head["fl_foot"]["contact"][0]

@@ -721,3 +721,13 @@ def test_imu_pressure_gnss_encoders_and_wrench_fields():
     ft = reading("force_torque", force=np.array([1.0, 2.0, 3.0]), torque=np.array([4.0, 5.0, 6.0]))
     [(_, w)] = reading_messages(ft, "ft")
     assert list(cv.wrench_from_msg(w.wrench)) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0]
+
+
+def test_foot_contact_gives_its_wrench_then_its_contact_state():
+    foot = reading("foot_contact", force=np.array([0.5, -1.0, 24.5]), torque=np.array([0.0, 0.1, 0.0]),
+                   normal_force=24.4, contact=True)
+    (s1, w), (s2, b) = reading_messages(foot, "solo/FL_FOOT")
+    assert (s1, s2) == ("", "/contact") and w.header.frame_id == "solo/FL_FOOT"
+    assert list(cv.wrench_from_msg(w.wrench)) == [0.5, -1.0, 24.5, 0.0, 0.1, 0.0] and b.data is True
+    air = reading("foot_contact", force=np.zeros(3), torque=np.zeros(3), normal_force=0.1, contact=False)
+    assert reading_messages(air, "f")[1][1].data is False

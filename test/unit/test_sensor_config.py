@@ -146,7 +146,7 @@ REFUSALS = [
      "sensors[1] (wrist_imu): stamp: expected one of measurement, arrival, got 'later'"),
     ("unknown type", lambda d: _sensor(d).update(type="sonar"),
      "sensors[1] (wrist_imu): type: expected one of imu, magnetometer, pressure, dvl, gnss, encoders, "
-     "force_torque, got 'sonar'"),
+     "force_torque, foot_contact, got 'sonar'"),
     ("joint on an IMU", lambda d: _sensor(d).update(joint="alpha_axis_b"),
      "sensors[1] (wrist_imu): joint: only a force_torque sensor has a joint; mount this one on a link"),
     ("duplicate name", lambda d: _sensor(d).update(name="imu"),

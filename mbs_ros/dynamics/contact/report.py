@@ -82,6 +82,11 @@ class ContactReport:
             self._pairs[name] = out
         return out
 
+    def body(self, name: str) -> Optional[Tuple[int, int, np.ndarray]]:
+        """``(model index, body index, 4×4 pose of its frame on the body)`` of a contact link or free object
+        ``name`` (model 0: the robot), None for a world shape or an unknown name."""
+        return self._frame.get(name)
+
     def current(self) -> bool:
         """Was the step that ended at ``sim.k`` a contact step?"""
         sim = self.sim
