@@ -66,6 +66,13 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
     if not s.lockstep and s.state_timeout < 1.0 / s.control_rate:
         raise ParameterError(f"state_timeout must be at least one control period (1/control_rate = "
                              f"{1.0 / s.control_rate:g} s), got {s.state_timeout:g} s: every state would be stale")
+    if len(s.gripper_times) != len(s.gripper_positions):
+        raise ParameterError(f"gripper_positions must have one entry per gripper_times entry "
+                             f"({len(s.gripper_times)}), got {len(s.gripper_positions)}")
+    if any(b <= a for a, b in zip(s.gripper_times, s.gripper_times[1:])):
+        raise ParameterError("gripper_times must increase")
+    if s.gripper_joints and not s.gripper_times:
+        raise ParameterError("gripper_joints needs a schedule: gripper_times and gripper_positions")
     if not source.multibody:
         check_inertia(s.inertia_matrix)
     if source.multibody and s.base_frame.lstrip("/") != base_link(source):
