@@ -22,10 +22,10 @@ from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.simulation import actuators
 from mbs_ros.dynamics.model import source as ms
 from mbs_ros.cores.controller_settings import (ControllerSettings, ParameterError, build_model, command_limits,
-                                               make_law, settings_from_values)
+                                               make_law, settings_from_values, with_payload)
 
 __all__ = ["ControllerSetup", "controller_setup", "evaluate", "hold_references", "desired", "idle", "law_command",
-           "reference_from_points", "gripper_index", "with_gripper"]
+           "reference_from_points", "gripper_index", "with_gripper", "law_for"]
 
 
 @dataclass(frozen=True)
@@ -42,6 +42,7 @@ class ControllerSetup:
     allocation: Optional[ThrusterAllocation]
     output: CommandOutput
     gripper: Optional[tuple] = None  #: the gripper joints' (q, v) indices (:func:`gripper_index`)
+    payload: Optional[tuple] = None  #: ``(model, law)`` with the payload in the model (:func:`law_for`)
 
 
 def controller_setup(values, source: ms.Source) -> ControllerSetup:
@@ -63,8 +64,24 @@ def controller_setup(values, source: ms.Source) -> ControllerSetup:
         except ValueError as e:
             raise ParameterError(str(e)) from None
     output = CommandOutput(model, actuators.CommandLimits(max_force, max_torque, max_effort), allocation)
+    payload = None
+    if s.payload_mass > 0.0:
+        p_model = build_model(s, with_payload(source, s))
+        payload = (p_model, make_law(p_model, s))
     return ControllerSetup(s, model, law, max_force, max_torque, max_effort, allocation, output,
-                           gripper_index(s, model))
+                           gripper_index(s, model), payload)
+
+
+def law_for(setup: ControllerSetup, t_ref: int):
+    """``(model, law)`` the command is computed with at reference time ``t_ref`` [ns]: with the payload while the
+    gripper holds it (its scheduled target below the first, open, position; always without a gripper), else the
+    robot's own."""
+    if setup.payload is None:
+        return setup.model, setup.law
+    s = setup.settings
+    if setup.gripper is None or gripper_target(s, t_ref)[0] < float(s.gripper_positions[0]):
+        return setup.payload
+    return setup.model, setup.law
 
 
 def evaluate(ref: Tuple[int, Reference], t_ref: int):

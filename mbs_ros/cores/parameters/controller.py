@@ -126,6 +126,20 @@ _PAIRS = {
     "gripper_damping": (
         "The gripper's velocity gain [N s/m or N m s/rad], in [0, 1e9].",
         {"default": 20.0, "floating_point_range": (0.0, 1.0e9)}),
+    "payload_mass": (
+        "A grasped object's mass [kg] added to the controller's model of payload_link while the gripper holds it "
+        "(its scheduled target below the schedule's first, open, position; always without a gripper); 0 = no "
+        "payload (the model does not know the object: a robustness campaign draws both), else in (0, 1e6].",
+        {"default": 0.0, "floating_point_range": (0.0, 1.0e6)}),
+    "payload_inertia": (
+        "The payload's principal moments [ixx, iyy, izz] about its centre of mass in payload_link's axes [kg m^2], "
+        "each in [0, 1e6]; empty = a point mass.", {"default": (), "type": "double[]", "each": (0.0, 1.0e6)}),
+    "payload_com": (
+        "The payload's centre of mass in payload_link's frame [m], 3 entries, each in [-10, 10].",
+        {"default": (0.0, 0.0, 0.0), "type": "double[]", "each": (-10.0, 10.0)}),
+    "payload_link": (
+        "The link that holds the payload (e.g. the palm, alpha_jaws); needed with payload_mass > 0.",
+        {"allow_empty": True, "type": "string", "default": ""}),
     "allow_partial_joints_goal": (
         "FollowJointTrajectory: accept goals naming only some of the joints (the others hold their reference), as "
         "joint_trajectory_controller's parameter.", False),
