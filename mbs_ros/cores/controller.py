@@ -74,12 +74,16 @@ def controller_setup(values, source: ms.Source) -> ControllerSetup:
 
 def law_for(setup: ControllerSetup, t_ref: int):
     """``(model, law)`` the command is computed with at reference time ``t_ref`` [ns]: with the payload while the
-    gripper holds it (its scheduled target below the first, open, position; always without a gripper), else the
-    robot's own."""
+    gripper holds it (its scheduled target arrived, at rest, below the first, open, position: closed; a model
+    that knew the object before the fingers held it would lift the arm away from it), always without a gripper;
+    else the robot's own."""
     if setup.payload is None:
         return setup.model, setup.law
     s = setup.settings
-    if setup.gripper is None or gripper_target(s, t_ref)[0] < float(s.gripper_positions[0]):
+    if setup.gripper is None:
+        return setup.payload
+    target, rate = gripper_target(s, t_ref)
+    if rate == 0.0 and target < float(s.gripper_positions[0]):
         return setup.payload
     return setup.model, setup.law
 

@@ -66,8 +66,9 @@ def test_the_payload_is_in_the_model_only_while_the_gripper_holds_it(tmp_path):
     setup = _setup(tmp_path, gripper_joints=("elbow",), gripper_times=(0.0, 1.0, 3.0),
                    gripper_positions=(0.5, -0.5, 0.5), gripper_speed=1.0)
     assert law_for(setup, int(0.5e9))[0] is setup.model          # open
-    assert law_for(setup, int(1.5e9))[0] is setup.payload[0]     # closing (target below the open position)
-    assert law_for(setup, int(3.5e9))[0] is setup.payload[0]     # opening, not yet open
+    assert law_for(setup, int(1.5e9))[0] is setup.model          # closing: the target on its way (1 s to -0.5)
+    assert law_for(setup, int(2.5e9))[0] is setup.payload[0]     # closed: the target arrived below the open one
+    assert law_for(setup, int(3.5e9))[0] is setup.model          # opening
     assert law_for(setup, int(5.0e9))[0] is setup.model          # open again
 
 

@@ -128,7 +128,8 @@ _PAIRS = {
         {"default": 20.0, "floating_point_range": (0.0, 1.0e9)}),
     "payload_mass": (
         "A grasped object's mass [kg] added to the controller's model of payload_link while the gripper holds it "
-        "(its scheduled target below the schedule's first, open, position; always without a gripper); 0 = no "
+        "(its scheduled target arrived, at rest, below the schedule's first, open, position; always without a "
+        "gripper); 0 = no "
         "payload (the model does not know the object: a robustness campaign draws both), else in (0, 1e6].",
         {"default": 0.0, "floating_point_range": (0.0, 1.0e6)}),
     "payload_inertia": (
