@@ -291,7 +291,6 @@ def build_world(spec: WorldSpec, model, urdf: Optional[str], q0, gravity, limits
     collision mesh (naming the link and the file)."""
     from scipy.spatial.transform import Rotation
 
-    from mbs_ros.dynamics import Model
     from mbs_ros.dynamics.model.urdf import origin_matrix
 
     from mbs_ros.dynamics.contact.collision import collision_shapes, excluded_pairs, read_srdf_disabled
