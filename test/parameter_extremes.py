@@ -41,6 +41,8 @@ DYNAMICS_STARTUP = [
     ("physics_rate", 1.0, 1e5, 0.99, 1.01e5),
     ("control_rate", 1e-3, 1e5, 0.9e-3, 1.01e5),
     ("fluid_density", 0.0, 1e5, -1e-9, 1.01e5),
+    ("object_mass_scale", 1e-3, 1e3, 0.9e-3, 1.01e3),
+    ("object_mu_scale", 0.0, 1e3, -1e-9, 1.01e3),
     ("max_mass_ratio", 0.0, 1e300, -1e-9, None),
 ]
 
