@@ -41,6 +41,8 @@ DYNAMICS_STARTUP = [
     ("physics_rate", 1.0, 1e5, 0.99, 1.01e5),
     ("control_rate", 1e-3, 1e5, 0.9e-3, 1.01e5),
     ("fluid_density", 0.0, 1e5, -1e-9, 1.01e5),
+    ("object_mass_scale", 1e-3, 1e3, 0.9e-3, 1.01e3),
+    ("object_mu_scale", 0.0, 1e3, -1e-9, 1.01e3),
     ("max_mass_ratio", 0.0, 1e300, -1e-9, None),
 ]
 
@@ -69,6 +71,10 @@ CONTROLLER = [
     ("goal_time_tolerance", 0.0, 1e6, -1e-9, 1.01e6),
     ("stopped_velocity_tolerance", 0.0, 1e6, -1e-9, 1.01e6),
     ("idle_until", 0.0, 1e9, -1e-9, 1.01e9),
+    ("gripper_max_effort", 1e-6, 1e6, 0.9e-6, 1.01e6),
+    ("gripper_speed", 1e-6, 1e3, 0.9e-6, 1.01e3),
+    ("gripper_gain", 0.0, 1e9, -1e-9, 1.01e9),
+    ("gripper_damping", 0.0, 1e9, -1e-9, 1.01e9),
 ]
 
 CONTROLLER_VECTORS = [

@@ -95,11 +95,37 @@ def make_world(s: Settings, source: ms.Source, model: Model, q0):
     from mbs_ros.yamlfile import YamlFileError
 
     try:
-        spec = load_world(path, fluid_density=source.fluid_density)
+        spec = vary_objects(load_world(path, fluid_density=source.fluid_density), s.object_offset,
+                            s.object_mass_scale, s.object_mu_scale)
         base_dir = os.path.dirname(os.path.abspath(source.path)) if source.path else None
         return build_world(spec, model, source.urdf, q0, model.gravity, limits=s.joint_limits, base_dir=base_dir)
     except (YamlFileError, ModelError, ValueError) as e:
         raise ParameterError(f"world: {e}") from None
+
+
+def vary_objects(spec, offset=(0.0, 0.0, 0.0), mass_scale: float = 1.0, mu_scale: float = 1.0):
+    """The world ``spec`` with every free object moved by ``offset`` ([dx, dy, dyaw] in the world), its mass and
+    inertia times ``mass_scale`` and its friction times ``mu_scale`` (the parameters object_offset,
+    object_mass_scale, object_mu_scale); the spec itself when they change nothing."""
+    dx, dy, dyaw = (float(x) for x in offset)
+    if (dx, dy, dyaw) == (0.0, 0.0, 0.0) and mass_scale == 1.0 and mu_scale == 1.0:
+        return spec
+    import copy
+    import warnings
+
+    from scipy.spatial.transform import Rotation
+
+    spec = copy.deepcopy(spec)
+    turn = Rotation.from_euler("z", dyaw)
+    for o in spec.objects:
+        o["xyz"] = [o["xyz"][0] + dx, o["xyz"][1] + dy, o["xyz"][2]]
+        with warnings.catch_warnings():  # at a pitch of pi/2 (a bar lying along x) the angles are not unique:
+            warnings.simplefilter("ignore")  # scipy says so, and gives angles of the same rotation
+            o["rpy"] = [float(a) for a in (turn * Rotation.from_euler("xyz", o["rpy"])).as_euler("xyz")]
+        o["mass"] = o["mass"] * mass_scale
+        o["inertia"] = [x * mass_scale for x in o["inertia"]]
+        o["mu"] = (spec.friction if o["mu"] is None else o["mu"]) * mu_scale
+    return spec
 
 
 class StateView:

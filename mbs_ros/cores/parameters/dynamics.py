@@ -243,6 +243,17 @@ _PAIRS = {
         "none = no world. A bad file refuses the start naming file and key; a world that starts "
         "interpenetrating names the pair and the depth.",
         {"allow_empty": True, "type": "string", "default": "", "read_only": True}),
+    "object_offset": (
+        "[dx, dy, dyaw]: moves every free object of the world at the start by dx, dy [m] along the world's x, y "
+        "and turns it by dyaw [rad] about the world's z (a campaign draws the object's pose; a start that "
+        "interpenetrates is refused naming the pair), each in [-100, 100].",
+        {"default": (0.0, 0.0, 0.0), "type": "double[]", "size": 3, "each": (-100.0, 100.0), "read_only": True}),
+    "object_mass_scale": (
+        "Multiplies every free object's mass and inertia (its volume, so its buoyancy, unchanged), in [1e-3, 1e3].",
+        {"default": 1.0, "type": "double", "floating_point_range": (1.0e-3, 1.0e3), "read_only": True}),
+    "object_mu_scale": (
+        "Multiplies every free object's friction coefficient (a pair takes the smaller of its two), in [0, 1e3].",
+        {"default": 1.0, "type": "double", "floating_point_range": (0.0, 1.0e3), "read_only": True}),
     "disturbance": (
         "Timed pushes on a floating (se3) base, groups of 8 numbers [start, duration, fx, fy, fz, tx, ty, tz]: from "
         "t0 + start [s] for duration [s] (rounded to whole physics steps, at least one; counted again from a "
