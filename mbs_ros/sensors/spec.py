@@ -355,7 +355,7 @@ def queued_readings(spec: SensorSpec) -> int:
 def _rate(r: Reader, value, dt: float) -> tuple:
     rate = r.number(value, "rate", positive=True)
     if rate < MIN_RATE:
-        r.fail("rate", r._want(f"a rate >= {MIN_RATE:g} Hz", value))
+        r.fail("rate", f"expected a rate >= {MIN_RATE:g} Hz, got {shown(value)}")
     physics = 1.0 / dt
     ratio = physics / rate
     n = round(ratio)

@@ -1,0 +1,207 @@
+"""Issue 31 over ROS: a real estimator_node process given the probe's hostile IMU messages (one stamped sec = 2^31 - 1,
+thirty at 1e6 rad/s) refuses them (counted on ~/diagnostics, one rate-limited warning), estimates from the real
+samples that follow, and stops on SIGINT within the runner's deadline; and the dynamics node's sensor publishing
+never publishes a message with a non-finite field (no process: its message check). Waits are for graph matches,
+messages and exits with generous deadlines; nothing asserts on the wall clock's speed.
+"""
+from __future__ import annotations
+
+import math
+import signal
+from pathlib import Path
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+
+rclpy = pytest.importorskip("rclpy")
+from diagnostic_msgs.msg import DiagnosticArray  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
+from rclpy.qos import QoSProfile, ReliabilityPolicy  # noqa: E402
+from sensor_msgs.msg import Imu, JointState, NavSatFix, Range  # noqa: E402
+
+from mbs_ros.nodes import conversions as cv  # noqa: E402
+from mbs_ros.nodes.conversions import nonfinite_field  # noqa: E402
+from mbs_ros.nodes.dynamics_sensors import SensorPublishing  # noqa: E402
+from mbs_ros.process import NodeProcess  # noqa: E402
+from ros_helpers import Probe, Recorder, running, stamp_of  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+ROV = ROOT / "config" / "robots" / "bluerov2_heavy.yaml"
+TIMEOUT = 60.0
+QOS = QoSProfile(depth=5000, reliability=ReliabilityPolicy.RELIABLE)
+SENSORS = """\
+environment: {fluid_density: 1025.0, seabed_depth: 20.0}
+sensors:
+  - {name: imu, type: imu, link: base_link, rate: 100, seed: 1}
+"""
+P0 = [0.0, 0.0, -5.0]
+SIGINT_DEADLINE_S = 10.0  # generous: the probe saw 12.6 s; a bounded callback answers within a fraction of that
+
+
+def test_a_far_future_stamp_and_impossible_rates_are_refused_and_sigint_stops_the_node(tmp_path):
+    """Before (issue 31, items 2 and 3): the future stamp became the IMU stream's newest time, every later real
+    sample was "not after the previous one" and no estimate came; 1e6 rad/s samples cost seconds each. Now: 31
+    rejections counted, the estimates of the real samples all there (finite, at rest), and SIGINT ends the node
+    with exit code 0."""
+    sensors = tmp_path / "sensors.yaml"
+    sensors.write_text(SENSORS)
+    proc = NodeProcess("mbs_ros.nodes.estimator_node", name="estimator_node", namespace="hst",
+                       parameters=dict(model_file=str(ROV), sensors=str(sensors), physics_rate=500.0, imu="imu",
+                                       publish_rate=50.0, initial_position=P0),
+                       log_file=tmp_path / "estimator.log")
+    t0 = 1_000_000_000
+    period = 10_000_000
+
+    def imu(k, rate=0.0, sec=None):
+        m = Imu()
+        m.header.stamp = cv.time_from_ns(t0 + k * period)
+        if sec is not None:
+            m.header.stamp.sec, m.header.stamp.nanosec = sec, 0
+        m.header.frame_id = "hst/imu"
+        m.angular_velocity.x = rate
+        m.linear_acceleration.z = 9.81
+        return m
+
+    hostile = [imu(0, sec=2 ** 31 - 1)] + [imu(0, rate=1.0e6) for _ in range(30)]
+    stream = hostile + [imu(k) for k in range(0, 41)]
+    with Probe("test_estimator_hostile", TIMEOUT) as probe, running([proc]):
+        est = Recorder(probe, Odometry, "/hst/estimate/odom", qos=QOS)
+        diags = Recorder(probe, DiagnosticArray, "/hst/estimator_node/diagnostics")
+        pub = probe.node.create_publisher(Imu, "/hst/sensors/imu", QOS)
+        probe.spin_until(lambda: pub.get_subscription_count() > 0, what="the estimator's IMU subscription",
+                         alive=[proc])
+        for m in stream:
+            pub.publish(m)
+        end = t0 + 40 * period
+
+        def counted():
+            for d in diags.messages:
+                values = {kv.key: kv.value for s in d.status for kv in s.values}
+                if values.get("rejected_imu") == "31":
+                    return True
+            return False
+
+        probe.spin_until(lambda: len(est) and stamp_of(est.messages[-1]) >= end and counted(),
+                         what="the estimates up to the last real sample and rejected_imu = 31", alive=[proc])
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=SIGINT_DEADLINE_S)
+        log = proc.log_text()
+    assert rc == 0, log
+    stamps = [stamp_of(m) for m in est.messages]
+    assert stamps == list(range(t0, end + 1, 20_000_000)), stamps
+    for m in est.messages:
+        p = m.pose.pose.position
+        assert np.allclose([p.x, p.y, p.z], P0, atol=1e-9)
+    assert "ahead of the node's clock" in log, log
+
+
+# ------------------------------------------------------------------------------------ no process: the publish check
+
+
+def test_the_message_check_finds_every_non_finite_field_but_the_conventions():
+    """Every float field, nested and in arrays, is checked; REP 117's ±inf range and a NO_FIX NavSatFix's NaN
+    position are the conventions, not faults."""
+    m = Imu()
+    assert nonfinite_field(m) is None
+    m.angular_velocity.y = math.inf
+    assert nonfinite_field(m) == "angular_velocity.y"
+    m = Imu()
+    m.angular_velocity_covariance[4] = math.nan
+    assert nonfinite_field(m) == "angular_velocity_covariance[4]"
+    j = JointState(name=["a", "b"], position=[0.0, -math.inf])
+    assert nonfinite_field(j) == "position[1]"
+    r = Range(range=math.inf, min_range=0.3, max_range=50.0)
+    assert nonfinite_field(r) is None
+    r.max_range = math.nan
+    assert nonfinite_field(r) == "max_range"
+    fix = NavSatFix(latitude=math.nan)
+    fix.status.status = -1
+    assert nonfinite_field(fix) is None
+    fix.status.status = 0
+    assert nonfinite_field(fix) == "latitude"
+
+
+class _Pub:
+    def __init__(self):
+        self.sent = []
+
+    def publish(self, m):
+        self.sent.append(m)
+
+    def get_subscription_count(self):
+        return 1
+
+
+def test_a_reading_with_a_non_finite_value_is_not_published_but_counted_with_a_warning():
+    """A reading marked valid whose message would carry inf (as 1e308 noise densities gave): nothing of it is
+    published, ``nonfinite`` counts it, the sensor's diagnostics turn WARN with the field; the next finite reading
+    is published and clears it."""
+    spec = SimpleNamespace(name="imu", type="imu", frame_id="imu", link="base_link", topic="sensors/imu",
+                           period_steps=5, delay_steps=0, rate=100.0, seed=0, T_link_sensor=np.eye(4))
+    suite = SimpleNamespace(sensor_set=SimpleNamespace(sensors=(spec,), source="s.yaml"))
+    warnings, pubs = [], {}
+
+    def create_publisher(kind, topic, qos):
+        pubs[topic] = _Pub()
+        return pubs[topic]
+
+    node = SimpleNamespace(create_publisher=create_publisher, get_fully_qualified_name=lambda: "/rov/dynamics_node")
+    logs = SimpleNamespace(info=lambda key, text: None)
+    sp = SensorPublishing(node, suite, link_frame=lambda link: link, multibody=False, base_frame="base_link",
+                          prefix="", warn=lambda key, text: warnings.append(text), logs=logs)
+    diag = _Pub()
+    sp.create_publishers(10, diag)
+
+    def reading(k, w):
+        values = {"linear_acceleration": np.array([0.0, 0.0, 9.81]), "angular_velocity": np.array(w),
+                  "orientation": None, "linear_acceleration_cov": np.zeros(9),
+                  "angular_velocity_cov": np.full(9, w[0] * w[0]), "orientation_cov": np.r_[-1.0, np.zeros(8)]}
+        return SimpleNamespace(name="imu", type="imu", k=k, stamp_ns=k * 2_000_000, values=values, valid=True,
+                               reason=None)
+
+    sp.publish_reading(reading(0, [1e200, 0.0, 0.0]))  # its variance overflows: inf in the covariance
+    assert pubs["sensors/imu"].sent == []
+    assert sp._sensor_counts["imu"] == {"published": 0, "invalid": 0, "nonfinite": 1}
+    assert len(warnings) == 1 and "Imu.angular_velocity_covariance[0]" in warnings[0] and "not published" in warnings[0]
+    sp.publish_diagnostics(0)
+    status = diag.sent[-1].status[0]
+    assert status.level == status.WARN and "not published" in status.message
+    sp.publish_reading(reading(5, [0.1, 0.0, 0.0]))
+    assert len(pubs["sensors/imu"].sent) == 1 and sp._sensor_counts["imu"]["published"] == 1
+    sp.publish_diagnostics(5)
+    assert diag.sent[-1].status[0].level == diag.sent[-1].status[0].OK
+
+
+# ------------------------------------------------------------------------------------ no process: a failing tick
+
+
+def test_a_failing_timer_tick_halts_the_simulation_as_a_reported_fault():
+    """A tick that raises (as every tick did with ``resolution: 1e-320``: OverflowError, while /diagnostics said
+    "running" with 0 callback errors) halts the simulator with a fault of kind ``exception`` naming the error
+    (the node's diagnostics are ERROR while ``sim.fault`` is set), counts a callback error and reports the fault
+    once; a second failing tick counts again but keeps the first fault (no second halt)."""
+    from mbs_ros.dynamics import Model
+    from mbs_ros.dynamics.simulation.simulator import Simulator
+    from mbs_ros.nodes.dynamics_node import DynamicsNode
+
+    model = Model.from_yaml(ROV)
+    sim = Simulator(model, model.neutral(), np.zeros(model.nv), 0.002)
+    sim.advance(3)
+    reported, warned = [], []
+
+    def failing():
+        raise OverflowError("cannot convert float infinity to integer")
+
+    fake = SimpleNamespace(_on_timer=failing, context=SimpleNamespace(ok=lambda: True),
+                           _counts={"callback_errors": 0}, sim=sim,
+                           guard=SimpleNamespace(warn=lambda key, text, error=False: warned.append(text)),
+                           _report_fault=lambda: reported.append(sim.fault))
+    DynamicsNode._tick(fake)
+    assert sim.fault is not None and sim.fault.kind == "exception" and sim.fault.k == 3
+    assert "OverflowError: cannot convert float infinity to integer" in sim.fault.reason
+    assert sim.paused and sim.advance(5) == 0
+    assert fake._counts["callback_errors"] == 1 and reported == [sim.fault]
+    first = sim.fault
+    DynamicsNode._tick(fake)
+    assert fake._counts["callback_errors"] == 2 and sim.fault is first and sim.faults == 1
