@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 import signal
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -205,3 +206,32 @@ def test_a_failing_timer_tick_halts_the_simulation_as_a_reported_fault():
     first = sim.fault
     DynamicsNode._tick(fake)
     assert fake._counts["callback_errors"] == 2 and sim.fault is first and sim.faults == 1
+
+
+# ------------------------------------------------------------------------------------ start-up refusals (item 6)
+
+UVMS = ROOT / "config" / "robots" / "bluerov2_heavy_alpha5.yaml"
+HOSTILE = ROOT / "test" / "fixtures" / "hostile" / "sensors"
+
+
+@pytest.mark.parametrize("node, fixture, key", [
+    ("mbs_ros.nodes.dynamics_node", "rate_5e-324.yaml", "sensors[0] (imu): rate: "),
+    ("mbs_ros.nodes.dynamics_node", "beam_angle_1e-300.yaml", "sensors[0] (dvl): beam_angle: "),
+    ("mbs_ros.nodes.dynamics_node", "noise_1e200.yaml", "sensors[0] (imu): noise.accelerometer_noise_density: "),
+    ("mbs_ros.nodes.estimator_node", "delay_1e308.yaml", "sensors[0] (imu): delay: "),
+    ("mbs_ros.nodes.estimator_node", "nul_byte.yaml", ""),
+])
+def test_a_hostile_sensors_file_refuses_the_start_with_one_line_and_exit_2(node, fixture, key):
+    """The probe's start-up tracebacks (exit 1: OverflowError for rate 5e-324 and delay 1e308, LinAlgError for
+    beam_angle 1e-300, an overflowing variance for noise 1e200; a NUL byte) are one FATAL line naming the file and
+    the key (the file's line and column for a character YAML forbids), exit 2, no traceback."""
+    from process_helpers import run_to_exit
+
+    path = HOSTILE / fixture
+    role = ["-p", "imu:=imu"] if node.endswith("estimator_node") else []
+    rc, out = run_to_exit([sys.executable, "-m", node, "--ros-args", "-p", f"model_file:={UVMS}",
+                           "-p", f"sensors:={path}", *role], timeout=TIMEOUT)
+    assert rc == 2, out
+    assert "Traceback" not in out, out
+    fatal = [line for line in out.splitlines() if "FATAL" in line]
+    assert len(fatal) == 1 and f"sensors: {path}" in fatal[0] and key in fatal[0], out
