@@ -254,7 +254,11 @@ class Fusion:
             sig = [tilt, tilt, yaw] + [s.initial_velocity_sigma] * 3 + [s.initial_position_sigma] * 3 \
                 + [sg] * 3 + [sa] * 3
             P = prior_covariance(np.diag(np.square(sig)), v_wi, p_wi)
-            self.ekf = InvariantEKF(R_wi, v_wi, p_wi, P, noise, gravity=tuple(model.gravity))
+            try:
+                self.ekf = InvariantEKF(R_wi, v_wi, p_wi, P, noise, gravity=tuple(model.gravity))
+            except ValueError as e:  # e.g. sigmas 1e-6 beside an IMU turn-on bias sigma of 1e6: one line, exit 2
+                raise ParameterError(f"initial_*_sigma, imu {setup.roles['imu'].name!r} (its turn-on bias sigmas): "
+                                     f"the filter's prior cannot be built ({e})") from None
             self.mounts = {}
             for role, T_bs in setup.T_base_sensor.items():  # sensor pose in the IMU (filter body) frame
                 T_is = np.linalg.inv(self.T_bi) @ T_bs

@@ -235,3 +235,120 @@ def test_a_hostile_sensors_file_refuses_the_start_with_one_line_and_exit_2(node,
     assert "Traceback" not in out, out
     fatal = [line for line in out.splitlines() if "FATAL" in line]
     assert len(fatal) == 1 and f"sensors: {path}" in fatal[0] and key in fatal[0], out
+
+
+# ------------------------------------------------------------------------------------ fuzz (item 4's figure)
+
+FUZZ_FILES = 8
+FUZZ_STEPS = 250
+
+
+def _fuzz_sensors(rng, imu_hi):
+    """A sensors file with every number drawn log-uniformly over its whole allowed range (signs at random), from
+    tiny to the bound (the IMU's noise up to ``imu_hi``: with noise up to the bound nearly every IMU message is
+    beyond what an IMU reports, and the estimator has nothing to run on): the vehicle's navigation set (for the
+    estimator) plus the arm's sensors."""
+    from mbs_ros.sensors.spec import MAX_MAGNITUDE
+
+    def big(lo=1e-12, hi=MAX_MAGNITUDE):
+        return float(10 ** rng.uniform(math.log10(lo), math.log10(hi)))
+
+    def signed():
+        return big() * float(rng.choice([-1.0, 1.0]))
+
+    pose = {"xyz": [signed() if rng.random() < 0.3 else rng.uniform(-0.3, 0.3) for _ in range(3)],
+            "rpy": [signed() for _ in range(3)]}
+    imu_noise = {k: big(hi=imu_hi) for k in ("gyroscope_noise_density", "gyroscope_random_walk",
+                                    "gyroscope_bias_correlation_time", "gyroscope_turn_on_bias_sigma",
+                                    "accelerometer_noise_density", "accelerometer_random_walk",
+                                    "accelerometer_bias_correlation_time", "accelerometer_turn_on_bias_sigma")}
+    env = {"fluid_density": big(1e-6, 1e5), "water_surface": signed(), "seabed_z": -MAX_MAGNITUDE,
+           "atmospheric_pressure": big(), "magnetic_field": [signed() for _ in range(3)]}
+    sensors = [
+        {"name": "imu", "type": "imu", "link": "base_link", "rate": 500, "pose": pose, "noise": imu_noise,
+         "orientation": {"enabled": True, "noise_std": big()}},
+        {"name": "dvl", "type": "dvl", "link": "base_link", "rate": 50, "pose": pose,
+         "beam_angle": float(rng.uniform(1.0, 80.0)), "max_range": big(1.0), "water_track": bool(rng.random() < 0.5),
+         "noise": {"velocity_std": big(), "range_std": big()}},
+        {"name": "depth", "type": "pressure", "link": "base_link", "rate": 100, "pose": pose, "bias": signed(),
+         "resolution": big(), "noise": {"std": big()}},
+        {"name": "compass", "type": "magnetometer", "link": "base_link", "rate": 100, "pose": pose,
+         "bias": [signed() for _ in range(3)], "noise": {"std": big()}},
+        {"name": "gps", "type": "gnss", "link": "base_link", "rate": 10, "pose": pose,
+         "noise": {"horizontal_std": big(), "vertical_std": big(), "correlation_time": big()}},
+        {"name": "enc", "type": "encoders", "link": "alpha_base_link", "rate": 100, "resolution": big(),
+         "noise": {"position_std": big(), "velocity_std": big()}},
+        {"name": "ft", "type": "force_torque", "joint": "alpha_axis_b", "rate": 100,
+         "force_bias": [signed() for _ in range(3)], "noise": {"force_std": big(), "torque_std": big()}},
+    ]
+    return {"environment": env, "sensors": sensors}
+
+
+def test_fuzzed_sensors_files_publish_nothing_non_finite_and_neither_does_the_estimator(tmp_path):
+    """FUZZ_FILES sensors files with every number random over its allowed range, FUZZ_STEPS steps of the UVMS each:
+    every message the dynamics node would publish (its own reading_messages) has no non-finite field (but REP 117
+    ranges and NO_FIX positions), and the estimator fed the same readings as the node feeds it (reading_payloads;
+    malformed ones rejected) gives only finite estimates: pose, twist and their covariances. Prints the counts
+    (the issue's figure)."""
+    import yaml
+
+    from mbs_ros.cores import estimator as core
+    from mbs_ros.cores.estimator_settings import (Fusion, ParameterError, Rejected, build_setup,
+                                                  settings_from_values)
+    from mbs_ros.cores.parameters import table
+    from mbs_ros.dynamics import Model
+    from mbs_ros.dynamics.model import source as ms
+    from mbs_ros.dynamics.simulation.simulator import Simulator
+    from mbs_ros.nodes.dynamics_sensors import reading_messages
+    from mbs_ros.sensors.spec import MAX_MAGNITUDE
+    from mbs_ros.sensors.suite import SensorSuite
+
+    rng = np.random.default_rng(31)
+    model = Model.from_yaml(UVMS)
+    source = ms.load_source("", str(UVMS))
+    totals = {"messages": 0, "nonfinite": 0, "estimates": 0, "nonfinite_estimates": 0, "rejected": 0,
+              "refused_estimator": 0}
+    for i in range(FUZZ_FILES):
+        path = tmp_path / f"fuzz{i}.yaml"
+        path.write_text(yaml.safe_dump(_fuzz_sensors(rng, 1e-2 if i % 2 else MAX_MAGNITUDE)))
+        values = {n: p.default for n, p in table("estimator").items()}
+        values.update(ms.model_defaults(source))
+        values.update(model_file=str(UVMS), sensors=str(path), physics_rate=500.0, imu="imu", dvl="dvl",
+                      depth="depth", compass="compass", encoders="enc", publish_rate=50.0)
+        setup = build_setup(settings_from_values(values, source), source)
+        try:
+            fusion = Fusion(setup, origin_ns=0)
+        except ParameterError:  # a prior no floating point can hold: the node refuses to start (exit 2)
+            totals["refused_estimator"] += 1
+            fusion = None
+        if fusion is None:
+            continue
+        roles = core.roles_by_sensor(setup.roles)
+        sim = Simulator(model, model.neutral(), rng.normal(0.0, 0.3, model.nv), 0.002)
+        sim.set_thrusts(rng.uniform(-20, 20, len(model.thruster_names)))
+        suite = SensorSuite(model, setup.sensor_set, 0.002)
+        for r in suite.run(sim, FUZZ_STEPS):
+            for _suffix, m in reading_messages(r, r.name, [f"{r.name}/beam{j}" for j in range(4)], (0.3, 50.0)):
+                totals["messages"] += 1
+                totals["nonfinite"] += nonfinite_field(m) is not None
+            role = roles.get(r.name)
+            if role is None:
+                continue
+            try:
+                items = core.reading_payloads(r, role, setup.model.joint_names, fusion.env, (0.3, 50.0))
+            except Rejected:
+                totals["rejected"] += 1
+                continue
+            for t, payload in items:
+                try:
+                    outs = core.feed(fusion, role, t, payload)
+                except Rejected:
+                    totals["rejected"] += 1
+                    continue
+                for o in outs:
+                    totals["estimates"] += 1
+                    arrays = [o.p, o.R, o.V, o.pose_cov, o.twist_cov, o.joint_positions, o.joint_velocities]
+                    totals["nonfinite_estimates"] += not all(np.isfinite(a).all() for a in arrays if a is not None)
+    print(f"fuzz of {FUZZ_FILES} sensors files x {FUZZ_STEPS} steps: {totals}")
+    assert totals["messages"] > 1000 and totals["estimates"] > 50
+    assert totals["nonfinite"] == 0 and totals["nonfinite_estimates"] == 0
