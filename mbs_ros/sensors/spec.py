@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from transforms3d.euler import euler2mat
 from mbs_ros.dynamics.model.robot_yaml import Reader as RobotYamlReader
 from mbs_ros.yamlfile import YamlFileError, is_name, read_yaml, shown
 
-__all__ = ["SensorConfigError", "Reader", "MAX_MAGNITUDE", "MAX_SENSORS", "MAX_DELAY", "MAX_QUEUED_READINGS",
+__all__ = ["SensorConfigError", "Reader", "MAX_MAGNITUDE", "MAX_SENSORS", "MAX_FILE_BYTES", "MAX_DELAY", "MAX_QUEUED_READINGS",
            "MIN_RATE", "MIN_RESOLUTION", "Environment", "SensorSpec", "SensorSet", "TYPES", "load_sensors",
            "parse_sensors", "rotation_rpy", "ros_name_problem", "COMMON_KEYS", "ENVIRONMENT_KEYS"]
 
@@ -43,6 +44,9 @@ MAX_MAGNITUDE = 1.0e6
 #: and a Python sample per period, so 10⁴ took 12 s to start a node and ran behind real time, 10⁵ took 32 s and
 #: 1.1 GB only to parse (issue 31).
 MAX_SENSORS = 128
+#: Largest sensors file (or robot YAML carrying sensors) read [bytes]: MAX_SENSORS fully spelled out take ~130 KB; the
+#: count is only known once PyYAML has composed the whole document (10⁵ IMUs: 6 MB, minutes and 850 MB to compose).
+MAX_FILE_BYTES = 1 << 20
 #: Slowest sample rate [Hz] (one sample in 1000 s): below it a period in physics steps overflows (5e-324 Hz).
 MIN_RATE = 1.0e-3
 #: Longest delay [s]: real sensor latencies are ms (IMU) to ~1 s (GNSS fixes, DVL pings); 10 s still covers an
@@ -248,6 +252,13 @@ def load_sensors(path, model, dt: float, *, current=(0.0, 0.0, 0.0), seed_offset
     ``model`` simulated with step ``dt`` [s]; :class:`SensorConfigError` naming the file, sensor and key.
     ``seed_offset`` (>= 0, the dynamics node's ``sensor_seed``) is added to every sensor's seed: new noise streams
     without editing the file."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = 0  # read_yaml says why it cannot be read
+    if size > MAX_FILE_BYTES:
+        raise SensorConfigError(f"{path}: {size} bytes: a sensors file is at most {MAX_FILE_BYTES} bytes (at most "
+                                f"{MAX_SENSORS} sensors)")
     try:
         doc = read_yaml(path)
     except YamlFileError as exc:

@@ -83,6 +83,18 @@ def test_the_number_of_sensors_is_capped(uvms):
     assert str(e.value).startswith(f"s.yaml: sensors: {MAX_SENSORS + 1} sensors: at most {MAX_SENSORS}")
 
 
+def test_a_sensors_file_beyond_its_byte_bound_is_refused_before_it_is_composed(tmp_path, uvms):
+    """The probe's 10⁵ IMUs (6 MB: minutes and 850 MB only to compose) are refused by the file's size, naming it;
+    the count itself is refused after reading (test above)."""
+    path = tmp_path / "many.yaml"
+    line = "  - {name: imuNNNNNN, type: imu, link: base_link, rate: 100}\n"
+    path.write_text("sensors:\n" + line * 100_000)
+    with pytest.raises(SensorConfigError) as e:
+        load_sensors(path, uvms, 0.001)
+    assert str(e.value) == (f"{path}: {path.stat().st_size} bytes: a sensors file is at most "
+                            f"{spec_module.MAX_FILE_BYTES} bytes (at most {MAX_SENSORS} sensors)")
+
+
 def test_delays_and_the_readings_they_hold_are_bounded(uvms):
     """A delay up to MAX_DELAY loads; beyond, refused; and the readings all delays hold (Σ ⌈delay/period⌉ + 1) stay
     within MAX_QUEUED_READINGS: two 1 kHz IMUs of 10 s delay hold 2 x 10001 > 20000 readings, the second is refused.
