@@ -89,9 +89,9 @@ class Reader:
         return dict(value)
 
     def _known(self, k, allowed: Sequence[str]) -> str:
-        if self.wording == "expected":
-            return f" (allowed: {', '.join(allowed)})"
-        close = difflib.get_close_matches(k, allowed, n=1) if isinstance(k, str) else []
+        close = difflib.get_close_matches(k, allowed, n=1) if isinstance(k, str) and is_name(k) else []
+        if self.wording == "expected":  # a close key that is a name (never an echo of text that is not one)
+            return (f" (did you mean {close[0]!r}? allowed: " if close else " (allowed: ") + f"{', '.join(allowed)})"
         return f" (did you mean {close[0]!r}?)" if close else f" (known: {', '.join(allowed)})"
 
     def sequence(self, value, key: str, what: str, non_empty: bool = False) -> list:

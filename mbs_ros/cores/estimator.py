@@ -16,10 +16,25 @@ import numpy as np
 from mbs_ros.cores.dynamics import beam_range
 from mbs_ros.cores.estimator_settings import Fusion, Output, Rejected
 
-__all__ = ["MAX_ABS", "finite", "covariance", "beam_index", "imu_payload", "dvl_payload", "beam_payload",
+__all__ = ["MAX_ABS", "MAX_ANGULAR_RATE", "MAX_SPECIFIC_FORCE", "MAX_FLUID_PRESSURE", "MAX_STAMP_AHEAD_S",
+           "check_stamp", "finite", "covariance", "beam_index", "imu_payload", "dvl_payload", "beam_payload",
            "depth_payload", "compass_payload", "encoders_payload", "feed", "reading_payloads"]
 
 MAX_ABS = 1.0e6  # any measured component beyond this (SI) is malformed
+#: The largest angular rate accepted per axis [rad/s]: ~3x the ±2000 °/s (34.9 rad/s) full scale of MEMS gyroscopes
+#: (Bosch BMI088, TDK ICM-42688-P, Analog Devices ADIS16495-3): a rate no IMU reports is malformed; the propagation's
+#: work grows with |ω| dt (1e6 rad/s made one message cost seconds).
+MAX_ANGULAR_RATE = 100.0
+#: The largest specific force accepted per axis [m/s²]: ~2x the ±24 g (235 m/s²) full scale of the BMI088's
+#: accelerometer.
+MAX_SPECIFIC_FORCE = 500.0
+#: The largest fluid pressure accepted [Pa]: the full ocean depth (Challenger Deep, 10 935 m: ~1.086e8 Pa, 1086 bar)
+#: plus 10 %. A bound of 1e6 Pa refused every real depth below ~89 m.
+MAX_FLUID_PRESSURE = 1.2e8
+#: How far ahead of the node's clock a stamp may be [s]: a sensor message may come before the /clock message of
+#: its step (simulation time) or from a clock a little ahead (wall time); a stamp beyond this (sec = 2^31 - 1) is
+#: refused, not adopted as the stream's newest time (which made every later real message "out of order").
+MAX_STAMP_AHEAD_S = 5.0
 
 
 def finite(values, what: str, n: Optional[int] = None) -> np.ndarray:
@@ -33,11 +48,26 @@ def finite(values, what: str, n: Optional[int] = None) -> np.ndarray:
 
 
 def covariance(values, what: str, n: int) -> np.ndarray:
-    """The leading 3x3 block of an n x n row-major covariance; Rejected unless finite with a diagonal >= 0."""
+    """The leading 3x3 block of an n x n row-major covariance; Rejected unless finite, symmetric and positive
+    semi-definite (its eigenvalues >= 0 to rounding: an indefinite block with a non-negative diagonal raised inside
+    the filter, the measurement lost and counted nowhere)."""
     c = finite(values, what, n * n).reshape(n, n)[:3, :3]
     if np.any(np.diag(c) < 0.0):
         raise Rejected(f"{what}: a negative variance")
+    scale = float(np.abs(c).max())
+    if np.abs(c - c.T).max() > 1e-9 * scale:
+        raise Rejected(f"{what}: not symmetric")
+    if scale > 0.0 and float(np.linalg.eigvalsh(0.5 * (c + c.T)).min()) < -1e-12 * scale:
+        raise Rejected(f"{what}: not positive semi-definite")
     return c
+
+
+def check_stamp(stamp_ns: int, now_ns: int) -> int:
+    """``stamp_ns``, or Rejected when it is more than :data:`MAX_STAMP_AHEAD_S` ahead of the clock ``now_ns``."""
+    ahead = (int(stamp_ns) - int(now_ns)) * 1e-9
+    if ahead > MAX_STAMP_AHEAD_S:
+        raise Rejected(f"stamped {ahead:.3g} s ahead of the node's clock (more than {MAX_STAMP_AHEAD_S:g} s)")
+    return int(stamp_ns)
 
 
 def beam_index(frame_id: str) -> int:
@@ -49,7 +79,13 @@ def beam_index(frame_id: str) -> int:
 
 
 def imu_payload(angular_velocity, linear_acceleration) -> tuple:
-    return finite(angular_velocity, "angular_velocity", 3), finite(linear_acceleration, "linear_acceleration", 3)
+    w = finite(angular_velocity, "angular_velocity", 3)
+    f = finite(linear_acceleration, "linear_acceleration", 3)
+    if np.any(np.abs(w) > MAX_ANGULAR_RATE):
+        raise Rejected(f"angular_velocity: beyond {MAX_ANGULAR_RATE:g} rad/s, more than an IMU reports")
+    if np.any(np.abs(f) > MAX_SPECIFIC_FORCE):
+        raise Rejected(f"linear_acceleration: beyond {MAX_SPECIFIC_FORCE:g} m/s², more than an IMU reports")
+    return w, f
 
 
 def dvl_payload(velocity, covariance36) -> tuple:
@@ -65,10 +101,11 @@ def beam_payload(index: int, range_: float, min_range: float, max_range: float) 
 def depth_payload(pressure: float, variance: float, environment) -> tuple:
     """``(depth, variance)`` from a fluid pressure: ``p = p_atm + ρ g depth`` (the pressure sensor's model,
     docs/sensors.md)."""
-    p = float(finite([pressure], "fluid_pressure")[0])
-    var = float(finite([variance], "variance")[0])
-    if var < 0.0:
-        raise Rejected("variance: negative")
+    p, var = float(pressure), float(variance)
+    if not (math.isfinite(p) and abs(p) <= MAX_FLUID_PRESSURE):
+        raise Rejected(f"fluid_pressure: not finite or beyond {MAX_FLUID_PRESSURE:g} Pa (the full ocean depth)")
+    if not (math.isfinite(var) and 0.0 <= var <= MAX_FLUID_PRESSURE ** 2):
+        raise Rejected("variance: negative, not finite or beyond the pressure bound squared")
     rho_g = float(environment.fluid_density) * float(np.linalg.norm(environment.gravity))
     return (p - float(environment.atmospheric_pressure)) / rho_g, var / rho_g ** 2
 

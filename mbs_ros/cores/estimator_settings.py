@@ -34,11 +34,17 @@ from mbs_ros.cores.parameters.estimator import PARAMETERS, ROLE_TYPES, SENSOR_RO
 from mbs_ros.sensors.spec import rotation_rpy
 
 __all__ = ["EstimatorSettings", "DEFAULTS", "settings_from_values", "Setup", "build_setup", "Fusion", "Output",
-           "Rejected", "ParameterError", "MAX_QUEUE", "MAX_OUTPUTS_PER_CALL"]
+           "Rejected", "ParameterError", "MAX_QUEUE", "MAX_OUTPUTS_PER_CALL", "MAX_WORK_PER_CALL"]
 
 NS = 1_000_000_000
 MAX_QUEUE = 20_000  # measurements waiting for their estimate; beyond, the oldest is dropped (counted)
 MAX_OUTPUTS_PER_CALL = 200  # estimates one call may produce (bounded work per callback); the rest follow next call
+#: The propagation sub-steps (InvariantEKF.n_substeps: the filter's unit of work, ~0.2-0.6 ms each on a busy
+#: 2-core machine) one call may start when the node sets :attr:`Fusion.work_budget` (the node does; the headless run
+#: leaves it unbounded): a call takes at most MAX_WORK_PER_CALL - 1 + MAX_SUBSTEPS, and what is left (a lockstep
+#: period of a 1 kHz IMU under a 10 Hz controller, a long catch-up) follows on the next call or the node's
+#: continuation timer (:attr:`Fusion.pending`), so no callback holds the node for more than a few tens of ms.
+MAX_WORK_PER_CALL = 32
 MIN_GYRO_BIAS_SIGMA = 1.0e-5  # rad/s: prior bias sigma when neither the parameter nor the IMU's turn-on bias give one
 MIN_ACCEL_BIAS_SIGMA = 1.0e-4  # m/s^2
 
@@ -208,9 +214,14 @@ class Fusion:
             self.streams[role] = _Stream(role, i, spec.period_steps * setup.dt_ns, spec.delay_steps * setup.dt_ns,
                                          spec.stamp == "arrival")
         self.driver = "imu" if "imu" in self.streams else ("encoders" if "encoders" in self.streams else None)
-        self.counts: Dict[str, int] = {"estimates": 0, "dropped": 0}
+        self.counts: Dict[str, int] = {"estimates": 0, "dropped": 0, "work": 0}
         for role in self.streams:
-            self.counts[f"taken_{role}"] = self.counts[f"late_{role}"] = 0
+            self.counts[f"taken_{role}"] = self.counts[f"late_{role}"] = self.counts[f"failed_{role}"] = 0
+        #: the most propagation sub-steps one add()/drain() may take (None: unbounded); :attr:`pending` when a call
+        #: stopped at it with estimates still due
+        self.work_budget: Optional[int] = None
+        self.pending = False
+        self._work_start = 0
         self.queue: List[tuple] = []  # (t_available, t_measured, order, seq, role, payload)
         self._seq = 0
         self.origin: Optional[int] = None
@@ -243,7 +254,11 @@ class Fusion:
             sig = [tilt, tilt, yaw] + [s.initial_velocity_sigma] * 3 + [s.initial_position_sigma] * 3 \
                 + [sg] * 3 + [sa] * 3
             P = prior_covariance(np.diag(np.square(sig)), v_wi, p_wi)
-            self.ekf = InvariantEKF(R_wi, v_wi, p_wi, P, noise, gravity=tuple(model.gravity))
+            try:
+                self.ekf = InvariantEKF(R_wi, v_wi, p_wi, P, noise, gravity=tuple(model.gravity))
+            except ValueError as e:  # e.g. sigmas 1e-6 beside an IMU turn-on bias sigma of 1e6: one line, exit 2
+                raise ParameterError(f"initial_*_sigma, imu {setup.roles['imu'].name!r} (its turn-on bias sigmas): "
+                                     f"the filter's prior cannot be built ({e})") from None
             self.mounts = {}
             for role, T_bs in setup.T_base_sensor.items():  # sensor pose in the IMU (filter body) frame
                 T_is = np.linalg.inv(self.T_bi) @ T_bs
@@ -331,8 +346,10 @@ class Fusion:
     def drain(self) -> List[Output]:
         """The estimates due now (module docstring), oldest first; at most :data:`MAX_OUTPUTS_PER_CALL`."""
         out: List[Output] = []
+        self.pending = False
         if self.origin is None:
             return out
+        self._work_start = self.counts["work"]
         while len(out) < MAX_OUTPUTS_PER_CALL:
             g = self.last_out + self.grid_ns
             if not self._ready(g):
@@ -340,12 +357,27 @@ class Fusion:
             due = sorted((x for x in self.queue if x[0] <= g), key=lambda x: (x[1], x[2], x[3]))
             if due:
                 self.queue = [x for x in self.queue if x[0] > g]
-            for _avail, t, _order, _seq, role, payload in due:
+            for i, (_avail, t, _order, _seq, role, payload) in enumerate(due):
+                if self._spent():
+                    self.queue = due[i:] + self.queue  # the rest next call (drain sorts them again)
+                    self.pending = True
+                    return out
                 self._apply(role, t, payload)
+            if self._spent():
+                self.pending = True
+                break
             out.append(self._output(g))
             self.last_out = g
             self.counts["estimates"] += 1
+        else:
+            self.pending = self._ready(self.last_out + self.grid_ns)
         return out
+
+    def _spent(self) -> bool:
+        return self.work_budget is not None and self.counts["work"] - self._work_start >= self.work_budget
+
+    def _propagate(self, ekf, sample, dt_s: float) -> None:
+        self.counts["work"] += ekf.propagate(sample[0], sample[1], dt_s)
 
     # -------------------------------------------------------------------------------- filter
 
@@ -353,7 +385,7 @@ class Fusion:
         """Propagate the filter from its time to ``t`` with the held IMU sample (``sample`` when none is held)."""
         held = self.held if self.held is not None else sample
         if self.ekf is not None and held is not None and t > self.t_f:
-            self.ekf.propagate(held[0], held[1], (t - self.t_f) * 1e-9)
+            self._propagate(self.ekf, held, (t - self.t_f) * 1e-9)
         self.t_f = max(self.t_f, t)
 
     def _apply(self, role: str, t: int, payload) -> None:
@@ -372,6 +404,20 @@ class Fusion:
             self.counts["taken_imu"] += 1
             return
         self._advance(t)
+        saved = copy.deepcopy(self.ekf)
+        try:
+            self._update(role, payload)
+            ekf = self.ekf
+            ok = all(np.isfinite(x).all() for x in (ekf.R, ekf.v, ekf.p, ekf.bg, ekf.ba, ekf.P))
+        except (ValueError, ArithmeticError, np.linalg.LinAlgError):
+            ok = False
+        if not ok:  # the filter refused it (or it left a non-finite state): counted, the state as it was
+            self.ekf = saved
+            self.counts[f"failed_{role}"] += 1
+            return
+        self.counts[f"taken_{role}"] += 1
+
+    def _update(self, role: str, payload) -> None:
         ekf = self.ekf
         if role == "dvl":
             R_is, r = self.mounts["dvl"]
@@ -386,7 +432,6 @@ class Fusion:
             R_is, _r = self.mounts["compass"]
             ekf.update_magnetometer(np.asarray(payload[0], float), self._cov(payload[1], scale=self._field_scale()),
                                     np.asarray(self.env.magnetic_field, float), R_body_sensor=R_is)
-        self.counts[f"taken_{role}"] += 1
 
     def _field_scale(self) -> float:
         return float(np.linalg.norm(self.env.magnetic_field)) or 1.0
@@ -408,7 +453,7 @@ class Fusion:
         ekf = self.ekf
         if self.held is not None and g > self.t_f:
             ekf = copy.deepcopy(ekf)  # a prediction: later measurements before g may still come
-            ekf.propagate(self.held[0], self.held[1], (g - self.t_f) * 1e-9)
+            self._propagate(ekf, self.held, (g - self.t_f) * 1e-9)
         w_i = np.zeros(3) if self.held is None else np.asarray(self.held[0], float) - ekf.bg
         out.p, out.R, out.V, out.pose_cov, out.twist_cov = base_state(ekf, self.T_bi, w_i)
         return out

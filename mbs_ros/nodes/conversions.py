@@ -29,7 +29,7 @@ from geometry_msgs.msg import (
     WrenchStamped,
 )
 from nav_msgs.msg import Odometry
-from sensor_msgs.msg import JointState
+from sensor_msgs.msg import JointState, NavSatFix, NavSatStatus, Range
 from transforms3d import euler as _euler
 from transforms3d import quaternions as _quaternions
 
@@ -340,3 +340,40 @@ def _unit_quaternion(q_xyzw) -> np.ndarray:
     if not n > 0.0 or not math.isfinite(n):
         raise ValueError(f"not a rotation quaternion: {q}")
     return q / n
+
+
+def nonfinite_field(msg, prefix: str = ""):
+    """The first float field of ``msg`` (any message type, nested messages and arrays included) that is not finite,
+    by its path (``angular_velocity.x``, ``position[2]``), or None. Non-finite by convention, and allowed:
+    sensor_msgs/Range's ``range`` (REP 117: ±inf, no return) and NavSatFix's position without a fix (NaN)."""
+    if isinstance(msg, Range):
+        skip = ("range",)
+    elif isinstance(msg, NavSatFix) and msg.status.status == NavSatStatus.STATUS_NO_FIX:
+        skip = ("latitude", "longitude", "altitude")
+    else:
+        skip = ()
+    for name in msg.get_fields_and_field_types():
+        if name in skip:
+            continue
+        value = getattr(msg, name)
+        path = f"{prefix}{name}"
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                return path
+        elif hasattr(value, "get_fields_and_field_types"):
+            bad = nonfinite_field(value, path + ".")
+            if bad is not None:
+                return bad
+        elif isinstance(value, np.ndarray) and value.dtype.kind == "f":
+            if not np.isfinite(value).all():
+                return f"{path}[{int(np.flatnonzero(~np.isfinite(value))[0])}]"
+        elif isinstance(value, (list, tuple, np.ndarray)) or hasattr(value, "typecode"):
+            items = list(value)
+            for i, x in enumerate(items):
+                if isinstance(x, float) and not math.isfinite(x):
+                    return f"{path}[{i}]"
+                if hasattr(x, "get_fields_and_field_types"):
+                    bad = nonfinite_field(x, f"{path}[{i}].")
+                    if bad is not None:
+                        return bad
+    return None

@@ -345,12 +345,23 @@ class DynamicsNode(Node):
         # lockstep: periods start from the command callbacks; the timer paces and watches
         period = timer_period(self.dt, self.settings.real_time_factor, self.lockstep)
         # On the steady clock: this node makes the simulation time, even when it runs with use_sim_time.
-        self.timer = self.create_timer(period, self.guard.callback(self._on_timer, "timer"), clock=self._steady_clock)
+        self.timer = self.create_timer(period, self._tick, clock=self._steady_clock)
 
     def stamp(self, k: Optional[int] = None) -> int:
         return self.sim.stamp(k)
 
     # ---------------------------------------------------------------------------- stepping
+
+    def _tick(self) -> None:
+        """:meth:`_on_timer`; a tick that raises is a fault (ERROR on /diagnostics, ~/reset resumes), counted."""
+        try:
+            self._on_timer()
+        except Exception as e:  # noqa: BLE001 - no tick may stop the node, none may fail unreported
+            if self.context.ok():
+                self._counts["callback_errors"] += 1
+                if self.sim.fault is None:
+                    self.sim.halt(f"a timer tick failed: {type(e).__name__}: {str(e)[:200]}")
+                self._report_fault()
 
     def _on_timer(self) -> None:
         sim = self.sim

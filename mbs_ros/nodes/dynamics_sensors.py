@@ -177,7 +177,7 @@ class SensorPublishing:
                 self._beam_frames[s.name] = tuple(f"{frame}/beam{i}" for i in range(4))
                 self._beam_limits[s.name] = (float(s.params.min_range), float(s.params.max_range))
         # per sensor: counts and the last reason for diagnostics
-        self._sensor_counts = {s.name: {"published": 0, "invalid": 0} for s in self._sensor_specs}
+        self._sensor_counts = {s.name: {"published": 0, "invalid": 0, "nonfinite": 0} for s in self._sensor_specs}
         self._sensor_reason: Dict[str, Optional[str]] = {s.name: None for s in self._sensor_specs}
         self._sensor_last_k: Dict[str, Optional[int]] = {s.name: None for s in self._sensor_specs}
 
@@ -244,10 +244,16 @@ class SensorPublishing:
         name = reading.name
         pubs = self._sensor_pubs[name]
         counts = self._sensor_counts[name]
-        for suffix, msg in reading_messages(reading, self._sensor_frames[name], self._beam_frames.get(name, ()),
-                                            self._beam_limits.get(name, (0.0, math.inf))):
-            pubs[suffix].publish(msg)
+        messages = reading_messages(reading, self._sensor_frames[name], self._beam_frames.get(name, ()),
+                                    self._beam_limits.get(name, (0.0, math.inf)))
         self._sensor_last_k[name] = reading.k
+        bad = next((f"{type(m).__name__}.{b}" for _, m in messages if (b := cv.nonfinite_field(m))), None)
+        if bad is not None:  # the promise: nothing non-finite is published (none of the reading is)
+            counts["nonfinite"] += 1
+            self._sensor_reason[name] = f"a non-finite {bad}: not published"
+            return self.warn(f"sensor_{name}", f"sensor {name}: a non-finite {bad}: not published")
+        for suffix, msg in messages:
+            pubs[suffix].publish(msg)
         if reading.valid:
             counts["published"] += 1
             if self._sensor_reason[name] is not None:

@@ -32,10 +32,11 @@ from sensor_msgs.msg import FluidPressure, Imu, JointState, MagneticField, Range
 
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.cores.controller_state import estimate_pose
-from mbs_ros.cores.estimator import (MAX_ABS, beam_index, beam_payload, compass_payload,  # noqa: F401
-                                          depth_payload, dvl_payload, encoders_payload, feed, imu_payload)
-from mbs_ros.cores.estimator_settings import (DEFAULTS, Fusion, Output, ParameterError, Rejected, build_setup,
-                                              settings_from_values)
+from mbs_ros.cores.estimator import (MAX_ABS, beam_index, beam_payload, check_stamp,  # noqa: F401
+                                     compass_payload, depth_payload, dvl_payload, encoders_payload, feed,
+                                     imu_payload)
+from mbs_ros.cores.estimator_settings import (DEFAULTS, MAX_WORK_PER_CALL, Fusion, Output, ParameterError, Rejected,
+                                              build_setup, settings_from_values)
 from mbs_ros.cores.parameters.estimator import PARAMETERS
 from mbs_ros.cores.ratelimit import RateLimitedLog
 from mbs_ros.nodes.runtime import declare_model_parameters, run_node, settings_executor, unknown_overrides
@@ -46,6 +47,7 @@ WARN_THROTTLE_S = 2.0
 SENSOR_QUEUE = 400  # RELIABLE, KEEP_LAST: every sample of a lockstep period (the dynamics node's queues hold >= 100)
 RESEND_S = 0.25  # lockstep: the newest estimate again after this long (wall) without a new one (late joiners)
 DIAGNOSTICS_PERIOD_S = 1.0
+CONTINUE_S = 0.01  # a drain that stopped at its work budget (Fusion.pending) goes on this long after
 
 
 def _stamp_ns(stamp) -> int:
@@ -86,6 +88,7 @@ class EstimatorNode(Node):
         # on simulation time the sensors' grids start at 0 (the dynamics node's first step); on the wall clock at
         # the first IMU (or encoder) sample
         self.fusion = Fusion(setup, origin_ns=None)
+        self.fusion.work_budget = MAX_WORK_PER_CALL  # bounded work per callback; the rest in _continue
         qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
         self.pub_odom = self.create_publisher(Odometry, "estimate/odom", qos) if setup.floating else None
         self.pub_joints = (self.create_publisher(JointState, "estimate/joint_states", qos)
@@ -94,6 +97,7 @@ class EstimatorNode(Node):
         self._create_subscriptions()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(DIAGNOSTICS_PERIOD_S, lambda: self._guard(self._publish_diagnostics), clock=steady)
+        self.create_timer(CONTINUE_S, lambda: self._guard(self._continue), clock=steady)
         if s.lockstep:
             self.create_timer(RESEND_S / 2, lambda: self._guard(self._resend), clock=steady)
         if sim_time:
@@ -143,7 +147,13 @@ class EstimatorNode(Node):
     # ------------------------------------------------------------------------------------ inputs
 
     def _add(self, role: str, stamp, payload) -> None:
-        self._publish(feed(self.fusion, role, _stamp_ns(stamp), payload))
+        t = check_stamp(_stamp_ns(stamp), self.get_clock().now().nanoseconds)
+        self._publish(feed(self.fusion, role, t, payload))
+
+    def _continue(self) -> None:
+        """The estimates a call left due when it reached its work budget (Fusion.pending)."""
+        if self.fusion.pending:
+            self._publish(self.fusion.drain())
 
     def _on_imu(self, msg: Imu) -> None:
         self._add("imu", msg.header.stamp, imu_payload(_xyz(msg.angular_velocity), _xyz(msg.linear_acceleration)))
@@ -198,12 +208,13 @@ class EstimatorNode(Node):
         counts = dict(self.fusion.counts)
         counts.update({f"rejected_{r}": n for r, n in self.rejected.items()})
         late = sum(v for k, v in counts.items() if k.startswith("late_"))
-        bad = late or sum(self.rejected.values()) or counts["dropped"]
+        failed = sum(v for k, v in counts.items() if k.startswith("failed_"))
+        bad = late or failed or sum(self.rejected.values()) or counts["dropped"]
         status = DiagnosticStatus(
             level=DiagnosticStatus.WARN if bad else DiagnosticStatus.OK,
             name=f"{self.get_fully_qualified_name()}: estimator",
             message=f"{counts['estimates']} estimates, {sum(self.rejected.values())} messages rejected, "
-                    f"{late} late measurements dropped",
+                    f"{late} late measurements dropped, {failed} refused by the filter",
             hardware_id=self.base_frame, values=cv.key_values(counts))
         msg = DiagnosticArray(status=[status])
         msg.header.stamp = self.get_clock().now().to_msg()

@@ -37,6 +37,9 @@ __all__ = ["KEYS", "Params", "parse", "Sensor", "beam_directions", "beam_frames"
 KEYS = ("noise", "beam_angle", "min_range", "max_range", "min_beams", "water_track")
 NOISE_KEYS = ("velocity_std", "range_std")
 DEFAULT_BEAM_ANGLE = 25.0  # deg
+#: The beam angles accepted [deg]: real DVLs use 20-30°; near 0 the four beams are parallel and the velocity
+#: solve is singular (1e-300 raised LinAlgError at start-up), near 90 they see no seabed.
+MIN_BEAM_ANGLE, MAX_BEAM_ANGLE = 1.0, 80.0
 DEFAULT_MIN_RANGE, DEFAULT_MAX_RANGE = 0.3, 50.0  # m
 DEFAULT_VELOCITY_STD = 0.005  # m/s per beam
 DEFAULT_RANGE_STD = 0.01  # m
@@ -63,8 +66,9 @@ def parse(r, raw: dict, key_prefix: str, model, env) -> Params:
         r.fail(key_prefix + "type", "no water: a DVL needs the fluid's density (robot.fluid.density, the robot's "
                                     "hydrodynamics, or environment.fluid_density); an acoustic log cannot work in air")
     angle = r.number(raw.get("beam_angle", DEFAULT_BEAM_ANGLE), key_prefix + "beam_angle", positive=True)
-    if not angle < 90.0:
-        r.fail(key_prefix + "beam_angle", f"expected degrees in (0, 90), got {angle!r}")
+    if not MIN_BEAM_ANGLE <= angle <= MAX_BEAM_ANGLE:
+        r.fail(key_prefix + "beam_angle", f"expected degrees in [{MIN_BEAM_ANGLE:g}, {MAX_BEAM_ANGLE:g}], got "
+                                          f"{angle!r}")
     lo = r.number(raw.get("min_range", DEFAULT_MIN_RANGE), key_prefix + "min_range", minimum=0.0)
     hi = r.number(raw.get("max_range", DEFAULT_MAX_RANGE), key_prefix + "max_range", positive=True)
     if not hi > lo:

@@ -37,6 +37,9 @@ NOISE_KEYS = ("position_std", "velocity_std")
 DEFAULT_RESOLUTION = 2.0 * math.pi / 2 ** 16  # rad per count (a 16-bit encoder)
 DEFAULT_LINEAR_RESOLUTION = 1.0e-6  # m per count
 DEFAULT_VELOCITY_STD = 0.005  # rad/s or m/s
+#: Most counts per revolution accepted: 2^40 (the finest absolute encoders count 2^32; 2π / 2^40 ≈ 5.7e-12 rad
+#: stays above the smallest resolution step).
+MAX_COUNTS = 2 ** 40
 
 
 @dataclass(frozen=True)
@@ -71,11 +74,14 @@ def parse(r, raw: dict, key_prefix: str, model, env) -> Params:
         joints = tuple(value)
     if "resolution" in raw and "counts_per_revolution" in raw:
         r.fail(key_prefix + "resolution", "give resolution (rad per count) or counts_per_revolution, not both")
-    res = r.number(raw.get("resolution", DEFAULT_RESOLUTION), key_prefix + "resolution", minimum=0.0)
+    res = r.resolution(raw.get("resolution", DEFAULT_RESOLUTION), key_prefix + "resolution")
     if "counts_per_revolution" in raw:
-        res = 2.0 * math.pi / r.integer(raw["counts_per_revolution"], key_prefix + "counts_per_revolution", 1)
-    lin = r.number(raw.get("linear_resolution", DEFAULT_LINEAR_RESOLUTION), key_prefix + "linear_resolution",
-                   minimum=0.0)
+        counts = r.integer(raw["counts_per_revolution"], key_prefix + "counts_per_revolution", 1)
+        if counts > MAX_COUNTS:
+            r.fail(key_prefix + "counts_per_revolution", f"expected at most {MAX_COUNTS} (2^40: no encoder counts "
+                                                         "finer than 6e-12 rad)")
+        res = 2.0 * math.pi / counts
+    lin = r.resolution(raw.get("linear_resolution", DEFAULT_LINEAR_RESOLUTION), key_prefix + "linear_resolution")
     velocity = raw.get("velocity", "model")
     if velocity not in ("model", "difference"):
         r.choice(velocity, key_prefix + "velocity", ("model", "difference"))

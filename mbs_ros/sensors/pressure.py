@@ -54,7 +54,7 @@ def parse(r, raw: dict, key_prefix: str, model, env) -> Params:
         r.fail(key_prefix + "type", "no gravity: hydrostatic pressure needs the model's gravity")
     noise = r.mapping(raw.get("noise", {}), key_prefix + "noise", NOISE_KEYS)
     std = r.number(noise.get("std", DEFAULT_STD), key_prefix + "noise.std", minimum=0.0)
-    res = r.number(raw.get("resolution", DEFAULT_RESOLUTION), key_prefix + "resolution", minimum=0.0)
+    res = r.resolution(raw.get("resolution", DEFAULT_RESOLUTION), key_prefix + "resolution")
     bias = r.number(raw.get("bias", 0.0), key_prefix + "bias")
     return Params(std, res, bias, float(env.fluid_density), g)
 

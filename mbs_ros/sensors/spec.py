@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,7 +23,8 @@ from transforms3d.euler import euler2mat
 from mbs_ros.dynamics.model.robot_yaml import Reader as RobotYamlReader
 from mbs_ros.yamlfile import YamlFileError, is_name, read_yaml, shown
 
-__all__ = ["SensorConfigError", "Reader", "Environment", "SensorSpec", "SensorSet", "TYPES", "load_sensors",
+__all__ = ["SensorConfigError", "Reader", "MAX_MAGNITUDE", "MAX_SENSORS", "MAX_FILE_BYTES", "MAX_DELAY", "MAX_QUEUED_READINGS",
+           "MIN_RATE", "MIN_RESOLUTION", "Environment", "SensorSpec", "SensorSet", "TYPES", "load_sensors",
            "parse_sensors", "rotation_rpy", "ros_name_problem", "COMMON_KEYS", "ENVIRONMENT_KEYS"]
 
 #: Keys every sensor may have (its type adds its own, the type module's ``KEYS``).
@@ -32,6 +34,30 @@ ENVIRONMENT_KEYS = ("fluid_density", "water_surface", "seabed_depth", "seabed_z"
 #: Earth's field in world ENU axes [T]: 20 µT north (+y), 45 µT down (a mid-latitude field).
 MAGNETIC_FIELD = (0.0, 2.0e-5, -4.5e-5)
 ATMOSPHERIC_PRESSURE = 101325.0  # Pa
+#: Every number of a sensors file lies within ±MAX_MAGNITUDE (SI units: m, s, Hz, Pa, T, kg/m³, noise densities):
+#: the largest a real declaration needs is a pressure bias or an atmospheric pressure (~1e5 Pa) or a seabed depth
+#: (~1.1e4 m), and with every input below it every derived value (variances σ²/Δt, hydrostatic pressures, biases,
+#: readings) stays finite; 1e308 noise or 1e308 m mounts made the node publish inf (issue 31).
+MAX_MAGNITUDE = 1.0e6
+#: At most this many sensors per file: the robots here carry at most a dozen, and a 30-joint humanoid with a
+#: force/torque sensor per joint, IMUs and foot contacts stays under 64; each sensor adds publishers (DDS discovery)
+#: and a Python sample per period, so 10⁴ took 12 s to start a node and ran behind real time, 10⁵ took 32 s and
+#: 1.1 GB only to parse (issue 31).
+MAX_SENSORS = 128
+#: Largest sensors file (or robot YAML carrying sensors) read [bytes]: MAX_SENSORS fully spelled out take ~130 KB; the
+#: count is only known once PyYAML has composed the whole document (10⁵ IMUs: 6 MB, minutes and 850 MB to compose).
+MAX_FILE_BYTES = 1 << 20
+#: Slowest sample rate [Hz] (one sample in 1000 s): below it a period in physics steps overflows (5e-324 Hz).
+MIN_RATE = 1.0e-3
+#: Longest delay [s]: real sensor latencies are ms (IMU) to ~1 s (GNSS fixes, DVL pings); 10 s still covers an
+#: acoustic position fix over 15 km of water. A delay holds delay/period readings in memory per sensor.
+MAX_DELAY = 10.0
+#: The readings all the sensors of a file may hold waiting for their delay (Σ ⌈delay / period⌉ + 1): ~1 KB each,
+#: so the queues stay below ~20 MB (a 1 kHz IMU with delay 3600 s grew the node by 670 MB in 86 s, issue 31).
+MAX_QUEUED_READINGS = 20_000
+#: The smallest non-zero quantisation step (encoder, pressure resolution): x / step stays finite for any |x| up to
+#: MAX_MAGNITUDE (a step of 1e-320 made every reading inf).
+MIN_RESOLUTION = 1.0e-12
 #: Relative tolerance of "a whole number of physics steps" (physics_rate / rate, delay / dt), to which
 #: :func:`whole_tolerance` adds the rounding of the node's step to whole nanoseconds.
 WHOLE_TOLERANCE = 1e-9
@@ -54,6 +80,22 @@ class Reader(RobotYamlReader):
 
     def __init__(self, path, where: str = ""):
         super().__init__(path, where, error=lambda p, k, r: SensorConfigError(f"{p}: {k}: {r}" if k else f"{p}: {r}"))
+
+    def number(self, value, key, minimum=None, positive=False, maximum=None):
+        """A finite number (``minimum``, ``positive`` as the robot YAML's) of magnitude at most ``maximum`` (default
+        :data:`MAX_MAGNITUDE`): every derived value stays finite."""
+        v = super().number(value, key, minimum=minimum, positive=positive)
+        hi = MAX_MAGNITUDE if maximum is None else maximum
+        if abs(v) > hi:
+            self.fail(key, self._want(f"a number of magnitude <= {hi:g}", value))
+        return v
+
+    def resolution(self, value, key):
+        """A quantisation step: 0 (off) or in [:data:`MIN_RESOLUTION`, :data:`MAX_MAGNITUDE`]."""
+        v = self.number(value, key, minimum=0.0)
+        if 0.0 < v < MIN_RESOLUTION:
+            self.fail(key, self._want(f"0 (off) or a step >= {MIN_RESOLUTION:g}", value))
+        return v
 
     def ros_name(self, value, key, what):
         problem = ros_name_problem(self.name(value, key), what)
@@ -211,6 +253,13 @@ def load_sensors(path, model, dt: float, *, current=(0.0, 0.0, 0.0), seed_offset
     ``seed_offset`` (>= 0, the dynamics node's ``sensor_seed``) is added to every sensor's seed: new noise streams
     without editing the file."""
     try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = 0  # read_yaml says why it cannot be read
+    if size > MAX_FILE_BYTES:
+        raise SensorConfigError(f"{path}: {size} bytes: a sensors file is at most {MAX_FILE_BYTES} bytes (at most "
+                                f"{MAX_SENSORS} sensors)")
+    try:
         doc = read_yaml(path)
     except YamlFileError as exc:
         raise SensorConfigError(str(exc)) from None
@@ -236,15 +285,23 @@ def parse_sensors(doc, path, model, dt: float, current=(0.0, 0.0, 0.0), seed_off
         raw = []
     if not isinstance(raw, list):
         r.fail(prefix + "sensors", f"expected a list of sensors, got {shown(raw)}")
+    if len(raw) > MAX_SENSORS:
+        r.fail(prefix + "sensors", f"{len(raw)} sensors: at most {MAX_SENSORS} (each one adds topics and a sample "
+                                   "per period to the node)")
     dt = float(dt)
     if not (math.isfinite(dt) and dt > 0):
         raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
-    sensors, names = [], set()
+    sensors, names, queued = [], set(), 0
     for i, item in enumerate(raw):
         spec = parse_sensor(r, item, f"{prefix}sensors[{i}]", model, env, dt)
         if spec.name in names:
             r.at(f"{prefix}sensors[{i}] ({spec.name})").fail("name", "a sensor of this name is declared before")
         names.add(spec.name)
+        queued += queued_readings(spec)
+        if queued > MAX_QUEUED_READINGS:
+            r.at(f"{prefix}sensors[{i}] ({spec.name})").fail(
+                "delay", f"the sensors' delays would hold {queued} readings in memory, more than "
+                         f"{MAX_QUEUED_READINGS} (delay / period summed over the sensors): shorten a delay or a rate")
         sensors.append(spec)
     topics = {}
     for i, s in enumerate(sensors):
@@ -263,7 +320,7 @@ def parse_environment(r: Reader, raw, key: str, model, current=(0.0, 0.0, 0.0)) 
     r.mapping(raw, key, ENVIRONMENT_KEYS)
     density = model_fluid_density(model)
     if "fluid_density" in raw:
-        density = r.number(raw["fluid_density"], f"{key}.fluid_density", positive=True)
+        density = r.number(raw["fluid_density"], f"{key}.fluid_density", positive=True, maximum=1.0e5)
     surface = r.number(raw.get("water_surface", 0.0), f"{key}.water_surface")
     if "seabed_depth" in raw and "seabed_z" in raw:
         r.fail(key, "give seabed_depth (below the water surface) or seabed_z (world z), not both")
@@ -301,8 +358,15 @@ def whole_steps(value: float, dt: float) -> int | None:
     return int(n) if abs(ratio - n) <= whole_tolerance(dt) * max(1.0, ratio) else None
 
 
+def queued_readings(spec: SensorSpec) -> int:
+    """The readings ``spec`` holds at most, waiting for its delay: ⌈delay_steps / period_steps⌉ + 1."""
+    return -(-spec.delay_steps // spec.period_steps) + 1
+
+
 def _rate(r: Reader, value, dt: float) -> tuple:
     rate = r.number(value, "rate", positive=True)
+    if rate < MIN_RATE:
+        r.fail("rate", f"expected a rate >= {MIN_RATE:g} Hz, got {shown(value)}")
     physics = 1.0 / dt
     ratio = physics / rate
     n = round(ratio)
@@ -361,7 +425,7 @@ def parse_sensor(r0: Reader, raw, where: str, model, env: Environment, dt: float
         T[:3, 3] = r.numbers(pose.get("xyz", [0, 0, 0]), "pose.xyz", 3)
         T[:3, :3] = rotation_rpy(r.numbers(pose.get("rpy", [0, 0, 0]), "pose.rpy", 3))
     rate, period = _rate(r, raw["rate"], dt)
-    delay = r.number(raw.get("delay", 0.0), "delay", minimum=0.0)
+    delay = r.number(raw.get("delay", 0.0), "delay", minimum=0.0, maximum=MAX_DELAY)
     delay_steps = whole_steps(delay, dt)
     if delay_steps is None:
         r.fail("delay", f"{delay:g} s is not a whole number of physics steps of {dt:g} s")
@@ -370,7 +434,14 @@ def parse_sensor(r0: Reader, raw, where: str, model, env: Environment, dt: float
     topic = r.ros_name(raw.get("topic", f"sensors/{name}"), "topic", "topic name")
     stamp = r.choice(raw.get("stamp", "measurement"), "stamp", ("measurement", "arrival"))
     type_raw = {k: raw[k] for k in module.KEYS if k in raw}
-    params = module.parse(r, type_raw, "", model, env)
+    try:
+        params = module.parse(r, type_raw, "", model, env)
+        module.Sensor(SensorSpec(name=name, type=kind, link=link, T_link_sensor=_ro(T), rate=rate,
+                                 period_steps=period, params=params, joint=joint), env, model, dt)
+    except SensorConfigError:
+        raise
+    except (ArithmeticError, ValueError, np.linalg.LinAlgError) as e:  # a combination no bound foresaw
+        r.fail("", f"cannot be simulated with these values ({type(e).__name__})")
     return SensorSpec(name=name, type=kind, link=link, T_link_sensor=_ro(T), rate=rate, period_steps=period,
                       params=params, joint=joint, delay=delay, delay_steps=delay_steps, seed=seed, frame_id=frame_id,
                       topic=topic, stamp=stamp)

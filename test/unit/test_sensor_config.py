@@ -121,7 +121,8 @@ REFUSALS = [
     ("noise: a unit in the value", lambda d: _sensor(d)["noise"].update(gyroscope_random_walk="0.1 deg/s"),
      "sensors[1] (wrist_imu): noise.gyroscope_random_walk: expected a finite number, got a text of 9 characters"),
     ("noise: an unknown term", lambda d: _sensor(d)["noise"].update(gyro_noise=0.1),
-     "sensors[1] (wrist_imu): noise.gyro_noise: unknown key (allowed: gyroscope_noise_density, "
+     "sensors[1] (wrist_imu): noise.gyro_noise: unknown key (did you mean 'gyroscope_noise_density'? allowed: "
+     "gyroscope_noise_density, "
      "gyroscope_random_walk, gyroscope_bias_correlation_time, gyroscope_turn_on_bias_sigma, "
      "accelerometer_noise_density, accelerometer_random_walk, accelerometer_bias_correlation_time, "
      "accelerometer_turn_on_bias_sigma)"),
@@ -170,7 +171,7 @@ REFUSALS = [
     ("environment: field shape", lambda d: d["environment"].update(magnetic_field=[0, 1]),
      "environment.magnetic_field: expected 3 numbers, got a list of 2 items"),
     ("top-level key", lambda d: d.update(sensor=[]),
-     "sensor: unknown key (allowed: environment, sensors)"),
+     "sensor: unknown key (did you mean 'sensors'? allowed: environment, sensors)"),
 ]
 
 

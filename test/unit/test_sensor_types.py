@@ -459,7 +459,7 @@ REFUSALS = [
     (_dvl(noise={"velocity_std": "0.01 m/s"}), "noise.velocity_std", "expected a finite number"),
     (_dvl(noise={"std": 0.01}), "noise.std", "unknown key"),
     (_dvl(noise=[0.01]), "noise", "expected a mapping"),
-    (_dvl(beam_angle=95), "beam_angle", "expected degrees in (0, 90)"),
+    (_dvl(beam_angle=95), "beam_angle", "expected degrees in [1, 80]"),
     (_dvl(beam_angle=-5), "beam_angle", "expected a positive number"),
     (_dvl(min_range=10, max_range=5), "max_range", "expected more than min_range"),
     (_dvl(min_beams=2), "min_beams", "expected a whole number >= 3"),

@@ -639,6 +639,10 @@ class Simulator(LockstepPeriods, StateOutputs):
                 f"{scale:.6g} J (|E_ref| + |work| + {ENERGY_FLOOR_PER_KG:g} J/kg x mass): energy no command did "
                 f"appeared; the {self._integrator} integrator diverges at dt = {self.dt:g} s")
 
+    def halt(self, reason: str, kind: str = "exception") -> None:
+        """Halt at the current state as a fault from outside the step (e.g. a node's failing tick)."""
+        self._halt(self.k, kind, reason)
+
     def _halt(self, k: int, kind: str, reason: str) -> None:
         """Stop at the last good state (the current ``q``, ``v``): the fault, commands cleared, the hook."""
         fault = Fault(kind, k, self.stamp(k), reason)
