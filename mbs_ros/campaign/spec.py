@@ -241,7 +241,7 @@ def load_campaign(path: Union[str, os.PathLike]) -> Campaign:
         r.fail("runs", f"must be <= {MAX_RUNS} (a day of runs on 2 cores; split a larger campaign into files with "
                        f"other seeds), got {runs}")
     seed = r.whole(doc["seed"], "seed", 0)
-    duration = None if doc.get("duration") is None else r.number(doc["duration"], "duration", 0.0, True)
+    duration = None if doc.get("duration") is None else r.number(doc["duration"], "duration", 0.0, True, 1e9)
     name = r.text(doc.get("name", path.stem), "name")
     if not is_name(name) or "/" in name:
         r.fail("name", f"must be a name (letters, digits, '_.-'; it names the output directory), got {shown(name)}")
