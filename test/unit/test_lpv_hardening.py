@@ -1,7 +1,8 @@
 """Issue 31 item 16: LPVFamily.load_mat on hostile files (NaN A, mismatched shapes, dt inf or -1, text arrays, a
 missing variable, a small file that decompresses to ~1 GB) and linearize at v = 1e300, tau = 1e308 and a zero
 quaternion. The files are written here with scipy.io.savemat from hand-made arrays (not by save_mat); each
-refusal is one ValueError line naming the file and the variable. No process."""
+refusal is one ValueError line naming the file and the variable. The decompression-bomb test measures a fresh
+interpreter's peak RSS (marked e2e: it starts a process)."""
 from __future__ import annotations
 
 import subprocess
@@ -95,6 +96,7 @@ print("maxrss_mib", int(hwm.split()[1]) / 1024)
 """
 
 
+@pytest.mark.e2e
 def test_a_small_file_that_decompresses_to_a_gigabyte_is_refused_before_it_is_in_memory(tmp_path):
     """The probe's 630 kB file reached ~1 GB of RSS: 800 MB of zeros compress to under 1 MB. The loader counts
     the decompressed bytes as a stream and refuses beyond 64 MiB; the child process's peak RSS stays far below

@@ -238,10 +238,16 @@ def linearize(model, q, v, tau, inputs="generalized", passive: bool = True, dt=N
         dGu = input_matrix_q_derivative(model, q, inputs, u0)
     states = tuple(f"dq_{c}" for c in coordinate_names(model)) + tuple(f"dv_{c}" for c in coordinate_names(model))
     if dt is not None:
-        A, B, q1, v1 = _step_jacobian(model, q, v, tau, G, dGu, dt, method, passive)
+        try:
+            A, B, q1, v1 = _step_jacobian(model, q, v, tau, G, dGu, dt, method, passive)
+        except (ValueError, OverflowError, FloatingPointError, ZeroDivisionError) as e:
+            raise _not_finite(f"one {method} step from it fails: {e}") from None
         _check_finite(A, B)
         return LinearModel(A, B, q, v, tau, states, names, dt, u0, q1, v1, method)
-    _a, dq, dv, dtau = forward_dynamics_derivatives(model, q, v, tau, passive)
+    try:
+        _a, dq, dv, dtau = forward_dynamics_derivatives(model, q, v, tau, passive)
+    except (ValueError, OverflowError, FloatingPointError, ZeroDivisionError) as e:
+        raise _not_finite(f"its derivatives fail: {e}") from None
     A = np.zeros((2 * nv, 2 * nv))
     A[:nv, nv:] = np.eye(nv)
     nb = _base_dim(model)
@@ -277,13 +283,16 @@ def _check_unit_parts(model, q: np.ndarray) -> None:
             raise ValueError(f"q: {what} (q[{start}:{start + n}]) must have unit norm, got {norm:.6g}")
 
 
+def _not_finite(why: str) -> ValueError:
+    return ValueError(f"the linear model is not finite at this operating point ({why}): q, v or tau beyond what "
+                      "the dynamics can represent in floating point")
+
+
 def _check_finite(A: np.ndarray, B: np.ndarray) -> None:
     """A linear model is finite: an operating point whose derivatives overflow (v = 1e300, tau = 1e308) has none."""
     for name, X in (("A", A), ("B", B)):
         if not np.all(np.isfinite(X)):
-            raise ValueError(f"the linear model is not finite at this operating point ({name} has "
-                             f"{int(np.sum(~np.isfinite(X)))} non-finite entries): q, v or tau beyond what the "
-                             "dynamics can represent in floating point")
+            raise _not_finite(f"{name} has {int(np.sum(~np.isfinite(X)))} non-finite entries")
 
 
 # ------------------------------------------------------------------ the chart's derivatives (base block)
