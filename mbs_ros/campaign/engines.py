@@ -114,6 +114,10 @@ class _Pending:
             raise IndexError("no run left")
         return self._first.popleft()
 
+    def __iter__(self):
+        while self:
+            yield self.popleft()
+
 
 def local_cores() -> int:
     """The cores this process may run on (its CPU affinity: a container's or taskset's share), else all."""
