@@ -24,7 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Dict, List, Optional, Sequence, TextIO
 
-import yaml
 
 from mbs_ros.scenario.schema import (
     NodeSpec,
@@ -63,6 +62,8 @@ RECORDER_NAME = "bringup_recorder"  # the recorder's node name (in /), by which 
 RECORDER_CLOSE_TIMEOUT = 30.0  # s the recorder gets at least, after its stop signal, to complete its file
 RECORDER_FINISH_TIMEOUT = 60.0  # s a finishing recorder waits at most for the robots' states at the run's end
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+#: The longest --duration and timeouts [s]: stamps are int64 nanoseconds (9.2e9 s); inf was an OverflowError.
+MAX_SECONDS = 1e8
 
 
 @dataclass
@@ -645,13 +646,13 @@ def print_commands(scenario: Scenario, log_dir: Optional[os.PathLike] = None, ou
 
 
 def _parse_set(text: str):
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"expected KEY=VALUE, got {text!r}")
+    """``KEY=VALUE`` as ``(key, value)`` (:func:`mbs_ros.scenario.overrides.parse_set`); argparse's error otherwise."""
+    from mbs_ros.scenario.overrides import parse_set
+
     try:
-        return key.strip(), yaml.safe_load(value)
-    except yaml.YAMLError as e:
-        raise argparse.ArgumentTypeError(f"{text!r}: {e}") from None
+        return parse_set(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -676,7 +677,7 @@ def _parser() -> argparse.ArgumentParser:
                         "ws://localhost:PORT (default 8765); layouts in config/foxglove/")
     p.add_argument("--count", type=int, default=None, metavar="N", help="fleet scenarios: this many robots per "
                                                                         "fleet template")
-    p.add_argument("--set", type=_parse_set, action="append", default=[], metavar="KEY=VALUE",
+    p.add_argument("--set", action="append", default=[], metavar="KEY=VALUE",
                    help="override a scenario setting by key or path, VALUE as YAML, e.g. --set sim_time=true "
                         "--set real_time_factor=2 --set 'robots[0].controller.kp=[4,4,4,4,4,4,16,16,16,16]' "
                         "--set robots[0].dynamics.mass_scale=1.2 (docs/bringup.md)")
@@ -700,10 +701,17 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = parser.parse_args(argv)
     for name in ("duration", "startup_timeout", "stop_timeout"):
         v = getattr(args, name)
-        if v is not None and not v > 0:
-            parser.error(f"--{name.replace('_', '-')} must be > 0")
+        if v is not None and not (v > 0 and v <= MAX_SECONDS):
+            print(f"bringup: --{name.replace('_', '-')} must be a number of seconds in (0, {MAX_SECONDS:g}], got "
+                  f"{v}", file=sys.stderr)
+            return EXIT_USAGE
     try:
-        scenario = load_scenario(args.scenario, count=args.count, overrides=dict(args.set))
+        sets = dict(_parse_set(item) for item in args.set)
+    except argparse.ArgumentTypeError as e:
+        print(f"bringup: {e}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        scenario = load_scenario(args.scenario, count=args.count, overrides=sets)
     except ScenarioError as e:
         print(f"bringup: scenario error: {e}", file=sys.stderr)
         return EXIT_USAGE

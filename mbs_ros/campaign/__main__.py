@@ -16,6 +16,7 @@ from typing import Optional, Sequence
 
 from mbs_ros.campaign.engines import ENGINES, EngineError, run_campaign
 from mbs_ros.campaign.results import ResultsError
+from mbs_ros.campaign.spec import MAX_RUNS
 
 DEFAULT_OUT = Path("out") / "campaigns"
 
@@ -27,6 +28,8 @@ def _positive(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
+    if value > MAX_RUNS:
+        raise argparse.ArgumentTypeError(f"expected at most {MAX_RUNS} (the bound of a campaign's runs), got {text}")
     return value
 
 

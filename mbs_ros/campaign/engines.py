@@ -42,6 +42,7 @@ ENGINES = ("local", "ray")
 #: Deaths of a run's worker before the run is an "error" row: the first is retried, the second is final.
 DEATHS_ALLOWED = 2
 KILL_GRACE = 1.0  # s a killed worker is waited for
+RAY_IN_FLIGHT = 4  # Ray tasks submitted ahead per CPU of the cluster
 
 
 class EngineError(ValueError):
@@ -60,13 +61,18 @@ def run_campaign(campaign, *, out_dir, engine: str = "local", workers: Optional[
         raise EngineError(f"workers: expected a positive integer, got {workers!r}")
     if address is not None and engine != "ray":
         raise EngineError("address: only the ray engine joins a cluster (--engine ray)")
+    check = None
     if task is None:
-        from mbs_ros.campaign.execute import execute_run as task
+        from mbs_ros.campaign.execute import execute_run as task, row_check
+
+        check = row_check(campaign)
     ray = _import_ray() if engine == "ray" else None
-    store = ResultsStore(out_dir, getattr(campaign, "source", None), resume=resume)
-    todo = [i for i in range(int(campaign.runs)) if i not in store.done]
+    store = ResultsStore(out_dir, getattr(campaign, "source", None), resume=resume, check=check)
+    done = store.done
+    todo = _Pending(i for i in range(int(campaign.runs)) if i not in done)  # streamed: no list of every run
+    left = int(campaign.runs) - sum(1 for i in done if 0 <= i < int(campaign.runs))
     counts = Counter(r.get("status") for i, r in store.rows.items() if i < campaign.runs)
-    bar = _progress_bar(campaign, len(store.done & set(range(campaign.runs))), disable=not progress)
+    bar = _progress_bar(campaign, int(campaign.runs) - left, disable=not progress)
 
     def on_row(row: dict) -> None:
         store.add(row)
@@ -76,13 +82,41 @@ def run_campaign(campaign, *, out_dir, engine: str = "local", workers: Optional[
 
     try:
         if todo and engine == "local":
-            _run_local(campaign, todo, min(workers or local_cores(), len(todo)), task, on_row)
+            _run_local(campaign, todo, min(workers or local_cores(), left), task, on_row)
         elif todo:
             _run_ray(ray, campaign, todo, workers, address, task, on_row)
     finally:
         bar.close()
         table = store.close()
     return table.filter(_below(table, campaign.runs)) if table.num_rows else table
+
+
+class _Pending:
+    """The run indices still to run, drawn from an iterator only when taken (a campaign of :data:`mbs_ros.campaign.spec.MAX_RUNS` never lists its runs up front)."""
+
+    def __init__(self, indices: Iterable[int]):
+        self._first: deque = deque()
+        self._rest = iter(indices)
+
+    def _fill(self) -> bool:
+        if not self._first:
+            nxt = next(self._rest, None)
+            if nxt is None:
+                return False
+            self._first.append(nxt)
+        return True
+
+    def __bool__(self) -> bool:
+        return self._fill()
+
+    def popleft(self) -> int:
+        if not self._fill():
+            raise IndexError("no run left")
+        return self._first.popleft()
+
+    def __iter__(self):
+        while self:
+            yield self.popleft()
 
 
 def local_cores() -> int:
@@ -135,7 +169,7 @@ def _call(task, campaign, index):
     start = time.perf_counter()
     try:
         return _checked(task(campaign, index), index)
-    except Exception as e:  # noqa: BLE001 - any failure of one run is that run's row
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - any failure of one run is that run's row
         return error_row(campaign, index, f"{type(e).__name__}: {e}", time.perf_counter() - start)
 
 
@@ -153,6 +187,7 @@ def _worker_init(started=None):
     kernels are small: more threads only contend; Ray's workers get OMP_NUM_THREADS=1 the same way)."""
     global _STARTED
     _STARTED = started
+    die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     for name in THREAD_VARIABLES:
         os.environ.setdefault(name, "1")
@@ -170,6 +205,37 @@ def _worker_init(started=None):
     threadpool_limits(limits={"blas": size("OPENBLAS_NUM_THREADS"), "openmp": size("OMP_NUM_THREADS")})
 
 
+PR_SET_PDEATHSIG = 1  # linux/prctl.h
+PARENT_POLL = 0.5  # s between two looks at the parent's pid (where the parent-death signal is not available)
+
+
+def die_with_parent() -> None:
+    """End this worker when the process that started it dies, even by SIGKILL (which runs no clean-up of the
+    parent's): Linux's parent-death signal (``prctl(PR_SET_PDEATHSIG, SIGKILL)``), plus a daemon thread that
+    watches the parent's pid (any platform, and the case of a parent that died before the prctl). A worker left
+    behind keeps ~200 MB and a core, and holds the resource tracker (which exits when its last client has)."""
+    parent = os.getppid()
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        except (OSError, AttributeError):  # no libc prctl: the watchdog alone
+            pass
+    if os.getppid() != parent or parent == 1:
+        os._exit(1)
+
+    def watch():
+        while os.getppid() == parent:
+            time.sleep(PARENT_POLL)
+        os._exit(1)
+
+    import threading
+
+    threading.Thread(target=watch, name="die_with_parent", daemon=True).start()
+
+
 def _pool_call(task, campaign, index):
     """One run in a pool worker, announced first, so that a broken pool tells the runs that had started (one of
     them killed the worker) from those only handed to the pool."""
@@ -181,7 +247,7 @@ def _pool_call(task, campaign, index):
 
 def _run_local(campaign, todo: Iterable[int], workers: int, task, on_row) -> None:
     ctx = multiprocessing.get_context("spawn")
-    pending, deaths = deque(todo), Counter()
+    pending, deaths = todo if isinstance(todo, _Pending) else _Pending(todo), Counter()
     while pending:
         suspects = _pool_pass(ctx, campaign, pending, workers, task, on_row)
         for index, started in suspects:  # each alone: a death there is its own
@@ -309,12 +375,20 @@ def _run_ray(ray, campaign, todo, workers: Optional[int], address: Optional[str]
     refs = {}
     try:
         campaign_ref, task_ref = ray.put(campaign), ray.put(task)
-        refs = {remote.remote(task_ref, campaign_ref, index): index for index in todo}
-        pending = list(refs)
-        while pending:
+        window = RAY_IN_FLIGHT * max(1, int(ray.cluster_resources().get("CPU", 1)))
+        todo, pending = iter(todo), []
+        while True:
+            for index in todo:  # at most `window` tasks submitted ahead: no table of every run up front
+                ref = remote.remote(task_ref, campaign_ref, index)
+                refs[ref] = index
+                pending.append(ref)
+                if len(pending) >= window:
+                    break
+            if not pending:
+                break
             ready, pending = ray.wait(pending, num_returns=len(pending), timeout=0.2)
             for ref in ready:
-                on_row(_ray_row(ray, campaign, ref, refs[ref]))
+                on_row(_ray_row(ray, campaign, ref, refs.pop(ref)))
     except BaseException:
         for ref in refs:
             try:

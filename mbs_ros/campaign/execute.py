@@ -16,7 +16,7 @@ from typing import Dict, List, Tuple
 from mbs_ros.campaign.metrics import compute_metrics
 from mbs_ros.campaign.spec import Campaign
 
-__all__ = ["execute_run", "evaluate_criteria", "metric_columns", "param_value"]
+__all__ = ["execute_run", "evaluate_criteria", "metric_columns", "param_value", "row_check"]
 
 
 def execute_run(campaign: Campaign, index: int) -> dict:
@@ -41,7 +41,7 @@ def execute_run(campaign: Campaign, index: int) -> dict:
         failures = ([run.fault] if run.fault else []) + evaluate_criteria(campaign, metrics)
         row["status"] = "fail" if failures else "pass"
         row["reason"] = "; ".join(failures)
-    except Exception as e:  # noqa: BLE001 - the row says why; the campaign goes on
+    except (Exception, SystemExit) as e:  # noqa: BLE001 - the row says why; the campaign goes on
         row["status"], row["reason"] = "error", _one_line(e)
     row["wall_s"] = time.perf_counter() - start
     row.update({f"metric.{k}": float(v) for k, v in metrics.items()})
@@ -52,6 +52,36 @@ def _one_line(e: BaseException) -> str:
     text = " ".join(str(e).split())
     name = type(e).__name__
     return text if name in ("ScenarioError", "HeadlessError", "CampaignError") else f"{name}: {text}"
+
+
+def row_check(campaign: Campaign):
+    """The check :func:`mbs_ros.campaign.results.read_rows` applies to a row read back for ``--resume``: a row of
+    a run below the campaign's ``runs`` that passed or failed carries every metric column of the campaign
+    (:func:`metric_columns`; a python metric returning a dict as ``name.key`` columns) as a number, and a "pass"
+    holds every criterion on those numbers (a forged ``{"run": i, "status": "pass"}`` is refused). Rows of runs
+    at or beyond ``runs`` (kept from a longer run of the same file) are not counted and not checked further."""
+    try:
+        columns = metric_columns(campaign)
+    except Exception:  # noqa: BLE001 - a scenario that does not load: every run is an error, nothing to keep
+        columns = ()
+
+    def check(row: dict):
+        if row["run"] >= campaign.runs or row["status"] not in ("pass", "fail"):
+            return None
+        metrics = {k[len("metric."):]: v for k, v in row.items() if k.startswith("metric.")}
+        for name, v in metrics.items():
+            if isinstance(v, bool) or not isinstance(v, (int, float)):
+                return f"run {row['run']}: metric.{name} must be a number, got {type(v).__name__}"
+        for name in columns:
+            if name not in metrics and not any(k.startswith(name + ".") for k in metrics):
+                return f"run {row['run']}: metric.{name} missing"
+        if row["status"] == "pass":
+            failures = evaluate_criteria(campaign, {k: float(v) for k, v in metrics.items()})
+            if failures:
+                return f"run {row['run']}: status pass, but {failures[0]}"
+        return None
+
+    return check
 
 
 def param_value(value):

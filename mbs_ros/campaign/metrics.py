@@ -10,9 +10,12 @@ ROS-free, numpy only.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import math
-from typing import Callable, Dict, Optional
+import os
+import sys
+from typing import Callable, Dict, Optional, Sequence
 
 import numpy as np
 
@@ -35,7 +38,8 @@ def compute_metrics(campaign, run) -> Dict[str, float]:
     out: Dict[str, float] = {}
     for spec in campaign.metrics:
         if spec.kind == "python":
-            value = user_function(spec.params["function"])(run)
+            function = user_function(spec.params["function"], getattr(campaign, "python_path", ()))
+            value = _contained(spec.params["function"], function, run)
             if isinstance(value, dict):
                 out.update({f"{spec.name}.{k}": _float(v, f"{spec.name}.{k}") for k, v in value.items()})
             else:
@@ -53,18 +57,53 @@ def _float(value, name: str) -> float:
     return float(value)
 
 
-def user_function(text: str) -> Callable:
-    """The function ``pkg.module:func`` names; ValueError saying what is missing."""
+def user_function(text: str, python_path: Sequence[str] = ()) -> Callable:
+    """The function ``pkg.module:func`` names; ValueError saying what is missing. A campaign file is code: the
+    module is imported, and runs, as the file names it, from ``python_path`` (the campaign's ``python_path:``
+    directories) and the installed packages only; the working directory is not searched (a ``metrics.py`` lying
+    where the campaign was started is not imported by accident) unless ``python_path`` lists it. Whatever the
+    import raises, SystemExit included, is a ValueError of this run."""
     module, _, func = text.partition(":")
     try:
-        f = getattr(importlib.import_module(module), func)
+        with _import_path(python_path):
+            f = getattr(importlib.import_module(module), func)
     except ImportError as e:
         raise ValueError(f"python metric {text}: cannot import {module}: {e}") from None
     except AttributeError:
         raise ValueError(f"python metric {text}: {module} has no {func}") from None
+    except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - the user's module: this run's error
+        raise ValueError(f"python metric {text}: importing {module} raised {_raised(e)}") from None
     if not callable(f):
         raise ValueError(f"python metric {text}: not a function")
     return f
+
+
+def _contained(text: str, function: Callable, run):
+    """``function(run)``; whatever it raises (SystemExit and KeyboardInterrupt included: neither may end the
+    campaign's worker or the campaign) is a ValueError naming the metric, so the run's row is an error saying so."""
+    try:
+        return function(run)
+    except (Exception, SystemExit, KeyboardInterrupt) as e:  # noqa: BLE001 - contained to this run
+        raise ValueError(f"python metric {text} raised {_raised(e)}") from None
+
+
+def _raised(e: BaseException) -> str:
+    text = " ".join(str(e).split())[:200]
+    return f"{type(e).__name__}({text})" if text else type(e).__name__
+
+
+@contextlib.contextmanager
+def _import_path(python_path: Sequence[str]):
+    """``sys.path`` for one import: ``python_path`` first, then the interpreter's path without the working
+    directory (``''``, ``'.'`` or its absolute path, which ``python -m`` and ``python -c`` put first)."""
+    cwd = os.path.realpath(os.getcwd())
+    saved = list(sys.path)
+    sys.path[:] = list(python_path) + [p for p in saved
+                                       if p not in ("", ".") and os.path.realpath(p) != cwd]
+    try:
+        yield
+    finally:
+        sys.path[:] = saved
 
 
 def robot_metric(spec: MetricSpec, rec, fault: Optional[str] = None) -> float:

@@ -23,7 +23,21 @@ from mbs_ros import yamlschema
 from mbs_ros.yamlfile import YamlFileError, is_name, read_yaml, shown
 
 __all__ = ["CampaignError", "Campaign", "Variation", "MetricSpec", "Criterion", "load_campaign", "DISTRIBUTIONS",
-           "BUILTIN_METRICS", "SIGNALS", "OPERATORS"]
+           "BUILTIN_METRICS", "SIGNALS", "OPERATORS", "MAX_RUNS", "MAX_DRAW", "MAX_MAGNITUDE", "MAX_INTEGER"]
+
+#: The most runs a campaign file may ask for. A row costs a headless run of about a second (the shortest useful
+#: scenario) and ~1 kB on disk and in the parent's table, so 100 000 runs are a day on 2 cores and ~100 MB: beyond
+#: that a campaign is split into files (different seeds). ``runs: 1000000000`` used to drive the parent out of
+#: memory before anything was printed.
+MAX_RUNS = 100_000
+#: The most numbers one run's draw may hold (the sum of every variation's ``size``, a grid's or a choice's values
+#: counted by their numbers): a scenario takes a few hundred settings at most.
+MAX_DRAW = 10_000
+#: The largest magnitude of a distribution's bound: ``high - low`` and a normal draw ``mean + 40 std`` stay finite
+#: (``uniform: [-1.7e308, 1.7e308]`` overflowed numpy's ``high - low``).
+MAX_MAGNITUDE = 1e300
+#: The bounds of an ``integers`` distribution: numpy draws int64, and ``high - low + 1`` must fit.
+MAX_INTEGER = 2 ** 62
 
 #: distribution -> what its value in the file is
 DISTRIBUTIONS = {
@@ -48,7 +62,8 @@ BUILTIN_METRICS: Dict[str, Dict[str, object]] = {
 }
 OPERATORS = ("<=", ">=", "<", ">")
 _VARY_KEYS = ("path", "size", "scale") + tuple(DISTRIBUTIONS)
-_TOP_KEYS = ("name", "description", "scenario", "runs", "seed", "duration", "vary", "metrics", "criteria")
+_TOP_KEYS = ("name", "description", "scenario", "runs", "seed", "duration", "vary", "metrics", "criteria",
+             "python_path")
 _CRITERION = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_./]*)\s*(<=|>=|<|>)\s*(\S+)\s*$")
 _PYTHON = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$")
 
@@ -117,11 +132,12 @@ class Campaign:
     metrics: Tuple[MetricSpec, ...] = ()
     criteria: Tuple[Criterion, ...] = ()
     description: str = ""
+    python_path: Tuple[str, ...] = ()  # directories a python metric is imported from (before the installed ones)
 
     @property
     def grid_points(self) -> int:
         """The number of combinations of the grid variations (1 without any)."""
-        return int(np.prod([len(v.params["values"]) for v in self.vary if v.distribution == "grid"], dtype=int))
+        return math.prod(len(v.params["values"]) for v in self.vary if v.distribution == "grid")
 
     def draw(self, index: int) -> Dict[str, object]:
         """Run ``index``'s overrides ``{path: value}``: a pure function of ``seed`` and ``index``. Random variations
@@ -178,15 +194,20 @@ class _Reader(yamlschema.Reader):
         super().__init__(path, error=CampaignError)
 
     def values(self, value, key: str, size: Optional[int], positive: bool = False):
-        """A number, or a list of ``size`` numbers (size given)."""
+        """A number, or a list of ``size`` numbers (size given), each of magnitude <= :data:`MAX_MAGNITUDE`."""
         if isinstance(value, (list, tuple)):
             if size is None:
                 self.fail(key, f"a list of {len(value)} numbers needs 'size: {len(value)}' (a vector of draws)")
             if len(value) != size:
                 self.fail(key, f"must have {size} entries (size), got {len(value)}")
-            return tuple(self.number(x, f"{key}[{i}]", 0.0 if positive else None, positive)
-                         for i, x in enumerate(value))
-        return self.number(value, key, 0.0 if positive else None, positive)
+            return tuple(self.bounded(x, f"{key}[{i}]", positive) for i, x in enumerate(value))
+        return self.bounded(value, key, positive)
+
+    def bounded(self, value, key: str, positive: bool = False) -> float:
+        x = self.number(value, key, 0.0 if positive else -MAX_MAGNITUDE, positive, MAX_MAGNITUDE)
+        if x < -MAX_MAGNITUDE:
+            self.fail(key, f"must be >= {-MAX_MAGNITUDE:g} (draws beyond would overflow), got {x:g}")
+        return x
 
 
 def _join(key: str, sub) -> str:
@@ -216,8 +237,11 @@ def load_campaign(path: Union[str, os.PathLike]) -> Campaign:
             r.fail(need, "missing")
     scenario = _scenario(r, doc["scenario"])
     runs = r.whole(doc["runs"], "runs", 1)
+    if runs > MAX_RUNS:
+        r.fail("runs", f"must be <= {MAX_RUNS} (a day of runs on 2 cores; split a larger campaign into files with "
+                       f"other seeds), got {runs}")
     seed = r.whole(doc["seed"], "seed", 0)
-    duration = None if doc.get("duration") is None else r.number(doc["duration"], "duration", 0.0, True)
+    duration = None if doc.get("duration") is None else r.number(doc["duration"], "duration", 0.0, True, 1e9)
     name = r.text(doc.get("name", path.stem), "name")
     if not is_name(name) or "/" in name:
         r.fail("name", f"must be a name (letters, digits, '_.-'; it names the output directory), got {shown(name)}")
@@ -227,14 +251,35 @@ def load_campaign(path: Union[str, os.PathLike]) -> Campaign:
     vary = _vary(r, doc.get("vary") or [], scenario)
     metrics = _metrics(r, doc.get("metrics") or [])
     criteria = _criteria(r, doc.get("criteria") or [], metrics)
+    python_path = _python_path(r, doc.get("python_path"), path)
+    grid = 1
+    for i, v in enumerate(vary):  # Python ints: numpy's product of many grids would wrap around
+        if v.distribution == "grid":
+            grid *= len(v.params["values"])
+            if grid > runs:
+                r.fail(f"vary[{i}].grid", f"the grids have more combinations than the {runs} runs")
     c = Campaign(name=name, source=path, scenario=scenario, runs=runs, seed=seed, duration=duration, vary=vary,
-                 metrics=metrics, criteria=criteria, description=description.strip())
-    grid = c.grid_points
+                 metrics=metrics, criteria=criteria, description=description.strip(), python_path=python_path)
     if grid > 1 and runs % grid:
         r.fail("runs", f"{runs} is not a multiple of the {grid} grid combinations (run i takes combination i mod "
                        f"{grid}: every combination would not be run equally often)")
     _check_paths(r, c)
     return c
+
+
+def _python_path(r: _Reader, value, path: Path) -> Tuple[str, ...]:
+    """``python_path``: the directories (relative to the campaign file) a python metric may be imported from;
+    nothing else but the installed packages (never the working directory, unless listed: '.')."""
+    if value is None:
+        return ()
+    out = []
+    for i, item in enumerate(r.sequence(value, "python_path", "directories")):
+        text = r.text(item, f"python_path[{i}]")
+        folder = (path.parent / os.path.expanduser(text)).resolve()
+        if not folder.is_dir():
+            r.fail(f"python_path[{i}]", f"not a directory (relative to the campaign file): {shown(text)}")
+        out.append(str(folder))
+    return tuple(out)
 
 
 def _scenario(r: _Reader, value) -> str:
@@ -256,7 +301,7 @@ def _vary(r: _Reader, raw, scenario: str) -> Tuple[Variation, ...]:
 
     if not isinstance(raw, list):
         r.fail("vary", f"must be a list of variations, got {shown(raw)}")
-    out, seen = [], set()
+    out, seen, total = [], set(), 0
     for i, item in enumerate(raw):
         key = f"vary[{i}]"
         item = r.mapping(item, key, _VARY_KEYS)
@@ -276,6 +321,8 @@ def _vary(r: _Reader, raw, scenario: str) -> Tuple[Variation, ...]:
                    + (f" (got {', '.join(kinds)})" if kinds else ""))
         kind = kinds[0]
         size = None if item.get("size") is None else r.whole(item["size"], _join(key, "size"), 1)
+        if size is not None and size > MAX_DRAW:
+            r.fail(_join(key, "size"), f"must be <= {MAX_DRAW} (the most numbers one run draws), got {size}")
         scale = item.get("scale", False)
         if not isinstance(scale, bool):
             r.fail(_join(key, "scale"), f"must be true or false, got {shown(scale)}")
@@ -293,6 +340,9 @@ def _vary(r: _Reader, raw, scenario: str) -> Tuple[Variation, ...]:
             if not _numeric(base):
                 r.fail(_join(key, "scale"), f"the scenario's {vpath} is not a number or a list of numbers")
         out.append(Variation(vpath, kind, params, size, scale, base))
+        total += (size or 1) if kind not in ("choice", "grid") else max(_count(x) for x in params["values"])
+        if total > MAX_DRAW:
+            r.fail(key, f"the variations draw more than {MAX_DRAW} numbers per run (sizes and values summed)")
     return tuple(out)
 
 
@@ -307,7 +357,11 @@ def _distribution(r: _Reader, kind: str, value, key: str, size: Optional[int]) -
         if not isinstance(value, (list, tuple)) or len(value) != 2:
             r.fail(key, f"must be [low, high], got {shown(value)}")
         if kind == "integers":
-            lo, hi = (r.whole(v, f"{key}[{j}]", -2 ** 62) for j, v in enumerate(value))
+            lo, hi = (r.whole(v, f"{key}[{j}]", -MAX_INTEGER) for j, v in enumerate(value))
+            for j, v in enumerate((lo, hi)):
+                if v > MAX_INTEGER:
+                    r.fail(f"{key}[{j}]", f"must be <= 2**62 (numpy draws 64-bit integers), got an integer of "
+                                          f"{len(str(v))} digits")
         else:
             lo, hi = (r.values(v, f"{key}[{j}]", size, positive=kind == "log_uniform") for j, v in enumerate(value))
         if kind == "integers" and lo > hi:
@@ -324,10 +378,23 @@ def _distribution(r: _Reader, kind: str, value, key: str, size: Optional[int]) -
         std = r.values(m["std"], _join(key, "std"), size)
         if np.any(np.asarray(std) < 0):
             r.fail(_join(key, "std"), "must be >= 0")
+        if np.any(np.asarray(std) > MAX_MAGNITUDE / 100):
+            r.fail(_join(key, "std"), f"must be <= {MAX_MAGNITUDE / 100:g} (a draw mean + 40 std stays finite)")
         return {"mean": mean, "std": std}
     if not isinstance(value, (list, tuple)) or not value:
         r.fail(key, f"must be a non-empty list of values, got {shown(value)}")
+    if _count(value) > MAX_DRAW:
+        r.fail(key, f"more than {MAX_DRAW} values (numbers counted in lists): a run's draw is bounded")
     return {"values": tuple(value)}
+
+
+def _count(value) -> int:
+    """The numbers (leaves) in a value: 1 for a scalar, the sum over a list's entries."""
+    if isinstance(value, (list, tuple)):
+        return sum(_count(v) for v in value)
+    if isinstance(value, Mapping):
+        return sum(_count(v) for v in value.values())
+    return 1
 
 
 def _metrics(r: _Reader, raw) -> Tuple[MetricSpec, ...]:

@@ -7,12 +7,12 @@ error. docs/headless.md.
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional
 
 import numpy as np
-import yaml
 
 from mbs_ros.headless.run import HeadlessError, HeadlessRun, run_scenario
 
@@ -22,18 +22,12 @@ FIELDS = ("stamp_ns", "t", "q", "v", "q_d", "v_d", "tau", "tau_applied", "satura
 
 
 def parse_sets(items: List[str]) -> Dict[str, object]:
-    """``KEY=VALUE`` items as overrides, each VALUE parsed as YAML (``duration=2``, ``lockstep=true``); ValueError
-    naming the item that is not one."""
-    out: Dict[str, object] = {}
-    for item in items:
-        key, sep, text = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--set {item!r}: expected KEY=VALUE")
-        try:
-            out[key.strip()] = yaml.safe_load(text)
-        except yaml.YAMLError:
-            raise ValueError(f"--set {key.strip()}: the value is not YAML") from None
-    return out
+    """``KEY=VALUE`` items as overrides, each VALUE parsed as YAML (``duration=2``, ``lockstep=true``) within the
+    bounds of the package's YAML files (:func:`mbs_ros.scenario.overrides.parse_set`); ValueError naming the item
+    that is not one."""
+    from mbs_ros.scenario.overrides import parse_set
+
+    return dict(parse_set(item) for item in items)
 
 
 def summary(run: HeadlessRun) -> List[str]:
@@ -79,6 +73,9 @@ def main(argv: Optional[List[str]] = None) -> int:
                         help="override a scenario key (VALUE as YAML), repeatable")
     parser.add_argument("--out", type=Path, default=None, help="save the records (.npz)")
     args = parser.parse_args(argv)
+    if args.duration is not None and not (math.isfinite(args.duration) and args.duration > 0):
+        print(f"headless: --duration must be a finite number of seconds > 0, got {args.duration}", file=sys.stderr)
+        return EXIT_USAGE
     try:
         overrides = parse_sets(args.sets)
         run = run_scenario(args.scenario, duration=args.duration, overrides=overrides or None)

@@ -14,6 +14,7 @@ holding it, then the reference (stamped 0) is installed, then time runs. docs/he
 """
 from __future__ import annotations
 
+import math
 import os
 import time
 from dataclasses import dataclass, field, replace
@@ -50,6 +51,11 @@ __all__ = ["run_scenario", "state_views", "HeadlessRun", "RobotRecord", "Headles
 
 # what the runner adds to the node parameters of a paused start (mbs_ros.bringup.runner.runner_specs): the
 # dynamics node stands still at t = 0 and the reference starts at 0
+#: The most memory a run's records may take (they are kept in memory, preallocated per control period): a run
+#: of a few arrays per period at 1 kHz fills 1 GiB in about an hour of simulated time; a campaign runs one per
+#: worker. ``--duration 1e6`` asked for 9.7 GiB.
+MAX_RECORD_BYTES = 1 << 30
+MAX_DURATION = 1e9  # s: simulated stamps are int64 nanoseconds (9.2e9 s)
 PAUSED_START = {"dynamics": {"start_paused": True}, "reference": {"start_time": 0.0}}
 
 
@@ -252,6 +258,15 @@ class _Robot:
                     self._keep(out)
             except Rejected:
                 pass
+
+    def row_bytes(self, energy: bool = True) -> int:
+        """The bytes :meth:`allocate` takes per recorded period."""
+        nq, nv, cm = self.sim.model.nq, self.sim.model.nv, self.cmodel
+        contact, objs = self.sim.world is not None, self.sim.objects
+        shapes = contact and bool(self.sim.world.shapes)
+        return (8 + 8 * (nq + nv) + 8 * (cm.nq + cm.nv) + 16 * nv + 1 + (8 if energy else 0) + (16 if contact else 0)
+                + (8 * len(objs) * objs[0].nq if objs else 0) + (24 if shapes else 0)
+                + (16 * (cm.nq + cm.nv) if self.estimator is not None else 0))
 
     def allocate(self, rows: int, energy: bool = True) -> None:
         """Room for ``rows`` recorded periods (``energy``: with the energy balance residual)."""
@@ -527,6 +542,9 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
     duration = scn.duration if duration is None else float(duration)
     if duration is None or not duration > 0.0:
         raise HeadlessError(f"{scenario.name}: no duration (give duration=, or set one in the scenario)")
+    if not math.isfinite(duration) or duration > MAX_DURATION:
+        raise HeadlessError(f"{scenario.name}: the duration must be a finite number of seconds <= "
+                            f"{MAX_DURATION:g} (stamps are int64 nanoseconds), got {duration:g}")
     started = time.perf_counter()
     robots: List[_Robot] = []
     try:
@@ -543,6 +561,13 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
         if r.steps * r.sim.dt_ns != period:
             raise HeadlessError(f"{r.namespace}: a control period of {r.steps * r.sim.dt_ns} ns, the first robot's "
                                 f"is {period} ns")
+    size = (periods + 1) * sum(r.row_bytes(energy) for r in robots)
+    if size > MAX_RECORD_BYTES:
+        longest = MAX_RECORD_BYTES // sum(r.row_bytes(energy) for r in robots) * period / NS_PER_S
+        raise HeadlessError(f"{scenario.name}: {duration:g} s of {periods} control periods would record "
+                            f"{size / 2 ** 30:.1f} GiB (the records are kept in memory, at most "
+                            f"{MAX_RECORD_BYTES / 2 ** 30:g} GiB): at most {longest:.0f} s at this control rate")
+    for r in robots:
         r.allocate(periods + 1, energy)
     fault = None
     k = 0

@@ -4,6 +4,7 @@ found. Part of :mod:`mbs_ros.scenario.schema` (import from there); ROS-free."""
 
 from __future__ import annotations
 
+import difflib
 import os
 import sys
 from dataclasses import dataclass, field
@@ -196,16 +197,22 @@ def scenario_path(name_or_path: Union[str, os.PathLike]) -> Path:
     """A scenario file from a path, or a name in ``config/scenarios`` (``vehicle_manipulator`` or
     ``vehicle_manipulator.yaml``). FileNotFoundError listing the known scenarios."""
     text = str(name_or_path)
-    p = Path(os.path.expanduser(text))
-    if p.is_file():
-        return p.resolve()
-    candidates = [f"config/scenarios/{text}", f"config/scenarios/{text}.yaml"]
-    for c in candidates:
-        found = resolve_path(c)
-        if found is not None:
-            return found
-    known = ", ".join(p.stem for p in list_scenarios()) or "none found"
-    raise FileNotFoundError(f"scenario {text!r} not found (a file, or one of: {known})")
+    try:
+        p = Path(os.path.expanduser(text))
+        if p.is_file():
+            return p.resolve()
+        candidates = [f"config/scenarios/{text}", f"config/scenarios/{text}.yaml"]
+        for c in candidates:
+            found = resolve_path(c)
+            if found is not None:
+                return found
+    except (OSError, ValueError):  # a name too long for a path, a NUL byte: no such file
+        pass
+    names = [p.stem for p in list_scenarios()]
+    close = difflib.get_close_matches(Path(text).stem, names, n=1) if len(text) <= 256 else []
+    hint = f": did you mean {close[0]!r}?" if close else ""
+    raise FileNotFoundError(f"scenario {shown(text)} not found{hint} (a file, or one of: "
+                            f"{', '.join(names) or 'none found'})")
 
 
 def list_scenarios() -> List[Path]:

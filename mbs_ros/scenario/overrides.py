@@ -12,10 +12,31 @@ from typing import List, Mapping, Optional, Sequence, Tuple, Union
 
 from mbs_ros.cores.parameters import table as parameter_table
 from mbs_ros.cores.paramsfile import YamlFileError, read_yaml
-from mbs_ros.yamlfile import shown
+from mbs_ros.yamlfile import is_name, shown
 from mbs_ros.scenario.base import (_BASE_WAYPOINT_KEYS, _GLOBAL_KEYS, _INITIAL_KEYS, _JOINT_WAYPOINT_KEYS,
                                            _REFERENCE_KEYS, _ROBOT_KEYS, ScenarioError, _show, declared_parameters,
                                            managed, scenario_path)
+
+
+def parse_set(item: str) -> Tuple[str, object]:
+    """A ``--set KEY=VALUE`` item (headless and bringup) as ``(key, value)``, the value read as YAML within the
+    bounds of every YAML file of the package (:mod:`mbs_ros.yamlfile`: nesting at most MAX_DEPTH levels, numbers
+    Python can hold, no control characters); ValueError of one line naming the key otherwise (a value nested 900
+    deep was a RecursionError)."""
+    from mbs_ros.yamlfile import compose_all, construct
+
+    key, sep, text = item.partition("=")
+    if not sep or not key.strip():
+        raise ValueError(f"--set {shown(item)}: expected KEY=VALUE")
+    key = key.strip()
+    where = f"--set {key if is_name(key) or _PATH_PART.match(key.split('.')[-1]) else shown(key)}"
+    try:
+        nodes = compose_all(where, text)
+        if len(nodes) > 1:
+            raise ValueError(f"{where}: one YAML value, got {len(nodes)} documents")
+        return key, (construct(where, nodes[0]) if nodes else None)
+    except YamlFileError as e:
+        raise ValueError(f"{where}: the value is not YAML that can be read: {e.reason}") from None
 
 
 _PATH_PART = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[\d+\])*)$")

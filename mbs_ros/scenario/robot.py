@@ -214,6 +214,9 @@ def _robot(c: _Checker, doc: dict, key: str, namespace: str, shift: Tuple[float,
     for param, n in (("initial_joint_positions", len(joints)), ("initial_joint_velocities", len(joints))):
         if param in dyn and len(dyn[param]) != n:  # from a params file
             c.fail(_join(key, "params"), f"{param} has {len(dyn[param])} entries for {n} joints")
+    if joints and dyn.get("initial_joint_positions"):
+        _check_joint_limits(c, model, dyn["initial_joint_positions"],
+                            _join(ikey, "joint_positions") if "joint_positions" in initial else _join(key, "params"))
     pose_p = dyn.get("initial_position", (0.0, 0.0, 0.0))
     pose_rpy = dyn.get("initial_rpy", (0.0, 0.0, 0.0))
     if base == "fixed":
@@ -473,3 +476,19 @@ def _quaternion(rpy) -> "object":
     from scipy.spatial.transform import Rotation
 
     return Rotation.from_euler("xyz", [float(v) for v in rpy]).as_quat()
+
+
+def _check_joint_limits(c, model, positions, key: str) -> None:
+    """The initial joint positions within the URDF's limits (the dynamics node's own check, made when the file is
+    read, so that bringup refuses the start as headless does instead of a node's FATAL after the launch)."""
+    import numpy as np
+
+    from mbs_ros.cores.dynamics_settings import MAX_JOINT_POSITION, joint_position_limits
+
+    lower, upper = joint_position_limits(model)
+    a = np.asarray(positions, dtype=float)
+    tol = 1e-9 * np.maximum(1.0, upper - lower)
+    bad = [f"{n} = {x:g} outside [{lo:g}, {hi:g}]" for n, x, lo, hi, ok in
+           zip(model.joint_names, a, lower, upper, (a >= lower - tol) & (a <= upper + tol)) if not ok]
+    if bad:
+        c.fail(key, ", ".join(bad) + f" (the URDF's limits; joints without limits: |q| <= {MAX_JOINT_POSITION:g})")

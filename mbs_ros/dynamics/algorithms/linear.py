@@ -223,6 +223,7 @@ def linearize(model, q, v, tau, inputs="generalized", passive: bool = True, dt=N
     if model.group is None and model.nv == 0:
         raise ValueError("model has no degrees of freedom")
     q = _vector(q, "q", model.nq)
+    _check_unit_parts(model, q)
     v = _vector(v, "v", model.nv)
     tau = _vector(tau, "tau", model.nv)
     if dt is not None:
@@ -237,9 +238,16 @@ def linearize(model, q, v, tau, inputs="generalized", passive: bool = True, dt=N
         dGu = input_matrix_q_derivative(model, q, inputs, u0)
     states = tuple(f"dq_{c}" for c in coordinate_names(model)) + tuple(f"dv_{c}" for c in coordinate_names(model))
     if dt is not None:
-        A, B, q1, v1 = _step_jacobian(model, q, v, tau, G, dGu, dt, method, passive)
+        try:
+            A, B, q1, v1 = _step_jacobian(model, q, v, tau, G, dGu, dt, method, passive)
+        except (ValueError, OverflowError, FloatingPointError, ZeroDivisionError) as e:
+            raise _not_finite(f"one {method} step from it fails: {e}") from None
+        _check_finite(A, B)
         return LinearModel(A, B, q, v, tau, states, names, dt, u0, q1, v1, method)
-    _a, dq, dv, dtau = forward_dynamics_derivatives(model, q, v, tau, passive)
+    try:
+        _a, dq, dv, dtau = forward_dynamics_derivatives(model, q, v, tau, passive)
+    except (ValueError, OverflowError, FloatingPointError, ZeroDivisionError) as e:
+        raise _not_finite(f"its derivatives fail: {e}") from None
     A = np.zeros((2 * nv, 2 * nv))
     A[:nv, nv:] = np.eye(nv)
     nb = _base_dim(model)
@@ -247,7 +255,44 @@ def linearize(model, q, v, tau, inputs="generalized", passive: bool = True, dt=N
         A[:nb, :nb] = -model.group.ad(v[:nb])
     A[nv:, :nv], A[nv:, nv:] = dq + dtau @ dGu, dv
     B = np.vstack([np.zeros((nv, G.shape[1])), dtau @ G])
+    _check_finite(A, B)
     return LinearModel(A, B, q, v, tau, states, names, None, u0)
+
+
+#: base group -> (first index, length) of its unit part in q: a quaternion [qx qy qz qw] or (cos yaw, sin yaw)
+_UNIT_PART = {"se3": (3, 4), "so3xr3": (3, 4), "so3": (0, 4), "se2": (2, 2), "schoenflies": (3, 2)}
+UNIT_TOLERANCE = 1e-6  # |norm - 1| allowed of q's quaternion and (cos, sin) pairs
+
+
+def _check_unit_parts(model, q: np.ndarray) -> None:
+    """q's quaternion and (cos, sin) pairs (the base's, each continuous joint's) of unit norm: a zero quaternion
+    is no configuration (the dynamics would divide by its norm or rotate by garbage)."""
+    parts = []
+    if model.group is not None and model.base in _UNIT_PART:
+        start, n = _UNIT_PART[model.base]
+        parts.append(("the base's " + ("quaternion" if n == 4 else "(cos, sin)"), start, n))
+    types = tuple(model.joint_types)
+    i = model.nq - sum(2 if t == "continuous" else 1 for t in types)
+    for name, t in zip(model.joint_names, types):
+        if t == "continuous":
+            parts.append((f"joint {name}'s (cos, sin)", i, 2))
+        i += 2 if t == "continuous" else 1
+    for what, start, n in parts:
+        norm = float(np.linalg.norm(q[start:start + n]))
+        if abs(norm - 1.0) > UNIT_TOLERANCE:
+            raise ValueError(f"q: {what} (q[{start}:{start + n}]) must have unit norm, got {norm:.6g}")
+
+
+def _not_finite(why: str) -> ValueError:
+    return ValueError(f"the linear model is not finite at this operating point ({why}): q, v or tau beyond what "
+                      "the dynamics can represent in floating point")
+
+
+def _check_finite(A: np.ndarray, B: np.ndarray) -> None:
+    """A linear model is finite: an operating point whose derivatives overflow (v = 1e300, tau = 1e308) has none."""
+    for name, X in (("A", A), ("B", B)):
+        if not np.all(np.isfinite(X)):
+            raise _not_finite(f"{name} has {int(np.sum(~np.isfinite(X)))} non-finite entries")
 
 
 # ------------------------------------------------------------------ the chart's derivatives (base block)

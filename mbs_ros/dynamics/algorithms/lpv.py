@@ -90,20 +90,13 @@ class LPVFamily:
 
     @classmethod
     def load_mat(cls, path) -> "LPVFamily":
-        """The family a :meth:`save_mat` file holds."""
-        from scipy.io import loadmat
+        """The family a :meth:`save_mat` file holds, checked (:func:`mbs_ros.dynamics.algorithms.lpv_file.read_family`:
+        every variable present with its type and a consistent shape, every number finite, ``dt`` >= 0, and at most
+        ``MAX_MAT_BYTES`` once decompressed, known before anything is decompressed into memory); ValueError of one
+        line naming the file and the variable."""
+        from mbs_ros.dynamics.algorithms.lpv_file import read_family
 
-        S = loadmat(path)
-
-        def names(x):
-            return tuple(str(np.asarray(e).ravel()[0]) for e in np.asarray(x).ravel())
-
-        A = np.moveaxis(np.atleast_3d(S["A"]), -1, 0)
-        B = np.moveaxis(np.atleast_3d(S["B"]), -1, 0)
-        dt = float(np.asarray(S["dt"]).ravel()[0])
-        return cls(str(np.asarray(S["parameter"]).ravel()[0]), np.asarray(S["grid"], dtype=float).ravel(), A, B,
-                   np.asarray(S["q0"]).T.copy(), np.asarray(S["v0"]).T.copy(), np.asarray(S["tau0"]).T.copy(),
-                   names(S["state_names"]), names(S["input_names"]), None if dt == 0.0 else dt)
+        return cls(*read_family(path))
 
 
 def lpv_family(build, grid, name: str = "p", **linearize_options) -> LPVFamily:
