@@ -437,7 +437,8 @@ class DynamicsNode(Node):
 
     def publish_diagnostics(self) -> None:
         """/diagnostics: the node's status (a ~/step in progress: paused), then one per sensor."""
-        self.publishing.publish_diagnostics(self.sim.paused or self.sim_services.stepping, self._rate)
+        self.publishing.publish_diagnostics(self.sim.paused or self.sim_services.stepping, self._rate,
+                                            self.guard.timing)
         self.sensors.publish_diagnostics(self.stamp())
 
     def _stop_grids(self) -> list:
