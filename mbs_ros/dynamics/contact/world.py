@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import coal
 import numpy as np
@@ -60,6 +61,8 @@ class ContactWorld:
         self._warm = {}
         self._left_out = {}
         self._limits_of = {}
+        # what the contact steps cost (wall clock, information for diagnostics and the benchmark; never a result)
+        self.step_count, self.step_ns, self.step_ns_max = 0, 0, 0
 
     def forget(self) -> None:
         """Drop the warm start (after a reset: the last impulses belong to another state)."""
@@ -95,6 +98,7 @@ class ContactWorld:
         ``among`` (:meth:`left_out`). With ``among="objects"`` only the free objects move (model 0's entries of
         ``qs`` place its shapes and are returned as given; no joint limit rows). Returns ``(qs⁺, vs⁺, info,
         engaged)``, ``engaged`` the set of model indices with a contact or limit row in the step."""
+        t0 = time.perf_counter_ns()
         first = 1 if among == "objects" else 0
         models = self.models[first:]
         margin = self.margin + h * max((float(np.max(np.abs(v))) if len(v) else 0.0) for v in vs[first:])
@@ -111,6 +115,8 @@ class ContactWorld:
             if c.b is not None:
                 engaged.add(c.b[0] + first)
         engaged.update(int(name.split(":", 1)[0]) + first for name in info.limit_names)
+        d = time.perf_counter_ns() - t0
+        self.step_count, self.step_ns, self.step_ns_max = self.step_count + 1, self.step_ns + d, max(self.step_ns_max, d)
         return list(qs[:first]) + list(q1), list(vs[:first]) + list(v1), info, engaged
 
     # --------------------------------------------------------------------------------- nothing near
