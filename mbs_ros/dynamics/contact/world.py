@@ -67,6 +67,21 @@ class ContactWorld:
         # information for the diagnostics and the benchmark, never a result)
         self.step_count, self.step_ns, self.step_ns_max = 0, 0, 0
 
+    def warm_up(self, qs, vs) -> None:
+        """Run once, at the states ``qs``, ``vs``, what the first contact step would otherwise load at its first
+        call (tens of milliseconds to seconds on a busy machine, inside a node's callback): the solver's compiled
+        kernels, each model's mass matrix, forward dynamics and kinematics, SciPy's Cholesky. Nothing is kept."""
+        from scipy.linalg import cho_factor, cho_solve
+
+        from mbs_ros.dynamics.contact.solver import warm_up
+
+        warm_up()
+        for model, q, v in zip(self.models, qs, vs):
+            M = model.mass_matrix(q)
+            cho_solve(cho_factor(M), np.ones((model.nv, 1)))
+            model.forward_dynamics(q, v, np.zeros(model.nv))
+            alg.kinematics(model, q, inertia=False)
+
     def forget(self) -> None:
         """Drop the warm start (after a reset: the last impulses belong to another state)."""
         self._warm = {}
