@@ -113,9 +113,10 @@ HAND_WRITTEN = {"dynamics": {r[0] for r in DYNAMICS_RUNTIME + DYNAMICS_RUNTIME_V
 
 def table_rows(role):
     """``(name, lowest, highest, single_body)`` of every number of the node's parameter table
-    (mbs_ros/cores/parameters) with a declared range that no hand-written row above covers: a parameter added later is taken to its range's ends
-    by the ROS start-up test without an edit here (no crash, nothing non-finite published: the properties checked
-    there, not computed by the table). Its refusals just outside need a hand-written row.
+    (mbs_ros/cores/parameters) with a declared range that no hand-written row above covers: a parameter added
+    later is taken to its range's ends by the ROS start-up test without an edit here (no crash, nothing
+    non-finite published: the properties checked there, not computed by the table). Its refusals just outside
+    need a hand-written row.
     ``single_body``: a single body's parameter (else a robot's or both: taken on the 2-link arm)."""
     from mbs_ros.cores.parameters import table
 

@@ -36,5 +36,6 @@ Timing (:mod:`mbs_ros.bench.timing`): thread CPU time, alternating blocks, the m
 ratios; each side's median µs per call. Agreement: relative errors against the peer (``--tol``, 1e-8); any
 disagreement, or an error in a section, makes the exit code 1 (targets never do). ``--quick``: small models,
 few repetitions, no N = 1000, no node sections (``node``, ``contact_node``) unless ``--only`` names them: the CI
-smoke test of agreement (``test/e2e/test_bench.py``). The sections' modules document exactly what is compared and measured.
+smoke test of agreement (``test/e2e/test_bench.py``). The sections' modules document exactly what is compared and
+measured.
 """

@@ -494,7 +494,8 @@ def print_contact_node(run):
     if c.get("cpu_per_sim_s"):
         print(f"  CPU per simulated second: {c['cpu_per_sim_s']:.2f} s (below 1: one free core keeps real time; "
               f"load at start {' '.join(str(x) for x in c.get('loadavg', []))})")
-    print(f"  contact step (thread CPU time): mean {ms(c['contact_step_mean_ms'])} over the window's {c['contact_steps_in_window']} "
+    print(f"  contact step (thread CPU time): mean {ms(c['contact_step_mean_ms'])} over the window's "
+          f"{c['contact_steps_in_window']} "
           f"contact steps, longest {ms(c['contact_step_longest_ms'])} since the start (the landing included); "
           f"longest callback (wall clock) {ms(c['longest_callback_ms'])} ({c['longest_callback']}) against a "
           f"{1e3 / c['physics_rate_hz']:g} ms physics period")
@@ -540,7 +541,8 @@ def parse_args(argv):
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
                         help="small models, few repetitions, no N = 1000, no node sections (node, contact_node) "
-                             "unless --only names them; a smoke test of agreement (exit 1 on a disagreement), not of time")
+                             "unless --only names them; a smoke test of agreement (exit 1 on a disagreement), not of "
+                             "time")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, metavar="SECTION",
                         help=f"run only these sections ({', '.join(SECTIONS)})")

@@ -134,7 +134,8 @@ class ContactWorld:
                 engaged.add(c.b[0] + first)
         engaged.update(int(name.split(":", 1)[0]) + first for name in info.limit_names)
         d = time.thread_time_ns() - t0
-        self.step_count, self.step_ns, self.step_ns_max = self.step_count + 1, self.step_ns + d, max(self.step_ns_max, d)
+        self.step_count, self.step_ns = self.step_count + 1, self.step_ns + d
+        self.step_ns_max = max(self.step_ns_max, d)
         return list(qs[:first]) + list(q1), list(vs[:first]) + list(v1), info, engaged
 
     # --------------------------------------------------------------------------------- nothing near
