@@ -95,3 +95,45 @@ def cases(rows):
         out += [(name, lo, True), (name, hi, True)]
         out += [(name, v, False) for v in (below, above) if v is not None]
     return out
+
+
+# disturbance (start-up, a floating se3 base only: the single body of 1 kg at 1000 Hz): groups of 8 [start [s],
+# duration [s], fx, fy, fz [N], tx, ty, tz [N m]]; start in [0, 1e9], duration in [one physics step, 1e9], each
+# wrench component at most 1e6 N/kg (N m/kg) x the total mass (docs/dynamics_node.md; mbs_ros/cores/dynamics.py's
+# refusals): the lowest a push of one step at t0, the highest two groups at the bounds (the second from 1e9 s)
+DISTURBANCE = ("disturbance",
+               [0.0, 1e-3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+               [0.0, 1e-3, 1e6, -1e6, 1e6, -1e6, 1e6, -1e6, 1e9, 1e9, 1e6, 1e6, 1e6, 1e6, 1e6, 1e6],
+               [-1e-9, 1e-3, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0],
+               [0.0, 1e-3, 1.000001e6, 0.0, 0.0, 0.0, 0.0, 0.0])
+
+# the contact parameters on a robot with a contact world (the puck on the ground beside a crate: test/ros): the
+# run-time rows that apply to a robot (mass, inertia, com and max_wrench are a single body's or depend on its mass)
+ROBOT_RUNTIME = [r for r in DYNAMICS_RUNTIME if r[0] != "mass"]
+ROBOT_RUNTIME_VECTORS = [r for r in DYNAMICS_RUNTIME_VECTORS if r[0] in ("gravity", "current", "current_rate",
+                                                                         "initial_position", "initial_rpy")]
+HAND_WRITTEN = {"dynamics": {r[0] for r in DYNAMICS_RUNTIME + DYNAMICS_RUNTIME_VECTORS + DYNAMICS_STARTUP
+                             + [PAUSE_AT, ARM_EFFORT, DISTURBANCE]},
+                "controller": {r[0] for r in CONTROLLER + CONTROLLER_VECTORS}}
+
+
+def table_rows(role):
+    """``(name, lowest, highest, single_body)`` of every number of the node's parameter table
+    (mbs_ros/cores/parameters) with a declared range that no hand-written row above covers: a parameter added
+    later is taken to its range's ends by the ROS start-up test without an edit here (no crash, nothing
+    non-finite published: the properties checked there, not computed by the table). Its refusals just outside
+    need a hand-written row.
+    ``single_body``: a single body's parameter (else a robot's or both: taken on the 2-link arm)."""
+    from mbs_ros.cores.parameters import table
+
+    out = []
+    for name, p in table(role).items():
+        if name in HAND_WRITTEN[role] or p.range is None or p.type not in ("double", None):
+            continue
+        if not isinstance(p.default, float) or isinstance(p.default, bool):
+            continue
+        lo, hi = (float(x) for x in p.range)
+        if p.minimum is not None:
+            lo = max(lo, float(p.minimum) * (1.0 + 1e-9) if p.minimum_open else float(p.minimum))
+        out.append((name, lo, hi, bool(p.single_body)))
+    return out

@@ -27,10 +27,15 @@ agreement first and marked against its target:
    against one ``mujoco.mj_step`` (elliptic cones) on the same settled scene, h = 1 ms: Solo12 standing on a PD
    stance (example-robot-data's URDF, collision meshes as convex hulls) and a stack of five boxes; the cost per
    contact and the split of our step part by part (:mod:`mbs_ros.bench.contact`). Target: <= 2x MuJoCo's.
+8. ``contact_node``: the dynamics node with contacts free-running in real time as real processes (solo12_stand's
+   nodes: Solo12 standing on the ground, physics at 1 kHz): the share of real time it keeps, its CPU share, the
+   mean and longest contact step and its longest callback (:mod:`mbs_ros.bench.contact_node`). Target: real time
+   within one core.
 
 Timing (:mod:`mbs_ros.bench.timing`): thread CPU time, alternating blocks, the median of the paired block
 ratios; each side's median µs per call. Agreement: relative errors against the peer (``--tol``, 1e-8); any
 disagreement, or an error in a section, makes the exit code 1 (targets never do). ``--quick``: small models,
-few repetitions, no N = 1000, no node section unless ``--only node``: the CI smoke test of agreement
-(``test/test_bench.py``). The sections' modules document exactly what is compared and measured.
+few repetitions, no N = 1000, no node sections (``node``, ``contact_node``) unless ``--only`` names them: the CI
+smoke test of agreement (``test/e2e/test_bench.py``). The sections' modules document exactly what is compared and
+measured.
 """

@@ -16,7 +16,8 @@ import numpy as np
 from mbs_ros.bench import __doc__ as PACKAGE_DOC
 from mbs_ros.bench import timing
 
-SECTIONS = ("kernels", "step", "scaling", "node", "headless", "derivatives", "contact")
+SECTIONS = ("kernels", "step", "scaling", "node", "headless", "derivatives", "contact", "contact_node")
+NODE_SECTIONS = ("node", "contact_node")  # real processes: in --quick only when --only names them
 TOL = 1e-8
 
 FULL_SET = dict(
@@ -86,6 +87,7 @@ class Run:
         self.rows = []
         self.scaling = None
         self.node = None
+        self.contact_node = None
         self.headless = None
         self.errors = []  # (section, message)
         self.skipped = []  # (section, what, reason)
@@ -216,6 +218,13 @@ class Run:
             if "error" in self.node.get(part, {}):
                 self.errors.append(("node", f"{part}: {self.node[part]['error']}"))
 
+    def contact_node_section(self):
+        from mbs_ros.bench import contact_node
+
+        self.contact_node = contact_node.run(self.quick, log_dir=self.args.node_logs, progress=_progress)
+        if "error" in self.contact_node:
+            self.errors.append(("contact_node", self.contact_node["error"]))
+
     def headless_section(self):
         from mbs_ros.bench import headless
 
@@ -239,6 +248,8 @@ class Run:
                 out.append((f"node {part}", bool(res.get("met", False))))
         if self.headless is not None:
             out.append(("headless real-time factor", self.headless["met"]))
+        if self.contact_node is not None and "error" not in self.contact_node:
+            out.append(("contact_node real time", self.contact_node["met"]))
         return out
 
 
@@ -463,6 +474,34 @@ def print_headless(run):
     sys.stdout.flush()
 
 
+def print_contact_node(run):
+    c = run.contact_node
+    if c is None:
+        return
+    print(f"\n8. The dynamics node with contacts in real time (real processes: {c.get('scenario')}'s nodes, not "
+          f"lockstep, no push; ROS_DOMAIN_ID {c.get('ros_domain_id')}; logs in {c.get('log_dir')})")
+    if "error" in c:
+        print(f"  FAILED: {c['error']}")
+        return
+
+    def ms(x):
+        return "—" if x is None else f"{x:.3f} ms"
+
+    print(f"  Solo12 standing ({c['contacts']} contacts) at {c['physics_rate_hz']:g} Hz physics, control "
+          f"{c['control_rate_hz']:g} Hz, over {c['window_s']:.1f} s: {c['real_time_factor']:.2f} of real time "
+          f"({c['sim_s']:.2f} s simulated), dynamics node CPU {100 * c['cpu_share']:.0f} % of one core (controller "
+          f"{100 * (c['cpu_share_controller'] or 0):.0f} %) (target {c['target']}) {_verdict(c['met'])}")
+    if c.get("cpu_per_sim_s"):
+        print(f"  CPU per simulated second: {c['cpu_per_sim_s']:.2f} s (below 1: one free core keeps real time; "
+              f"load at start {' '.join(str(x) for x in c.get('loadavg', []))})")
+    print(f"  contact step (thread CPU time): mean {ms(c['contact_step_mean_ms'])} over the window's "
+          f"{c['contact_steps_in_window']} "
+          f"contact steps, longest {ms(c['contact_step_longest_ms'])} since the start (the landing included); "
+          f"longest callback (wall clock) {ms(c['longest_callback_ms'])} ({c['longest_callback']}) against a "
+          f"{1e3 / c['physics_rate_hz']:g} ms physics period")
+    sys.stdout.flush()
+
+
 def print_summary(run, wall):
     print("\nsummary")
     t = run.targets()
@@ -501,8 +540,9 @@ def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m mbs_ros.bench", description=PACKAGE_DOC,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true",
-                        help="small models, few repetitions, no N = 1000, no node section unless --only names it; "
-                             "a smoke test of agreement (exit 1 on a disagreement), not of time")
+                        help="small models, few repetitions, no N = 1000, no node sections (node, contact_node) "
+                             "unless --only names them; a smoke test of agreement (exit 1 on a disagreement), not of "
+                             "time")
     parser.add_argument("--json", action="store_true", help="print one JSON document instead of the tables")
     parser.add_argument("--only", nargs="+", choices=SECTIONS, metavar="SECTION",
                         help=f"run only these sections ({', '.join(SECTIONS)})")
@@ -517,7 +557,7 @@ def main(argv=None) -> int:
     # SIGTERM unwinds like Ctrl-C does, so that every node process started is stopped (finally blocks, atexit)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     t0 = time.monotonic()
-    sections = list(args.only) if args.only else [s for s in SECTIONS if not (args.quick and s == "node")]
+    sections = list(args.only) if args.only else [s for s in SECTIONS if not (args.quick and s in NODE_SECTIONS)]
     run = Run(args)
     env = environment()
     if not args.json:
@@ -526,7 +566,8 @@ def main(argv=None) -> int:
                            ("scaling", run.scaling_section, print_scaling), ("node", run.node_section, print_node),
                            ("headless", run.headless_section, print_headless),
                            ("derivatives", run.derivatives_section, print_derivatives),
-                           ("contact", run.contact_section, print_contact)):
+                           ("contact", run.contact_section, print_contact),
+                           ("contact_node", run.contact_node_section, print_contact_node)):
         if name not in sections:
             continue
         try:
@@ -542,6 +583,7 @@ def main(argv=None) -> int:
         doc = dict(environment=env, quick=args.quick, sections=sections, tolerance=args.tol,
                    method=dict(clock="time.thread_time_ns", **vars(run.plan)),
                    rows=run.rows, scaling=run.scaling, node=run.node, headless=run.headless,
+                   contact_node=run.contact_node,
                    targets=[dict(what=w, met=m) for w, m in run.targets()],
                    agreement_ok=not run.agreement_failures(),
                    errors=[dict(section=s, message=m) for s, m in run.errors],

@@ -175,7 +175,7 @@ def realtime(probe, ns, log_dir, window_s, warmup_s):
 
     dyn = NodeProcess(DYNAMICS, name="dynamics_node", namespace=ns, params_file=PARAMS,
                       parameters=dict(model_file=str(ROBOT), physics_rate=PHYSICS_RATE, publish_rate=PUBLISH_RATE,
-                                      real_time_factor=1.0),
+                                      real_time_factor=1.0, wait_for_command=False),  # no controller here
                       remappings={"/diagnostics": f"{ns}/diagnostics", "/clock": f"{ns}/clock"},
                       log_file=Path(log_dir) / "realtime_dynamics.log")
     odom = StampLog(probe, Odometry, f"{ns}/odom")

@@ -29,7 +29,8 @@ def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: Command
                    source: Optional[ms.Source] = None) -> Simulator:
     """The simulator of the settings: ``dt`` the physics step [s], ``t0_ns`` the time of step 0, the integrator,
     command timeout, lockstep period and command limits of ``s``; its contact world from the ``world`` parameter
-    (:func:`make_world`) and joint limits from ``joint_limits``."""
+    (:func:`make_world`) and joint limits from ``joint_limits``; with either, what its first contact step would
+    load loaded now (:meth:`~mbs_ros.dynamics.contact.world.ContactWorld.warm_up`)."""
     world, objects = make_world(s, source, model, q0) if source is not None else (None, [])
     pushes = disturbances(s.disturbance, model, dt)
     sim = Simulator(model, q0, v0, dt, integrator=s.integrator, cmd_timeout=s.cmd_timeout,
@@ -37,6 +38,8 @@ def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: Command
                     max_wrench=(limits.max_force, limits.max_torque), max_effort=limits.max_effort,
                     world=world, joint_limits=s.joint_limits, objects=objects)
     sim.set_disturbances(pushes)
+    if sim.world is not None:  # the first contact step (a landing) would load them: tens of ms in one callback
+        sim.world.warm_up([sim.q] + list(sim.obj_q), [sim.v] + list(sim.obj_v))
     return sim
 
 

@@ -125,7 +125,9 @@ class ContactPublishing:
         markers = [delete]
         scale = float(self._scale())
         for i, f in enumerate(forces):
-            if not _finite(f.point, f.force):
+            with np.errstate(over="ignore"):  # finite forces times a large marker_wrench_scale may overflow
+                tip = f.point + scale * f.force
+            if not _finite(f.point, f.force, tip):
                 self.skipped += 1
                 continue
             p = f.point.tolist()
@@ -135,7 +137,7 @@ class ContactPublishing:
             markers.append(dot)
             arrow = self._marker(stamp, "contact_forces", i, Marker.ARROW, FORCE_COLOR)
             arrow.pose.orientation.w = 1.0
-            tip = (f.point + scale * f.force).tolist()
+            tip = tip.tolist()
             arrow.points = [Point(x=p[0], y=p[1], z=p[2]), Point(x=tip[0], y=tip[1], z=tip[2])]
             arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.005, 0.01, 0.015
             markers.append(arrow)

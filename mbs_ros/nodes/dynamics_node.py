@@ -153,7 +153,7 @@ class DynamicsNode(Node):
         self.sensors.create_publishers(sim.lockstep_steps if self.lockstep else self.pacer.max_batch_steps,
                                        self.publishing.pub_diag)
         self.watch = LockstepWatch(self, sim, self.pacer, self.publishing, settings=settings, counts=counts,
-                                   logs=logs, take_period=self.take_period, anchor=self._anchor,
+                                   logs=logs, take_period=lambda: self.take_period(chunked=True), anchor=self._anchor,
                                    subscriptions=lambda: self.inputs.stamped)
         if s.wait_for_command and not s.lockstep and not s.start_paused:
             self.watch.await_first_command()  # a robot under gravity holds its pose while its controller starts
@@ -183,8 +183,13 @@ class DynamicsNode(Node):
         self._anchor()
         self._spinning = False
         self.timer = None
+        self._period = None  # lockstep: (k at its start, k at its end) of a period still running (take_period)
         self._steady_clock = RclpyClock(clock_type=ClockType.STEADY_TIME)
         self._make_timer()
+        # lockstep: the rest of a period past its command callback's chunk, back to back (armed while one runs)
+        self._period_timer = self.create_timer(0.0, self.guard.callback(self._continue_period, "timer"),
+                                               clock=self._steady_clock)
+        self._period_timer.cancel()
 
         self.publishing.publish_state(everything=True)
         self.publish_diagnostics()
@@ -378,6 +383,10 @@ class DynamicsNode(Node):
             self.watch.paused_watch()
             return
         if self.lockstep:
+            if self._period is not None:  # a period still running (its timer stopped while paused): go on
+                if self._period_timer.is_canceled():
+                    self._period_timer.reset()
+                return
             self.watch.lockstep_watch()
             return
         rtf = self.settings.real_time_factor
@@ -428,13 +437,35 @@ class DynamicsNode(Node):
         if self._new_fault is not None:
             self._report_fault()
 
-    def take_period(self) -> None:
-        """Lockstep: the control period whose commands are all here (the caller checked), then its state."""
+    def take_period(self, chunked: bool = False) -> None:
+        """Lockstep: the control period whose commands are all here (the caller checked), then its state.
+        ``chunked`` (a command callback's): at most a chunk of wall clock (``STEP_CHUNK_S``) of contact steps per
+        callback, the stepping timer takes the rest (no callback holds the node for a whole period of slow
+        contact steps); the state once the period's last step is taken, as unchunked: the same steps."""
         sim = self.sim
-        k0 = sim.k
+        if self._period is not None:  # a period is still running (its commands cannot be complete: not reached)
+            return
+        self._period = (sim.k, sim.k + sim.lockstep_steps)
         sim.start_period()
         self._grids = None
-        self.advance(sim.lockstep_steps)
+        self._run_period(chunked)
+
+    def _continue_period(self) -> None:
+        if self._period is None or self.sim.paused:  # paused meanwhile: the stepping timer arms it once resumed
+            self._period_timer.cancel()
+            return
+        self._run_period(chunked=True)
+
+    def _run_period(self, chunked: bool) -> None:
+        sim = self.sim
+        k0, end = self._period
+        self.advance(end - sim.k, deadline_ns=time.monotonic_ns() + STEP_CHUNK_NS if chunked else None)
+        if chunked and sim.k < end and sim.fault is None:
+            if self._period_timer.is_canceled():
+                self._period_timer.reset()  # the rest in the next callbacks, the executor free in between
+            return
+        self._period = None
+        self._period_timer.cancel()
         k1 = sim.k
         # joint wrenches and markers with the period's state when their step grid was crossed during the period
         self.publishing.publish_state(
@@ -445,10 +476,12 @@ class DynamicsNode(Node):
 
     def _before_reset(self) -> None:  # ~/reset, before the simulator resets: the sensors drop the queued readings
         self.sensors.reset()
+        self._period = None  # a lockstep period in progress ends with the reset (which publishes its state)
 
     def publish_diagnostics(self) -> None:
         """/diagnostics: the node's status (a ~/step in progress: paused), then one per sensor."""
-        self.publishing.publish_diagnostics(self.sim.paused or self.sim_services.stepping, self._rate)
+        self.publishing.publish_diagnostics(self.sim.paused or self.sim_services.stepping, self._rate,
+                                            self.guard.timing)
         self.sensors.publish_diagnostics(self.stamp())
 
     def _stop_grids(self) -> list:

@@ -371,14 +371,17 @@ class StatePublishing:
             setattr(m, key, float(r[key]))
         self.pub_energy.publish(m)
 
-    def publish_diagnostics(self, paused: bool, rate) -> None:
+    def publish_diagnostics(self, paused: bool, rate, timing=None) -> None:
         """The node's status; ``paused`` as the diagnostics say it (a ~/step in progress: paused), ``rate`` the
-        physics-rate check (:func:`~mbs_ros.cores.dynamics_settings.check_rate`)."""
+        physics-rate check (:func:`~mbs_ros.cores.dynamics_settings.check_rate`), ``timing()`` more values (the
+        callbacks' durations: :meth:`~mbs_ros.nodes.runtime.CallbackGuard.timing`), asked only when published."""
         self.last_diag_wall = time.monotonic()
         if not self.pub_diag.get_subscription_count():
             return
         sim = self.sim
         values = sim.diagnostics()
+        if timing is not None:
+            values.update(timing())
         values["paused"] = paused
         counts = dict(self._counts)
         values.update(counts)

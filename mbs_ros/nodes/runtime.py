@@ -440,6 +440,26 @@ class CallbackGuard:
 
     def __init__(self, node, counts: Dict[str, int], logs):
         self.node, self.counts, self.logs = node, counts, logs
+        # the wall-clock duration of every guarded callback (the rule: none longer than one control period):
+        # the longest since the start and since the last report (:meth:`timing`), and which callback it was
+        self.longest_ns, self.longest_what = 0, ""
+        self.recent_ns, self.recent_what = 0, ""
+
+    def _timed(self, what: str, t0: int) -> None:
+        d = time.monotonic_ns() - t0
+        if d > self.recent_ns:
+            self.recent_ns, self.recent_what = d, what
+            if d > self.longest_ns:
+                self.longest_ns, self.longest_what = d, what
+
+    def timing(self) -> Dict[str, object]:
+        """The longest callback [ms] since the start and since the last call (then restarted), with its name:
+        the dynamics node's /diagnostics values ``longest_callback_ms``, ``longest_callback``,
+        ``longest_callback_recent_ms``, ``longest_callback_recent``."""
+        out = {"longest_callback_ms": self.longest_ns * 1e-6, "longest_callback": self.longest_what,
+               "longest_callback_recent_ms": self.recent_ns * 1e-6, "longest_callback_recent": self.recent_what}
+        self.recent_ns, self.recent_what = 0, ""
+        return out
 
     def warn(self, key: str, text: str, error: bool = False) -> None:
         """A warning throttled per ``key`` (one per WARN_THROTTLE_S of wall clock), with how many were held back;
@@ -460,6 +480,7 @@ class CallbackGuard:
         """``fn`` that never raises: an exception is logged (throttled) and counted."""
 
         def guarded(*args):
+            t0 = time.monotonic_ns()
             try:
                 return fn(*args)
             except Exception as e:  # noqa: BLE001 - no input may stop the node
@@ -467,6 +488,8 @@ class CallbackGuard:
                     return None
                 self.counts["callback_errors"] += 1
                 self.warn(f"error_{what}", f"{what} callback failed: {type(e).__name__}: {e}", error=True)
+            finally:
+                self._timed(what, t0)
             return None
 
         if what == "timer":  # rclpy passes a TimerInfo to a timer callback that takes an argument
@@ -477,6 +500,7 @@ class CallbackGuard:
         """A service callback that never raises: an exception is the response's reason."""
 
         def guarded(request, response):
+            t0 = time.monotonic_ns()
             try:
                 return fn(request, response)
             except Exception as e:  # noqa: BLE001
@@ -485,5 +509,7 @@ class CallbackGuard:
                 response.success = False
                 response.message = f"{what} failed: {type(e).__name__}: {e}"
                 return response
+            finally:
+                self._timed(what, t0)
 
         return guarded

@@ -183,3 +183,55 @@ def _have_erd_solo12():
     from mbs_ros.bench.models import erd_path
 
     return erd_path(SOLO12_IN_ERD)[0] is not None
+
+
+def _finite_positive(doc, keys):
+    for k in keys:
+        assert doc.get(k) is not None and math.isfinite(doc[k]) and doc[k] > 0, (k, doc)
+
+
+def test_headless_section_reports_finite_figures(quick):
+    """The headless section (in every --quick run): its real-time factor and per-period cost, finite."""
+    _, doc = quick
+    h = doc["headless"]
+    assert h is not None and h["met"] in (True, False), h
+    _finite_positive(h, ("real_time_factor", "us_per_period", "wall_real_time_factor"))
+
+
+def test_node_section_runs_every_part():
+    """``--only node --quick``: the dynamics node free-running at 1 kHz (it must not wait for a command: no
+    controller runs there), the rclpy floor, lockstep with the controller and the round trip each report finite
+    figures, never an error; no bound on any of them."""
+    pytest.importorskip("rclpy")
+    proc = _bench("--quick", "--json", "--only", "node")
+    doc = json.loads(proc.stdout)
+    n = doc["node"]
+    assert proc.returncode == 0 and doc["ok"], (doc["errors"], proc.stderr[-3000:])
+    _finite_positive(n["realtime"], ("physics_rate_hz", "cpu_share", "sim_s"))
+    assert n["realtime"]["exit_code"] == 0, n["realtime"]
+    assert len(n["floor"]) == 2 and all("error" not in f for f in n["floor"]), n["floor"]
+    _finite_positive(n["lockstep"], ("real_time_factor", "cpu_share_dynamics", "cpu_share_controller"))
+    _finite_positive(n["round_trip"], ("median_ms", "p99_ms"))
+    assert n["round_trip"]["periods"] > 0
+    assert {t["what"] for t in doc["targets"]} >= {"node realtime", "node lockstep", "node round_trip"}
+
+
+def test_contact_node_section_reports_the_standing_quadruped():
+    """``--only contact_node --quick``: solo12_stand's nodes free-running in real time; once landed its four feet
+    touch (at least 4 contacts), the simulated time advanced, and the share of real time, the CPU share, the mean
+    and longest contact step and the longest callback are finite (no bound on any: the benchmark's business)."""
+    pytest.importorskip("rclpy")
+    pytest.importorskip("coal", reason="coal (Pinocchio's collision library) finds the contacts")
+    if not _have_erd_solo12():
+        pytest.skip("example-robot-data's Solo12 is not installed")
+    proc = _bench("--quick", "--json", "--only", "contact_node")
+    doc = json.loads(proc.stdout)
+    c = doc["contact_node"]
+    assert proc.returncode == 0 and doc["ok"] and "error" not in c, (doc["errors"], proc.stderr[-3000:])
+    assert c["scenario"] == "solo12_stand" and c["physics_rate_hz"] == 1000.0 and c["contacts"] >= 4, c
+    _finite_positive(c, ("real_time_factor", "cpu_share", "sim_s", "contact_step_mean_ms", "contact_step_longest_ms",
+                         "longest_callback_ms"))
+    assert c["contact_steps_in_window"] > 0 and c["met"] in (True, False)
+    assert c["contact_step_mean_ms"] <= c["contact_step_longest_ms"], c
+    assert all(code == 0 for code in c["exit_codes"].values()), c["exit_codes"]
+    assert any(t["what"] == "contact_node real time" for t in doc["targets"])

@@ -45,6 +45,7 @@ from std_srvs.srv import SetBool, Trigger  # noqa: E402
 
 from mbs_ros.nodes import conversions as cv  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
+from contact_fixtures import write_arm, write_puck  # noqa: E402
 from ros_helpers import Probe, ros_env_defaults, running  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -58,6 +59,11 @@ BURST = 10  # messages per topic published back to back (the node's subscription
 NAN, INF = float("nan"), float("inf")
 UVMS_JOINTS = ["joint1", "joint2", "joint3", "joint4", "joint5", "joint6"]
 FIGURES = {}
+# the contact nodes: a crate 5 cm from the puck's side, dropped 2 cm; two pushes [start, duration, F, T] (N, N m)
+PUCK_CRATE_WORLD = ("world:\n  ground: {height: 0.0, mu: 0.6}\n  objects:\n"
+                    "    - {name: crate, box: [0.2, 0.2, 0.2], mass: 2.0, xyz: [0.25, 0.0, 0.12], mu: 0.5}\n")
+PUSHES = [0.2, 0.1, 0.0, 5.0, 0.0, 0.0, 0.0, 0.0, 0.5, 0.05, 30.0, 0.0, 10.0, 0.0, 0.0, 1.0]
+CONTACT_FLOOD = 2_000  # messages per input topic: every physics step of these nodes is a contact step
 
 
 # ------------------------------------------------------------------------------------------ fixtures
@@ -83,6 +89,13 @@ def nodes(tmp_path_factory):
                         wrench_rate=1.0, markers_rate=1.0, energy_rate=1.0, contacts_rate=1.0),
         "arm_1khz": make("fz_arm1k", ARM_PARAMS, physics_rate=1000.0),
         "arm_40hz": make("fz_arm40", ARM_PARAMS, physics_rate=40.0, publish_rate=20.0, wrench_rate=20.0),
+        # issue 30's contact topics and parameters under the flood: the puck resting on the ground beside a crate
+        # (a free object), two timed pushes, the contact topics at 100 Hz; the arm with its crate on the ground
+        "puck": make("fz_puck", None, model_file=str(write_puck(logs, PUCK_CRATE_WORLD, name="fz_puck")),
+                     initial_position=[0.0, 0.0, 0.06], contacts_rate=100.0, markers_rate=50.0,
+                     marker_wrench_scale=0.05, disturbance=PUSHES),
+        "carm": make("fz_carm", None, model_file=str(write_arm(logs)), base_group="fixed", contacts_rate=100.0,
+                     joint_limits=True),
     }
     with running(procs):
         yield procs
@@ -152,8 +165,9 @@ class Watch:
         self.status = None  # the latest /diagnostics status of this node
         self.error_messages = set()  # distinct ERROR reports (each fault's message names its time)
         self.subs = {}
-        probe.spin_until(lambda: {f"/{ns}/joint_states", "/diagnostics"} <= set(self._published()),
-                         what=f"/{ns}'s publishers in the graph", alive=[proc])
+        probe.spin_until(lambda: "/diagnostics" in self._published() and ({f"/{ns}/joint_states", f"/{ns}/odom"}
+                                                                           & set(self._published())),
+                         what=f"/{ns}'s publishers in the graph", alive=[proc])  # a puck has no joints
         self.refresh()
 
     def _published(self) -> dict:
@@ -460,6 +474,43 @@ def test_fuzz_fixed_arm(probe, nodes, watching):
     assert f["faults"] >= 1 and f["error_reports"] == f["faults"], f
     assert f["rejected"]["cmd_wrench"] == f["received"]["cmd_wrench"] > 0, "a fixed base takes no wrench"
     assert f["saturated_effort"] > 0 and f["callback_errors"] == 0
+
+
+def test_fuzz_contact_worlds(probe, nodes, watching):
+    """Issue 30's contact topics under the flood: the puck (se3, pushed by its disturbance groups, resting on the
+    ground beside a free crate) fuzzed on cmd_wrench, the arm (joint limits on, its crate on the ground) on its
+    effort and joint commands; a held 1.5e308 wrench drives the puck to a fault it recovers from. Every topic
+    each publishes (contacts/<link>, contacts/markers, world/markers, the crate on /tf among them) is checked
+    for non-finite numbers: none, and no crash."""
+    cases = {"puck": ("fz_puck", {"cmd_wrench": (WrenchStamped, fuzz_wrenches("fz_puck", CONTACT_FLOOD))},
+                      ["contacts/base_link", "contacts/crate"]),
+             "carm": ("fz_carm", {"cmd_joint_effort": (Float64MultiArray, fuzz_efforts(2, CONTACT_FLOOD)),
+                                  "joint_command": (JointState, fuzz_joint_commands(["joint1", "joint2"],
+                                                                                    CONTACT_FLOOD))},
+                      ["contacts/crate"])}
+    for key, (ns, topics, links) in cases.items():
+        proc = nodes[key]
+        watch = watching(ns, proc)
+        probe.spin_until(lambda: (watch.value("contact_steps") or 0) > 0, what=f"/{ns}'s first contact step",
+                         alive=[proc])
+        sent, resets = flood(probe, proc, watch, ns, topics)
+        if key == "puck":
+            w = WrenchStamped()
+            w.header.frame_id = "world"
+            cv.set_pair(w.wrench, "force", "torque", [1.5e308, 0.0, 0.0, 0.0, 1.5e308, 0.0])
+            drive_to_a_fault(probe, proc, watch, ns, "cmd_wrench", WrenchStamped, w)
+            _reset(probe, proc, ns)
+        probe.spin_until(lambda: (watch.value("steps_since_reset") or 0) > 50 and watch.level() is not None
+                         and watch.level() != DiagnosticStatus.ERROR, what=f"/{ns} running after the flood",
+                         alive=[proc])
+        watch.refresh()
+        probe.spin_for(1.0)  # every topic subscribed now carries messages
+        f = report(f"contact_{key}", sent, watch, resets)
+        proc.check_running()
+        watch.check_every_topic([f"/{ns}/{t}" for t in ["contacts/markers", "world/markers", *links]]
+                                + ["/tf", "/diagnostics"])
+        assert f["callback_errors"] == 0 and f["nonfinite"] == 0, f
+        assert int(watch.value("contact_steps")) > 0 and all(f["rejected"][t] > 0 for t in sent), f
 
 
 def test_pause_false_does_not_clear_a_fault(probe, nodes, watching):

@@ -34,6 +34,7 @@ from rclpy.parameter import Parameter  # noqa: E402
 from rclpy.qos import QoSProfile  # noqa: E402
 from std_srvs.srv import Trigger  # noqa: E402
 
+from contact_fixtures import write_arm, write_puck  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
 from ros_helpers import Probe, ros_env_defaults, running  # noqa: E402
 
@@ -43,11 +44,19 @@ TIMEOUT = 90.0
 DYN, CTL = "mbs_ros.nodes.dynamics_node", "mbs_ros.nodes.controller_node"
 BODY = dict(physics_rate=1000.0, diagnostics_rate=10.0, publish_clock=True)
 BATCH = 6  # refused start-ups run side by side, this many at a time
+# issue 30's contact scene: the puck resting on the ground beside a free crate (contacts/<link>, contacts/markers,
+# world/markers, the crate on /tf), its contact topics at 100 Hz
+PUCK_CRATE_WORLD = ("world:\n  ground: {height: 0.0, mu: 0.6}\n  objects:\n"
+                    "    - {name: crate, box: [0.2, 0.2, 0.2], mass: 2.0, xyz: [0.25, 0.0, 0.12], mu: 0.5}\n")
+PUCK = dict(initial_position=[0.0, 0.0, 0.06], contacts_rate=100.0, diagnostics_rate=10.0)
 
 
 def message_type(name: str):
     pkg, kind, cls = name.split("/")
-    return getattr(importlib.import_module(f"{pkg}.{kind}"), cls)
+    module = importlib.import_module(f"{pkg}.{kind}")
+    if kind == "action" and cls.endswith("_FeedbackMessage"):  # an action's feedback topic (a joint trajectory)
+        return getattr(module, cls[:-len("_FeedbackMessage")]).Impl.FeedbackMessage
+    return getattr(module, cls)
 
 
 def nonfinite(msg, path="") -> list:
@@ -132,19 +141,25 @@ def rig(tmp_path_factory):
                             log_file=logs / "body.log"),
         "arm": NodeProcess(DYN, name="dynamics_node", namespace="px_arm", parameters=dict(ARM, diagnostics_rate=10.0),
                            log_file=logs / "arm.log"),
+        "puck": NodeProcess(DYN, name="dynamics_node", namespace="px_puck",
+                            parameters=dict(PUCK, model_file=str(write_puck(logs, PUCK_CRATE_WORLD))),
+                            log_file=logs / "puck.log"),
     }
     with running(procs), Probe("test_extremes_probe", TIMEOUT) as probe:
-        watch = Watch(probe, ("px_body", "px_arm"))
+        watch = Watch(probe, ("px_body", "px_arm", "px_puck"))
         alive = list(procs.values())
         probe.spin_until(lambda: watch.discover() or {"/px_body/odom", "/px_arm/joint_states", "/diagnostics",
                                                        "/clock"} <= set(watch.subs), what="the nodes' topics",
                          alive=alive)
-        watch.fresh(["/px_body/odom", "/px_arm/joint_states", "/diagnostics"], "the first states", alive)
+        watch.fresh(["/px_body/odom", "/px_arm/joint_states", "/diagnostics", "/px_puck/contacts/base_link",
+                     "/px_puck/contacts/crate", "/px_puck/contacts/markers", "/px_puck/world/markers"],
+                    "the first states and contacts", alive)
         yield probe, procs, watch, logs
 
 
 def _run_time_rows():
     rows = [("body", r) for r in extremes.DYNAMICS_RUNTIME + extremes.DYNAMICS_RUNTIME_VECTORS]
+    rows += [("puck", r) for r in extremes.ROBOT_RUNTIME + extremes.ROBOT_RUNTIME_VECTORS]
     return rows + [("arm", extremes.ARM_EFFORT)]
 
 
@@ -169,7 +184,7 @@ def test_run_time_extremes(rig, which, row):
     r = set_param(probe, proc, node, name, default)
     assert r.successful, f"{name} back to {default}: {r.reason}"
     reset(probe, proc, node)
-    topic = "/px_body/odom" if which == "body" else "/px_arm/joint_states"
+    topic = {"body": "/px_body/odom", "arm": "/px_arm/joint_states", "puck": "/px_puck/contacts/base_link"}[which]
     watch.fresh([topic, "/diagnostics"], f"the states after {name}", list(procs.values()))
     assert not watch.bad, watch.bad
     proc.check_running()
@@ -240,21 +255,63 @@ def _dynamics_groups():
                    diagnostics_rate=1000.0,
                    energy_rate=1000.0, real_time_factor=1.0, pause_at=extremes.PAUSE_AT[2])
     # (pause_at's lowest pauses a node 1 ms in: the unit tests and test/ros/test_pause_at.py take it)
-    return {"lowest": lowest, "highest": highest, "slowest": slow, "fastest": fast}
+    # the single body is se3: its disturbance at both ends (the highest pushes with 1e6 N from t0: a runaway the
+    # node halts, finite)
+    lowest["disturbance"], highest["disturbance"] = extremes.DISTURBANCE[1], extremes.DISTURBANCE[2]
+    groups = {"lowest": lowest, "highest": highest, "slowest": slow, "fastest": fast}
+    # every number of the table with a range no row above covers (a parameter added later), at both ends
+    # (a robot's on the 2-link arm, a single body's on the body)
+    for kind, rows in (("arm", [r for r in extremes.table_rows("dynamics") if not r[3]]),
+                       ("body", [r for r in extremes.table_rows("dynamics") if r[3]])):
+        if rows:
+            base = dict(ARM, diagnostics_rate=10.0) if kind == "arm" else {}
+            groups[f"table_lowest_{kind}"] = dict(base, **{n: lo for n, lo, _hi, _b in rows})
+            groups[f"table_highest_{kind}"] = dict(base, **{n: hi for n, _lo, hi, _b in rows})
+    return groups
+
+
+def _contact_nodes(tmp_path):
+    """Issue 30's start-up parameters on robots with a contact world: the puck beside its crate with the contact
+    topics at their fastest and the arrows at their longest, its lowest push, joint limits off; the puck with no
+    world; the 2-link arm (joint limits on) with its crate under the stand law joint_pd_gravity, idle until its
+    highest time (a zero command), then with the law from the start. Each publishes only finite numbers."""
+    puck = str(write_puck(tmp_path, PUCK_CRATE_WORLD, name="sx_puck"))
+    arm = str(write_arm(tmp_path))
+    dyn = {"sx_puck": dict(PUCK, model_file=puck, contacts_rate=1000.0, marker_wrench_scale=1e6,
+                           markers_rate=1000.0, disturbance=extremes.DISTURBANCE[1], joint_limits=False),
+           "sx_noworld": dict(PUCK, model_file=puck, world="none"),
+           "sx_carm": dict(model_file=arm, base_group="fixed", contacts_rate=1000.0, joint_limits=True,
+                           diagnostics_rate=10.0),
+           "sx_carm_now": dict(model_file=arm, base_group="fixed", contacts_rate=100.0, diagnostics_rate=10.0)}
+    ctl = {"sx_carm": dict(model_file=arm, base_group="fixed", law="joint_pd_gravity", kp=5.0, kd=1.0,
+                           idle_until=extremes.CONTROLLER[-1][2], control_rate=100.0),
+           "sx_carm_now": dict(model_file=arm, base_group="fixed", law="joint_pd_gravity", kp=5.0, kd=1.0,
+                               control_rate=100.0)}
+    procs = {f"dyn_{ns}": NodeProcess(DYN, name="dynamics_node", namespace=ns, parameters=p,
+                                      log_file=tmp_path / f"{ns}.log") for ns, p in dyn.items()}
+    procs.update({f"ctl_{ns}": NodeProcess(CTL, name="controller_node", namespace=ns, parameters=p,
+                                           log_file=tmp_path / f"{ns}_ctl.log") for ns, p in ctl.items()})
+    return procs
 
 
 def _controller_groups():
     lowest, highest = _lowest_and_highest(extremes.CONTROLLER + extremes.CONTROLLER_VECTORS)
     lowest.update(control_rate=100.0, state_timeout=0.01)  # the lowest control_rate: its own node (no commands)
     highest.update(control_rate=100.0)
-    return {"lowest": lowest, "highest": highest,
-            "slowest": dict(control_rate=1e-3, state_timeout=1e3), "fastest": dict(control_rate=1e5)}
+    groups = {"lowest": lowest, "highest": highest,
+              "slowest": dict(control_rate=1e-3, state_timeout=1e3), "fastest": dict(control_rate=1e5)}
+    table = extremes.table_rows("controller")  # a ranged number no row covers (a parameter added later)
+    if table:
+        groups.update(table_lowest={n: lo for n, lo, _hi, _b in table},
+                      table_highest={n: hi for n, _lo, hi, _b in table})
+    return groups
 
 
 def test_start_up_at_the_extremes_runs_and_publishes_finite_numbers(tmp_path):
     ros_env_defaults()
     procs = {}
-    for group, params in _dynamics_groups().items():
+    dyn_groups = _dynamics_groups()
+    for group, params in dyn_groups.items():
         procs[f"dyn_{group}"] = NodeProcess(DYN, name="dynamics_node", namespace=f"sx_{group}",
                                             parameters=dict(publish_clock=False, **params),
                                             log_file=tmp_path / f"dyn_{group}.log")
@@ -262,10 +319,13 @@ def test_start_up_at_the_extremes_runs_and_publishes_finite_numbers(tmp_path):
         # each controller on the body of the matching dynamics node (the single bodies of both are alike)
         procs[f"ctl_{group}"] = NodeProcess(CTL, name="controller_node", namespace=f"sx_{group}",
                                             parameters=params, log_file=tmp_path / f"ctl_{group}.log")
+    procs.update(_contact_nodes(tmp_path))
     with running(procs), Probe("test_extremes_startup", TIMEOUT) as probe:
         alive = list(procs.values())
         groups = ("lowest", "highest", "fastest")  # the slowest publish (almost) nothing: their logs say they run
-        watch = Watch(probe, [f"sx_{g}" for g in groups + ("slowest",)])
+        table_groups = [g for g in dyn_groups if g.startswith("table_")]
+        contact = ["sx_puck", "sx_noworld", "sx_carm", "sx_carm_now"]
+        watch = Watch(probe, [f"sx_{g}" for g in groups + ("slowest",) + tuple(table_groups)] + contact)
         # a report of each node: the dynamics nodes' on /diagnostics (also when a runaway halted them: the highest
         # initial_position is the runaway bound itself), the controllers' on their ~/diagnostics
         reports = [f"/diagnostics:sx_{g}" for g in groups] + [f"/sx_{g}/controller_node/diagnostics" for g in groups]
@@ -273,6 +333,13 @@ def test_start_up_at_the_extremes_runs_and_publishes_finite_numbers(tmp_path):
                          what="the nodes' topics", alive=alive)
         watch.fresh(reports, "a report of every node", alive)
         watch.fresh(reports + ["/sx_lowest/odom", "/sx_fastest/odom"], "more reports and states", alive)
+        # the contact scenes: their contact topics, the crate on /tf, the stand law's commands
+        watch.fresh([f"/diagnostics:sx_{g}" for g in table_groups]
+                    + ["/sx_puck/contacts/base_link", "/sx_puck/contacts/crate", "/sx_puck/contacts/markers",
+                       "/sx_puck/world/markers", "/sx_puck/odom", "/sx_noworld/odom", "/sx_carm/contacts/crate",
+                       "/sx_carm/world/markers", "/sx_carm/joint_states", "/sx_carm_now/contacts/crate",
+                       "/sx_carm/cmd_joint_effort", "/sx_carm_now/cmd_joint_effort", "/tf"],
+                    "the contact scenes' topics", alive)
         assert not watch.bad, watch.bad
         for p in alive:
             p.check_running()
@@ -299,6 +366,7 @@ def _refused_cases():
     out += [("dynamics_arm", extremes.ARM_EFFORT[0], v) for v in extremes.ARM_EFFORT[3:]]
     out += [("controller", n, v) for n, v in one(extremes.CONTROLLER + extremes.CONTROLLER_VECTORS)]
     out += [("controller", "max_wrench", extremes.CONTROLLER_VECTORS[-1][4])]
+    out += [("dynamics", extremes.DISTURBANCE[0], v) for v in extremes.DISTURBANCE[3:]]
     return out
 
 

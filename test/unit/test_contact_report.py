@@ -177,3 +177,21 @@ def test_a_non_finite_value_is_never_published():
     sim.q[0] = math.nan  # a state gone bad: the box's frame (and its wrench's axes) are not finite
     part.publish(sim.stamp())
     assert node.pubs["contacts/box"].sent == [] and part.skipped >= 1
+
+
+def test_an_arrow_whose_tip_overflows_is_skipped_not_published():
+    """A finite force times a finite scale can overflow (the fuzz's huge commands meet marker_wrench_scale up to
+    1e6; here 1e308 m per N on the resting box's ~5 N per point): those arrows and their points are skipped and
+    counted; nothing non-finite is published, the wrench topics still are."""
+    sim = _resting_box()
+    sim.advance(300)
+    node, _tf, part = _part(sim, scale=1e308)
+    part.publish(sim.stamp())
+    (markers,) = node.pubs["contacts/markers"].sent
+    arrows = [m for m in markers.markers if m.ns == "contact_forces"]
+    dots = [m for m in markers.markers if m.ns == "contacts"]
+    # the points carrying load overflow (~5 N x 1e308); a point without load (0 x 1e308 = 0) keeps its arrow
+    assert part.skipped >= 1 and len(dots) == len(arrows) == 4 - part.skipped
+    assert all(math.isfinite(c) for a in arrows for p in a.points for c in (p.x, p.y, p.z))
+    (msg,) = node.pubs["contacts/box"].sent
+    assert msg.wrench.force.z == pytest.approx(M * G, abs=1e-6)

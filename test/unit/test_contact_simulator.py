@@ -192,3 +192,21 @@ def test_a_wall_clock_deadline_ends_advance_after_a_contact_step_only():
     high = np.array([0.0, 0.0, 50.0, 0.0, 0.0, 0.0, 1.0])
     far = Simulator(model, high, np.zeros(6), 1e-3, world=ContactWorld([model], shapes))
     assert far.advance(50, deadline_ns=0) == 50 and far.contact_steps == 0
+
+
+def test_the_diagnostics_time_the_contact_steps():
+    """The diagnostics' contact_step_mean_ms and contact_step_longest_ms (information for the benchmark and the
+    node's /diagnostics): zero before any contact step; once the box rests, the world has timed one step per
+    contact step of the Simulator (a resting box: every step) and the longest is at least the mean. No bound on
+    the times themselves (the wall clock)."""
+    model, s = _box()
+    q0 = np.array([0.0, 0.0, 0.5 * s + 0.05, 0.0, 0.0, 0.0, 1.0])
+    world = ContactWorld([model], [halfspace("ground", (0, 0, 1), 0.0, 0.6), box("box", (s, s, s), (0, 0), mu=0.6)])
+    sim = Simulator(model, q0, np.zeros(6), 1e-3, world=world)
+    d = sim.diagnostics()
+    assert d["contact_step_mean_ms"] == d["contact_step_longest_ms"] == 0.0 and world.step_count == 0
+    assert sim.advance(400) == 400 and sim.contact_steps > 0
+    d = sim.diagnostics()
+    assert world.step_count == sim.contact_steps == d["contact_steps"]
+    assert 0.0 < d["contact_step_mean_ms"] <= d["contact_step_longest_ms"]
+    assert d["contact_step_mean_ms"] == pytest.approx(world.step_ns * 1e-6 / world.step_count, rel=1e-12)

@@ -93,3 +93,22 @@ def test_a_turning_box_whose_corner_swings_down_is_stopped_before_it():
     distances = [world.pair_distances([qs[i]])[(0, 1)] for i in range(qs.shape[0])]
     first_near = next(i for i, d in enumerate(distances) if d <= world.margin)
     assert k == first_near - 1 and all(d > world.margin for d in distances[:k + 1])
+
+
+def test_near_is_any_pair_distance_within_the_margin():
+    """ContactWorld.near (the look-ahead's first question) against Coal's distances of every pair
+    (pair_distances) at states of a box falling onto the ground beside a sphere on the world: the same answer at
+    every state, whichever pair it found last time."""
+    s, h = 0.2, 2e-3
+    model = Model.rigid_body("se3", 1.0, np.diag([0.01, 0.02, 0.015]), gravity=(0.0, 0.0, -G))
+    world = ContactWorld([model], [halfspace("ground", (0, 0, 1), 0.0), sphere("ball", 0.05, None),
+                                   box("box", (s, s, s), (0, 0))], margin=5e-3)
+    world.shapes[1].T_body_shape[:3, 3] = (0.12, 0.0, 0.3)  # the ball beside the box's path
+    q = np.array([0.0, 0.0, 0.2, 0.0, 0.0, math.sin(0.2), math.cos(0.2)])
+    qs, _ = _batch(model, q, np.array([0.0, 0.0, 0.0, 0.5, 0.3, 0.0]), 120, h)
+    answers = []
+    for qk in qs:
+        expected = any(d <= world.margin for d in world.pair_distances([qk]).values())
+        assert world.near([qk]) == expected
+        answers.append(expected)
+    assert any(answers) and not all(answers)  # both answers met: in the air, then on the ground or the ball

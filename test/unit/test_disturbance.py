@@ -5,6 +5,7 @@ starts again after a reset; bad groups are refused naming the parameter."""
 from __future__ import annotations
 
 import numpy as np
+import parameter_extremes as extremes
 import pytest
 
 from mbs_ros.cores.dynamics import disturbances
@@ -70,3 +71,17 @@ def test_a_fixed_base_refuses_a_disturbance():
     model = Model.rigid_body("se2", M, np.eye(3) * 0.02, gravity=(0.0, 0.0, 0.0))
     with pytest.raises(ParameterError, match="disturbance: needs a floating se3 base"):
         disturbances([0.0, 0.1, 1.0, 0, 0, 0, 0, 0], model, DT)
+
+
+@pytest.mark.parametrize("name, value, accepted", extremes.cases([extremes.DISTURBANCE]))
+def test_disturbance_at_its_extremes(name, value, accepted):
+    """The extremes table's disturbance rows (test/parameter_extremes.py, for a 1 kg se3 body at 1000 Hz, as the
+    ROS start-up test runs them): the lowest and highest groups taken, one step at least, a value just outside
+    refused naming the parameter."""
+    model = Model.rigid_body("se3", 1.0, np.eye(3) * 0.02)
+    if accepted:
+        pushes = disturbances(value, model, 1e-3)
+        assert len(pushes) == len(value) // 8 and all(end - first >= 1 for first, end, _w in pushes)
+    else:
+        with pytest.raises(ParameterError, match=name):
+            disturbances(value, model, 1e-3)

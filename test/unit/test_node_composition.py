@@ -96,3 +96,39 @@ def test_the_callback_guard_counts_and_answers_instead_of_raising():
                       ("error", "error_timer", "timer callback failed: ValueError: boom"),
                       ("error", "error_reset", "reset failed: ValueError: boom"),
                       ("warning", "cmd_wrench:frame", "cmd_wrench rejected: unknown frame 'x'")]
+
+
+def test_the_callback_guard_times_every_callback(monkeypatch):
+    """CallbackGuard times each guarded callback (messages, timers, services; one that fails too) on the
+    monotonic clock: ``timing()`` gives the longest since the start and since the last call, with its name, in ms;
+    the clock here is a counter each callback advances by a known amount (no wall clock)."""
+    import types
+
+    from mbs_ros.nodes import runtime
+    from mbs_ros.nodes.runtime import CallbackGuard
+
+    now = [0]
+    monkeypatch.setattr(runtime.time, "monotonic_ns", lambda: now[0])
+    logs = types.SimpleNamespace(warning=lambda *a: None, error=lambda *a: None)
+    node = types.SimpleNamespace(context=types.SimpleNamespace(ok=lambda: True))
+    guard = CallbackGuard(node, {"callback_errors": 0}, logs)
+
+    def takes(ns, fail=False):
+        def fn(*_args):
+            now[0] += ns
+            if fail:
+                raise ValueError("boom")
+        return fn
+
+    assert guard.timing() == {"longest_callback_ms": 0.0, "longest_callback": "", "longest_callback_recent_ms": 0.0,
+                              "longest_callback_recent": ""}
+    guard.callback(takes(2_500_000), "joint_command")(object())
+    guard.callback(takes(1_000_000), "timer")()
+    guard.service(takes(4_000_000, fail=True), "step")(object(), types.SimpleNamespace(success=True, message=""))
+    assert guard.timing() == {"longest_callback_ms": 4.0, "longest_callback": "step",
+                              "longest_callback_recent_ms": 4.0, "longest_callback_recent": "step"}
+    guard.callback(takes(3_000_000, fail=True), "cmd_wrench")(object())
+    guard.callback(takes(500_000), "timer")()
+    assert guard.timing() == {"longest_callback_ms": 4.0, "longest_callback": "step",
+                              "longest_callback_recent_ms": 3.0, "longest_callback_recent": "cmd_wrench"}
+    assert guard.timing()["longest_callback_recent_ms"] == 0.0  # nothing ran since

@@ -25,7 +25,7 @@ import numpy as np
 
 from mbs_ros.dynamics.kernels.jit import jit
 
-__all__ = ["solve", "residual", "SolveResult", "local_contact"]
+__all__ = ["solve", "residual", "SolveResult", "local_contact", "warm_up"]
 
 #: A solve has converged when its residual (velocity units) is within this fraction of the largest free constraint
 #: velocity |g|: 1e-6 of gravity's h·g at rest (1e-8 m/s at h = 1 ms, a 1e-11 m position error per step).
@@ -289,6 +289,113 @@ def _shift(mu, n_contacts, z, s):
         s[r] = mu[i] * math.sqrt(z[r + 1] * z[r + 1] + z[r + 2] * z[r + 2])
 
 
+@jit
+def _cholesky(A, L) -> bool:
+    """``L`` (lower, zeros above) with ``L Lᵀ = A``; False if ``A`` is not positive definite."""
+    m = A.shape[0]
+    for j in range(m):
+        d = A[j, j]
+        for k in range(j):
+            d -= L[j, k] * L[j, k]
+        if not d > 0.0:
+            return False
+        d = math.sqrt(d)
+        L[j, j] = d
+        for i in range(j):
+            L[i, j] = 0.0
+        for i in range(j + 1, m):
+            t = A[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / d
+    return True
+
+
+@jit
+def _cholesky_solve(L, rhs, out):
+    """``out`` = (L Lᵀ)⁻¹ rhs: forward then back substitution."""
+    m = rhs.shape[0]
+    for i in range(m):
+        t = rhs[i]
+        for k in range(i):
+            t -= L[i, k] * out[k]
+        out[i] = t / L[i, i]
+    for i in range(m - 1, -1, -1):
+        t = out[i]
+        for k in range(i + 1, m):
+            t -= L[k, i] * out[k]
+        out[i] = t / L[i, i]
+
+
+@jit
+def _proximal_factor(G, shift, A, L) -> bool:
+    """``L``: the Cholesky factor of ``G + shift I`` (``A`` its storage)."""
+    m = G.shape[0]
+    for a in range(m):
+        for b in range(m):
+            A[a, b] = G[a, b]
+        A[a, a] += shift
+    return _cholesky(A, L)
+
+
+@jit
+def _admm_loop(G, g, mu, n_contacts, lam, max_iter, tol, mu_prox, rho, step, x, y, z, best):
+    """The iterations of :func:`_admm` from ``x``, ``y``, ``z`` (compiled: one call per solve). Returns
+    (iterations, the residual of ``lam``)."""
+    m = g.shape[0]
+    A = np.empty((m, m))
+    L = np.empty((m, m))
+    if not _proximal_factor(G, mu_prox + rho, A, L):
+        return 0, best
+    s = np.empty(m)
+    rhs = np.empty(m)
+    tmp = np.empty(m)
+    x_prev = np.empty(m)
+    y_prev = np.empty(m)
+    k = 0
+    for k in range(1, max_iter + 1):
+        x_prev[:] = x
+        y_prev[:] = y
+        _shift(mu, n_contacts, z, s)
+        for a in range(m):
+            rhs[a] = -(g[a] + s[a]) + rho * y[a] + mu_prox * x[a] + z[a]
+        _cholesky_solve(L, rhs, x)
+        for a in range(m):
+            tmp[a] = x[a] - z[a] / rho
+        _project_all(tmp, mu, n_contacts, y)
+        finite = True
+        for a in range(m):
+            z[a] = z[a] - rho * (x[a] - y[a])
+            if not math.isfinite(y[a]):
+                finite = False
+        if not finite:
+            break
+        res = residual(G, g, mu, n_contacts, y)
+        if res < best:
+            best = res
+            lam[:] = y
+        if res <= tol:
+            break
+        primal = 0.0
+        dual = 0.0
+        for a in range(m):
+            p = abs(x[a] - y[a])
+            if p > primal:
+                primal = p
+            d = abs(rho * (y[a] - y_prev[a]) + mu_prox * (x[a] - x_prev[a]))
+            if d > dual:
+                dual = d
+        if primal > 10.0 * dual:
+            rho *= step
+            if not _proximal_factor(G, mu_prox + rho, A, L):
+                break
+        elif dual > 10.0 * primal:
+            rho /= step
+            if not _proximal_factor(G, mu_prox + rho, A, L):
+                break
+    return k, best
+
+
 def _admm(G, g, mu, n_contacts, lam, max_iter, tol):
     """ADMM on the cone-constrained problem with De Saxcé's shift (the exact NCP), as Pinocchio's
     ``ADMMContactSolver`` runs it (Carpentier, Le Lidec et al. 2024): a primal ``x`` from the proximal system
@@ -296,15 +403,14 @@ def _admm(G, g, mu, n_contacts, lam, max_iter, tol):
     friction cones, the dual velocity ``z ← z − ρ(x − y)`` whose tangential part gives the shift ``s``; ρ starts
     at ``√(L m)·(L/m)^0.2`` (L the largest eigenvalue of G, m = μ_prox) and moves by ``(L/m)^0.05`` when the primal
     and dual residuals are more than 10 apart. ``lam`` is overwritten only by an iterate with a smaller residual
-    (:func:`residual`). Returns (iterations, the residual of ``lam``)."""
+    (:func:`residual`). Returns (iterations, the residual of ``lam``). The iterations are one compiled call
+    (:func:`_admm_loop`, the proximal system by its Cholesky factor)."""
     m = g.shape[0]
     L = max(float(np.linalg.eigvalsh(G)[-1]), 1e-300)
     mu_prox = 1e-6 * L
     cond = L / mu_prox
     rho = math.sqrt(L * mu_prox) * cond ** 0.2
     step = cond ** 0.05
-    eye = np.eye(m)
-    chol = np.linalg.cholesky(G + (mu_prox + rho) * eye)
     x = lam.copy()
     y = np.empty(m)
     _project_all(x, mu, n_contacts, y)
@@ -314,32 +420,21 @@ def _admm(G, g, mu, n_contacts, lam, max_iter, tol):
     z = np.empty(m)
     _project_dual_all(z0 + s, mu, n_contacts, z)
     best = residual(G, g, mu, n_contacts, lam)
-    k = 0
-    for k in range(1, max_iter + 1):
-        x_prev, y_prev = x, y
-        _shift(mu, n_contacts, z, s)
-        rhs = -(g + s) + rho * y + mu_prox * x + z
-        x = np.linalg.solve(chol.T, np.linalg.solve(chol, rhs))
-        y = np.empty(m)
-        _project_all(x - z / rho, mu, n_contacts, y)
-        z = z - rho * (x - y)
-        if not np.all(np.isfinite(y)):
-            break
-        res = residual(G, g, mu, n_contacts, y)
-        if res < best:
-            best = res
-            lam[:] = y
-        if res <= tol:
-            break
-        primal = float(np.max(np.abs(x - y)))
-        dual = float(np.max(np.abs(rho * (y - y_prev) + mu_prox * (x - x_prev))))
-        if primal > 10.0 * dual:
-            rho *= step
-            chol = np.linalg.cholesky(G + (mu_prox + rho) * eye)
-        elif dual > 10.0 * primal:
-            rho /= step
-            chol = np.linalg.cholesky(G + (mu_prox + rho) * eye)
-    return k, best
+    k, best = _admm_loop(G, g, mu, int(n_contacts), lam, int(max_iter), float(tol), mu_prox, rho, step, x, y, z,
+                         best)
+    return int(k), float(best)
+
+
+def warm_up() -> None:
+    """Call every compiled kernel of the solver once on a tiny problem (one contact, one unilateral row; ADMM's
+    iterations too): numba loads them from its cache (or compiles them) at the first call, tens of milliseconds
+    that a node pays at start-up instead of inside its first contact step."""
+    G = np.array([[2.0, 0.1, 0.0, 0.0], [0.1, 2.0, 0.0, 0.0], [0.0, 0.0, 2.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
+    g = np.array([-1.0, 0.3, 0.0, -0.5])
+    mu = np.array([0.5])
+    solve(G, g, mu, 1)
+    _admm(G, g, mu, 1, np.zeros(4), 2, 0.0)
+    _saxce(G, g, mu, 1, np.zeros(4), np.empty(4))
 
 
 class SolveResult:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import coal
 import numpy as np
@@ -60,6 +61,26 @@ class ContactWorld:
         self._warm = {}
         self._left_out = {}
         self._limits_of = {}
+        self._pairs = {}  # among -> the shape pairs that may touch
+        self._near_pair = {}  # among -> the pair last found within the margin (asked first next time)
+        # what the contact steps cost (the thread's CPU time: a busy machine's preemptions do not count;
+        # information for the diagnostics and the benchmark, never a result)
+        self.step_count, self.step_ns, self.step_ns_max = 0, 0, 0
+
+    def warm_up(self, qs, vs) -> None:
+        """Run once, at the states ``qs``, ``vs``, what the first contact step would otherwise load at its first
+        call (tens of milliseconds to seconds on a busy machine, inside a node's callback): the solver's compiled
+        kernels, each model's mass matrix, forward dynamics and kinematics, SciPy's Cholesky. Nothing is kept."""
+        from scipy.linalg import cho_factor, cho_solve
+
+        from mbs_ros.dynamics.contact.solver import warm_up
+
+        warm_up()
+        for model, q, v in zip(self.models, qs, vs):
+            M = model.mass_matrix(q)
+            cho_solve(cho_factor(M), np.ones((model.nv, 1)))
+            model.forward_dynamics(q, v, np.zeros(model.nv))
+            alg.kinematics(model, q, inertia=False)
 
     def forget(self) -> None:
         """Drop the warm start (after a reset: the last impulses belong to another state)."""
@@ -95,6 +116,7 @@ class ContactWorld:
         ``among`` (:meth:`left_out`). With ``among="objects"`` only the free objects move (model 0's entries of
         ``qs`` place its shapes and are returned as given; no joint limit rows). Returns ``(qs⁺, vs⁺, info,
         engaged)``, ``engaged`` the set of model indices with a contact or limit row in the step."""
+        t0 = time.thread_time_ns()
         first = 1 if among == "objects" else 0
         models = self.models[first:]
         margin = self.margin + h * max((float(np.max(np.abs(v))) if len(v) else 0.0) for v in vs[first:])
@@ -111,6 +133,9 @@ class ContactWorld:
             if c.b is not None:
                 engaged.add(c.b[0] + first)
         engaged.update(int(name.split(":", 1)[0]) + first for name in info.limit_names)
+        d = time.thread_time_ns() - t0
+        self.step_count, self.step_ns = self.step_count + 1, self.step_ns + d
+        self.step_ns_max = max(self.step_ns_max, d)
         return list(qs[:first]) + list(q1), list(vs[:first]) + list(v1), info, engaged
 
     # --------------------------------------------------------------------------------- nothing near
@@ -134,6 +159,40 @@ class ContactWorld:
                 out[(i, j)] = float(coal.distance(a.geometry, placed[i], b.geometry, placed[j], req, res))
         return out
 
+    def pairs(self, among: str = "all") -> list:
+        """The shape pairs ``(i, j)`` that may touch under ``among`` (:meth:`pair_distances`' pairs), kept."""
+        if among not in self._pairs:
+            left_out = self.left_out(among)
+            self._pairs[among] = [(i, j) for i, a in enumerate(self.shapes) for j in range(i + 1, len(self.shapes))
+                                  if not (a.body == self.shapes[j].body or (i, j) in left_out
+                                          or not (a.group & self.shapes[j].mask and self.shapes[j].group & a.mask))]
+        return self._pairs[among]
+
+    def near(self, qs, among: str = "all") -> bool:
+        """Whether some pair is within the margin at ``qs``: :meth:`pair_distances`' ``any(d <= margin)``, the
+        same distances, asked until the first such pair (the one found last time first: a resting contact is
+        found with one query)."""
+        pairs = self.pairs(among)
+        last = self._near_pair.get(among)
+        poses = self.poses(qs)
+        placed = {}
+
+        def at(k):
+            if k not in placed:
+                sh = self.shapes[k]
+                placed[k] = _transform(sh.T_body_shape if sh.body is None
+                                       else poses[sh.body[0]][sh.body[1]] @ sh.T_body_shape)
+            return placed[k]
+
+        req = coal.DistanceRequest()
+        for i, j in ([last] if last is not None else []) + pairs:
+            res = coal.DistanceResult()
+            d = float(coal.distance(self.shapes[i].geometry, at(i), self.shapes[j].geometry, at(j), req, res))
+            if d <= self.margin:
+                self._near_pair[among] = (i, j)
+                return True
+        return False
+
     def free_steps(self, q_batches, v_batches=None, among: str = "all") -> int:
         """The largest k such that the states 0..k of a batch (per model, states ``(n + 1, nq)``: the start and
         after each step) keep every pair outside the margin and every joint outside its limit margin. Each pair's
@@ -151,6 +210,8 @@ class ContactWorld:
             last = min(last, self.limit_free(qbs, n))
         if not self.shapes or last < 0:
             return last
+        if self.near([qb[0] for qb in qbs], among):  # the first state is within the margin already (resting)
+            return -1
         # per model and body: travel bound increments of each step (linear, angular)
         steps_lin, steps_ang = [], []
         for k, (model, qb) in enumerate(zip(self.models, qbs)):

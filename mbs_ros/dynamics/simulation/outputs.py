@@ -80,8 +80,9 @@ class StateOutputs:
         momentum ``[linear; angular about the world origin]``): simulation time [s], step counts, paused, base
         group, integrator, kinetic/potential/total energy and their references, ``work_applied``,
         ``energy_balance_residual = E − E_ref − work`` (less the passive loads' and the contact's work) and the
-        momentum and its reference per axis; with a contact world ``contact_work``, ``contact_steps`` and
-        ``contact_unconverged``."""
+        momentum and its reference per axis; with a contact world ``contact_work``, ``contact_steps``,
+        ``contact_unconverged`` and the contact steps' cost in thread CPU time ``contact_step_mean_ms`` and
+        ``contact_step_longest_ms`` (information: it differs from run to run)."""
         model, q, v = self.model, self.q, self.v
         ke = model.kinetic_energy(q, v)
         pe = model.potential_energy(q)
@@ -115,6 +116,9 @@ class StateOutputs:
                           limits_active=last.n_limits if last is not None and self._free_until < 0 else 0,
                           contact_residual=result.residual if result is not None else 0.0,
                           contact_sweeps=result.sweeps if result is not None else 0)
+            w = self.world  # the contact steps' CPU time (information: it varies from run to run)
+            values.update(contact_step_mean_ms=w.step_ns * 1e-6 / w.step_count if w.step_count else 0.0,
+                          contact_step_longest_ms=w.step_ns_max * 1e-6)
             if self.objects:
                 values["objects_energy"] = self.objects_energy()
         if model.passive_active:

@@ -1,0 +1,150 @@
+"""Section 8 (``--only contact_node``): the dynamics node with contacts in real time, as real processes.
+
+solo12_stand's nodes (``config/scenarios/solo12_stand.yaml``: Solo12 on the ground of ``config/worlds/ground.yaml``,
+the stand controller ``joint_pd_gravity`` and the reference node), started from the scenario's own node specs
+(:func:`mbs_ros.scenario.node_specs`) with ``lockstep: false``, ``sim_time: false`` and no push: the dynamics node
+free-running against the wall clock (``real_time_factor`` 1) at the scenario's physics rate (1 kHz), the controller
+at its control rate, a standing quadruped with its four feet on the ground (the drop of 6 cm and the landing are
+the warm-up: the window starts once the odometry's stamp passed ``SETTLE_S`` of simulated time).
+
+Over the window: the share of a core the dynamics node's process uses (utime + stime / wall time, psutil or
+/proc), whether it keeps real time (the odometry stamps' advance / the wall time between their receptions here:
+1.0 keeps it), the CPU seconds it spends per simulated second (below 1: one free core would keep real time,
+whatever the machine's load), the mean contact step over the window and the longest since the start (thread
+CPU time), and the longest callback (wall clock)
+(from the node's ``/diagnostics``: ``contact_step_mean_ms``, ``contact_steps``, ``contact_step_longest_ms``,
+``longest_callback_ms``). Isolation as the node section's (:mod:`mbs_ros.bench.node`).
+"""
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+from mbs_ros.bench.node import Probe, StampLog, _window, isolate_ros_env
+
+SCENARIO = "solo12_stand"
+SETTLE_S = 1.0  # simulated seconds: dropped at 0 s, landed and settled by then
+TARGET_REAL_TIME = 0.99  # "keeps real time": at least 0.99 simulated second per wall second
+TARGET_CPU = 1.0  # ... within one core
+START_TIMEOUT = 180.0  # a cold start compiles the contact kernels (numba caches them next to the sources)
+
+
+def _specs(ns):
+    """solo12_stand's node specs, free-running on the wall clock, with no push, in namespace ``ns``."""
+    from mbs_ros.scenario import load_scenario, node_specs
+
+    scenario = load_scenario(SCENARIO, overrides={"lockstep": False, "sim_time": False})
+    specs = []
+    for s in node_specs(scenario):
+        params = {k: v for k, v in s.parameters.items() if k != "disturbance"}
+        specs.append((s, params, f"{ns}{s.namespace}" if s.namespace.startswith("/") else f"{ns}/{s.namespace}"))
+    return scenario, specs
+
+
+class _Diagnostics:
+    """The dynamics node's latest /diagnostics values (the status whose name is the dynamics node's)."""
+
+    def __init__(self, probe, topic):
+        from diagnostic_msgs.msg import DiagnosticArray
+
+        from mbs_ros.nodes.conversions import values_from_status
+
+        self.latest = None
+        self.history = []
+
+        def on(msg):
+            for st in msg.status:
+                if "dynamics_node" in st.name:
+                    self.latest = values_from_status(st)
+                    self.history.append(self.latest)
+
+        self.sub = probe.node.create_subscription(DiagnosticArray, topic, on, 100)
+
+
+def _window_mean(before, after):
+    """The mean contact step [ms] between two diagnostics (the node reports the mean since the start)."""
+    if before is None or after is None:
+        return None
+    n0, n1 = before.get("contact_steps", 0), after.get("contact_steps", 0)
+    if n1 <= n0:
+        return None
+    return (after["contact_step_mean_ms"] * n1 - before["contact_step_mean_ms"] * n0) / (n1 - n0)
+
+
+def run(quick: bool, log_dir=None, progress=print) -> dict:
+    """The section's result: a dict (``error`` on a failure)."""
+    from nav_msgs.msg import Odometry
+
+    from mbs_ros.process import NodeProcess
+
+    window_s = 2.0 if quick else 8.0
+    domain = isolate_ros_env()
+    ns = f"/bench_{os.getpid()}"
+    log_dir = Path(log_dir or tempfile.mkdtemp(prefix="mbs_bench_contact_"))
+    log_dir.mkdir(parents=True, exist_ok=True)
+    result = dict(ros_domain_id=domain, namespace=ns, log_dir=str(log_dir), scenario=SCENARIO,
+                  loadavg=[round(x, 2) for x in os.getloadavg()])
+    try:
+        scenario, specs = _specs(ns)
+    except Exception as e:  # noqa: BLE001 - example-robot-data missing, a broken scenario: reported
+        return dict(result, error=f"{type(e).__name__}: {e}")
+    result.update(physics_rate_hz=scenario.physics_rate, control_rate_hz=scenario.control_rate)
+    try:
+        probe = Probe("mbs_bench_contact_probe")
+    except Exception as e:  # noqa: BLE001
+        return dict(result, error=f"cannot start rclpy: {type(e).__name__}: {e}")
+    remap = {"/diagnostics": f"{ns}/diagnostics", "/clock": f"{ns}/clock", "/tf": f"{ns}/tf",
+             "/tf_static": f"{ns}/tf_static"}
+    procs, dyn, robot_ns = [], None, None
+    for spec, params, namespace in specs:
+        p = NodeProcess(spec.module, name=spec.name, namespace=namespace, parameters=params,
+                        remappings={**dict(spec.remappings), **remap},
+                        log_file=log_dir / f"contact_node_{spec.role}.log", label=f"{spec.role}")
+        procs.append(p)
+        if spec.role == "dynamics":
+            dyn, robot_ns = p, namespace
+    odom = StampLog(probe, Odometry, f"{robot_ns}/odom")
+    diag = _Diagnostics(probe, f"{ns}/diagnostics")
+    try:
+        progress(f"contact_node: {SCENARIO} in real time at {scenario.physics_rate:g} Hz ...")
+        for p in procs:
+            p.start()
+        probe.spin_until(lambda: len(odom.order) > 2, START_TIMEOUT, "odom from the dynamics node", alive=procs)
+        t0, settle_ns = odom.order[0][0], int(SETTLE_S * 1e9)  # stamps on the wall clock's epoch (no sim time)
+        probe.spin_until(lambda: odom.order[-1][0] - t0 >= settle_ns and (diag.latest or {}).get("contact_steps"),
+                         START_TIMEOUT, f"{SETTLE_S:g} s of simulated time with contacts", alive=procs)
+        before = diag.latest
+        cpus, wall, rx0 = _window(probe, procs, window_s)
+        probe.spin_for(0.3, alive=procs)  # the diagnostics of the window's end
+        after = diag.latest
+        sim, wall_rx = odom.rate(rx0)
+    except Exception as e:  # noqa: BLE001
+        tails = "".join(f"\n--- end of {p.log_path}:\n{p.log_tail(15)}" for p in procs)
+        result["error"] = f"{type(e).__name__}: {e}{tails}"
+        after = before = None
+    finally:
+        codes = {p.label: p.stop() for p in procs}
+        probe.node.destroy_subscription(odom.sub)
+        probe.node.destroy_subscription(diag.sub)
+        probe.close()
+    result["exit_codes"] = codes
+    if "error" in result:
+        return result
+    if wall_rx <= 0 or after is None:
+        return dict(result, error="no odom or no diagnostics during the window")
+    cpu = dict(zip((s.role for s, _, _ in specs), cpus))
+    real_time = sim / wall_rx
+    result.update(window_s=wall, sim_s=sim, real_time_factor=real_time, cpu_share=cpu["dynamics"],
+                  # CPU seconds per simulated second: below 1, one free core keeps real time (a busy machine's
+                  # share of a core does not enter it)
+                  cpu_per_sim_s=cpu["dynamics"] * wall / sim if sim > 0 else None,
+                  cpu_share_controller=cpu.get("controller"), contacts=after.get("contacts"),
+                  contact_step_mean_ms=_window_mean(before, after),
+                  contact_step_longest_ms=after.get("contact_step_longest_ms"),
+                  contact_steps_in_window=after.get("contact_steps", 0) - (before or {}).get("contact_steps", 0),
+                  longest_callback_ms=after.get("longest_callback_ms"),
+                  longest_callback=after.get("longest_callback"),
+                  target=f">= {TARGET_REAL_TIME:g} of real time within {TARGET_CPU:g} core",
+                  met=bool(real_time >= TARGET_REAL_TIME and cpu["dynamics"] <= TARGET_CPU))
+    return result
