@@ -14,34 +14,26 @@ contact step did and where the world's shapes and free objects are. docs/contact
 
 Each topic only while someone subscribes; a value that is not finite is never published (the message is
 skipped, counted in ``skipped``). The forces come from :class:`mbs_ros.dynamics.contact.report.ContactReport`
-(the impulses of the Simulator's last contact step over the step).
+(the impulses of the Simulator's last contact step over the step); the markers from :mod:`mbs_ros.nodes.markers`.
 """
 from __future__ import annotations
 
-import math
-from typing import Callable, List
+from typing import Callable
 
 import numpy as np
-from geometry_msgs.msg import Point, WrenchStamped
+from geometry_msgs.msg import WrenchStamped
 from rclpy.qos import QoSProfile
-from visualization_msgs.msg import Marker, MarkerArray
+from visualization_msgs.msg import MarkerArray
 
 from mbs_ros.cores.dynamics_settings import topic_token
-from mbs_ros.cores.rotations import quaternion_from_matrix
 from mbs_ros.dynamics.contact.report import ContactReport, object_pose
 from mbs_ros.nodes import conversions as cv
-from mbs_ros.nodes.markers import geometry_markers
+from mbs_ros.nodes.markers import contact_markers, finite, shape_marker, world_shape_entries
 
 __all__ = ["ContactPublishing"]
 
-POINT_COLOR = (1.0, 0.85, 0.1, 1.0)
-FORCE_COLOR = (0.95, 0.35, 0.05, 1.0)
 WORLD_COLOR = (0.55, 0.50, 0.45, 0.6)
 OBJECT_COLOR = (0.2, 0.6, 0.85, 1.0)
-
-
-def _finite(*values) -> bool:
-    return all(math.isfinite(x) for v in values for x in np.ravel(v))
 
 
 class ContactPublishing:
@@ -71,16 +63,8 @@ class ContactPublishing:
         self.pub_tf = pub_tf
         self._tf_message = tf_message
         self._scale = scale
-        world = sim.world
-        self._fixed = []  # (ns, id, type, scale, pose) of the world's shapes
-        self._moving = []  # (ns, id, type, scale, T_object_shape, object index) of the objects' shapes
-        for s in (world.shapes if world is not None else ()):
-            if s.body is None:
-                for i, (kind, size, T) in enumerate(geometry_markers(s.geometry, np.asarray(s.T_body_shape))):
-                    self._fixed.append((s.name, i, kind, size, T))
-            elif s.body[0] > 0:
-                for i, (kind, size, T) in enumerate(geometry_markers(s.geometry, np.asarray(s.T_body_shape))):
-                    self._moving.append((s.name, i, kind, size, T, int(s.body[0]) - 1))
+        # (ns, id, type, scale, pose) of the world's shapes; (..., T_object_shape, object index) of the objects'
+        self._fixed, self._moving = world_shape_entries(sim.world)
 
     def wanted(self) -> bool:
         return (any(p.get_subscription_count() for p in self.pub_wrench.values())
@@ -97,7 +81,7 @@ class ContactPublishing:
                 wrenches = self.report.wrenches(forces)
                 for name in want_wrench:
                     w = wrenches.get(name, np.zeros(6))
-                    if not _finite(w):
+                    if not finite(w):
                         self.skipped += 1
                         continue
                     m = self.msg_wrench[name]
@@ -111,60 +95,25 @@ class ContactPublishing:
         if self.report.objects and self.pub_tf.get_subscription_count():
             self._publish_tf(stamp)
 
-    def _marker(self, stamp, ns, id_, kind, color) -> Marker:
-        m = Marker(ns=ns, id=id_, type=kind, action=Marker.ADD)
-        m.header.frame_id = self.world_frame
-        cv.set_stamp(m.header, stamp)
-        m.color.r, m.color.g, m.color.b, m.color.a = color
-        return m
-
     def _publish_contact_markers(self, stamp: int, forces) -> None:
-        delete = Marker(action=Marker.DELETEALL)
-        delete.header.frame_id = self.world_frame
-        cv.set_stamp(delete.header, stamp)
-        markers = [delete]
-        scale = float(self._scale())
-        for i, f in enumerate(forces):
-            with np.errstate(over="ignore"):  # finite forces times a large marker_wrench_scale may overflow
-                tip = f.point + scale * f.force
-            if not _finite(f.point, f.force, tip):
-                self.skipped += 1
-                continue
-            p = f.point.tolist()
-            dot = self._marker(stamp, "contacts", i, Marker.SPHERE, POINT_COLOR)
-            cv.set_pose(dot.pose, p, (0.0, 0.0, 0.0, 1.0))
-            dot.scale.x = dot.scale.y = dot.scale.z = 0.012
-            markers.append(dot)
-            arrow = self._marker(stamp, "contact_forces", i, Marker.ARROW, FORCE_COLOR)
-            arrow.pose.orientation.w = 1.0
-            tip = tip.tolist()
-            arrow.points = [Point(x=p[0], y=p[1], z=p[2]), Point(x=tip[0], y=tip[1], z=tip[2])]
-            arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.005, 0.01, 0.015
-            markers.append(arrow)
+        markers, skipped = contact_markers(self.world_frame, stamp, forces, float(self._scale()))
+        self.skipped += skipped
         self.pub_markers.publish(MarkerArray(markers=markers))
 
-    def _shape_marker(self, stamp, ns, id_, kind, size, T, color):
-        if not _finite(T, size):
-            self.skipped += 1
-            return None
-        m = self._marker(stamp, ns, id_, kind, color)
-        m.scale.x, m.scale.y, m.scale.z = (float(x) for x in size)
-        cv.set_pose(m.pose, T[:3, 3].tolist(), quaternion_from_matrix(T[:3, :3]).tolist())
-        return m
-
     def _publish_world(self, stamp: int) -> None:
-        markers = [self._shape_marker(stamp, ns, i, kind, size, T, WORLD_COLOR)
-                   for ns, i, kind, size, T in self._fixed]
         poses = [object_pose(q) for q in self.sim.obj_q]
-        markers += [self._shape_marker(stamp, ns, i, kind, size, poses[k] @ T, OBJECT_COLOR)
+        markers = [shape_marker(self.world_frame, stamp, ns, i, kind, size, T, WORLD_COLOR)
+                   for ns, i, kind, size, T in self._fixed]
+        markers += [shape_marker(self.world_frame, stamp, ns, i, kind, size, poses[k] @ T, OBJECT_COLOR)
                     for ns, i, kind, size, T, k in self._moving]
+        self.skipped += sum(m is None for m in markers)
         self.pub_world.publish(MarkerArray(markers=[m for m in markers if m is not None]))
 
     def _publish_tf(self, stamp: int) -> None:
         transforms = []
         for (name, k) in self.report.objects:
             q = self.sim.obj_q[k - 1]
-            if not _finite(q):
+            if not finite(q):
                 self.skipped += 1
                 continue
             transforms.append(cv.transform_stamped_msg(stamp, self.world_frame, self.frames[name],

@@ -13,7 +13,8 @@
   wrench arrows are ``ns = "<base frame>/wrench"``, ``id`` 0 (force) and 1 (torque).
 - :func:`geometry_markers`: the marker shapes of a contact world's Coal geometry (the ground as a 20 m slab whose
   top face is its plane, boxes, spheres, cylinders, capsules), for the contact topics
-  (:mod:`mbs_ros.nodes.dynamics_contacts`).
+  (:mod:`mbs_ros.nodes.dynamics_contacts`); :func:`world_shape_entries` lists them for a world,
+  :func:`shape_marker` and :func:`contact_markers` build the messages (a non-finite value skips its marker).
 
 The equivalent-inertia box of a body of mass m with principal moments I1, I2, I3 (about its centre of mass) is
 the uniform box with the same mass and inertia: side ``a_i = sqrt(6 (I_j + I_k - I_i) / m)`` along principal
@@ -22,6 +23,7 @@ axis i, centred at the centre of mass. A side the triangle inequality would make
 
 from __future__ import annotations
 
+import math
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from typing import Callable, List, Optional, Sequence
@@ -33,7 +35,8 @@ from visualization_msgs.msg import Marker
 from mbs_ros.nodes import conversions as cv
 
 __all__ = ["Shape", "MarkerMaker", "prefixed_urdf", "shapes_from_urdf", "rigid_body_shapes",
-           "equivalent_inertia_box", "delete_all_marker", "geometry_markers", "DEFAULT_COLOR", "GROUND_SIZE"]
+           "equivalent_inertia_box", "delete_all_marker", "geometry_markers", "world_shape_entries", "shape_marker",
+           "contact_markers", "DEFAULT_COLOR", "GROUND_SIZE"]
 
 DEFAULT_COLOR = (0.65, 0.67, 0.70, 1.0)
 FORCE_COLOR = (0.90, 0.20, 0.15, 1.0)
@@ -329,3 +332,69 @@ def geometry_markers(geometry, T: np.ndarray) -> List[tuple]:
                 out.append((Marker.SPHERE, (d, d, d), T @ E))
         return out
     return []
+
+
+# ------------------------------------------------------------------------------ contact topics' markers
+
+POINT_COLOR = (1.0, 0.85, 0.1, 1.0)
+CONTACT_FORCE_COLOR = (0.95, 0.35, 0.05, 1.0)
+
+
+def finite(*values) -> bool:
+    return all(math.isfinite(x) for v in values for x in np.ravel(v))
+
+
+def world_shape_entries(world):
+    """``(fixed, moving)`` marker entries of a contact world's shapes: ``(ns, id, type, scale, pose)`` of the
+    world-fixed ones, ``(ns, id, type, scale, T_object_shape, object index)`` of the free objects' ones."""
+    fixed, moving = [], []
+    for s in (world.shapes if world is not None else ()):
+        if s.body is None:
+            for i, (kind, size, T) in enumerate(geometry_markers(s.geometry, np.asarray(s.T_body_shape))):
+                fixed.append((s.name, i, kind, size, T))
+        elif s.body[0] > 0:
+            for i, (kind, size, T) in enumerate(geometry_markers(s.geometry, np.asarray(s.T_body_shape))):
+                moving.append((s.name, i, kind, size, T, int(s.body[0]) - 1))
+    return fixed, moving
+
+
+def _world_marker(world_frame: str, stamp: int, ns: str, id_: int, kind, color) -> Marker:
+    m = Marker(ns=ns, id=id_, type=kind, action=Marker.ADD)
+    m.header.frame_id = world_frame
+    cv.set_stamp(m.header, stamp)
+    m.color.r, m.color.g, m.color.b, m.color.a = color
+    return m
+
+
+def shape_marker(world_frame: str, stamp: int, ns: str, id_: int, kind, size, T, color) -> Optional[Marker]:
+    """The marker of one shape at world pose ``T``; None when a number is not finite."""
+    if not finite(T, size):
+        return None
+    m = _world_marker(world_frame, stamp, ns, id_, kind, color)
+    m.scale.x, m.scale.y, m.scale.z = (float(x) for x in size)
+    cv.set_pose(m.pose, T[:3, 3].tolist(), cv.quaternion_from_matrix(T[:3, :3]).tolist())
+    return m
+
+
+def contact_markers(world_frame: str, stamp: int, forces, scale: float):
+    """``(markers, skipped)``: a DELETEALL, then per contact force (``.point``, ``.force``, world axes) a sphere
+    (ns ``contacts``) and an arrow ``scale`` m per N (ns ``contact_forces``); a contact with a non-finite point,
+    force or arrow tip (a finite force times a large scale may overflow) is skipped and counted."""
+    markers, skipped = [delete_all_marker(world_frame, stamp)], 0
+    for i, f in enumerate(forces):
+        with np.errstate(over="ignore"):
+            tip = f.point + scale * f.force
+        if not finite(f.point, f.force, tip):
+            skipped += 1
+            continue
+        p = f.point.tolist()
+        dot = _world_marker(world_frame, stamp, "contacts", i, Marker.SPHERE, POINT_COLOR)
+        cv.set_pose(dot.pose, p, (0.0, 0.0, 0.0, 1.0))
+        dot.scale.x = dot.scale.y = dot.scale.z = 0.012
+        arrow = _world_marker(world_frame, stamp, "contact_forces", i, Marker.ARROW, CONTACT_FORCE_COLOR)
+        arrow.pose.orientation.w = 1.0
+        tip = tip.tolist()
+        arrow.points = [Point(x=p[0], y=p[1], z=p[2]), Point(x=tip[0], y=tip[1], z=tip[2])]
+        arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.005, 0.01, 0.015
+        markers += [dot, arrow]
+    return markers, skipped
