@@ -129,12 +129,34 @@ def test_a_non_finite_impulse_has_an_infinite_residual():
     ((np.eye(3), np.zeros(3), [-0.1], 1), "non-negative"),
     ((np.eye(3), np.zeros(3), [math.nan], 1), "non-negative"),
     ((np.eye(3), np.zeros(3), [0.1, 0.2], 1), "one value per contact"),
-    ((np.diag([1.0, 0.0, 1.0]), np.zeros(3), [0.5], 1), "positive diagonal"),
+    ((np.diag([1.0, -1.0, 1.0]), np.zeros(3), [0.5], 1), "positive semi-definite"),
     ((np.eye(3), np.zeros(4), [0.5], 1), "must be 4x4"),
 ])
 def test_bad_problems_are_refused_with_the_reason(args, message):
     with pytest.raises(ValueError, match=message):
         solve(*args)
+
+
+def test_rows_no_body_can_move_along_take_no_impulse_and_leave_the_others_exact():
+    """A contact no body can move along (its rows of J zero: G's rows and columns zero), beside a sticking and a
+    sliding contact of unit Delassus blocks: the inert one takes 0, the others their closed forms (sticking
+    λ = −g; sliding λ_n = −g_n, λ_t = μ λ_n against the tangential velocity). Before, the solve refused the
+    problem ("needs a positive diagonal") and the contact step failed (a single-joint arm touching along its link)."""
+    G = np.zeros((9, 9))
+    G[3:, 3:] = np.eye(6)
+    g = np.array([-1.0, 0.3, 0.0, -2.0, 0.1, -0.2, -1.0, 3.0, -4.0])
+    res = solve(G, g, np.array([0.5, 0.5, 0.2]), 3)
+    np.testing.assert_array_equal(res.lam[:3], 0.0)
+    np.testing.assert_allclose(res.lam[3:6], [2.0, -0.1, 0.2], rtol=0, atol=1e-12)
+    np.testing.assert_allclose(res.lam[6:], [1.0, -0.2 * 3.0 / 5.0, 0.2 * 4.0 / 5.0], rtol=0, atol=1e-12)
+    assert res.converged
+    # only the normal row inert: the whole contact is (its normal force is the bearings', not the contact's)
+    G2 = np.diag([0.0, 1.0, 1.0])
+    np.testing.assert_array_equal(solve(G2, np.array([-1.0, -1.0, 0.5]), np.array([0.5]), 1).lam, 0.0)
+    # a tangential row alone inert: the contact still holds along its normal
+    G3 = np.diag([1.0, 0.0, 1.0])
+    np.testing.assert_allclose(solve(G3, np.array([-1.0, 0.0, 0.0]), np.array([0.5]), 1).lam, [1.0, 0.0, 0.0],
+                               rtol=0, atol=1e-12)
 
 
 def test_a_world_that_starts_interpenetrating_is_refused_naming_the_pair_and_the_depth():

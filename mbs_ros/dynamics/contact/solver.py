@@ -456,6 +456,23 @@ class SolveResult:
                 f"failed_local={self.failed_local})")
 
 
+#: A row is inert when its diagonal of G is at most this fraction of G's largest (J M⁻¹ Jᵀ of a row no body can
+#: move along is 0, up to the rounding of the mass matrix's factor).
+INERT_FRACTION = 1e-12
+
+
+def _inert_rows(G, n_contacts: int):
+    """Rows no body can move along (``G_ii ≤ INERT_FRACTION · max G_jj``, or the whole matrix zero). A contact
+    whose normal row is inert is inert as a whole: its normal force is carried by the joints' bearings, not
+    decided by the contact (statically undetermined), so it takes no impulse and so no friction either."""
+    d = np.diag(G)
+    inert = d <= INERT_FRACTION * max(float(np.max(d)), 0.0)
+    for i in range(n_contacts):
+        if inert[3 * i]:
+            inert[3 * i:3 * i + 3] = True
+    return inert  # solve() keeps a contact's tangent row inert alone as a unit row with no free velocity
+
+
 def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: float = 1e-12,
           residual_tol: float | None = None, admm_iterations: int = 3000,
           fallback_sweeps: int = 5000) -> SolveResult:
@@ -477,8 +494,26 @@ def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: floa
         raise ValueError(f"mu must have one value per contact ({n_contacts}), got {mu.shape[0]}")
     if np.any(~np.isfinite(mu)) or np.any(mu < 0.0):
         raise ValueError(f"friction coefficients must be finite and non-negative, got {mu.tolist()}")
-    if m and np.any(np.diag(G) <= 0.0):
-        raise ValueError("the Delassus matrix needs a positive diagonal (a row no body can move)")
+    if m and np.min(np.diag(G)) < -INERT_FRACTION * max(float(np.max(np.abs(np.diag(G)))), 1e-300):
+        raise ValueError("the Delassus matrix must be positive semi-definite (a negative diagonal)")
+    inert = _inert_rows(G, n_contacts) if m else None
+    if inert is not None and inert.any():  # rows no body can move along: their impulse is 0, the rest solved alone
+        keep = ~inert
+        tangent = np.zeros(m, dtype=bool)  # a tangent row alone inert stays in its block as a unit row with g = 0:
+        tangent[:3 * n_contacts] = inert[:3 * n_contacts] & np.repeat(~inert[:3 * n_contacts:3], 3)
+        keep |= tangent  # its impulse is then 0 whether the contact sticks (c = λ) or slides (c_t against λ_t)
+        Gk, gk = G.copy(), g.copy()
+        Gk[tangent, :] = 0.0
+        Gk[:, tangent] = 0.0
+        Gk[tangent, tangent] = 1.0
+        gk[tangent] = 0.0
+        kept_contacts = keep[:3 * n_contacts:3]
+        lam_k = None if lam0 is None else np.asarray(lam0, dtype=float).reshape(m)[keep]
+        sub = solve(Gk[np.ix_(keep, keep)], gk[keep], mu[kept_contacts], int(kept_contacts.sum()), lam_k, max_sweeps,
+                    tol, residual_tol, admm_iterations, fallback_sweeps)
+        lam = np.zeros(m)
+        lam[keep] = sub.lam
+        return SolveResult(lam, G @ lam + g, sub.sweeps, sub.residual, sub.converged, sub.failed_local)
     lam = np.zeros(m) if lam0 is None else np.array(lam0, dtype=float).reshape(m)
     if residual_tol is None:
         residual_tol = RESIDUAL_TOLERANCE * (float(np.max(np.abs(g))) if m else 0.0) + 1e-15
