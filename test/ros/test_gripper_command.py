@@ -7,6 +7,9 @@ the controller's ~/diagnostics. Every wait is on joint_states stamps (simulation
 """
 from __future__ import annotations
 
+import math
+
+import numpy as np
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
@@ -81,3 +84,60 @@ def test_the_topic_drives_the_fingers_and_a_malformed_command_is_counted(nodes):
     assert d["rejected_gripper_command"] == 1 and d["received_gripper_command"] == 2
     for p in procs:
         p.check_running()
+
+
+def _fuzz_messages(rng, n):
+    """``n`` gripper commands, mostly malformed: wrong lengths, NaN/Inf/huge values, positions far outside the
+    fingers' range, negative or excessive efforts; some valid."""
+    specials = [math.nan, math.inf, -math.inf, 1e308, -1e308, 5e-324, 0.0, 1e6, -1e6]
+    out = []
+    for _ in range(n):
+        size = int(rng.choice([0, 1, 2, 2, 3, 7, 1000]))
+        data = [float(rng.choice(specials)) if rng.random() < 0.5 else float(rng.uniform(-0.2, 0.2))
+                for _ in range(size)]
+        if size == 2 and rng.random() < 0.5:
+            data[1] = float(rng.uniform(-20.0, 40.0))  # below 0 or above gripper_max_effort 15 N, or fine
+        out.append(data)
+    return out
+
+
+def test_fuzzed_gripper_commands_never_kill_the_controller(nodes):
+    """10⁴ seeded commands (mostly malformed) while the lockstep run goes on: the controller stays alive, counts
+    refusals and no control error, every finger position published stays finite, and a last valid command is
+    followed (the fingers reach 5 mm)."""
+    procs, probe, ns = nodes
+    joints = Recorder(probe, JointState, f"/{ns}/joint_states", depth=100)
+    diags = []
+    probe.node.create_subscription(
+        DiagnosticArray, f"/{ns}/controller_node/diagnostics",
+        lambda m: diags.extend(cv.values_from_status(s) for s in m.status if s.name.endswith(": controller")), 100)
+    pub = probe.node.create_publisher(Float64MultiArray, f"/{ns}/gripper/command", 10)
+    probe.spin_until(lambda: pub.get_subscription_count() >= 1 and joints.messages,
+                     what="the controller's gripper/command subscription and joint_states", alive=procs)
+    rng = np.random.default_rng(30)
+    messages = _fuzz_messages(rng, 10_000)
+    for i, data in enumerate(messages):
+        pub.publish(Float64MultiArray(data=data))
+        if i % 20 == 0:
+            probe.executor.spin_once(timeout_sec=0.001)
+    for p in procs:
+        p.check_running()
+    pub.publish(Float64MultiArray(data=[0.005, 15.0]))
+    sent = stamp_of(joints.messages[-1])
+    until = sent * 1e-9 + 6.0  # from a fuzzed target within [-0.1, 0.125]: at most 0.12 m at 50 mm/s, 2.4 s
+    probe.spin_until(lambda: stamp_of(joints.messages[-1]) >= until * 1e9,
+                     what=f"joint_states at {until:.2f} s (simulation time)", alive=procs)
+    for m in joints.messages:
+        assert all(math.isfinite(x) for x in m.position) and all(math.isfinite(x) for x in m.velocity)
+    pos = dict(zip(joints.messages[-1].name, joints.messages[-1].position))
+    assert all(abs(pos[f] - 0.005) < 1e-3 for f in FINGERS), pos
+    probe.spin_until(lambda: diags and diags[-1].get("received_gripper_command", 0) >= 3 + 1000,
+                     what="~/diagnostics after the flood", alive=procs)
+    d = diags[-1]
+    print(f"gripper/command fuzz: {len(messages)} sent; controller counts received "
+          f"{d['received_gripper_command']}, rejected {d['rejected_gripper_command']}, applied "
+          f"{d['applied_gripper_command']}, control_errors {d['control_errors']}")
+    assert d["rejected_gripper_command"] > 1000 and d["control_errors"] == 0, d
+    for p in procs:
+        p.check_running()
+    assert "Traceback" not in procs[1].log_text()
