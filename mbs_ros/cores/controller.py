@@ -72,17 +72,18 @@ def controller_setup(values, source: ms.Source) -> ControllerSetup:
                            gripper_index(s, model), payload)
 
 
-def law_for(setup: ControllerSetup, t_ref: int):
+def law_for(setup: ControllerSetup, t_ref: int, command: Optional[tuple] = None):
     """``(model, law)`` the command is computed with at reference time ``t_ref`` [ns]: with the payload while the
     gripper holds it (its scheduled target arrived, at rest, below the first, open, position: closed; a model
     that knew the object before the fingers held it would lift the arm away from it), always without a gripper;
-    else the robot's own."""
+    else the robot's own. ``command`` the ``(target, rate, limit)`` of ``gripper/command`` once it took over
+    (:class:`~mbs_ros.cores.gripper.GripperOverride`) in place of the schedule's."""
     if setup.payload is None:
         return setup.model, setup.law
     s = setup.settings
     if setup.gripper is None:
         return setup.payload
-    target, rate = gripper_target(s, t_ref)
+    target, rate = gripper_target(s, t_ref) if command is None else command[:2]
     if rate == 0.0 and target < float(s.gripper_positions[0]):
         return setup.payload
     return setup.model, setup.law
@@ -182,16 +183,21 @@ def gripper_target(settings: ControllerSettings, t_ref: int) -> Tuple[float, flo
 
 def with_gripper(settings: ControllerSettings, index: Optional[Tuple[np.ndarray, np.ndarray]], tau: np.ndarray, q, v,
                  t_ref: int,
-                 target: Optional[float] = None) -> np.ndarray:
+                 target: Optional[float] = None, command: Optional[tuple] = None) -> np.ndarray:
     """``tau`` with the gripper joint's entry replaced by the gripper's command, a position target with a squeeze
     limit: ``clip(gain (target − q_j) + damping (rate − v_j), ±gripper_max_effort)`` (``target`` given: an
-    action's, held, else the schedule's at ``t_ref``, :func:`gripper_target`); ``tau`` as it is without one."""
+    action's, held, else the schedule's at ``t_ref``, :func:`gripper_target`; ``command`` given: the ``(target,
+    rate, limit)`` of ``gripper/command``, its limit in place of ``gripper_max_effort``); ``tau`` as it is without
+    one."""
     if index is None:
         return tau
-    target, rate = gripper_target(settings, t_ref) if target is None else (float(target), 0.0)
+    limit = settings.gripper_max_effort
+    if command is not None:
+        target, rate, limit = (float(x) for x in command)
+    else:
+        target, rate = gripper_target(settings, t_ref) if target is None else (float(target), 0.0)
     qj, vj = np.asarray(q, dtype=float)[index[0]], np.asarray(v, dtype=float)[index[1]]
     effort = settings.gripper_gain * (target - qj) + settings.gripper_damping * (rate - vj)
-    limit = settings.gripper_max_effort
     out = np.array(tau, dtype=float)
     out[index[1]] = np.clip(effort, -limit, limit)
     return out

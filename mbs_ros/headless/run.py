@@ -45,7 +45,7 @@ from mbs_ros.cores.parameters.estimator import PARAMETERS as ESTIMATOR_PARAMETER
 from mbs_ros.cores.parameters.reference import PARAMETERS as REFERENCE_PARAMETERS
 from mbs_ros.cores.params import NS_PER_S, model_parameter_values, period_ns
 from mbs_ros.cores.reference import ReferenceError, controller_points, reference_setup, trajectories
-from mbs_ros.cores.loop import SimulationLoop
+from mbs_ros.cores.loop import SimulationLoop, on_grid
 
 __all__ = ["run_scenario", "state_views", "HeadlessRun", "RobotRecord", "HeadlessError", "PAUSED_START", "warm_up"]
 
@@ -74,7 +74,11 @@ class RobotRecord:
     ``contact_power`` their mean power over the last step [W] (both ≤ 0: a dissipative port), and with free objects
     ``objects_q`` their configurations ``(rows, objects, 7)``; with a world that has shapes ``contact_force`` the
     sum of the contact forces on the robot over the last physics step ``(rows, 3)`` [N, world axes; zero in the
-    air] (:class:`mbs_ros.dynamics.contact.report.ContactReport`, as the node's ``contacts/<link>``); with sensors
+    air] (:class:`mbs_ros.dynamics.contact.report.ContactReport`, as the node's ``contacts/<link>``), and
+    ``contact_wrenches`` what the node publishes on ``contacts/<link>`` (per robot link with a collision shape and
+    per free object, by name: ``(stamps [ns], wrenches (n, 6) [force; torque] in the link's frame)``) at the same
+    instants, the ``contacts_rate`` grid of physics steps, computed by the same function
+    (:meth:`ContactReport.wrenches`); a non-finite one is left out as the node skips it; with sensors
     ``sensors`` by sensor name its readings as the dynamics node publishes them (:func:`sensor_record`)."""
 
     namespace: str
@@ -99,6 +103,7 @@ class RobotRecord:
     contact_power: Optional[np.ndarray] = None
     objects_q: Optional[np.ndarray] = None
     contact_force: Optional[np.ndarray] = None
+    contact_wrenches: Optional[Dict[str, Tuple[np.ndarray, np.ndarray]]] = None
     sensors: Optional[Dict[str, Dict[str, np.ndarray]]] = None
 
 
@@ -285,6 +290,11 @@ class _Robot:
         shapes = contact and bool(self.sim.world.shapes)
         self.report = ContactReport(self.sim) if shapes else None
         self.contact_force = np.full((rows, 3), np.nan) if shapes else None
+        # contacts/<link> at the dynamics node's contacts_rate grid: {name: [(stamp ns, wrench 6)]}
+        self.contacts_every = ds.steps_between(self.settings.physics_rate, self.settings.contacts_rate) \
+            if shapes else 0
+        names = list(self.report.links) + [name for name, _ in self.report.objects] if shapes else []
+        self.wrenches: Dict[str, list] = {name: [] for name in names}
         self.est_q = np.full((rows, cm.nq), np.nan) if self.estimator is not None else None
         self.est_v = np.full((rows, cm.nv), np.nan) if self.estimator is not None else None
 
@@ -446,11 +456,26 @@ class _Robot:
         sim = self.sim
         if not sim.period_complete():
             return f"lockstep: no command for {' and '.join(sim.missing())}"
-        for _k in self.loop.period():
-            pass
+        if not self.contacts_every:
+            for _k in self.loop.period():
+                pass
+        else:  # stopping where the node publishes contacts/<link> (while someone subscribes, as a recorder does)
+            every = self.contacts_every
+            for k in self.loop.period(lambda: (every,)):
+                if on_grid(k, every):
+                    self.record_wrenches()
         if sim.fault is not None:
             return sim.fault.reason
         return None
+
+    def record_wrenches(self) -> None:
+        """contacts/<link> as the node publishes it now (its ``ContactPublishing.publish``)."""
+        stamp = self.sim.stamp()
+        wrenches = self.report.wrenches(self.report.forces())
+        for name, rows in self.wrenches.items():
+            w = np.asarray(wrenches.get(name, np.zeros(6)), dtype=float)
+            if np.all(np.isfinite(w)):
+                rows.append((stamp, w.copy()))
 
     def record(self) -> RobotRecord:
         n, model = self.n, self.sim.model
@@ -468,6 +493,9 @@ class _Robot:
             contact_power=None if self.contact is None else self.contact[1][:n].copy(),
             objects_q=None if self.objects_q is None else self.objects_q[:n].copy(),
             contact_force=None if self.contact_force is None else self.contact_force[:n].copy(),
+            contact_wrenches=None if not self.wrenches else {
+                name: (np.array([r[0] for r in rows], dtype=np.int64), np.array([r[1] for r in rows]).reshape(-1, 6))
+                for name, rows in self.wrenches.items()},
             sensors={name: sensor_record(rs) for name, rs in self.readings.items()} if self.suite is not None else None)
 
 

@@ -23,6 +23,8 @@ import threading
 import numpy as np
 from rcl_interfaces.msg import SetParametersResult
 from rclpy.node import Node
+from rclpy.qos import QoSProfile
+from std_msgs.msg import Float64MultiArray
 
 from mbs_ros.controllers import reference_input as ri
 from mbs_ros.controllers import timebase as tb
@@ -35,7 +37,9 @@ from mbs_ros.controllers.timebase import JUMP_CONFIRMATIONS
 from mbs_ros.dynamics.model import source as ms
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes.controller_actions import TrajectoryActions
-from mbs_ros.cores.controller import controller_setup, desired, idle, law_command, law_for, with_gripper
+from mbs_ros.cores.controller import (controller_setup, desired, gripper_target, idle, law_command, law_for,
+                                     with_gripper)
+from mbs_ros.cores.gripper import GripperIntake, GripperOverride
 from mbs_ros.nodes.controller_inputs import REFERENCE_QUEUE, REFERENCE_TOPICS, Inputs  # noqa: F401 - importable here
 from mbs_ros.nodes.controller_publishing import DIAGNOSTICS_PERIOD_S, CommandPublishing  # noqa: F401 - as above
 from mbs_ros.cores.controller_settings import (DEFAULTS, ControllerSettings, ParameterError, build_model,
@@ -115,6 +119,8 @@ class ControllerNode(Node):
                         **{f"rejected_{t}": 0 for t in inputs}, **{f"installed_{t}": 0 for t in REFERENCE_TOPICS},
                         "dropped_references": 0, "control_errors": 0, "time_base_changes": 0, "goals_succeeded": 0,
                         "goals_aborted": 0, "goals_canceled": 0}
+        if self.gripper is not None:
+            self._counts.update(received_gripper_command=0, rejected_gripper_command=0, applied_gripper_command=0)
         self._count_lock = threading.Lock()
         self._logs = RateLimitedLog(self.get_logger(), WARN_THROTTLE_S)  # per key, free while suppressed
         self._create_interfaces(s)
@@ -139,8 +145,30 @@ class ControllerNode(Node):
         # lockstep: one command per complete state, from the state callbacks; otherwise a timer on the node clock
         self.timer = None if s.lockstep else self.create_timer(1.0 / s.control_rate,
                                                                self._guard(self._on_timer, "timer"))
+        self.grip_override = None
+        if self.gripper is not None:
+            self._create_gripper_input(s)
         self.commands.start_diagnostics()
         self.add_on_set_parameters_callback(self._on_set_parameters)
+
+    def _create_gripper_input(self, s: ControllerSettings) -> None:
+        """``gripper/command`` (Float64MultiArray ``[position]`` or ``[position, max_effort]``): checked by
+        :class:`~mbs_ros.cores.gripper.GripperIntake`, applied at the next state the controller answers
+        (:class:`~mbs_ros.cores.gripper.GripperOverride`: the topic takes over for good once used)."""
+        lower, upper = reference_position_bounds(self.model)
+        j = self.gripper[1] - self.nv_base
+        lo, hi = max(float(np.max(lower[j])), -10.0), min(float(np.min(upper[j])), 10.0)
+        self.grip_intake = GripperIntake(lo, hi, s.gripper_max_effort)
+        self.grip_override = GripperOverride(s.gripper_speed)
+        self.create_subscription(Float64MultiArray, "gripper/command",
+                                 self._guard(self._on_gripper_command, "gripper_command"), QoSProfile(depth=10))
+
+    def _on_gripper_command(self, msg) -> None:
+        self._count("received_gripper_command")
+        result = self.grip_intake.check(msg.data)
+        if isinstance(result, str):
+            return self._reject("gripper_command", result)
+        self.grip_override.offer(result)
 
     def _log_configuration(self, s: ControllerSettings, source: ms.Source) -> None:
         if s.law == "passivity":
@@ -268,12 +296,18 @@ class ControllerNode(Node):
         t, q, v = self.inputs.state
         if self._last_tau_stamp != t:
             try:
-                if idle(self.settings, t - self.timebase.offset):  # idle_until: thrusters off, joints limp
+                t_ref = t - self.timebase.offset
+                grip = None
+                if self.grip_override is not None:  # gripper/command, applied at this period boundary
+                    applied = self.grip_override.applied
+                    grip = self.grip_override.at(t_ref, gripper_target(self.settings, t_ref)[0])
+                    self._count("applied_gripper_command", self.grip_override.applied - applied)
+                if idle(self.settings, t_ref):  # idle_until: thrusters off, joints limp
                     tau = np.zeros(self.model.nv)
                 else:
-                    model, law = law_for(self.setup, t - self.timebase.offset)
+                    model, law = law_for(self.setup, t_ref, grip)
                     tau = law_command(law, model, self.settings.compensate_passive, q, v, *self._desired(t))
-                    tau = with_gripper(self.settings, self.gripper, tau, q, v, t - self.timebase.offset)
+                    tau = with_gripper(self.settings, self.gripper, tau, q, v, t_ref, command=grip)
             except Exception as e:  # noqa: BLE001 - publish a safe command and keep running
                 self._count("control_errors")
                 self._warn("law", f"cannot compute the command ({type(e).__name__}: {e}): publishing zero",

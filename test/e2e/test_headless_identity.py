@@ -76,6 +76,28 @@ def ros_objects(bag: Path, names) -> dict:
     return {t: [d[n] for n in names] for t, d in out.items() if len(d) == len(names)}
 
 
+def ros_wrenches(bag: Path, namespace: str, names) -> dict:
+    """``{name: {stamp: wrench bytes}}`` of ``contacts/<name>`` (WrenchStamped: force then torque) of
+    ``namespace`` (a wrench recorded twice at a stamp must be the same)."""
+    from geometry_msgs.msg import WrenchStamped
+    from rclpy.serialization import deserialize_message
+
+    from mbs_ros.recording import read_messages
+
+    topics = {f"/{namespace}/contacts/{name}": name for name in names}
+    out = {name: {} for name in names}
+    for _schema, channel, record in read_messages(bag):
+        name = topics.get(channel.topic)
+        if name is None:
+            continue
+        m = deserialize_message(record.data, WrenchStamped)
+        f, tq = m.wrench.force, m.wrench.torque
+        value = _bytes([f.x, f.y, f.z, tq.x, tq.y, tq.z])
+        t = m.header.stamp.sec * 1_000_000_000 + m.header.stamp.nanosec
+        assert out[name].setdefault(t, value) == value, f"contacts/{name}: two different wrenches at t = {t}"
+    return out
+
+
 def ros_run(tmp_path: Path, scenario: str, duration: float, count=None):
     """The runner's lockstep run as fast as possible, recorded: (the recording, the runner's output); ``count``:
     a fleet template's robots."""
@@ -163,6 +185,8 @@ DURATION = {"vehicle_manipulator": 2.0, "rov_alpha5": 1.5, "rov_landing": 3.0, "
             "uvms_grasp": 4.5}
 #: the free objects of a scenario's world, in the world file's order (their poses on /tf are compared too)
 OBJECTS = {"uvms_grasp": ("handle",)}
+#: the contacts/<link> topics compared with the headless contact_wrenches (the finger pads and the object)
+CONTACTS = {"uvms_grasp": ("alpha_finger_l", "alpha_finger_r", "handle")}
 OWN_TEST = {"rov_alpha5_sensors"}
 #: fleet templates run with this many robots: bringup runs one robot per graph on simulation time (one /clock per
 #: graph); that the robots of a larger fleet do not touch one another in a headless run: test/unit/test_headless.py
@@ -214,6 +238,21 @@ def test_headless_run_is_bit_identical_to_the_lockstep_ros_run(tmp_path, scenari
                     q = rec.objects_q[row[t]][k]
                     assert (p, o) == (_bytes(q[:3]), _bytes(q[3:7])), (t, k, np.frombuffer(p), q[:3])
             counts.append(f"{len(compared)} object poses")
+        if scenario in CONTACTS:  # contacts/<link> against the headless contact_wrenches, bit for bit
+            recorded = ros_wrenches(bag, namespace, CONTACTS[scenario])
+            samples = nonzero = 0
+            for name, by_stamp in recorded.items():
+                stamps, wrenches = rec.contact_wrenches[name]
+                headless = {int(t): _bytes(w) for t, w in zip(stamps, wrenches)}
+                # contacts_rate 20 Hz: every grid instant of the run recorded, each one the headless run's
+                assert len(by_stamp) >= int(duration * 20) - 1, (name, len(by_stamp))
+                assert set(by_stamp) <= set(headless), (name, sorted(set(by_stamp) - set(headless))[:5])
+                for t, value in by_stamp.items():
+                    assert value == headless[t], (name, t, np.frombuffer(value), np.frombuffer(headless[t]))
+                samples += len(by_stamp)
+                nonzero += sum(1 for v in by_stamp.values() if np.any(np.frombuffer(v)))
+            assert nonzero > 0  # the handle's weight on the seabed and the squeeze: not all zeros
+            counts.append(f"{samples} contact wrenches ({nonzero} non-zero)")
     print(f"{scenario}: {'; '.join(counts)} bit-identical to the headless run (every period to t = {duration:g} s)")
 
 
