@@ -21,7 +21,7 @@ from mbs_ros.dynamics.simulation.simulator import Simulator
 from mbs_ros.cores.dynamics_settings import Settings, lockstep_steps
 from mbs_ros.cores.rotations import quaternion_from_matrix
 
-__all__ = ["make_simulator", "disturbances", "make_world", "world_path", "StateView", "energy_report", "balance_residual",
+__all__ = ["make_simulator", "disturbances", "make_world", "scale_friction", "world_path", "StateView", "energy_report", "balance_residual",
            "load_suite", "beam_range"]
 
 
@@ -95,11 +95,28 @@ def make_world(s: Settings, source: ms.Source, model: Model, q0):
     from mbs_ros.yamlfile import YamlFileError
 
     try:
-        spec = load_world(path, fluid_density=source.fluid_density)
+        spec = scale_friction(load_world(path, fluid_density=source.fluid_density), s.friction_scale)
         base_dir = os.path.dirname(os.path.abspath(source.path)) if source.path else None
         return build_world(spec, model, source.urdf, q0, model.gravity, limits=s.joint_limits, base_dir=base_dir)
     except (YamlFileError, ModelError, ValueError) as e:
         raise ParameterError(f"world: {e}") from None
+
+
+def scale_friction(spec, scale: float):
+    """``spec`` (a :class:`~mbs_ros.dynamics.contact.world_file.WorldSpec`) with every friction coefficient times
+    ``scale`` (the ``friction_scale`` parameter): the world's default and each shape's own mu (a shape without one
+    takes the scaled default). ``spec`` itself when the scale is 1."""
+    if scale == 1.0:
+        return spec
+    import dataclasses
+
+    def each(items):
+        return [dict(o, mu=None if o.get("mu") is None else o["mu"] * scale) for o in items]
+
+    ground = None if spec.ground is None else dict(spec.ground, mu=None if spec.ground.get("mu") is None
+                                                   else spec.ground["mu"] * scale)
+    return dataclasses.replace(spec, friction=spec.friction * scale, ground=ground, static=each(spec.static),
+                               objects=each(spec.objects), robot_shapes=each(spec.robot_shapes))
 
 
 class StateView:

@@ -141,3 +141,20 @@ def test_a_robot_shape_on_an_unknown_link_is_refused_naming_it(tmp_path):
     with pytest.raises(ParameterError, match=r"bad.yaml: world.robot_shapes: hull: the robot has no link 'nowhere' "
                                              r"\(links: base_link\)"):
         make_simulator(model, s, q0, v0, 1e-3, limits, 0, source)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+def test_friction_scale_multiplies_every_mu_and_the_slide_follows_it(tmp_path, scale):
+    # The puck (its URDF box takes the file's default friction 0.8) slides at 1 m/s on the ground (mu 0.6): the
+    # pair's mu is the smaller, 0.6 x scale, and a box sliding to a stop covers v0^2 / (2 mu g) (0.085 m at
+    # scale 1, 0.170 m at 0.5), to the scheme's v0 h / 2 = 0.5 mm.
+    path = write_puck(tmp_path)
+    v0 = 1.0
+    sim = _simulator(model_file=str(path), friction_scale=scale, initial_position=[0.0, 0.0, PUCK_SIZE[2] / 2],
+                     initial_twist=[v0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    assert {s.name: s.mu for s in sim.world.shapes} == pytest.approx({"base_link/0": 0.8 * scale,
+                                                                       "ground": 0.6 * scale}, rel=1e-15)
+    assert sim.advance(1000) == 1000 and sim.fault is None
+    mu = 0.6 * scale
+    assert sim.q[0] == pytest.approx(v0 ** 2 / (2 * mu * G), abs=1e-3)
+    assert np.abs(sim.v).max() < 1e-9

@@ -249,6 +249,12 @@ _PAIRS = {
         "reset) the wrench [N, N m] in world axes at the base frame's origin, added to the commanded one (its "
         "work is counted with the commands'); empty = none. Start-up only.",
         {"type": "double[]", "default": (), "read_only": True}),
+    "friction_scale": (
+        "Multiplies every friction coefficient of the contact world (the world file's friction, the ground's, the "
+        "static shapes', the robot shapes' and the free objects' mu), in [0, 1000]: a model error for test "
+        "campaigns (a pair's mu is the scale times the smaller of its two shapes' mu); 1 = the file's. Start-up "
+        "only.",
+        {"type": "double", "default": 1.0, "read_only": True, "floating_point_range": (0.0, 1.0e3)}),
     "joint_limits": (
         "Stop the joints at their URDF <limit lower upper> (unilateral constraints of the contact step, exact "
         "impulses); false = the joints pass their limits as before. Robots only.",
