@@ -27,7 +27,7 @@ __all__ = ["CampaignError", "Campaign", "Variation", "MetricSpec", "Criterion", 
 
 #: distribution -> what its value in the file is
 DISTRIBUTIONS = {
-    "uniform": "[low, high], low < high (numbers, or lists of size numbers)",
+    "uniform": "[low, high], low < high (numbers, or lists of size numbers: an entry with low = high is held)",
     "normal": "{mean, std}, std >= 0 (numbers, or lists of size numbers)",
     "log_uniform": "[low, high], 0 < low < high (numbers, or lists of size numbers)",
     "integers": "[low, high], whole numbers, low <= high (both included)",
@@ -312,8 +312,12 @@ def _distribution(r: _Reader, kind: str, value, key: str, size: Optional[int]) -
             lo, hi = (r.values(v, f"{key}[{j}]", size, positive=kind == "log_uniform") for j, v in enumerate(value))
         if kind == "integers" and lo > hi:
             r.fail(key, f"low ({lo}) must be <= high ({hi})")
-        if kind != "integers" and not np.all(np.asarray(lo) < np.asarray(hi)):
-            r.fail(key, "low must be < high (every entry)")
+        if kind != "integers" and size is None and not lo < hi:
+            r.fail(key, "low must be < high")
+        if kind != "integers" and size is not None and not (np.all(np.asarray(lo) <= np.asarray(hi))
+                                                            and np.any(np.asarray(lo) < np.asarray(hi))):
+            r.fail(key, "low must be <= high in every entry and < high in one at least (an entry with low = high "
+                        "is held there)")
         return {"low": lo, "high": hi}
     if kind == "normal":
         m = r.mapping(value, key, ("mean", "std"))
