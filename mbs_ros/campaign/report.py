@@ -338,6 +338,13 @@ def _param_series(values: list) -> List[Tuple[str, np.ndarray, Optional[List[str
     return [("", np.array([index[json.dumps(v) if not isinstance(v, str) else v] for v in vals], float), labels)]
 
 
+def _varied(series):
+    """The series whose values differ between runs: a vector's entries held at one value (``uniform`` with
+    low = high, such as the other links of a ``link_mass_scales`` with one drawn) and a one-value grid are left
+    out."""
+    return [s for s in series if len({float(v) for v in s[1] if np.isfinite(v)}) > 1]
+
+
 def _readable_ticks(ax) -> None:
     """Tick labels in scientific notation outside [1e-3, 1e4] (a metric of 1e-4 m would print as 0.000100)."""
     for axis in ("x", "y"):
@@ -416,7 +423,9 @@ def write_report(campaign, table, out_dir) -> Path:
                 fname = f"{stem}_vs_{file_stem(pname)}.png"
                 if f"plots/{fname}" in files:
                     continue
-                series = _param_series(cols[p])
+                series = _varied(_param_series(cols[p]))
+                if not series:  # the same value in every run: nothing to plot against
+                    continue
                 fig, axes = plt.subplots(1, len(series), figsize=(min(max(6, 4 * len(series)), 16), 3.6),
                                          squeeze=False)
                 for ax, (suffix, px, labels) in zip(axes[0], series):
