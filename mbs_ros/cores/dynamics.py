@@ -21,7 +21,7 @@ from mbs_ros.dynamics.simulation.simulator import Simulator
 from mbs_ros.cores.dynamics_settings import Settings, lockstep_steps
 from mbs_ros.cores.rotations import quaternion_from_matrix
 
-__all__ = ["make_simulator", "disturbances", "make_world", "scale_friction", "world_path", "StateView", "energy_report", "balance_residual",
+__all__ = ["make_simulator", "disturbances", "make_world", "scale_friction", "move_objects", "world_path", "StateView", "energy_report", "balance_residual",
            "load_suite", "beam_range"]
 
 
@@ -96,6 +96,7 @@ def make_world(s: Settings, source: ms.Source, model: Model, q0):
 
     try:
         spec = scale_friction(load_world(path, fluid_density=source.fluid_density), s.friction_scale)
+        spec = move_objects(spec, s.object_mass_scale, s.object_offset)
         base_dir = os.path.dirname(os.path.abspath(source.path)) if source.path else None
         return build_world(spec, model, source.urdf, q0, model.gravity, limits=s.joint_limits, base_dir=base_dir)
     except (YamlFileError, ModelError, ValueError) as e:
@@ -117,6 +118,30 @@ def scale_friction(spec, scale: float):
                                                    else spec.ground["mu"] * scale)
     return dataclasses.replace(spec, friction=spec.friction * scale, ground=ground, static=each(spec.static),
                                objects=each(spec.objects), robot_shapes=each(spec.robot_shapes))
+
+
+def move_objects(spec, mass_scale: float = 1.0, offset=()):
+    """``spec`` with every free object's mass and inertia times ``mass_scale`` (the ``object_mass_scale``
+    parameter) and its start shifted by ``offset[:3]`` [m] and turned by ``offset[3]`` [rad] about the world's z
+    axis (``object_offset``: yaw adds to the extrinsic xyz angles' last, a rotation about world z). ``spec`` itself
+    when nothing changes."""
+    offset = tuple(float(x) for x in offset)
+    if mass_scale == 1.0 and not any(offset):
+        return spec
+    import dataclasses
+
+    d = np.asarray(offset[:3] if offset else (0.0, 0.0, 0.0), dtype=float)
+    yaw = offset[3] if offset else 0.0
+    objects = []
+    for o in spec.objects:
+        rpy = list(o.get("rpy") or (0.0, 0.0, 0.0))
+        rpy[2] += yaw
+        o = dict(o, xyz=(np.asarray(o["xyz"], dtype=float) + d).tolist(), rpy=rpy)
+        if mass_scale != 1.0:
+            o["mass"] = o["mass"] * mass_scale
+            o["inertia"] = None if o.get("inertia") is None else [x * mass_scale for x in o["inertia"]]
+        objects.append(o)
+    return dataclasses.replace(spec, objects=objects)
 
 
 class StateView:

@@ -255,6 +255,17 @@ _PAIRS = {
         "campaigns (a pair's mu is the scale times the smaller of its two shapes' mu); 1 = the file's. Start-up "
         "only.",
         {"type": "double", "default": 1.0, "read_only": True, "floating_point_range": (0.0, 1.0e3)}),
+    "object_mass_scale": (
+        "Multiplies every free object's mass and inertia of the contact world (its volume, so its buoyancy, "
+        "unchanged), in [0.001, 1000]: an object heavier or lighter than the world file says, for test campaigns. "
+        "Start-up only.",
+        {"type": "double", "default": 1.0, "read_only": True, "floating_point_range": (1.0e-3, 1.0e3)}),
+    "object_offset": (
+        "[dx, dy, dz, dyaw]: every free object of the contact world starts shifted by (dx, dy, dz) [m, world axes] "
+        "and turned by dyaw [rad] about the world's z axis through its own centre, each |x| <= 1000; zeros = as the "
+        "world file places them. An object then interpenetrating refuses the start (the pair and the depth). "
+        "Start-up only.",
+        {"size": 4, "bound": 1000.0, "type": "double[]", "default": (0.0, 0.0, 0.0, 0.0), "read_only": True}),
     "joint_limits": (
         "Stop the joints at their URDF <limit lower upper> (unilateral constraints of the contact step, exact "
         "impulses); false = the joints pass their limits as before. Robots only.",
