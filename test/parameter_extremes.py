@@ -69,6 +69,10 @@ CONTROLLER = [
     ("goal_time_tolerance", 0.0, 1e6, -1e-9, 1.01e6),
     ("stopped_velocity_tolerance", 0.0, 1e6, -1e-9, 1.01e6),
     ("idle_until", 0.0, 1e9, -1e-9, 1.01e9),
+    ("gripper_max_effort", 1e-6, 1e6, 0.9e-6, 1.01e6),
+    ("gripper_speed", 1e-6, 1e3, 0.9e-6, 1.01e3),
+    ("gripper_gain", 0.0, 1e9, -1e-9, 1.01e9),
+    ("gripper_damping", 0.0, 1e9, -1e-9, 1.01e9),
 ]
 
 CONTROLLER_VECTORS = [

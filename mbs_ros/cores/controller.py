@@ -7,6 +7,7 @@ two compute the same command from the same state. Laws: :mod:`mbs_ros.controller
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
@@ -21,10 +22,10 @@ from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.simulation import actuators
 from mbs_ros.dynamics.model import source as ms
 from mbs_ros.cores.controller_settings import (ControllerSettings, ParameterError, build_model, command_limits,
-                                               make_law, settings_from_values)
+                                               make_law, settings_from_values, with_payload)
 
 __all__ = ["ControllerSetup", "controller_setup", "evaluate", "hold_references", "desired", "idle", "law_command",
-           "reference_from_points"]
+           "reference_from_points", "gripper_index", "with_gripper", "law_for"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,8 @@ class ControllerSetup:
     max_effort: np.ndarray
     allocation: Optional[ThrusterAllocation]
     output: CommandOutput
+    gripper: Optional[tuple] = None  #: the gripper joints' (q, v) indices (:func:`gripper_index`)
+    payload: Optional[tuple] = None  #: ``(model, law)`` with the payload in the model (:func:`law_for`)
 
 
 def controller_setup(values, source: ms.Source) -> ControllerSetup:
@@ -61,7 +64,28 @@ def controller_setup(values, source: ms.Source) -> ControllerSetup:
         except ValueError as e:
             raise ParameterError(str(e)) from None
     output = CommandOutput(model, actuators.CommandLimits(max_force, max_torque, max_effort), allocation)
-    return ControllerSetup(s, model, law, max_force, max_torque, max_effort, allocation, output)
+    payload = None
+    if s.payload_mass > 0.0:
+        p_model = build_model(s, with_payload(source, s))
+        payload = (p_model, make_law(p_model, s))
+    return ControllerSetup(s, model, law, max_force, max_torque, max_effort, allocation, output,
+                           gripper_index(s, model), payload)
+
+
+def law_for(setup: ControllerSetup, t_ref: int):
+    """``(model, law)`` the command is computed with at reference time ``t_ref`` [ns]: with the payload while the
+    gripper holds it (its scheduled target arrived, at rest, below the first, open, position: closed; a model
+    that knew the object before the fingers held it would lift the arm away from it), always without a gripper;
+    else the robot's own."""
+    if setup.payload is None:
+        return setup.model, setup.law
+    s = setup.settings
+    if setup.gripper is None:
+        return setup.payload
+    target, rate = gripper_target(s, t_ref)
+    if rate == 0.0 and target < float(s.gripper_positions[0]):
+        return setup.payload
+    return setup.model, setup.law
 
 
 def evaluate(ref: Tuple[int, Reference], t_ref: int):
@@ -113,6 +137,64 @@ def law_command(law, model: Model, compensate_passive: bool, q, v, q_d, v_d, a_d
     if not np.isfinite(tau).all():
         raise FloatingPointError("the control law gave a non-finite command")
     return tau
+
+
+def gripper_index(settings: ControllerSettings, model: Model) -> Optional[Tuple[np.ndarray, np.ndarray]]:
+    """The ``(configuration, velocity)`` indices of the ``gripper_joints`` (None without them); ParameterError
+    naming a joint the model has not (or holds as a mimic or locked), or one that is not prismatic or revolute."""
+    names = settings.gripper_joints
+    if not names:
+        return None
+    types = dict(zip(model.tree.joint_names, model.tree.joint_types))
+    for name in names:
+        if name not in model.joint_names:
+            raise ParameterError(f"gripper_joints: the model has no moving joint {name!r} (joints: "
+                                 f"{', '.join(model.joint_names) or 'none'})")
+        if types.get(name) not in ("prismatic", "revolute"):
+            raise ParameterError(f"gripper_joints: {name!r} is not a prismatic or revolute joint")
+    if len(set(names)) != len(names):
+        raise ParameterError("gripper_joints: a joint named twice")
+    nq_base, nv_base = ms.base_sizes(model)
+    if ms.joint_positions_to_q(model, np.zeros(len(model.joint_names))).shape[0] != len(model.joint_names):
+        raise ParameterError("gripper_joints: a model whose joints are not one coordinate each")
+    j = np.array([model.joint_names.index(n) for n in names])
+    return nq_base + j, nv_base + j
+
+
+def gripper_target(settings: ControllerSettings, t_ref: int) -> Tuple[float, float]:
+    """``(target, its rate)`` of the schedule at reference time ``t_ref`` [ns]: the first entry until the second
+    time, then from each time on moving towards that entry at ``gripper_speed``."""
+    times, positions, speed = settings.gripper_times, settings.gripper_positions, settings.gripper_speed
+    t = t_ref * 1e-9
+    x, rate = float(positions[0]), 0.0
+    for i in range(1, len(times)):
+        if t < times[i]:
+            break
+        end = min(t, times[i + 1]) if i + 1 < len(times) else t
+        step = speed * (end - times[i])
+        gap = float(positions[i]) - x
+        if abs(gap) <= step:
+            x, rate = float(positions[i]), 0.0
+        else:
+            x, rate = x + math.copysign(step, gap), math.copysign(speed, gap)
+    return x, rate
+
+
+def with_gripper(settings: ControllerSettings, index: Optional[Tuple[np.ndarray, np.ndarray]], tau: np.ndarray, q, v,
+                 t_ref: int,
+                 target: Optional[float] = None) -> np.ndarray:
+    """``tau`` with the gripper joint's entry replaced by the gripper's command, a position target with a squeeze
+    limit: ``clip(gain (target − q_j) + damping (rate − v_j), ±gripper_max_effort)`` (``target`` given: an
+    action's, held, else the schedule's at ``t_ref``, :func:`gripper_target`); ``tau`` as it is without one."""
+    if index is None:
+        return tau
+    target, rate = gripper_target(settings, t_ref) if target is None else (float(target), 0.0)
+    qj, vj = np.asarray(q, dtype=float)[index[0]], np.asarray(v, dtype=float)[index[1]]
+    effort = settings.gripper_gain * (target - qj) + settings.gripper_damping * (rate - vj)
+    limit = settings.gripper_max_effort
+    out = np.array(tau, dtype=float)
+    out[index[1]] = np.clip(effort, -limit, limit)
+    return out
 
 
 def reference_from_points(topic: str, stamp_ns: int, sec: Sequence[int], nanosec: Sequence[int],

@@ -19,6 +19,7 @@ from mbs_ros.cores.parameters import field_name, settings_class
 from mbs_ros.cores.parameters.controller import PARAMETERS
 
 __all__ = ["ControllerSettings", "DEFAULTS", "settings_from_values", "build_model", "make_law", "command_limits",
+           "with_payload",
            "layout_description", "field_name", "ParameterError"]
 
 
@@ -66,6 +67,19 @@ def settings_from_values(values: Dict[str, object], source: ms.Source) -> Contro
     if not s.lockstep and s.state_timeout < 1.0 / s.control_rate:
         raise ParameterError(f"state_timeout must be at least one control period (1/control_rate = "
                              f"{1.0 / s.control_rate:g} s), got {s.state_timeout:g} s: every state would be stale")
+    if len(s.gripper_times) != len(s.gripper_positions):
+        raise ParameterError(f"gripper_positions must have one entry per gripper_times entry "
+                             f"({len(s.gripper_times)}), got {len(s.gripper_positions)}")
+    if any(b <= a for a, b in zip(s.gripper_times, s.gripper_times[1:])):
+        raise ParameterError("gripper_times must increase")
+    if s.gripper_joints and not s.gripper_times:
+        raise ParameterError("gripper_joints needs a schedule: gripper_times and gripper_positions")
+    if s.payload_mass > 0.0:
+        if not s.payload_link or not source.multibody:
+            raise ParameterError("payload_mass needs payload_link, a link of the robot")
+        if len(s.payload_inertia) not in (0, 3) or len(s.payload_com) != 3:
+            raise ParameterError(f"payload_inertia must have 3 entries (or none) and payload_com 3, got "
+                                 f"{len(s.payload_inertia)} and {len(s.payload_com)}")
     if not source.multibody:
         check_inertia(s.inertia_matrix)
     if source.multibody and s.base_frame.lstrip("/") != base_link(source):
@@ -90,6 +104,33 @@ def build_model(s: ControllerSettings, source: ms.Source) -> Model:
                                     com=np.array(s.com), gravity=np.array(s.gravity))
     except ValueError as e:
         raise ParameterError(f"cannot build the {s.base_group} model: {e}") from None
+
+
+def with_payload(source: ms.Source, s: ControllerSettings) -> ms.Source:
+    """The robot source with the payload as a body fixed to ``payload_link`` (a link ``payload`` on a fixed joint at
+    ``payload_com``: the model merges its inertia into the link's body, as Pinocchio does); ParameterError naming a
+    link the robot has not."""
+    import xml.etree.ElementTree as ET
+    from dataclasses import replace
+
+    root = ET.fromstring(source.urdf)
+    links = {el.get("name") for el in root.findall("link")}
+    if s.payload_link not in links:
+        raise ParameterError(f"payload_link: the robot has no link {s.payload_link!r}")
+    name = "payload"
+    while name in links:
+        name += "_"
+    ixx, iyy, izz = s.payload_inertia if s.payload_inertia else (0.0, 0.0, 0.0)
+    link = ET.SubElement(root, "link", name=name)
+    inertial = ET.SubElement(link, "inertial")
+    ET.SubElement(inertial, "mass", value=repr(float(s.payload_mass)))
+    ET.SubElement(inertial, "inertia", ixx=repr(float(ixx)), ixy="0", ixz="0", iyy=repr(float(iyy)), iyz="0",
+                  izz=repr(float(izz)))
+    joint = ET.SubElement(root, "joint", name=name + "_joint", type="fixed")
+    ET.SubElement(joint, "parent", link=s.payload_link)
+    ET.SubElement(joint, "child", link=name)
+    ET.SubElement(joint, "origin", xyz=" ".join(repr(float(x)) for x in s.payload_com), rpy="0 0 0")
+    return replace(source, urdf=ET.tostring(root, encoding="unicode"))
 
 
 def make_law(model: Model, s: ControllerSettings):

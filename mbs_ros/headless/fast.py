@@ -59,6 +59,8 @@ def eligible(r) -> Optional[str]:
         return "a contact world with shapes"
     if ctl.settings.idle_until > 0:
         return "an idle start (idle_until)"
+    if ctl.gripper is not None or ctl.payload is not None:
+        return "a gripper or a payload (gripper_joints, payload_mass)"
     if not isinstance(ctl.law, ComputedTorque) or not ctl.law.compiled or ctl.allocation is not None:
         return "not the compiled computed-torque law, or thruster allocation"
     if floating and (ctl.output.wrench_map is None or not r.view.base_is_root):

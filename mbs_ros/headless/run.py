@@ -33,7 +33,8 @@ from mbs_ros.cores import controller_settings as cs
 from mbs_ros.cores.commands import Accepted, CommandIntake
 from mbs_ros.cores import dynamics_settings as ds
 from mbs_ros.cores import estimator_settings as es
-from mbs_ros.cores.controller import controller_setup, desired, idle, law_command, reference_from_points
+from mbs_ros.cores.controller import (controller_setup, desired, idle, law_command, law_for,
+                                     reference_from_points, with_gripper)
 from mbs_ros.cores.controller_state import commit_state, estimate_parts
 from mbs_ros.cores.dynamics import StateView, balance_residual, load_suite, make_simulator
 from mbs_ros.cores.estimator import feed, reading_payloads, roles_by_sensor
@@ -318,7 +319,9 @@ class _Robot:
             if idle(ctl.settings, t - self.timebase.offset):  # idle_until: thrusters off, joints limp
                 tau = np.zeros(self.cmodel.nv)
             else:
-                tau = law_command(ctl.law, self.cmodel, ctl.settings.compensate_passive, q, v, q_d, v_d, a_d)
+                model, law = law_for(ctl, t - self.timebase.offset)
+                tau = law_command(law, model, ctl.settings.compensate_passive, q, v, q_d, v_d, a_d)
+                tau = with_gripper(ctl.settings, ctl.gripper, tau, q, v, t - self.timebase.offset)
         except Exception:  # noqa: BLE001 - the node publishes zero and keeps running
             self.control_errors += 1
             tau = np.zeros(self.cmodel.nv)

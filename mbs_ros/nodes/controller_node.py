@@ -35,7 +35,7 @@ from mbs_ros.controllers.timebase import JUMP_CONFIRMATIONS
 from mbs_ros.dynamics.model import source as ms
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes.controller_actions import TrajectoryActions
-from mbs_ros.cores.controller import controller_setup, desired, idle, law_command
+from mbs_ros.cores.controller import controller_setup, desired, idle, law_command, law_for, with_gripper
 from mbs_ros.nodes.controller_inputs import REFERENCE_QUEUE, REFERENCE_TOPICS, Inputs  # noqa: F401 - importable here
 from mbs_ros.nodes.controller_publishing import DIAGNOSTICS_PERIOD_S, CommandPublishing  # noqa: F401 - as above
 from mbs_ros.cores.controller_settings import (DEFAULTS, ControllerSettings, ParameterError, build_model,
@@ -93,6 +93,8 @@ class ControllerNode(Node):
         self.max_force, self.max_torque, self.max_effort = max_force, max_torque, max_effort
         self.allocation = allocation
         self.output = setup.output
+        self.gripper = setup.gripper
+        self.setup = setup
         ns = self.get_namespace()
         self.world_frame = s.world_frame.lstrip("/")
         self.base_frame = cv.prefixed_frame(ns, s.base_frame)
@@ -269,8 +271,9 @@ class ControllerNode(Node):
                 if idle(self.settings, t - self.timebase.offset):  # idle_until: thrusters off, joints limp
                     tau = np.zeros(self.model.nv)
                 else:
-                    tau = law_command(self.law, self.model, self.settings.compensate_passive, q, v,
-                                      *self._desired(t))
+                    model, law = law_for(self.setup, t - self.timebase.offset)
+                    tau = law_command(law, model, self.settings.compensate_passive, q, v, *self._desired(t))
+                    tau = with_gripper(self.settings, self.gripper, tau, q, v, t - self.timebase.offset)
             except Exception as e:  # noqa: BLE001 - publish a safe command and keep running
                 self._count("control_errors")
                 self._warn("law", f"cannot compute the command ({type(e).__name__}: {e}): publishing zero",

@@ -58,7 +58,9 @@ def test_the_shipped_scenario_lands_stays_and_takes_off():
     p = rec.q[rest, :3]
     assert np.abs(p - p[0]).max() < 1e-9, np.abs(p - p[0]).max()
     roll = 2.0 * np.arcsin(-rec.q[rest, 3])
-    assert abs(roll[0] - THETA) < math.radians(0.2), math.degrees(roll[0])
+    # flush on the slope: each contact point its own distance (10.000 deg; 9.900 deg while Coal's patch gave every
+    # corner the deepest one's and held the tilted hull face within the margin)
+    assert abs(roll[0] - THETA) < math.radians(0.005), math.degrees(roll[0])
     assert rec.contact_work[-1] < 0.0  # the landing dissipated
     # took off: 0.5 m above the start and level at the end (computed torque, kp 4: within 2 cm, 1 deg)
     assert abs(rec.q[-1, 2] - (-9.29)) < 0.02, rec.q[-1, :3]
@@ -98,9 +100,12 @@ def test_flush_on_the_slope_it_slides_as_the_closed_form_where_mu_is_below_tan_t
     moved = s[k] - s[k][0]
     assert moved[-1] > 0.02  # it slides: 2 cm and more in 4 s
     assert np.abs(moved - closed).max() < 0.01 * closed[-1], (moved[-1], closed[-1])
-    # the initial acceleration: g_eff (sin theta - mu cos theta) m / (m + m_a), from the first half second
-    # (s = a t^2 / 2 while the damping, d v^2 ~ 1e-3 F, does not yet act)
-    early = (t[k] - t0) <= 0.5
+    # the initial acceleration: g_eff (sin theta - mu cos theta) m / (m + m_a), from the half second after the
+    # landing (s = s0 + v0 t + a t^2 / 2 while the damping, d v^2 ~ 1e-3 F, does not yet act): the 0.1 mm drop
+    # onto the slope takes sqrt(2e-4 / g_eff) = 0.05 s, falling straight down, 0.1 mm tan(theta) along the slope
+    early = ((t[k] - t0) >= 0.1) & ((t[k] - t0) <= 0.6)
     a = np.polyfit(t[k][early] - t0, moved[early], 2)[0] * 2.0
     expected = g_eff * (math.sin(THETA) - mu * math.cos(THETA)) * M / mass
-    assert abs(a - expected) < 0.02 * expected, (a, expected)
+    # within 3 %: the damping, d v^2 at 0.6 s (v ~ a t = 3.5 mm/s), is already 2 % of F (5.789e-3 against 5.919e-3
+    # with the added mass once each contact point has its own distance; 5.878e-3 while the patch was held flush)
+    assert abs(a - expected) < 0.03 * expected, (a, expected)

@@ -98,6 +98,49 @@ _PAIRS = {
         "(the simulation time in a run on simulation time) is before this [s], then the law: a vehicle that "
         "settles under its own weight and buoyancy before the law takes over (config/scenarios/rov_landing.yaml); "
         "0 = the law from the start, else in (0, 1e9].", {"default": 0.0, "floating_point_range": (0.0, 1.0e9)}),
+    "gripper_joints": (
+        "The gripper's finger joints (prismatic or revolute, e.g. [alpha_finger_l_joint, alpha_finger_r_joint]), "
+        "each driven alike: the law's command on them is replaced by the gripper's, a position target with a "
+        "squeeze limit as a GripperCommand's (position + max_effort): effort = clip(gripper_gain (target - q) + "
+        "gripper_damping (target rate - v), +-gripper_max_effort), the target moving from the schedule's "
+        "gripper_times/gripper_positions at gripper_speed; empty = no gripper.",
+        {"default": (), "type": "string[]"}),
+    "gripper_times": (
+        "The gripper's schedule: reference times [s], increasing, each in [0, 1e9]; from each time on the target "
+        "moves towards gripper_positions' entry at gripper_speed (before the second: the first entry).",
+        {"default": (), "type": "double[]", "each": (0.0, 1.0e9)}),
+    "gripper_positions": (
+        "The gripper's targets [m or rad of each finger joint], one per gripper_times entry, each in [-10, 10]; a "
+        "target past the joint's closed limit squeezes what is between the fingers with gripper_max_effort.",
+        {"default": (), "type": "double[]", "each": (-10.0, 10.0)}),
+    "gripper_max_effort": (
+        "The gripper's squeeze limit [N or N m] on each finger joint, in [1e-6, 1e6] (and at most the joint's "
+        "max_effort, which clips it after).", {"default": 10.0, "floating_point_range": (1.0e-6, 1.0e6)}),
+    "gripper_speed": (
+        "The speed [m/s or rad/s] at which the gripper's target moves to a new scheduled position, in [1e-6, 1e3] "
+        "(a real gripper's closing speed: the fingers meet the object at it).",
+        {"default": 0.05, "floating_point_range": (1.0e-6, 1.0e3)}),
+    "gripper_gain": (
+        "The gripper's position gain [N/m or N m/rad], in [0, 1e9].",
+        {"default": 2000.0, "floating_point_range": (0.0, 1.0e9)}),
+    "gripper_damping": (
+        "The gripper's velocity gain [N s/m or N m s/rad], in [0, 1e9].",
+        {"default": 20.0, "floating_point_range": (0.0, 1.0e9)}),
+    "payload_mass": (
+        "A grasped object's mass [kg] added to the controller's model of payload_link while the gripper holds it "
+        "(its scheduled target arrived, at rest, below the schedule's first, open, position; always without a "
+        "gripper); 0 = no "
+        "payload (the model does not know the object: a robustness campaign draws both), else in (0, 1e6].",
+        {"default": 0.0, "floating_point_range": (0.0, 1.0e6)}),
+    "payload_inertia": (
+        "The payload's principal moments [ixx, iyy, izz] about its centre of mass in payload_link's axes [kg m^2], "
+        "each in [0, 1e6]; empty = a point mass.", {"default": (), "type": "double[]", "each": (0.0, 1.0e6)}),
+    "payload_com": (
+        "The payload's centre of mass in payload_link's frame [m], 3 entries, each in [-10, 10].",
+        {"default": (0.0, 0.0, 0.0), "type": "double[]", "each": (-10.0, 10.0)}),
+    "payload_link": (
+        "The link that holds the payload (e.g. the palm, alpha_jaws); needed with payload_mass > 0.",
+        {"allow_empty": True, "type": "string", "default": ""}),
     "allow_partial_joints_goal": (
         "FollowJointTrajectory: accept goals naming only some of the joints (the others hold their reference), as "
         "joint_trajectory_controller's parameter.", False),

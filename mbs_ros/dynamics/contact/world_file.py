@@ -16,11 +16,16 @@ The file (or a robot YAML's ``world:`` key) holds one mapping::
         - {name: foot, link: FL_FOOT, sphere: 0.02, xyz: [0, 0, 0], group: 1, mask: 4294967295}
       objects:                   # free bodies on SO(3)xR3 (exact rolling on the group, docs/contact.md)
         - {name: crate, box: [0.2, 0.2, 0.2], mass: 2.0, xyz: [1, 0, 0.1], rpy: [0, 0, 0],
-           velocity: [0, 0, 0, 0, 0, 0], inertia: [ixx, iyy, izz], mu: 0.6, fluid_density: 1000}
+           velocity: [0, 0, 0, 0, 0, 0], inertia: [ixx, iyy, izz], mu: 0.6, fluid_density: 1000,
+           drag: {cd: 1.0}}
 
 An object's inertia defaults to the solid shape's of its mass; ``fluid_density`` [kg/m^3] (default: the robot YAML's
 ``fluid.density`` when the world is in one, else none) gives it buoyancy ``ρ V g`` at its centre (a homogeneous,
 fully immersed body: the centre of buoyancy is the centre of mass), so it moves under ``g (1 − ρ V / m)``.
+``drag: {cd: C_d}`` (with a fluid density) gives it quadratic drag, ``½ ρ C_d A |u| u`` along each of its axes with
+``A`` the shape's area projected across that axis, and the turning drag of strip theory (Fossen 2021, as the arm's
+links in config/robots/bluerov2_heavy.urdf.xacro), in the object model's ``<hydrodynamics>``
+(:func:`drag_coefficients`), so wherever the object is integrated (free flight, the contact step) it is there.
 Every error names the file and the key (``world.objects[1].mass``), never the file's content.
 """
 from __future__ import annotations
@@ -35,7 +40,7 @@ import numpy as np
 from mbs_ros.yamlfile import YamlFileError, read_yaml, shown
 from mbs_ros.yamlschema import Reader
 
-__all__ = ["WorldSpec", "load_world", "build_world", "WORLD_KEYS"]
+__all__ = ["WorldSpec", "load_world", "build_world", "drag_coefficients", "WORLD_KEYS"]
 
 WORLD_KEYS = ("margin", "friction", "robot_collision", "self_collision", "srdf", "ground", "static", "objects",
               "robot_shapes")
@@ -134,6 +139,42 @@ def _solid_inertia(kind, size, m):
     return [side, side, 0.5 * m * r * r]
 
 
+def drag_coefficients(kind, size, rho, cd):
+    """The diagonal quadratic damping ``[X_u|u|, Y_v|v|, Z_w|w|, K_p|p|, M_q|q|, N_r|r|]`` (positive, Fossen's
+    notation) of a box, sphere or cylinder (along z) at its centre: translation ``½ ρ C_d A`` with ``A`` the area
+    projected across the axis; turning ``ρ C_d w L⁴ / 64`` per strip of length L and width w swept across by the
+    turn (``∫ ½ ρ C_d w |xω| xω x dx`` over the strip); a sphere does not turn the water (0), nor a cylinder
+    about its axis."""
+    k = 0.5 * rho * cd
+    if kind == "sphere":
+        return [k * math.pi * size[0] ** 2] * 3 + [0.0, 0.0, 0.0]
+    if kind == "box":
+        a, b, c = size
+        turn = rho * cd / 64.0
+        return [k * b * c, k * a * c, k * a * b,
+                turn * a * (b ** 4 + c ** 4), turn * b * (a ** 4 + c ** 4), turn * c * (a ** 4 + b ** 4)]
+    r, h = size
+    side = rho * cd * 2.0 * r * h ** 4 / 64.0
+    return [k * 2.0 * r * h, k * 2.0 * r * h, k * math.pi * r * r, side, side, 0.0]
+
+
+def _object_model(o, mass, inertia, g_eff):
+    """The free object's model on SO(3)xR3: a rigid body, with its drag in a one-link URDF's ``<hydrodynamics>``
+    when it has one (buoyancy stays in ``g_eff``: the same numbers as without drag)."""
+    from mbs_ros.dynamics import Model
+
+    drag = o.get("drag")
+    if drag is None:
+        return Model.rigid_body("so3xr3", mass, np.diag(inertia), gravity=tuple(g_eff))
+    d = drag_coefficients(o["kind"], o["size"], o["fluid_density"], drag["cd"])
+    ixx, iyy, izz = (repr(float(x)) for x in inertia)
+    urdf = (f'<robot name="{o["name"]}"><link name="{o["name"]}"><inertial><mass value="{mass!r}"/>'
+            f'<inertia ixx="{ixx}" ixy="0" ixz="0" iyy="{iyy}" iyz="0" izz="{izz}"/></inertial>'
+            f'<hydrodynamics><quadratic_damping>{" ".join(repr(float(x)) for x in d)}</quadratic_damping>'
+            f'</hydrodynamics></link></robot>')
+    return Model.from_urdf(urdf, base="so3xr3", gravity=tuple(g_eff))
+
+
 def load_world(path, fluid_density: Optional[float] = None, key: str = "world") -> WorldSpec:
     """The checked :class:`WorldSpec` of ``path`` (a world file or a robot YAML with a ``world:`` key);
     YamlFileError naming the file and the key."""
@@ -199,7 +240,7 @@ def load_world(path, fluid_density: Optional[float] = None, key: str = "world") 
     for i, item in enumerate(lists["objects"]):
         k = f"{key}.objects[{i}]"
         _mapping(path, k, item, ("name", "xyz", "rpy", "mu", "mass", "inertia", "velocity", "fluid_density",
-                                 "group", "mask") + SHAPE_KINDS)
+                                 "group", "mask", "drag") + SHAPE_KINDS)
         if "mass" not in item:
             _fail(path, f"{k}.mass", "missing: a free object needs its mass [kg]")
         o = _shape(path, k, item, {"velocity": velocity, "fluid_density": density})
@@ -211,6 +252,15 @@ def load_world(path, fluid_density: Optional[float] = None, key: str = "world") 
         a, b, c = o["inertia"]
         if a + b < c * (1 - 1e-9) or a + c < b * (1 - 1e-9) or b + c < a * (1 - 1e-9):
             _fail(path, f"{k}.inertia", "principal moments must satisfy the triangle inequality")
+        o["drag"] = None
+        if item.get("drag") is not None:
+            d = _mapping(path, f"{k}.drag", item["drag"], ("cd",))
+            if "cd" not in d:
+                _fail(path, f"{k}.drag.cd", "missing: the drag coefficient C_d")
+            if not o["fluid_density"]:
+                _fail(path, f"{k}.drag", "needs a fluid: the object's fluid_density (or the robot YAML's "
+                      "fluid.density) > 0")
+            o["drag"] = {"cd": _number(path, f"{k}.drag.cd", d["cd"], 0.0, 1e3)}
         objects.append(o)
     names = [s["name"] for s in static + objects + robot_shapes]
     dup = sorted({n for n in names if names.count(n) > 1})
@@ -241,7 +291,6 @@ def build_world(spec: WorldSpec, model, urdf: Optional[str], q0, gravity, limits
     collision mesh (naming the link and the file)."""
     from scipy.spatial.transform import Rotation
 
-    from mbs_ros.dynamics import Model
     from mbs_ros.dynamics.model.urdf import origin_matrix
 
     from mbs_ros.dynamics.contact.collision import collision_shapes, excluded_pairs, read_srdf_disabled
@@ -273,7 +322,7 @@ def build_world(spec: WorldSpec, model, urdf: Optional[str], q0, gravity, limits
         rho = o["fluid_density"] or 0.0
         # buoyancy at the centre of mass of a homogeneous immersed body: gravity scaled by (1 - rho V / m)
         g_eff = g * (1.0 - rho * _volume(o["kind"], o["size"]) / o["mass"])
-        models.append(Model.rigid_body("so3xr3", o["mass"], np.diag(o["inertia"]), gravity=tuple(g_eff)))
+        models.append(_object_model(o, o["mass"], o["inertia"], g_eff))
         shapes.append(_geometry(o, spec.friction, (i, 0)))
         q = np.concatenate([o["xyz"], Rotation.from_euler("xyz", o["rpy"]).as_quat()])
         objects.append((q, np.asarray(o["velocity"], dtype=float)))
