@@ -53,7 +53,7 @@ SHIPPED = sorted(p.stem for p in CAMPAIGNS.glob("*.yaml"))
 
 
 def test_every_shipped_campaign_is_tested_here():
-    assert {"uvms_model_error", "rov_currents_noise", "solo12_push_recovery"} <= set(SHIPPED)
+    assert {"uvms_model_error", "rov_currents_noise", "solo12_push_recovery", "uvms_grasp_robustness"} <= set(SHIPPED)
 
 
 @pytest.mark.parametrize("name", SHIPPED)
