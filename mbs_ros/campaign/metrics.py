@@ -4,8 +4,9 @@ saturation, the energy balance residual and faults, computed on each robot's rec
 The errors are those of the true state against the desired state the controller used, on the rows where it held
 a reference (``q_d`` finite): the base position error ``|p - p_d|`` [m], the base attitude error, the angle of
 ``R_d^T R`` [rad] (the geodesic distance on SO(3), Huynh 2009; for unit quaternions
-``2 atan2(|vec(q_d^* q)|, |scalar(q_d^* q)|)``), and the joint error ``max_j |q_j - q_d,j|`` [rad or m].
-ROS-free, numpy only.
+``2 atan2(|vec(q_d^* q)|, |scalar(q_d^* q)|)``), and the joint error ``max_j |q_j - q_d,j|`` [rad or m]. The contact metrics (issue 30) read the base's height
+and tilt and the free objects' positions (``RobotRecord.objects_q``) on every row: a legged robot that stays up
+and holds its height after a push, an object grasped, carried and not dropped. ROS-free, numpy only.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import numpy as np
 from mbs_ros.campaign.spec import SIGNALS, MetricSpec
 
 __all__ = ["compute_metrics", "robot_metric", "error_signal", "settling_time", "overshoot", "user_function",
-           "base_position", "attitude_angle"]
+           "base_position", "attitude_angle", "base_tilt", "CONTACT_METRICS"]
 
 _POSITION = {"se3": 3, "so3xr3": 3, "schoenflies": 3, "se2": 2}  # base group -> position entries at q[0:n]
 _QUATERNION = {"se3": 3, "so3xr3": 3, "so3": 0}  # base group -> first index of [qx qy qz qw] in q
@@ -118,6 +119,8 @@ def robot_metric(spec: MetricSpec, rec, fault: Optional[str] = None) -> float:
     if kind == "energy_residual":
         res = rec.energy_residual
         return float(np.max(np.abs(res))) if res is not None and len(res) else math.nan
+    if kind in CONTACT_METRICS:
+        return CONTACT_METRICS[kind](rec, spec.params)
     if kind in ("settling_time", "overshoot"):
         signal = spec.params.get("signal") or _default_signal(rec)
         if kind == "settling_time":
@@ -280,3 +283,135 @@ def _rotation_vectors(q: np.ndarray, q_f: np.ndarray, group: str) -> Optional[np
         out[:, 2] = _yaw_difference(q[:, i:i + 2], q_f[:, i:i + 2])
         return out
     return None
+
+
+# ------------------------------------------------------------------------------------------ contact metrics
+
+
+def base_tilt(q: np.ndarray, group: str) -> Optional[np.ndarray]:
+    """(N,) angle between the base's z axis and the world's [rad], yaw not counted: for a unit quaternion
+    ``[x y z w]``, ``cos tilt = R_zz = w^2 + z^2 - x^2 - y^2``, so ``tilt = 2 atan2(|(x, y)|, |(z, w)|)``;
+    None for a base without a quaternion."""
+    if group not in _QUATERNION:
+        return None
+    i = _QUATERNION[group]
+    x, y, z, w = (q[:, i + k] for k in range(4))
+    return 2.0 * np.arctan2(np.hypot(x, y), np.hypot(z, w))
+
+
+def _rows_after(rec, after: float) -> np.ndarray:
+    return np.asarray(rec.t, dtype=float) >= float(after)
+
+
+def _stays_up(rec, p) -> float:
+    """1 if on every row from ``after`` the base is at least ``min_height`` high and tilted at most ``max_tilt``,
+    else 0 (a fall); NaN without a base position and attitude or without rows."""
+    q = np.asarray(rec.q, dtype=float)
+    pos, tilt = base_position(q, rec.base_group), base_tilt(q, rec.base_group)
+    rows = _rows_after(rec, p["after"])
+    if pos is None or tilt is None or not rows.any():
+        return math.nan
+    up = (pos[rows, 2] >= float(p["min_height"])) & (tilt[rows] <= float(p["max_tilt"]))
+    return float(np.all(up))
+
+
+def _base_height_error(stat: str):
+    def metric(rec, p) -> float:
+        """|z - z_ref| on the rows from ``after``, its last (final) or largest (max) value: ``z_ref`` the base
+        reference's height (``reference``, rows with a reference only) or the base's own height on the last row
+        before ``after`` (``rest``: the height it stood at before a push at ``after``). NaN when not defined."""
+        q = np.asarray(rec.q, dtype=float)
+        pos = base_position(q, rec.base_group)
+        if pos is None:
+            return math.nan
+        rows = _rows_after(rec, p["after"])
+        if p["reference"] == "rest":
+            before = np.flatnonzero(~rows)
+            if before.size == 0:
+                return math.nan
+            ref = np.full(len(q), pos[before[-1], 2])
+        else:
+            q_d = np.asarray(rec.q_d, dtype=float)
+            rows &= _referenced(rec)
+            ref = base_position(np.where(np.isfinite(q_d), q_d, 0.0), rec.base_group)[:, 2]
+        if not rows.any():
+            return math.nan
+        e = np.abs(pos[rows, 2] - ref[rows])
+        return float(e[-1] if stat == "final" else np.max(e))
+    return metric
+
+
+def _max_base_tilt(rec, p) -> float:
+    tilt = base_tilt(np.asarray(rec.q, dtype=float), rec.base_group)
+    rows = _rows_after(rec, p["after"])
+    return math.nan if tilt is None or not rows.any() else float(np.max(tilt[rows]))
+
+
+def _object_positions(rec, p) -> Optional[np.ndarray]:
+    """(N, 3) positions of object ``p["object"]`` (its configuration's first three entries: SO(3)xR3 and SE(3)
+    alike), None when the run has no such object."""
+    objs = rec.objects_q
+    k = int(p["object"])
+    if objs is None or objs.ndim != 3 or k >= objs.shape[1] or objs.shape[0] == 0:
+        return None
+    return np.asarray(objs[:, k, :3], dtype=float)
+
+
+def _object_lifted(rec, p) -> float:
+    """The object's largest height above its first row's [m] (0 if it never rose)."""
+    x = _object_positions(rec, p)
+    return math.nan if x is None else float(max(0.0, np.max(x[:, 2] - x[0, 2])))
+
+
+def _object_dropped(rec, p) -> float:
+    """1 if, after rising ``lift`` above its start, the object came back within ``near`` of its start height
+    before ``before`` [s] (a set-down after it does not count; None: the whole run), else 0: a grasped object
+    that fell back to the seabed. 0 if it was never lifted."""
+    x = _object_positions(rec, p)
+    if x is None:
+        return math.nan
+    t = np.asarray(rec.t, dtype=float)
+    dz = x[:, 2] - x[0, 2]
+    lifted = np.flatnonzero(dz >= float(p["lift"]))
+    if lifted.size == 0:
+        return 0.0
+    later = np.arange(len(t)) > lifted[0]
+    if p["before"] is not None:
+        later &= t < float(p["before"])
+    return float(np.any(later & (dz <= float(p["near"]))))
+
+
+def _carried_distance(rec, p) -> float:
+    """The object's horizontal distance from its first row's position to its last [m]."""
+    x = _object_positions(rec, p)
+    return math.nan if x is None else float(np.hypot(*(x[-1, :2] - x[0, :2])))
+
+
+def _time_to_carry(rec, p) -> float:
+    """The first time the object's position is within ``tolerance`` of ``target`` [s]; inf if never."""
+    x = _object_positions(rec, p)
+    if x is None:
+        return math.nan
+    near = np.linalg.norm(x - np.asarray(p["target"], dtype=float), axis=1) <= float(p["tolerance"])
+    return float(np.asarray(rec.t, dtype=float)[np.argmax(near)]) if near.any() else math.inf
+
+
+def _grasp_success(rec, p) -> float:
+    """1 if the object rose at least ``lift`` above its start (it went up with the gripper), else 0."""
+    lifted = _object_lifted(rec, p)
+    return lifted if math.isnan(lifted) else float(lifted >= float(p["lift"]))
+
+
+#: contact metric -> f(record, params)
+CONTACT_METRICS: Dict[str, Callable] = {
+    "stays_up": _stays_up,
+    "fell": lambda rec, p: 1.0 - _stays_up(rec, p),
+    "final_base_height_error": _base_height_error("final"),
+    "max_base_height_error": _base_height_error("max"),
+    "max_base_tilt": _max_base_tilt,
+    "object_lifted": _object_lifted,
+    "object_dropped": _object_dropped,
+    "carried_distance": _carried_distance,
+    "time_to_carry": _time_to_carry,
+    "grasp_success": _grasp_success,
+}

@@ -342,6 +342,13 @@ def _param_series(values: list) -> List[Tuple[str, np.ndarray, Optional[List[str
     return [("", np.array([index[json.dumps(v) if not isinstance(v, str) else v] for v in vals], float), labels)]
 
 
+def _varied(series):
+    """The series whose values differ between runs: a vector's entries held at one value (``uniform`` with
+    low = high, such as the other links of a ``link_mass_scales`` with one drawn) and a one-value grid are left
+    out."""
+    return [s for s in series if len({float(v) for v in s[1] if np.isfinite(v)}) > 1]
+
+
 def _readable_ticks(ax) -> None:
     """Tick labels in scientific notation outside [1e-3, 1e4] (a metric of 1e-4 m would print as 0.000100)."""
     for axis in ("x", "y"):
@@ -430,7 +437,9 @@ def write_report(campaign, table, out_dir, figures: Optional[Dict[str, object]] 
                 fname = f"{stem}_vs_{file_stem(pname)}.png"
                 if f"plots/{fname}" in files:
                     continue
-                series = _param_series(cols[p])
+                series = _varied(_param_series(cols[p]))
+                if not series:  # the same value in every run: nothing to plot against
+                    continue
                 rows_, cols_ = _grid(len(series))
                 fig, axes = plt.subplots(rows_, cols_, figsize=(3.4 * cols_ + 2.2, 2.9 * rows_ + 0.8),
                                          squeeze=False, sharey=True, layout="constrained")

@@ -41,7 +41,7 @@ MAX_INTEGER = 2 ** 62
 
 #: distribution -> what its value in the file is
 DISTRIBUTIONS = {
-    "uniform": "[low, high], low < high (numbers, or lists of size numbers)",
+    "uniform": "[low, high], low < high (numbers, or lists of size numbers: an entry with low = high is held)",
     "normal": "{mean, std}, std >= 0 (numbers, or lists of size numbers)",
     "log_uniform": "[low, high], 0 < low < high (numbers, or lists of size numbers)",
     "integers": "[low, high], whole numbers, low <= high (both included)",
@@ -59,7 +59,23 @@ BUILTIN_METRICS: Dict[str, Dict[str, object]] = {
     "saturation_fraction": {},
     "energy_residual": {},
     "faults": {},
+    # contact (docs/campaigns.md, Contact metrics): a legged base that stays up, an object grasped and carried
+    **{k: {"min_height": None, "max_tilt": 0.5, "after": 0.0} for k in ("stays_up", "fell")},
+    **{f"{stat}_base_height_error": {"after": 0.0, "reference": "reference"} for stat in ("final", "max")},
+    "max_base_tilt": {"after": 0.0},
+    "object_lifted": {"object": 0},
+    "object_dropped": {"object": 0, "lift": 0.02, "near": 0.01, "before": None},
+    "carried_distance": {"object": 0},
+    "time_to_carry": {"object": 0, "target": None, "tolerance": 0.05},
+    "grasp_success": {"object": 0, "lift": 0.02},
 }
+#: the contact metrics' parameters: name -> (what it is, its check); required ones have the default None above
+HEIGHT_REFERENCES = ("reference", "rest")
+_CONTACT_PARAMS = {
+    "min_height": "m", "max_tilt": "rad > 0", "after": "s >= 0", "lift": "m > 0", "near": "m > 0", "before": "s > 0",
+    "tolerance": "m > 0", "object": "index >= 0", "target": "[x, y, z] m", "reference": "reference | rest",
+}
+_REQUIRED = {"stays_up": ("min_height",), "fell": ("min_height",), "time_to_carry": ("target",)}
 OPERATORS = ("<=", ">=", "<", ">")
 _VARY_KEYS = ("path", "size", "scale") + tuple(DISTRIBUTIONS)
 _TOP_KEYS = ("name", "description", "scenario", "runs", "seed", "duration", "vary", "metrics", "criteria",
@@ -366,8 +382,12 @@ def _distribution(r: _Reader, kind: str, value, key: str, size: Optional[int]) -
             lo, hi = (r.values(v, f"{key}[{j}]", size, positive=kind == "log_uniform") for j, v in enumerate(value))
         if kind == "integers" and lo > hi:
             r.fail(key, f"low ({lo}) must be <= high ({hi})")
-        if kind != "integers" and not np.all(np.asarray(lo) < np.asarray(hi)):
-            r.fail(key, "low must be < high (every entry)")
+        if kind != "integers" and size is None and not lo < hi:
+            r.fail(key, "low must be < high")
+        if kind != "integers" and size is not None and not (np.all(np.asarray(lo) <= np.asarray(hi))
+                                                            and np.any(np.asarray(lo) < np.asarray(hi))):
+            r.fail(key, "low must be <= high in every entry and < high in one at least (an entry with low = high "
+                        "is held there)")
         return {"low": lo, "high": hi}
     if kind == "normal":
         m = r.mapping(value, key, ("mean", "std"))
@@ -448,9 +468,29 @@ def _metric_params(r: _Reader, kind: str, params: dict, key: str) -> dict:
         if "band" not in out:
             r.fail(_join(key, "band"), "missing (the error band to settle into, in the signal's unit)")
         out["band"] = r.number(out["band"], _join(key, "band"), 0.0, True)
+    for k in _REQUIRED.get(kind, ()):
+        if out.get(k) is None:
+            r.fail(_join(key, k), f"missing ({_CONTACT_PARAMS[k]})")
+    for k in [k for k in out if k in _CONTACT_PARAMS and out[k] is not None]:
+        out[k] = _contact_param(r, k, out[k], _join(key, k))
     for k, default in BUILTIN_METRICS[kind].items():
         out.setdefault(k, default)
     return out
+
+
+def _contact_param(r: _Reader, k: str, value, key: str):
+    """A contact metric's parameter checked (:data:`_CONTACT_PARAMS`)."""
+    if k == "object":
+        return r.whole(value, key, 0)
+    if k == "target":
+        return r.vector(value, key, 3, "numbers: x, y, z in metres")
+    if k == "reference":
+        return r.choice(value, key, HEIGHT_REFERENCES)
+    if k in ("min_height",):
+        return r.number(value, key)
+    if k == "after":
+        return r.number(value, key, 0.0)
+    return r.number(value, key, 0.0, True)
 
 
 def _criteria(r: _Reader, raw, metrics: Tuple[MetricSpec, ...]) -> Tuple[Criterion, ...]:

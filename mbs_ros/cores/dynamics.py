@@ -21,7 +21,7 @@ from mbs_ros.dynamics.simulation.simulator import Simulator
 from mbs_ros.cores.dynamics_settings import Settings, lockstep_steps
 from mbs_ros.cores.rotations import quaternion_from_matrix
 
-__all__ = ["make_simulator", "disturbances", "make_world", "world_path", "StateView", "energy_report", "balance_residual",
+__all__ = ["make_simulator", "disturbances", "make_world", "scale_friction", "move_objects", "world_path", "StateView", "energy_report", "balance_residual",
            "load_suite", "beam_range"]
 
 
@@ -98,37 +98,56 @@ def make_world(s: Settings, source: ms.Source, model: Model, q0):
     from mbs_ros.yamlfile import YamlFileError
 
     try:
-        spec = vary_objects(load_world(path, fluid_density=source.fluid_density), s.object_offset,
-                            s.object_mass_scale, s.object_mu_scale)
+        spec = scale_friction(load_world(path, fluid_density=source.fluid_density), s.friction_scale)
+        spec = vary_objects(spec, s.object_offset, s.object_mass_scale, s.object_mu_scale)
         base_dir = os.path.dirname(os.path.abspath(source.path)) if source.path else None
         return build_world(spec, model, source.urdf, q0, model.gravity, limits=s.joint_limits, base_dir=base_dir)
     except (YamlFileError, ModelError, ValueError) as e:
         raise ParameterError(f"world: {e}") from None
 
 
-def vary_objects(spec, offset=(0.0, 0.0, 0.0), mass_scale: float = 1.0, mu_scale: float = 1.0):
-    """The world ``spec`` with every free object moved by ``offset`` ([dx, dy, dyaw] in the world), its mass and
-    inertia times ``mass_scale`` and its friction times ``mu_scale`` (the parameters object_offset,
-    object_mass_scale, object_mu_scale); the spec itself when they change nothing."""
-    dx, dy, dyaw = (float(x) for x in offset)
-    if (dx, dy, dyaw) == (0.0, 0.0, 0.0) and mass_scale == 1.0 and mu_scale == 1.0:
+def scale_friction(spec, scale: float):
+    """``spec`` (a :class:`~mbs_ros.dynamics.contact.world_file.WorldSpec`) with every friction coefficient times
+    ``scale`` (the ``friction_scale`` parameter): the world's default and each shape's own mu (a shape without one
+    takes the scaled default). ``spec`` itself when the scale is 1."""
+    if scale == 1.0:
         return spec
-    import copy
-    import warnings
+    import dataclasses
 
-    from scipy.spatial.transform import Rotation
+    def each(items):
+        return [dict(o, mu=None if o.get("mu") is None else o["mu"] * scale) for o in items]
 
-    spec = copy.deepcopy(spec)
-    turn = Rotation.from_euler("z", dyaw)
+    ground = None if spec.ground is None else dict(spec.ground, mu=None if spec.ground.get("mu") is None
+                                                   else spec.ground["mu"] * scale)
+    return dataclasses.replace(spec, friction=spec.friction * scale, ground=ground, static=each(spec.static),
+                               objects=each(spec.objects), robot_shapes=each(spec.robot_shapes))
+
+
+def vary_objects(spec, offset=(), mass_scale: float = 1.0, mu_scale: float = 1.0):
+    """``spec`` with every free object's start shifted by ``offset[:3]`` [m] and turned by ``offset[3]`` [rad]
+    about the world's z axis through its centre (``object_offset``; the yaw adds to the extrinsic xyz angles'
+    last, a rotation about world z), its mass and inertia times ``mass_scale`` (``object_mass_scale``; its volume,
+    so its buoyancy, unchanged) and its friction times ``mu_scale`` (``object_mu_scale``). ``spec`` itself when
+    nothing changes."""
+    offset = tuple(float(x) for x in offset)
+    if mass_scale == 1.0 and mu_scale == 1.0 and not any(offset):
+        return spec
+    import dataclasses
+
+    d = np.asarray(offset[:3] if offset else (0.0, 0.0, 0.0), dtype=float)
+    yaw = offset[3] if offset else 0.0
+    objects = []
     for o in spec.objects:
-        o["xyz"] = [o["xyz"][0] + dx, o["xyz"][1] + dy, o["xyz"][2]]
-        with warnings.catch_warnings():  # at a pitch of pi/2 (a bar lying along x) the angles are not unique:
-            warnings.simplefilter("ignore")  # scipy says so, and gives angles of the same rotation
-            o["rpy"] = [float(a) for a in (turn * Rotation.from_euler("xyz", o["rpy"])).as_euler("xyz")]
-        o["mass"] = o["mass"] * mass_scale
-        o["inertia"] = [x * mass_scale for x in o["inertia"]]
-        o["mu"] = (spec.friction if o["mu"] is None else o["mu"]) * mu_scale
-    return spec
+        rpy = list(o.get("rpy") or (0.0, 0.0, 0.0))
+        rpy[2] += yaw
+        o = dict(o, xyz=(np.asarray(o["xyz"], dtype=float) + d).tolist(), rpy=rpy)
+        if mass_scale != 1.0:
+            o["mass"] = o["mass"] * mass_scale
+            o["inertia"] = None if o.get("inertia") is None else [x * mass_scale for x in o["inertia"]]
+        if mu_scale != 1.0:
+            o["mu"] = (spec.friction if o.get("mu") is None else o["mu"]) * mu_scale
+        objects.append(o)
+    return dataclasses.replace(spec, objects=objects)
 
 
 class StateView:

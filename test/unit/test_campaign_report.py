@@ -139,7 +139,7 @@ def test_write_report_writes_the_summary_and_every_plot_it_links(tmp_path):
     links = re.findall(r"\]\((plots/[^)]+\.png)\)", text)
     expected = {"max_err_ecdf.png", "max_err_hist.png", "min_gap_ecdf.png", "min_gap_hist.png"}
     for metric in ("max_err", "min_gap"):
-        for p in ("robots_0_dynamics_mass_scale", "robots_0_initial_position", "robots_0_controller_law"):
+        for p in ("robots_0_dynamics_mass_scale", "robots_0_initial_position"):  # not the law: the same in each
             expected.add(f"{metric}_vs_{p}.png")
     assert {Path(x).name for x in links} == expected
     assert {p.name for p in (tmp_path / "r" / "plots").iterdir()} == expected
@@ -259,3 +259,17 @@ def test_a_vector_parameters_plot_has_one_panel_per_component_in_a_grid_and_the_
         import matplotlib.pyplot as plt
         for f in figures.values():
             plt.close(f)
+
+
+def test_a_parameter_held_in_every_run_is_not_plotted_nor_a_vector_entry_held(tmp_path):
+    # 'held': a one-value grid (the same 1.0 in each run); 'links': a vector of 3 whose entries 1 and 2 are held
+    t = pa.table({"run": [0, 1, 2], "status": ["pass"] * 3, "reason": [""] * 3, "wall_s": [1.0] * 3,
+                  "param.held": [1.0, 1.0, 1.0], "param.links": ["[1.2, 1.0, 1.0]", "[1.5, 1.0, 1.0]",
+                                                                  "[1.1, 1.0, 1.0]"],
+                  "metric.err": [0.1, 0.2, 0.3]})
+    write_report(campaign([crit("err", "<", 4.0)]), t, tmp_path)
+    assert {p.name for p in (tmp_path / "plots").iterdir()} == {"err_ecdf.png", "err_hist.png", "err_vs_links.png"}
+    from mbs_ros.campaign.report import _param_series, _varied
+
+    kept = _varied(_param_series(t.column("param.links").to_pylist()))
+    assert [s[0] for s in kept] == ["[0]"] and list(kept[0][1]) == [1.2, 1.5, 1.1]

@@ -135,6 +135,23 @@ def test_a_vector_of_draws_has_independent_entries_each_with_the_distribution(tm
     assert np.abs(corr[np.triu_indices(3, 1)]).max() < 4.0 / np.sqrt(N)
 
 
+def test_a_vector_entry_with_low_equal_to_high_is_held_there(tmp_path):
+    """uniform over [[0.9, 1, 2], [1.1, 1, 3]]: entries 1 is 1.0 exactly in every run, the others vary in
+    their own ranges; a vector where no entry varies, or one with low > high, is refused."""
+    c = _campaign(tmp_path, """\
+        - path: robots[0].dynamics.current
+          uniform: [[0.9, 1.0, 2.0], [1.1, 1.0, 3.0]]
+          size: 3
+        """, runs=50)
+    x = np.array([c.draw(i)["robots[0].dynamics.current"] for i in range(50)])
+    assert np.all(x[:, 1] == 1.0)
+    assert np.all((0.9 <= x[:, 0]) & (x[:, 0] < 1.1)) and np.all((2.0 <= x[:, 2]) & (x[:, 2] < 3.0))
+    assert len(set(x[:, 0])) == 50 and len(set(x[:, 2])) == 50
+    for bounds in ("[[1, 1, 1], [1, 1, 1]]", "[[0, 2, 0], [1, 1, 1]]"):
+        with pytest.raises(CampaignError, match=r"vary\[0\]\.uniform: low must be <= high in every entry"):
+            _campaign(tmp_path, f"- {{path: 'robots[0].dynamics.current', uniform: {bounds}, size: 3}}\n")
+
+
 @pytest.mark.parametrize("vary, values", [
     ("integers: [3, 7]", [3, 4, 5, 6, 7]),
     ("choice: [0.5, 1.0, 2.0]", [0.5, 1.0, 2.0]),

@@ -141,3 +141,41 @@ def test_a_robot_shape_on_an_unknown_link_is_refused_naming_it(tmp_path):
     with pytest.raises(ParameterError, match=r"bad.yaml: world.robot_shapes: hull: the robot has no link 'nowhere' "
                                              r"\(links: base_link\)"):
         make_simulator(model, s, q0, v0, 1e-3, limits, 0, source)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5])
+def test_friction_scale_multiplies_every_mu_and_the_slide_follows_it(tmp_path, scale):
+    # The puck (its URDF box takes the file's default friction 0.8) slides at 1 m/s on the ground (mu 0.6): the
+    # pair's mu is the smaller, 0.6 x scale, and a box sliding to a stop covers v0^2 / (2 mu g) (0.085 m at
+    # scale 1, 0.170 m at 0.5), to the scheme's v0 h / 2 = 0.5 mm.
+    path = write_puck(tmp_path)
+    v0 = 1.0
+    sim = _simulator(model_file=str(path), friction_scale=scale, initial_position=[0.0, 0.0, PUCK_SIZE[2] / 2],
+                     initial_twist=[v0, 0.0, 0.0, 0.0, 0.0, 0.0])
+    assert {s.name: s.mu for s in sim.world.shapes} == pytest.approx({"base_link/0": 0.8 * scale,
+                                                                       "ground": 0.6 * scale}, rel=1e-15)
+    assert sim.advance(1000) == 1000 and sim.fault is None
+    mu = 0.6 * scale
+    assert sim.q[0] == pytest.approx(v0 ** 2 / (2 * mu * G), abs=1e-3)
+    assert np.abs(sim.v).max() < 1e-9
+
+
+def test_object_mass_scale_and_offset_move_and_weigh_the_free_objects(tmp_path):
+    """object_offset [0.5, -0.3, 0.1, 0.7]: the crate starts at (2.5, -0.3) 0.3 m above its resting height,
+    turned 0.7 rad about z (scipy's quaternion); object_mass_scale 3: 6 kg, so its landing takes 6 kg g 0.3 m
+    (17.7 J) into the contact work; an offset through the ground refuses the start naming the pair."""
+    from scipy.spatial.transform import Rotation
+
+    model = str(write_arm(tmp_path))
+    sim = _simulator(model_file=model, initial_joint_positions=[0.3, -0.2], object_mass_scale=3.0,
+                     object_offset=[0.5, -0.3, 0.1, 0.7])
+    rest = ARM_GROUND + CRATE_SIZE / 2
+    np.testing.assert_allclose(sim.obj_q[0][:3], [2.5, -0.3, rest + CRATE_DROP + 0.1], atol=1e-15)
+    np.testing.assert_allclose(sim.obj_q[0][3:], Rotation.from_euler("z", 0.7).as_quat(), atol=1e-15)
+    assert sim.objects[0].total_mass == pytest.approx(3.0 * CRATE_MASS, rel=1e-15)
+    assert sim.advance(700) == 700 and sim.fault is None
+    assert sim.obj_q[0][2] == pytest.approx(rest, abs=1e-9)
+    lost = 3.0 * CRATE_MASS * G * (CRATE_DROP + 0.1)
+    assert -1.02 * lost < sim.contact_work < -0.98 * lost
+    with pytest.raises(ParameterError, match="crate/ground"):
+        _simulator(model_file=model, object_offset=[0.0, 0.0, -0.25, 0.0])

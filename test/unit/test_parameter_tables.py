@@ -97,3 +97,17 @@ def test_a_closed_minimum_beside_a_range_is_refused_in_a_table():
                                        "floating_point_range": (0.0, 1.0)})})
     assert from_pairs({"x": ("a number", {"default": 1.0, "minimum": 0.0, "minimum_open": True,
                                           "floating_point_range": (0.0, 1.0)})})["x"].range == (0.0, 1.0)
+
+
+def test_the_docs_generator_answers_help_and_names_an_unreadable_page(tmp_path):
+    """``python -m mbs_ros.cores.parameters --help`` took '--help' for the docs folder and ended in a traceback."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-m", "mbs_ros.cores.parameters", "--help"], capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0 and out.stdout.startswith("usage: python -m mbs_ros.cores.parameters")
+    out = subprocess.run([sys.executable, "-m", "mbs_ros.cores.parameters", "--check", str(tmp_path)],
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().endswith("dynamics_node.md: cannot be read (FileNotFoundError)")

@@ -27,7 +27,7 @@ def test_the_defaults_leave_the_world_as_it_is():
 
 def test_an_object_is_moved_turned_and_scaled():
     spec = load_world(WORLD, fluid_density=1025.0)
-    out = vary_objects(spec, (0.05, -0.02, 0.3), 1.5, 0.4)
+    out = vary_objects(spec, (0.05, -0.02, 0.0, 0.3), 1.5, 0.4)
     (o,) = out.objects
     np.testing.assert_allclose(o["xyz"], [XYZ[0] + 0.05, XYZ[1] - 0.02, XYZ[2]], rtol=0, atol=1e-15)
     expected = Rotation.from_rotvec([0, 0, 0.3]).as_matrix() @ Rotation.from_euler("xyz", RPY).as_matrix()
@@ -42,7 +42,7 @@ def test_the_parameters_reach_the_simulators_object():
     model, s, q0, v0, limits, source = dynamics_setup(
         model_file="config/robots/bluerov2_heavy_alpha5_gripper.yaml", world=WORLD, base_group="se3",
         initial_position=[0.0, 0.0, -9.5], initial_joint_positions=[0.0, 0.8, 0.0, 0.0, 0.025, 0.025],
-        object_offset=[0.1, 0.0, 0.0], object_mass_scale=2.0)
+        object_offset=[0.1, 0.0, 0.0, 0.0], object_mass_scale=2.0)
     world, objects = make_world(s, source, model, q0)
     (q, v), = objects
     np.testing.assert_allclose(q[:3], [XYZ[0] + 0.1, XYZ[1], XYZ[2]], atol=1e-15)

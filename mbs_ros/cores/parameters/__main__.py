@@ -4,6 +4,7 @@ from its table (:func:`mbs_ros.cores.parameters.markdown_table`), between the ``
 change nothing, exit 1 when a page is out of date (test/unit/test_parameter_tables.py checks the same)."""
 from __future__ import annotations
 
+import argparse
 import re
 import sys
 from pathlib import Path
@@ -14,14 +15,20 @@ BLOCK = re.compile(r"(<!-- parameters: begin -->\n)(.*?)(<!-- parameters: end --
 
 
 def main(argv=None) -> int:
-    args = list(sys.argv[1:] if argv is None else argv)
-    check = "--check" in args
-    args = [a for a in args if a != "--check"]
-    docs = Path(args[0]) if args else Path(__file__).resolve().parents[3] / "docs"
+    parser = argparse.ArgumentParser(prog="python -m mbs_ros.cores.parameters", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--check", action="store_true", help="change nothing; exit 1 when a page is out of date")
+    parser.add_argument("docs", nargs="?", type=Path, default=Path(__file__).resolve().parents[3] / "docs",
+                        help="the folder of the <role>_node.md pages (default: the source tree's docs/)")
+    a = parser.parse_args(sys.argv[1:] if argv is None else argv)
+    check, docs = a.check, a.docs
     stale = []
     for role in ROLES:
         page = docs / f"{role}_node.md"
-        text = page.read_text(encoding="utf-8")
+        try:
+            text = page.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            print(f"{page}: cannot be read ({type(e).__name__})", file=sys.stderr)
+            return 2
         if not BLOCK.search(text):
             print(f"{page}: no '<!-- parameters: begin -->' block", file=sys.stderr)
             return 2

@@ -243,14 +243,6 @@ _PAIRS = {
         "none = no world. A bad file refuses the start naming file and key; a world that starts "
         "interpenetrating names the pair and the depth.",
         {"allow_empty": True, "type": "string", "default": "", "read_only": True}),
-    "object_offset": (
-        "[dx, dy, dyaw]: moves every free object of the world at the start by dx, dy [m] along the world's x, y "
-        "and turns it by dyaw [rad] about the world's z (a campaign draws the object's pose; a start that "
-        "interpenetrates is refused naming the pair), each in [-100, 100].",
-        {"default": (0.0, 0.0, 0.0), "type": "double[]", "size": 3, "each": (-100.0, 100.0), "read_only": True}),
-    "object_mass_scale": (
-        "Multiplies every free object's mass and inertia (its volume, so its buoyancy, unchanged), in [1e-3, 1e3].",
-        {"default": 1.0, "type": "double", "floating_point_range": (1.0e-3, 1.0e3), "read_only": True}),
     "object_mu_scale": (
         "Multiplies every free object's friction coefficient (a pair takes the smaller of its two), in [0, 1e3].",
         {"default": 1.0, "type": "double", "floating_point_range": (0.0, 1.0e3), "read_only": True}),
@@ -260,6 +252,23 @@ _PAIRS = {
         "reset) the wrench [N, N m] in world axes at the base frame's origin, added to the commanded one (its "
         "work is counted with the commands'); empty = none. Start-up only.",
         {"type": "double[]", "default": (), "read_only": True}),
+    "friction_scale": (
+        "Multiplies every friction coefficient of the contact world (the world file's friction, the ground's, the "
+        "static shapes', the robot shapes' and the free objects' mu), in [0, 1000]: a model error for test "
+        "campaigns (a pair's mu is the scale times the smaller of its two shapes' mu); 1 = the file's. Start-up "
+        "only.",
+        {"type": "double", "default": 1.0, "read_only": True, "floating_point_range": (0.0, 1.0e3)}),
+    "object_mass_scale": (
+        "Multiplies every free object's mass and inertia of the contact world (its volume, so its buoyancy, "
+        "unchanged), in [0.001, 1000]: an object heavier or lighter than the world file says, for test campaigns. "
+        "Start-up only.",
+        {"type": "double", "default": 1.0, "read_only": True, "floating_point_range": (1.0e-3, 1.0e3)}),
+    "object_offset": (
+        "[dx, dy, dz, dyaw]: every free object of the contact world starts shifted by (dx, dy, dz) [m, world axes] "
+        "and turned by dyaw [rad] about the world's z axis through its own centre, each |x| <= 1000; zeros = as the "
+        "world file places them. An object then interpenetrating refuses the start (the pair and the depth). "
+        "Start-up only.",
+        {"size": 4, "bound": 1000.0, "type": "double[]", "default": (0.0, 0.0, 0.0, 0.0), "read_only": True}),
     "joint_limits": (
         "Stop the joints at their URDF <limit lower upper> (unilateral constraints of the contact step, exact "
         "impulses); false = the joints pass their limits as before. Robots only.",
