@@ -727,7 +727,7 @@ def test_real_robot_scenario_tracks(run, tmp_path, name):
 CLEAN_ELSEWHERE = {"panda": "test_real_robot_scenario_tracks", "solo12": "test_real_robot_scenario_tracks",
                    **{name: "test_launch.py::test_launch_scenario_through_runner"
                       for name in ("fleet", "manipulator", "vehicle", "vehicle_manipulator", "rov_landing",
-                                  "solo12_stand")},
+                                  "solo12_stand", "uvms_grasp")},
                    "rov_alpha5": "test_rov_scenario_holds_station_and_balances_its_energy_ports",
                    "vessel": "test_vessel_scenario_holds_heading_with_two_propellers",
                    "rov_alpha5_sensors": "test_sensor_scenarios.py",

@@ -39,6 +39,7 @@ LAUNCH_FILES = {
     "fleet": ("fleet", {"count": "2"}, ["uvms1", "uvms2"]),
     "rov_landing": ("rov_landing", {}, ["rov"]),
     "legged": ("solo12_stand", {}, ["solo"]),
+    "uvms_grasp": ("uvms_grasp", {}, ["rov"]),
 }
 #: launch files whose default scenario's robots have no joints (the ROV alone)
 JOINTLESS = {"rov_landing"}
@@ -268,7 +269,7 @@ def test_launch_scenario_through_runner(kind, probe, tmp_path):
     if "count" in arguments:
         args += ["--count", arguments["count"]]
     topics = topics_of(namespaces, floating=kind != "manipulator", joints=kind not in JOINTLESS)
-    if kind == "legged":  # its RViz configuration shows the contacts and the world
+    if kind in ("legged", "uvms_grasp"):  # their RViz configurations show the contacts and the world
         topics += [f"/{ns}/{t}/markers" for ns in namespaces for t in ("contacts", "world")]
     probe.watch(topics)
     r = Run(*args)
@@ -363,7 +364,7 @@ def test_launch_file_runs(kind, launch_api, probe, tmp_path):
     env = _install_prefix(tmp_path)
     log = tmp_path / "launch.log"
     topics = topics_of(namespaces, floating=kind != "manipulator", joints=kind not in JOINTLESS)
-    if kind == "legged":  # its RViz configuration shows the contacts and the world
+    if kind in ("legged", "uvms_grasp"):  # their RViz configurations show the contacts and the world
         topics += [f"/{ns}/{t}/markers" for ns in namespaces for t in ("contacts", "world")]
     probe.watch(topics)
     args = [f"{k}:={v}" for k, v in {**arguments, "rviz": "false"}.items()]
