@@ -200,6 +200,7 @@ def pipeline(scene):
     """The settled step taken apart as :func:`~mbs_ros.dynamics.contact.step.step` runs it: a dict of the
     callables of each part (each a zero-argument function) and the step's pieces, for the split and the
     agreement check."""
+    from mbs_ros.dynamics.algorithms import multibody as alg
     from mbs_ros.dynamics.contact import step as cstep
     from mbs_ros.dynamics.contact.geometry import find_contacts
     from mbs_ros.dynamics.contact.solver import solve
@@ -247,7 +248,7 @@ def pipeline(scene):
         return [m.integrate(qs[k], v_next[offsets[k]:offsets[k + 1]], H) for k, m in enumerate(w.models)]
 
     parts = {
-        "body poses": lambda: w.poses(qs),
+        "body poses": lambda: [alg.body_placements(m, q) for m, q in zip(w.models, qs)],  # not the kept ones
         "geometry (find_contacts: Coal and its Python)":
             lambda: find_contacts(poses, w.shapes, margin=margin, excluded=w.excluded),
         "free velocity": lambda: cstep.free_velocity(w.models, qs, vs, taus, H),

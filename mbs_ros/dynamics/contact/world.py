@@ -63,6 +63,7 @@ class ContactWorld:
         self._limits_of = {}
         self._pairs = {}  # among -> the shape pairs that may touch
         self._near_pair = {}  # among -> the pair last found within the margin (asked first next time)
+        self._poses = None  # (per model (model, q's bytes), body poses): the last poses() asked
         # what the contact steps cost (the thread's CPU time: a busy machine's preemptions do not count;
         # information for the diagnostics and the benchmark, never a result)
         self.step_count, self.step_ns, self.step_ns_max = 0, 0, 0
@@ -71,14 +72,13 @@ class ContactWorld:
         """Run once, at the states ``qs``, ``vs``, what the first contact step would otherwise load at its first
         call (tens of milliseconds to seconds on a busy machine, inside a node's callback): the solver's compiled
         kernels, each model's mass matrix, forward dynamics and kinematics, SciPy's Cholesky. Nothing is kept."""
-        from scipy.linalg import cho_factor, cho_solve
-
         from mbs_ros.dynamics.contact.solver import warm_up
+        from mbs_ros.dynamics.contact.step import _cho_solve
 
         warm_up()
         for model, q, v in zip(self.models, qs, vs):
             M = model.mass_matrix(q)
-            cho_solve(cho_factor(M), np.ones((model.nv, 1)))
+            _cho_solve(M, np.ones((model.nv, 1)))
             model.forward_dynamics(q, v, np.zeros(model.nv))
             alg.kinematics(model, q, inertia=False)
 
@@ -105,7 +105,16 @@ class ContactWorld:
         return self._left_out[among]
 
     def poses(self, qs):
-        return [alg.body_placements(m, q) for m, q in zip(self.models, qs)]
+        """The models' body poses at ``qs`` (:func:`~mbs_ros.dynamics.algorithms.multibody.body_placements`; the
+        last ones kept: the look-ahead's first state and the contact step's are the same, bit for bit). Read only."""
+        key = [(m, np.asarray(q, dtype=float).tobytes()) for m, q in zip(self.models, qs)]
+        last = self._poses
+        if last is not None and len(last[0]) == len(key) and all(
+                a[0] is b[0] and a[1] == b[1] for a, b in zip(last[0], key)):
+            return last[1]
+        poses = [alg.body_placements(m, q) for m, q in zip(self.models, qs)]
+        self._poses = (key, poses)
+        return poses
 
     def check_start(self, qs) -> None:
         """ValueError naming the pairs that interpenetrate at ``qs`` (:func:`~mbs_ros.dynamics.contact.geometry.check_separated`)."""

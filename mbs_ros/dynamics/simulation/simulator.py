@@ -477,29 +477,31 @@ class Simulator(LockstepPeriods, StateOutputs):
         keep every pair and limit out of the margin (``_free_until`` moved on; the batch's states are today's,
         bit for bit), else ``(None, (q1, v1, info))``, this step taken by the contact step."""
         world = self.world
+        q1 = None  # the ordinary step from (q0, v0); resting (within the margin already, no objects): not needed
         if batch is not None and batch[3] < batch[2].shape[0]:
             i = batch[3]
             states = batch[0][i:i + int(np.count_nonzero(batch[2][i:])) + 1]
-            q1, v1 = batch[0][i + 1], batch[1][i + 1]  # the ordinary step from (q0, v0)
-        else:
+            q1, v1 = batch[0][i + 1], batch[1][i + 1]
+        elif not (world.shapes and not self.objects and world.near([q0], among="robot")):
             batch = None
             q1, v1 = step(model, q0, v0, self._tau, self.dt, method=self._integrator, t=k * self.dt,
                           wrench_world=self._wrench_world)
             states = np.array([q0, q1])
         # after a contact step look one step ahead, then twice as far after each clear look (the objects' motion
         # is computed as far as the look goes)
-        states = states[:self._probe + 1]
-        if world.shapes or self.objects:
-            free = world.free_steps([states] + self._objects_span(k, len(states) - 1), among="robot")
-        else:  # joint limits alone
-            free = world.limit_free([states], len(states) - 1) if world.limits else len(states) - 1
-        if free >= 1:
-            self._free_until = k + free
-            self._probe = min(2 * self._probe, 1 << 20)
-            if batch is None:  # the one ordinary step just taken, as a batch of one
-                within = (np.abs(v1) <= self._v_caps).all() and (np.abs(q1) <= MAX_POSITION).all()
-                batch = [states, np.array([v0, v1]), np.array([within]), 0]
-            return batch, None
+        if q1 is not None:
+            states = states[:self._probe + 1]
+            if world.shapes or self.objects:
+                free = world.free_steps([states] + self._objects_span(k, len(states) - 1), among="robot")
+            else:  # joint limits alone
+                free = world.limit_free([states], len(states) - 1) if world.limits else len(states) - 1
+            if free >= 1:
+                self._free_until = k + free
+                self._probe = min(2 * self._probe, 1 << 20)
+                if batch is None:  # the one ordinary step just taken, as a batch of one
+                    within = (np.abs(v1) <= self._v_caps).all() and (np.abs(q1) <= MAX_POSITION).all()
+                    batch = [states, np.array([v0, v1]), np.array([within]), 0]
+                return batch, None
         # the held force at (q0, v0) as the integrator's stages evaluate it (a world-frame wrench turned there)
         tau = _with_world_wrench(model, _tableau(self._integrator), self._tau, self._wrench_world)
         tau = tau(k * self.dt, q0, v0) if callable(tau) else tau
@@ -507,7 +509,9 @@ class Simulator(LockstepPeriods, StateOutputs):
         qs, vs, info, engaged = world.step([q0] + self.obj_q, [v0] + self.obj_v, taus, self.dt)
         # a model with no contact or limit row in the step moves as without the world: the ordinary step
         if 0 not in engaged:
-            qs[0], vs[0] = q1, v1
+            qs[0], vs[0] = (q1, v1) if q1 is not None else step(
+                model, q0, v0, self._tau, self.dt, method=self._integrator, t=k * self.dt,
+                wrench_world=self._wrench_world)
         for i, m in enumerate(self.objects, start=1):
             if i not in engaged:
                 qs[i], vs[i] = step(m, self.obj_q[i - 1], self.obj_v[i - 1], np.zeros(m.nv), self.dt,
