@@ -99,6 +99,7 @@ def test_a_closed_minimum_beside_a_range_is_refused_in_a_table():
                                           "floating_point_range": (0.0, 1.0)})})["x"].range == (0.0, 1.0)
 
 
+@pytest.mark.e2e  # starts a process
 def test_the_docs_generator_answers_help_and_names_an_unreadable_page(tmp_path):
     """``python -m mbs_ros.cores.parameters --help`` took '--help' for the docs folder and ended in a traceback."""
     import subprocess
