@@ -274,7 +274,8 @@ def _contact_nodes(tmp_path):
     """Issue 30's start-up parameters on robots with a contact world: the puck beside its crate with the contact
     topics at their fastest and the arrows at their longest, its lowest push, joint limits off; the puck with no
     world; the 2-link arm (joint limits on) with its crate under the stand law joint_pd_gravity, idle until its
-    highest time (a zero command), then with the law from the start. Each publishes only finite numbers."""
+    highest time (a zero command), then with the law from the start and the payload at its highest (1e6 kg on
+    link2). Each publishes only finite numbers."""
     puck = str(write_puck(tmp_path, PUCK_CRATE_WORLD, name="sx_puck"))
     arm = str(write_arm(tmp_path))
     dyn = {"sx_puck": dict(PUCK, model_file=puck, contacts_rate=1000.0, marker_wrench_scale=1e6,
@@ -286,7 +287,7 @@ def _contact_nodes(tmp_path):
     ctl = {"sx_carm": dict(model_file=arm, base_group="fixed", law="joint_pd_gravity", kp=5.0, kd=1.0,
                            idle_until=extremes.CONTROLLER[-1][2], control_rate=100.0),
            "sx_carm_now": dict(model_file=arm, base_group="fixed", law="joint_pd_gravity", kp=5.0, kd=1.0,
-                               control_rate=100.0)}
+                               control_rate=100.0, **extremes.PAYLOAD_HIGHEST)}
     procs = {f"dyn_{ns}": NodeProcess(DYN, name="dynamics_node", namespace=ns, parameters=p,
                                       log_file=tmp_path / f"{ns}.log") for ns, p in dyn.items()}
     procs.update({f"ctl_{ns}": NodeProcess(CTL, name="controller_node", namespace=ns, parameters=p,
@@ -366,11 +367,12 @@ def _refused_cases():
     out += [("dynamics_arm", extremes.ARM_EFFORT[0], v) for v in extremes.ARM_EFFORT[3:]]
     out += [("controller", n, v) for n, v in one(extremes.CONTROLLER + extremes.CONTROLLER_VECTORS)]
     out += [("controller", "max_wrench", extremes.CONTROLLER_VECTORS[-1][4])]
+    out += [("controller", extremes.PAYLOAD_MASS[0], v) for v in extremes.PAYLOAD_MASS[3:]]
     out += [("dynamics", extremes.DISTURBANCE[0], v) for v in extremes.DISTURBANCE[3:]]
     return out
 
 
-#: refused start-ups per node kind in a run (a seeded subset: test/sweeps.py; --full-sweeps starts all 45)
+#: refused start-ups per node kind in a run (a seeded subset: test/sweeps.py; --full-sweeps starts them all)
 REFUSED_PER_RUN = {"dynamics": 5, "dynamics_arm": 1, "controller": 5}
 
 
