@@ -77,6 +77,12 @@ CONTROLLER = [
     ("gripper_damping", 0.0, 1e9, -1e-9, 1.01e9),
 ]
 
+# controller_node's payload (a robot's: a link of it holds the payload): payload_mass > 0 needs payload_link, so its
+# highest is set with the arm's link2 (test/ros: the arm's stand-law controller), its lowest (0 = none) alone
+PAYLOAD_MASS = ("payload_mass", 0.0, 1e6, -1e-9, 1.01e6)
+PAYLOAD_HIGHEST = dict(payload_mass=PAYLOAD_MASS[2], payload_link="link2", payload_inertia=[1e6, 1e6, 1e6],
+                       payload_com=[10.0, -10.0, 10.0])
+
 CONTROLLER_VECTORS = [
     ("com", [1e3, 0.0, 0.0], [1e3, 1e3, 1e3], None, [1000.5, 0.0, 0.0]),
     ("gravity", [0.0, 0.0, 0.0], [0.0, 0.0, -1e3], None, [0.0, 0.0, -1000.5]),
@@ -114,7 +120,7 @@ ROBOT_RUNTIME_VECTORS = [r for r in DYNAMICS_RUNTIME_VECTORS if r[0] in ("gravit
                                                                          "initial_position", "initial_rpy")]
 HAND_WRITTEN = {"dynamics": {r[0] for r in DYNAMICS_RUNTIME + DYNAMICS_RUNTIME_VECTORS + DYNAMICS_STARTUP
                              + [PAUSE_AT, ARM_EFFORT, DISTURBANCE]},
-                "controller": {r[0] for r in CONTROLLER + CONTROLLER_VECTORS}}
+                "controller": {r[0] for r in CONTROLLER + CONTROLLER_VECTORS + [PAYLOAD_MASS]}}
 
 
 def table_rows(role):
