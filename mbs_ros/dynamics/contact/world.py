@@ -76,11 +76,13 @@ class ContactWorld:
         from mbs_ros.dynamics.contact.step import _cho_solve
 
         warm_up()
-        for model, q, v in zip(self.models, qs, vs):
+        shaped = {s.body[0] for s in self.shapes if s.body is not None}
+        for k, (model, q, v) in enumerate(zip(self.models, qs, vs)):
             M = model.mass_matrix(q)
             _cho_solve(M, np.ones((model.nv, 1)))
             model.forward_dynamics(q, v, np.zeros(model.nv))
-            alg.kinematics(model, q, inertia=False)
+            if k in shaped:  # the body poses only a model with shapes needs (a joint-limits-only world has none, and
+                alg.kinematics(model, q, inertia=False)  # its tree's coordinates are not q for a mimic model)
 
     def forget(self) -> None:
         """Drop the warm start (after a reset: the last impulses belong to another state)."""
