@@ -134,8 +134,10 @@ ALLOWED = {
                                            "cmd_timeout", "mass", "inertia", "com", "gravity",
                                            "initial_joint_positions", "initial_joint_velocities",
                                            "initial_twist"},
+    # and the URDF tags <mass> and <inertia> of the payload body it appends to the controller's model
     "mbs_ros/cores/controller_settings.py": {"base_group", "locked_joints", "locked_joint_positions",
-                                             "lqr_q_position", "lqr_q_velocity", "lqr_r", "lambda"},
+                                             "lqr_q_position", "lqr_q_velocity", "lqr_r", "lambda", "mass",
+                                             "inertia"},
     "mbs_ros/nodes/dynamics_reconfigure.py": set(),
     # scenario keys (global: physics_rate ...; robot: base_group, locked_joints, mimic, sensors; reference:
     # joint_names) and the robot_description topic of DEFAULT_RECORD: the scenario schema's own names
