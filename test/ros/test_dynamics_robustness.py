@@ -533,7 +533,7 @@ def set_param(probe, proc, ns, name, value):
     ("cmd_timeout", 0.0, "hold the last command forever"),
     ("cmd_timeout", -1.0, "cmd_timeout"),
     ("cmd_timeout", 1e5, "cmd_timeout"),
-    ("publish_rate", 1e-3, "publish_rate must be >= 0.1"),
+    ("publish_rate", 1e-3, "Min: 0.1"),  # the table's range, which rclpy holds itself at run time (issue 31 item 24)
     ("publish_rate", 1000.0, "must not exceed physics_rate"),
     ("gravity", [0.0, 0.0, 1e12], "gravity must have a norm <= 1000"),
     ("initial_joint_positions", [1e300] * 6, "outside [-3.14"),
