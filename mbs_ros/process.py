@@ -36,7 +36,7 @@ import weakref
 from pathlib import Path
 from typing import Mapping, Optional, Sequence, Union
 
-__all__ = ["NodeProcess", "NodeProcessError", "format_parameter_value", "ros_arguments", "TeardownGuard",
+__all__ = ["THREAD_VARIABLES", "limit_threads", "NodeProcess", "NodeProcessError", "format_parameter_value", "ros_arguments", "TeardownGuard",
            "TEARDOWN_TIMEOUT_S"]
 
 _RUNNING: "weakref.WeakSet[NodeProcess]" = weakref.WeakSet()
@@ -463,3 +463,32 @@ def _stop_leftovers() -> None:
             p.stop(sigint_timeout=2.0, sigterm_timeout=1.0)
         except Exception:  # noqa: BLE001 - best effort at interpreter exit
             pass
+
+
+#: Environment variables that size the thread pools of numpy's BLAS (OpenBLAS, MKL, BLIS, Accelerate) and OpenMP.
+THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
+                    "VECLIB_MAXIMUM_THREADS")
+
+
+def limit_threads(n: int = 1) -> bool:
+    """At most ``n`` threads in numpy's BLAS and OpenMP pools, unless the environment chooses otherwise: each
+    variable of :data:`THREAD_VARIABLES` it does not set becomes ``n`` (for the libraries loaded from now on and
+    for child processes), and the pools already loaded are resized to ``OPENBLAS_NUM_THREADS`` /
+    ``OMP_NUM_THREADS`` with threadpoolctl when it is installed (True then). Without threadpoolctl a pool loaded
+    before this call keeps its size: the dynamics node's module therefore sets the same variables before it imports
+    numpy when it is the program being run."""
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, str(n))
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return False
+
+    def size(var):
+        try:
+            return max(1, int(os.environ[var]))
+        except ValueError:
+            return n
+
+    threadpool_limits(limits={"blas": size("OPENBLAS_NUM_THREADS"), "openmp": size("OMP_NUM_THREADS")})
+    return True

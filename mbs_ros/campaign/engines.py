@@ -35,6 +35,7 @@ from concurrent.futures.process import BrokenProcessPool
 from typing import Callable, Iterable, Optional
 
 from mbs_ros.campaign.results import ResultsStore
+from mbs_ros.process import limit_threads
 
 __all__ = ["EngineError", "run_campaign", "ENGINES", "DEATHS_ALLOWED"]
 
@@ -173,9 +174,6 @@ def _call(task, campaign, index):
         return error_row(campaign, index, f"{type(e).__name__}: {e}", time.perf_counter() - start)
 
 
-#: Environment variables that size numpy's BLAS and OpenMP thread pools (as mbs_ros.nodes.runtime.THREAD_VARIABLES).
-THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-                    "VECLIB_MAXIMUM_THREADS")
 
 
 _STARTED = None  # in a pool worker: the queue on which each run announces that it starts
@@ -189,20 +187,7 @@ def _worker_init(started=None):
     _STARTED = started
     die_with_parent()
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    for name in THREAD_VARIABLES:
-        os.environ.setdefault(name, "1")
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return
-
-    def size(name):
-        try:
-            return max(1, int(os.environ[name]))
-        except ValueError:
-            return 1
-
-    threadpool_limits(limits={"blas": size("OPENBLAS_NUM_THREADS"), "openmp": size("OMP_NUM_THREADS")})
+    limit_threads(1)
 
 
 PR_SET_PDEATHSIG = 1  # linux/prctl.h

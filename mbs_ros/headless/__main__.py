@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import os
 import sys
 from pathlib import Path
 from typing import Dict, List, Optional
@@ -16,6 +15,7 @@ from typing import Dict, List, Optional
 import numpy as np
 
 from mbs_ros.headless.run import HeadlessError, HeadlessRun, run_scenario
+from mbs_ros.process import limit_threads
 
 EXIT_OK, EXIT_FAULT, EXIT_USAGE = 0, 1, 2
 FIELDS = ("stamp_ns", "t", "q", "v", "q_d", "v_d", "tau", "tau_applied", "saturated", "estimate_q", "estimate_v",
@@ -100,21 +100,7 @@ def one_blas_thread() -> None:
     pools are resized with threadpoolctl. With OpenBLAS's two threads the contact step's small LAPACK calls (the
     18×18 Cholesky of the Delassus matrix) wake the second thread every step: solo12_stand took ~13 % more CPU per
     simulated second on a 2-core machine, for the same records bit for bit."""
-    for name in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-                 "VECLIB_MAXIMUM_THREADS"):
-        os.environ.setdefault(name, "1")
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return
-
-    def size(name):
-        try:
-            return max(1, int(os.environ[name]))
-        except ValueError:
-            return 1
-
-    threadpool_limits(limits={"blas": size("OPENBLAS_NUM_THREADS"), "openmp": size("OMP_NUM_THREADS")})
+    limit_threads(1)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ from mbs_ros.dynamics.model.source import ParameterError
 from mbs_ros.cores.parameters import Parameter, kind, rules_text
 from mbs_ros.cores.params import model_parameter_values
 from mbs_ros.process import TEARDOWN_TIMEOUT_S, TeardownGuard, dump_stacks_on_sigusr1
+from mbs_ros.process import THREAD_VARIABLES, limit_threads  # noqa: F401 - part of this module's API
 
 __all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
            "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS", "TeardownGuard", "TEARDOWN_TIMEOUT_S",
@@ -65,35 +66,6 @@ __all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_
            "command_line_parameters", "unknown_parameters_problem", "CallbackGuard"]
 
 EXIT_BAD_ARGUMENTS = 2  # as for invalid parameters
-
-#: Environment variables that size the thread pools of numpy's BLAS (OpenBLAS, MKL, BLIS, Accelerate) and OpenMP.
-THREAD_VARIABLES = ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS",
-                    "VECLIB_MAXIMUM_THREADS")
-
-
-def limit_threads(n: int = 1) -> bool:
-    """At most ``n`` threads in numpy's BLAS and OpenMP pools, unless the environment chooses otherwise: each
-    variable of :data:`THREAD_VARIABLES` it does not set becomes ``n`` (for the libraries loaded from now on and
-    for child processes), and the pools already loaded are resized to ``OPENBLAS_NUM_THREADS`` /
-    ``OMP_NUM_THREADS`` with threadpoolctl when it is installed (True then). Without threadpoolctl a pool loaded
-    before this call keeps its size: the dynamics node's module therefore sets the same variables before it imports
-    numpy when it is the program being run."""
-    for name in THREAD_VARIABLES:
-        os.environ.setdefault(name, str(n))
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:
-        return False
-
-    def size(var):
-        try:
-            return max(1, int(os.environ[var]))
-        except ValueError:
-            return n
-
-    threadpool_limits(limits={"blas": size("OPENBLAS_NUM_THREADS"), "openmp": size("OMP_NUM_THREADS")})
-    return True
-
 
 def params_files(argv: Sequence[str]) -> List[str]:
     """The ``--params-file`` paths of a command line, as rcl finds them: inside ``--ros-args`` sections (each
