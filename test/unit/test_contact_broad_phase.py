@@ -1,6 +1,7 @@
-"""The broad phase of :func:`mbs_ros.dynamics.contact.geometry.find_contacts` (bounding spheres and half-spaces,
-``_candidates``) drops only pairs Coal would not report: the contacts are the same, bit for bit, as with every
-pair handed to Coal (the reference), on shapes of every kind in random poses and margins."""
+"""The broad phase of :func:`mbs_ros.dynamics.contact.geometry.find_contacts` (``_Plan.broad``: bounding spheres,
+and against a half-space a shape's box or a convex polytope's vertices) drops only pairs Coal would not report: the
+contacts are the same, bit for bit, as with every pair handed to Coal (the reference), on shapes of every kind in
+random poses and margins."""
 from __future__ import annotations
 
 import numpy as np
@@ -12,8 +13,16 @@ from mbs_ros.dynamics.contact import geometry as geo
 coal = pytest.importorskip("coal")
 
 
-def _all_pairs(_poses, shapes, _margin):
-    return [(i, j) for i in range(len(shapes)) for j in range(i + 1, len(shapes))]
+def _all_pairs(plan, _poses, _margin):
+    return list(plan.pairs)
+
+
+def _hull(rng):
+    """A convex polytope (Coal's hull of random points, as collision.py makes a mesh's), an elongated one."""
+    vertices = coal.StdVec_Vec3s()
+    for p in rng.normal(size=(40, 3)) * (0.03, 0.05, 0.12):
+        vertices.append(p)
+    return coal.Convex.convexHull(vertices, False, None)
 
 
 def _pose(rng, spread):
@@ -34,6 +43,7 @@ def _scene(rng):
         shapes.append([geo.box, geo.sphere, geo.cylinder][b % 3](
             f"s{b}", *([(0.2, 0.1, 0.3)] if b % 3 == 0 else [0.1] if b % 3 == 1 else [0.05, 0.3]), body=(0, b),
             T=T))
+        shapes.append(geo.Shape(f"h{b}", _hull(rng), (0, b), _pose(rng, 0.05), 0.6))
     shapes.append(geo.Shape("lid", coal.Halfspace(np.array([0.0, 0.0, -1.0]), -0.4), (0, 1), np.eye(4), 0.5,
                             group=2))
     poses = [np.array([_pose(rng, 0.3) for _ in range(nb)])]
@@ -49,7 +59,7 @@ def test_the_broad_phase_drops_only_pairs_coal_would_not_report(seed, monkeypatc
         margin = float(rng.choice([0.0, 1e-3, 0.05, 0.3]))
         fast = geo.find_contacts(poses, shapes, margin=margin)
         with monkeypatch.context() as m:
-            m.setattr(geo, "_candidates", _all_pairs)
+            m.setattr(geo._Plan, "broad", _all_pairs)
             ref = geo.find_contacts(poses, shapes, margin=margin)
         assert [(c.name, c.a, c.b, c.distance, c.mu) for c in fast] == [(c.name, c.a, c.b, c.distance, c.mu)
                                                                           for c in ref]
@@ -68,3 +78,29 @@ def test_the_broad_phase_skips_far_pairs():
     assert geo._candidates(poses, shapes, 1e-3) == []
     poses[0][2][:3, 3] = (6.0, 0.0, 0.1005)  # sphere 2 within the margin of the ground
     assert geo._candidates(poses, shapes, 1e-3) == [(0, 3)]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_a_polytope_reaches_coal_exactly_when_a_vertex_comes_within_the_margin(seed):
+    """Against a half-space a convex polytope is bounded by its vertices, not its box: tilted so that its box
+    reaches far below its lowest vertex, it is a candidate once that vertex is within the margin (and Coal reports
+    it), not a micrometre before (Coal would not)."""
+    rng = np.random.default_rng(seed)
+    hull = _hull(rng)
+    hull.computeLocalAABB()
+    vertices = np.array([hull.point(k) for k in range(hull.num_points)])
+    shapes = [geo.halfspace("ground", (0, 0, 1)), geo.Shape("hull", hull, (0, 0), np.eye(4), 0.5)]
+    req = coal.CollisionRequest()
+    for _ in range(10):
+        T = _pose(rng, 0.1)
+        low = float((vertices @ T[:3, :3].T)[:, 2].min())
+        box = np.abs(T[:3, :3]) @ (0.5 * (np.asarray(hull.aabb_local.max_) - np.asarray(hull.aabb_local.min_)))
+        assert (T[:3, :3] @ np.asarray(hull.aabb_center))[2] - box[2] < low - 1e-3  # the box reaches lower
+        margin = 1e-3
+        req.security_margin = margin
+        for delta, near in ((-1e-6, True), (1e-6, False)):
+            T[2, 3] = margin + delta - low
+            assert geo._candidates([np.array([T])], shapes, margin) == ([(0, 1)] if near else [])
+            res = coal.CollisionResult()
+            tf = coal.Transform3s(T[:3, :3], T[:3, 3])
+            assert bool(coal.collide(hull, tf, shapes[0].geometry, coal.Transform3s(), req, res)) is near

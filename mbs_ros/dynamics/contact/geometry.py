@@ -11,13 +11,14 @@ distance: see PLANES_ONLY).
 """
 from __future__ import annotations
 
-import weakref
+import threading
 from dataclasses import dataclass, field
 
 import coal
 import numpy as np
 
 from mbs_ros.dynamics.contact.step import Contact
+from mbs_ros.dynamics.kernels.jit import jit
 
 __all__ = ["Shape", "find_contacts", "check_separated", "halfspace", "box", "sphere", "cylinder"]
 
@@ -171,129 +172,269 @@ def _own_distances(sa, Ta, sb, Tb, mid, n12, gap_along, points):
     return dist, pts
 
 
+@jit
 def _reduce(points, distance, min_separation, max_kept):
-    """Indices of at most ``max_kept`` patch points, the deepest first, then each the farthest from those kept
-    while at least ``min_separation`` from them: a patch's near-coincident points (a rounded foot's hull gives a
-    dozen within a millimetre) add rows but no support, and make the Delassus matrix nearly singular."""
+    """Indices (int64 array) of at most ``max_kept`` patch points, the deepest first, then each the farthest from
+    those kept while at least ``min_separation`` from them: a patch's near-coincident points (a rounded foot's hull
+    gives a dozen within a millimetre) add rows but no support, and make the Delassus matrix nearly singular.
+    NumPy's argmin/argmax (the first extreme, a NaN first of all) and minimum (NaN wins), as loops."""
     n = points.shape[0]
     if n <= 1:
-        return list(range(n))
-    kept = [int(distance.argmin())]
-    x = points - points[kept[0]]
-    d = np.sqrt((x * x).sum(axis=1))  # np.linalg.norm(axis=1) without its overhead: the same numbers
-    while len(kept) < max_kept:
-        j = int(d.argmax())
+        return np.zeros(n, dtype=np.int64)
+    kept = np.empty(max(max_kept, 1), dtype=np.int64)  # (a point may come again when min_separation is 0)
+    first = -1
+    for i in range(n):
+        if distance[i] != distance[i]:
+            first = i
+            break
+    if first < 0:
+        first = 0
+        for i in range(1, n):
+            if distance[i] < distance[first]:
+                first = i
+    kept[0] = first
+    count = 1
+    d = np.empty(n)
+    for i in range(n):
+        x0, x1, x2 = points[i, 0] - points[first, 0], points[i, 1] - points[first, 1], points[i, 2] - points[first, 2]
+        d[i] = np.sqrt(x0 * x0 + x1 * x1 + x2 * x2)
+    while count < max_kept:
+        j = -1
+        for i in range(n):
+            if d[i] != d[i]:
+                j = i
+                break
+        if j < 0:
+            j = 0
+            for i in range(1, n):
+                if d[i] > d[j]:
+                    j = i
         if d[j] < min_separation:
             break
-        kept.append(j)
-        x = points - points[j]
-        np.minimum(d, np.sqrt((x * x).sum(axis=1)), out=d)
-    return kept
+        kept[count] = j
+        count += 1
+        for i in range(n):
+            x0, x1, x2 = points[i, 0] - points[j, 0], points[i, 1] - points[j, 1], points[i, 2] - points[j, 2]
+            e = np.sqrt(x0 * x0 + x1 * x1 + x2 * x2)
+            if e != e or e < d[i]:
+                d[i] = e
+    return kept[:count]
 
 
-#: Bounds of each shape in its body's frame, computed once: ``(center (3,), radius)`` of a bounded geometry
-#: (the sphere about Coal's local AABB), ``(normal (3,), offset)`` with radius None of a half-space, None for
-#: what has neither (always handed to Coal).
-_BOUNDS = weakref.WeakKeyDictionary()
 #: Slack of the broad phase [m]: a pair is handed to Coal when its bounds are within ``margin`` + this.
 BROAD_SLACK = 1e-9
+#: How the broad phase bounds a pair (_Plan.kind): two bounded shapes by their bounding spheres (about their local
+#: AABBs' centres), a half-space and a bounded shape by the shape's local AABB (its support along the normal), any
+#: other pair (two half-spaces, a shape with no finite bounds) always handed to Coal.
+_SPHERES, _PLANE, _ALWAYS = 0, 1, 2
+_OWN_KINDS = (coal.Halfspace, coal.Sphere, coal.Box, coal.Cylinder, coal.Capsule)  # :func:`_line_interval`'s
 
 
-def _bounds(shape):
-    try:
-        return _BOUNDS[shape]
-    except KeyError:
-        pass
-    g, T = shape.geometry, shape.T_body_shape
-    b = None
-    if isinstance(g, coal.Halfspace):
-        n = T[:3, :3] @ np.asarray(g.n, dtype=float)
-        b = (n, float(g.d) + float(n @ T[:3, 3]), None)
-    elif not isinstance(g, coal.Plane):
-        g.computeLocalAABB()
-        r = float(g.aabb_radius)
-        c = T[:3, :3] @ np.asarray(g.aabb_center, dtype=float) + T[:3, 3]
-        if np.isfinite(r) and np.all(np.isfinite(c)):
-            b = (c, 0.0, r)
-    _BOUNDS[shape] = b
-    return b
+def _local_bounds(geometry):
+    """``(kind, a (3,), b (3,), c)`` of a geometry in its own frame: a half-space ``("plane", n, 0, d)``, a bounded
+    shape ``("box", its local AABB's centre, half extents, radius of the sphere about it)``, None otherwise."""
+    if isinstance(geometry, coal.Halfspace):
+        return "plane", np.asarray(geometry.n, dtype=float), np.zeros(3), float(geometry.d)
+    if isinstance(geometry, coal.Plane):
+        return None
+    geometry.computeLocalAABB()
+    lo, hi = np.asarray(geometry.aabb_local.min_, dtype=float), np.asarray(geometry.aabb_local.max_, dtype=float)
+    c, r = np.asarray(geometry.aabb_center, dtype=float), float(geometry.aabb_radius)
+    if not (np.isfinite(r) and np.all(np.isfinite(c)) and np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
+        return None
+    return "box", c, 0.5 * (hi - lo), r
 
 
-class _Layout:
-    """What the broad phase needs of a shape list, gathered once: per model the shapes' bodies with their
-    bounding spheres' centres (body frame) and radii, the half-spaces, the world's spheres."""
-
-    def __init__(self, shapes):
-        self.shapes = tuple(shapes)  # held: the cache is keyed by their identities
-        n = len(shapes)
-        self.n = n
-        self.radii = np.full(n, np.inf)  # unbounded: always a candidate
-        self.world_centers = np.zeros((n, 3))
-        self.moving = {}  # model -> (shape indices, body indices, local centres)
-        self.planes = []  # (index, body or None, normal (body/world), offset)
-        for k, s in enumerate(shapes):
-            b = _bounds(s)
-            if b is None:
-                continue
-            if b[2] is None:
-                self.planes.append((k, s.body, b[0], b[1]))
-                continue
-            self.radii[k] = b[2]
-            if s.body is None:
-                self.world_centers[k] = b[0]
+@jit
+def _near_pairs(B, gidx, Tbs, pairs, bounds, verts, vstart, hint, thr, out):
+    """Writes to ``out`` the indices of the pairs whose bounds come within ``thr``, in order, and returns how many.
+    Shape row r is at ``B[gidx[r]] @ Tbs[r]`` (``B``: the bodies' world poses; gidx -1: ``Tbs[r]``, a world shape);
+    ``pairs[k]``: (kind, row i, row j); ``bounds[r]``: a bounded shape's local AABB's centre, half extents and the
+    radius of the sphere about it, a half-space's normal, 0 and offset. Two bounded shapes: their bounding spheres;
+    a half-space (i) and a bounded shape (j): j's box along the normal, and where that comes within ``thr`` and j is
+    a convex polytope (``verts[vstart[j]:vstart[j + 1]]``), its vertices until one comes within ``thr`` (from the
+    one that did last time, ``hint[j]``: a resting foot's answer at the first look; any start, the same answer)."""
+    m = Tbs.shape[0]
+    T = np.empty((m, 3, 4))
+    for r in range(m):
+        for a in range(3):
+            for c in range(4):
+                if gidx[r] < 0:
+                    T[r, a, c] = Tbs[r, a, c]
+                else:
+                    g = gidx[r]
+                    T[r, a, c] = (B[g, a, 0] * Tbs[r, 0, c] + B[g, a, 1] * Tbs[r, 1, c] + B[g, a, 2] * Tbs[r, 2, c]
+                                  + B[g, a, 3] * Tbs[r, 3, c])
+    count = 0
+    for k in range(pairs.shape[0]):
+        kind, i, j = pairs[k, 0], pairs[k, 1], pairs[k, 2]
+        if kind == 0:
+            g2 = 0.0
+            for a in range(3):
+                ci = T[i, a, 0] * bounds[i, 0] + T[i, a, 1] * bounds[i, 1] + T[i, a, 2] * bounds[i, 2] + T[i, a, 3]
+                cj = T[j, a, 0] * bounds[j, 0] + T[j, a, 1] * bounds[j, 1] + T[j, a, 2] * bounds[j, 2] + T[j, a, 3]
+                g2 += (ci - cj) * (ci - cj)
+            gap = np.sqrt(g2) - bounds[i, 6] - bounds[j, 6]
+        elif kind == 1:  # i the half-space: its normal in the world (na) and in j's frame (nl)
+            gap = -bounds[i, 6]
+            nl = np.zeros(3)
+            for a in range(3):
+                na = T[i, a, 0] * bounds[i, 0] + T[i, a, 1] * bounds[i, 1] + T[i, a, 2] * bounds[i, 2]
+                gap += na * (T[j, a, 0] * bounds[j, 0] + T[j, a, 1] * bounds[j, 1] + T[j, a, 2] * bounds[j, 2]
+                             + T[j, a, 3] - T[i, a, 3])
+                for c in range(3):
+                    nl[c] += na * T[j, a, c]
+            box = gap - (abs(nl[0]) * bounds[j, 3] + abs(nl[1]) * bounds[j, 4] + abs(nl[2]) * bounds[j, 5])
+            v0, nv = vstart[j], vstart[j + 1] - vstart[j]
+            if box <= thr and nv > 0:  # the polytope's vertices (from the box's centre)
+                low = np.inf
+                for s in range(nv):
+                    v = v0 + (hint[j] + s) % nv
+                    h = (nl[0] * (verts[v, 0] - bounds[j, 0]) + nl[1] * (verts[v, 1] - bounds[j, 1])
+                         + nl[2] * (verts[v, 2] - bounds[j, 2]))
+                    if h < low:
+                        low = h
+                        if gap + low <= thr:
+                            hint[j] = v - v0
+                            break
+                gap += low
             else:
-                idx, bodies, centers = self.moving.setdefault(s.body[0], ([], [], []))
-                idx.append(k)
-                bodies.append(s.body[1])
-                centers.append(b[0])
-        self.moving = {m: (np.array(i), np.array(b), np.array(c)) for m, (i, b, c) in self.moving.items()}
-        self.bounded = np.isfinite(self.radii)
-        self.upper = np.triu(np.ones((n, n), dtype=bool), 1)
+                gap = box
+        else:
+            gap = -np.inf
+        if not gap > thr:  # NaN too: handed to Coal
+            out[count] = k
+            count += 1
+    return count
 
 
-_LAYOUTS = {}
+class _Pair:
+    """A pair that may touch, its constants: shape indices ``ij`` (i < j), the moving shape first (``a``: the
+    normal points from b to it; ``a``, ``b`` their rows in the plan), the contact's name, friction and bodies,
+    whether each point gets its own distance (:func:`_own_distances`: b a half-space, a a shape
+    :func:`_line_interval` knows)."""
+
+    __slots__ = ("ij", "a", "b", "sa", "sb", "name", "mu", "body_a", "body_b", "own")
+
+    def __init__(self, shapes, i, j, row):
+        self.ij = (i, j)
+        a, b = (j, i) if shapes[i].body is None else (i, j)
+        self.a, self.b = row[a], row[b]
+        self.sa, self.sb = sa, sb = shapes[a], shapes[b]
+        self.name = f"{sa.name}/{sb.name}"
+        self.mu = min(sa.mu, sb.mu)
+        self.body_a, self.body_b = tuple(sa.body), None if sb.body is None else tuple(sb.body)
+        self.own = isinstance(sb.geometry, coal.Halfspace) and isinstance(sa.geometry, _OWN_KINDS)
 
 
-def _layout(shapes):
-    key = tuple(map(id, shapes))
-    lay = _LAYOUTS.get(key)
-    if lay is None or any(a is not b for a, b in zip(lay.shapes, shapes)):
-        if len(_LAYOUTS) > 64:
-            _LAYOUTS.clear()
-        lay = _LAYOUTS[key] = _Layout(shapes)
-    return lay
+class _Plan:
+    """What :func:`find_contacts` needs of a shape list and its excluded pairs, gathered once: the pairs that may
+    touch (different bodies, groups and masks that meet, not excluded; in (i, j) order) with their constants and
+    broad-phase kind, and the shapes in them (rows) with their bounds and placements."""
+
+    def __init__(self, shapes, excluded):
+        self.shapes, self.excluded = tuple(shapes), excluded  # held: the cache is keyed by their identities
+        n = len(shapes)
+        ij = [(i, j) for i in range(n) for j in range(i + 1, n)
+              if shapes[i].body != shapes[j].body and shapes[i].group & shapes[j].mask
+              and shapes[j].group & shapes[i].mask and (i, j) not in excluded]
+        used = sorted({k for p in ij for k in p})
+        row = {k: r for r, k in enumerate(used)}
+        self.pairs = [_Pair(shapes, i, j, row) for i, j in ij]
+        m = len(used)
+        self.bounds = np.zeros((m, 7))
+        kinds, verts, self.vstart = [], [np.zeros((0, 3))], np.zeros(m + 1, dtype=np.int64)
+        for r, k in enumerate(used):
+            g = shapes[k].geometry
+            b = _local_bounds(g)
+            kinds.append(None if b is None else b[0])
+            nv = 0
+            if b is not None:
+                self.bounds[r] = (*b[1], *b[2], b[3])
+                if isinstance(g, coal.ConvexBase):
+                    verts.append(np.array([g.point(v) for v in range(g.num_points)], dtype=float).reshape(-1, 3))
+                    nv = len(verts[-1])
+            self.vstart[r + 1] = self.vstart[r] + nv
+        self.verts = np.ascontiguousarray(np.concatenate(verts))
+        self.hint = np.zeros(m, dtype=np.int64)  # per polytope: where _near_pairs starts
+        table = []
+        for i, j in ij:
+            ki, kj = kinds[row[i]], kinds[row[j]]
+            kind = _SPHERES if ki == kj == "box" else _PLANE if {ki, kj} == {"plane", "box"} else _ALWAYS
+            if kind == _PLANE and kj == "plane":
+                i, j = j, i
+            table.append((kind, row[i], row[j]))
+        self.table = np.array(table, dtype=np.int64).reshape(-1, 3)
+        # placements: a world shape's pose and Coal transform, fixed; a moving one's (model, body, T_body_shape)
+        self.Tbs = np.array([shapes[k].T_body_shape for k in used], dtype=float).reshape(m, 4, 4)
+        self.where = [None if shapes[k].body is None else (*shapes[k].body, shapes[k].T_body_shape) for k in used]
+        self.fixed = [_transform(shapes[k].T_body_shape) if shapes[k].body is None else None for k in used]
+        self.models = sorted({w[0] for w in self.where if w is not None})
+        self._gidx = (None, None)
+
+    def broad(self, body_poses, margin):
+        """The pairs whose bounds come within ``margin`` (+ BROAD_SLACK), in order: a pair left out is farther
+        apart than ``margin`` (its bounding sphere, box or vertices are), so Coal would have found nothing."""
+        sizes = tuple(len(body_poses[k]) for k in self.models)
+        if self._gidx[0] != sizes:  # rows' indices into the stacked body poses of the models with shapes
+            start = dict(zip(self.models, np.cumsum((0,) + sizes[:-1]).tolist()))
+            self._gidx = (sizes, np.array([-1 if w is None else start[w[0]] + w[1] for w in self.where],
+                                          dtype=np.int64))
+        gidx = self._gidx[1]
+        if len(self.models) == 1:
+            B = np.asarray(body_poses[self.models[0]], dtype=float)
+        else:
+            B = np.concatenate([np.asarray(body_poses[k], dtype=float).reshape(-1, 4, 4) for k in self.models]
+                               or [np.zeros((0, 4, 4))])
+        idx = np.empty(len(self.pairs), dtype=np.int64)
+        n = _near_pairs(B.reshape(-1, 4, 4), gidx, self.Tbs, self.table, self.bounds, self.verts, self.vstart,
+                        self.hint, float(margin) + BROAD_SLACK, idx)
+        pairs = self.pairs
+        return [pairs[k] for k in idx[:n].tolist()]
 
 
-def _candidates(body_poses, shapes, margin):
-    """The index pairs ``(i, j)``, i < j in order, whose bounds (bounding spheres, half-spaces) may come within
-    ``margin``: the broad phase. A pair it drops is farther apart than ``margin`` (its bounding sphere is), so
-    Coal would have found nothing; only these go to Coal."""
-    n = len(shapes)
-    if n < 2:
-        return []
-    lay = _layout(shapes)
-    centers = lay.world_centers.copy()
-    radii = lay.radii
-    for m, (idx, bodies, local) in lay.moving.items():
-        P = np.asarray(body_poses[m])[bodies]
-        centers[idx] = np.einsum("kij,kj->ki", P[:, :3, :3], local) + P[:, :3, 3]
-    diff = centers[:, None, :] - centers[None, :, :]
-    gap = np.sqrt((diff * diff).sum(axis=2)) - radii[:, None] - radii[None, :]
-    gap[np.isnan(gap)] = -np.inf
-    for k, body, nrm, off in lay.planes:  # a half-space against a sphere: the centre's height over it less r
-        if body is not None:
-            T = body_poses[body[0]][body[1]]
-            nrm = T[:3, :3] @ nrm
-            off = off + float(nrm @ T[:3, 3])
-        h = centers @ nrm - off - radii
-        h[~lay.bounded] = -np.inf
-        gap[k, :] = h
-        gap[:, k] = h
-    for k, *_ in lay.planes:
-        for l, *_ in lay.planes:
-            gap[k, l] = -np.inf  # two half-spaces (never on one body): Coal decides
-    iu, ju = np.nonzero((gap <= margin + BROAD_SLACK) & lay.upper)
-    return list(zip(iu.tolist(), ju.tolist()))
+_PLANS = {}
+
+
+def _plan(shapes, excluded) -> _Plan:
+    """The :class:`_Plan` of these shapes (by identity) and excluded pairs, made at the first call."""
+    try:
+        key = (tuple(shapes), excluded)
+        plan = _PLANS.get(key)
+    except TypeError:  # an unhashable container of excluded pairs
+        excluded = frozenset(excluded)
+        key = (tuple(shapes), excluded)
+        plan = _PLANS.get(key)
+    if plan is None:
+        if len(_PLANS) > 64:
+            _PLANS.clear()
+        plan = _PLANS[key] = _Plan(shapes, excluded)
+    return plan
+
+
+def _candidates(body_poses, shapes, margin, excluded=frozenset()):
+    """The index pairs ``(i, j)``, i < j in order, that may touch (:class:`_Plan`) and whose bounds may come
+    within ``margin``: the broad phase. Only these go to Coal."""
+    return [p.ij for p in _plan(shapes, excluded).broad(body_poses, margin)]
+
+
+_SCRATCH = threading.local()
+
+
+def _coal_objects(margin, max_points):
+    """This thread's Coal collision and patch request and result objects, the requests set to ``margin`` and
+    ``max_points`` (a result is cleared before each use: :func:`find_contacts`; computeContactPatch clears its
+    own)."""
+    objects = getattr(_SCRATCH, "objects", None)
+    if objects is None:
+        req = coal.CollisionRequest()
+        req.num_max_contacts = 1
+        preq = coal.ContactPatchRequest()
+        objects = _SCRATCH.objects = (req, coal.CollisionResult(), preq, coal.ContactPatchResult(preq))
+    req, _, preq, _ = objects
+    req.security_margin = preq.patch_tolerance = float(margin)
+    preq.max_size_patch = int(max_points)
+    return objects
 
 
 def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8, excluded=frozenset(),
@@ -303,53 +444,53 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
     Pairs whose groups and masks do not meet, and index pairs ``(i, j)`` (i < j) in ``excluded``
     (:func:`mbs_ros.dynamics.contact.collision.excluded_pairs`), are skipped. Of a pair's contact patch at most
     ``max_kept`` points are kept, at least ``min_separation`` apart (:func:`_reduce`: a box's four corners on a
-    plane stay). Friction of a pair: the smaller ``mu`` of the two."""
-    req = coal.CollisionRequest()
-    req.num_max_contacts = 1
-    req.security_margin = float(margin)
-    preq = coal.ContactPatchRequest()
-    preq.max_size_patch = int(max_points)
-    preq.patch_tolerance = float(margin)
-    placed = [None] * len(shapes)
+    plane stay). Friction of a pair: the smaller ``mu`` of the two.
 
-    def place(i):
-        if placed[i] is None:
-            s = shapes[i]
-            T = s.T_body_shape if s.body is None else body_poses[s.body[0]][s.body[1]] @ s.T_body_shape
-            placed[i] = (s, _transform(T), T)
-        return placed[i]
-
+    Fast where it can be without changing a number: the pairs' constants are gathered once per shape list
+    (:class:`_Plan`), Coal's request and result objects once per thread (a result cleared per pair: a fresh
+    one's state), only the candidate pairs' shapes are placed (``pose @ T_body_shape``, as NumPy multiplies)."""
+    plan = _plan(shapes, excluded)
+    candidates = plan.broad(body_poses, margin)
+    if not candidates:
+        return []
+    req, res, preq, pres = _coal_objects(margin, max_points)
+    where = plan.where
+    Ts, tfs = [None] * len(where), list(plan.fixed)
     out = []
-    for i, j in _candidates(body_poses, shapes, margin):
-        si, sj = shapes[i], shapes[j]
-        if si.body == sj.body or not (si.group & sj.mask and sj.group & si.mask) or (i, j) in excluded:
+    for pair in candidates:
+        a, b = pair.a, pair.b
+        for r in (a, b):
+            if tfs[r] is None:
+                model, body, T_body_shape = where[r]
+                T = Ts[r] = body_poses[model][body] @ T_body_shape
+                tfs[r] = coal.Transform3s(T[:3, :3], T[:3, 3])
+        ga, gb, ta, tb = pair.sa.geometry, pair.sb.geometry, tfs[a], tfs[b]
+        res.clear()
+        if not coal.collide(ga, ta, gb, tb, req, res):
             continue
-        si, ti, Ti = place(i)
-        sj, tj, Tj = place(j)
-        if si.body is None:  # the moving shape first: the normal points from the world to it
-            (sa, ta, Ta), (sb, tb, Tb) = (sj, tj, Tj), (si, ti, Ti)
-        else:
-            (sa, ta, Ta), (sb, tb, Tb) = (si, ti, Ti), (sj, tj, Tj)
-        res = coal.CollisionResult()
-        if not coal.collide(sa.geometry, ta, sb.geometry, tb, req, res):
-            continue
-        pres = coal.ContactPatchResult(preq)
-        coal.computeContactPatch(sa.geometry, ta, sb.geometry, tb, res, preq, pres)
-        mu = min(sa.mu, sb.mu)
-        name = f"{sa.name}/{sb.name}"
-        body_a, body_b = tuple(sa.body), None if sb.body is None else tuple(sb.body)
+        coal.computeContactPatch(ga, ta, gb, tb, res, preq, pres)
         for k in range(pres.numContactPatches()):
             patch = pres.getContactPatch(k)
             n12 = np.array(patch.getNormal())  # from shape a to shape b
-            size = patch.size()
-            pa = np.array([patch.getPointShape1(p) for p in range(size)]).reshape(-1, 3)
-            pb = np.array([patch.getPointShape2(p) for p in range(size)]).reshape(-1, 3)
+            # the points on shape a and on shape b: getPointShape1/2's arithmetic, one call per point not two
+            half = (patch.penetration_depth / 2) * n12
+            points = np.array(list(map(patch.getPoint, range(patch.size())))).reshape(-1, 3)
+            pa, pb = points - half, points + half
             mid = 0.5 * (pa + pb)
-            dist, mid = _own_distances(sa, Ta, sb, Tb, mid, n12, (pb - pa) @ n12, mid)
+            dist = (pb - pa) @ n12
+            if pair.own:
+                dist, mid = _own_distances(pair.sa, _pose(Ts, pair.sa, a), pair.sb, _pose(Ts, pair.sb, b), mid,
+                                           n12, dist, mid)
             normal = -n12
-            for p in _reduce(pa, dist, min_separation, max_kept):
+            body_a, body_b, mu, name = pair.body_a, pair.body_b, pair.mu, pair.name
+            for p in _reduce(pa, dist, min_separation, max_kept).tolist():
                 out.append(Contact(body_a, mid[p], normal, float(dist[p]), mu, body_b, name))
     return out
+
+
+def _pose(Ts, shape, r):
+    """A placed shape's world pose (a world shape's: its own)."""
+    return shape.T_body_shape if Ts[r] is None else Ts[r]
 
 
 def check_separated(body_poses, shapes, excluded=frozenset(), tolerance: float = 1e-6) -> None:
