@@ -11,7 +11,9 @@ distance: see PLANES_ONLY).
 """
 from __future__ import annotations
 
+import dataclasses
 import threading
+import weakref
 from dataclasses import dataclass, field
 
 import coal
@@ -20,7 +22,7 @@ import numpy as np
 from mbs_ros.dynamics.contact.step import Contact
 from mbs_ros.dynamics.kernels.jit import jit
 
-__all__ = ["Shape", "find_contacts", "check_separated", "halfspace", "box", "sphere", "cylinder"]
+__all__ = ["Shape", "find_contacts", "check_separated", "halfspace", "box", "sphere", "cylinder", "warm_up"]
 
 
 @dataclass(frozen=True, eq=False)
@@ -221,6 +223,39 @@ def _reduce(points, distance, min_separation, max_kept):
     return kept[:count]
 
 
+@jit
+def _patch_points(points, half):
+    """A patch's points on shape a (``pa``), ``pb - pa`` and their middles from Coal's points (``getPoint``) and
+    half its depth along the normal: ``getPointShape1/2``'s arithmetic (``p ∓ (depth / 2) n``), elementwise as
+    NumPy would (one Coal call per point, not two)."""
+    n = points.shape[0]
+    pa, gap, mid = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
+    for i in range(n):
+        for c in range(3):
+            a, b = points[i, c] - half[c], points[i, c] + half[c]
+            pa[i, c], gap[i, c], mid[i, c] = a, b - a, 0.5 * (a + b)
+    return pa, gap, mid
+
+
+def _contact_maker():
+    """:class:`Contact`, or where it is a plain dataclass (these fields, an instance ``__dict__``, no
+    ``__post_init__``) the same object made without its generated ``__init__``'s seven ``object.__setattr__``
+    calls (a third of the time, a dozen contacts per step)."""
+    fields = [f.name for f in dataclasses.fields(Contact)]
+    if (fields != ["a", "point", "normal", "distance", "mu", "b", "name"] or hasattr(Contact, "__post_init__")
+            or "__slots__" in vars(Contact)):
+        return Contact
+    new = object.__new__
+
+    def contact(a, point, normal, distance, mu, b, name):
+        c = new(Contact)
+        c.__dict__.update(a=a, point=point, normal=normal, distance=distance, mu=mu, b=b, name=name)
+        return c
+
+    return contact
+
+
+_contact = _contact_maker()
 #: Slack of the broad phase [m]: a pair is handed to Coal when its bounds are within ``margin`` + this.
 BROAD_SLACK = 1e-9
 #: How the broad phase bounds a pair (_Plan.kind): two bounded shapes by their bounding spheres (about their local
@@ -230,19 +265,32 @@ _SPHERES, _PLANE, _ALWAYS = 0, 1, 2
 _OWN_KINDS = (coal.Halfspace, coal.Sphere, coal.Box, coal.Cylinder, coal.Capsule)  # :func:`_line_interval`'s
 
 
-def _local_bounds(geometry):
-    """``(kind, a (3,), b (3,), c)`` of a geometry in its own frame: a half-space ``("plane", n, 0, d)``, a bounded
-    shape ``("box", its local AABB's centre, half extents, radius of the sphere about it)``, None otherwise."""
-    if isinstance(geometry, coal.Halfspace):
-        return "plane", np.asarray(geometry.n, dtype=float), np.zeros(3), float(geometry.d)
-    if isinstance(geometry, coal.Plane):
-        return None
-    geometry.computeLocalAABB()
-    lo, hi = np.asarray(geometry.aabb_local.min_, dtype=float), np.asarray(geometry.aabb_local.max_, dtype=float)
-    c, r = np.asarray(geometry.aabb_center, dtype=float), float(geometry.aabb_radius)
-    if not (np.isfinite(r) and np.all(np.isfinite(c)) and np.all(np.isfinite(lo)) and np.all(np.isfinite(hi))):
-        return None
-    return "box", c, 0.5 * (hi - lo), r
+#: Per shape, its bounds in its own frame (_local_bounds), computed once.
+_BOUNDS = weakref.WeakKeyDictionary()
+
+
+def _local_bounds(shape):
+    """``(kind, a (3,), b (3,), c, vertices)`` of a shape's geometry in its own frame: a half-space ``("plane",
+    n, 0, d, None)``, a bounded shape ``("box", its local AABB's centre, half extents, radius of the sphere about
+    it, a convex polytope's vertices (k, 3) or None)``, None otherwise (a plane, no finite bounds)."""
+    try:
+        return _BOUNDS[shape]
+    except KeyError:
+        pass
+    g, out = shape.geometry, None
+    if isinstance(g, coal.Halfspace):
+        out = "plane", np.asarray(g.n, dtype=float), np.zeros(3), float(g.d), None
+    elif not isinstance(g, coal.Plane):
+        g.computeLocalAABB()
+        lo, hi = np.asarray(g.aabb_local.min_, dtype=float), np.asarray(g.aabb_local.max_, dtype=float)
+        c, r = np.asarray(g.aabb_center, dtype=float), float(g.aabb_radius)
+        if np.isfinite(r) and np.all(np.isfinite(c)) and np.all(np.isfinite(lo)) and np.all(np.isfinite(hi)):
+            vertices = None
+            if isinstance(g, coal.ConvexBase):
+                vertices = np.array([g.point(v) for v in range(g.num_points)], dtype=float).reshape(-1, 3)
+            out = "box", c, 0.5 * (hi - lo), r, vertices
+    _BOUNDS[shape] = out
+    return out
 
 
 @jit
@@ -345,15 +393,14 @@ class _Plan:
         self.bounds = np.zeros((m, 7))
         kinds, verts, self.vstart = [], [np.zeros((0, 3))], np.zeros(m + 1, dtype=np.int64)
         for r, k in enumerate(used):
-            g = shapes[k].geometry
-            b = _local_bounds(g)
+            b = _local_bounds(shapes[k])
             kinds.append(None if b is None else b[0])
             nv = 0
             if b is not None:
                 self.bounds[r] = (*b[1], *b[2], b[3])
-                if isinstance(g, coal.ConvexBase):
-                    verts.append(np.array([g.point(v) for v in range(g.num_points)], dtype=float).reshape(-1, 3))
-                    nv = len(verts[-1])
+                if b[4] is not None:
+                    verts.append(b[4])
+                    nv = len(b[4])
             self.vstart[r + 1] = self.vstart[r] + nv
         self.verts = np.ascontiguousarray(np.concatenate(verts))
         self.hint = np.zeros(m, dtype=np.int64)  # per polytope: where _near_pairs starts
@@ -367,9 +414,8 @@ class _Plan:
         self.table = np.array(table, dtype=np.int64).reshape(-1, 3)
         # placements: a world shape's pose and Coal transform, fixed; a moving one's (model, body, T_body_shape)
         self.Tbs = np.array([shapes[k].T_body_shape for k in used], dtype=float).reshape(m, 4, 4)
-        self.where = [None if shapes[k].body is None else (*shapes[k].body, shapes[k].T_body_shape) for k in used]
-        self.fixed = [_transform(shapes[k].T_body_shape) if shapes[k].body is None else None for k in used]
-        self.models = sorted({w[0] for w in self.where if w is not None})
+        self.where = [(*(shapes[k].body or (None, None)), shapes[k].T_body_shape) for k in used]
+        self.models = sorted({w[0] for w in self.where if w[0] is not None})
         self._gidx = (None, None)
 
     def broad(self, body_poses, margin):
@@ -378,7 +424,7 @@ class _Plan:
         sizes = tuple(len(body_poses[k]) for k in self.models)
         if self._gidx[0] != sizes:  # rows' indices into the stacked body poses of the models with shapes
             start = dict(zip(self.models, np.cumsum((0,) + sizes[:-1]).tolist()))
-            self._gidx = (sizes, np.array([-1 if w is None else start[w[0]] + w[1] for w in self.where],
+            self._gidx = (sizes, np.array([-1 if w[0] is None else start[w[0]] + w[1] for w in self.where],
                                           dtype=np.int64))
         gidx = self._gidx[1]
         if len(self.models) == 1:
@@ -455,14 +501,14 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
         return []
     req, res, preq, pres = _coal_objects(margin, max_points)
     where = plan.where
-    Ts, tfs = [None] * len(where), list(plan.fixed)
+    Ts, tfs = [None] * len(where), [None] * len(where)  # the world poses and Coal placements of the rows used
     out = []
     for pair in candidates:
         a, b = pair.a, pair.b
         for r in (a, b):
             if tfs[r] is None:
                 model, body, T_body_shape = where[r]
-                T = Ts[r] = body_poses[model][body] @ T_body_shape
+                T = Ts[r] = T_body_shape if model is None else body_poses[model][body] @ T_body_shape
                 tfs[r] = coal.Transform3s(T[:3, :3], T[:3, 3])
         ga, gb, ta, tb = pair.sa.geometry, pair.sb.geometry, tfs[a], tfs[b]
         res.clear()
@@ -472,25 +518,25 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
         for k in range(pres.numContactPatches()):
             patch = pres.getContactPatch(k)
             n12 = np.array(patch.getNormal())  # from shape a to shape b
-            # the points on shape a and on shape b: getPointShape1/2's arithmetic, one call per point not two
-            half = (patch.penetration_depth / 2) * n12
             points = np.array(list(map(patch.getPoint, range(patch.size())))).reshape(-1, 3)
-            pa, pb = points - half, points + half
-            mid = 0.5 * (pa + pb)
-            dist = (pb - pa) @ n12
+            pa, gap, mid = _patch_points(points, (patch.penetration_depth / 2) * n12)
+            dist = gap @ n12
             if pair.own:
-                dist, mid = _own_distances(pair.sa, _pose(Ts, pair.sa, a), pair.sb, _pose(Ts, pair.sb, b), mid,
-                                           n12, dist, mid)
+                dist, mid = _own_distances(pair.sa, Ts[a], pair.sb, Ts[b], mid, n12, dist, mid)
             normal = -n12
             body_a, body_b, mu, name = pair.body_a, pair.body_b, pair.mu, pair.name
-            for p in _reduce(pa, dist, min_separation, max_kept).tolist():
-                out.append(Contact(body_a, mid[p], normal, float(dist[p]), mu, body_b, name))
+            depth = dist.tolist()
+            out += [_contact(body_a, mid[p], normal, depth[p], mu, body_b, name)
+                    for p in _reduce(pa, dist, min_separation, max_kept).tolist()]
     return out
 
 
-def _pose(Ts, shape, r):
-    """A placed shape's world pose (a world shape's: its own)."""
-    return shape.T_body_shape if Ts[r] is None else Ts[r]
+def warm_up() -> None:
+    """Load (or compile) the compiled kernels of :func:`find_contacts` with the types its calls use: a box resting
+    on a half-space (a contact step's first call would otherwise load them inside a node's callback)."""
+    T = np.eye(4)
+    T[2, 3] = 0.05
+    find_contacts([np.array([T])], [halfspace("ground", (0.0, 0.0, 1.0)), box("box", (0.1, 0.1, 0.1), (0, 0))])
 
 
 def check_separated(body_poses, shapes, excluded=frozenset(), tolerance: float = 1e-6) -> None:

@@ -13,16 +13,19 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import threading
 import time
 
 import coal
 import numpy as np
 
 from mbs_ros.dynamics.algorithms import multibody as alg
-from mbs_ros.dynamics.contact.geometry import _transform, check_separated, find_contacts
+from mbs_ros.dynamics.contact.geometry import _plan, _transform, check_separated, find_contacts
 from mbs_ros.dynamics.contact.step import step
 
 __all__ = ["ContactWorld"]
+
+_SCRATCH = threading.local()  # per thread: Coal's distance request and result (near)
 
 
 def _reach(shape) -> float:
@@ -71,11 +74,17 @@ class ContactWorld:
     def warm_up(self, qs, vs) -> None:
         """Run once, at the states ``qs``, ``vs``, what the first contact step would otherwise load at its first
         call (tens of milliseconds to seconds on a busy machine, inside a node's callback): the solver's compiled
-        kernels, each model's mass matrix, forward dynamics and kinematics, SciPy's Cholesky. Nothing is kept."""
+        kernels, each model's mass matrix, forward dynamics and kinematics, SciPy's Cholesky, the geometry's compiled
+        kernels. Nothing is kept but the pairs' constants of :func:`find_contacts` (a mesh hull's vertices: a few
+        milliseconds per shape list), which are what the steps use."""
+        from mbs_ros.dynamics.contact.geometry import warm_up as warm_up_geometry
         from mbs_ros.dynamics.contact.solver import warm_up
         from mbs_ros.dynamics.contact.step import _cho_solve
 
         warm_up()
+        warm_up_geometry()
+        for among in ("all", "robot", "objects"):
+            _plan(self.shapes, self.left_out(among))
         shaped = {s.body[0] for s in self.shapes if s.body is not None}
         for k, (model, q, v) in enumerate(zip(self.models, qs, vs)):
             M = model.mass_matrix(q)
@@ -181,28 +190,35 @@ class ContactWorld:
 
     def near(self, qs, among: str = "all") -> bool:
         """Whether some pair is within the margin at ``qs``: :meth:`pair_distances`' ``any(d <= margin)``, the
-        same distances, asked until the first such pair (the one found last time first: a resting contact is
-        found with one query)."""
-        pairs = self.pairs(among)
-        last = self._near_pair.get(among)
+        same distances, asked until the first such pair: the one found last time first (a resting contact is found
+        with one query), then the pairs whose bounds come within the margin (the broad phase of
+        :func:`~mbs_ros.dynamics.contact.geometry.find_contacts`: a pair it leaves out is farther than the
+        margin)."""
         poses = self.poses(qs)
-        placed = {}
-
-        def at(k):
-            if k not in placed:
-                sh = self.shapes[k]
-                placed[k] = _transform(sh.T_body_shape if sh.body is None
-                                       else poses[sh.body[0]][sh.body[1]] @ sh.T_body_shape)
-            return placed[k]
-
-        req = coal.DistanceRequest()
-        for i, j in ([last] if last is not None else []) + pairs:
-            res = coal.DistanceResult()
-            d = float(coal.distance(self.shapes[i].geometry, at(i), self.shapes[j].geometry, at(j), req, res))
-            if d <= self.margin:
-                self._near_pair[among] = (i, j)
+        last = self._near_pair.get(among)
+        if last is not None and self._distance(poses, *last) <= self.margin:
+            return True
+        for pair in _plan(self.shapes, self.left_out(among)).broad(poses, self.margin):
+            if pair.ij != last and self._distance(poses, *pair.ij) <= self.margin:
+                self._near_pair[among] = pair.ij
                 return True
         return False
+
+    def _distance(self, poses, i: int, j: int) -> float:
+        """Coal's distance between shapes i and j at the body poses ``poses`` (:meth:`pair_distances`' numbers;
+        this thread's request and result, the result cleared)."""
+        req, res = getattr(_SCRATCH, "distance", (None, None))
+        if req is None:
+            req, res = _SCRATCH.distance = coal.DistanceRequest(), coal.DistanceResult()
+        res.clear()
+        a, b = self.shapes[i], self.shapes[j]
+        return float(coal.distance(a.geometry, self._placed(poses, a), b.geometry, self._placed(poses, b), req, res))
+
+    @staticmethod
+    def _placed(poses, shape):
+        """Coal's placement of ``shape`` at the body poses."""
+        T = shape.T_body_shape if shape.body is None else poses[shape.body[0]][shape.body[1]] @ shape.T_body_shape
+        return coal.Transform3s(T[:3, :3], T[:3, 3])
 
     def free_steps(self, q_batches, v_batches=None, among: str = "all") -> int:
         """The largest k such that the states 0..k of a batch (per model, states ``(n + 1, nq)``: the start and
