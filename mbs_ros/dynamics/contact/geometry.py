@@ -256,6 +256,7 @@ def _contact_maker():
 
 
 _contact = _contact_maker()
+
 #: Slack of the broad phase [m]: a pair is handed to Coal when its bounds are within ``margin`` + this.
 BROAD_SLACK = 1e-9
 #: How the broad phase bounds a pair (_Plan.kind): two bounded shapes by their bounding spheres (about their local
@@ -412,7 +413,8 @@ class _Plan:
                 i, j = j, i
             table.append((kind, row[i], row[j]))
         self.table = np.array(table, dtype=np.int64).reshape(-1, 3)
-        # placements: a world shape's pose and Coal transform, fixed; a moving one's (model, body, T_body_shape)
+        # placements: (model, body, T_body_shape), model None for a world shape (its pose array read at each call);
+        # Tbs: copies for the broad phase (bounds, like the shapes' geometry, are taken as fixed once used)
         self.Tbs = np.array([shapes[k].T_body_shape for k in used], dtype=float).reshape(m, 4, 4)
         self.where = [(*(shapes[k].body or (None, None)), shapes[k].T_body_shape) for k in used]
         self.models = sorted({w[0] for w in self.where if w[0] is not None})
@@ -421,6 +423,11 @@ class _Plan:
     def broad(self, body_poses, margin):
         """The pairs whose bounds come within ``margin`` (+ BROAD_SLACK), in order: a pair left out is farther
         apart than ``margin`` (its bounding sphere, box or vertices are), so Coal would have found nothing."""
+        return self.candidates(body_poses, margin)[0]
+
+    def candidates(self, body_poses, margin):
+        """``(pairs, B, gidx)``: :meth:`broad`'s pairs, the models' body poses stacked (nb, 4, 4) and each row's
+        body's index in them (-1: a world shape)."""
         sizes = tuple(len(body_poses[k]) for k in self.models)
         if self._gidx[0] != sizes:  # rows' indices into the stacked body poses of the models with shapes
             start = dict(zip(self.models, np.cumsum((0,) + sizes[:-1]).tolist()))
@@ -432,11 +439,12 @@ class _Plan:
         else:
             B = np.concatenate([np.asarray(body_poses[k], dtype=float).reshape(-1, 4, 4) for k in self.models]
                                or [np.zeros((0, 4, 4))])
+        B = B.reshape(-1, 4, 4)
         idx = np.empty(len(self.pairs), dtype=np.int64)
-        n = _near_pairs(B.reshape(-1, 4, 4), gidx, self.Tbs, self.table, self.bounds, self.verts, self.vstart,
-                        self.hint, float(margin) + BROAD_SLACK, idx)
+        n = _near_pairs(B, gidx, self.Tbs, self.table, self.bounds, self.verts, self.vstart, self.hint,
+                        float(margin) + BROAD_SLACK, idx)
         pairs = self.pairs
-        return [pairs[k] for k in idx[:n].tolist()]
+        return [pairs[k] for k in idx[:n].tolist()], B, gidx
 
 
 _PLANS = {}
@@ -467,19 +475,21 @@ def _candidates(body_poses, shapes, margin, excluded=frozenset()):
 _SCRATCH = threading.local()
 
 
-def _coal_objects(margin, max_points):
+def _coal_objects(margin, max_points, placements):
     """This thread's Coal collision and patch request and result objects, the requests set to ``margin`` and
     ``max_points`` (a result is cleared before each use: :func:`find_contacts`; computeContactPatch clears its
-    own)."""
+    own), and at least ``placements`` transforms (written before each use)."""
     objects = getattr(_SCRATCH, "objects", None)
     if objects is None:
         req = coal.CollisionRequest()
         req.num_max_contacts = 1
         preq = coal.ContactPatchRequest()
-        objects = _SCRATCH.objects = (req, coal.CollisionResult(), preq, coal.ContactPatchResult(preq))
-    req, _, preq, _ = objects
+        objects = _SCRATCH.objects = (req, coal.CollisionResult(), preq, coal.ContactPatchResult(preq), [])
+    req, _, preq, _, pool = objects
     req.security_margin = preq.patch_tolerance = float(margin)
     preq.max_size_patch = int(max_points)
+    while len(pool) < placements:
+        pool.append(coal.Transform3s())
     return objects
 
 
@@ -496,21 +506,21 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
     (:class:`_Plan`), Coal's request and result objects once per thread (a result cleared per pair: a fresh
     one's state), only the candidate pairs' shapes are placed (``pose @ T_body_shape``, as NumPy multiplies)."""
     plan = _plan(shapes, excluded)
-    candidates = plan.broad(body_poses, margin)
+    candidates, B, gidx = plan.candidates(body_poses, margin)
     if not candidates:
         return []
-    req, res, preq, pres = _coal_objects(margin, max_points)
-    where = plan.where
-    Ts, tfs = [None] * len(where), [None] * len(where)  # the world poses and Coal placements of the rows used
+    req, res, preq, pres, pool = _coal_objects(margin, max_points, len(plan.where))
+    where, g = plan.where, gidx.tolist()
+    Ts = [None] * len(where)  # the world poses of the rows placed (pool[r]: their Coal placements)
     out = []
     for pair in candidates:
         a, b = pair.a, pair.b
         for r in (a, b):
-            if tfs[r] is None:
-                model, body, T_body_shape = where[r]
-                T = Ts[r] = T_body_shape if model is None else body_poses[model][body] @ T_body_shape
-                tfs[r] = coal.Transform3s(T[:3, :3], T[:3, 3])
-        ga, gb, ta, tb = pair.sa.geometry, pair.sb.geometry, tfs[a], tfs[b]
+            if Ts[r] is None:
+                T_body_shape = where[r][2]
+                T = Ts[r] = T_body_shape if g[r] < 0 else B[g[r]].dot(T_body_shape)  # pose @ T_body_shape
+                pool[r].setTransform(T[:3, :3], T[:3, 3])
+        ga, gb, ta, tb = pair.sa.geometry, pair.sb.geometry, pool[a], pool[b]
         res.clear()
         if not coal.collide(ga, ta, gb, tb, req, res):
             continue

@@ -205,20 +205,20 @@ class ContactWorld:
         return False
 
     def _distance(self, poses, i: int, j: int) -> float:
-        """Coal's distance between shapes i and j at the body poses ``poses`` (:meth:`pair_distances`' numbers;
-        this thread's request and result, the result cleared)."""
-        req, res = getattr(_SCRATCH, "distance", (None, None))
-        if req is None:
-            req, res = _SCRATCH.distance = coal.DistanceRequest(), coal.DistanceResult()
-        res.clear()
+        """Coal's distance between shapes i and j at the body poses ``poses`` (:meth:`pair_distances`' numbers:
+        the same placements, ``pose @ T_body_shape``; this thread's request, result (cleared) and transforms)."""
+        scratch = getattr(_SCRATCH, "distance", None)
+        if scratch is None:
+            scratch = _SCRATCH.distance = (coal.DistanceRequest(), coal.DistanceResult(), coal.Transform3s(),
+                                           coal.Transform3s())
+        req, res, ta, tb = scratch
         a, b = self.shapes[i], self.shapes[j]
-        return float(coal.distance(a.geometry, self._placed(poses, a), b.geometry, self._placed(poses, b), req, res))
-
-    @staticmethod
-    def _placed(poses, shape):
-        """Coal's placement of ``shape`` at the body poses."""
-        T = shape.T_body_shape if shape.body is None else poses[shape.body[0]][shape.body[1]] @ shape.T_body_shape
-        return coal.Transform3s(T[:3, :3], T[:3, 3])
+        for shape, tf in ((a, ta), (b, tb)):
+            T = shape.T_body_shape if shape.body is None else np.asarray(
+                poses[shape.body[0]][shape.body[1]]).dot(shape.T_body_shape)
+            tf.setTransform(T[:3, :3], T[:3, 3])
+        res.clear()
+        return float(coal.distance(a.geometry, ta, b.geometry, tb, req, res))
 
     def free_steps(self, q_batches, v_batches=None, among: str = "all") -> int:
         """The largest k such that the states 0..k of a batch (per model, states ``(n + 1, nq)``: the start and
