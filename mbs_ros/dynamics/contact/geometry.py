@@ -174,16 +174,23 @@ def _own_distances(sa, Ta, sb, Tb, mid, n12, gap_along, points):
     return dist, pts
 
 
-@jit
 def _reduce(points, distance, min_separation, max_kept):
     """Indices (int64 array) of at most ``max_kept`` patch points, the deepest first, then each the farthest from
     those kept while at least ``min_separation`` from them: a patch's near-coincident points (a rounded foot's hull
-    gives a dozen within a millimetre) add rows but no support, and make the Delassus matrix nearly singular.
-    NumPy's argmin/argmax (the first extreme, a NaN first of all) and minimum (NaN wins), as loops."""
+    gives a dozen within a millimetre) add rows but no support, and make the Delassus matrix nearly singular."""
+    kept = np.empty(max(int(max_kept), 1), dtype=np.int64)  # (a point may come again when min_separation is 0)
+    return kept[:_reduce_into(points, distance, float(min_separation), int(max_kept), kept)]
+
+
+@jit
+def _reduce_into(points, distance, min_separation, max_kept, kept):
+    """:func:`_reduce` into ``kept`` (at least ``max(max_kept, 1)`` long), returning how many: NumPy's
+    argmin/argmax (the first extreme, a NaN first of all) and minimum (NaN wins), as loops (no array returned:
+    a compiled call that returns one costs four times one that fills one)."""
     n = points.shape[0]
     if n <= 1:
-        return np.zeros(n, dtype=np.int64)
-    kept = np.empty(max(max_kept, 1), dtype=np.int64)  # (a point may come again when min_separation is 0)
+        kept[0] = 0
+        return n
     first = -1
     for i in range(n):
         if distance[i] != distance[i]:
@@ -220,21 +227,18 @@ def _reduce(points, distance, min_separation, max_kept):
             e = np.sqrt(x0 * x0 + x1 * x1 + x2 * x2)
             if e != e or e < d[i]:
                 d[i] = e
-    return kept[:count]
+    return count
 
 
 @jit
-def _patch_points(points, half):
-    """A patch's points on shape a (``pa``), ``pb - pa`` and their middles from Coal's points (``getPoint``) and
-    half its depth along the normal: ``getPointShape1/2``'s arithmetic (``p ∓ (depth / 2) n``), elementwise as
-    NumPy would (one Coal call per point, not two)."""
-    n = points.shape[0]
-    pa, gap, mid = np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3))
-    for i in range(n):
+def _patch_points(points, half, out):
+    """A patch's points on shape a (``out[0]``), ``pb - pa`` (``out[1]``) and their middles (``out[2]``) from
+    Coal's points (``getPoint``) and half its depth along the normal: ``getPointShape1/2``'s arithmetic
+    (``p ∓ (depth / 2) n``), elementwise as NumPy would (one Coal call per point, not two)."""
+    for i in range(points.shape[0]):
         for c in range(3):
             a, b = points[i, c] - half[c], points[i, c] + half[c]
-            pa[i, c], gap[i, c], mid[i, c] = a, b - a, 0.5 * (a + b)
-    return pa, gap, mid
+            out[0, i, c], out[1, i, c], out[2, i, c] = a, b - a, 0.5 * (a + b)
 
 
 def _contact_maker():
@@ -512,6 +516,8 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
     req, res, preq, pres, pool = _coal_objects(margin, max_points, len(plan.where))
     where, g = plan.where, gidx.tolist()
     Ts = [None] * len(where)  # the world poses of the rows placed (pool[r]: their Coal placements)
+    min_separation, max_kept = float(min_separation), int(max_kept)
+    kept = np.empty(max(max_kept, 1), dtype=np.int64)
     out = []
     for pair in candidates:
         a, b = pair.a, pair.b
@@ -527,17 +533,19 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
         coal.computeContactPatch(ga, ta, gb, tb, res, preq, pres)
         for k in range(pres.numContactPatches()):
             patch = pres.getContactPatch(k)
-            n12 = np.array(patch.getNormal())  # from shape a to shape b
+            n12 = patch.getNormal()  # from shape a to shape b (a new array)
             points = np.array(list(map(patch.getPoint, range(patch.size())))).reshape(-1, 3)
-            pa, gap, mid = _patch_points(points, (patch.penetration_depth / 2) * n12)
+            three = np.empty((3,) + points.shape)
+            _patch_points(points, (patch.penetration_depth / 2) * n12, three)
+            pa, gap, mid = three
             dist = gap @ n12
             if pair.own:
                 dist, mid = _own_distances(pair.sa, Ts[a], pair.sb, Ts[b], mid, n12, dist, mid)
             normal = -n12
             body_a, body_b, mu, name = pair.body_a, pair.body_b, pair.mu, pair.name
             depth = dist.tolist()
-            out += [_contact(body_a, mid[p], normal, depth[p], mu, body_b, name)
-                    for p in _reduce(pa, dist, min_separation, max_kept).tolist()]
+            count = _reduce_into(pa, dist, min_separation, max_kept, kept)
+            out += [_contact(body_a, mid[p], normal, depth[p], mu, body_b, name) for p in kept[:count].tolist()]
     return out
 
 
