@@ -231,13 +231,14 @@ def _reduce_into(points, distance, min_separation, max_kept, kept):
 
 
 @jit
-def _patch_points(points, half, out):
+def _patch_points(points, half_depth, normal, out):
     """A patch's points on shape a (``out[0]``), ``pb - pa`` (``out[1]``) and their middles (``out[2]``) from
-    Coal's points (``getPoint``) and half its depth along the normal: ``getPointShape1/2``'s arithmetic
+    Coal's points (``getPoint``), half its depth and its normal: ``getPointShape1/2``'s arithmetic
     (``p ∓ (depth / 2) n``), elementwise as NumPy would (one Coal call per point, not two)."""
-    for i in range(points.shape[0]):
-        for c in range(3):
-            a, b = points[i, c] - half[c], points[i, c] + half[c]
+    for c in range(3):
+        h = half_depth * normal[c]
+        for i in range(points.shape[0]):
+            a, b = points[i, c] - h, points[i, c] + h
             out[0, i, c], out[1, i, c], out[2, i, c] = a, b - a, 0.5 * (a + b)
 
 
@@ -432,7 +433,8 @@ class _Plan:
     def candidates(self, body_poses, margin):
         """``(pairs, B, gidx)``: :meth:`broad`'s pairs, the models' body poses stacked (nb, 4, 4) and each row's
         body's index in them (-1: a world shape)."""
-        sizes = tuple(len(body_poses[k]) for k in self.models)
+        sizes = (len(body_poses[self.models[0]]),) if len(self.models) == 1 else tuple(
+            len(body_poses[k]) for k in self.models)
         if self._gidx[0] != sizes:  # rows' indices into the stacked body poses of the models with shapes
             start = dict(zip(self.models, np.cumsum((0,) + sizes[:-1]).tolist()))
             self._gidx = (sizes, np.array([-1 if w[0] is None else start[w[0]] + w[1] for w in self.where],
@@ -536,7 +538,7 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
             n12 = patch.getNormal()  # from shape a to shape b (a new array)
             points = np.array(list(map(patch.getPoint, range(patch.size())))).reshape(-1, 3)
             three = np.empty((3,) + points.shape)
-            _patch_points(points, (patch.penetration_depth / 2) * n12, three)
+            _patch_points(points, patch.penetration_depth / 2, n12, three)
             pa, gap, mid = three
             dist = gap @ n12
             if pair.own:
