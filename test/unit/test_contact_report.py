@@ -51,6 +51,22 @@ def test_a_box_resting_on_the_ground_takes_its_weight_at_its_four_bottom_corners
     assert w == pytest.approx([0.0, 0.0, M * G, 0.0, 0.0, 0.0], abs=1e-6)
 
 
+def test_the_robot_force_of_a_resting_box_is_its_weight_and_follows_each_step():
+    """The box is the robot here (model 0, its link "box"): at rest the ground carries m g; while it lands the
+    total changes from step to step and is each step's (not a kept one's), the sum over :meth:`forces`."""
+    sim = _resting_box(height=0.002)
+    report = ContactReport(sim)
+    seen = []
+    for _ in range(60):
+        sim.advance(1)
+        total = report.robot_force()
+        assert np.array_equal(total, report.robot_force(report.forces()))
+        seen.append(total.copy())
+    assert len({tuple(t) for t in seen}) > 10  # it changed along the landing
+    sim.advance(300)
+    assert report.robot_force() == pytest.approx([0.0, 0.0, M * G], abs=1e-6)
+
+
 def test_in_the_air_there_is_no_contact_force():
     sim = _resting_box(height=0.5)
     sim.advance(10)
@@ -79,6 +95,7 @@ def test_a_free_object_resting_beside_the_robot_reads_its_weight_in_its_own_fram
     assert sum(f.force for f in forces) == pytest.approx([0.0, 0.0, M * G], abs=1e-6)
     assert report.wrenches(forces)["crate"] == pytest.approx([0.0, 0.0, M * G, 0.0, 0.0, 0.0], abs=1e-6)
     assert np.allclose(report.body_poses()["crate"], object_pose(sim.obj_q[0]))
+    assert report.robot_force().tolist() == [0.0, 0.0, 0.0]  # the crate on the ground: not on the robot
 
 
 # ------------------------------------------------------------------------------------------ the messages

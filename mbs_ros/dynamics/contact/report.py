@@ -69,6 +69,8 @@ class ContactReport:
             self._label[s.name] = label
         self._pairs: Dict[str, Tuple[str, str]] = {}
         self._names = sorted(self._label, key=len, reverse=True)
+        self._link_set = frozenset(self.links)
+        self._step = None  # (StepInfo, dt, what _step_forces found): the last step's forces, kept
 
     def _pair(self, name: str) -> Tuple[str, str]:
         """(label of side a, label of side b) of a contact's ``"<shape a>/<shape b>"`` (shape names may hold '/')."""
@@ -92,30 +94,51 @@ class ContactReport:
         sim = self.sim
         return sim.last_contact is not None and sim.last_contact_k == sim.k - 1
 
-    def forces(self) -> List[ContactForce]:
-        """The contacts of the step that ended at ``sim.k`` (empty when it was not a contact step)."""
+    def _step_forces(self):
+        """``(contacts, F (n, 3) world forces on side a, w (n,) +1/−1/0: how each enters the robot's total)`` of
+        the step that ended at ``sim.k``, None when it was not a contact step; kept per step (the StepInfo)."""
         if not self.current():
-            return []
+            return None
         info = self.sim.last_contact
         if info.result is None or not info.contacts:
-            return []
+            return None
+        cached = self._step
+        if cached is not None and cached[0] is info and cached[1] == self.sim.dt:
+            return cached[2]
         contacts = info.contacts
+        points = info.points
+        if points is None or points.shape[0] != len(contacts):
+            points = np.array([c.point for c in contacts], dtype=float)
         normals = np.array([c.normal for c in contacts], dtype=float)
         frames = _frames(normals)  # (n, 3, 3): rows normal, t1, t2
         lam = np.asarray(info.result.lam[:3 * len(contacts)], dtype=float).reshape(-1, 3)
         F = np.einsum("nij,ni->nj", frames, lam) / self.sim.dt
-        out = []
-        for i, c in enumerate(contacts):
-            a, b = self._pair(c.name)
-            out.append(ContactForce(a, b or "world", np.array(c.point, dtype=float), normals[i].copy(), F[i],
-                                    max(0.0, -float(c.distance))))
+        links = self._link_set
+        pairs = [self._pair(c.name) for c in contacts]
+        w = np.array([float(a in links) - float(b in links) for a, b in pairs])
+        out = (contacts, points, normals, F, w, pairs)
+        self._step = (info, self.sim.dt, out)
         return out
+
+    def forces(self) -> List[ContactForce]:
+        """The contacts of the step that ended at ``sim.k`` (empty when it was not a contact step)."""
+        step = self._step_forces()
+        if step is None:
+            return []
+        contacts, points, normals, F, _, pairs = step
+        return [ContactForce(a, b or "world", points[i].copy(), normals[i].copy(), F[i].copy(),
+                             max(0.0, -float(c.distance))) for i, (c, (a, b)) in enumerate(zip(contacts, pairs))]
 
     def robot_force(self, forces: Optional[Sequence[ContactForce]] = None) -> np.ndarray:
         """The sum of the contact forces on the robot (model 0) [N, world axes]: its links' sides of every contact
         with something that is not the robot."""
-        forces = self.forces() if forces is None else forces
-        links = set(self.links)
+        if forces is None:  # from the step's arrays, in the contacts' order (the sum below, without the objects)
+            step = self._step_forces()
+            if step is None:
+                return np.zeros(3)
+            F, w = step[3], step[4]
+            return np.zeros(3) + np.cumsum(w[:, None] * F, axis=0)[-1]  # summed in order, as the loop below
+        links = self._link_set
         total = np.zeros(3)
         for f in forces:
             total += (f.link in links) * f.force - (f.other in links) * f.force
