@@ -13,7 +13,7 @@ import numpy as np
 
 from mbs_ros.dynamics.kernels.jit import jit
 
-__all__ = ["contact_frames", "side_rows", "match_contacts", "BASE_NONE", "BASE_COLUMNS", "BASE_SO3XR3"]
+__all__ = ["contact_frames", "model_rows", "match_contacts", "BASE_NONE", "BASE_COLUMNS", "BASE_SO3XR3"]
 
 #: How a model's base columns move a point (``side_rows``): no base velocity, body-frame twist components
 #: (the identity's columns ``base_cols`` of ``[v; ω]``), or SO(3)×R³ (world linear velocity, body angular).
@@ -47,62 +47,70 @@ def contact_frames(normals, out):
 
 
 @jit
-def side_rows(J, idx, bodies, sign, points, frames, T, s_joint, support, nvb, base_kind, base_cols, col0):
-    """Add ``sign ×`` the contact-frame velocity rows of the material points ``points[idx[i]]`` (world) of the
-    bodies ``bodies[i]`` of one model to ``J[idx[i], :, col0:col0 + nv]`` (J (n, 3, nv_scene)). ``T`` (nb, 4, 4):
-    the model's body poses in the world; column ``nvb + j`` turns or slides body ``j + 1`` along ``s_joint[j]``
-    (its own axes, ``[linear; angular]``); ``support[b, c]`` 1 where column c moves body b; the base columns as
-    ``base_kind`` says (:data:`BASE_NONE`...). A column moves the point x at ``a + b × (x − o)`` (world)."""
-    nv = support.shape[1]
-    lin = np.empty(3)
-    for r in range(idx.shape[0]):
-        i = idx[r]
-        body = bodies[r]
-        x0, x1, x2 = points[i, 0], points[i, 1], points[i, 2]
-        for c in range(nv):
-            w = support[body, c]
-            if w == 0.0:
+def model_rows(J, sides, model, points, frames, T, s_joint, support, nvb, base_kind, base_cols, col0):
+    """Add the contact-frame velocity rows of one model's material points to ``J[i, :, col0:col0 + nv]`` (J (n, 3,
+    nv_scene)): ``sides[i]`` = (model of side a, its body, model of side b, its body; −1 for the world), side a
+    with +, side b with − (a before b). ``T`` (nb, 4, 4): the model's body poses in the world; column ``nvb + j``
+    turns or slides body ``j + 1`` along ``s_joint[j]`` (its own axes, ``[linear; angular]``); ``support[b, c]``
+    1 where column c moves body b; the base columns as ``base_kind`` says (:data:`BASE_NONE`...). A column moves
+    the point x at ``a + b × (x − o)`` (world)."""
+    for i in range(sides.shape[0]):
+        for side in range(2):
+            if sides[i, 2 * side] != model:
                 continue
-            a0 = a1 = a2 = 0.0
-            b0 = b1 = b2 = 0.0
-            o0 = o1 = o2 = 0.0
-            if c >= nvb:  # joint j moves its child body j + 1: its axis in the world
-                j = c - nvb
-                k = j + 1
-                sl0, sl1, sl2 = s_joint[j, 0], s_joint[j, 1], s_joint[j, 2]
-                sa0, sa1, sa2 = s_joint[j, 3], s_joint[j, 4], s_joint[j, 5]
-                a0 = T[k, 0, 0] * sl0 + T[k, 0, 1] * sl1 + T[k, 0, 2] * sl2
-                a1 = T[k, 1, 0] * sl0 + T[k, 1, 1] * sl1 + T[k, 1, 2] * sl2
-                a2 = T[k, 2, 0] * sl0 + T[k, 2, 1] * sl1 + T[k, 2, 2] * sl2
-                b0 = T[k, 0, 0] * sa0 + T[k, 0, 1] * sa1 + T[k, 0, 2] * sa2
-                b1 = T[k, 1, 0] * sa0 + T[k, 1, 1] * sa1 + T[k, 1, 2] * sa2
-                b2 = T[k, 2, 0] * sa0 + T[k, 2, 1] * sa1 + T[k, 2, 2] * sa2
-                o0, o1, o2 = T[k, 0, 3], T[k, 1, 3], T[k, 2, 3]
-            elif base_kind == BASE_COLUMNS:  # component base_cols[c] of the base's body twist [v; ω]
-                e = base_cols[c]
-                if e < 3:
-                    a0, a1, a2 = T[0, 0, e], T[0, 1, e], T[0, 2, e]
+            _point_rows(J, i, sides[i, 2 * side + 1], 1.0 if side == 0 else -1.0, points, frames, T, s_joint,
+                        support, nvb, base_kind, base_cols, col0)
+
+
+@jit
+def _point_rows(J, i, body, sign, points, frames, T, s_joint, support, nvb, base_kind, base_cols, col0):
+    """``J[i, :, col0 + c] += sign ×`` frame rows × the velocity column c gives the material point ``points[i]``
+    of ``body`` (:func:`model_rows`)."""
+    nv = support.shape[1]
+    x0, x1, x2 = points[i, 0], points[i, 1], points[i, 2]
+    for c in range(nv):
+        w = support[body, c]
+        if w == 0.0:
+            continue
+        a0 = a1 = a2 = 0.0
+        b0 = b1 = b2 = 0.0
+        o0 = o1 = o2 = 0.0
+        if c >= nvb:  # joint j moves its child body j + 1: its axis in the world
+            j = c - nvb
+            k = j + 1
+            sl0, sl1, sl2 = s_joint[j, 0], s_joint[j, 1], s_joint[j, 2]
+            sa0, sa1, sa2 = s_joint[j, 3], s_joint[j, 4], s_joint[j, 5]
+            a0 = T[k, 0, 0] * sl0 + T[k, 0, 1] * sl1 + T[k, 0, 2] * sl2
+            a1 = T[k, 1, 0] * sl0 + T[k, 1, 1] * sl1 + T[k, 1, 2] * sl2
+            a2 = T[k, 2, 0] * sl0 + T[k, 2, 1] * sl1 + T[k, 2, 2] * sl2
+            b0 = T[k, 0, 0] * sa0 + T[k, 0, 1] * sa1 + T[k, 0, 2] * sa2
+            b1 = T[k, 1, 0] * sa0 + T[k, 1, 1] * sa1 + T[k, 1, 2] * sa2
+            b2 = T[k, 2, 0] * sa0 + T[k, 2, 1] * sa1 + T[k, 2, 2] * sa2
+            o0, o1, o2 = T[k, 0, 3], T[k, 1, 3], T[k, 2, 3]
+        elif base_kind == BASE_COLUMNS:  # component base_cols[c] of the base's body twist [v; ω]
+            e = base_cols[c]
+            if e < 3:
+                a0, a1, a2 = T[0, 0, e], T[0, 1, e], T[0, 2, e]
+            else:
+                b0, b1, b2 = T[0, 0, e - 3], T[0, 1, e - 3], T[0, 2, e - 3]
+                o0, o1, o2 = T[0, 0, 3], T[0, 1, 3], T[0, 2, 3]
+        else:  # SO(3)×R³: the world linear velocity, then the body angular velocity
+            if c < 3:
+                if c == 0:
+                    a0 = 1.0
+                elif c == 1:
+                    a1 = 1.0
                 else:
-                    b0, b1, b2 = T[0, 0, e - 3], T[0, 1, e - 3], T[0, 2, e - 3]
-                    o0, o1, o2 = T[0, 0, 3], T[0, 1, 3], T[0, 2, 3]
-            else:  # SO(3)×R³: the world linear velocity, then the body angular velocity
-                if c < 3:
-                    if c == 0:
-                        a0 = 1.0
-                    elif c == 1:
-                        a1 = 1.0
-                    else:
-                        a2 = 1.0
-                else:
-                    b0, b1, b2 = T[0, 0, c - 3], T[0, 1, c - 3], T[0, 2, c - 3]
-                    o0, o1, o2 = T[0, 0, 3], T[0, 1, 3], T[0, 2, 3]
-            d0, d1, d2 = x0 - o0, x1 - o1, x2 - o2
-            lin[0] = w * (a0 + b1 * d2 - b2 * d1)
-            lin[1] = w * (a1 + b2 * d0 - b0 * d2)
-            lin[2] = w * (a2 + b0 * d1 - b1 * d0)
-            for row in range(3):
-                J[i, row, col0 + c] += sign * (frames[i, row, 0] * lin[0] + frames[i, row, 1] * lin[1]
-                                               + frames[i, row, 2] * lin[2])
+                    a2 = 1.0
+            else:
+                b0, b1, b2 = T[0, 0, c - 3], T[0, 1, c - 3], T[0, 2, c - 3]
+                o0, o1, o2 = T[0, 0, 3], T[0, 1, 3], T[0, 2, 3]
+        d0, d1, d2 = x0 - o0, x1 - o1, x2 - o2
+        l0 = w * (a0 + b1 * d2 - b2 * d1)
+        l1 = w * (a1 + b2 * d0 - b0 * d2)
+        l2 = w * (a2 + b0 * d1 - b1 * d0)
+        for row in range(3):
+            J[i, row, col0 + c] += sign * (frames[i, row, 0] * l0 + frames[i, row, 1] * l1 + frames[i, row, 2] * l2)
 
 
 @jit

@@ -127,22 +127,18 @@ def _contact_rows(models, kins, offsets, nv, contacts):
     frames = _frames(np.array([c.normal for c in contacts], dtype=float))
     dist = np.array([c.distance for c in contacts], dtype=float)
     mu = np.array([c.mu for c in contacts], dtype=float)
-    for side, sign in ((0, 1.0), (1, -1.0)):
-        groups = {}
-        for i, c in enumerate(contacts):
-            body = c.a if side == 0 else c.b
-            if body is not None:
-                groups.setdefault(body[0], []).append((i, body[1]))
-        for k, items in groups.items():
-            idx = np.array([i for i, _ in items], dtype=np.int64)
-            bodies = np.array([b for _, b in items], dtype=np.int64)
-            kin = kins[k]
-            if isinstance(kin, _Placed):  # compiled: one call from the world poses
-                _, s_joint, support, nvb, kind, cols = _layout(models[k].tree)
-                kernels.side_rows(J, idx, bodies, sign, points, frames, kin.T, s_joint, support, nvb, kind, cols,
-                                  int(offsets[k]))
-            else:
-                rows = _side_rows(models[k], kin, bodies, points[idx], frames[idx])
+    sides = np.array([(c.a[0], c.a[1]) + ((-1, -1) if c.b is None else (c.b[0], c.b[1])) for c in contacts],
+                     dtype=np.int64)
+    for k in range(len(models)):
+        kin = kins[k]
+        if isinstance(kin, _Placed):  # compiled: one call from the world poses
+            _, s_joint, support, nvb, kind, cols = _layout(models[k].tree)
+            kernels.model_rows(J, sides, k, points, frames, kin.T, s_joint, support, nvb, kind, cols, int(offsets[k]))
+            continue
+        for side, sign in ((0, 1.0), (1, -1.0)):
+            idx = np.flatnonzero(sides[:, 2 * side] == k)
+            if idx.size:
+                rows = _side_rows(models[k], kin, sides[idx, 2 * side + 1], points[idx], frames[idx])
                 J[idx, :, offsets[k]:offsets[k] + models[k].nv] += sign * rows
     return J.reshape(3 * n, nv), dist, mu, points
 
@@ -171,7 +167,10 @@ def limit_rows(model, q, margin: float):
     iq, iv, lower, upper, joint_names = _limited(model)
     if iq.size:
         x = np.asarray(q, dtype=float)[iq]
-        gaps = np.stack([x - lower, upper - x], axis=1)  # (k, 2): per joint its lower then its upper gap
+        below, above = x - lower, upper - x
+        if below.min() > margin and above.min() > margin:  # the common case: nothing near (NaN goes on below)
+            return np.zeros((0, model.nv)), np.zeros(0), []
+        gaps = np.stack([below, above], axis=1)  # (k, 2): per joint its lower then its upper gap
         near = np.isfinite(gaps) & (gaps <= margin)
         if near.any():
             rows, side = np.nonzero(near)  # joint order, lower before upper
