@@ -158,18 +158,21 @@ class ContactReport:
         out of contact."""
         forces = self.forces() if forces is None else forces
         poses = self.body_poses()
-        out = {name: np.zeros(6) for name in poses}
-        for f in forces:
-            for name, sign in ((f.link, 1.0), (f.other, -1.0)):
-                T = poses.get(name)
-                if T is None:
-                    continue
-                R, p = T[:3, :3], T[:3, 3]
-                F = sign * f.force
-                w = out[name]
-                w[:3] += R.T @ F
-                w[3:] += R.T @ np.cross(f.point - p, F)
-        return out
+        names = list(poses)
+        index = {name: j for j, name in enumerate(names)}
+        sides = [(index[name], i, sign) for i, f in enumerate(forces)
+                 for name, sign in ((f.link, 1.0), (f.other, -1.0)) if name in index]
+        W = np.zeros((len(names), 6))
+        if sides:  # every side at once: R_bᵀ F and R_bᵀ ((x − p_b) × F), summed per body in the forces' order
+            body, which, sign = (np.array(x) for x in zip(*sides))
+            T = np.array([poses[name] for name in names])[body]
+            R, p = T[:, :3, :3], T[:, :3, 3]
+            F = np.array([f.force for f in forces], dtype=float)[which] * sign[:, None]
+            x = np.array([f.point for f in forces], dtype=float)[which]
+            parts = np.concatenate([np.einsum("kji,kj->ki", R, F), np.einsum("kji,kj->ki", R, np.cross(x - p, F))],
+                                   axis=1)
+            np.add.at(W, body, parts)
+        return {name: W[j].copy() for name, j in index.items()}
 
 
 def object_pose(q: np.ndarray) -> np.ndarray:
