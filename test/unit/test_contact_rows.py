@@ -165,3 +165,25 @@ def test_the_limit_rows_are_the_joints_within_the_margin_lower_before_upper():
     q[iq[2]] = 0.00025
     J, d, names = limit_rows(model, q, 1e-5)  # nothing within 1e-5
     assert J.shape == (0, model.nv) and d.shape == (0,) and names == []
+
+
+def test_the_warm_up_compiles_the_kernels_for_the_types_a_step_calls_them_with():
+    """ContactWorld.warm_up (through the solver's warm_up) loads the step's kernels at start-up: a step afterwards
+    adds no compiled signature (a new one would compile inside the first contact step: seconds in a callback)."""
+    from mbs_ros.dynamics.contact import kernels, solver
+    from mbs_ros.dynamics.contact.step import step
+    from mbs_ros.dynamics.kernels.jit import AVAILABLE
+
+    if not AVAILABLE:
+        pytest.skip("numba is not in use: nothing is compiled")
+    solver.warm_up()
+    compiled = (kernels.contact_frames, kernels.model_rows, kernels.match_contacts, solver._screen,
+                solver._gauss_seidel)
+    before = [len(k.signatures) for k in compiled]
+    models, qs, vs, contacts, _ = _scene("se3", "compiled", 5)
+    taus = [np.zeros(m.nv) for m in models]
+    info = None
+    for _ in range(2):  # the second with the first's warm start
+        _, _, info = step(models, qs, vs, taus, 1e-3, contacts, warm=info)
+    assert info.n_contacts == len(contacts)
+    assert [len(k.signatures) for k in compiled] == before

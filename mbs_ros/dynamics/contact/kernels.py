@@ -130,3 +130,20 @@ def match_contacts(new_ids, new_points, old_ids, old_points, tolerance, out):
                 if d <= best_d:
                     best, best_d = j, d
         out[i] = best
+
+
+def warm_up() -> None:
+    """Call each kernel once on a tiny problem: numba loads them from its cache (or compiles them) at the first
+    call, milliseconds a node pays at start-up instead of inside its first contact step."""
+    normals = np.array([[0.0, 0.0, 1.0]])
+    frames = np.empty((1, 3, 3))
+    contact_frames(normals, frames)
+    J = np.zeros((1, 3, 7))
+    T = np.broadcast_to(np.eye(4), (2, 4, 4)).copy()
+    sides = np.array([[0, 1, -1, -1]], dtype=np.int64)
+    s_joint = np.array([[0.0, 0.0, 0.0, 0.0, 0.0, 1.0]])
+    support = np.ones((2, 7))
+    for kind, cols in ((BASE_COLUMNS, np.arange(6, dtype=np.int64)), (BASE_SO3XR3, np.zeros(0, dtype=np.int64))):
+        model_rows(J, sides, 0, normals, frames, T, s_joint, support, 6, kind, cols, 0)
+    out = np.empty(1, dtype=np.int64)
+    match_contacts(np.zeros(1, dtype=np.int64), normals, np.zeros(1, dtype=np.int64), normals, 1.0, out)

@@ -481,9 +481,12 @@ def _gauss_seidel(G, g, mu, n_contacts, lam, max_sweeps, tol):
 
 
 def warm_up() -> None:
-    """Call every compiled kernel of the solver once on a tiny problem (one contact, one unilateral row; ADMM's
-    iterations too): numba loads them from its cache (or compiles them) at the first call, tens of milliseconds
+    """Call every compiled kernel of the solver (and of the contact step, :func:`kernels.warm_up`) once on a tiny
+    problem (one contact, one unilateral row; ADMM's iterations too): numba loads them from its cache (or compiles them) at the first call, tens of milliseconds
     that a node pays at start-up instead of inside its first contact step."""
+    from mbs_ros.dynamics.contact import kernels  # the contact step's own kernels: ContactWorld.warm_up calls this
+
+    kernels.warm_up()
     G = np.array([[2.0, 0.1, 0.0, 0.0], [0.1, 2.0, 0.0, 0.0], [0.0, 0.0, 2.0, 0.0], [0.0, 0.0, 0.0, 1.0]])
     g = np.array([-1.0, 0.3, 0.0, -0.5])
     mu = np.array([0.5])

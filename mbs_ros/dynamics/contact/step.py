@@ -104,8 +104,9 @@ def _layout(tree):
             kind, cols = kernels.BASE_COLUMNS, np.ascontiguousarray(tree.base_cols, dtype=np.int64)
         else:
             kind, cols = kernels.BASE_SO3XR3, _NO_COLS
-        s_joint = np.ascontiguousarray(np.asarray(tree.s_joint, dtype=float).reshape(-1, 6))
-        out = (tree, s_joint, np.ascontiguousarray(tree.support, dtype=float), nvb, kind, cols)
+        # writable copies: the kernel is compiled (and warmed up) for writable arrays, the tree's are read-only
+        s_joint = np.array(np.asarray(tree.s_joint, dtype=float).reshape(-1, 6))
+        out = (tree, s_joint, np.array(tree.support, dtype=float), nvb, kind, np.array(cols, dtype=np.int64))
         _LAYOUT[id(tree)] = out
     return out
 
