@@ -147,3 +147,8 @@ def warm_up() -> None:
         model_rows(J, sides, 0, normals, frames, T, s_joint, support, 6, kind, cols, 0)
     out = np.empty(1, dtype=np.int64)
     match_contacts(np.zeros(1, dtype=np.int64), normals, np.zeros(1, dtype=np.int64), normals, 1.0, out)
+    from mbs_ros.dynamics.model import Model  # the compiled body poses the step's rows read (any model's types)
+
+    body = Model.rigid_body("se3", 1.0, np.eye(3))
+    if body.compiled_kernels is not None:
+        body.compiled_kernels.body_poses(body.neutral())
