@@ -51,6 +51,54 @@ def test_a_box_resting_on_the_ground_takes_its_weight_at_its_four_bottom_corners
     assert w == pytest.approx([0.0, 0.0, M * G, 0.0, 0.0, 0.0], abs=1e-6)
 
 
+def test_the_robot_force_of_a_resting_box_is_its_weight_and_follows_each_step():
+    """The box is the robot here (model 0, its link "box"): at rest the ground carries m g; while it lands the
+    total changes from step to step and is each step's (not a kept one's), the sum over :meth:`forces`."""
+    sim = _resting_box(height=0.002)
+    report = ContactReport(sim)
+    seen = []
+    for _ in range(60):
+        sim.advance(1)
+        total = report.robot_force()
+        assert np.array_equal(total, report.robot_force(report.forces()))
+        seen.append(total.copy())
+    assert len({tuple(t) for t in seen}) > 10  # it changed along the landing
+    sim.advance(300)
+    assert report.robot_force() == pytest.approx([0.0, 0.0, M * G], abs=1e-6)
+
+
+def test_the_wrenches_are_in_each_bodys_own_axes_about_its_own_origin_both_sides_of_a_contact():
+    """The robot's box (2 kg) stands on its side (rolled 90° about its x, then yawed) with its frame 0.1 m off its
+    centre (and centre of mass) along its own x, and carries a 1 kg crate: in the box's own axes the net contact force (ground up
+    3 kg g, crate down 1 kg g) is 2 kg g along its y (world up), its torque about its origin d × f = 0.2 kg g
+    along its z; the crate takes its weight, up along its own z."""
+    m_crate, s_crate, yaw, d = 1.0, 0.1, 0.7, 0.1
+    model = Model.rigid_body("se3", M, np.eye(3) * M * S * S / 6, com=(d, 0.0, 0.0), gravity=(0.0, 0.0, -G))
+    crate = Model.rigid_body("so3xr3", m_crate, np.eye(3) * m_crate * s_crate ** 2 / 6, gravity=(0.0, 0.0, -G))
+    T = np.eye(4)
+    T[0, 3] = d
+    world = ContactWorld([model, crate], [halfspace("ground", (0, 0, 1), 0.0, 0.6),
+                                          box("box", (S, S, S), (0, 0), T, mu=0.6),
+                                          box("crate", (s_crate,) * 3, (1, 0), mu=0.6)])
+    c, s_ = math.cos(yaw / 2), math.sin(yaw / 2)
+    r = math.sqrt(0.5)
+    q_yaw, q_roll = np.array([0.0, 0.0, s_, c]), np.array([r, 0.0, 0.0, r])  # xyzw
+    x1, y1, z1, w1 = q_yaw
+    x2, y2, z2, w2 = q_roll
+    quat = [w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2, w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2,
+            w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2, w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2]  # yaw then roll
+    centre = np.array([0.3, -0.1, 0.5 * S])
+    origin = centre - np.array([d * math.cos(yaw), d * math.sin(yaw), 0.0])  # the frame's x is yawed, level
+    q0 = np.concatenate([origin, quat])
+    q_crate = np.array([0.3, -0.1, S + 0.5 * s_crate, 0.0, 0.0, 0.0, 1.0])
+    sim = Simulator(model, q0, np.zeros(6), 1e-3, world=world, objects=[(q_crate, np.zeros(6))])
+    assert sim.advance(400) == 400 and sim.fault is None
+    report = ContactReport(sim)
+    w = report.wrenches(report.forces())
+    assert w["box"] == pytest.approx([0.0, M * G, 0.0, 0.0, 0.0, d * M * G], abs=1e-6)
+    assert w["crate"] == pytest.approx([0.0, 0.0, m_crate * G, 0.0, 0.0, 0.0], abs=1e-6)
+
+
 def test_in_the_air_there_is_no_contact_force():
     sim = _resting_box(height=0.5)
     sim.advance(10)
@@ -79,6 +127,7 @@ def test_a_free_object_resting_beside_the_robot_reads_its_weight_in_its_own_fram
     assert sum(f.force for f in forces) == pytest.approx([0.0, 0.0, M * G], abs=1e-6)
     assert report.wrenches(forces)["crate"] == pytest.approx([0.0, 0.0, M * G, 0.0, 0.0, 0.0], abs=1e-6)
     assert np.allclose(report.body_poses()["crate"], object_pose(sim.obj_q[0]))
+    assert report.robot_force().tolist() == [0.0, 0.0, 0.0]  # the crate on the ground: not on the robot
 
 
 # ------------------------------------------------------------------------------------------ the messages

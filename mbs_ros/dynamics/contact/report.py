@@ -69,6 +69,8 @@ class ContactReport:
             self._label[s.name] = label
         self._pairs: Dict[str, Tuple[str, str]] = {}
         self._names = sorted(self._label, key=len, reverse=True)
+        self._link_set = frozenset(self.links)
+        self._step = None  # (StepInfo, dt, what _step_forces found): the last step's forces, kept
 
     def _pair(self, name: str) -> Tuple[str, str]:
         """(label of side a, label of side b) of a contact's ``"<shape a>/<shape b>"`` (shape names may hold '/')."""
@@ -92,30 +94,51 @@ class ContactReport:
         sim = self.sim
         return sim.last_contact is not None and sim.last_contact_k == sim.k - 1
 
-    def forces(self) -> List[ContactForce]:
-        """The contacts of the step that ended at ``sim.k`` (empty when it was not a contact step)."""
+    def _step_forces(self):
+        """``(contacts, F (n, 3) world forces on side a, w (n,) +1/−1/0: how each enters the robot's total)`` of
+        the step that ended at ``sim.k``, None when it was not a contact step; kept per step (the StepInfo)."""
         if not self.current():
-            return []
+            return None
         info = self.sim.last_contact
         if info.result is None or not info.contacts:
-            return []
+            return None
+        cached = self._step
+        if cached is not None and cached[0] is info and cached[1] == self.sim.dt:
+            return cached[2]
         contacts = info.contacts
+        points = info.points
+        if points is None or points.shape[0] != len(contacts):
+            points = np.array([c.point for c in contacts], dtype=float)
         normals = np.array([c.normal for c in contacts], dtype=float)
         frames = _frames(normals)  # (n, 3, 3): rows normal, t1, t2
         lam = np.asarray(info.result.lam[:3 * len(contacts)], dtype=float).reshape(-1, 3)
         F = np.einsum("nij,ni->nj", frames, lam) / self.sim.dt
-        out = []
-        for i, c in enumerate(contacts):
-            a, b = self._pair(c.name)
-            out.append(ContactForce(a, b or "world", np.array(c.point, dtype=float), normals[i].copy(), F[i],
-                                    max(0.0, -float(c.distance))))
+        links = self._link_set
+        pairs = [self._pair(c.name) for c in contacts]
+        w = np.array([float(a in links) - float(b in links) for a, b in pairs])
+        out = (contacts, points, normals, F, w, pairs)
+        self._step = (info, self.sim.dt, out)
         return out
+
+    def forces(self) -> List[ContactForce]:
+        """The contacts of the step that ended at ``sim.k`` (empty when it was not a contact step)."""
+        step = self._step_forces()
+        if step is None:
+            return []
+        contacts, points, normals, F, _, pairs = step
+        return [ContactForce(a, b or "world", points[i].copy(), normals[i].copy(), F[i].copy(),
+                             max(0.0, -float(c.distance))) for i, (c, (a, b)) in enumerate(zip(contacts, pairs))]
 
     def robot_force(self, forces: Optional[Sequence[ContactForce]] = None) -> np.ndarray:
         """The sum of the contact forces on the robot (model 0) [N, world axes]: its links' sides of every contact
         with something that is not the robot."""
-        forces = self.forces() if forces is None else forces
-        links = set(self.links)
+        if forces is None:  # from the step's arrays, in the contacts' order (the sum below, without the objects)
+            step = self._step_forces()
+            if step is None:
+                return np.zeros(3)
+            F, w = step[3], step[4]
+            return np.zeros(3) + np.cumsum(w[:, None] * F, axis=0)[-1]  # summed in order, as the loop below
+        links = self._link_set
         total = np.zeros(3)
         for f in forces:
             total += (f.link in links) * f.force - (f.other in links) * f.force
@@ -135,18 +158,21 @@ class ContactReport:
         out of contact."""
         forces = self.forces() if forces is None else forces
         poses = self.body_poses()
-        out = {name: np.zeros(6) for name in poses}
-        for f in forces:
-            for name, sign in ((f.link, 1.0), (f.other, -1.0)):
-                T = poses.get(name)
-                if T is None:
-                    continue
-                R, p = T[:3, :3], T[:3, 3]
-                F = sign * f.force
-                w = out[name]
-                w[:3] += R.T @ F
-                w[3:] += R.T @ np.cross(f.point - p, F)
-        return out
+        names = list(poses)
+        index = {name: j for j, name in enumerate(names)}
+        sides = [(index[name], i, sign) for i, f in enumerate(forces)
+                 for name, sign in ((f.link, 1.0), (f.other, -1.0)) if name in index]
+        W = np.zeros((len(names), 6))
+        if sides:  # every side at once: R_bᵀ F and R_bᵀ ((x − p_b) × F), summed per body in the forces' order
+            body, which, sign = (np.array(x) for x in zip(*sides))
+            T = np.array([poses[name] for name in names])[body]
+            R, p = T[:, :3, :3], T[:, :3, 3]
+            F = np.array([f.force for f in forces], dtype=float)[which] * sign[:, None]
+            x = np.array([f.point for f in forces], dtype=float)[which]
+            parts = np.concatenate([np.einsum("kji,kj->ki", R, F), np.einsum("kji,kj->ki", R, np.cross(x - p, F))],
+                                   axis=1)
+            np.add.at(W, body, parts)
+        return {name: W[j].copy() for name, j in index.items()}
 
 
 def object_pose(q: np.ndarray) -> np.ndarray:

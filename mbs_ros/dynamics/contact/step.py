@@ -19,13 +19,14 @@ the kinetic energy of the bodies it moved (their velocities scaled down together
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.linalg import LinAlgError
 from scipy.linalg.lapack import dpotrf, dpotrs
 
 from mbs_ros.dynamics.algorithms import multibody as alg
+from mbs_ros.dynamics.contact import kernels
 from mbs_ros.dynamics.contact.solver import SolveResult, solve
 
 __all__ = ["Contact", "contact_rows", "delassus", "free_velocity", "limit_rows", "step", "StepInfo"]
@@ -48,12 +49,10 @@ class Contact:
 
 def _frames(normals: np.ndarray) -> np.ndarray:
     """(n, 3, 3) contact frames, rows normal, tangent 1, tangent 2 (a right-handed orthonormal basis)."""
-    n = normals.shape[0]
-    e = np.zeros((n, 3))
-    e[np.arange(n), np.argmin(np.abs(normals), axis=1)] = 1.0
-    t1 = _cross(normals, e)
-    t1 /= np.sqrt((t1 * t1).sum(axis=1))[:, None]
-    return np.stack([normals, t1, _cross(normals, t1)], axis=1)
+    normals = np.ascontiguousarray(normals, dtype=float)
+    out = np.empty((normals.shape[0], 3, 3))
+    kernels.contact_frames(normals, out)
+    return out
 
 
 def _cross(a, b):
@@ -63,6 +62,17 @@ def _cross(a, b):
     out[..., 1] = a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2]
     out[..., 2] = a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]
     return out
+
+
+class _Placed:
+    """What :func:`contact_rows` needs of a model with compiled kernels: its bodies' world poses ``T`` (nb, 4, 4)
+    (the compiled forward kinematics; :func:`free_velocity` makes it, :class:`~mbs_ros.dynamics.algorithms.multibody.Kinematics`
+    otherwise)."""
+
+    __slots__ = ("T",)
+
+    def __init__(self, T):
+        self.T = T
 
 
 def _side_rows(model, kin, bodies, points, frames):
@@ -77,53 +87,100 @@ def _side_rows(model, kin, bodies, points, frames):
     return np.einsum("nij,nvj->niv", FR, lin)
 
 
+_NO_COLS = np.zeros(0, dtype=np.int64)
+_LAYOUT = {}  # id(tree) -> (tree, s_joint, support, nvb, base kind, base columns): side_rows' arrays per tree
+
+
+def _layout(tree):
+    """The arrays :func:`~mbs_ros.dynamics.contact.kernels.side_rows` reads of ``tree`` (kept per tree)."""
+    out = _LAYOUT.get(id(tree))
+    if out is None or out[0] is not tree:
+        if len(_LAYOUT) > 256:
+            _LAYOUT.clear()
+        nvb = int(tree.nvb)
+        if nvb == 0:
+            kind, cols = kernels.BASE_NONE, _NO_COLS
+        elif tree.base_cols is not None:
+            kind, cols = kernels.BASE_COLUMNS, np.ascontiguousarray(tree.base_cols, dtype=np.int64)
+        else:
+            kind, cols = kernels.BASE_SO3XR3, _NO_COLS
+        # writable copies: the kernel is compiled (and warmed up) for writable arrays, the tree's are read-only
+        s_joint = np.array(np.asarray(tree.s_joint, dtype=float).reshape(-1, 6))
+        out = (tree, s_joint, np.array(tree.support, dtype=float), nvb, kind, np.array(cols, dtype=np.int64))
+        _LAYOUT[id(tree)] = out
+    return out
+
+
 def contact_rows(models, kins, offsets, nv, contacts):
     """``(J (3n, nv), distance (n,), mu (n,))`` of the contacts in the scene's velocity (the models' velocities
     stacked, model ``k`` from ``offsets[k]``): rows normal, tangent 1, tangent 2 each."""
+    J, dist, mu, _ = _contact_rows(models, kins, offsets, nv, contacts)
+    return J, dist, mu
+
+
+def _contact_rows(models, kins, offsets, nv, contacts):
+    """:func:`contact_rows` and the contacts' points (n, 3)."""
     n = len(contacts)
     J = np.zeros((n, 3, nv))
     if n == 0:
-        return J.reshape(0, nv), np.zeros(0), np.zeros(0)
+        return J.reshape(0, nv), np.zeros(0), np.zeros(0), np.zeros((0, 3))
     points = np.array([c.point for c in contacts], dtype=float)
     frames = _frames(np.array([c.normal for c in contacts], dtype=float))
     dist = np.array([c.distance for c in contacts], dtype=float)
     mu = np.array([c.mu for c in contacts], dtype=float)
-    for side, sign in ((0, 1.0), (1, -1.0)):
-        groups = {}
-        for i, c in enumerate(contacts):
-            body = c.a if side == 0 else c.b
-            if body is not None:
-                groups.setdefault(body[0], []).append((i, body[1]))
-        for k, items in groups.items():
-            idx = np.array([i for i, _ in items])
-            bodies = np.array([b for _, b in items])
-            rows = _side_rows(models[k], kins[k], bodies, points[idx], frames[idx])
-            J[idx, :, offsets[k]:offsets[k] + models[k].nv] += sign * rows
-    return J.reshape(3 * n, nv), dist, mu
+    sides = np.array([(c.a[0], c.a[1]) + ((-1, -1) if c.b is None else (c.b[0], c.b[1])) for c in contacts],
+                     dtype=np.int64)
+    for k in range(len(models)):
+        kin = kins[k]
+        if isinstance(kin, _Placed):  # compiled: one call from the world poses
+            _, s_joint, support, nvb, kind, cols = _layout(models[k].tree)
+            kernels.model_rows(J, sides, k, points, frames, kin.T, s_joint, support, nvb, kind, cols, int(offsets[k]))
+            continue
+        for side, sign in ((0, 1.0), (1, -1.0)):
+            idx = np.flatnonzero(sides[:, 2 * side] == k)
+            if idx.size:
+                rows = _side_rows(models[k], kin, sides[idx, 2 * side + 1], points[idx], frames[idx])
+                J[idx, :, offsets[k]:offsets[k] + models[k].nv] += sign * rows
+    return J.reshape(3 * n, nv), dist, mu, points
+
+
+_LIMITS = {}  # id(model) -> (model, iq, iv, lower, upper, names): the limited joints of a model
+
+
+def _limited(model):
+    """``(iq, iv, lower, upper, names)`` of the joints of ``model`` with a finite limit (kept per model)."""
+    out = _LIMITS.get(id(model))
+    if out is None or out[0] is not model:
+        if len(_LIMITS) > 256:
+            _LIMITS.clear()
+        lower, upper = (np.asarray(x, dtype=float) for x in model.position_limits)
+        keep = np.flatnonzero(np.isfinite(lower) | np.isfinite(upper))
+        tree = model.tree
+        out = (model, np.asarray(tree.iq, dtype=np.intp)[keep], np.asarray(tree.iv, dtype=np.intp)[keep],
+               lower[keep], upper[keep], [model.joint_names[j] for j in keep])
+        _LIMITS[id(model)] = out
+    return out[1:]
 
 
 def limit_rows(model, q, margin: float):
     """``(J (k, nv), distance (k,), names)`` of the joint limits within ``margin`` of ``q``: a lower limit as
     ``+v_j``, an upper one as ``−v_j`` (so ``c ≥ 0`` keeps the joint inside)."""
-    lower, upper = model.position_limits
-    tree = model.tree
-    rows, dist, names = [], [], []
-    for j, name in enumerate(model.joint_names):
-        lo, hi = lower[j], upper[j]
-        if not (np.isfinite(lo) or np.isfinite(hi)):
-            continue
-        iq, iv = int(tree.iq[j]), int(tree.iv[j])
-        x = q[iq]
-        for sign, gap in ((1.0, x - lo), (-1.0, hi - x)):
-            if np.isfinite(gap) and gap <= margin:
-                r = np.zeros(model.nv)
-                r[iv] = sign
-                rows.append(r)
-                dist.append(gap)
-                names.append(f"{name} {'lower' if sign > 0 else 'upper'}")
-    if not rows:
-        return np.zeros((0, model.nv)), np.zeros(0), []
-    return np.array(rows), np.array(dist), names
+    iq, iv, lower, upper, joint_names = _limited(model)
+    if iq.size:
+        x = np.asarray(q, dtype=float)[iq]
+        below, above = x - lower, upper - x
+        if below.min() > margin and above.min() > margin:  # the common case: nothing near (NaN goes on below)
+            return np.zeros((0, model.nv)), np.zeros(0), []
+        gaps = np.stack([below, above], axis=1)  # (k, 2): per joint its lower then its upper gap
+        near = np.isfinite(gaps) & (gaps <= margin)
+        if near.any():
+            rows, side = np.nonzero(near)  # joint order, lower before upper
+            J = np.zeros((rows.size, model.nv))
+            signs = np.where(side == 0, 1.0, -1.0)
+            J[np.arange(rows.size), iv[rows]] = signs
+            names = [f"{joint_names[r]} {'lower' if s == 0 else 'upper'}" for r, s in zip(rows, side)]
+            return J, gaps[rows, side], names
+    return np.zeros((0, model.nv)), np.zeros(0), []
 
 
 @dataclass
@@ -138,37 +195,48 @@ class StepInfo:
     power: float
     contacts: tuple = ()
     limit_names: tuple = ()
+    #: the contacts' points (n, 3) as one array (the next step's warm start and the report read it), or None
+    points: np.ndarray | None = field(default=None, repr=False, compare=False)
 
 
-def warm_start(info, contacts, limit_names, tolerance):
+def warm_start(info, contacts, limit_names, tolerance, points=None):
     """The last step's impulses for the rows that are still there: a contact of the same pair whose point moved
-    less than ``tolerance``, a limit by its name; zero for new rows."""
+    less than ``tolerance``, a limit by its name; zero for new rows. ``points`` (n, 3): the contacts' points, if
+    at hand."""
     nc, nl = len(contacts), len(limit_names)
     lam = np.zeros(3 * nc + nl)
     if info is None or info.result is None:
         return lam
     old = info.result.lam
-    by_name = {}
-    for i, c in enumerate(info.contacts):
-        by_name.setdefault(c.name, []).append(i)
-    for i, c in enumerate(contacts):
-        best, best_d = -1, tolerance
-        for j in by_name.get(c.name, ()):
-            d = float(np.linalg.norm(np.asarray(info.contacts[j].point) - np.asarray(c.point)))
-            if d <= best_d:
-                best, best_d = j, d
-        if best >= 0:
-            lam[3 * i:3 * i + 3] = old[3 * best:3 * best + 3]
-    old_limits = {name: old[3 * info.n_contacts + k] for k, name in enumerate(info.limit_names)}
-    for k, name in enumerate(limit_names):
-        lam[3 * nc + k] = old_limits.get(name, 0.0)
+    if nc and info.contacts:
+        ids = {}
+        for c in info.contacts:
+            ids.setdefault(c.name, len(ids))
+        old_ids = np.array([ids[c.name] for c in info.contacts], dtype=np.int64)
+        new_ids = np.array([ids.get(c.name, -1) for c in contacts], dtype=np.int64)
+        old_points = info.points
+        if old_points is None or old_points.shape[0] != len(info.contacts):
+            old_points = np.array([c.point for c in info.contacts], dtype=float)
+        if points is None:
+            points = np.array([c.point for c in contacts], dtype=float)
+        best = np.empty(nc, dtype=np.int64)
+        kernels.match_contacts(new_ids, points, old_ids, old_points, float(tolerance), best)
+        found = np.flatnonzero(best >= 0)
+        if found.size:
+            lam[:3 * nc].reshape(nc, 3)[found] = np.asarray(old[:3 * len(info.contacts)]).reshape(-1, 3)[best[found]]
+    if nl and info.limit_names:
+        old_limits = {name: old[3 * info.n_contacts + k] for k, name in enumerate(info.limit_names)}
+        for k, name in enumerate(limit_names):
+            lam[3 * nc + k] = old_limits.get(name, 0.0)
     return lam
 
 
 def free_velocity(models, qs, vs, taus, h: float):
     """``(offsets (n_models + 1,), v_f (nv,), kinematics per model)``: the scene's free velocity
     ``v + h M⁻¹(τ − C v − g)`` (passive forces in τ), model ``k`` from ``offsets[k]``."""
-    offsets = np.concatenate([[0], np.cumsum([m.nv for m in models])]).astype(int)
+    offsets = np.zeros(len(models) + 1, dtype=int)
+    for k, model in enumerate(models):
+        offsets[k + 1] = offsets[k] + model.nv
     v_free = np.empty(int(offsets[-1]))
     kins = []
     for k, model in enumerate(models):
@@ -176,7 +244,11 @@ def free_velocity(models, qs, vs, taus, h: float):
         if model.passive_active:
             tau = tau + model.passive_forces(q, v)
         v_free[offsets[k]:offsets[k + 1]] = v + h * model.forward_dynamics(q, v, tau)
-        kins.append(alg.kinematics(model, q, inertia=False))
+        compiled = model.compiled_kernels
+        if compiled is not None and model.mimic_reduction is None:  # the world poses, one compiled call
+            kins.append(_Placed(compiled.body_poses(q)))
+        else:
+            kins.append(alg.kinematics(model, q, inertia=False))
     return offsets, v_free, kins
 
 
@@ -224,8 +296,8 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
     offsets, v_free, kins = free_velocity(models, qs, vs, taus, h)
     nv = int(offsets[-1])
     active = tuple(c for c in contacts if c.distance <= margin)
-    Jc, dc, mu = contact_rows(models, kins, offsets, nv, active)
-    Jl, dl, names = [np.zeros((0, nv))], [np.zeros(0)], []
+    Jc, dc, mu, points = _contact_rows(models, kins, offsets, nv, active)
+    Jl, dl, names = [], [], []
     if limits:
         for k, model in enumerate(models):
             J_k, d_k, n_k = limit_rows(model, qs[k], margin)
@@ -235,19 +307,21 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
                 Jl.append(J)
                 dl.append(d_k)
                 names += [f"{k}:{n}" for n in n_k]
-    Jl, dl = np.vstack(Jl), np.concatenate(dl)
-    nc, nl = mu.shape[0], dl.shape[0]
+    nc, nl = mu.shape[0], sum(d.shape[0] for d in dl)
     res = None
     power = 0.0
     v_next = v_free
     if nc or nl:
-        J = np.vstack([Jc, Jl])
+        if nl:
+            J = np.vstack([Jc] + Jl)
+            gap = np.concatenate([dc] + dl)
+        else:
+            J, gap = Jc, dc
         MinvJt, G = delassus(models, qs, offsets, J)
         g = J @ v_free
-        gap = np.concatenate([dc, dl])
         normal_rows = np.concatenate([3 * np.arange(nc), 3 * nc + np.arange(nl)])
         g[normal_rows] += np.maximum(gap, 0.0) / h
-        lam0 = warm_start(warm, active, names, 10.0 * margin)
+        lam0 = warm_start(warm, active, names, 10.0 * margin, points)
         res = solve(G, g, mu, nc, lam0=lam0, max_sweeps=max_sweeps)
         v_next = v_free + MinvJt @ res.lam
         # the impulse's exact work on the kinetic energy, λᵀJ(v_f + v⁺)/2 (= ½v⁺ᵀMv⁺ − ½v_fᵀMv_f), over the step
@@ -279,4 +353,4 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
             qs = shifted
     q_out = [m.integrate(qs[k], v_next[offsets[k]:offsets[k + 1]], h) for k, m in enumerate(models)]
     v_out = [v_next[offsets[k]:offsets[k + 1]].copy() for k in range(n_models)]
-    return q_out, v_out, StepInfo(res, nc, nl, power, active, tuple(names))
+    return q_out, v_out, StepInfo(res, nc, nl, power, active, tuple(names), points)
