@@ -74,7 +74,9 @@ def _side_rows(model, kin, bodies, points, frames):
     lin = S[None, :, :3] - _cross(p[:, None, :], S[None, :, 3:])
     lin *= model.tree.support[bodies][:, :, None]
     FR = frames @ R0  # (n, 3, 3): contact rows in base axes
-    return np.einsum("nij,nvj->niv", FR, lin)
+    rows = np.einsum("nij,nvj->niv", FR, lin)
+    mm = model.mimic_reduction
+    return rows if mm is None else rows @ mm.G  # mimic joints: the full tree's rows along v_full = G v
 
 
 def contact_rows(models, kins, offsets, nv, contacts):
@@ -106,13 +108,13 @@ def limit_rows(model, q, margin: float):
     """``(J (k, nv), distance (k,), names)`` of the joint limits within ``margin`` of ``q``: a lower limit as
     ``+v_j``, an upper one as ``−v_j`` (so ``c ≥ 0`` keeps the joint inside)."""
     lower, upper = model.position_limits
-    tree = model.tree
+    joint_iq, joint_iv = alg.joint_coordinates(model)
     rows, dist, names = [], [], []
     for j, name in enumerate(model.joint_names):
         lo, hi = lower[j], upper[j]
         if not (np.isfinite(lo) or np.isfinite(hi)):
             continue
-        iq, iv = int(tree.iq[j]), int(tree.iv[j])
+        iq, iv = int(joint_iq[j]), int(joint_iv[j])
         x = q[iq]
         for sign, gap in ((1.0, x - lo), (-1.0, hi - x)):
             if np.isfinite(gap) and gap <= margin:
@@ -176,7 +178,9 @@ def free_velocity(models, qs, vs, taus, h: float):
         if model.passive_active:
             tau = tau + model.passive_forces(q, v)
         v_free[offsets[k]:offsets[k + 1]] = v + h * model.forward_dynamics(q, v, tau)
-        kins.append(alg.kinematics(model, q, inertia=False))
+        mm = model.mimic_reduction  # the contact rows: the full tree's kinematics (its bodies carry the shapes)
+        kins.append(alg.kinematics(model, q, inertia=False) if mm is None else
+                    alg.kinematics(mm.full, mm.q_full(q), inertia=False))
     return offsets, v_free, kins
 
 
