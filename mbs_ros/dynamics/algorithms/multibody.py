@@ -16,7 +16,7 @@ import scipy.linalg
 from mbs_ros.dynamics.kernels.compiled import PIVOT_TOLERANCE, SingularMassMatrix
 
 __all__ = [
-    "Kinematics", "kinematics", "body_placements", "link_poses", "rnea", "crba", "coriolis_matrix",
+    "Kinematics", "kinematics", "body_placements", "joint_coordinates", "link_poses", "rnea", "crba", "coriolis_matrix",
     "nonlinear_effects", "gravity_forces", "forward_dynamics", "joint_wrenches", "kinetic_energy",
     "potential_energy", "spatial_momentum", "body_twists", "project", "link_motion", "body_accelerations",
 ]
@@ -106,9 +106,28 @@ def _relative_placements(tree, q) -> np.ndarray:
 
 
 def body_placements(model, q) -> np.ndarray:
-    """World poses (nb, 4, 4) of the bodies (base first, then the child body of each joint)."""
+    """World poses (nb, 4, 4) of the bodies (base first, then the child body of each joint); with mimic joints
+    those of the full tree (``model.tree``) at ``E(q)``."""
     q = np.asarray(q, dtype=float)
+    mm = getattr(model, "mimic_reduction", None)
+    if mm is not None:
+        model, q = mm.full, mm.q_full(q)
     return model.base_pose_matrix(q) @ _relative_placements(model.tree, q)
+
+
+def joint_coordinates(model):
+    """``(iq, iv)`` (each (n_joints,), ``model.joint_names`` order): where each joint's first coordinate sits in
+    the model's own q and v (with mimic joints the reduced ones: ``model.tree`` indexes the full tree's)."""
+    tree = model.tree
+    mm = getattr(model, "mimic_reduction", None)
+    if mm is None:
+        return np.asarray(tree.iq, dtype=np.intp), np.asarray(tree.iv, dtype=np.intp)
+    iq_full = np.asarray(tree.iq, dtype=np.intp)[mm.keep_joints]
+    iv_full = np.asarray(tree.iv, dtype=np.intp)[mm.keep_joints]
+    where_q = {int(i): k for k, i in enumerate(mm.keep_q)}
+    where_v = {int(i): k for k, i in enumerate(mm.keep_v)}
+    return (np.array([where_q[int(i)] for i in iq_full], dtype=np.intp),
+            np.array([where_v[int(i)] for i in iv_full], dtype=np.intp))
 
 
 def kinematics(model, q, inertia: bool = True) -> Kinematics:

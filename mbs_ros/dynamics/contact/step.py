@@ -84,7 +84,9 @@ def _side_rows(model, kin, bodies, points, frames):
     lin = S[None, :, :3] - _cross(p[:, None, :], S[None, :, 3:])
     lin *= model.tree.support[bodies][:, :, None]
     FR = frames @ R0  # (n, 3, 3): contact rows in base axes
-    return np.einsum("nij,nvj->niv", FR, lin)
+    rows = np.einsum("nij,nvj->niv", FR, lin)
+    mm = model.mimic_reduction
+    return rows if mm is None else rows @ mm.G  # mimic joints: the full tree's rows along v_full = G v
 
 
 _NO_COLS = np.zeros(0, dtype=np.int64)
@@ -155,8 +157,8 @@ def _limited(model):
             _LIMITS.clear()
         lower, upper = (np.asarray(x, dtype=float) for x in model.position_limits)
         keep = np.flatnonzero(np.isfinite(lower) | np.isfinite(upper))
-        tree = model.tree
-        out = (model, np.asarray(tree.iq, dtype=np.intp)[keep], np.asarray(tree.iv, dtype=np.intp)[keep],
+        iq, iv = alg.joint_coordinates(model)  # in the model's own q and v (a mimic model's reduced ones)
+        out = (model, iq[keep], iv[keep],
                lower[keep], upper[keep], [model.joint_names[j] for j in keep])
         _LIMITS[id(model)] = out
     return out[1:]
@@ -248,7 +250,9 @@ def free_velocity(models, qs, vs, taus, h: float):
         if compiled is not None and model.mimic_reduction is None:  # the world poses, one compiled call
             kins.append(_Placed(compiled.body_poses(q)))
         else:
-            kins.append(alg.kinematics(model, q, inertia=False))
+            mm = model.mimic_reduction  # mimic joints: the full tree's kinematics at E(q) (its bodies carry the shapes)
+            kins.append(alg.kinematics(model, q, inertia=False) if mm is None else
+                        alg.kinematics(mm.full, mm.q_full(q), inertia=False))
     return offsets, v_free, kins
 
 

@@ -90,8 +90,10 @@ class ContactWorld:
             M = model.mass_matrix(q)
             _cho_solve(M, np.ones((model.nv, 1)))
             model.forward_dynamics(q, v, np.zeros(model.nv))
-            if k in shaped:  # the body poses only a model with shapes needs (a joint-limits-only world has none, and
-                alg.kinematics(model, q, inertia=False)  # its tree's coordinates are not q for a mimic model)
+            if k in shaped:  # the contact rows' kinematics only a model with shapes needs (the full tree's, at
+                mm = model.mimic_reduction  # E(q), for a mimic model: contact.step.free_velocity)
+                alg.kinematics(model, q, inertia=False) if mm is None else alg.kinematics(mm.full, mm.q_full(q),
+                                                                                          inertia=False)
 
     def forget(self) -> None:
         """Drop the warm start (after a reset: the last impulses belong to another state)."""
@@ -299,7 +301,7 @@ class ContactWorld:
         if cached is None or cached[0] is not model:
             lower, upper = (np.asarray(x, dtype=float) for x in model.position_limits)
             keep = np.flatnonzero(np.isfinite(lower) | np.isfinite(upper))
-            cached = (model, np.asarray(model.tree.iq, dtype=np.intp)[keep], lower[keep] + self.margin,
+            cached = (model, alg.joint_coordinates(model)[0][keep], lower[keep] + self.margin,
                       upper[keep] - self.margin)
             self._limits_of[k] = cached
         return cached[1:]
