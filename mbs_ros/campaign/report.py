@@ -29,6 +29,7 @@ WORST = 5                # worst runs listed per criterion
 PARAM, METRIC = "param.", "metric."
 _OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
 REPLAY_DIR = "out/replay"
+DPI = 90                 # the plots' resolution
 
 
 def wilson_interval(passed: int, n: int, z: float = Z95) -> Tuple[float, float]:
@@ -367,6 +368,25 @@ def _grid(n: int) -> Tuple[int, int]:
     return math.ceil(n / cols), cols
 
 
+def _fit_suptitle(fig, head: str, tail: str, fontsize: float = 10.0):
+    """The figure's title ``head tail``, centred over the figure, kept inside it and clear of the figure legend
+    beside the panels: on one line if it fits the width the legend leaves free on both sides, else on two (``head``,
+    ``tail``), and if even so too wide, the figure is widened to fit it (a long title over one panel ran off both
+    edges and under the legend: uvms_grasp_robustness's plots against object_mass_scale)."""
+    title = fig.suptitle(f"{head} {tail}", fontsize=fontsize)
+    renderer = fig.canvas.get_renderer()
+    for text in (f"{head} {tail}", f"{head}\n{tail}"):
+        title.set_text(text)
+        fig.draw_without_rendering()
+        legend = max((g.get_window_extent(renderer).width for g in fig.legends), default=0.0)
+        need = title.get_window_extent(renderer).width + 2.0 * legend + 0.3 * fig.dpi  # 0.15 in either side
+        if need <= fig.bbox.width:
+            return title
+    w, h = fig.get_size_inches()
+    fig.set_size_inches(w + (need - fig.bbox.width) / fig.dpi, h)
+    return title
+
+
 def write_report(campaign, table, out_dir, figures: Optional[Dict[str, object]] = None) -> Path:
     """report.md in ``out_dir`` with the summary, the worst runs' replay commands and the plots it links, written
     into ``out_dir/plots``: ``<metric>_ecdf.png`` (threshold of each criterion on it as a vertical line),
@@ -442,7 +462,7 @@ def write_report(campaign, table, out_dir, figures: Optional[Dict[str, object]] 
                     continue
                 rows_, cols_ = _grid(len(series))
                 fig, axes = plt.subplots(rows_, cols_, figsize=(3.4 * cols_ + 2.2, 2.9 * rows_ + 0.8),
-                                         squeeze=False, sharey=True, layout="constrained")
+                                         squeeze=False, sharey=True, layout="constrained", dpi=DPI)
                 for ax in axes.flat[len(series):]:
                     ax.set_visible(False)
                 for k, (ax, (suffix, px, labels)) in enumerate(zip(axes.flat, series)):
@@ -467,9 +487,9 @@ def write_report(campaign, table, out_dir, figures: Optional[Dict[str, object]] 
                     ax.grid(alpha=0.3)
                 handles, texts = axes[0][0].get_legend_handles_labels()
                 fig.legend(handles, texts, loc="outside right upper", fontsize=7)
-                fig.suptitle(f"{s.campaign}: {name} vs {pname}" + (" (one panel per component)"
-                                                                    if len(series) > 1 else ""), fontsize=10)
-                fig.savefig(plots / fname, dpi=90)
+                _fit_suptitle(fig, f"{s.campaign}: {name}", f"vs {pname}" + (" (one panel per component)"
+                                                                               if len(series) > 1 else ""))
+                fig.savefig(plots / fname, dpi=DPI)  # the dpi it was laid out at: the title fits as measured
                 if figures is not None:
                     figures[fname] = fig
                 else:
