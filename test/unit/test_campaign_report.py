@@ -317,3 +317,39 @@ def test_long_titles_stay_inside_the_figure_and_clear_of_the_legend(tmp_path):
     finally:
         for f in figures.values():
             plt.close(f)
+
+
+def test_the_tick_labels_under_a_panel_do_not_run_into_each_other(tmp_path):
+    """uvms_grasp_robustness's object_offset panels (+-1 cm, 3.4 in wide) had nine labels '-0.0100' .. '0.0100'
+    that ran into each other. Each panel's visible x tick labels are now clear of one another."""
+    import matplotlib.pyplot as plt
+
+    n = 12
+    rng = np.random.default_rng(31)
+    off = rng.uniform([-0.01, -0.01, 0.0, -0.1], [0.01, 0.01, 0.0, 0.1], (n, 4))
+    err = rng.uniform(0.3, 0.6, n)
+    t = pa.table({"run": list(range(n)), "status": ["pass" if e > 0.4 else "fail" for e in err], "reason": [""] * n,
+                  "wall_s": [1.0] * n,
+                  "param.robots[0].dynamics.object_offset": ["[" + ", ".join(repr(float(x)) for x in row) + "]"
+                                                             for row in off],
+                  "param.robots[0].dynamics.friction_scale": list(rng.uniform(0.5, 1.25, n)),
+                  "metric.carried_distance": list(err)})
+    figures = {}
+    write_report(campaign([crit("carried_distance", ">", 0.4)]), t, tmp_path, figures=figures)
+    try:
+        for fname in ("carried_distance_vs_robots_0_dynamics_object_offset.png",
+                      "carried_distance_vs_robots_0_dynamics_friction_scale.png"):
+            fig = figures[fname]
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            for ax in [a for a in fig.axes if a.get_visible()]:
+                lo, hi = ax.get_xlim()
+                labels = [tl for tl, tick in zip(ax.get_xticklabels(), ax.get_xticks())
+                          if tl.get_visible() and tl.get_text() and lo <= tick <= hi]
+                assert len(labels) >= 3, (fname, [tl.get_text() for tl in labels])
+                boxes = [tl.get_window_extent(renderer) for tl in labels]
+                for i in range(len(boxes) - 1):
+                    assert boxes[i].x1 < boxes[i + 1].x0, (fname, labels[i].get_text(), labels[i + 1].get_text())
+    finally:
+        for f in figures.values():
+            plt.close(f)
