@@ -29,6 +29,7 @@ WORST = 5                # worst runs listed per criterion
 PARAM, METRIC = "param.", "metric."
 _OPS = {"<": np.less, "<=": np.less_equal, ">": np.greater, ">=": np.greater_equal}
 REPLAY_DIR = "out/replay"
+DPI = 90                 # the plots' resolution
 
 
 def wilson_interval(passed: int, n: int, z: float = Z95) -> Tuple[float, float]:
@@ -367,6 +368,49 @@ def _grid(n: int) -> Tuple[int, int]:
     return math.ceil(n / cols), cols
 
 
+def _keep(fig, path: Path, figures: Optional[Dict[str, object]]) -> None:
+    """Save ``fig`` at the resolution it was laid out at (the title fits as measured); hand it to ``figures`` (by
+    file name, left open) or close it."""
+    import matplotlib.pyplot as plt
+
+    fig.savefig(path, dpi=DPI)
+    if figures is not None:
+        figures[path.name] = fig
+    else:
+        plt.close(fig)
+
+
+def _fit_title(fig, title, head: str, tail: str):
+    """Keep ``title`` (the figure's or an axes' title, a Text) inside the figure and clear of a figure legend
+    beside the panels: ``head tail`` on one line if it fits either side of its centre, else on two (``head``,
+    ``tail``), and if even so too wide, the figure widened to fit it. A long title ran off both edges and under the
+    legend (uvms_grasp_robustness: 'carried_distance vs robots[0].dynamics.object_mass_scale' over one panel, and
+    'ECDF of time_to_carry (20 runs, 14 infinite)')."""
+    from matplotlib.layout_engine import ConstrainedLayoutEngine
+
+    renderer = fig.canvas.get_renderer()
+
+    def overflow() -> float:  # how far [px] the title's half-width exceeds the room either side of its centre
+        if not isinstance(fig.get_layout_engine(), ConstrainedLayoutEngine):
+            fig.tight_layout()
+        fig.draw_without_rendering()
+        box = title.get_window_extent(renderer)
+        centre = 0.5 * (box.x0 + box.x1)
+        legend = max((g.get_window_extent(renderer).width for g in fig.legends), default=0.0)
+        room = min(centre, fig.bbox.width - legend - centre) - 0.15 * fig.dpi  # 0.15 in from the edge, the legend
+        return 0.5 * box.width - room
+
+    for text in (f"{head} {tail}", f"{head}\n{tail}"):
+        title.set_text(text)
+        over = overflow()
+        if over <= 0.0:
+            return title
+    w, h = fig.get_size_inches()
+    fig.set_size_inches(w + 2.0 * over / fig.dpi, h)  # the title's centre moves by half the added width
+    overflow()
+    return title
+
+
 def write_report(campaign, table, out_dir, figures: Optional[Dict[str, object]] = None) -> Path:
     """report.md in ``out_dir`` with the summary, the worst runs' replay commands and the plots it links, written
     into ``out_dir/plots``: ``<metric>_ecdf.png`` (threshold of each criterion on it as a vertical line),
@@ -376,6 +420,7 @@ def write_report(campaign, table, out_dir, figures: Optional[Dict[str, object]] 
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     out_dir = Path(out_dir)
     plots = out_dir / "plots"
@@ -402,7 +447,7 @@ def write_report(campaign, table, out_dir, figures: Optional[Dict[str, object]] 
         stem = file_stem(name)
         files = []
         if ok.size:
-            fig, ax = plt.subplots(figsize=(6, 4))
+            fig, ax = plt.subplots(figsize=(6, 4), dpi=DPI)
             ax.step(np.concatenate([[ok[0]], ok]), np.arange(ok.size + 1) / valued, where="post")
             for c in thresholds.get(col, []):
                 ax.axvline(c.threshold, color="red", linestyle="--", label=c.text)
@@ -410,25 +455,21 @@ def write_report(campaign, table, out_dir, figures: Optional[Dict[str, object]] 
             ax.set_ylabel("fraction of runs ≤ x")
             ax.set_ylim(0, 1.02)
             beyond = f", {valued - ok.size} infinite" if valued > ok.size else ""
-            ax.set_title(f"{s.campaign}: ECDF of {name} ({valued} runs{beyond})")
             _readable_ticks(ax)
             if thresholds.get(col):
                 ax.legend(loc="lower right")
             ax.grid(alpha=0.3)
-            fig.tight_layout()
-            fig.savefig(plots / f"{stem}_ecdf.png", dpi=90)
-            plt.close(fig)
-            fig, ax = plt.subplots(figsize=(6, 4))
+            _fit_title(fig, ax.set_title(""), f"{s.campaign}: ECDF of {name}", f"({valued} runs{beyond})")
+            _keep(fig, plots / f"{stem}_ecdf.png", figures)
+            fig, ax = plt.subplots(figsize=(6, 4), dpi=DPI)
             ax.hist(ok, bins=max(5, min(40, int(np.sqrt(ok.size)) * 2)))
             for c in thresholds.get(col, []):
                 ax.axvline(c.threshold, color="red", linestyle="--", label=c.text)
             ax.set_xlabel(name)
             ax.set_ylabel("runs")
-            ax.set_title(f"{s.campaign}: histogram of {name}")
             _readable_ticks(ax)
-            fig.tight_layout()
-            fig.savefig(plots / f"{stem}_hist.png", dpi=90)
-            plt.close(fig)
+            _fit_title(fig, ax.set_title(""), f"{s.campaign}:", f"histogram of {name}")
+            _keep(fig, plots / f"{stem}_hist.png", figures)
             files += [f"plots/{stem}_ecdf.png", f"plots/{stem}_hist.png"]
         for c in thresholds.get(col, []):
             fails = np.array([not holds(c.op, v, c.threshold) for v in x])
@@ -442,7 +483,7 @@ def write_report(campaign, table, out_dir, figures: Optional[Dict[str, object]] 
                     continue
                 rows_, cols_ = _grid(len(series))
                 fig, axes = plt.subplots(rows_, cols_, figsize=(3.4 * cols_ + 2.2, 2.9 * rows_ + 0.8),
-                                         squeeze=False, sharey=True, layout="constrained")
+                                         squeeze=False, sharey=True, layout="constrained", dpi=DPI)
                 for ax in axes.flat[len(series):]:
                     ax.set_visible(False)
                 for k, (ax, (suffix, px, labels)) in enumerate(zip(axes.flat, series)):
@@ -460,6 +501,8 @@ def write_report(campaign, table, out_dir, figures: Optional[Dict[str, object]] 
                     ax.set_xlabel(suffix if len(series) > 1 else pname, fontsize=8)
                     if labels:
                         ax.set_xticks(range(len(labels)), labels, rotation=30, fontsize=7)
+                    else:  # at most 5 numbers under a panel: 9 of '-0.0075' ran into each other (object_offset)
+                        ax.xaxis.set_major_locator(MaxNLocator(nbins=5, steps=[1, 2, 2.5, 5, 10]))
                     if k % cols_ == 0:
                         ax.set_ylabel(name, fontsize=8)
                     ax.tick_params(labelsize=7)
@@ -467,13 +510,9 @@ def write_report(campaign, table, out_dir, figures: Optional[Dict[str, object]] 
                     ax.grid(alpha=0.3)
                 handles, texts = axes[0][0].get_legend_handles_labels()
                 fig.legend(handles, texts, loc="outside right upper", fontsize=7)
-                fig.suptitle(f"{s.campaign}: {name} vs {pname}" + (" (one panel per component)"
-                                                                    if len(series) > 1 else ""), fontsize=10)
-                fig.savefig(plots / fname, dpi=90)
-                if figures is not None:
-                    figures[fname] = fig
-                else:
-                    plt.close(fig)
+                _fit_title(fig, fig.suptitle("", fontsize=10), f"{s.campaign}: {name}",
+                           f"vs {pname}" + (" (one panel per component)" if len(series) > 1 else ""))
+                _keep(fig, plots / fname, figures)
                 files.append(f"plots/{fname}")
         made.append((name, files))
     lines += ["## Plots", ""]

@@ -273,3 +273,83 @@ def test_a_parameter_held_in_every_run_is_not_plotted_nor_a_vector_entry_held(tm
 
     kept = _varied(_param_series(t.column("param.links").to_pylist()))
     assert [s[0] for s in kept] == ["[0]"] and list(kept[0][1]) == [1.2, 1.5, 1.1]
+
+
+def test_long_titles_stay_inside_the_figure_and_clear_of_the_legend(tmp_path):
+    """uvms_grasp_robustness's report: the title 'uvms_grasp_robustness: carried_distance vs
+    robots[0].dynamics.object_mass_scale', centred over a one-panel figure, ran off both edges and under the legend,
+    and 'uvms_grasp_robustness: ECDF of time_to_carry (20 runs, 14 infinite)' off the right edge. Now a title too
+    wide goes on two lines (and the figure is widened if still too wide): inside the figure, clear of the figure
+    legend and the panel, no character lost, measured at the resolution the PNG is written at."""
+    import matplotlib.pyplot as plt
+
+    n = 6
+    t = pa.table({"run": list(range(n)), "status": ["pass"] * 3 + ["fail"] * 3, "reason": [""] * n,
+                  "wall_s": [1.0] * n,
+                  "param.robots[0].dynamics.object_mass_scale": [0.75 + 0.15 * i for i in range(n)],
+                  "metric.carried_distance": [0.53, 0.52, 0.51, 0.37, 0.36, 0.35],
+                  "metric.time_to_carry": [8.8, 8.9, 9.0, math.inf, math.inf, math.inf]})
+    c = campaign([crit("carried_distance", ">", 0.4), crit("time_to_carry", "<", 10.5)])
+    c.name = "uvms_grasp_robustness"
+    figures = {}
+    write_report(c, t, tmp_path, figures=figures)
+    titles = {"carried_distance_vs_robots_0_dynamics_object_mass_scale.png":
+              "uvms_grasp_robustness: carried_distance vs robots[0].dynamics.object_mass_scale",
+              "time_to_carry_ecdf.png": "uvms_grasp_robustness: ECDF of time_to_carry (6 runs, 3 infinite)",
+              "carried_distance_hist.png": "uvms_grasp_robustness: histogram of carried_distance"}
+    try:
+        for fname, text in titles.items():
+            fig = figures[fname]
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            (ax,) = [a for a in fig.axes if a.get_visible()]
+            title = fig._suptitle if fig._suptitle is not None else ax.title
+            assert "".join(title.get_text().split()) == "".join(text.split()), fname
+            box = title.get_window_extent(renderer)
+            assert 0.0 <= box.x0 and box.x1 <= fig.bbox.width and box.y1 <= fig.bbox.height, (fname, box, fig.bbox)
+            for legend in fig.legends:
+                assert not box.overlaps(legend.get_window_extent(renderer)), (fname, box)
+            if title is not ax.title:
+                assert not box.overlaps(ax.get_window_extent(renderer)), fname
+            png = plt.imread(tmp_path / "plots" / fname)
+            assert png.shape[:2] == (round(fig.bbox.height), round(fig.bbox.width)), fname
+        assert len(figures["carried_distance_vs_robots_0_dynamics_object_mass_scale.png"].legends) == 1
+    finally:
+        for f in figures.values():
+            plt.close(f)
+
+
+def test_the_tick_labels_under_a_panel_do_not_run_into_each_other(tmp_path):
+    """uvms_grasp_robustness's object_offset panels (+-1 cm, 3.4 in wide) had nine labels '-0.0100' .. '0.0100'
+    that ran into each other. Each panel's visible x tick labels are now clear of one another."""
+    import matplotlib.pyplot as plt
+
+    n = 12
+    rng = np.random.default_rng(31)
+    off = rng.uniform([-0.01, -0.01, 0.0, -0.1], [0.01, 0.01, 0.0, 0.1], (n, 4))
+    err = rng.uniform(0.3, 0.6, n)
+    t = pa.table({"run": list(range(n)), "status": ["pass" if e > 0.4 else "fail" for e in err], "reason": [""] * n,
+                  "wall_s": [1.0] * n,
+                  "param.robots[0].dynamics.object_offset": ["[" + ", ".join(repr(float(x)) for x in row) + "]"
+                                                             for row in off],
+                  "param.robots[0].dynamics.friction_scale": list(rng.uniform(0.5, 1.25, n)),
+                  "metric.carried_distance": list(err)})
+    figures = {}
+    write_report(campaign([crit("carried_distance", ">", 0.4)]), t, tmp_path, figures=figures)
+    try:
+        for fname in ("carried_distance_vs_robots_0_dynamics_object_offset.png",
+                      "carried_distance_vs_robots_0_dynamics_friction_scale.png"):
+            fig = figures[fname]
+            fig.canvas.draw()
+            renderer = fig.canvas.get_renderer()
+            for ax in [a for a in fig.axes if a.get_visible()]:
+                lo, hi = ax.get_xlim()
+                labels = [tl for tl, tick in zip(ax.get_xticklabels(), ax.get_xticks())
+                          if tl.get_visible() and tl.get_text() and lo <= tick <= hi]
+                assert len(labels) >= 3, (fname, [tl.get_text() for tl in labels])
+                boxes = [tl.get_window_extent(renderer) for tl in labels]
+                for i in range(len(boxes) - 1):
+                    assert boxes[i].x1 < boxes[i + 1].x0, (fname, labels[i].get_text(), labels[i + 1].get_text())
+    finally:
+        for f in figures.values():
+            plt.close(f)
