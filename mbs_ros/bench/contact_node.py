@@ -2,7 +2,8 @@
 
 solo12_stand's nodes (``config/scenarios/solo12_stand.yaml``: Solo12 on the ground of ``config/worlds/ground.yaml``,
 the stand controller ``joint_pd_gravity`` and the reference node), started from the scenario's own node specs
-(:func:`mbs_ros.scenario.node_specs`) with ``lockstep: false``, ``sim_time: false`` and no push: the dynamics node
+(:func:`mbs_ros.scenario.node_specs`) with ``lockstep: false``, ``sim_time: false``, the state published at the
+control rate (as lockstep sends it once per control period) and no push: the dynamics node
 free-running against the wall clock (``real_time_factor`` 1) at the scenario's physics rate (1 kHz), the controller
 at its control rate, a standing quadruped with its four feet on the ground (the drop of 6 cm and the landing are
 the warm-up: the window starts once the odometry's stamp passed ``SETTLE_S`` of simulated time).
@@ -34,7 +35,11 @@ def _specs(ns):
     """solo12_stand's node specs, free-running on the wall clock, with no push, in namespace ``ns``."""
     from mbs_ros.scenario import load_scenario, node_specs
 
-    scenario = load_scenario(SCENARIO, overrides={"lockstep": False, "sim_time": False})
+    # the state at the control rate: a 1 kHz loop on the 100 Hz state of the scenario's publish_rate (which the
+    # lockstep run does not use: it sends the state once per control period) holds each state for 10 periods, and
+    # its joint damping chatters the feet off the ground (a contact found anew, not resting, at every step)
+    control_rate = load_scenario(SCENARIO).control_rate
+    scenario = load_scenario(SCENARIO, overrides={"lockstep": False, "sim_time": False, "publish_rate": control_rate})
     specs = []
     for s in node_specs(scenario):
         params = {k: v for k, v in s.parameters.items() if k != "disturbance"}

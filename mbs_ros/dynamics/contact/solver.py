@@ -30,7 +30,8 @@ __all__ = ["solve", "residual", "SolveResult", "local_contact", "warm_up"]
 #: A solve has converged when its residual (velocity units) is within this fraction of the largest free constraint
 #: velocity |g|: 1e-6 of gravity's h·g at rest (1e-8 m/s at h = 1 ms, a 1e-11 m position error per step).
 #: Gauss–Seidel runs until no impulse changes by more than ``tol`` (1e-12) relative, far below it, so the closed
-#: forms hold to rounding; the tolerance decides when it hands over to ADMM and what ``converged`` reports.
+#: forms hold to rounding — unless it stalls within this tolerance (redundant contacts: :func:`_gauss_seidel`);
+#: the tolerance decides when it hands over to ADMM and what ``converged`` reports.
 RESIDUAL_TOLERANCE = 1e-6
 _TWO_PI = 2.0 * math.pi
 _SAMPLES = 16  # friction angles sampled to bracket the sliding root when Newton's guess fails
@@ -469,15 +470,35 @@ def _screen(G, mu, inert_fraction):
     return 0
 
 
+#: Gauss–Seidel's sweeps between two looks at the residual (:func:`_gauss_seidel`).
+STALL_CHUNK = 10
+
+
 @jit
-def _gauss_seidel(G, g, mu, n_contacts, lam, max_sweeps, tol):
+def _gauss_seidel(G, g, mu, n_contacts, lam, max_sweeps, tol, residual_tol):
     """:func:`_sweeps` on ``lam`` then its :func:`residual`, and max |g|, in one compiled call: (sweeps,
-    failed local solves in the last sweep, residual, max |g|)."""
+    failed local solves in the last sweep, residual, max |g|). The sweeps run in chunks of :data:`STALL_CHUNK`
+    until no impulse changes by more than ``tol`` relative; after a chunk that did not get there, they stop when
+    the residual is within ``residual_tol`` (< 0: the default, :data:`RESIDUAL_TOLERANCE` × max |g|) and the
+    chunk did not halve it — stalled: redundant contacts (a foot's three patch points, a face's four corners)
+    leave the impulses' split among them free, and the sweeps move it about for ever without changing c."""
     g_max = 0.0
     for a in range(g.shape[0]):
         g_max = max(g_max, abs(g[a]))
-    sweeps, _, failed = _sweeps(G, g, mu, n_contacts, lam, max_sweeps, tol)
-    return sweeps, failed, residual(G, g, mu, n_contacts, lam), g_max
+    if residual_tol < 0.0:
+        residual_tol = RESIDUAL_TOLERANCE * g_max + 1e-15
+    done, failed, last = 0, 0, np.inf
+    while done < max_sweeps:
+        n = min(STALL_CHUNK, max_sweeps - done)
+        k, change, failed = _sweeps(G, g, mu, n_contacts, lam, n, tol)
+        done += k
+        if k < n:
+            break
+        res = residual(G, g, mu, n_contacts, lam)
+        if res <= residual_tol and res > 0.5 * last:
+            return done, failed, res, g_max
+        last = res
+    return done, failed, residual(G, g, mu, n_contacts, lam), g_max
 
 
 def warm_up() -> None:
@@ -575,7 +596,8 @@ def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: floa
         return SolveResult(lam, G @ lam + g, sub.sweeps, sub.residual, sub.converged, sub.failed_local)
     lam = np.zeros(m) if lam0 is None else np.array(lam0, dtype=float).reshape(m)
     if m:
-        sweeps, failed, res, g_max = _gauss_seidel(G, g, mu, int(n_contacts), lam, int(max_sweeps), float(tol))
+        sweeps, failed, res, g_max = _gauss_seidel(G, g, mu, int(n_contacts), lam, int(max_sweeps), float(tol),
+                                                   -1.0 if residual_tol is None else float(residual_tol))
     else:
         sweeps, failed, res, g_max = 0, 0, 0.0, 0.0
     if residual_tol is None:
