@@ -41,10 +41,16 @@ from mbs_ros.cores.parameters.estimator import PARAMETERS
 from mbs_ros.cores.ratelimit import RateLimitedLog
 from mbs_ros.nodes.runtime import declare_model_parameters, run_node, settings_executor, unknown_overrides
 
-__all__ = ["EstimatorNode", "main", "SENSOR_QUEUE", "RESEND_S", "MAX_ABS"]
+__all__ = ["EstimatorNode", "main", "SENSOR_QUEUE", "ESTIMATE_QOS_DEPTH", "RESEND_S", "MAX_ABS"]
 
 WARN_THROTTLE_S = 2.0
 SENSOR_QUEUE = 400  # RELIABLE, KEEP_LAST: every sample of a lockstep period (the dynamics node's queues hold >= 100)
+#: History depth of estimate/odom and estimate/joint_states (reliable, KEEP_LAST), as the dynamics node's state topics
+#: (dynamics_publishing.STATE_QOS_DEPTH): a reliable reader that lost a datagram (a recorder starved on a loaded
+#: machine) asks for it again only at the writer's next heartbeat, seconds later, and gets it only while it is among
+#: the writer's last samples; with 10, an estimate the recorder lost was gone for good (a recording without the
+#: estimate of a state the controller answered). 1000 is 10 s of lockstep at 100 Hz; KEEP_LAST never blocks long.
+ESTIMATE_QOS_DEPTH = 1000
 RESEND_S = 0.25  # lockstep: the newest estimate again after this long (wall) without a new one (late joiners)
 DIAGNOSTICS_PERIOD_S = 1.0
 CONTINUE_S = 0.01  # a drain that stopped at its work budget (Fusion.pending) goes on this long after
@@ -89,11 +95,12 @@ class EstimatorNode(Node):
         # the first IMU (or encoder) sample
         self.fusion = Fusion(setup, origin_ns=None)
         self.fusion.work_budget = MAX_WORK_PER_CALL  # bounded work per callback; the rest in _continue
-        qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE)
+        qos = QoSProfile(depth=ESTIMATE_QOS_DEPTH, reliability=ReliabilityPolicy.RELIABLE)
         self.pub_odom = self.create_publisher(Odometry, "estimate/odom", qos) if setup.floating else None
         self.pub_joints = (self.create_publisher(JointState, "estimate/joint_states", qos)
                            if self.joint_names and "encoders" in setup.roles else None)
-        self.pub_diag = self.create_publisher(DiagnosticArray, "~/diagnostics", qos)
+        self.pub_diag = self.create_publisher(DiagnosticArray, "~/diagnostics",
+                                              QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE))
         self._create_subscriptions()
         steady = Clock(clock_type=ClockType.STEADY_TIME)
         self.create_timer(DIAGNOSTICS_PERIOD_S, lambda: self._guard(self._publish_diagnostics), clock=steady)
