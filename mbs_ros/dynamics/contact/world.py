@@ -39,6 +39,16 @@ def _reach(shape) -> float:
     return float(np.max(np.linalg.norm(corners @ T[:3, :3].T + T[:3, 3], axis=1)))
 
 
+def _body_poses(model, q) -> np.ndarray:
+    """World poses (nb, 4, 4) of ``model``'s bodies at ``q``: the compiled kernel's (3 µs for Solo12, numpy's
+    :func:`~mbs_ros.dynamics.algorithms.multibody.body_placements` 30 µs; equal to rounding), numpy's where the
+    model has no compiled kernels (the numpy backend, mimic joints)."""
+    compiled = model.compiled_kernels
+    if compiled is None or model.mimic_reduction is not None:
+        return alg.body_placements(model, q)
+    return compiled.body_poses(q)
+
+
 def _rotation_angle(R: np.ndarray) -> np.ndarray:
     """(n,) rotation angles of (n, 3, 3) rotation matrices."""
     c = np.clip((np.trace(R, axis1=1, axis2=2) - 1.0) * 0.5, -1.0, 1.0)
@@ -125,7 +135,7 @@ class ContactWorld:
         if last is not None and len(last[0]) == len(key) and all(
                 a[0] is b[0] and a[1] == b[1] for a, b in zip(last[0], key)):
             return last[1]
-        poses = [alg.body_placements(m, q) for m, q in zip(self.models, qs)]
+        poses = [_body_poses(m, q) for m, q in zip(self.models, qs)]
         self._poses = (key, poses)
         return poses
 
@@ -248,7 +258,7 @@ class ContactWorld:
                 steps_lin.append(None)
                 steps_ang.append(None)
                 continue
-            poses = np.array([alg.body_placements(model, q) for q in qb[:n + 1]])  # (n+1, nb, 4, 4)
+            poses = np.array([_body_poses(model, q) for q in qb[:n + 1]])  # (n+1, nb, 4, 4)
             rel_R = np.einsum("snji,snjk->snik", poses[:-1, :, :3, :3], poses[1:, :, :3, :3])
             dp = np.linalg.norm(poses[1:, :, :3, 3] - poses[:-1, :, :3, 3], axis=2)  # (n, nb)
             dth = _rotation_angle(rel_R.reshape(-1, 3, 3)).reshape(dp.shape)
