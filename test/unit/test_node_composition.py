@@ -107,28 +107,35 @@ def test_the_callback_guard_times_every_callback(monkeypatch):
     from mbs_ros.nodes import runtime
     from mbs_ros.nodes.runtime import CallbackGuard
 
-    now = [0]
+    now, cpu = [0], [0]
     monkeypatch.setattr(runtime.time, "monotonic_ns", lambda: now[0])
+    monkeypatch.setattr(runtime.time, "thread_time_ns", lambda: cpu[0])
     logs = types.SimpleNamespace(warning=lambda *a: None, error=lambda *a: None)
     node = types.SimpleNamespace(context=types.SimpleNamespace(ok=lambda: True))
     guard = CallbackGuard(node, {"callback_errors": 0}, logs)
 
-    def takes(ns, fail=False):
+    def takes(ns, fail=False, cpu_ns=None):  # wall ns, and CPU ns (less: preempted)
         def fn(*_args):
             now[0] += ns
+            cpu[0] += ns if cpu_ns is None else cpu_ns
             if fail:
                 raise ValueError("boom")
         return fn
 
     assert guard.timing() == {"longest_callback_ms": 0.0, "longest_callback": "", "longest_callback_recent_ms": 0.0,
-                              "longest_callback_recent": ""}
-    guard.callback(takes(2_500_000), "joint_command")(object())
+                              "longest_callback_recent": "", "longest_callback_cpu_ms": 0.0,
+                              "longest_callback_recent_cpu_ms": 0.0}
+    guard.callback(takes(2_500_000, cpu_ns=2_000_000), "joint_command")(object())
     guard.callback(takes(1_000_000), "timer")()
-    guard.service(takes(4_000_000, fail=True), "step")(object(), types.SimpleNamespace(success=True, message=""))
+    guard.service(takes(4_000_000, fail=True, cpu_ns=500_000), "step")(object(),
+                                                                       types.SimpleNamespace(success=True, message=""))
+    # the longest on the wall clock (step, preempted) is not the one that took the most CPU time (joint_command)
     assert guard.timing() == {"longest_callback_ms": 4.0, "longest_callback": "step",
-                              "longest_callback_recent_ms": 4.0, "longest_callback_recent": "step"}
+                              "longest_callback_recent_ms": 4.0, "longest_callback_recent": "step",
+                              "longest_callback_cpu_ms": 2.0, "longest_callback_recent_cpu_ms": 2.0}
     guard.callback(takes(3_000_000, fail=True), "cmd_wrench")(object())
     guard.callback(takes(500_000), "timer")()
     assert guard.timing() == {"longest_callback_ms": 4.0, "longest_callback": "step",
-                              "longest_callback_recent_ms": 3.0, "longest_callback_recent": "cmd_wrench"}
+                              "longest_callback_recent_ms": 3.0, "longest_callback_recent": "cmd_wrench",
+                              "longest_callback_cpu_ms": 3.0, "longest_callback_recent_cpu_ms": 3.0}
     assert guard.timing()["longest_callback_recent_ms"] == 0.0  # nothing ran since
