@@ -183,6 +183,20 @@ def _reduce(points, distance, min_separation, max_kept):
 
 
 @jit
+def _first_extreme(values, sign):
+    """NumPy's argmax (``sign`` 1) or argmin (-1) of ``values`` as a loop: the first NaN if there is one, else the
+    first extreme."""
+    for i in range(values.shape[0]):
+        if values[i] != values[i]:
+            return i
+    best = 0
+    for i in range(1, values.shape[0]):
+        if sign * values[i] > sign * values[best]:
+            best = i
+    return best
+
+
+@jit
 def _reduce_into(points, distance, min_separation, max_kept, kept):
     """:func:`_reduce` into ``kept`` (at least ``max(max_kept, 1)`` long), returning how many: NumPy's
     argmin/argmax (the first extreme, a NaN first of all) and minimum (NaN wins), as loops (no array returned:
@@ -191,16 +205,7 @@ def _reduce_into(points, distance, min_separation, max_kept, kept):
     if n <= 1:
         kept[0] = 0
         return n
-    first = -1
-    for i in range(n):
-        if distance[i] != distance[i]:
-            first = i
-            break
-    if first < 0:
-        first = 0
-        for i in range(1, n):
-            if distance[i] < distance[first]:
-                first = i
+    first = _first_extreme(distance, -1.0)
     kept[0] = first
     count = 1
     d = np.empty(n)
@@ -208,16 +213,7 @@ def _reduce_into(points, distance, min_separation, max_kept, kept):
         x0, x1, x2 = points[i, 0] - points[first, 0], points[i, 1] - points[first, 1], points[i, 2] - points[first, 2]
         d[i] = np.sqrt(x0 * x0 + x1 * x1 + x2 * x2)
     while count < max_kept:
-        j = -1
-        for i in range(n):
-            if d[i] != d[i]:
-                j = i
-                break
-        if j < 0:
-            j = 0
-            for i in range(1, n):
-                if d[i] > d[j]:
-                    j = i
+        j = _first_extreme(d, 1.0)
         if d[j] < min_separation:
             break
         kept[count] = j

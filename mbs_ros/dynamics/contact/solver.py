@@ -155,6 +155,19 @@ def _project_cone(ln, lt1, lt2, mu, out):
 
 
 @jit
+def _three_rows(G, g, lam, r):
+    """Rows ``r``, ``r + 1``, ``r + 2`` of ``G λ + g`` side by side: three independent sums, each in the order of
+    j (the same numbers as one row after the other, three times fewer waits on the adder)."""
+    acc0, acc1, acc2 = g[r], g[r + 1], g[r + 2]
+    for j in range(g.shape[0]):
+        lj = lam[j]
+        acc0 += G[r, j] * lj
+        acc1 += G[r + 1, j] * lj
+        acc2 += G[r + 2, j] * lj
+    return acc0, acc1, acc2
+
+
+@jit
 def _sweeps(G, g, mu, n_contacts, lam, max_sweeps, tol):
     """Block Gauss–Seidel sweeps in place on ``lam``; returns (sweeps done, largest last change, failed local
     solves in the last sweep)."""
@@ -171,14 +184,7 @@ def _sweeps(G, g, mu, n_contacts, lam, max_sweeps, tol):
         scale = 0.0
         for i in range(n_contacts):
             r = 3 * i
-            # the block's three rows of G λ + g side by side: three independent sums, each in the order of j
-            # (the same numbers as one row after the other, three times fewer waits on the adder)
-            acc0, acc1, acc2 = g[r], g[r + 1], g[r + 2]
-            for j in range(m):
-                lj = lam[j]
-                acc0 += G[r, j] * lj
-                acc1 += G[r + 1, j] * lj
-                acc2 += G[r + 2, j] * lj
+            acc0, acc1, acc2 = _three_rows(G, g, lam, r)  # the block's three rows of G λ + g
             for a in range(3):
                 acc = acc0 if a == 0 else (acc1 if a == 1 else acc2)
                 for c in range(3):
@@ -222,14 +228,8 @@ def residual(G, g, mu, n_contacts, lam):
     m = g.shape[0]
     c = g.copy()
     a = 0
-    while a + 3 <= m:  # three rows side by side, each summed in the order of j (as one row after the other)
-        c0, c1, c2 = c[a], c[a + 1], c[a + 2]
-        for j in range(m):
-            lj = lam[j]
-            c0 += G[a, j] * lj
-            c1 += G[a + 1, j] * lj
-            c2 += G[a + 2, j] * lj
-        c[a], c[a + 1], c[a + 2] = c0, c1, c2
+    while a + 3 <= m:
+        c[a], c[a + 1], c[a + 2] = _three_rows(G, g, lam, a)
         a += 3
     for a in range(a, m):
         for j in range(m):
