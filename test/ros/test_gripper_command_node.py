@@ -49,8 +49,8 @@ def nodes(tmp_path_factory):
             yield procs, probe, specs["controller"].namespace.strip("/")
 
 
-def test_the_topic_drives_the_fingers_and_a_malformed_command_is_counted(nodes):
-    procs, probe, ns = nodes
+def _topics(procs, probe, ns):
+    """``(joint_states recorder, the controller's diagnostics values, gripper/command publisher)``, matched."""
     joints = Recorder(probe, JointState, f"/{ns}/joint_states", depth=100)
     diags = []
     probe.node.create_subscription(
@@ -59,6 +59,12 @@ def test_the_topic_drives_the_fingers_and_a_malformed_command_is_counted(nodes):
     pub = probe.node.create_publisher(Float64MultiArray, f"/{ns}/gripper/command", 10)
     probe.spin_until(lambda: pub.get_subscription_count() >= 1 and joints.messages,
                      what="the controller's gripper/command subscription and joint_states", alive=procs)
+    return joints, diags, pub
+
+
+def test_the_topic_drives_the_fingers_and_a_malformed_command_is_counted(nodes):
+    procs, probe, ns = nodes
+    joints, diags, pub = _topics(procs, probe, ns)
 
     def fingers(m):
         pos = dict(zip(m.name, m.position))
@@ -106,14 +112,7 @@ def test_fuzzed_gripper_commands_never_kill_the_controller(nodes):
     refusals and no control error, every finger position published stays finite, and a last valid command is
     followed (the fingers reach 5 mm)."""
     procs, probe, ns = nodes
-    joints = Recorder(probe, JointState, f"/{ns}/joint_states", depth=100)
-    diags = []
-    probe.node.create_subscription(
-        DiagnosticArray, f"/{ns}/controller_node/diagnostics",
-        lambda m: diags.extend(cv.values_from_status(s) for s in m.status if s.name.endswith(": controller")), 100)
-    pub = probe.node.create_publisher(Float64MultiArray, f"/{ns}/gripper/command", 10)
-    probe.spin_until(lambda: pub.get_subscription_count() >= 1 and joints.messages,
-                     what="the controller's gripper/command subscription and joint_states", alive=procs)
+    joints, diags, pub = _topics(procs, probe, ns)
     rng = np.random.default_rng(30)
     messages = _fuzz_messages(rng, 10_000)
     for i, data in enumerate(messages):

@@ -132,23 +132,28 @@ STUCK_NODE = """
     """
 
 
+def sigint_once_logged(code: str, label: str, line: str, tmp_path):
+    """Run ``code`` as a node process, send SIGINT once its log shows ``line``: ``(process, exit code, log)``."""
+    ros_env_defaults()
+    proc = NodeProcess([sys.executable, "-c", code], label=label, log_file=tmp_path / "node.log").start()
+    try:
+        assert proc.wait_for_log(line, timeout=DEADLINE_S), proc.log_text()
+        proc.send_signal(signal.SIGINT)
+        rc = proc.wait(timeout=DEADLINE_S)
+    finally:
+        proc.stop(sigint_timeout=1.0, sigterm_timeout=1.0)
+    return proc, rc, proc.log_text()
+
+
 @pytest.mark.parametrize("block", ["blocked_in_destroy_node_holding_the_gil",
                                    "blocked_in_destroy_node_with_the_gil_free"])
 def test_a_node_whose_destroy_node_blocks_exits_with_its_status_within_the_deadline(tmp_path, block):
     """A real node (run_node: rclpy.init, spin, SIGINT) whose ``destroy_node`` never returns, holding the GIL or not:
     it exits 0 (a clean stop) within the runner's SIGINT deadline, and its log says why it took the guard."""
-    ros_env_defaults()
-    proc = NodeProcess([sys.executable, "-c", textwrap.dedent(STUCK_NODE).replace("{block}", block + "()")],
-                       label="stuck_teardown_node", log_file=tmp_path / "node.log").start()
-    try:
-        assert proc.wait_for_log("spinning", timeout=DEADLINE_S), proc.log_text()
-        proc.send_signal(signal.SIGINT)
-        # the guard's deadline (1 s) and its native grace (1 s) are far below the runner's 10 s; DEADLINE_S is only
-        # a bound for a busy machine (a node stuck for good would have needed SIGKILL and fails below)
-        rc = proc.wait(timeout=DEADLINE_S)
-    finally:
-        proc.stop(sigint_timeout=1.0, sigterm_timeout=1.0)
-    log = proc.log_text()
+    # the guard's deadline (1 s) and its native grace (1 s) are far below the runner's 10 s; DEADLINE_S is only a
+    # bound for a busy machine (a node stuck for good would have needed SIGKILL and fails below)
+    proc, rc, log = sigint_once_logged(textwrap.dedent(STUCK_NODE).replace("{block}", block + "()"),
+                                       "stuck_teardown_node", "spinning", tmp_path)
     assert rc == 0 and proc.stop_signal is None, log
     warning = [line for line in log.splitlines() if line.startswith("[WARN]") and "release of the ROS" in line]
     assert len(warning) == 1 and "exiting with code 0 anyway" in warning[0], log
@@ -233,15 +238,7 @@ def test_a_spinning_node_keeps_what_its_set_up_made_out_of_the_collectors_reach(
     """run_node freezes the objects the set-up made (gc.freeze) before spinning: a full collection over a node's
     modules, models and compiled kernels took 66 ms inside whichever callback allocated at the time. Here the
     node's own configure made 1001 tracked containers: all of them, and everything imported, are frozen."""
-    ros_env_defaults()
-    proc = NodeProcess([sys.executable, "-c", FROZEN_NODE], label="gc_node", log_file=tmp_path / "node.log").start()
-    try:
-        assert proc.wait_for_log("frozen", timeout=DEADLINE_S), proc.log_text()
-        proc.send_signal(signal.SIGINT)
-        rc = proc.wait(timeout=DEADLINE_S)
-    finally:
-        proc.stop(sigint_timeout=1.0, sigterm_timeout=1.0)
-    log = proc.log_text()
+    _, rc, log = sigint_once_logged(FROZEN_NODE, "gc_node", "frozen", tmp_path)
     assert rc == 0, log
     frozen = int(next(line for line in log.splitlines() if line.startswith("frozen")).split()[1])
     assert frozen > 1001, log
