@@ -246,14 +246,19 @@ def free_velocity(models, qs, vs, taus, h: float):
         if model.passive_active:
             tau = tau + model.passive_forces(q, v)
         v_free[offsets[k]:offsets[k + 1]] = v + h * model.forward_dynamics(q, v, tau)
-        compiled = model.compiled_kernels
-        if compiled is not None and model.mimic_reduction is None:  # the world poses, one compiled call
-            kins.append(_Placed(compiled.body_poses(q)))
-        else:
-            mm = model.mimic_reduction  # mimic joints: the full tree's kinematics at E(q) (its bodies carry the shapes)
-            kins.append(alg.kinematics(model, q, inertia=False) if mm is None else
-                        alg.kinematics(mm.full, mm.q_full(q), inertia=False))
+        kins.append(row_kinematics(model, q))
     return offsets, v_free, kins
+
+
+def row_kinematics(model, q):
+    """What the contact rows of ``model`` at ``q`` are built from: the compiled world poses (one call), else the
+    numpy kinematics (a mimic model's: the full tree's at E(q), its bodies carry the shapes)."""
+    compiled = model.compiled_kernels
+    mm = model.mimic_reduction
+    if compiled is not None and mm is None:
+        return _Placed(compiled.body_poses(q))
+    return alg.kinematics(model, q, inertia=False) if mm is None else alg.kinematics(mm.full, mm.q_full(q),
+                                                                                     inertia=False)
 
 
 def delassus(models, qs, offsets, J):

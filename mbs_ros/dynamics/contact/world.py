@@ -89,7 +89,7 @@ class ContactWorld:
         milliseconds per shape list), which are what the steps use."""
         from mbs_ros.dynamics.contact.geometry import warm_up as warm_up_geometry
         from mbs_ros.dynamics.contact.solver import warm_up
-        from mbs_ros.dynamics.contact.step import _cho_solve
+        from mbs_ros.dynamics.contact.step import _cho_solve, row_kinematics
 
         warm_up()
         warm_up_geometry()
@@ -100,10 +100,8 @@ class ContactWorld:
             M = model.mass_matrix(q)
             _cho_solve(M, np.ones((model.nv, 1)))
             model.forward_dynamics(q, v, np.zeros(model.nv))
-            if k in shaped:  # the contact rows' kinematics only a model with shapes needs (the full tree's, at
-                mm = model.mimic_reduction  # E(q), for a mimic model: contact.step.free_velocity)
-                alg.kinematics(model, q, inertia=False) if mm is None else alg.kinematics(mm.full, mm.q_full(q),
-                                                                                          inertia=False)
+            if k in shaped:  # the contact rows' kinematics only a model with shapes needs
+                row_kinematics(model, q)
 
     def forget(self) -> None:
         """Drop the warm start (after a reset: the last impulses belong to another state)."""
