@@ -149,7 +149,7 @@ def _contact_rows(models, kins, offsets, nv, contacts):
 _LIMITS = {}  # id(model) -> (model, iq, iv, lower, upper, names): the limited joints of a model
 
 
-def _limited(model):
+def limited_joints(model):
     """``(iq, iv, lower, upper, names)`` of the joints of ``model`` with a finite limit (kept per model)."""
     out = _LIMITS.get(id(model))
     if out is None or out[0] is not model:
@@ -167,7 +167,7 @@ def _limited(model):
 def limit_rows(model, q, margin: float):
     """``(J (k, nv), distance (k,), names)`` of the joint limits within ``margin`` of ``q``: a lower limit as
     ``+v_j``, an upper one as ``−v_j`` (so ``c ≥ 0`` keeps the joint inside)."""
-    iq, iv, lower, upper, joint_names = _limited(model)
+    iq, iv, lower, upper, joint_names = limited_joints(model)
     if iq.size:
         x = np.asarray(q, dtype=float)[iq]
         below, above = x - lower, upper - x

@@ -21,7 +21,7 @@ import numpy as np
 
 from mbs_ros.dynamics.algorithms import multibody as alg
 from mbs_ros.dynamics.contact.geometry import _plan, _transform, check_separated, find_contacts
-from mbs_ros.dynamics.contact.step import step
+from mbs_ros.dynamics.contact.step import limited_joints, step
 
 __all__ = ["ContactWorld"]
 
@@ -307,9 +307,7 @@ class ContactWorld:
         model = self.models[k]
         cached = self._limits_of.get(k)
         if cached is None or cached[0] is not model:
-            lower, upper = (np.asarray(x, dtype=float) for x in model.position_limits)
-            keep = np.flatnonzero(np.isfinite(lower) | np.isfinite(upper))
-            cached = (model, alg.joint_coordinates(model)[0][keep], lower[keep] + self.margin,
-                      upper[keep] - self.margin)
+            iq, _, lower, upper, _ = limited_joints(model)  # the limit rows' own (contact.step)
+            cached = (model, iq, lower + self.margin, upper - self.margin)
             self._limits_of[k] = cached
         return cached[1:]
