@@ -19,9 +19,10 @@ from mbs_ros.dynamics.model.source import ParameterError
 from mbs_ros.dynamics.model.passive import energy_storages
 from mbs_ros.dynamics.simulation.simulator import Simulator
 from mbs_ros.cores.dynamics_settings import Settings, lockstep_steps
+from mbs_ros.cores.params import seconds_text
 from mbs_ros.cores.rotations import quaternion_from_matrix
 
-__all__ = ["make_simulator", "disturbances", "make_world", "scale_friction", "move_objects", "world_path", "StateView", "energy_report", "balance_residual",
+__all__ = ["make_simulator", "disturbances", "make_world", "scale_friction", "move_objects", "world_path", "StateView", "energy_report", "balance_residual", "diagnostics_report", "tf_layout", "limits_text",
            "load_suite", "beam_range"]
 
 
@@ -248,6 +249,75 @@ def energy_report(sim: Simulator, temperature: float) -> dict:
     report.update(total_energy=total, supplied_energy=supplied, dissipated_energy=dissipated_energy,
                   entropy_produced=dissipated_energy / theta, balance_residual=residual)
     return report
+
+
+def tf_layout(model: Model, source, frame):
+    """The TF layout of a robot: ``(static, moving, child_of, world_to_base)``: ``(parent frame, child frame,
+    p, quat)`` of each fixed joint, ``(parent link index, child link index, parent frame, child frame)`` of each
+    other joint, each joint's child link, and whether /tf carries world → base (no fixed joint from world to the
+    base link). ``frame(link)`` is a link's TF frame."""
+    index = {name: i for i, name in enumerate(model.link_names)}
+    base_link = ms.base_link(source)
+    poses = model.link_poses(model.neutral())
+    static, moving, child_of, world_to_base = [], [], {}, True
+    for name, jtype, parent, child in source.joints:
+        child_of[name] = child
+        pi, ci = index[parent], index[child]
+        if jtype == "fixed":
+            T = np.linalg.inv(poses[pi]) @ poses[ci]
+            static.append((frame(parent), frame(child), T[:3, 3].copy(), quaternion_from_matrix(T[:3, :3])))
+            world_to_base = world_to_base and not (parent == "world" and child == base_link)
+        else:
+            moving.append((pi, ci, frame(parent), frame(child)))
+    return static, moving, child_of, world_to_base
+
+
+def limits_text(sim: Simulator) -> str:
+    """The command limits in a line (the start-up message, saturation warnings)."""
+    lim, model = sim.limits, sim.model
+    parts = [f"max_wrench [{lim.max_force:g} N, {lim.max_torque:g} N m]"] if model.group is not None else []
+    if sim.nj:
+        parts.append("max_effort [" + ", ".join(f"{x:g}" for x in lim.max_effort) + "]")
+    if sim.nt:
+        lo, hi = model.thrust_limits
+        parts.append("thrust [" + ", ".join(f"{a:g}..{b:g}" for a, b in zip(lo, hi)) + "] N")
+    return ", ".join(parts) or "no command limits (nothing to command)"
+
+
+def diagnostics_report(sim: Simulator, counts: dict, reported: dict, paused: bool, rate, timing=None):
+    """What the node's /diagnostics status says (docs/dynamics_node.md, "Diagnostics"): ``(level, message, values,
+    now)``, ``level`` "OK", "WARN" (a count grew since ``reported``, the ``now`` of the last report: rejected inputs,
+    saturated commands, callback errors, unconverged contact solves) or "ERROR" (a fault); ``values`` the
+    simulator's diagnostics with ``counts``, the limits, ``rate`` (:func:`~mbs_ros.cores.dynamics_settings.
+    check_rate`) and ``timing()``."""
+    values = sim.diagnostics()
+    if timing is not None:
+        values.update(timing())
+    values["paused"] = paused
+    counts = dict(counts)
+    values.update(counts)
+    lim = sim.limits
+    values.update(max_force=lim.max_force, max_torque=lim.max_torque,
+                  max_effort=" ".join(repr(float(x)) for x in lim.max_effort),
+                  max_angular_rate=sim.max_angular_rate, omega_gravity=rate.omega_gravity,
+                  omega_effort=rate.omega_effort)
+    now = {k: v for k, v in counts.items() if not k.startswith("received_")}
+    now.update(saturated_wrench_commands=sim.saturated["wrench"], saturated_effort_commands=sim.saturated["joints"])
+    if sim.world is not None:  # a contact solve that ended above its tolerance (the step still finished)
+        now.update(contact_unconverged=sim.contact_unconverged)
+    if sim.nt:
+        now.update(saturated_thrust_commands=sim.saturated["thrusters"])
+        values.update(saturated_thrust_commands=sim.saturated["thrusters"])
+    new = {k: v - reported.get(k, 0) for k, v in now.items() if v - reported.get(k, 0) > 0}
+    if sim.fault is not None:
+        f = sim.fault
+        message = (f"halted at t = {seconds_text(f.stamp_ns)} s (step {f.k}, {f.kind}): {f.reason}; the state at "
+                   "that time is kept; call ~/reset")
+        return "ERROR", message, values, now
+    message = "paused" if paused else "running"
+    if new:
+        message += " (since the last report: " + ", ".join(f"{k} +{v}" for k, v in sorted(new.items())) + ")"
+    return ("WARN" if new else "OK"), message, values, now
 
 
 def balance_residual(sim: Simulator) -> float:

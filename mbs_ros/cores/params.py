@@ -15,7 +15,7 @@ from mbs_ros.yamlschema import Reader
 
 __all__ = ["check_parameter", "check_table", "cross_check", "text", "number", "ranged", "rate_or_off", "vector",
            "flag", "positive_list", "limits", "bounded_vector", "bounds",
-           "locked_joints_setting", "command_limits", "model_parameter_values", "period_ns", "NS_PER_S", "MIN_RATE",
+           "locked_joints_setting", "command_limits", "model_parameter_values", "period_ns", "seconds_text", "NS_PER_S", "MIN_RATE",
            "MIN_COMMAND_LIMIT", "MAX_LIMIT_PER_KG"]
 
 #: the schema reader (mbs_ros.yamlschema) raising ParameterError "NAME reason" (a value shown only when it is a
@@ -274,6 +274,12 @@ def model_parameter_values(parameters: Mapping, default: Callable[[str], object]
         if name not in values:
             values[name] = value(param, robot[name] if name in robot else default(name))
     return values, source
+
+
+def seconds_text(ns: int) -> str:
+    """A time in integer ns as seconds with 9 decimals, exactly (a float rounds past 2^53 ns, about 104 days)."""
+    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
+    return f"{sign}{ns // NS_PER_S}.{ns % NS_PER_S:09d}"
 
 
 def period_ns(rate_hz: float) -> int:

@@ -33,7 +33,7 @@ from sensor_msgs.msg import JointState, NavSatFix, NavSatStatus, Range
 from transforms3d import euler as _euler
 from transforms3d import quaternions as _quaternions
 
-from mbs_ros.cores.params import NS_PER_S, period_ns  # noqa: F401 - importable from here, as the nodes do
+from mbs_ros.cores.params import NS_PER_S, period_ns, seconds_text  # noqa: F401 - importable from here, as the nodes do
 from mbs_ros.cores.rotations import quaternion_from_matrix, quaternion_from_rpy  # noqa: F401 - importable here
 
 
@@ -52,12 +52,6 @@ def time_from_ns(ns: int) -> Time:
 def ns_from_time(stamp: Time) -> int:
     """Integer nanoseconds of a ``builtin_interfaces/Time`` (exact)."""
     return int(stamp.sec) * NS_PER_S + int(stamp.nanosec)
-
-
-def seconds_text(ns: int) -> str:
-    """A time in integer ns as seconds with 9 decimals, exactly (a float rounds past 2^53 ns, about 104 days)."""
-    sign, ns = ("-", -ns) if ns < 0 else ("", ns)
-    return f"{sign}{ns // 1_000_000_000}.{ns % 1_000_000_000:09d}"
 
 
 # ------------------------------------------------------------------------------------ small vectors

@@ -28,7 +28,7 @@ from visualization_msgs.msg import MarkerArray
 from mbs_ros.cores.dynamics_settings import topic_token
 from mbs_ros.dynamics.contact.report import ContactReport, object_pose
 from mbs_ros.nodes import conversions as cv
-from mbs_ros.nodes.markers import contact_markers, finite, shape_marker, world_shape_entries
+from mbs_ros.nodes.markers import ContactMarkers, finite, shape_marker, world_shape_entries
 
 __all__ = ["ContactPublishing"]
 
@@ -40,7 +40,8 @@ class ContactPublishing:
     """Built by the dynamics node with its ``node`` (for the publishers), ``sim`` (with a contact world),
     ``world_frame``, ``frame_of`` (a robot link's TF frame), ``prefix`` (the namespace's frame prefix, for the
     objects' frames), ``scale`` (a callable: the force arrows' m per N), the /tf publisher ``pub_tf`` and the
-    ``TFMessage`` class. :meth:`publish` at the node's grid; :meth:`wanted` says whether anyone listens."""
+    ``TFMessage`` class. :meth:`pieces` (or :meth:`publish`) at the node's grid; :meth:`wanted` says whether anyone
+    listens."""
 
     def __init__(self, node, sim, world_frame: str, frame_of: Callable[[str], str], prefix: str,
                  scale: Callable[[], float], pub_tf, tf_message):
@@ -63,6 +64,7 @@ class ContactPublishing:
         self.pub_tf = pub_tf
         self._tf_message = tf_message
         self._scale = scale
+        self._contact_markers = ContactMarkers(world_frame)
         # (ns, id, type, scale, pose) of the world's shapes; (..., T_object_shape, object index) of the objects'
         self._fixed, self._moving = world_shape_entries(sim.world)
 
@@ -73,6 +75,11 @@ class ContactPublishing:
 
     def publish(self, stamp: int) -> None:
         """Everything that someone subscribes to, at the current state (``stamp`` its time [ns])."""
+        for _ in self.pieces(stamp):
+            pass
+
+    def pieces(self, stamp: int):
+        """:meth:`publish` one message per piece (an iterator: :class:`~mbs_ros.cores.work.WorkQueue`)."""
         want_wrench = [n for n, p in self.pub_wrench.items() if p.get_subscription_count()]
         want_markers = self.pub_markers.get_subscription_count() > 0
         if want_wrench or want_markers:
@@ -88,17 +95,19 @@ class ContactPublishing:
                     cv.set_stamp(m.header, stamp)
                     cv.set_pair(m.wrench, "force", "torque", w.tolist())
                     self.pub_wrench[name].publish(m)
-            if want_markers:
-                self._publish_contact_markers(stamp, forces)
+                    yield
+            if want_markers:  # made, then published: two pieces
+                markers, skipped = self._contact_markers(stamp, forces, float(self._scale()))
+                self.skipped += skipped
+                yield
+                self.pub_markers.publish(MarkerArray(markers=markers))
+                yield
         if self.pub_world.get_subscription_count():
             self._publish_world(stamp)
+            yield
         if self.report.objects and self.pub_tf.get_subscription_count():
             self._publish_tf(stamp)
-
-    def _publish_contact_markers(self, stamp: int, forces) -> None:
-        markers, skipped = contact_markers(self.world_frame, stamp, forces, float(self._scale()))
-        self.skipped += skipped
-        self.pub_markers.publish(MarkerArray(markers=markers))
+            yield
 
     def _publish_world(self, stamp: int) -> None:
         poses = [object_pose(q) for q in self.sim.obj_q]

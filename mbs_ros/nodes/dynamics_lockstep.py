@@ -28,13 +28,14 @@ class LockstepWatch:
     (:class:`~mbs_ros.nodes.dynamics_publishing.StatePublishing`). ``settings()`` the node's settings now;
     ``counts`` the node's counters; ``logs`` its :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`;
     ``take_period()`` runs a control period whose commands are all here; ``anchor()`` restarts the wall-clock
-    pacing; ``subscriptions()`` the stamped command subscriptions."""
+    pacing; ``subscriptions()`` the stamped command subscriptions; ``busy()``: the last period's publications are
+    not all out yet (the node tries again once they are)."""
 
     def __init__(self, node, sim, pacer, publishing, *, settings, counts: dict, logs, take_period, anchor,
-                 subscriptions):
+                 subscriptions, busy=lambda: False):
         self.node, self.sim, self.pacer, self.publishing = node, sim, pacer, publishing
         self.settings, self.counts, self.logs = settings, counts, logs
-        self.take_period, self.anchor, self.subscriptions = take_period, anchor, subscriptions
+        self.take_period, self.anchor, self.subscriptions, self.busy = take_period, anchor, subscriptions, busy
         self.last_input_wall = time.monotonic()
         self.graph_counts = ()
         self.awaiting_command, self._accepted_at_start = False, 0  # wait_for_command: the wait, the count then
@@ -52,7 +53,7 @@ class LockstepWatch:
     def try_period(self) -> None:
         """Lockstep: advance one control period if its commands are all here (and the speed limit allows)."""
         sim = self.sim
-        if sim.paused or not sim.period_complete():
+        if sim.paused or not sim.period_complete() or self.busy():
             return
         now = time.monotonic_ns()
         if not self.pacer.period_may_start(now):

@@ -32,11 +32,11 @@ from mbs_ros.dynamics.model.source import ParameterError
 from mbs_ros.dynamics.simulation.simulator import Fault, Simulator
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.cores.commands import CommandIntake
-from mbs_ros.cores.dynamics import make_simulator
+from mbs_ros.cores.dynamics import limits_text, make_simulator
 from mbs_ros.nodes.dynamics_contacts import ContactPublishing
 from mbs_ros.nodes.dynamics_inputs import CommandInputs
 from mbs_ros.nodes.dynamics_lockstep import TIMEOUT_TOPIC, TOPIC, LockstepWatch
-from mbs_ros.nodes.dynamics_publishing import EnergyPorts, StatePublishing, TFMessage
+from mbs_ros.nodes.dynamics_publishing import INPUTS_OUT, EnergyPorts, StatePublishing, TFMessage
 from mbs_ros.nodes.dynamics_reconfigure import ON, Reconfiguration
 from mbs_ros.nodes.dynamics_sensors import SensorPublishing, load_suite
 from mbs_ros.nodes.dynamics_services import MAX_STEP_REQUEST, Services  # noqa: F401 - importable from here
@@ -50,6 +50,7 @@ from mbs_ros.cores.ratelimit import RateLimitedLog
 from mbs_ros.nodes.runtime import (CallbackGuard, declare_model_parameters, parameter_overrides, run_node,
                                    settings_executor, unknown_overrides)
 from mbs_ros.cores.loop import SimulationLoop, on_grid
+from mbs_ros.cores.work import WorkQueue, single
 
 __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values", "main"]
 
@@ -155,7 +156,7 @@ class DynamicsNode(Node):
                                        self.publishing.pub_diag)
         self.watch = LockstepWatch(self, sim, self.pacer, self.publishing, settings=settings, counts=counts,
                                    logs=logs, take_period=lambda: self.take_period(chunked=True), anchor=self._anchor,
-                                   subscriptions=lambda: self.inputs.stamped)
+                                   subscriptions=lambda: self.inputs.stamped, busy=lambda: self.work.pending())
         if s.wait_for_command and not s.lockstep and not s.start_paused:
             self.watch.await_first_command()  # a robot under gravity holds its pose while its controller starts
         if sim.world is not None and sim.world.shapes:
@@ -185,9 +186,10 @@ class DynamicsNode(Node):
         self._spinning = False
         self.timer = None
         self._period = None  # lockstep: (k at its start, k at its end) of a period still running (take_period)
+        self.work = WorkQueue()  # what is published after a controller's inputs, in pieces (advance, _run_period)
         self._steady_clock = RclpyClock(clock_type=ClockType.STEADY_TIME)
         self._make_timer()
-        # lockstep: the rest of a period past its command callback's chunk, back to back (armed while one runs)
+        # queued pieces, the rest of a lockstep period past a callback's chunk: back to back (armed while some are)
         self._period_timer = self.create_timer(0.0, self.guard.callback(self._continue_period, "timer"),
                                                clock=self._steady_clock)
         self._period_timer.cancel()
@@ -262,16 +264,7 @@ class DynamicsNode(Node):
     # ------------------------------------------------------------------------------ robustness
 
     def _limits_text(self) -> str:
-        lim = self.sim.limits
-        parts = []
-        if self.model.group is not None:
-            parts.append(f"max_wrench [{lim.max_force:g} N, {lim.max_torque:g} N m]")
-        if self.nj:
-            parts.append("max_effort [" + ", ".join(f"{x:g}" for x in lim.max_effort) + "]")
-        if getattr(self, "nt", 0):
-            lo, hi = self.model.thrust_limits
-            parts.append("thrust [" + ", ".join(f"{a:g}..{b:g}" for a, b in zip(lo, hi)) + "] N")
-        return ", ".join(parts) or "no command limits (nothing to command)"
+        return limits_text(self.sim)
 
     def _on_fault(self, fault: Fault) -> None:
         """Simulator hook (inside its advance): remember the fault; :meth:`advance` reports it."""
@@ -337,6 +330,8 @@ class DynamicsNode(Node):
         self._diag_every = steps_between(s.physics_rate, s.diagnostics_rate)
         self._energy_every = steps_between(s.physics_rate, s.energy_rate) if EnergyPorts is not None else 0
         self._contacts_every = steps_between(s.physics_rate, s.contacts_rate)
+        # a callback's publications: a quarter of a control period in lockstep (free-running: the stepping chunk)
+        self._chunk_ns = int(min(STEP_CHUNK_S, 0.25 / s.control_rate) * 1e9) if s.lockstep else STEP_CHUNK_NS
         self._grids, self._grids_at = None, 0.0  # the step grids advance() stops at (rates, subscribers), when asked
         self.sim.set_cmd_timeout(s.cmd_timeout)
         self.pacer.set_real_time_factor(s.real_time_factor)
@@ -374,6 +369,9 @@ class DynamicsNode(Node):
         if not self._spinning:  # the wall clock counts from the first tick, not from the set-up before the spin
             self._spinning = True
             self._anchor()
+        if self.work.pending():  # the state stands until its publications are out; the steps in a later callback
+            self._drain(time.monotonic_ns() + self._chunk_ns)
+            return
         if sim.paused or (self.watch.awaiting_command and not self.watch.command_arrived()):
             # time stands still (paused, or wait_for_command before the first command): keep the bookkeeping and
             # the clock visible
@@ -413,31 +411,58 @@ class DynamicsNode(Node):
         ``_publish_every`` steps outside lockstep, joint wrenches, markers and diagnostics on their own step
         grids, each only while someone subscribes; the sensors on theirs always, their readings as they fall due).
         The one place the simulation advances (timer and lockstep). ``deadline_ns`` (monotonic): return early
-        after a contact step past it (:meth:`Simulator.advance`)."""
+        after a contact step past it (:meth:`Simulator.advance`), and after a stop whose publications are not all
+        out ``_chunk_ns`` after the call (the rest in pieces: :meth:`_drain`, then the steps). None: all at once."""
+        t0 = time.monotonic_ns()
+        pieces_by = None if deadline_ns is None else min(deadline_ns, t0 + self._chunk_ns)
+        if not self._drain(pieces_by):
+            return
+        work = self.work
         for k in self.loop.stops(steps, self._stop_grids, self._pause_k, deadline_ns):
             if not self.lockstep:  # lockstep: the state and what goes with it once per period (take_period)
                 wrenches = on_grid(k, self._wrench_every)
                 markers = on_grid(k, self._markers_every)
                 if k % self._publish_every == 0:
-                    self.publishing.publish_state(wrenches=wrenches, markers=markers)
-                    self.publishing.publish_applied()
+                    self._publish_state(wrenches, markers, pieces_by)
                     if time.monotonic() - self._grids_at > GRIDS_REFRESH_S:
                         self._grids = None
                 else:
                     if wrenches:
-                        self.publishing.publish_joint_wrenches(self.stamp())
+                        work.add(self.publishing.joint_wrench_pieces(self.stamp()))
                     if markers:
-                        self.publishing.publish_markers(self.stamp())
+                        work.add(single(lambda: self.publishing.publish_markers(self.stamp())))
             if on_grid(k, self._diag_every):
-                self.publish_diagnostics()
+                work.add(single(self.publish_diagnostics))
             if on_grid(k, self._energy_every):
-                self.publishing.publish_energy()
+                work.add(single(self.publishing.publish_energy))
             if self.contacts is not None and on_grid(k, self._contacts_every):
-                self.contacts.publish(self.stamp())
+                work.add(self.contacts.pieces(self.stamp()))
             if not self.lockstep:  # lockstep: once the period's state is out (take_period)
                 self.sim_services.pause_at_reached()
+            if not self._drain(pieces_by):
+                break
         if self._new_fault is not None:
             self._report_fault()
+
+    def _publish_state(self, wrenches: bool, markers: bool, by_ns: Optional[int] = None) -> None:
+        """The state: a controller's inputs now (queued too when ``by_ns`` has passed), the rest (and the applied
+        commands) queued."""
+        pieces = self.publishing.state_pieces(wrenches=wrenches, markers=markers)
+        if by_ns is None or time.monotonic_ns() <= by_ns:
+            for piece in pieces:
+                if piece is INPUTS_OUT:
+                    break
+        self.work.add(pieces)
+        self.work.add(single(self.publishing.publish_applied))
+
+    def _drain(self, deadline_ns: Optional[int]) -> bool:
+        """Queued pieces until ``deadline_ns`` (None: all); True when none is left, else the continuation timer
+        is armed for the rest."""
+        if self.work.run(deadline_ns):
+            return True
+        if self._period_timer.is_canceled():
+            self._period_timer.reset()
+        return False
 
     def take_period(self, chunked: bool = False) -> None:
         """Lockstep: the control period whose commands are all here (the caller checked), then its state.
@@ -453,15 +478,22 @@ class DynamicsNode(Node):
         self._run_period(chunked)
 
     def _continue_period(self) -> None:
-        if self._period is None or self.sim.paused:  # paused meanwhile: the stepping timer arms it once resumed
-            self._period_timer.cancel()
+        """The continuation timer: the queued pieces, then the rest of a running lockstep period; then, nothing
+        left, the next period if its commands came meanwhile."""
+        if self.work.pending():  # the pieces alone in this callback: the steps in the next (armed again)
+            self._drain(time.monotonic_ns() + self._chunk_ns)
             return
-        self._run_period(chunked=True)
+        if self._period is not None and not self.sim.paused:  # paused: the stepping timer arms it once resumed
+            self._run_period(chunked=True)
+            return
+        self._period_timer.cancel()
+        if self.lockstep:
+            self.watch.try_period()
 
     def _run_period(self, chunked: bool) -> None:
-        sim = self.sim
+        sim, t0 = self.sim, time.monotonic_ns()
         k0, end = self._period
-        self.advance(end - sim.k, deadline_ns=time.monotonic_ns() + STEP_CHUNK_NS if chunked else None)
+        self.advance(end - sim.k, deadline_ns=t0 + STEP_CHUNK_NS if chunked else None)
         if chunked and sim.k < end and sim.fault is None:
             if self._period_timer.is_canceled():
                 self._period_timer.reset()  # the rest in the next callbacks, the executor free in between
@@ -470,15 +502,16 @@ class DynamicsNode(Node):
         self._period_timer.cancel()
         k1 = sim.k
         # joint wrenches and markers with the period's state when their step grid was crossed during the period
-        self.publishing.publish_state(
-            wrenches=bool(self._wrench_every) and k1 // self._wrench_every > k0 // self._wrench_every,
-            markers=bool(self._markers_every) and k1 // self._markers_every > k0 // self._markers_every)
-        self.publishing.publish_applied()
+        by_ns = t0 + self._chunk_ns if chunked else None
+        self._publish_state(bool(self._wrench_every) and k1 // self._wrench_every > k0 // self._wrench_every,
+                            bool(self._markers_every) and k1 // self._markers_every > k0 // self._markers_every, by_ns)
         self.sim_services.pause_at_reached()
+        self._drain(by_ns)
 
     def _before_reset(self) -> None:  # ~/reset, before the simulator resets: the sensors drop the queued readings
         self.sensors.reset()
         self._period = None  # a lockstep period in progress ends with the reset (which publishes its state)
+        self.work.clear()  # and what was queued of the old state
 
     def publish_diagnostics(self) -> None:
         """/diagnostics: the node's status (a ~/step in progress: paused), then one per sensor."""

@@ -19,11 +19,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import String
 from visualization_msgs.msg import MarkerArray
 
-from mbs_ros.dynamics.model import source as ms
 from mbs_ros.dynamics.simulation.simulator import WrenchCommand
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import markers as mk
-from mbs_ros.cores.dynamics import StateView, energy_report
+from mbs_ros.cores.dynamics import StateView, diagnostics_report, energy_report, tf_layout
 from mbs_ros.cores.dynamics_settings import topic_token
 
 try:  # our interface package (mbs_ros_msgs/, built by make setup / colcon)
@@ -35,7 +34,7 @@ try:  # tf2_msgs is not on PyPI: the set-up builds it; a ROS install has it.
 except ImportError:  # pragma: no cover - reported at start-up
     TFMessage = None
 
-__all__ = ["StatePublishing", "EnergyPorts", "TFMessage", "CLOCK_REPEAT_S"]
+__all__ = ["StatePublishing", "EnergyPorts", "TFMessage", "CLOCK_REPEAT_S", "INPUTS_OUT"]
 
 # While the simulation time stands still (paused, or waiting in lockstep), /clock is repeated this often.
 CLOCK_REPEAT_S = 0.5
@@ -44,6 +43,8 @@ CLOCK_REPEAT_S = 0.5
 # it again only at the writer's next heartbeat, seconds later; as fast as possible (real_time_factor 0) 100 samples
 # were gone by then (one period of 251 missing in one of 20 recorded runs). 1000 is 10 s of simulation at 100 Hz.
 STATE_QOS_DEPTH = 1000
+#: what :meth:`StatePublishing.state_pieces` yields once a controller's inputs are out
+INPUTS_OUT = "inputs out"
 
 
 class StatePublishing:
@@ -136,23 +137,10 @@ class StatePublishing:
         self._state_view = StateView(model, self.source if self.multibody else None)
         if not self.multibody:
             return
-        index = {name: i for i, name in enumerate(model.link_names)}
-        base_link = ms.base_link(self.source)
         self._base_link_index = self._state_view.base_link_index
         self._base_is_root = self._state_view.base_is_root
-        poses = model.link_poses(model.neutral())
-        child_of = {}
-        for name, jtype, parent, child in self.source.joints:
-            child_of[name] = child
-            pi, ci = index[parent], index[child]
-            if jtype == "fixed":
-                T = np.linalg.inv(poses[pi]) @ poses[ci]
-                self._static_transforms.append((self.frame(parent), self.frame(child), T[:3, 3].copy(),
-                                                cv.quaternion_from_matrix(T[:3, :3])))
-                if parent == "world" and child == base_link:
-                    self._world_to_base = False
-            else:
-                self._tf_joints.append((pi, ci, self.frame(parent), self.frame(child)))
+        self._static_transforms, self._tf_joints, child_of, self._world_to_base = tf_layout(model, self.source,
+                                                                                          self.frame)
         self._joint_child_frames = [self.frame(child_of[j]) for j in model.joint_names]
         self._tf_parent = np.array([j[0] for j in self._tf_joints], dtype=int)
         self._tf_child = np.array([j[1] for j in self._tf_joints], dtype=int)
@@ -222,14 +210,24 @@ class StatePublishing:
 
     def publish_state(self, controller_inputs_only: bool = False, everything: bool = False,
                       wrenches: bool = False, markers: bool = False) -> None:
-        """The state at the current stamp: /clock first, then odom, pose, /tf, joint_states; joint_wrenches with
-        ``wrenches`` and markers with ``markers`` (``everything``: both). Every topic only while someone
-        subscribes to it. ``controller_inputs_only``: /clock, odom and joint_states (lockstep sending it again)."""
+        """:meth:`state_pieces` all at once."""
+        for _ in self.state_pieces(controller_inputs_only, everything, wrenches, markers):
+            pass
+
+    def state_pieces(self, controller_inputs_only: bool = False, everything: bool = False,
+                     wrenches: bool = False, markers: bool = False):
+        """The state at the current stamp, one message per piece (an iterator: the node publishes the rest in
+        later callbacks, :class:`~mbs_ros.cores.work.WorkQueue`): /clock, odom and joint_states (a controller's
+        inputs), then :data:`INPUTS_OUT`, then pose, /tf, thrust, joint_wrenches with ``wrenches`` and markers
+        with ``markers`` (``everything``: both). Every topic only while someone subscribes to it.
+        ``controller_inputs_only``: /clock, odom and joint_states (lockstep sending it again)."""
         stamp = self.stamp()
         self.publish_clock(again=controller_inputs_only)
         self.last_state_wall = time.monotonic()
         sim, model = self.sim, self.model
         q, v = sim.q, sim.v
+        if not controller_inputs_only:
+            self.last_published_k = sim.k
         poses = None
         tf_wanted = not controller_inputs_only and self.pub_tf.get_subscription_count() > 0
         if self.multibody and (tf_wanted or not self._base_is_root or (everything or markers)):
@@ -241,27 +239,31 @@ class StatePublishing:
             cv.set_pose(m.pose.pose, p, quat)
             cv.set_pair(m.twist.twist, "linear", "angular", self._state_view.twist(model, q, v))
             self.pub_odom.publish(m)
-        if not controller_inputs_only:
-            if self.pub_pose.get_subscription_count():
-                m = self._pose_msg
-                cv.set_stamp(m.header, stamp)
-                cv.set_pose(m.pose, p, quat)
-                self.pub_pose.publish(m)
-            if tf_wanted:
-                self._publish_tf(stamp, poses, p, quat)
         if self.nj and self.pub_joint_states.get_subscription_count():
             self._publish_joint_states(stamp)
+        yield INPUTS_OUT
+        if controller_inputs_only:
+            return
+        if self.pub_pose.get_subscription_count():
+            m = self._pose_msg
+            cv.set_stamp(m.header, stamp)
+            cv.set_pose(m.pose, p, quat)
+            self.pub_pose.publish(m)
+            yield
+        if tf_wanted:
+            self._publish_tf(stamp, poses, p, quat)
+            yield
         if self.nt and self.pub_thrust.get_subscription_count():
             m = self._thrust_msg
             cv.set_stamp(m.header, stamp)
             m.effort = array("d", np.ascontiguousarray(sim.thrust, dtype=float).tobytes())
             self.pub_thrust.publish(m)
-        if not controller_inputs_only:
-            if (everything or wrenches) and self.nj:
-                self.publish_joint_wrenches(stamp)
-            if (everything or markers) and self.settings().publish_markers:
-                self.publish_markers(stamp, poses)
-            self.last_published_k = sim.k
+            yield
+        if (everything or wrenches) and self.nj:
+            yield from self.joint_wrench_pieces(stamp)
+        if (everything or markers) and self.settings().publish_markers:
+            self.publish_markers(stamp, poses)
+            yield
 
     def _publish_tf(self, stamp: int, poses: Optional[np.ndarray], p, quat) -> None:
         if self._tf_base is not None:
@@ -290,6 +292,11 @@ class StatePublishing:
 
     def publish_joint_wrenches(self, stamp: int) -> None:
         """joint_wrenches/<joint> of the current state, computed only when someone subscribes to one of them."""
+        for _ in self.joint_wrench_pieces(stamp):
+            pass
+
+    def joint_wrench_pieces(self, stamp: int):
+        """:meth:`publish_joint_wrenches` one message per piece."""
         wanted = [i for i, pub in enumerate(self.pub_joint_wrenches) if pub.get_subscription_count()]
         if not wanted:
             return
@@ -299,6 +306,7 @@ class StatePublishing:
             cv.set_stamp(m.header, stamp)
             cv.set_pair(m.wrench, "force", "torque", W[i])
             self.pub_joint_wrenches[i].publish(m)
+            yield
 
     def publish_markers(self, stamp: int, poses: Optional[np.ndarray] = None) -> None:
         """markers of the current state, built only when someone subscribes."""
@@ -360,12 +368,10 @@ class StatePublishing:
         m = self._energy_msg
         cv.set_stamp(m.header, self.stamp())
         m.environment_temperature = r["temperature"]
-        m.storage_names = list(r["storages"])
-        m.storage_energy = [float(x) for x in r["storages"].values()]
-        m.port_names = list(r["ports"])
-        m.port_power = [float(x) for x in r["ports"].values()]
-        m.dissipator_names = list(r["dissipators"])
-        m.dissipated_power = [float(x) for x in r["dissipators"].values()]
+        for part, names, values in (("storages", "storage_names", "storage_energy"), ("ports", "port_names",
+                                    "port_power"), ("dissipators", "dissipator_names", "dissipated_power")):
+            setattr(m, names, list(r[part]))
+            setattr(m, values, [float(x) for x in r[part].values()])
         for key in ("total_energy", "supplied_energy", "dissipated_energy", "entropy_production",
                     "entropy_produced", "balance_residual"):
             setattr(m, key, float(r[key]))
@@ -378,40 +384,10 @@ class StatePublishing:
         self.last_diag_wall = time.monotonic()
         if not self.pub_diag.get_subscription_count():
             return
-        sim = self.sim
-        values = sim.diagnostics()
-        if timing is not None:
-            values.update(timing())
-        values["paused"] = paused
-        counts = dict(self._counts)
-        values.update(counts)
-        lim = sim.limits
-        values.update(max_force=lim.max_force, max_torque=lim.max_torque,
-                      max_effort=" ".join(repr(float(x)) for x in lim.max_effort),
-                      max_angular_rate=sim.max_angular_rate, omega_gravity=rate.omega_gravity,
-                      omega_effort=rate.omega_effort)
-        # what is new since the last report: rejected inputs, saturated commands, callback errors
-        now = {k: v for k, v in counts.items() if not k.startswith("received_")}
-        now.update(saturated_wrench_commands=sim.saturated["wrench"], saturated_effort_commands=sim.saturated["joints"])
-        if sim.world is not None:  # a contact solve that ended above its tolerance (the step still finished)
-            now.update(contact_unconverged=sim.contact_unconverged)
-        if self.nt:
-            now.update(saturated_thrust_commands=sim.saturated["thrusters"])
-            values.update(saturated_thrust_commands=sim.saturated["thrusters"])
-        new = {k: v - self._reported.get(k, 0) for k, v in now.items() if v - self._reported.get(k, 0) > 0}
-        self._reported = now
-        if sim.fault is not None:
-            f = sim.fault
-            level = DiagnosticStatus.ERROR
-            message = (f"halted at t = {cv.seconds_text(f.stamp_ns)} s (step {f.k}, {f.kind}): {f.reason}; "
-                       "the state at that time is kept; call ~/reset")
-        else:
-            level = DiagnosticStatus.WARN if new else DiagnosticStatus.OK
-            message = "paused" if paused else "running"
-            if new:
-                message += " (since the last report: " + ", ".join(f"{k} +{v}" for k, v in sorted(new.items())) + ")"
+        level, message, values, self._reported = diagnostics_report(self.sim, self._counts, self._reported, paused,
+                                                                    rate, timing)
         status = DiagnosticStatus(
-            level=level,
+            level=getattr(DiagnosticStatus, level),
             name=f"{self.node.get_fully_qualified_name()}: " + ("multibody" if self.multibody else "rigid body"),
             message=message,
             hardware_id=self.base_frame,

@@ -21,6 +21,7 @@ from std_msgs.msg import Bool
 from mbs_ros.dynamics.model import source as ms
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.cores.dynamics import beam_range, load_suite  # noqa: F401 - importable from here, as the node does
+from mbs_ros.sensors import dvl
 
 __all__ = ["SensorPublishing", "sensors_path", "load_suite", "reading_messages", "beam_range", "sensor_qos",
            "SENSOR_QOS_MIN_DEPTH", "BEAM_FIELD_OF_VIEW", "MESSAGE_TYPES"]
@@ -182,13 +183,8 @@ class SensorPublishing:
         self._sensor_last_k: Dict[str, Optional[int]] = {s.name: None for s in self._sensor_specs}
 
     def text(self) -> str:
-        """The sensors in the start-up line: ``no sensors`` or ``N sensors from FILE: name (type, rate Hz), ...``."""
-        if self.suite is None:
-            return "no sensors"
-        parts = [f"{s.name} ({s.type}, {s.rate:g} Hz" + (f", delay {s.delay:g} s)" if s.delay_steps else ")")
-                 for s in self._sensor_specs]
-        n = len(parts)
-        return f"{n} sensor{'s' if n > 1 else ''} from {self.suite.sensor_set.source}: " + ", ".join(parts)
+        """The sensors in the start-up line (:meth:`~mbs_ros.sensors.suite.SensorSuite.text`)."""
+        return "no sensors" if self.suite is None else self.suite.text()
 
     def _sensor_frame(self, frame_id: str) -> str:
         """A sensor's frame_id as published: prefixed like base_frame (a leading '/': as given)."""
@@ -210,17 +206,9 @@ class SensorPublishing:
             out.append((self._sensor_link_frame(s.link), frame, T[:3, 3].copy(),
                         cv.quaternion_from_matrix(T[:3, :3])))
             if s.type == "dvl":
-                for beam, R in zip(self._beam_frames[s.name], self._beam_rotations(s)):
+                for beam, R in zip(self._beam_frames[s.name], dvl.beam_frames(s.params.beam_angle)[:, :3, :3]):
                     out.append((frame, beam, np.zeros(3), cv.quaternion_from_matrix(R)))
         return out
-
-    @staticmethod
-    def _beam_rotations(spec) -> np.ndarray:
-        """(4, 3, 3) R_sensor_beam of the DVL's beam frames: its model's (:func:`mbs_ros.sensors.dvl.beam_frames`),
-        x along each beam."""
-        from mbs_ros.sensors import dvl
-
-        return np.asarray(dvl.beam_frames(spec.params.beam_angle), dtype=float)[:, :3, :3]
 
     def create_publishers(self, batch: int, pub_diag) -> None:
         """The sensor topics, each queue deep enough for ``batch`` steps (:func:`sensor_qos`); their diagnostics

@@ -36,7 +36,7 @@ from mbs_ros.nodes import conversions as cv
 
 __all__ = ["Shape", "MarkerMaker", "prefixed_urdf", "shapes_from_urdf", "rigid_body_shapes",
            "equivalent_inertia_box", "delete_all_marker", "geometry_markers", "world_shape_entries", "shape_marker",
-           "contact_markers", "DEFAULT_COLOR", "GROUND_SIZE"]
+           "contact_markers", "ContactMarkers", "DEFAULT_COLOR", "GROUND_SIZE"]
 
 DEFAULT_COLOR = (0.65, 0.67, 0.70, 1.0)
 FORCE_COLOR = (0.90, 0.20, 0.15, 1.0)
@@ -380,21 +380,46 @@ def contact_markers(world_frame: str, stamp: int, forces, scale: float):
     """``(markers, skipped)``: a DELETEALL, then per contact force (``.point``, ``.force``, world axes) a sphere
     (ns ``contacts``) and an arrow ``scale`` m per N (ns ``contact_forces``); a contact with a non-finite point,
     force or arrow tip (a finite force times a large scale may overflow) is skipped and counted."""
-    markers, skipped = [delete_all_marker(world_frame, stamp)], 0
-    for i, f in enumerate(forces):
-        with np.errstate(over="ignore"):
-            tip = f.point + scale * f.force
-        if not finite(f.point, f.force, tip):
-            skipped += 1
-            continue
-        p = f.point.tolist()
-        dot = _world_marker(world_frame, stamp, "contacts", i, Marker.SPHERE, POINT_COLOR)
-        cv.set_pose(dot.pose, p, (0.0, 0.0, 0.0, 1.0))
+    return ContactMarkers(world_frame)(stamp, forces, scale)
+
+
+class ContactMarkers:
+    """:func:`contact_markers` with its messages made once and refilled at each call (making a Marker costs
+    tens of µs, refilling one a few): the markers returned are valid until the next call."""
+
+    def __init__(self, world_frame: str):
+        self.world_frame = world_frame
+        self._delete = delete_all_marker(world_frame, 0)
+        self._dots, self._arrows = [], []
+
+    def __call__(self, stamp: int, forces, scale: float):
+        cv.set_stamp(self._delete.header, stamp)
+        markers, skipped = [self._delete], 0
+        for i, f in enumerate(forces):
+            with np.errstate(over="ignore"):
+                tip = f.point + scale * f.force
+            if not finite(f.point, f.force, tip):
+                skipped += 1
+                continue
+            while len(self._dots) <= i:
+                self._add(len(self._dots))
+            dot, arrow = self._dots[i], self._arrows[i]
+            p = f.point.tolist()
+            cv.set_stamp(dot.header, stamp)
+            cv.set_pose(dot.pose, p, (0.0, 0.0, 0.0, 1.0))
+            cv.set_stamp(arrow.header, stamp)
+            a, b = arrow.points
+            a.x, a.y, a.z = p
+            b.x, b.y, b.z = tip.tolist()
+            markers += [dot, arrow]
+        return markers, skipped
+
+    def _add(self, i: int) -> None:
+        dot = _world_marker(self.world_frame, 0, "contacts", i, Marker.SPHERE, POINT_COLOR)
         dot.scale.x = dot.scale.y = dot.scale.z = 0.012
-        arrow = _world_marker(world_frame, stamp, "contact_forces", i, Marker.ARROW, CONTACT_FORCE_COLOR)
+        arrow = _world_marker(self.world_frame, 0, "contact_forces", i, Marker.ARROW, CONTACT_FORCE_COLOR)
         arrow.pose.orientation.w = 1.0
-        tip = tip.tolist()
-        arrow.points = [Point(x=p[0], y=p[1], z=p[2]), Point(x=tip[0], y=tip[1], z=tip[2])]
+        arrow.points = [Point(), Point()]
         arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.005, 0.01, 0.015
-        markers += [dot, arrow]
-    return markers, skipped
+        self._dots.append(dot)
+        self._arrows.append(arrow)

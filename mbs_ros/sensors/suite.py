@@ -97,6 +97,13 @@ class SensorSuite:
                          np.zeros((nb, 6)), np.zeros((nb, 6)))
 
     # ------------------------------------------------------------------------------------------------ sampling
+    def text(self) -> str:
+        """The sensors in a line: ``N sensors from FILE: name (type, rate Hz), ...``."""
+        parts = [f"{s.name} ({s.type}, {s.rate:g} Hz" + (f", delay {s.delay:g} s)" if s.delay_steps else ")")
+                 for s in self.specs]
+        n = len(parts)
+        return f"{n} sensor{'s' if n > 1 else ''} from {self.sensor_set.source}: " + ", ".join(parts)
+
     def due_sensors(self, k: int) -> tuple:
         """Indices of the sensors sampled at step ``k``."""
         return tuple(i for i, p in enumerate(self.periods) if k % p == 0)
