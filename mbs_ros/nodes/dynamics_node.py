@@ -330,8 +330,7 @@ class DynamicsNode(Node):
         self._diag_every = steps_between(s.physics_rate, s.diagnostics_rate)
         self._energy_every = steps_between(s.physics_rate, s.energy_rate) if EnergyPorts is not None else 0
         self._contacts_every = steps_between(s.physics_rate, s.contacts_rate)
-        # a callback's publications: a quarter of a control period in lockstep (free-running: the stepping chunk)
-        self._chunk_ns = int(min(STEP_CHUNK_S, 0.25 / s.control_rate) * 1e9) if s.lockstep else STEP_CHUNK_NS
+        self._chunk_ns = int(min(STEP_CHUNK_S, 0.25 / s.control_rate) * 1e9)  # lockstep: a callback's publications
         self._grids, self._grids_at = None, 0.0  # the step grids advance() stops at (rates, subscribers), when asked
         self.sim.set_cmd_timeout(s.cmd_timeout)
         self.pacer.set_real_time_factor(s.real_time_factor)
@@ -411,10 +410,11 @@ class DynamicsNode(Node):
         ``_publish_every`` steps outside lockstep, joint wrenches, markers and diagnostics on their own step
         grids, each only while someone subscribes; the sensors on theirs always, their readings as they fall due).
         The one place the simulation advances (timer and lockstep). ``deadline_ns`` (monotonic): return early
-        after a contact step past it (:meth:`Simulator.advance`), and after a stop whose publications are not all
-        out ``_chunk_ns`` after the call (the rest in pieces: :meth:`_drain`, then the steps). None: all at once."""
-        t0 = time.monotonic_ns()
-        pieces_by = None if deadline_ns is None else min(deadline_ns, t0 + self._chunk_ns)
+        after a contact step past it (:meth:`Simulator.advance`), and in lockstep after a stop whose publications
+        are not all out ``_chunk_ns`` after the call (the rest in pieces: :meth:`_drain`, then the steps)."""
+        # free-running, all at once after each stop, as the controller's loop expects (delaying the steps behind a
+        # piece left for a later callback lets the pacing fall behind; the stepping chunk bounds the callback)
+        pieces_by = None if deadline_ns is None or not self.lockstep else time.monotonic_ns() + self._chunk_ns
         if not self._drain(pieces_by):
             return
         work = self.work
