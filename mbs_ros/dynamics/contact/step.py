@@ -19,6 +19,7 @@ the kinetic energy of the bodies it moved (their velocities scaled down together
 from __future__ import annotations
 
 import math
+import weakref
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -90,15 +91,14 @@ def _side_rows(model, kin, bodies, points, frames):
 
 
 _NO_COLS = np.zeros(0, dtype=np.int64)
-_LAYOUT = {}  # id(tree) -> (tree, s_joint, support, nvb, base kind, base columns): side_rows' arrays per tree
+#: tree -> (s_joint, support, nvb, base kind, base columns): side_rows' arrays, kept while the tree lives
+_LAYOUT = weakref.WeakKeyDictionary()
 
 
 def _layout(tree):
     """The arrays :func:`~mbs_ros.dynamics.contact.kernels.side_rows` reads of ``tree`` (kept per tree)."""
-    out = _LAYOUT.get(id(tree))
-    if out is None or out[0] is not tree:
-        if len(_LAYOUT) > 256:
-            _LAYOUT.clear()
+    out = _LAYOUT.get(tree)
+    if out is None:
         nvb = int(tree.nvb)
         if nvb == 0:
             kind, cols = kernels.BASE_NONE, _NO_COLS
@@ -108,8 +108,8 @@ def _layout(tree):
             kind, cols = kernels.BASE_SO3XR3, _NO_COLS
         # writable copies: the kernel is compiled (and warmed up) for writable arrays, the tree's are read-only
         s_joint = np.array(np.asarray(tree.s_joint, dtype=float).reshape(-1, 6))
-        out = (tree, s_joint, np.array(tree.support, dtype=float), nvb, kind, np.array(cols, dtype=np.int64))
-        _LAYOUT[id(tree)] = out
+        out = (s_joint, np.array(tree.support, dtype=float), nvb, kind, np.array(cols, dtype=np.int64))
+        _LAYOUT[tree] = out
     return out
 
 
@@ -135,7 +135,7 @@ def _contact_rows(models, kins, offsets, nv, contacts):
     for k in range(len(models)):
         kin = kins[k]
         if isinstance(kin, _Placed):  # compiled: one call from the world poses
-            _, s_joint, support, nvb, kind, cols = _layout(models[k].tree)
+            s_joint, support, nvb, kind, cols = _layout(models[k].tree)
             kernels.model_rows(J, sides, k, points, frames, kin.T, s_joint, support, nvb, kind, cols, int(offsets[k]))
             continue
         for side, sign in ((0, 1.0), (1, -1.0)):
@@ -146,22 +146,20 @@ def _contact_rows(models, kins, offsets, nv, contacts):
     return J.reshape(3 * n, nv), dist, mu, points
 
 
-_LIMITS = {}  # id(model) -> (model, iq, iv, lower, upper, names): the limited joints of a model
+#: model -> (iq, iv, lower, upper, names): its limited joints, kept while the model lives
+_LIMITS = weakref.WeakKeyDictionary()
 
 
 def limited_joints(model):
     """``(iq, iv, lower, upper, names)`` of the joints of ``model`` with a finite limit (kept per model)."""
-    out = _LIMITS.get(id(model))
-    if out is None or out[0] is not model:
-        if len(_LIMITS) > 256:
-            _LIMITS.clear()
+    out = _LIMITS.get(model)
+    if out is None:
         lower, upper = (np.asarray(x, dtype=float) for x in model.position_limits)
         keep = np.flatnonzero(np.isfinite(lower) | np.isfinite(upper))
         iq, iv = alg.joint_coordinates(model)  # in the model's own q and v (a mimic model's reduced ones)
-        out = (model, iq[keep], iv[keep],
-               lower[keep], upper[keep], [model.joint_names[j] for j in keep])
-        _LIMITS[id(model)] = out
-    return out[1:]
+        out = (iq[keep], iv[keep], lower[keep], upper[keep], [model.joint_names[j] for j in keep])
+        _LIMITS[model] = out
+    return out
 
 
 def limit_rows(model, q, margin: float):
