@@ -469,7 +469,7 @@ class _Robot:
         return None
 
     def record_wrenches(self) -> None:
-        """contacts/<link> as the node publishes it now (its ``ContactPublishing.publish``)."""
+        """contacts/<link> as the node publishes it now (its ``ContactPublishing.pieces``)."""
         stamp = self.sim.stamp()
         wrenches = self.report.wrenches(self.report.forces())
         for name, rows in self.wrenches.items():

@@ -40,8 +40,7 @@ class ContactPublishing:
     """Built by the dynamics node with its ``node`` (for the publishers), ``sim`` (with a contact world),
     ``world_frame``, ``frame_of`` (a robot link's TF frame), ``prefix`` (the namespace's frame prefix, for the
     objects' frames), ``scale`` (a callable: the force arrows' m per N), the /tf publisher ``pub_tf`` and the
-    ``TFMessage`` class. :meth:`pieces` (or :meth:`publish`) at the node's grid; :meth:`wanted` says whether anyone
-    listens."""
+    ``TFMessage`` class. :meth:`pieces` at the node's grid; :meth:`wanted` says whether anyone listens."""
 
     def __init__(self, node, sim, world_frame: str, frame_of: Callable[[str], str], prefix: str,
                  scale: Callable[[], float], pub_tf, tf_message):
@@ -73,13 +72,9 @@ class ContactPublishing:
                 or self.pub_markers.get_subscription_count() > 0 or self.pub_world.get_subscription_count() > 0
                 or (bool(self.report.objects) and self.pub_tf.get_subscription_count() > 0))
 
-    def publish(self, stamp: int) -> None:
-        """Everything that someone subscribes to, at the current state (``stamp`` its time [ns])."""
-        for _ in self.pieces(stamp):
-            pass
-
     def pieces(self, stamp: int):
-        """:meth:`publish` one message per piece (an iterator: :class:`~mbs_ros.cores.work.WorkQueue`)."""
+        """Everything that someone subscribes to, at the current state (``stamp`` its time [ns]), one message per
+        piece (an iterator: :class:`~mbs_ros.cores.work.WorkQueue`)."""
         want_wrench = [n for n, p in self.pub_wrench.items() if p.get_subscription_count()]
         want_markers = self.pub_markers.get_subscription_count() > 0
         if want_wrench or want_markers:

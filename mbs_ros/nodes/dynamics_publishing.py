@@ -290,13 +290,9 @@ class StatePublishing:
         m.effort = array("d", effort.tobytes())
         self.pub_joint_states.publish(m)
 
-    def publish_joint_wrenches(self, stamp: int) -> None:
-        """joint_wrenches/<joint> of the current state, computed only when someone subscribes to one of them."""
-        for _ in self.joint_wrench_pieces(stamp):
-            pass
-
     def joint_wrench_pieces(self, stamp: int):
-        """:meth:`publish_joint_wrenches` one message per piece."""
+        """joint_wrenches/<joint> of the current state, one message per piece, computed only when someone
+        subscribes to one of them."""
         wanted = [i for i, pub in enumerate(self.pub_joint_wrenches) if pub.get_subscription_count()]
         if not wanted:
             return
@@ -368,10 +364,12 @@ class StatePublishing:
         m = self._energy_msg
         cv.set_stamp(m.header, self.stamp())
         m.environment_temperature = r["temperature"]
-        for part, names, values in (("storages", "storage_names", "storage_energy"), ("ports", "port_names",
-                                    "port_power"), ("dissipators", "dissipator_names", "dissipated_power")):
-            setattr(m, names, list(r[part]))
-            setattr(m, values, [float(x) for x in r[part].values()])
+        m.storage_names = list(r["storages"])
+        m.storage_energy = [float(x) for x in r["storages"].values()]
+        m.port_names = list(r["ports"])
+        m.port_power = [float(x) for x in r["ports"].values()]
+        m.dissipator_names = list(r["dissipators"])
+        m.dissipated_power = [float(x) for x in r["dissipators"].values()]
         for key in ("total_energy", "supplied_energy", "dissipated_energy", "entropy_production",
                     "entropy_produced", "balance_residual"):
             setattr(m, key, float(r[key]))

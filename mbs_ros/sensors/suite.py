@@ -96,7 +96,6 @@ class SensorSuite:
             _tree_motion(*self._tree_args, np.zeros(nq), np.zeros(nv), np.zeros(nv), has_acc, np.empty((nb, 4, 4)),
                          np.zeros((nb, 6)), np.zeros((nb, 6)))
 
-    # ------------------------------------------------------------------------------------------------ sampling
     def text(self) -> str:
         """The sensors in a line: ``N sensors from FILE: name (type, rate Hz), ...``."""
         parts = [f"{s.name} ({s.type}, {s.rate:g} Hz" + (f", delay {s.delay:g} s)" if s.delay_steps else ")")
@@ -104,6 +103,7 @@ class SensorSuite:
         n = len(parts)
         return f"{n} sensor{'s' if n > 1 else ''} from {self.sensor_set.source}: " + ", ".join(parts)
 
+    # ------------------------------------------------------------------------------------------------ sampling
     def due_sensors(self, k: int) -> tuple:
         """Indices of the sensors sampled at step ``k``."""
         return tuple(i for i, p in enumerate(self.periods) if k % p == 0)
