@@ -40,7 +40,8 @@ class ContactPublishing:
     """Built by the dynamics node with its ``node`` (for the publishers), ``sim`` (with a contact world),
     ``world_frame``, ``frame_of`` (a robot link's TF frame), ``prefix`` (the namespace's frame prefix, for the
     objects' frames), ``scale`` (a callable: the force arrows' m per N), the /tf publisher ``pub_tf`` and the
-    ``TFMessage`` class. :meth:`pieces` at the node's grid; :meth:`wanted` says whether anyone listens."""
+    ``TFMessage`` class. :meth:`pieces` at the node's grid (:meth:`publish`: all at once); :meth:`wanted` says
+    whether anyone listens."""
 
     def __init__(self, node, sim, world_frame: str, frame_of: Callable[[str], str], prefix: str,
                  scale: Callable[[], float], pub_tf, tf_message):
@@ -71,6 +72,11 @@ class ContactPublishing:
         return (any(p.get_subscription_count() for p in self.pub_wrench.values())
                 or self.pub_markers.get_subscription_count() > 0 or self.pub_world.get_subscription_count() > 0
                 or (bool(self.report.objects) and self.pub_tf.get_subscription_count() > 0))
+
+    def publish(self, stamp: int) -> None:
+        """:meth:`pieces` all at once."""
+        for _ in self.pieces(stamp):
+            pass
 
     def pieces(self, stamp: int):
         """Everything that someone subscribes to, at the current state (``stamp`` its time [ns]), one message per
