@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from mbs_ros.dynamics.contact import residual, solve
+from mbs_ros.dynamics.contact import admm as A
 from mbs_ros.dynamics.contact import solver as S
 
 H, GRAVITY, MASS, RADIUS, MU = 1e-3, 9.81, 1.0, 0.005, 0.8
@@ -78,7 +79,7 @@ def test_the_accelerated_admm_finishes_where_gauss_seidel_stalls(inertia, v):
     tol = S.RESIDUAL_TOLERANCE * np.abs(g).max()
     lam = np.zeros(9)
     assert S._gauss_seidel(G, g, mu, 3, lam, 100, 1e-12, -1.0)[2] > tol
-    maps, res = S._anderson_admm(G, g, mu, 3, lam, 1000, tol, S.ANDERSON_MEMORY, S.ANDERSON_RHO)
+    maps, res = A._anderson_admm(G, g, mu, 3, lam, 1000, tol, A.ANDERSON_MEMORY, A.ANDERSON_RHO)
     assert 0 < maps < 1000 and res <= tol
     assert residual(G, g, mu, 3, lam) == res
     _check_law(G, g, mu, lam, tol)
@@ -96,7 +97,7 @@ def test_the_puck_s_velocities_from_the_accelerated_admm_are_pinocchios():
     tol = S.RESIDUAL_TOLERANCE * np.abs(g).max()
     lam = np.zeros(9)
     S._gauss_seidel(G, g, mu, 3, lam, 100, 1e-12, -1.0)
-    maps, res = S._anderson_admm(G, g, mu, 3, lam, 1000, tol, S.ANDERSON_MEMORY, S.ANDERSON_RHO)
+    maps, res = A._anderson_admm(G, g, mu, 3, lam, 1000, tol, A.ANDERSON_MEMORY, A.ANDERSON_RHO)
     assert res <= tol and residual(G, g, mu, 3, lam) == res
     ok, reference = pin_solve(G, g, mu, 3, tol=1e-14, max_iterations=100000)
     assert ok
@@ -112,9 +113,9 @@ def test_the_largest_eigenvalue_estimate_is_numpys_from_below():
         B = rng.normal(size=(36, rank)) * np.geomspace(1.0, 1e-4, rank)
         G = B @ B.T
         exact = np.linalg.eigvalsh(G)[-1]
-        est = S._largest_eigenvalue(G, 20)
+        est = A._largest_eigenvalue(G, 20)
         assert 0.98 * exact <= est <= exact * (1 + 1e-12)
-    assert S._largest_eigenvalue(np.zeros((3, 3)), 20) == 0.0
+    assert A._largest_eigenvalue(np.zeros((3, 3)), 20) == 0.0
 
 
 def test_the_warm_up_compiles_both_admms_for_the_types_solve_calls_them_with():
@@ -126,11 +127,15 @@ def test_the_warm_up_compiles_both_admms_for_the_types_solve_calls_them_with():
         pytest.skip("numba is not in use: nothing is compiled")
     S.warm_up()
     # the kernels solve calls from Python (those they call are compiled into them)
-    compiled = (S._gauss_seidel, S._anderson_admm, S._largest_eigenvalue, S._admm_loop)
+    compiled = (S._gauss_seidel, S._gauss_seidel_more, S._sweeps, A._anderson_begin, A._anderson_more,
+                A._largest_eigenvalue, A._admm_loop)
     before = [len(k.signatures) for k in compiled]
     assert all(before)
     v = np.array([0.0, 0.0, -GRAVITY * H, 0.0, 0.0, 0.02])
     G, g, mu, _, _ = _puck(0.01, v)
     r = solve(G, g, mu, 3, max_sweeps=100, admm_iterations=800)  # 100 accelerated maps: the adaptive ADMM too
+    assert r.converged and r.sweeps > 200
+    # and in slices, as a node's contact step runs it (a checkpoint between the compiled calls)
+    r = solve(G, g, mu, 3, max_sweeps=100, admm_iterations=800, checkpoint=lambda: None)
     assert r.converged and r.sweeps > 200
     assert [len(k.signatures) for k in compiled] == before

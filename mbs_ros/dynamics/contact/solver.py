@@ -23,6 +23,8 @@ import math
 
 import numpy as np
 
+from mbs_ros.dynamics.contact.admm import ANDERSON_MEMORY, ANDERSON_RHO, SLICE, _admm, _anderson_admm
+from mbs_ros.dynamics.contact.cones import _project_cone, _saxce, _three_rows, residual
 from mbs_ros.dynamics.kernels.jit import jit
 
 __all__ = ["solve", "residual", "SolveResult", "local_contact", "warm_up"]
@@ -140,34 +142,6 @@ def local_contact(W, b, mu, out):
 
 
 @jit
-def _project_cone(ln, lt1, lt2, mu, out):
-    """Euclidean projection of (ln, lt1, lt2) onto K_μ."""
-    t = math.sqrt(lt1 * lt1 + lt2 * lt2)
-    if t <= mu * ln:
-        out[0], out[1], out[2] = ln, lt1, lt2
-    elif mu * t <= -ln:
-        out[0], out[1], out[2] = 0.0, 0.0, 0.0
-    else:
-        n = (ln + mu * t) / (1.0 + mu * mu)
-        out[0] = n
-        out[1] = mu * n * lt1 / t
-        out[2] = mu * n * lt2 / t
-
-
-@jit
-def _three_rows(G, g, lam, r):
-    """Rows ``r``, ``r + 1``, ``r + 2`` of ``G λ + g`` side by side: three independent sums, each in the order of
-    j (the same numbers as one row after the other, three times fewer waits on the adder)."""
-    acc0, acc1, acc2 = g[r], g[r + 1], g[r + 2]
-    for j in range(g.shape[0]):
-        lj = lam[j]
-        acc0 += G[r, j] * lj
-        acc1 += G[r + 1, j] * lj
-        acc2 += G[r + 2, j] * lj
-    return acc0, acc1, acc2
-
-
-@jit
 def _sweeps(G, g, mu, n_contacts, lam, max_sweeps, tol):
     """Block Gauss–Seidel sweeps in place on ``lam``; returns (sweeps done, largest last change, failed local
     solves in the last sweep)."""
@@ -221,357 +195,6 @@ def _sweeps(G, g, mu, n_contacts, lam, max_sweeps, tol):
 
 
 @jit
-def residual(G, g, mu, n_contacts, lam):
-    """How far ``lam`` is from the exact law, in velocity units: the largest over the blocks of
-    ``‖λ − P_K(λ − ρ ĉ)‖ / ρ`` (``ĉ = c + μ‖c_t‖e_n``, ρ = 1/G_nn of the block; a unilateral row alike with
-    K = R₊). Zero exactly at a solution."""
-    m = g.shape[0]
-    c = g.copy()
-    a = 0
-    while a + 3 <= m:
-        c[a], c[a + 1], c[a + 2] = _three_rows(G, g, lam, a)
-        a += 3
-    for a in range(a, m):
-        for j in range(m):
-            c[a] += G[a, j] * lam[j]
-    worst = 0.0
-    for a in range(m):
-        if not (math.isfinite(c[a]) and math.isfinite(lam[a])):
-            return math.inf
-    out = np.empty(3)
-    for i in range(n_contacts):
-        r = 3 * i
-        rho = 1.0 / G[r, r]
-        ct = math.sqrt(c[r + 1] ** 2 + c[r + 2] ** 2)
-        _project_cone(lam[r] - rho * (c[r] + mu[i] * ct), lam[r + 1] - rho * c[r + 1], lam[r + 2] - rho * c[r + 2],
-                      mu[i], out)
-        e = math.sqrt((lam[r] - out[0]) ** 2 + (lam[r + 1] - out[1]) ** 2 + (lam[r + 2] - out[2]) ** 2) / rho
-        if e > worst:
-            worst = e
-    for r in range(3 * n_contacts, m):
-        rho = 1.0 / G[r, r]
-        p = lam[r] - rho * c[r]
-        if p < 0.0:
-            p = 0.0
-        e = abs(lam[r] - p) / rho
-        if e > worst:
-            worst = e
-    return worst
-
-
-@jit
-def _project_all(x, mu, n_contacts, out):
-    """``out`` = the projection of ``x`` onto K_μ1 × … × R₊^(rest)."""
-    tmp = np.empty(3)
-    for i in range(n_contacts):
-        r = 3 * i
-        _project_cone(x[r], x[r + 1], x[r + 2], mu[i], tmp)
-        out[r], out[r + 1], out[r + 2] = tmp[0], tmp[1], tmp[2]
-    for r in range(3 * n_contacts, x.shape[0]):
-        out[r] = x[r] if x[r] > 0.0 else 0.0
-
-
-@jit
-def _saxce(G, g, mu, n_contacts, lam, s):
-    """De Saxcé's shift ``s`` (μ‖c_t‖ on each normal row, 0 elsewhere) at ``c = G λ + g``."""
-    c = G @ lam + g
-    s[:] = 0.0
-    for i in range(n_contacts):
-        r = 3 * i
-        s[r] = mu[i] * math.sqrt(c[r + 1] * c[r + 1] + c[r + 2] * c[r + 2])
-
-
-@jit
-def _project_dual_all(x, mu, n_contacts, out):
-    """``out`` = the projection of ``x`` onto the dual cones K_μ* = {μ‖z_t‖ ≤ z_n} × … × R₊^(rest)."""
-    tmp = np.empty(3)
-    for i in range(n_contacts):
-        r = 3 * i
-        if mu[i] > 0.0:
-            _project_cone(x[r], x[r + 1], x[r + 2], 1.0 / mu[i], tmp)
-            out[r], out[r + 1], out[r + 2] = tmp[0], tmp[1], tmp[2]
-        else:  # K_0 is the normal ray; its dual the half-space z_n ≥ 0
-            out[r] = x[r] if x[r] > 0.0 else 0.0
-            out[r + 1], out[r + 2] = x[r + 1], x[r + 2]
-    for r in range(3 * n_contacts, x.shape[0]):
-        out[r] = x[r] if x[r] > 0.0 else 0.0
-
-
-@jit
-def _shift(mu, n_contacts, z, s):
-    """De Saxcé's shift of a velocity-like ``z``: μ‖z_t‖ on each normal row, 0 elsewhere."""
-    s[:] = 0.0
-    for i in range(n_contacts):
-        r = 3 * i
-        s[r] = mu[i] * math.sqrt(z[r + 1] * z[r + 1] + z[r + 2] * z[r + 2])
-
-
-@jit
-def _cholesky(A, L) -> bool:
-    """``L`` (lower, zeros above) with ``L Lᵀ = A``; False if ``A`` is not positive definite."""
-    m = A.shape[0]
-    for j in range(m):
-        d = A[j, j]
-        for k in range(j):
-            d -= L[j, k] * L[j, k]
-        if not d > 0.0:
-            return False
-        d = math.sqrt(d)
-        L[j, j] = d
-        for i in range(j):
-            L[i, j] = 0.0
-        for i in range(j + 1, m):
-            t = A[i, j]
-            for k in range(j):
-                t -= L[i, k] * L[j, k]
-            L[i, j] = t / d
-    return True
-
-
-@jit
-def _proximal_factor(G, shift, A, L) -> bool:
-    """``L``: the Cholesky factor of ``G + shift I`` (``A`` its storage)."""
-    m = G.shape[0]
-    for a in range(m):
-        for b in range(m):
-            A[a, b] = G[a, b]
-        A[a, a] += shift
-    return _cholesky(A, L)
-
-
-@jit
-def _admm_loop(G, g, mu, n_contacts, lam, max_iter, tol, mu_prox, rho, step, x, y, z, best):
-    """The iterations of :func:`_admm` from ``x``, ``y``, ``z`` (compiled: one call per solve). Returns
-    (iterations, the residual of ``lam``)."""
-    m = g.shape[0]
-    A = np.empty((m, m))
-    L = np.empty((m, m))
-    if not _proximal_factor(G, mu_prox + rho, A, L):
-        return 0, best
-    inverse = np.linalg.inv(A)  # A is G + (mu_prox + rho)I, finite and positive definite (its factor exists)
-    s = np.empty(m)
-    rhs = np.empty(m)
-    tmp = np.empty(m)
-    x_prev = np.empty(m)
-    y_prev = np.empty(m)
-    k = 0
-    for k in range(1, max_iter + 1):
-        x_prev[:] = x
-        y_prev[:] = y
-        _shift(mu, n_contacts, z, s)
-        for a in range(m):
-            rhs[a] = -(g[a] + s[a]) + rho * y[a] + mu_prox * x[a] + z[a]
-        x[:] = inverse @ rhs  # one product: five times faster than the two triangular solves
-        for a in range(m):
-            tmp[a] = x[a] - z[a] / rho
-        _project_all(tmp, mu, n_contacts, y)
-        finite = True
-        for a in range(m):
-            z[a] = z[a] - rho * (x[a] - y[a])
-            if not math.isfinite(y[a]):
-                finite = False
-        if not finite:
-            break
-        res = residual(G, g, mu, n_contacts, y)
-        if res < best:
-            best = res
-            lam[:] = y
-        if res <= tol:
-            break
-        primal = 0.0
-        dual = 0.0
-        for a in range(m):
-            p = abs(x[a] - y[a])
-            if p > primal:
-                primal = p
-            d = abs(rho * (y[a] - y_prev[a]) + mu_prox * (x[a] - x_prev[a]))
-            if d > dual:
-                dual = d
-        if primal > 10.0 * dual:
-            rho *= step
-            if not _proximal_factor(G, mu_prox + rho, A, L):
-                break
-            inverse = np.linalg.inv(A)
-        elif dual > 10.0 * primal:
-            rho /= step
-            if not _proximal_factor(G, mu_prox + rho, A, L):
-                break
-            inverse = np.linalg.inv(A)
-    return k, best
-
-
-def _admm(G, g, mu, n_contacts, lam, max_iter, tol):
-    """ADMM on the cone-constrained problem with De Saxcé's shift (the exact NCP), as Pinocchio's
-    ``ADMMContactSolver`` runs it (Carpentier, Le Lidec et al. 2024): a primal ``x`` from the proximal system
-    ``(G + (μ_prox + ρ)I) x = −(g + s) + ρ y + μ_prox x + z``, its projection ``y = P_K(x − z/ρ)`` onto the
-    friction cones, the dual velocity ``z ← z − ρ(x − y)`` whose tangential part gives the shift ``s``; ρ starts
-    at ``√(L m)·(L/m)^0.2`` (L the largest eigenvalue of G, m = μ_prox) and moves by ``(L/m)^0.05`` when the primal
-    and dual residuals are more than 10 apart. ``lam`` is overwritten only by an iterate with a smaller residual
-    (:func:`residual`). Returns (iterations, the residual of ``lam``). The iterations are one compiled call
-    (:func:`_admm_loop`, the proximal system by its inverse, checked positive definite by its Cholesky factor)."""
-    m = g.shape[0]
-    L = max(float(_largest_eigenvalue(G, 20)), 1e-300)  # compiled: numpy's eigvalsh took 70 us of the fallback
-    mu_prox = 1e-6 * L
-    cond = L / mu_prox
-    rho = math.sqrt(L * mu_prox) * cond ** 0.2
-    step = cond ** 0.05
-    x = lam.copy()
-    y = np.empty(m)
-    _project_all(x, mu, n_contacts, y)
-    s = np.empty(m)
-    z0 = G @ y + g - (mu_prox + rho) * y
-    _shift(mu, n_contacts, z0, s)
-    z = np.empty(m)
-    _project_dual_all(z0 + s, mu, n_contacts, z)
-    best = residual(G, g, mu, n_contacts, lam)
-    k, best = _admm_loop(G, g, mu, int(n_contacts), lam, int(max_iter), float(tol), mu_prox, rho, step, x, y, z,
-                         best)
-    return int(k), float(best)
-
-
-#: Anderson-accelerated ADMM (:func:`_anderson_admm`): its fixed penalty ρ as a fraction of G's largest eigenvalue
-#: (a changing ρ would void the history; 0.03 of :func:`_admm`'s starting ρ) and how many past iterates it combines,
-#: chosen on the slowest solves captured from solo12_stand, uvms_grasp and rov_landing (docs/contact.md).
-ANDERSON_RHO = 4.75e-4
-ANDERSON_MEMORY = 6
-
-
-@jit
-def _largest_eigenvalue(G, iterations):
-    """G's (symmetric, positive semi-definite) largest eigenvalue: the Rayleigh quotient after ``iterations`` power
-    iterations from its diagonal (from below, within a few % here: all ρ's rule needs)."""
-    v = np.abs(np.diag(G)) + 1e-300
-    est = 0.0
-    for _ in range(iterations):
-        w = G @ v
-        est = (v @ w) / (v @ v)
-        nrm = math.sqrt(w @ w)
-        if not nrm > 0.0:
-            return 0.0
-        v = w / nrm
-    return est
-
-
-@jit
-def _admm_map(G, g, mu, n_contacts, inverse, mu_prox, rho, s, out, rhs, shift):
-    """``out`` = one iteration of :func:`_admm` (ρ fixed, ``inverse`` = (G + (μ_prox + ρ)I)⁻¹: one product, five
-    times faster than the two triangular solves) from the state ``s = (x, y, z)`` stacked (3m,); returns ‖out − s‖,
-    the fixed-point residual."""
-    m = g.shape[0]
-    _shift(mu, n_contacts, s[2 * m:], shift)
-    for a in range(m):
-        rhs[a] = -(g[a] + shift[a]) + rho * s[m + a] + mu_prox * s[a] + s[2 * m + a]
-    out[:m] = inverse @ rhs
-    for a in range(m):
-        rhs[a] = out[a] - s[2 * m + a] / rho
-    _project_all(rhs, mu, n_contacts, out[m:2 * m])
-    for a in range(m):
-        out[2 * m + a] = s[2 * m + a] - rho * (out[a] - out[m + a])
-    d = out - s
-    return math.sqrt(d @ d)
-
-
-@jit
-def _mixing(M, dF, f, k, gamma) -> bool:
-    """Anderson's weights: ``gamma[:k]`` minimising ‖f − Σ γ_i dF_i‖ from the (regularised) normal equations
-    ``M γ = dF f`` (M the Gram matrix of the k rows dF_i), by Gauss elimination; False if singular."""
-    K = np.empty((k, k + 1))
-    tr = np.trace(M[:k, :k])
-    for i in range(k):
-        K[i, :k] = M[i, :k]
-        K[i, i] += 1e-12 * tr + 1e-300
-        K[i, k] = dF[i] @ f
-    for c in range(k):
-        p = c + np.argmax(np.abs(K[c:, c]))
-        if not abs(K[p, c]) > 0.0:
-            return False
-        for j in range(k + 1):
-            K[c, j], K[p, j] = K[p, j], K[c, j]
-        for r in range(c + 1, k):
-            K[r, c:] -= (K[r, c] / K[c, c]) * K[c, c:]
-    for i in range(k - 1, -1, -1):
-        gamma[i] = (K[i, k] - K[i, i + 1:k] @ gamma[i + 1:k]) / K[i, i]
-    return True
-
-
-@jit
-def _anderson_admm(G, g, mu, n_contacts, lam, max_iter, tol, memory, rho_fraction):
-    """ADMM on the exact NCP (:func:`_admm`'s iteration and start from ``lam``) at a fixed ρ = ``rho_fraction`` × G's
-    largest eigenvalue, accelerated by Anderson mixing (type II, the last ``memory`` iterates) with a safeguard: a
-    mixed state is kept only if its fixed-point residual ‖T(s) − s‖ is no larger than the last one, else the plain
-    step is taken and the history restarts. At a Solo12 landing ADMM's slow phase is a linear drift (a foot's patch
-    points trading load along modes G barely sees), which the mixing extrapolates. ``lam`` is overwritten only by
-    an iterate's projected part y with a smaller :func:`residual`. Returns (ADMM maps evaluated, the residual of
-    ``lam``)."""
-    m = g.shape[0]
-    n = 3 * m
-    best = residual(G, g, mu, n_contacts, lam)
-    top = _largest_eigenvalue(G, 20)
-    if not (top > 0.0 and math.isfinite(best)) or memory < 1 or best <= tol:
-        return 0, best
-    mu_prox, rho = 1e-6 * top, rho_fraction * top
-    A = np.empty((m, m))
-    L = np.empty((m, m))
-    if not _proximal_factor(G, mu_prox + rho, A, L):  # positive definite and finite: then invertible
-        return 0, best
-    inverse = np.linalg.inv(A)
-    rhs, shift = np.empty(m), np.empty(m)
-    s = np.empty(n)  # the state (x, y, z); Ts = T(s), f = T(s) − s
-    s[:m] = lam
-    _project_all(lam, mu, n_contacts, s[m:2 * m])
-    z0 = G @ s[m:2 * m] + g - (mu_prox + rho) * s[m:2 * m]
-    _shift(mu, n_contacts, z0, shift)
-    _project_dual_all(z0 + shift, mu, n_contacts, s[2 * m:])
-    Ts, cand, Tc = np.empty(n), np.empty(n), np.empty(n)
-    fn = _admm_map(G, g, mu, n_contacts, inverse, mu_prox, rho, s, Ts, rhs, shift)
-    evals = 1
-    f = Ts - s
-    dS, dF = np.empty((memory, n)), np.empty((memory, n))  # successive differences of T(s) and f, a ring
-    M = np.zeros((memory, memory))  # their Gram matrix dF dFᵀ
-    gamma = np.empty(memory)
-    prev_T, prev_f = Ts.copy(), f.copy()
-    count = 0
-    while evals < max_iter and math.isfinite(fn):
-        k = min(count, memory)
-        accepted = False
-        if k > 0 and _mixing(M, dF, f, k, gamma):
-            cand[:] = Ts - gamma[:k] @ dS[:k]
-            fc = _admm_map(G, g, mu, n_contacts, inverse, mu_prox, rho, cand, Tc, rhs, shift)
-            evals += 1
-            if fc <= fn:  # the safeguard
-                accepted = True
-                s[:] = cand
-                Ts[:] = Tc
-                fn = fc
-        restart = False
-        if not accepted:  # the plain step from T(s); the history restarts after a refused mixing or a growing fn
-            last = fn
-            s[:] = Ts
-            fn = _admm_map(G, g, mu, n_contacts, inverse, mu_prox, rho, s, Ts, rhs, shift)
-            evals += 1
-            restart = k > 0 or fn > last
-        f[:] = Ts - s
-        res = residual(G, g, mu, n_contacts, Ts[m:2 * m])
-        if res < best:
-            best = res
-            lam[:] = Ts[m:2 * m]
-            if res <= tol:
-                break
-        if restart:
-            count = 0
-        else:  # (T(s), f) minus the previous pair onto the ring
-            slot = count % memory
-            dS[slot] = Ts - prev_T
-            dF[slot] = f - prev_f
-            count += 1
-            for i in range(min(count, memory)):
-                M[i, slot] = M[slot, i] = dF[i] @ dF[slot]
-        prev_T[:] = Ts
-        prev_f[:] = f
-    return evals, best
-
-
-@jit
 def _screen(G, mu, inert_fraction):
     """:func:`solve`'s checks of its input in one pass: 1 a friction coefficient not finite or negative, 2 a
     diagonal entry of G below ``−inert_fraction`` × its largest magnitude, 3 an inert row (:func:`_inert_rows`),
@@ -604,20 +227,23 @@ STALL_CHUNK = 10
 
 
 @jit
-def _gauss_seidel(G, g, mu, n_contacts, lam, max_sweeps, tol, residual_tol):
-    """:func:`_sweeps` on ``lam`` then its :func:`residual`, and max |g|, in one compiled call: (sweeps,
-    failed local solves in the last sweep, residual, max |g|). The sweeps run in chunks of :data:`STALL_CHUNK`
-    until no impulse changes by more than ``tol`` relative; after a chunk that did not get there, they stop when
-    the residual is within ``residual_tol`` (< 0: the default, :data:`RESIDUAL_TOLERANCE` × max |g|) and the
-    chunk did not halve it — stalled: redundant contacts (a foot's three patch points, a face's four corners)
-    leave the impulses' split among them free, and the sweeps move it about for ever without changing c."""
-    g_max = 0.0
-    for a in range(g.shape[0]):
-        g_max = max(g_max, abs(g[a]))
-    if residual_tol < 0.0:
-        residual_tol = RESIDUAL_TOLERANCE * g_max + 1e-15
-    done, failed, last = 0, 0, np.inf
+def _gauss_seidel_more(G, g, mu, n_contacts, lam, max_sweeps, tol, st, stop_sweeps) -> bool:
+    """:func:`_gauss_seidel`'s chunks from the state ``st`` (sweeps done, failed local solves in the last sweep,
+    the last chunk's residual, the residual, max |g| and the residual tolerance, both set here at the first call
+    where < 0: the tolerance's default) until ``stop_sweeps`` sweeps are done; True when the run is over."""
+    if st[4] < 0.0:
+        g_max = 0.0
+        for a in range(g.shape[0]):
+            g_max = max(g_max, abs(g[a]))
+        st[4] = g_max
+        if st[5] < 0.0:
+            st[5] = RESIDUAL_TOLERANCE * g_max + 1e-15
+    residual_tol = st[5]
+    done, failed, last = int(st[0]), int(st[1]), st[2]
     while done < max_sweeps:
+        if done >= stop_sweeps:
+            st[0], st[1], st[2] = done, failed, last
+            return False
         n = min(STALL_CHUNK, max_sweeps - done)
         k, change, failed = _sweeps(G, g, mu, n_contacts, lam, n, tol)
         done += k
@@ -625,9 +251,55 @@ def _gauss_seidel(G, g, mu, n_contacts, lam, max_sweeps, tol, residual_tol):
             break
         res = residual(G, g, mu, n_contacts, lam)
         if res <= residual_tol and res > 0.5 * last:
-            return done, failed, res, g_max
+            st[0], st[1], st[3] = done, failed, res
+            return True
         last = res
-    return done, failed, residual(G, g, mu, n_contacts, lam), g_max
+    st[0], st[1], st[3] = done, failed, residual(G, g, mu, n_contacts, lam)
+    return True
+
+
+@jit
+def _gauss_seidel(G, g, mu, n_contacts, lam, max_sweeps, tol, residual_tol):
+    """:func:`_sweeps` on ``lam`` then its :func:`residual`, and max |g|, in one compiled call: (sweeps,
+    failed local solves in the last sweep, residual, max |g|). The sweeps run in chunks of :data:`STALL_CHUNK`
+    until no impulse changes by more than ``tol`` relative; after a chunk that did not get there, they stop when
+    the residual is within ``residual_tol`` (< 0: the default, :data:`RESIDUAL_TOLERANCE` × max |g|) and the
+    chunk did not halve it — stalled: redundant contacts (a foot's three patch points, a face's four corners)
+    leave the impulses' split among them free, and the sweeps move it about for ever without changing c."""
+    st = np.array([0.0, 0.0, np.inf, 0.0, -1.0, residual_tol])
+    _gauss_seidel_more(G, g, mu, n_contacts, lam, max_sweeps, tol, st, max_sweeps)
+    return int(st[0]), int(st[1]), st[3], st[4]
+
+
+def _stages_gauss_seidel(G, g, mu, n_contacts, lam, max_sweeps, tol, residual_tol, checkpoint):
+    """:func:`_gauss_seidel` in slices of :data:`~mbs_ros.dynamics.contact.admm.SLICE` sweeps, ``checkpoint()``
+    between them: (sweeps, failed local solves in the last sweep, residual, the residual tolerance)."""
+    st = np.array([0.0, 0.0, np.inf, 0.0, -1.0, -1.0 if residual_tol is None else float(residual_tol)])
+    done = 0
+    while not _gauss_seidel_more(G, g, mu, n_contacts, lam, max_sweeps, tol, st, done + SLICE):
+        done = int(st[0])
+        checkpoint()
+    return int(st[0]), int(st[1]), st[3], st[5]
+
+
+def _fallback_sweeps(G, g, mu, n_contacts, lam, sweeps, tol, checkpoint):
+    """:func:`_sweeps` on ``lam`` (``sweeps`` at most), in slices with ``checkpoint()`` between them when one is
+    given (the sweeps keep no state but ``lam``: the same numbers as one call); (sweeps, failed in the last)."""
+    if checkpoint is None:
+        more, _, failed = _sweeps(G, g, mu, n_contacts, lam, sweeps, tol)
+        return more, failed
+    done = 0
+    while True:
+        n = min(SLICE, sweeps - done)
+        k, _, failed = _sweeps(G, g, mu, int(n_contacts), lam, int(n), float(tol))
+        done += k
+        if k < n or done >= sweeps:
+            return done, failed
+        checkpoint()
+
+
+def _nothing() -> None:
+    pass
 
 
 def warm_up() -> None:
@@ -642,8 +314,11 @@ def warm_up() -> None:
     g = np.array([-1.0, 0.3, 0.0, -0.5])
     mu = np.array([0.5])
     solve(G, g, mu, 1)
-    _admm(G, g, mu, 1, np.zeros(4), 2, 0.0)
-    _anderson_admm(G, g, mu, 1, np.zeros(4), 4, 0.0, ANDERSON_MEMORY, ANDERSON_RHO)
+    for checkpoint in (None, _nothing):  # and in slices (a node's contact steps: ContactWorld.checkpoint)
+        solve(G, g, mu, 1, admm_iterations=SLICE + 1, checkpoint=checkpoint)
+        _admm(G, g, mu, 1, np.zeros(4), SLICE + 1, 0.0, checkpoint)
+        _anderson_admm(G, g, mu, 1, np.zeros(4), SLICE + 1, 0.0, ANDERSON_MEMORY, ANDERSON_RHO, checkpoint)
+        _fallback_sweeps(G, g, mu, 1, np.zeros(4), SLICE + 1, 0.0, checkpoint)
     _saxce(G, g, mu, 1, np.zeros(4), np.empty(4))
 
 
@@ -685,13 +360,15 @@ def _inert_rows(G, n_contacts: int):
 
 def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: float = 1e-12,
           residual_tol: float | None = None, admm_iterations: int = 3000,
-          fallback_sweeps: int = 5000) -> SolveResult:
+          fallback_sweeps: int = 5000, checkpoint=None) -> SolveResult:
     """Impulses for the rows of ``G`` (m×m, symmetric positive semi-definite) and ``g`` (m,): ``n_contacts``
     blocks of three rows (normal, two tangents) with friction ``mu`` (n_contacts,), then unilateral rows.
     ``lam0`` warm-starts (e.g. the last step's impulses). Stops when a sweep changes no impulse by more than
     ``tol`` relative to the largest, or after ``max_sweeps``; ``converged`` means the residual is within
     ``residual_tol`` (default :data:`RESIDUAL_TOLERANCE` × max|g|). Never raises on a hard problem: the caller reports
-    ``converged`` and ``residual`` (the step still finishes)."""
+    ``converged`` and ``residual`` (the step still finishes). ``checkpoint`` (a callable): every stage runs in
+    slices of :data:`~mbs_ros.dynamics.contact.admm.SLICE` iterations with ``checkpoint()`` between them (a node
+    may suspend the step there: docs/dynamics_node.md, "Contact steps in slices"); the same numbers as without."""
     G = np.ascontiguousarray(G, dtype=float)
     g = np.ascontiguousarray(g, dtype=float).reshape(-1)
     m = g.shape[0]
@@ -721,28 +398,31 @@ def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: floa
         kept_contacts = keep[:3 * n_contacts:3]
         lam_k = None if lam0 is None else np.asarray(lam0, dtype=float).reshape(m)[keep]
         sub = solve(Gk[np.ix_(keep, keep)], gk[keep], mu[kept_contacts], int(kept_contacts.sum()), lam_k, max_sweeps,
-                    tol, residual_tol, admm_iterations, fallback_sweeps)
+                    tol, residual_tol, admm_iterations, fallback_sweeps, checkpoint)
         lam = np.zeros(m)
         lam[keep] = sub.lam
         return SolveResult(lam, G @ lam + g, sub.sweeps, sub.residual, sub.converged, sub.failed_local)
     lam = np.zeros(m) if lam0 is None else np.array(lam0, dtype=float).reshape(m)
-    if m:
+    if not m:
+        sweeps, failed, res, residual_tol = 0, 0, 0.0, 1e-15 if residual_tol is None else residual_tol
+    elif checkpoint is None:
         sweeps, failed, res, g_max = _gauss_seidel(G, g, mu, int(n_contacts), lam, int(max_sweeps), float(tol),
                                                    -1.0 if residual_tol is None else float(residual_tol))
+        if residual_tol is None:
+            residual_tol = RESIDUAL_TOLERANCE * g_max + 1e-15
     else:
-        sweeps, failed, res, g_max = 0, 0, 0.0, 0.0
-    if residual_tol is None:
-        residual_tol = RESIDUAL_TOLERANCE * g_max + 1e-15
+        sweeps, failed, res, residual_tol = _stages_gauss_seidel(G, g, mu, int(n_contacts), lam, int(max_sweeps),
+                                                                 float(tol), residual_tol, checkpoint)
     if res > residual_tol and admm_iterations:  # Gauss–Seidel stalls (stacks, redundant contacts): ADMM from here,
         it, res = _anderson_admm(G, g, mu, int(n_contacts), lam, max(int(admm_iterations) // 8, 1),  # accelerated
-                                 float(residual_tol), ANDERSON_MEMORY, ANDERSON_RHO)
+                                 float(residual_tol), ANDERSON_MEMORY, ANDERSON_RHO, checkpoint)
         sweeps += it
     if res > residual_tol and admm_iterations:  # then the adaptive-ρ ADMM from the best iterate
-        it, res = _admm(G, g, mu, n_contacts, lam, int(admm_iterations), float(residual_tol))
+        it, res = _admm(G, g, mu, n_contacts, lam, int(admm_iterations), float(residual_tol), checkpoint)
         sweeps += it
     if res > residual_tol and fallback_sweeps:  # then Gauss–Seidel again from the best iterate, kept if better
         trial = lam.copy()
-        more, _, failed = _sweeps(G, g, mu, n_contacts, trial, int(fallback_sweeps), float(tol))
+        more, failed = _fallback_sweeps(G, g, mu, n_contacts, trial, int(fallback_sweeps), float(tol), checkpoint)
         sweeps += more
         res_trial = residual(G, g, mu, n_contacts, trial)
         if res_trial < res:

@@ -291,12 +291,13 @@ def _cho_solve(M, B):
 
 
 def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margin: float = 1e-3, warm=None,
-         max_sweeps: int = 100, slop: float = 1e-9):
+         max_sweeps: int = 100, slop: float = 1e-9, checkpoint=None):
     """One contact time step of a scene (module docstring): ``models`` move independently but for the contacts
     between them; ``qs``, ``vs``, ``taus`` one array per model. Returns ``(qs⁺, vs⁺, StepInfo)``. ``contacts``
     is a sequence of :class:`Contact`; with ``limits`` each model's joint limits within ``margin`` are rows
     too. ``warm`` (the last step's :class:`StepInfo`) starts the solver from the impulses of the rows that are
-    still there."""
+    still there. ``checkpoint`` (a callable) is called between the solver's slices and before the solve (the
+    solver's own argument): the numbers are the same with it."""
     n_models = len(models)
     qs = [np.asarray(q, dtype=float) for q in qs]
     vs = [np.asarray(v, dtype=float) for v in vs]
@@ -329,7 +330,9 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
         normal_rows = np.concatenate([3 * np.arange(nc), 3 * nc + np.arange(nl)])
         g[normal_rows] += np.maximum(gap, 0.0) / h
         lam0 = warm_start(warm, active, names, 10.0 * margin, points)
-        res = solve(G, g, mu, nc, lam0=lam0, max_sweeps=max_sweeps)
+        if checkpoint is not None:
+            checkpoint()
+        res = solve(G, g, mu, nc, lam0=lam0, max_sweeps=max_sweeps, checkpoint=checkpoint)
         v_next = v_free + MinvJt @ res.lam
         # the impulse's exact work on the kinetic energy, λᵀJ(v_f + v⁺)/2 (= ½v⁺ᵀMv⁺ − ½v_fᵀMv_f), over the step
         power = 0.5 * float(res.lam @ (J @ (v_free + v_next))) / h
@@ -339,7 +342,7 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
             if np.any(deep[:nc]):  # contacts: the least M-norm shift
                 rows = normal_rows[:nc]
                 shift = solve(G[np.ix_(rows, rows)], np.minimum(gap[:nc] + slop, 0.0), np.zeros(0), 0,
-                              max_sweeps=max_sweeps)
+                              max_sweeps=max_sweeps, checkpoint=checkpoint)
                 delta += MinvJt[:, rows] @ shift.lam
             over = deep[nc:]
             if np.any(over):  # joints past a limit: back onto it along the joint alone (the M-metric would move

@@ -80,6 +80,15 @@ class ContactWorld:
         # what the contact steps cost (the thread's CPU time: a busy machine's preemptions do not count;
         # information for the diagnostics and the benchmark, never a result)
         self.step_count, self.step_ns, self.step_ns_max = 0, 0, 0
+        #: called between the slices of a contact step's solve (None: no slices; a node suspends the step there
+        #: when its callback's time is up: :class:`~mbs_ros.cores.work.Slices`); the numbers are the same
+        self.checkpoint = None
+        self._away = 0  # CPU time spent inside checkpoint() during the step (another callback's, not the step's)
+
+    def _checkpoint(self) -> None:
+        t0 = time.thread_time_ns()
+        self.checkpoint()
+        self._away += time.thread_time_ns() - t0
 
     def warm_up(self, qs, vs) -> None:
         """Run once, at the states ``qs``, ``vs``, what the first contact step would otherwise load at its first
@@ -146,7 +155,7 @@ class ContactWorld:
         ``among`` (:meth:`left_out`). With ``among="objects"`` only the free objects move (model 0's entries of
         ``qs`` place its shapes and are returned as given; no joint limit rows). Returns ``(qs⁺, vs⁺, info,
         engaged)``, ``engaged`` the set of model indices with a contact or limit row in the step."""
-        t0 = time.thread_time_ns()
+        t0, self._away = time.thread_time_ns(), 0
         first = 1 if among == "objects" else 0
         models = self.models[first:]
         margin = self.margin + h * max((float(np.max(np.abs(v))) if len(v) else 0.0) for v in vs[first:])
@@ -155,7 +164,8 @@ class ContactWorld:
             contacts = [dataclasses.replace(c, a=(c.a[0] - 1, c.a[1]),
                                             b=None if c.b is None else (c.b[0] - 1, c.b[1])) for c in contacts]
         q1, v1, info = step(models, qs[first:], vs[first:], taus[first:], h, contacts,
-                            limits=self.limits and not first, margin=margin, warm=self._warm.get(among))
+                            limits=self.limits and not first, margin=margin, warm=self._warm.get(among),
+                            checkpoint=None if self.checkpoint is None else self._checkpoint)
         self._warm[among] = info
         engaged = set()
         for c in info.contacts:
@@ -163,7 +173,7 @@ class ContactWorld:
             if c.b is not None:
                 engaged.add(c.b[0] + first)
         engaged.update(int(name.split(":", 1)[0]) + first for name in info.limit_names)
-        d = time.thread_time_ns() - t0
+        d = time.thread_time_ns() - t0 - self._away
         self.step_count, self.step_ns = self.step_count + 1, self.step_ns + d
         self.step_ns_max = max(self.step_ns_max, d)
         return list(qs[:first]) + list(q1), list(vs[:first]) + list(v1), info, engaged
