@@ -28,7 +28,7 @@ setup(
         *tree("config"),
     ],
     install_requires=["setuptools", "numpy", "scipy", "transforms3d", "PyYAML", "urdfdom-py", "xacro",
-                      "mcap>=1.6", "mcap-ros2-support>=0.6", "matplotlib", "tqdm", "pyarrow"],
+                      "mcap>=1.6", "mcap-ros2-support>=0.6", "matplotlib", "tqdm", "pyarrow", "greenlet>=3"],
     zip_safe=True,
     maintainer="mbs_ros developers",
     maintainer_email="mbs-ros@example.org",

@@ -18,6 +18,7 @@ from mbs_ros.dynamics.simulation.actuators import CommandLimits
 from mbs_ros.dynamics.model.source import ParameterError
 from mbs_ros.dynamics.model.passive import energy_storages
 from mbs_ros.dynamics.simulation.simulator import Simulator
+from mbs_ros.cores.commands import TOPIC
 from mbs_ros.cores.dynamics_settings import Settings, lockstep_steps
 from mbs_ros.cores.params import seconds_text
 from mbs_ros.cores.rotations import quaternion_from_matrix
@@ -282,6 +283,44 @@ def limits_text(sim: Simulator) -> str:
         lo, hi = model.thrust_limits
         parts.append("thrust [" + ", ".join(f"{a:g}..{b:g}" for a, b in zip(lo, hi)) + "] N")
     return ", ".join(parts) or "no command limits (nothing to command)"
+
+
+def start_message(s: Settings, rate, sim: Simulator, described: str, multibody: bool, frames, publish_every: int,
+              awaiting: bool, pause_k, sensors_text: str) -> str:
+    """The dynamics node's one info line at start-up: the model (``described`` where it comes from), the
+    integrator and rate, the timing (``frames``: world and base; ``awaiting`` the first command), limits,
+    ``sensors_text``, the fastest modes (``rate``: :func:`check_rate`'s)."""
+    model = sim.model
+    nj = len(model.joint_names)
+    if multibody:
+        what = (f"{s.base_group} base robot {described}, {nj} joints "
+                f"({', '.join(model.joint_names)}), total mass {model.total_mass:g} kg")
+        errors = [f"{n} {getattr(s, n):g}" for n in ("mass_scale", "added_mass_scale") if getattr(s, n) != 1.0]
+        errors += ["link_mass_scales [" + ", ".join(f"{f:g}" for f in s.link_mass_scales) + "]"] \
+            if s.link_mass_scales else []
+        what += f" (true model perturbed: {', '.join(errors)})" if errors else ""
+    else:
+        what = f"{s.base_group} body, mass {s.mass:g} kg"
+    if s.lockstep:
+        timing = (f"lockstep: {sim.lockstep_steps} steps per control period, waiting for "
+                  f"{' and '.join(TOPIC[ch] for ch in sim.expected)} stamped with each state, "
+                  + (f"at most {s.real_time_factor:g}x real time" if s.real_time_factor > 0
+                     else "as fast as the controller answers"))
+    else:
+        timing = (f"publishing {frames[0]} -> {frames[1]} every {publish_every} steps, "
+                  + (f"real_time_factor {s.real_time_factor:g}" if s.real_time_factor > 0
+                     else "as fast as possible") + f", cmd_timeout {s.cmd_timeout:g} s")
+    return (f"{what}, {s.integrator} at {1e9 / sim.dt_ns:g} Hz (dt = {sim.dt_ns} ns), {timing}"
+            + (", publishing /clock" if s.publish_clock else "")
+            + (f"; paused at t = {sim.stamp() * 1e-9:.9f} s (start_paused: ~/pause false resumes, ~/step "
+               "steps)" if s.start_paused else "")
+            + (f"; waiting at t = {sim.stamp() * 1e-9:.9f} s for the first command (wait_for_command)"
+               if awaiting else "")
+            + (f"; pausing at t = {sim.stamp(pause_k) * 1e-9:.9f} s (pause_at)"
+               if pause_k is not None else "")
+            + f"; {limits_text(sim)}; {sensors_text}; fastest modes: "
+            f"gravity {rate.omega_gravity:.3g} rad/s, full effort {rate.omega_effort:.3g} rad/s; runaway beyond "
+            f"{sim.max_angular_rate:g} rad/s")
 
 
 def diagnostics_report(sim: Simulator, counts: dict, reported: dict, paused: bool, rate, timing=None):

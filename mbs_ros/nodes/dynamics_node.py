@@ -32,10 +32,10 @@ from mbs_ros.dynamics.model.source import ParameterError
 from mbs_ros.dynamics.simulation.simulator import Fault, Simulator
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.cores.commands import CommandIntake
-from mbs_ros.cores.dynamics import limits_text, make_simulator
+from mbs_ros.cores.dynamics import limits_text, make_simulator, start_message
 from mbs_ros.nodes.dynamics_contacts import ContactPublishing
 from mbs_ros.nodes.dynamics_inputs import CommandInputs
-from mbs_ros.nodes.dynamics_lockstep import TIMEOUT_TOPIC, TOPIC, LockstepWatch
+from mbs_ros.nodes.dynamics_lockstep import TIMEOUT_TOPIC, LockstepWatch
 from mbs_ros.nodes.dynamics_publishing import INPUTS_OUT, EnergyPorts, StatePublishing, TFMessage
 from mbs_ros.nodes.dynamics_reconfigure import ON, Reconfiguration
 from mbs_ros.nodes.dynamics_sensors import SensorPublishing, load_suite
@@ -50,7 +50,7 @@ from mbs_ros.cores.ratelimit import RateLimitedLog
 from mbs_ros.nodes.runtime import (CallbackGuard, declare_model_parameters, parameter_overrides, run_node,
                                    settings_executor, unknown_overrides)
 from mbs_ros.cores.loop import SimulationLoop, on_grid
-from mbs_ros.cores.work import WorkQueue, single
+from mbs_ros.cores.work import Slices, WorkQueue, single
 
 __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values", "main"]
 
@@ -187,6 +187,9 @@ class DynamicsNode(Node):
         self.timer = None
         self._period = None  # lockstep: (k at its start, k at its end) of a period still running (take_period)
         self.work = WorkQueue()  # what is published after a controller's inputs, in pieces (advance, _run_period)
+        self.slices = Slices()  # lockstep: a period whose contact step stops at its solver's checkpoints (_run_period)
+        if sim.world is not None and self.lockstep:
+            sim.world.checkpoint = self.slices.checkpoint
         self._steady_clock = RclpyClock(clock_type=ClockType.STEADY_TIME)
         self._make_timer()
         # queued pieces, the rest of a lockstep period past a callback's chunk: back to back (armed while some are)
@@ -225,37 +228,9 @@ class DynamicsNode(Node):
             self.get_logger().warning(meshes)
 
     def _start_message(self, s: Settings, rate) -> str:
-        """The one info line at start-up: the model, the integrator and rate, the timing, limits, fastest modes."""
-        model = self.model
-        if self.multibody:
-            what = (f"{s.base_group} base robot {self.source.describe()}, {self.nj} joints "
-                    f"({', '.join(model.joint_names)}), total mass {model.total_mass:g} kg")
-            errors = [f"{n} {getattr(s, n):g}" for n in ("mass_scale", "added_mass_scale") if getattr(s, n) != 1.0]
-            errors += ["link_mass_scales [" + ", ".join(f"{f:g}" for f in s.link_mass_scales) + "]"] \
-                if s.link_mass_scales else []
-            what += f" (true model perturbed: {', '.join(errors)})" if errors else ""
-        else:
-            what = f"{s.base_group} body, mass {s.mass:g} kg"
-        if s.lockstep:
-            timing = (f"lockstep: {self.sim.lockstep_steps} steps per control period, waiting for "
-                      f"{' and '.join(TOPIC[ch] for ch in self.sim.expected)} stamped with each state, "
-                      + (f"at most {s.real_time_factor:g}x real time" if s.real_time_factor > 0
-                         else "as fast as the controller answers"))
-        else:
-            timing = (f"publishing {self.world_frame} -> {self.base_frame} every {self._publish_every} steps, "
-                      + (f"real_time_factor {s.real_time_factor:g}" if s.real_time_factor > 0
-                         else "as fast as possible") + f", cmd_timeout {s.cmd_timeout:g} s")
-        return (f"{what}, {s.integrator} at {1e9 / self.dt_ns:g} Hz (dt = {self.dt_ns} ns), {timing}"
-                + (", publishing /clock" if s.publish_clock else "")
-                + (f"; paused at t = {self.stamp() * 1e-9:.9f} s (start_paused: ~/pause false resumes, ~/step "
-                   "steps)" if s.start_paused else "")
-                + (f"; waiting at t = {self.stamp() * 1e-9:.9f} s for the first command (wait_for_command)"
-                   if self.watch.awaiting_command else "")
-                + (f"; pausing at t = {self.stamp(self._pause_k) * 1e-9:.9f} s (pause_at)"
-                   if self._pause_k is not None else "")
-                + f"; {self._limits_text()}; {self.sensors.text()}; fastest modes: "
-                f"gravity {rate.omega_gravity:.3g} rad/s, full effort {rate.omega_effort:.3g} rad/s; runaway beyond "
-                f"{self.sim.max_angular_rate:g} rad/s")
+        return start_message(s, rate, self.sim, self.source.describe(), self.multibody,
+                             (self.world_frame, self.base_frame), self._publish_every, self.watch.awaiting_command,
+                             self._pause_k, self.sensors.text())
 
     @property
     def model(self) -> Model:
@@ -298,7 +273,8 @@ class DynamicsNode(Node):
 
     def _apply_parameters(self, s: Settings, changed: set, pause_k, model: Model, limits, rate) -> None:
         """An accepted change: rates, integrator, limits, pacing, a new model for new inertial parameters (a single
-        body's marker box with it), the water's current, where ``pause_at`` pauses."""
+        body's marker box with it), the water's current, where ``pause_at`` pauses (after a step in slices)."""
+        self.slices.finish()
         old = self.settings
         self.settings = s
         self._set_rates(s)
@@ -491,6 +467,14 @@ class DynamicsNode(Node):
             self.watch.try_period()
 
     def _run_period(self, chunked: bool) -> None:
+        """The period's steps; ``chunked``: in slices, a contact step stopping at its solver's checkpoints once the
+        callback's share is used, the next callbacks resuming it (docs/dynamics_node.md, "Contact steps in slices")."""
+        if not chunked:
+            return self._period_steps(False)
+        if not self.slices.run(lambda: self._period_steps(True), time.monotonic_ns() + self._chunk_ns):
+            self._period_timer.reset()
+
+    def _period_steps(self, chunked: bool) -> None:
         sim, t0 = self.sim, time.monotonic_ns()
         k0, end = self._period
         self.advance(end - sim.k, deadline_ns=t0 + STEP_CHUNK_NS if chunked else None)
@@ -511,6 +495,7 @@ class DynamicsNode(Node):
     def _before_reset(self) -> None:  # ~/reset, before the simulator resets: the sensors drop the queued readings
         self.sensors.reset()
         self._period = None  # a lockstep period in progress ends with the reset (which publishes its state)
+        self.slices.abandon()  # with its step in slices
         self.work.clear()  # and what was queued of the old state
 
     def publish_diagnostics(self) -> None:

@@ -139,3 +139,27 @@ def test_the_warm_up_compiles_both_admms_for_the_types_solve_calls_them_with():
     r = solve(G, g, mu, 3, max_sweeps=100, admm_iterations=800, checkpoint=lambda: None)
     assert r.converged and r.sweeps > 200
     assert [len(k.signatures) for k in compiled] == before
+
+
+@pytest.mark.parametrize("v, admm_iterations, fallback", [
+    ((0.002, -0.001, -GRAVITY * H, 0.02, 0.01, 0.03), 8000, 0),  # the accelerated ADMM finishes
+    ((0.0, 0.0, -GRAVITY * H, 0.0, 0.0, 0.02), 800, 0),  # the adaptive ADMM finishes
+    ((0.0, 0.0, -GRAVITY * H, 0.0, 0.0, 0.02), 40, 300),  # both budgets spent: the fallback sweeps
+])
+def test_a_solve_in_slices_stops_at_its_checkpoints_and_ends_with_the_same_impulses(v, admm_iterations, fallback):
+    """With a ``checkpoint`` every stage runs in compiled slices of SLICE iterations and calls it in between (a
+    node suspends the contact step there): the state each stage keeps between slices (the sweeps' count and the
+    stall test; the accelerated ADMM's history, its Gram matrix and its best iterate; the adaptive ADMM's ρ and
+    proximal inverse) makes the impulses, the iterations and the residual those of the solve in one call, bit for
+    bit, and Coulomb's law holds."""
+    G, g, mu, _, _ = _puck(0.01, np.array(v))
+    whole = solve(G, g, mu, 3, max_sweeps=100, admm_iterations=admm_iterations, fallback_sweeps=fallback)
+    calls = []
+    sliced = solve(G, g, mu, 3, max_sweeps=100, admm_iterations=admm_iterations, fallback_sweeps=fallback,
+                   checkpoint=lambda: calls.append(1))
+    assert whole.sweeps > 2 * A.SLICE  # long enough to be sliced at all
+    assert len(calls) >= whole.sweeps // A.SLICE - 4  # a checkpoint after (nearly) every slice of every stage
+    assert np.array_equal(sliced.lam, whole.lam)
+    assert (sliced.sweeps, sliced.residual, sliced.converged) == (whole.sweeps, whole.residual, whole.converged)
+    if whole.converged:
+        _check_law(G, g, mu, sliced.lam, 1e-6 * np.abs(g).max())

@@ -3,6 +3,7 @@ Coal's distances at every state of integrated batches."""
 from __future__ import annotations
 
 import math
+import time
 
 import numpy as np
 import pytest
@@ -112,3 +113,58 @@ def test_near_is_any_pair_distance_within_the_margin():
         assert world.near([qk]) == expected
         answers.append(expected)
     assert any(answers) and not all(answers)  # both answers met: in the air, then on the ground or the ball
+
+
+def test_a_step_and_a_look_ahead_suspended_at_every_checkpoint_give_the_uninterrupted_numbers(monkeypatch):
+    """A node runs a lockstep contact step in slices (:class:`~mbs_ros.cores.work.Slices`, through
+    ``ContactWorld.checkpoint``) and resumes it in later callbacks. Suspended at every checkpoint (a deadline in
+    the past), a stack of three boxes dropped onto the ground (redundant corner contacts: the solves go past
+    Gauss–Seidel) and its look-aheads take the steps of a world never suspended, bit for bit, and the step's CPU
+    time leaves out what ran while it was suspended."""
+    pytest.importorskip("greenlet")
+    from mbs_ros.cores.work import Slices
+    from mbs_ros.dynamics.contact import solver
+    from mbs_ros.dynamics.contact import world as world_module
+
+    solver.warm_up()
+
+    class Clock:  # the steps' CPU clock (ContactWorld times its steps with it), moved on by hand below
+        ns = 0
+
+        def thread_time_ns(self):
+            self.ns += 1
+            return self.ns
+
+    clock = Clock()
+    monkeypatch.setattr(world_module, "time", clock)
+    n, s, h = 3, 0.2, 2e-3
+    model = Model.rigid_body("se3", 1.0, np.diag([s * s / 6.0] * 3), gravity=(0.0, 0.0, -G))
+    shapes = [halfspace("ground", (0, 0, 1), 0.0, 0.6)] + [box(f"box{k}", (s, s, s), (k, 0), mu=0.6)
+                                                           for k in range(n)]
+    plain, sliced = ContactWorld([model] * n, shapes), ContactWorld([model] * n, shapes)
+    slices = Slices()
+    sliced.checkpoint = slices.checkpoint
+    qs = [np.array([0.01 * k, 0.0, (k + 0.5) * s + 0.003 * (k + 1), 0.0, 0.0, 0.0, 1.0]) for k in range(n)]
+    vs = [np.zeros(6)] * n
+    taus = [np.zeros(6)] * n
+    a = b = (qs, vs)
+    resumed = 0
+    for _ in range(60):
+        out = []
+        if slices.run(lambda: out.append(sliced.step(b[0], b[1], taus, h)), time.monotonic_ns() - 1) is False:
+            while not slices.run(None, time.monotonic_ns() - 1):
+                resumed += 1
+                clock.ns += 10 ** 9  # a second of another callback's CPU time while the step is suspended
+        q1, v1, _, _ = plain.step(a[0], a[1], taus, h)
+        q2, v2, _, _ = out[0]
+        assert all(np.array_equal(x, y) for x, y in zip(q1 + v1, q2 + v2))
+        a, b = (q1, v1), (q2, v2)
+        batch = [_batch(model, q, v, 20, h)[0] for q, v in zip(q1, v1)]
+        found = []
+        if not slices.run(lambda: found.append(sliced.free_steps(batch)), time.monotonic_ns() - 1):
+            while not slices.run(None, time.monotonic_ns() - 1):
+                pass
+        assert found == [plain.free_steps(batch)]
+    assert resumed > 60 and slices.suspensions > resumed  # suspended inside the solves, several times a step
+    assert sliced.step_count == plain.step_count == 60
+    assert sliced.step_ns_max < 10 ** 9  # the seconds that passed while it was suspended are not the step's

@@ -160,6 +160,8 @@ class ContactWorld:
         models = self.models[first:]
         margin = self.margin + h * max((float(np.max(np.abs(v))) if len(v) else 0.0) for v in vs[first:])
         contacts = find_contacts(self.poses(qs), self.shapes, margin=margin, excluded=self.left_out(among))
+        if self.checkpoint is not None:
+            self._checkpoint()
         if first:
             contacts = [dataclasses.replace(c, a=(c.a[0] - 1, c.a[1]),
                                             b=None if c.b is None else (c.b[0] - 1, c.b[1])) for c in contacts]
@@ -195,6 +197,8 @@ class ContactWorld:
                 b = self.shapes[j]
                 if a.body == b.body or (i, j) in left_out or not (a.group & b.mask and b.group & a.mask):
                     continue
+                if self.checkpoint is not None:  # a look-ahead may stop here too (a pure query: nothing changes)
+                    self.checkpoint()
                 res = coal.DistanceResult()
                 out[(i, j)] = float(coal.distance(a.geometry, placed[i], b.geometry, placed[j], req, res))
         return out
@@ -219,6 +223,8 @@ class ContactWorld:
         if last is not None and self._distance(poses, *last) <= self.margin:
             return True
         for pair in _plan(self.shapes, self.left_out(among)).broad(poses, self.margin):
+            if self.checkpoint is not None:
+                self.checkpoint()
             if pair.ij != last and self._distance(poses, *pair.ij) <= self.margin:
                 self._near_pair[among] = pair.ij
                 return True
