@@ -278,6 +278,8 @@ class ContactWorld:
             dth = _rotation_angle(rel_R.reshape(-1, 3, 3)).reshape(dp.shape)
             steps_lin.append(np.concatenate([[np.zeros(dp.shape[1])], np.cumsum(dp, axis=0)]))
             steps_ang.append(np.concatenate([[np.zeros(dth.shape[1])], np.cumsum(dth, axis=0)]))
+            if self.checkpoint is not None:
+                self.checkpoint()
         anchor = 0
         while True:
             distances = self.pair_distances([qb[min(anchor, qb.shape[0] - 1)] for qb in qbs], among)
