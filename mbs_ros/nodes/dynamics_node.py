@@ -174,7 +174,8 @@ class DynamicsNode(Node):
             self, sim, self.pacer, self.publishing, lockstep=self.lockstep, settings=settings,
             pause_k=lambda: self._pause_k, counts=counts, warn=guard.warn, guard_service=guard.service,
             advance=self.advance, take_period=self.take_period, try_period=self.watch.try_period,
-            anchor=self._anchor, publish_diagnostics=self.publish_diagnostics, before_reset=self._before_reset,
+            anchor=self._anchor, publish_diagnostics=self.publish_diagnostics, publish_pause=self._publish_pause,
+            before_reset=self._before_reset,
             before_pause=self.watch.stop_waiting, note_graph=self.watch.note_graph)
         self.reconfiguration = Reconfiguration(
             self.get_logger(), sim, source=source, multibody=self.multibody, dt_ns=self.dt_ns,
@@ -467,11 +468,12 @@ class DynamicsNode(Node):
             self.watch.try_period()
 
     def _run_period(self, chunked: bool) -> None:
-        """The period's steps; ``chunked``: in slices, a contact step stopping at its solver's checkpoints once the
-        callback's share is used, the next callbacks resuming it (docs/dynamics_node.md, "Contact steps in slices")."""
+        """The period's steps; ``chunked``: in slices, a contact step stopping at its checkpoints once the callback
+        has used its share (from its start), the next callbacks resuming it (docs/dynamics_node.md, "Contact steps in
+        slices")."""
         if not chunked:
             return self._period_steps(False)
-        if not self.slices.run(lambda: self._period_steps(True), time.monotonic_ns() + self._chunk_ns):
+        if not self.slices.run(lambda: self._period_steps(True), self.guard.started_ns + self._chunk_ns):
             self._period_timer.reset()
 
     def _period_steps(self, chunked: bool) -> None:
@@ -497,6 +499,15 @@ class DynamicsNode(Node):
         self._period = None  # a lockstep period in progress ends with the reset (which publishes its state)
         self.slices.abandon()  # with its step in slices
         self.work.clear()  # and what was queued of the old state
+
+    def _publish_pause(self, state: bool) -> None:
+        """A pause: the state with everything (``state``: not out yet) and the applied commands, the diagnostics;
+        in lockstep in pieces as a period's (docs/dynamics_node.md, "Publication in pieces")."""
+        if state:
+            self.work.add(self.publishing.state_pieces(everything=True))
+            self.work.add(single(self.publishing.publish_applied))
+        self.work.add(single(self.publish_diagnostics))
+        self._drain(time.monotonic_ns() + self._chunk_ns if self.lockstep else None)
 
     def publish_diagnostics(self) -> None:
         """/diagnostics: the node's status (a ~/step in progress: paused), then one per sensor."""

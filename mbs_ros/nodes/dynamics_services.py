@@ -48,16 +48,16 @@ class Services:
     state). ``lockstep``: one control period per step; ``settings()`` the node's settings now; ``pause_k()`` the
     step ``pause_at`` pauses at (None: never); ``counts``, ``warn`` and ``guard_service`` the node's counters,
     throttled warning and service guard; ``advance(steps, deadline_ns)``, ``take_period()``, ``try_period()``,
-    ``anchor()`` and ``publish_diagnostics()`` the node's; ``before_reset()`` and ``before_pause()`` what the other
+    ``anchor()``, ``publish_diagnostics()`` and ``publish_pause(state)`` the node's; ``before_reset()`` and ``before_pause()`` what the other
     parts do first; ``note_graph()`` remembers who has the state."""
 
     def __init__(self, node, sim, pacer, publishing, *, lockstep: bool, settings, pause_k, counts: dict, warn,
-                 guard_service, advance, take_period, try_period, anchor, publish_diagnostics, before_reset,
-                 before_pause, note_graph):
+                 guard_service, advance, take_period, try_period, anchor, publish_diagnostics, publish_pause,
+                 before_reset, before_pause, note_graph):
         self.node, self.sim, self.pacer, self.publishing, self.lockstep = node, sim, pacer, publishing, lockstep
         self.settings, self.pause_k, self.counts, self.warn = settings, pause_k, counts, warn
         self.advance, self.take_period, self.try_period, self.anchor = advance, take_period, try_period, anchor
-        self.publish_diagnostics, self.note_graph = publish_diagnostics, note_graph
+        self.publish_diagnostics, self.publish_pause, self.note_graph = publish_diagnostics, publish_pause, note_graph
         self.before_reset, self.before_pause = before_reset, before_pause
         self._step_run = None  # the ~/step in progress (see _on_step)
         self.stepping = False  # inside ~/step: still paused for everyone watching (diagnostics say so)
@@ -137,13 +137,10 @@ class Services:
 
     def pause_now(self) -> None:
         """Pause here (``~/pause`` true, ``pause_at``): the state at this stamp if it is not out yet, with
-        everything, the diagnostics; those who match later get the state again."""
+        everything, the diagnostics (``publish_pause``); those who match later get the state again."""
         sim = self.sim
         sim.pause(True)
-        if self.publishing.last_published_k != sim.k:
-            self.publishing.publish_state(everything=True)
-            self.publishing.publish_applied()
-        self.publish_diagnostics()
+        self.publish_pause(self.publishing.last_published_k != sim.k)
         self.note_graph()  # those matched later get the state again
 
     def pause_at_reached(self) -> None:

@@ -424,6 +424,7 @@ class CallbackGuard:
         # and the most CPU time (this thread's) one callback took: what the node's own work costs, apart from the
         # waits of a busy machine's scheduler that the wall clock includes
         self.longest_cpu_ns = self.recent_cpu_ns = 0
+        self.started_ns = 0  # when the guarded callback running now (or the last one) started (monotonic clock)
 
     def _timed(self, what: str, t0: int, c0: int) -> None:
         d, c = time.monotonic_ns() - t0, time.thread_time_ns() - c0
@@ -467,6 +468,7 @@ class CallbackGuard:
 
         def guarded(*args):
             t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+            self.started_ns = t0
             try:
                 return fn(*args)
             except Exception as e:  # noqa: BLE001 - no input may stop the node
@@ -487,6 +489,7 @@ class CallbackGuard:
 
         def guarded(request, response):
             t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+            self.started_ns = t0
             try:
                 return fn(request, response)
             except Exception as e:  # noqa: BLE001

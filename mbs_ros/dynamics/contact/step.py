@@ -333,6 +333,8 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
         if checkpoint is not None:
             checkpoint()
         res = solve(G, g, mu, nc, lam0=lam0, max_sweeps=max_sweeps, checkpoint=checkpoint)
+        if checkpoint is not None:
+            checkpoint()
         v_next = v_free + MinvJt @ res.lam
         # the impulse's exact work on the kinetic energy, λᵀJ(v_f + v⁺)/2 (= ½v⁺ᵀMv⁺ − ½v_fᵀMv_f), over the step
         power = 0.5 * float(res.lam @ (J @ (v_free + v_next))) / h

@@ -156,6 +156,8 @@ class ContactWorld:
         ``qs`` place its shapes and are returned as given; no joint limit rows). Returns ``(qs⁺, vs⁺, info,
         engaged)``, ``engaged`` the set of model indices with a contact or limit row in the step."""
         t0, self._away = time.thread_time_ns(), 0
+        if self.checkpoint is not None:
+            self._checkpoint()
         first = 1 if among == "objects" else 0
         models = self.models[first:]
         margin = self.margin + h * max((float(np.max(np.abs(v))) if len(v) else 0.0) for v in vs[first:])

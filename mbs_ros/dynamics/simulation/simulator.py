@@ -129,8 +129,7 @@ class Simulator(LockstepPeriods, StateOutputs):
         n_objects = len(world.models) - 1 if world is not None else 0
         if len(objects) != n_objects:
             raise ValueError(f"objects: {len(objects)} initial states for the world's {n_objects} free objects")
-        if world is None and joint_limits and self.nj and any(
-                np.isfinite(lim).any() for lim in model.position_limits):
+        if world is None and joint_limits and self.nj and any(np.isfinite(lim).any() for lim in model.position_limits):
             from mbs_ros.dynamics.contact.world import ContactWorld  # the URDF's <limit lower upper> stop the joints by default
 
             world = ContactWorld([model], [], limits=True)
@@ -394,6 +393,8 @@ class Simulator(LockstepPeriods, StateOutputs):
                 if self.world is not None and k >= self._free_until:
                     batch, contact = self._look_ahead(model, q0, v0, k, batch)
                 if contact is not None:
+                    if self.world.checkpoint is not None:  # a node may go on with the rest in a later callback
+                        self.world.checkpoint()
                     q1, v1, info = contact[:3]
                     within = (np.abs(v1) <= caps).all() and (np.abs(q1) <= MAX_POSITION).all()
                 elif batch is not None and batch[3] < batch[2].shape[0]:
