@@ -110,7 +110,7 @@ class Services:
     def _on_pause(self, request: SetBool.Request, response: SetBool.Response) -> SetBool.Response:
         self.before_pause()
         sim = self.sim
-        stopped = self._stop_step("~/pause " + ("true" if request.data else "false"))
+        stopped, resumed = self._stop_step("~/pause " + ("true" if request.data else "false")), False
         if request.data and not sim.paused:
             self.pause_now()
             response.message = f"paused at t = {cv.seconds_text(self.sim.stamp())} s"
@@ -126,13 +126,14 @@ class Services:
             sim.pause(False)
             self.anchor()
             response.message = f"resumed at t = {cv.seconds_text(self.sim.stamp())} s"
-            if self.lockstep:
-                self.try_period()  # the commands may all be here already
+            resumed = True
         else:
             response.message = "already " + ("paused" if sim.paused else "running")
         response.message += stopped
         response.success = True
         self.node.get_logger().info(response.message)
+        if self.lockstep and resumed:
+            self.try_period()  # the commands may all be here already (its steps within what is left of the callback)
         return response
 
     def pause_now(self) -> None:
