@@ -173,7 +173,7 @@ class DynamicsNode(Node):
         self.sim_services = Services(
             self, sim, self.pacer, self.publishing, lockstep=self.lockstep, settings=settings,
             pause_k=lambda: self._pause_k, counts=counts, warn=guard.warn, guard_service=guard.service,
-            advance=self.advance, take_period=self.take_period, try_period=self.watch.try_period,
+            advance=self.advance, take_period=self.take_period, try_period=self._period_timer_on,
             anchor=self._anchor, publish_diagnostics=self.publish_diagnostics, publish_pause=self._publish_pause,
             before_reset=self._before_reset,
             before_pause=self.watch.stop_waiting, note_graph=self.watch.note_graph)
@@ -493,6 +493,9 @@ class DynamicsNode(Node):
                             bool(self._markers_every) and k1 // self._markers_every > k0 // self._markers_every, by_ns)
         self.sim_services.pause_at_reached()
         self._drain(by_ns)
+
+    def _period_timer_on(self) -> None:  # ~/pause false: the period (if its commands are here) in a callback of its own
+        self._period_timer.reset()
 
     def _before_reset(self) -> None:  # ~/reset, before the simulator resets: the sensors drop the queued readings
         self.sensors.reset()

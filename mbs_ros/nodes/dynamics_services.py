@@ -133,7 +133,7 @@ class Services:
         response.success = True
         self.node.get_logger().info(response.message)
         if self.lockstep and resumed:
-            self.try_period()  # the commands may all be here already (its steps within what is left of the callback)
+            self.try_period()  # the commands may all be here already: the period in a callback of its own
         return response
 
     def pause_now(self) -> None:
