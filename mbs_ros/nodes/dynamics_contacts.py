@@ -64,7 +64,7 @@ class ContactPublishing:
         self.pub_tf = pub_tf
         self._tf_message = tf_message
         self._scale = scale
-        self._contact_markers = ContactMarkers(world_frame)
+        self._contact_markers = ContactMarkers(world_frame, reserve=min(4 * len(sim.world.shapes), 64))
         # (ns, id, type, scale, pose) of the world's shapes; (..., T_object_shape, object index) of the objects'
         self._fixed, self._moving = world_shape_entries(sim.world)
 

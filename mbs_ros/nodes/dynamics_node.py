@@ -388,11 +388,11 @@ class DynamicsNode(Node):
         grids, each only while someone subscribes; the sensors on theirs always, their readings as they fall due).
         The one place the simulation advances (timer and lockstep). ``deadline_ns`` (monotonic): return early
         after a contact step past it (:meth:`Simulator.advance`), and in lockstep after a stop whose publications
-        are not all out ``_chunk_ns`` after the call (the rest in pieces: :meth:`_drain`, then the steps)."""
+        are not all out within the callback's share (the rest in pieces: :meth:`_drain`, then the steps)."""
         # free-running, all at once after each stop, as the controller's loop expects (delaying the steps behind a
         # piece left for a later callback lets the pacing fall behind; the stepping chunk bounds the callback)
-        pieces_by = None if deadline_ns is None or not self.lockstep else time.monotonic_ns() + self._chunk_ns
-        if not self._drain(pieces_by):
+        shared = deadline_ns is not None and self.lockstep  # lockstep: the pieces within the callback's share
+        if not self._drain(self._share_end() if shared else None):
             return
         work = self.work
         for k in self.loop.stops(steps, self._stop_grids, self._pause_k, deadline_ns):
@@ -400,7 +400,7 @@ class DynamicsNode(Node):
                 wrenches = on_grid(k, self._wrench_every)
                 markers = on_grid(k, self._markers_every)
                 if k % self._publish_every == 0:
-                    self._publish_state(wrenches, markers, pieces_by)
+                    self._publish_state(wrenches, markers)
                     if time.monotonic() - self._grids_at > GRIDS_REFRESH_S:
                         self._grids = None
                 else:
@@ -416,7 +416,7 @@ class DynamicsNode(Node):
                 work.add(self.contacts.pieces(self.stamp()))
             if not self.lockstep:  # lockstep: once the period's state is out (take_period)
                 self.sim_services.pause_at_reached()
-            if not self._drain(pieces_by):
+            if not self._drain(self._share_end() if shared else None):
                 break
         if self._new_fault is not None:
             self._report_fault()
@@ -431,6 +431,10 @@ class DynamicsNode(Node):
                     break
         self.work.add(pieces)
         self.work.add(single(self.publishing.publish_applied))
+
+    def _share_end(self) -> int:
+        """When the running callback (that resuming a period too) has used its quarter of the control period."""
+        return self.guard.started_ns + self._chunk_ns
 
     def _drain(self, deadline_ns: Optional[int]) -> bool:
         """Queued pieces until ``deadline_ns`` (None: all); True when none is left, else the continuation timer
@@ -473,7 +477,7 @@ class DynamicsNode(Node):
         slices")."""
         if not chunked:
             return self._period_steps(False)
-        if not self.slices.run(lambda: self._period_steps(True), self.guard.started_ns + self._chunk_ns):
+        if not self.slices.run(lambda: self._period_steps(True), self._share_end()):
             self._period_timer.reset()
 
     def _period_steps(self, chunked: bool) -> None:
@@ -488,7 +492,7 @@ class DynamicsNode(Node):
         self._period_timer.cancel()
         k1 = sim.k
         # joint wrenches and markers with the period's state when their step grid was crossed during the period
-        by_ns = t0 + self._chunk_ns if chunked else None
+        by_ns = self._share_end() if chunked else None
         self._publish_state(bool(self._wrench_every) and k1 // self._wrench_every > k0 // self._wrench_every,
                             bool(self._markers_every) and k1 // self._markers_every > k0 // self._markers_every, by_ns)
         self.sim_services.pause_at_reached()
@@ -510,7 +514,7 @@ class DynamicsNode(Node):
             self.work.add(self.publishing.state_pieces(everything=True))
             self.work.add(single(self.publishing.publish_applied))
         self.work.add(single(self.publish_diagnostics))
-        self._drain(time.monotonic_ns() + self._chunk_ns if self.lockstep else None)
+        self._drain(self._share_end() if self.lockstep else None)
 
     def publish_diagnostics(self) -> None:
         """/diagnostics: the node's status (a ~/step in progress: paused), then one per sensor."""

@@ -239,6 +239,7 @@ class StatePublishing:
             cv.set_pose(m.pose.pose, p, quat)
             cv.set_pair(m.twist.twist, "linear", "angular", self._state_view.twist(model, q, v))
             self.pub_odom.publish(m)
+            yield  # a piece each (a publication to several subscribers costs ~50 us apiece)
         if self.nj and self.pub_joint_states.get_subscription_count():
             self._publish_joint_states(stamp)
         yield INPUTS_OUT

@@ -385,12 +385,15 @@ def contact_markers(world_frame: str, stamp: int, forces, scale: float):
 
 class ContactMarkers:
     """:func:`contact_markers` with its messages made once and refilled at each call (making a Marker costs
-    tens of µs, refilling one a few): the markers returned are valid until the next call."""
+    tens of µs, refilling one a few): the markers returned are valid until the next call; ``reserve`` contacts'
+    made at once."""
 
-    def __init__(self, world_frame: str):
+    def __init__(self, world_frame: str, reserve: int = 0):
         self.world_frame = world_frame
         self._delete = delete_all_marker(world_frame, 0)
         self._dots, self._arrows = [], []
+        for i in range(reserve):  # made now (a node's start), not inside a callback when the contacts first come
+            self._add(i)
 
     def __call__(self, stamp: int, forces, scale: float):
         cv.set_stamp(self._delete.header, stamp)
