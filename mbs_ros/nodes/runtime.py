@@ -410,6 +410,24 @@ def unknown_overrides(node: "rclpy.node.Node", parameters: Mapping[str, Paramete
                   and not n.startswith("qos_overrides.") and not node.has_parameter(n))
 
 
+def subscribe_fields(node: "rclpy.node.Node", qos, guard: Callable, msg_type, topic: str, read: Callable,
+                     on_fields: Callable, on_msg: Callable):
+    """A raw subscription of ``node`` with ``qos`` (rclpy hands over the serialised bytes, not a message built
+    through its class's Python ``__init__``): ``read(data)`` gives the fields ``on_fields(*fields)`` takes
+    (:mod:`mbs_ros.cores.cdr`), or None for anything it does not read, which then goes through rclpy's own
+    deserialisation to ``on_msg(msg)``; the callback wrapped by ``guard(callback, topic)``."""
+    from rclpy.serialization import deserialize_message
+
+    def on_bytes(data: bytes) -> None:
+        fields = read(data)
+        if fields is None:
+            on_msg(deserialize_message(data, msg_type))
+        else:
+            on_fields(*fields)
+
+    return node.create_subscription(msg_type, topic, guard(on_bytes, topic), qos, raw=True)
+
+
 class CallbackGuard:
     """What keeps a node's callbacks from stopping it, built with the ``node`` (its context), its ``counts``
     (``callback_errors``, ``rejected_<topic>``) and its ``logs`` (a :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`):
