@@ -256,11 +256,21 @@ def init_ros(args=None, own_signal_handlers: bool = True) -> threading.Event:
     return stop
 
 
+OK_CHECK_S = 0.05  # spin_until_stopped: how often the context is asked whether it is still up
+
+
 def spin_until_stopped(executor, stop: threading.Event, fatal: Tuple[Type[BaseException], ...] = ()) -> None:
     """Spin until a shutdown signal. spin_once in a loop rather than spin(): rclpy's EventsExecutor.spin() does
-    not return on SIGINT/SIGTERM (kilted wheels). Exceptions of the ``fatal`` types always propagate."""
+    not return on SIGINT/SIGTERM (kilted wheels). Exceptions of the ``fatal`` types always propagate. The context
+    is asked every OK_CHECK_S, not after each callback (its lock: 1 µs, four callbacks per step at 1 kHz)."""
     try:
-        while rclpy.ok() and not stop.is_set():
+        ok_at = 0.0
+        while not stop.is_set():
+            now = time.monotonic()
+            if now >= ok_at:
+                if not rclpy.ok():
+                    break
+                ok_at = now + OK_CHECK_S
             executor.spin_once(timeout_sec=0.1)
     except (KeyboardInterrupt, ExternalShutdownException):
         pass
