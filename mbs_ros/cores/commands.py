@@ -14,13 +14,23 @@ from typing import Collection, Optional, Sequence, Union
 
 import numpy as np
 
-__all__ = ["CommandIntake", "Accepted", "Rejection", "CHANNEL", "TOPIC", "TIMEOUT_TOPIC", "NOT_COUNTED"]
+__all__ = ["CommandIntake", "Accepted", "Rejection", "CHANNEL", "TOPIC", "TIMEOUT_TOPIC", "NOT_COUNTED",
+           "UNSTAMPED_IN_LOCKSTEP"]
 
 # the simulator's command channels, the topics they come from, and the topics whose timeout they have
 CHANNEL = {"cmd_wrench": "wrench", "joint_command": "joints", "thruster_command": "thrusters",
            "cmd_joint_effort": "joints", "cmd_thrust": "thrusters"}
 TOPIC = {"wrench": "cmd_wrench", "joints": "joint_command", "thrusters": "thruster_command"}
 TIMEOUT_TOPIC = {"wrench": "cmd_wrench", "joints": "cmd_joint_effort", "thrusters": "cmd_thrust"}
+
+#: lockstep: the unstamped command topics, ignored, and their log line (key, text): cmd_thrust's each time (throttled),
+#: cmd_joint_effort's once
+UNSTAMPED_IN_LOCKSTEP = {
+    "cmd_thrust": ("cmd_thrust_lockstep", "lockstep: cmd_thrust carries no stamp and is ignored; send thruster_command"),
+    "cmd_joint_effort": ("lockstep_cmd_joint_effort",
+                         "lockstep: cmd_joint_effort is ignored (it carries no stamp); joint efforts come from "
+                         "joint_command (sensor_msgs/JointState, efforts by name, stamped with the state they answer)"),
+}
 
 #: lockstep: rejections that are no fault of the message (an answer to an earlier state: ``stale``; to a later one:
 #: ``late``); the node logs them apart and does not count them as rejected
@@ -122,7 +132,7 @@ class CommandIntake:
         refused = self._stamp(topic, sec, nanosec, channel_expected="wrench" in sim.expected)
         if refused is not None:
             return refused
-        if not np.all(np.isfinite(W)):
+        if not np.isfinite(W).all():
             return Rejection(topic, "nonfinite", f"non-finite (NaN/inf) components {W.tolist()}", self.lockstep)
         if frame_id in self.body_frames:
             frame = "body"
@@ -144,7 +154,7 @@ class CommandIntake:
             order = (f"one per joint, in the order {', '.join(names)}" if channel == "joints"
                      else f"one per thruster, in {', '.join(names)} order")
             return Rejection(topic, "length", f"{data.size} values, expected {len(names)} ({order})")
-        if not np.all(np.isfinite(data)):
+        if not np.isfinite(data).all():
             what = "entries" if channel == "joints" else "thrusts"
             return Rejection(topic, "nonfinite", f"non-finite (NaN/inf) {what} {data.tolist()}")
         return Accepted(topic, channel, data)
@@ -167,7 +177,7 @@ class CommandIntake:
                              + (f", unknown {[u[:100] for u in unknown[:5]]}" if unknown else "") + ")",
                              self.lockstep)
         values = np.asarray(efforts, dtype=float)
-        if not np.all(np.isfinite(values)):
+        if not np.isfinite(values).all():
             what = "thrusts" if channel == "thrusters" else "efforts"
             return Rejection(topic, "nonfinite", f"non-finite (NaN/inf) {what} {values.tolist()}", self.lockstep)
         data = np.zeros(len(index))

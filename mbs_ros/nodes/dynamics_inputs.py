@@ -3,9 +3,11 @@
 joint_command, cmd_thrust and thruster_command, each message turned into one call of the ROS-free
 :class:`~mbs_ros.cores.commands.CommandIntake` (stamp, lockstep period, frame, length, names, finite values);
 an accepted command goes to the simulator (``set_wrench``, ``set_joint_efforts``, ``set_thrusts``, or the node's
-lockstep ``take`` in lockstep), a rejected one is counted and warned about, throttled."""
+lockstep ``take`` in lockstep), a rejected one is counted and warned about, throttled. Raw subscriptions: the fields
+straight from the bytes (:func:`~mbs_ros.nodes.runtime.subscribe_fields`)."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Callable, Dict
 
 import numpy as np
@@ -15,8 +17,10 @@ from sensor_msgs.msg import JointState
 from std_msgs.msg import Float64MultiArray
 
 from mbs_ros.nodes import conversions as cv
-from mbs_ros.cores.commands import Accepted, CommandIntake
+from mbs_ros.cores import cdr
+from mbs_ros.cores.commands import UNSTAMPED_IN_LOCKSTEP, Accepted, CommandIntake
 from mbs_ros.cores.pacing import WARN_THROTTLE_S
+from mbs_ros.nodes.runtime import subscribe_fields
 
 __all__ = ["CommandInputs"]
 
@@ -40,20 +44,19 @@ class CommandInputs:
         self.lockstep = intake.lockstep
         self.counts, self.reject, self.warn, self.logs = counts, reject, warn, logs
         self.limits_text, self.take, self.on_input, self.body = limits_text, take, on_input, body
-        model, qos = self.sim.model, QoSProfile(depth=10)
-        self.sub_cmd = node.create_subscription(WrenchStamped, "cmd_wrench", guard(self.on_cmd_wrench, "cmd_wrench"),
-                                                qos)
+        model, subscribe = self.sim.model, partial(subscribe_fields, node, QoSProfile(depth=10), guard)  # raw
+        self.sub_cmd = subscribe(WrenchStamped, "cmd_wrench", cdr.wrench_stamped, self.wrench, self.on_cmd_wrench)
         self.sub_joint_command = self.sub_thruster_command = None
         if model.thruster_names:
-            self.sub_thrust = node.create_subscription(
-                Float64MultiArray, "cmd_thrust", guard(self.on_cmd_thrust, "cmd_thrust"), qos)
-            self.sub_thruster_command = node.create_subscription(
-                JointState, "thruster_command", guard(self.on_thruster_command, "thruster_command"), qos)
+            self.sub_thrust = subscribe(Float64MultiArray, "cmd_thrust", cdr.float64_multi_array,
+                                        lambda v: self._unstamped("cmd_thrust", v), self.on_cmd_thrust)
+            self.sub_thruster_command = subscribe(JointState, "thruster_command", cdr.joint_state, partial(
+                self._named, "thruster_command"), self.on_thruster_command)
         if model.joint_names:
-            self.sub_effort = node.create_subscription(
-                Float64MultiArray, "cmd_joint_effort", guard(self.on_cmd_joint_effort, "cmd_joint_effort"), qos)
-            self.sub_joint_command = node.create_subscription(
-                JointState, "joint_command", guard(self.on_joint_command, "joint_command"), qos)
+            self.sub_effort = subscribe(Float64MultiArray, "cmd_joint_effort", cdr.float64_multi_array,
+                                        lambda v: self._unstamped("cmd_joint_effort", v), self.on_cmd_joint_effort)
+            self.sub_joint_command = subscribe(JointState, "joint_command", cdr.joint_state,
+                                               partial(self._named, "joint_command"), self.on_joint_command)
 
     @property
     def stamped(self) -> tuple:
@@ -91,14 +94,18 @@ class CommandInputs:
         self._saturation_warning(result.channel, before)
 
     def on_cmd_wrench(self, msg: WrenchStamped) -> None:
+        stamp = msg.header.stamp
+        self.wrench(stamp.sec, stamp.nanosec, msg.header.frame_id, cv.wrench_from_msg(msg.wrench))
+
+    def wrench(self, sec: int, nanosec: int, frame_id: str, W) -> None:
+        """cmd_wrench's fields: its stamp, frame and ``W = [F; τ]``."""
         self.counts["received_cmd_wrench"] += 1
         before = self.sim.saturated["wrench"]
-        stamp = msg.header.stamp
-        result = self.intake.wrench(cv.wrench_from_msg(msg.wrench), msg.header.frame_id, stamp.sec, stamp.nanosec)
+        result = self.intake.wrench(W, frame_id, sec, nanosec)
         if not self._accepted(result):
             return
         self._saturation_warning("wrench", before)
-        if np.any(result.dropped):
+        if result.dropped.any():
             self.warn("cmd_wrench:dropped",
                       f"cmd_wrench: a {self.body} cannot take the components {np.round(result.dropped, 12).tolist()} "
                       "(body frame [F; tau]); dropped them, applying the rest")
@@ -107,39 +114,33 @@ class CommandInputs:
         else:
             self.sim.set_wrench(result.value)
 
-    def _unstamped(self, topic: str, msg: Float64MultiArray) -> None:
-        """cmd_joint_effort, cmd_thrust: ignored in lockstep (no stamp), else checked and held."""
+    def _unstamped(self, topic: str, data) -> None:
+        """cmd_joint_effort, cmd_thrust (their ``data``): ignored in lockstep (no stamp), else checked and held."""
         self.counts[f"received_{topic}"] += 1
         if self.lockstep:
-            if topic == "cmd_thrust":
-                self.logs.info("cmd_thrust_lockstep",
-                               "lockstep: cmd_thrust carries no stamp and is ignored; send thruster_command")
-            else:
-                self.logs.info_once(
-                    "lockstep_cmd_joint_effort",
-                    "lockstep: cmd_joint_effort is ignored (it carries no stamp); joint efforts come from "
-                    "joint_command (sensor_msgs/JointState, efforts by name, stamped with the state they answer)")
+            key, text = UNSTAMPED_IN_LOCKSTEP[topic]
+            (self.logs.info if topic == "cmd_thrust" else self.logs.info_once)(key, text)
             return
-        result = self.intake.values(topic, msg.data)
+        result = self.intake.values(topic, data)
         if self._accepted(result):
             self._hold(result, self.sim.saturated[result.channel])
 
     def on_cmd_joint_effort(self, msg: Float64MultiArray) -> None:
-        self._unstamped("cmd_joint_effort", msg)
+        self._unstamped("cmd_joint_effort", msg.data)
 
     def on_cmd_thrust(self, msg: Float64MultiArray) -> None:
-        self._unstamped("cmd_thrust", msg)
+        self._unstamped("cmd_thrust", msg.data)
 
-    def _named(self, topic: str, msg: JointState) -> None:
-        """joint_command, thruster_command: efforts by name, stamped; joints or thrusters not named: zero."""
+    def _named(self, topic: str, sec: int, nanosec: int, names, efforts) -> None:
+        """joint_command, thruster_command (a JointState's stamp, names and efforts): efforts by name, stamped;
+        joints or thrusters not named: zero."""
         self.counts[f"received_{topic}"] += 1
-        stamp = msg.header.stamp
-        result = self.intake.named(topic, msg.name, msg.effort, stamp.sec, stamp.nanosec)
+        result = self.intake.named(topic, names, efforts, sec, nanosec)
         if self._accepted(result):
             self._hold(result, self.sim.saturated[result.channel])
 
     def on_thruster_command(self, msg: JointState) -> None:
-        self._named("thruster_command", msg)
+        self._named("thruster_command", msg.header.stamp.sec, msg.header.stamp.nanosec, msg.name, msg.effort)
 
     def on_joint_command(self, msg: JointState) -> None:
-        self._named("joint_command", msg)
+        self._named("joint_command", msg.header.stamp.sec, msg.header.stamp.nanosec, msg.name, msg.effort)

@@ -54,6 +54,38 @@ def test_a_dropped_box_lands_rests_and_balances_its_energy():
     assert sim.contact_steps > 0 and sim.contact_unconverged == 0
 
 
+def test_each_contact_steps_port_takes_the_energies_of_its_own_start_and_end():
+    """contact_power = min(0, ΔE − the commands' work) / dt, ΔE between the step's own start and end, whatever came
+    before it: resting (a contact step at every step: the simulator keeps the end's energy for the next one), a
+    landing after free flight, and after a reset (both start where no contact step ended)."""
+    model, s = _box()
+    q0 = np.array([0.0, 0.0, 0.5 * s + 0.05, 0.0, 0.0, 0.0, 1.0])
+    world = ContactWorld([model], [halfspace("ground", (0, 0, 1), 0.0, 0.6), box("box", (s, s, s), (0, 0), mu=0.6)])
+    sim = Simulator(model, q0, np.zeros(6), 1e-3, world=world)
+
+    def energy(q, v):
+        return model.kinetic_energy(q, v) + model.potential_energy(q)
+
+    after = {"contact": 0, "free": 0}
+    was_contact = False
+    for k in range(1000):
+        if k == 300:
+            sim.set_wrench([0.0, 0.0, 2.0 * 2.0 * G, 0.0, 0.0, 0.0])  # lifted at g: off the ground
+        elif k == 400:
+            sim.set_wrench(np.zeros(6))  # it falls back and lands again
+        elif k == 700:
+            sim.reset()
+        q, v, work, n = sim.q, sim.v, sim.work, sim.contact_steps
+        assert sim.advance(1) == 1 and sim.fault is None
+        is_contact = sim.contact_steps > n
+        if is_contact:
+            expected = min(0.0, energy(sim.q, sim.v) - energy(q, v) - (sim.work - work)) / sim.dt
+            assert sim.contact_power == pytest.approx(expected, rel=1e-12, abs=1e-12), k
+            after["contact" if was_contact and k != 700 else "free"] += 1
+        was_contact = is_contact
+    assert after["contact"] > 400 and after["free"] >= 3  # the first landing, the second, the one after the reset
+
+
 def test_a_joint_driven_into_its_limit_stops_there():
     model = Model.from_urdf(ARM, gravity=(0.0, 0.0, -G))
     sim = Simulator(model, np.zeros(1), np.zeros(1), 1e-3)  # limits are on by default

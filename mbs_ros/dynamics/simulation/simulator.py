@@ -119,7 +119,7 @@ class Simulator(LockstepPeriods, StateOutputs):
         self.set_cmd_timeout(cmd_timeout)
         self._force_stale = True  # the generalised force must be rebuilt from the applied commands
         self._announce = True  # the hooks may have a change to report
-        self._next_expiry = _NEVER
+        self._next_expiry, self._e_end = _NEVER, (None, None, None, 0.0)  # _e_end: advance()'s energy cache
         self._pushes = []  # disturbances: (first step, end step, world wrench [F; τ]) after the (re)start
         #: contact: a :class:`~mbs_ros.dynamics.contact.world.ContactWorld` whose first model is this one (shapes on
         #: it and in the world, joint limits) and whose further models are free objects (their initial states
@@ -356,10 +356,8 @@ class Simulator(LockstepPeriods, StateOutputs):
             return 0
         model, dt, method = self.model, self.dt, self._integrator
         w, e = self._wrench, self._efforts
-        caps = self._v_caps
-        every = self.energy_check_steps
-        passive = model.passive_active
-        nt = self.nt
+        caps, every = self._v_caps, self.energy_check_steps
+        passive, nt = model.passive_active, self.nt
         n_steps = int(n_steps)
         batch = None  # (qs, vs, within bounds) of the steps from here under the held command, or None
         for taken in range(n_steps):
@@ -432,8 +430,10 @@ class Simulator(LockstepPeriods, StateOutputs):
                 # the port: the energy the contact step took from the scene beyond what the commands and the
                 # passive loads did (never positive; a gain, the step's own O(h) error, stays in the residual)
                 done = work - self.work + ((passive_work - self.passive_work) if passive else 0.0)
-                change = (self._energy_of(model, q1, v1) - self._energy_of(model, q0, v0)
-                          + self._objects_energy(contact[3], contact[4]) - self.objects_energy())
+                # (q0, v0)'s energy as the last contact step left it (resting: every step is one), else computed
+                end, self._e_end = self._e_end, (q1, v1, model, self._energy_of(model, q1, v1))
+                e0 = end[3] if end[0] is q0 and end[1] is v0 and end[2] is model else self._energy_of(model, q0, v0)
+                change = (self._e_end[3] - e0 + self._objects_energy(contact[3], contact[4]) - self.objects_energy())
                 self.contact_power = min(0.0, change - done) / dt
                 self.contact_work += dt * self.contact_power
                 self.contact_steps += 1
