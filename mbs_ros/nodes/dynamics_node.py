@@ -173,10 +173,9 @@ class DynamicsNode(Node):
         self.sim_services = Services(
             self, sim, self.pacer, self.publishing, lockstep=self.lockstep, settings=settings,
             pause_k=lambda: self._pause_k, counts=counts, warn=guard.warn, guard_service=guard.service,
-            advance=self.advance, take_period=self.take_period, try_period=self._period_timer_on,
+            advance=self.advance, take_period=self.take_period, try_period=lambda: self._period_timer.reset(),
             anchor=self._anchor, publish_diagnostics=self.publish_diagnostics, publish_pause=self._publish_pause,
-            before_reset=self._before_reset,
-            before_pause=self.watch.stop_waiting, note_graph=self.watch.note_graph)
+            before_reset=self._before_reset, before_pause=self.watch.stop_waiting, note_graph=self.watch.note_graph)
         self.reconfiguration = Reconfiguration(
             self.get_logger(), sim, source=source, multibody=self.multibody, dt_ns=self.dt_ns,
             current=lambda: (self.settings, self._pause_k, self._rate), apply=self._apply_parameters)
@@ -497,9 +496,6 @@ class DynamicsNode(Node):
                             bool(self._markers_every) and k1 // self._markers_every > k0 // self._markers_every, by_ns)
         self.sim_services.pause_at_reached()
         self._drain(by_ns)
-
-    def _period_timer_on(self) -> None:  # ~/pause false: the period (if its commands are here) in a callback of its own
-        self._period_timer.reset()
 
     def _before_reset(self) -> None:  # ~/reset, before the simulator resets: the sensors drop the queued readings
         self.sensors.reset()
