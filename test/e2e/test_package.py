@@ -35,6 +35,7 @@ MODULE_TO_KEY = {
     "tqdm": "python3-tqdm",
     "rosbags": "python3-rosbags-pip",
     "threadpoolctl": "python3-threadpoolctl",
+    "greenlet": "python3-greenlet",  # a lockstep contact step resumed across callbacks (mbs_ros/cores/work.py)
     "psutil": "python3-psutil",
     "example_robot_data": "example-robot-data",
     "mujoco": "python3-mujoco-pip",  # pip: mujoco (no distro package)
