@@ -8,12 +8,14 @@ and reads here the few fields it uses: the stamp, the frame, the names and the n
 The bytes are plain CDR (XCDR1, as every ROS 2 middleware sends these types): a 4-byte encapsulation header (its
 second byte 1: little-endian, 0: big-endian), then the fields in order, each primitive aligned to its size from the
 start of the payload, strings as a uint32 length (with the terminating NUL) and the bytes, sequences as a uint32
-count and the elements. Each reader returns the tuple of the fields it reads, or None for anything it does not read exactly (another encapsulation, a
-length past the end, a string without its NUL, more bytes left over than padding): the caller then deserialises
-the message the ordinary way, so that a reader can only be faster, never different.
+count and the elements. Each reader returns the tuple of the fields it reads, or None for anything it does not read
+exactly (another encapsulation, a length past the end, a string without its NUL, more bytes left over than
+padding): the caller then deserialises the message the ordinary way, so that a reader can only be faster, never
+different.
 """
 from __future__ import annotations
 
+import functools
 import struct
 from typing import List, Optional, Tuple
 
@@ -79,21 +81,32 @@ def _done(data: bytes, p: int) -> bool:
     return 0 <= len(data) - 4 - p < SLACK
 
 
-def wrench_stamped(data: bytes) -> Optional[Tuple[int, int, str, np.ndarray]]:
-    """``geometry_msgs/WrenchStamped``: ``(sec, nanosec, frame_id, [F; τ])`` or None (not read here)."""
-    e = _order(data)
-    if e is None:
-        return None
-    try:
-        sec, nanosec = _stamp(e, data)
-        frame_id, p = _string(e, data, 8)
-        p = (p + 7) & ~7
-        if p + 48 + 4 > len(data) or not _done(data, p + 48):
+def _reader(body):
+    """A reader of plain CDR: ``body(e, data)`` with the byte order ``e``; None for another encapsulation or bytes
+    that end before a field (:class:`_Short`)."""
+
+    @functools.wraps(body)
+    def read(data: bytes):
+        e = _order(data)
+        if e is None:
             return None
-        W = np.frombuffer(data, dtype=_F64[e], count=6, offset=p + 4).astype(float)
-    except _Short:
+        try:
+            return body(e, data)
+        except _Short:
+            return None
+
+    return read
+
+
+@_reader
+def wrench_stamped(e: str, data: bytes) -> Optional[Tuple[int, int, str, np.ndarray]]:
+    """``geometry_msgs/WrenchStamped``: ``(sec, nanosec, frame_id, [F; τ])`` or None (not read here)."""
+    sec, nanosec = _stamp(e, data)
+    frame_id, p = _string(e, data, 8)
+    p = (p + 7) & ~7
+    if p + 48 + 4 > len(data) or not _done(data, p + 48):
         return None
-    return sec, nanosec, frame_id, W
+    return sec, nanosec, frame_id, np.frombuffer(data, dtype=_F64[e], count=6, offset=p + 4).astype(float)
 
 
 #: the last names read (a controller sends the same names every time): (order, start, their bytes, names, end)
@@ -116,39 +129,29 @@ def _names(e: str, data: bytes, p: int) -> Tuple[List[str], int]:
     return names, q
 
 
-def joint_state(data: bytes) -> Optional[Tuple[int, int, List[str], np.ndarray]]:
+@_reader
+def joint_state(e: str, data: bytes) -> Optional[Tuple[int, int, List[str], np.ndarray]]:
     """``sensor_msgs/JointState``: ``(sec, nanosec, name, effort)`` or None (not read here)."""
-    e = _order(data)
-    if e is None:
-        return None
-    try:
-        sec, nanosec = _stamp(e, data)
-        _frame, p = _string(e, data, 8)
-        names, p = _names(e, data, p)
-        _position, p = _doubles(e, data, p)
-        _velocity, p = _doubles(e, data, p)
-        effort, p = _doubles(e, data, p)
-    except _Short:
-        return None
+    sec, nanosec = _stamp(e, data)
+    _frame, p = _string(e, data, 8)
+    names, p = _names(e, data, p)
+    _position, p = _doubles(e, data, p)
+    _velocity, p = _doubles(e, data, p)
+    effort, p = _doubles(e, data, p)
     return (sec, nanosec, names, effort) if _done(data, p) else None
 
 
-def float64_multi_array(data: bytes) -> Optional[Tuple[np.ndarray]]:
+@_reader
+def float64_multi_array(e: str, data: bytes) -> Optional[Tuple[np.ndarray]]:
     """``std_msgs/Float64MultiArray``: ``(data,)`` or None (not read here). The layout is read past, not used (the
     node never used it)."""
-    e = _order(data)
-    if e is None:
+    dims, p = _u32(e, data, 0)
+    if dims > len(data):
         return None
-    try:
-        dims, p = _u32(e, data, 0)
-        if dims > len(data):
-            return None
-        for _ in range(dims):
-            _label, p = _string(e, data, p)
-            _size, p = _u32(e, data, p)
-            _stride, p = _u32(e, data, p)
-        _offset, p = _u32(e, data, p)
-        values, p = _doubles(e, data, p)
-    except _Short:
-        return None
+    for _ in range(dims):
+        _label, p = _string(e, data, p)
+        _size, p = _u32(e, data, p)
+        _stride, p = _u32(e, data, p)
+    _offset, p = _u32(e, data, p)
+    values, p = _doubles(e, data, p)
     return (values,) if _done(data, p) else None

@@ -26,7 +26,8 @@ TIMEOUT_TOPIC = {"wrench": "cmd_wrench", "joints": "cmd_joint_effort", "thruster
 #: lockstep: the unstamped command topics, ignored, and their log line (key, text): cmd_thrust's each time (throttled),
 #: cmd_joint_effort's once
 UNSTAMPED_IN_LOCKSTEP = {
-    "cmd_thrust": ("cmd_thrust_lockstep", "lockstep: cmd_thrust carries no stamp and is ignored; send thruster_command"),
+    "cmd_thrust": ("cmd_thrust_lockstep",
+                   "lockstep: cmd_thrust carries no stamp and is ignored; send thruster_command"),
     "cmd_joint_effort": ("lockstep_cmd_joint_effort",
                          "lockstep: cmd_joint_effort is ignored (it carries no stamp); joint efforts come from "
                          "joint_command (sensor_msgs/JointState, efforts by name, stamped with the state they answer)"),

@@ -48,8 +48,8 @@ class Services:
     state). ``lockstep``: one control period per step; ``settings()`` the node's settings now; ``pause_k()`` the
     step ``pause_at`` pauses at (None: never); ``counts``, ``warn`` and ``guard_service`` the node's counters,
     throttled warning and service guard; ``advance(steps, deadline_ns)``, ``take_period()``, ``try_period()``,
-    ``anchor()``, ``publish_diagnostics()`` and ``publish_pause(state)`` the node's; ``before_reset()`` and ``before_pause()`` what the other
-    parts do first; ``note_graph()`` remembers who has the state."""
+    ``anchor()``, ``publish_diagnostics()`` and ``publish_pause(state)`` the node's; ``before_reset()`` and
+    ``before_pause()`` what the other parts do first; ``note_graph()`` remembers who has the state."""
 
     def __init__(self, node, sim, pacer, publishing, *, lockstep: bool, settings, pause_k, counts: dict, warn,
                  guard_service, advance, take_period, try_period, anchor, publish_diagnostics, publish_pause,
