@@ -321,7 +321,7 @@ class DynamicsNode(Node):
         # lockstep: periods start from the command callbacks; the timer paces and watches
         period = timer_period(self.dt, self.settings.real_time_factor, self.lockstep)
         # On the steady clock: this node makes the simulation time, even when it runs with use_sim_time.
-        self.timer = self.create_timer(period, self._tick, clock=self._steady_clock)
+        self.timer = self.create_timer(period, self.guard.callback(self._tick, "step timer"), clock=self._steady_clock)
 
     def stamp(self, k: Optional[int] = None) -> int:
         return self.sim.stamp(k)

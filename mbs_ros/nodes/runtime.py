@@ -508,7 +508,7 @@ class CallbackGuard:
                 self._timed(what, t0, c0)
             return None
 
-        if what == "timer":  # rclpy passes a TimerInfo to a timer callback that takes an argument
+        if what.endswith("timer"):  # rclpy passes a TimerInfo to a timer callback that takes an argument
             return lambda: guarded()
         return lambda msg: guarded(msg)
 

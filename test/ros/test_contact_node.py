@@ -67,6 +67,10 @@ def test_diagnostics_and_energy_carry_the_contact(node):
     # /diagnostics: the contact's counts once it rests, none before it lands
     assert d["fault"] == "" and d["contact_steps"] > 0 and d["contacts"] >= 3, d
     assert d["contact_work"] < 0.0 and d["contact_unconverged"] == 0
+    # every contact step runs inside a callback the node times (the stepping timer's among them, named "step
+    # timer"): the most CPU time one callback took is at least the most one contact step took (thread CPU time
+    # both; the landing's step was once left out of longest_callback_cpu_ms, the stepping timer not timed)
+    assert d["longest_callback_cpu_ms"] >= d["contact_step_longest_ms"] > 0.0, d
     before = [b for _, b in diags if b["steps"] < (T_LAND - 0.05) * 1000]
     assert all(b["contact_steps"] == 0 and b["contacts"] == 0 for b in before), before
     # the energy topic: a "contact" dissipator in every message (the world is there from the start), never supplying

@@ -138,4 +138,7 @@ def test_the_callback_guard_times_every_callback(monkeypatch):
     assert guard.timing() == {"longest_callback_ms": 4.0, "longest_callback": "step",
                               "longest_callback_recent_ms": 3.0, "longest_callback_recent": "cmd_wrench",
                               "longest_callback_cpu_ms": 3.0, "longest_callback_recent_cpu_ms": 3.0}
+    guard.callback(takes(5_000_000), "step timer")()  # any "... timer" takes no argument (rclpy's TimerInfo)
+    # started at 11 ms: after the 2.5 + 1 + 4 + 3 + 0.5 ms of the callbacks before it
+    assert guard.timing()["longest_callback"] == "step timer" and guard.started_ns == 11_000_000
     assert guard.timing()["longest_callback_recent_ms"] == 0.0  # nothing ran since
