@@ -46,7 +46,7 @@ from std_srvs.srv import SetBool, Trigger  # noqa: E402
 from mbs_ros.nodes import conversions as cv  # noqa: E402
 from mbs_ros.process import NodeProcess  # noqa: E402
 from contact_fixtures import write_arm, write_puck  # noqa: E402
-from ros_helpers import Probe, ros_env_defaults, running  # noqa: E402
+from ros_helpers import Probe, poll_until, ros_env_defaults, running  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 UVMS_PARAMS = ROOT / "config" / "uvms_6dof.yaml"
@@ -356,13 +356,14 @@ def flood(probe, proc, watch, ns, topics):
     sent = {t: 0 for t in topics}
     for t, (_typ, messages) in topics.items():
         before = watch.value(f"received_{t}") or 0
-        deadline = time.monotonic() + TIMEOUT
-        while (watch.value(f"received_{t}") or 0) <= before:
-            assert time.monotonic() < deadline, f"/{ns}/{t}: nothing received in {TIMEOUT} s"
-            pubs[t].publish(messages[0])
+
+        def again(t=t, first=messages[0]):
+            pubs[t].publish(first)
             sent[t] += 1
             probe.spin_for(0.1)
-            proc.check_running()
+
+        poll_until(lambda: (watch.value(f"received_{t}") or 0) > before, again, TIMEOUT,
+                   what=f"/{ns}/{t} receiving from the flood's publisher", alive=[proc])
     index = {t: 1 for t in topics}
     resets = 0
     seen_errors = 0
