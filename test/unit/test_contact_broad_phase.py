@@ -104,3 +104,59 @@ def test_a_polytope_reaches_coal_exactly_when_a_vertex_comes_within_the_margin(s
             res = coal.CollisionResult()
             tf = coal.Transform3s(T[:3, :3], T[:3, 3])
             assert bool(coal.collide(hull, tf, shapes[0].geometry, coal.Transform3s(), req, res)) is near
+
+
+def _box_pair_at(rng, margin, delta):
+    """Two boxes in random orientations, box 1 moved along a random direction until Coal's distance between them
+    is ``margin + delta`` (bisection on Coal's distance: the reference), and their shapes."""
+    shapes = [geo.box("a", tuple(rng.uniform(0.02, 0.4, 3)), (0, 0)), geo.box("b", tuple(rng.uniform(0.02, 0.4, 3)),
+                                                                            (0, 1))]
+    Ta, Tb = _pose(rng, 0.0), _pose(rng, 0.0)
+    Ta[:3, 3] = 0.0
+    direction = rng.normal(size=3)
+    direction /= np.linalg.norm(direction)
+    req, target = coal.DistanceRequest(), margin + delta
+
+    def distance(s):
+        Tb[:3, 3] = s * direction
+        return coal.distance(shapes[0].geometry, coal.Transform3s(Ta[:3, :3], Ta[:3, 3]), shapes[1].geometry,
+                             coal.Transform3s(Tb[:3, :3], Tb[:3, 3]), req, coal.DistanceResult())
+
+    lo, hi = 0.0, 2.0
+    for _ in range(80):
+        mid = 0.5 * (lo + hi)
+        lo, hi = (mid, hi) if distance(mid) < target else (lo, mid)
+    distance(hi)
+    return [np.array([Ta, Tb.copy()])], shapes
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_two_boxes_within_the_margin_always_reach_coal(seed):
+    """The oriented boxes' bound never drops a pair Coal reports: two boxes (their own boxes, the tightest case)
+    in random orientations 1 µm inside the margin are candidates and Coal collides them."""
+    rng = np.random.default_rng(100 + seed)
+    req = coal.CollisionRequest()
+    for _ in range(25):
+        margin = float(rng.choice([0.0, 1e-3, 0.05]))
+        poses, shapes = _box_pair_at(rng, margin, -1e-6)
+        req.security_margin = margin
+        Ta, Tb = poses[0]
+        assert coal.collide(shapes[0].geometry, coal.Transform3s(Ta[:3, :3], Ta[:3, 3]), shapes[1].geometry,
+                            coal.Transform3s(Tb[:3, :3], Tb[:3, 3]), req, coal.CollisionResult())
+        assert geo._candidates(poses, shapes, margin) == [(0, 1)]
+
+
+def test_boxes_whose_bounding_spheres_meet_but_are_apart_do_not_reach_coal():
+    """Its reason to be: a long thin body beside another (a leg beside a robot's trunk) has bounding spheres that
+    overlap by far; their oriented boxes are apart, so the pair never reaches Coal. Face to face, the boxes' bound
+    is their distance: 1 µm beyond the margin they are dropped, 1 µm within it they are kept."""
+    rng = np.random.default_rng(7)
+    R = Rotation.from_rotvec(rng.normal(size=3)).as_matrix()
+    shapes = [geo.box("trunk", (0.45, 0.22, 0.05), (0, 0)), geo.box("leg", (0.03, 0.03, 0.2), (0, 1))]
+    margin = 1e-3
+    for delta, near in ((1e-6, False), (-1e-6, True), (0.05, False)):
+        Ta, Tb = np.eye(4), np.eye(4)
+        Ta[:3, :3] = Tb[:3, :3] = R
+        Tb[:3, 3] = R @ np.array([0.0, 0.11 + 0.015 + margin + delta, 0.0])  # side by side along the trunk's y
+        assert np.linalg.norm(Tb[:3, 3]) < 0.25 + 0.1  # the spheres (radii ~0.25 and ~0.1) overlap
+        assert geo._candidates([np.array([Ta, Tb])], shapes, margin) == ([(0, 1)] if near else [])

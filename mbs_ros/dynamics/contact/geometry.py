@@ -261,7 +261,7 @@ _contact = _contact_maker()
 #: Slack of the broad phase [m]: a pair is handed to Coal when its bounds are within ``margin`` + this.
 BROAD_SLACK = 1e-9
 #: How the broad phase bounds a pair (_Plan.kind): two bounded shapes by their bounding spheres (about their local
-#: AABBs' centres), a half-space and a bounded shape by the shape's local AABB (its support along the normal), any
+#: AABBs' centres) and then their oriented boxes (their local AABBs placed), a half-space and a bounded shape by the shape's local AABB (its support along the normal), any
 #: other pair (two half-spaces, a shape with no finite bounds) always handed to Coal.
 _SPHERES, _PLANE, _ALWAYS = 0, 1, 2
 _OWN_KINDS = (coal.Halfspace, coal.Sphere, coal.Box, coal.Cylinder, coal.Capsule)  # :func:`_line_interval`'s
@@ -296,11 +296,51 @@ def _local_bounds(shape):
 
 
 @jit
+def _box_gap(T, i, j, bounds):
+    """A lower bound on the distance between the oriented boxes of rows i and j (their local AABBs placed at
+    ``T[i]``, ``T[j]``): the largest separation along the 15 axes of the separating-axis test (each box's three
+    axes and their cross products, unit length; a cross product of near-parallel axes is skipped, which can only
+    lower the bound). Each shape lies in its box, so the shapes are at least this far apart."""
+    d = np.empty(3)
+    for a in range(3):
+        d[a] = 0.0
+        for c in range(3):
+            d[a] += T[j, a, c] * bounds[j, c] - T[i, a, c] * bounds[i, c]
+        d[a] += T[j, a, 3] - T[i, a, 3]
+    best = -np.inf
+    L = np.empty(3)
+    for axis in range(15):
+        if axis < 3:
+            for a in range(3):
+                L[a] = T[i, a, axis]
+        elif axis < 6:
+            for a in range(3):
+                L[a] = T[j, a, axis - 3]
+        else:
+            p, q = (axis - 6) // 3, (axis - 6) % 3
+            L[0] = T[i, 1, p] * T[j, 2, q] - T[i, 2, p] * T[j, 1, q]
+            L[1] = T[i, 2, p] * T[j, 0, q] - T[i, 0, p] * T[j, 2, q]
+            L[2] = T[i, 0, p] * T[j, 1, q] - T[i, 1, p] * T[j, 0, q]
+        norm = np.sqrt(L[0] * L[0] + L[1] * L[1] + L[2] * L[2])
+        if not norm > 1e-6:
+            continue
+        gap = abs(L[0] * d[0] + L[1] * d[1] + L[2] * d[2])
+        for c in range(3):
+            gap -= abs(L[0] * T[i, 0, c] + L[1] * T[i, 1, c] + L[2] * T[i, 2, c]) * bounds[i, 3 + c]
+            gap -= abs(L[0] * T[j, 0, c] + L[1] * T[j, 1, c] + L[2] * T[j, 2, c]) * bounds[j, 3 + c]
+        gap /= norm
+        if gap > best:
+            best = gap
+    return best
+
+
+@jit
 def _near_pairs(B, gidx, Tbs, pairs, bounds, verts, vstart, hint, thr, out):
     """Writes to ``out`` the indices of the pairs whose bounds come within ``thr``, in order, and returns how many.
     Shape row r is at ``B[gidx[r]] @ Tbs[r]`` (``B``: the bodies' world poses; gidx -1: ``Tbs[r]``, a world shape);
     ``pairs[k]``: (kind, row i, row j); ``bounds[r]``: a bounded shape's local AABB's centre, half extents and the
-    radius of the sphere about it, a half-space's normal, 0 and offset. Two bounded shapes: their bounding spheres;
+    radius of the sphere about it, a half-space's normal, 0 and offset. Two bounded shapes: their bounding spheres,
+    and where those meet their oriented boxes (:func:`_box_gap`: a body's long box beside a leg's is apart);
     a half-space (i) and a bounded shape (j): j's box along the normal, and where that comes within ``thr`` and j is
     a convex polytope (``verts[vstart[j]:vstart[j + 1]]``), its vertices until one comes within ``thr`` (from the
     one that did last time, ``hint[j]``: a resting foot's answer at the first look; any start, the same answer)."""
@@ -325,6 +365,8 @@ def _near_pairs(B, gidx, Tbs, pairs, bounds, verts, vstart, hint, thr, out):
                 cj = T[j, a, 0] * bounds[j, 0] + T[j, a, 1] * bounds[j, 1] + T[j, a, 2] * bounds[j, 2] + T[j, a, 3]
                 g2 += (ci - cj) * (ci - cj)
             gap = np.sqrt(g2) - bounds[i, 6] - bounds[j, 6]
+            if gap <= thr:  # the spheres meet: their boxes may still be apart (a leg beside a body)
+                gap = _box_gap(T, i, j, bounds)
         elif kind == 1:  # i the half-space: its normal in the world (na) and in j's frame (nl)
             gap = -bounds[i, 6]
             nl = np.zeros(3)
