@@ -5,6 +5,12 @@ rclpy turns every message it takes into Python objects through the message class
 a tenth of the dynamics node's step. The node subscribes to its commands raw (rclpy hands over the serialised bytes)
 and reads here the few fields it uses: the stamp, the frame, the names and the numbers.
 
+The other way, the state the node sends at the control rate: rclpy's ``publish(msg)`` converts the message and, to
+each of its subscribers, costs about as much again (an Odometry to two subscribers: 69 µs, against 14 µs for its
+bytes). :func:`odometry_writer`, :func:`joint_state_writer` and :func:`float64_multi_array_writer` write the few fields that change (the stamp and the
+numbers) into the message's own serialisation, kept (its frames, names and covariances as rclpy wrote them), and the
+node publishes those bytes; a template they do not parse exactly gives None, and the node publishes the message.
+
 The bytes are plain CDR (XCDR1, as every ROS 2 middleware sends these types): a 4-byte encapsulation header (its
 second byte 1: little-endian, 0: big-endian), then the fields in order, each primitive aligned to its size from the
 start of the payload, strings as a uint32 length (with the terminating NUL) and the bytes, sequences as a uint32
@@ -21,7 +27,8 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["wrench_stamped", "joint_state", "float64_multi_array"]
+__all__ = ["wrench_stamped", "joint_state", "float64_multi_array", "odometry_writer", "joint_state_writer",
+           "float64_multi_array_writer"]
 
 _U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
 _STAMP = {"<": struct.Struct("<iI"), ">": struct.Struct(">iI")}
@@ -155,3 +162,96 @@ def float64_multi_array(e: str, data: bytes) -> Optional[Tuple[np.ndarray]]:
     _offset, p = _u32(e, data, p)
     values, p = _doubles(e, data, p)
     return (values,) if _done(data, p) else None
+
+
+def _template(template: bytes):
+    """``(order, a writable copy)`` of a serialised message, or None for another encapsulation."""
+    e = _order(template)
+    return None if e is None else (e, bytearray(template))
+
+
+def odometry_writer(template: bytes):
+    """``write(sec, nanosec, p, quat_xyzw, twist) -> bytes``: ``nav_msgs/Odometry``'s bytes, ``template`` (the
+    message serialised once) with the stamp, the pose and the twist (linear, angular) written in; None where the
+    template is not plain CDR or not an Odometry's exact bytes."""
+    kept = _template(template)
+    if kept is None:
+        return None
+    e, buf = kept
+    try:
+        _frame, p = _string(e, buf, 8)
+        _child, p = _string(e, buf, p)
+    except _Short:
+        return None
+    p = (p + 7) & ~7  # pose (7), its covariance (36), twist (6), its covariance (36): 85 doubles in a row
+    if not _done(buf, p + 85 * 8):
+        return None
+    values, stamp = np.frombuffer(buf, dtype=_F64[e], count=85, offset=p + 4), _STAMP[e]
+
+    def write(sec: int, nanosec: int, p, quat, twist) -> bytes:
+        stamp.pack_into(buf, 4, sec, nanosec)
+        values[0:3], values[3:7], values[43:49] = p, quat, twist
+        return bytes(buf)
+
+    return write
+
+
+def joint_state_writer(template: bytes):
+    """``write(sec, nanosec, position, velocity, effort) -> bytes``: ``sensor_msgs/JointState``'s bytes,
+    ``template`` (the message serialised once: its frame, names and the lengths of its three sequences) with the
+    stamp and the three sequences (as many values each as the template's) written in; None where the template is
+    not plain CDR or not a JointState's exact bytes."""
+    kept = _template(template)
+    if kept is None:
+        return None
+    e, buf = kept
+    try:
+        _frame, p = _string(e, buf, 8)
+        count, p = _u32(e, buf, p)
+        for _ in range(min(count, len(buf))):
+            _name, p = _string(e, buf, p)
+        offsets, sizes = [], []
+        for _ in range(3):
+            n, p = _u32(e, buf, p)
+            p = (p + 7) & ~7 if n else p
+            offsets.append(p)
+            sizes.append(n)
+            p += 8 * n
+    except _Short:
+        return None
+    if count > len(buf) or not _done(buf, p):
+        return None
+    arrays, stamp = [np.frombuffer(buf, dtype=_F64[e], count=n, offset=o + 4) for o, n in zip(offsets, sizes)], _STAMP[e]
+
+    def write(sec: int, nanosec: int, position, velocity, effort) -> bytes:
+        stamp.pack_into(buf, 4, sec, nanosec)
+        arrays[0][:], arrays[1][:], arrays[2][:] = position, velocity, effort
+        return bytes(buf)
+
+    return write
+
+
+def float64_multi_array_writer(template: bytes):
+    """``write(data) -> bytes``: ``std_msgs/Float64MultiArray``'s bytes, ``template`` (the message serialised
+    once: no dimensions, its data offset and data's length) with ``data`` (as many values) written in; None where
+    the template is not plain CDR or not such a message's exact bytes."""
+    kept = _template(template)
+    if kept is None:
+        return None
+    e, buf = kept
+    try:
+        dims, p = _u32(e, buf, 0)
+        _offset, p = _u32(e, buf, p)
+        n, p = _u32(e, buf, p)
+    except _Short:
+        return None
+    p = (p + 7) & ~7 if n else p
+    if dims or not _done(buf, p + 8 * n):
+        return None
+    values = np.frombuffer(buf, dtype=_F64[e], count=n, offset=p + 4)
+
+    def write(data) -> bytes:
+        values[:] = data
+        return bytes(buf)
+
+    return write

@@ -5,12 +5,14 @@ quaternions are ``[x, y, z, w]`` (ROS and Pinocchio order; transforms3d uses ``[
 only called through the helpers below); stamps are integer nanoseconds.
 
 Only ``builtin_interfaces``, ``geometry_msgs``, ``nav_msgs``, ``sensor_msgs`` and ``diagnostic_msgs`` are
-imported, so these helpers work without ``tf2_msgs``.
+imported, so these helpers work without ``tf2_msgs`` (the ``..._out`` writers of the state and commands sent at the
+control rate import ``rclpy.serialization`` and ``std_msgs`` when called).
 """
 
 from __future__ import annotations
 
 import math
+from array import array
 from typing import Iterable, Mapping, Sequence, Tuple
 
 import numpy as np
@@ -33,6 +35,7 @@ from sensor_msgs.msg import JointState, NavSatFix, NavSatStatus, Range
 from transforms3d import euler as _euler
 from transforms3d import quaternions as _quaternions
 
+from mbs_ros.cores import cdr
 from mbs_ros.cores.params import NS_PER_S, period_ns, seconds_text  # noqa: F401 - importable from here, as the nodes do
 from mbs_ros.cores.rotations import quaternion_from_matrix, quaternion_from_rpy  # noqa: F401 - importable here
 
@@ -221,6 +224,69 @@ def set_pair(msg, first: str, second: str, values: Sequence[float]) -> None:
     Wrench's force/torque)."""
     a, b = getattr(msg, first), getattr(msg, second)
     a.x, a.y, a.z, b.x, b.y, b.z = values
+
+
+def odometry_out(msg: Odometry):
+    """``out(stamp_ns, p, quat_xyzw, twist)``: what to publish of ``msg`` (its frames and covariances kept) at
+    this state: its bytes (:func:`mbs_ros.cores.cdr.odometry_writer` on its serialisation now), or where they
+    cannot be written there ``msg`` itself, filled. Either way the same bytes reach the subscribers."""
+    from rclpy.serialization import serialize_message
+
+    write = cdr.odometry_writer(serialize_message(msg))
+
+    def out(stamp_ns: int, p, quat, twist):
+        if write is not None:
+            return write(*divmod(int(stamp_ns), NS_PER_S), p, quat, twist)
+        set_stamp(msg.header, stamp_ns)
+        set_pose(msg.pose.pose, p, quat)
+        set_pair(msg.twist.twist, "linear", "angular", twist)
+        return msg
+
+    return out
+
+
+def _templated(fill, writer):
+    """``out(*values)``: ``fill(*values)`` (the message filled with them) the first time and whenever the
+    values' lengths change, with a writer (``writer`` of its serialisation now) for them; in between, the bytes
+    that writer writes, or the message filled where the bytes cannot be written there."""
+    from rclpy.serialization import serialize_message
+
+    kept = [None, None]  # the writer and the lengths it writes
+
+    def out(*values):
+        sizes = tuple(len(x) for x in values if hasattr(x, "__len__"))
+        if kept[1] != sizes:
+            msg = fill(*values)
+            kept[:] = writer(serialize_message(msg)), sizes
+            return msg
+        return fill(*values) if kept[0] is None else kept[0](*values)
+
+    return out
+
+
+def joint_state_out(msg: JointState):
+    """``out(stamp_ns, position, velocity, effort)`` (float64 arrays): what to publish of ``msg`` (its frame and
+    names kept): ``msg`` filled, or the bytes :func:`mbs_ros.cores.cdr.joint_state_writer` writes into its
+    serialisation (:func:`_templated`)."""
+    def fill(stamp_ns, position, velocity, effort):
+        set_stamp(msg.header, stamp_ns)
+        msg.position, msg.velocity, msg.effort = (array("d", np.asarray(x, float).tobytes())
+                                                  for x in (position, velocity, effort))
+        return msg
+
+    def writer(template):
+        write = cdr.joint_state_writer(template)
+        return None if write is None else lambda stamp_ns, *x: write(*divmod(int(stamp_ns), NS_PER_S), *x)
+
+    return _templated(fill, writer)
+
+
+def float64_array_out():
+    """``out(data)``: a ``std_msgs/Float64MultiArray`` of ``data`` to publish, as :func:`joint_state_out`."""
+    from std_msgs.msg import Float64MultiArray
+
+    return _templated(lambda data: Float64MultiArray(data=array("d", np.asarray(data, float).tobytes())),
+                      cdr.float64_multi_array_writer)
 
 
 # ------------------------------------------------------------------------------------ orientations

@@ -150,6 +150,7 @@ class StatePublishing:
         self._odom_msg = Odometry()
         self._odom_msg.header.frame_id = self.world_frame
         self._odom_msg.child_frame_id = self.base_frame
+        self._odom_out = cv.odometry_out(self._odom_msg)  # its bytes at each state (the same as rclpy's, faster)
         self._pose_msg = PoseStamped()
         self._pose_msg.header.frame_id = self.world_frame
         self._tf_base = None
@@ -168,7 +169,7 @@ class StatePublishing:
         if self.nj:
             names = list(self.model.joint_names)
             # the moving joints, then the mimic and the locked ones (StateView.joint_state_names)
-            self._joint_state_msg = JointState(name=StateView.joint_state_names(self.model))
+            self._joint_state_out = cv.joint_state_out(JointState(name=StateView.joint_state_names(self.model)))
             self._effort_msg = JointState(name=names)
             self._joint_wrench_msgs = []
             for frame in self._joint_child_frames:
@@ -234,11 +235,7 @@ class StatePublishing:
             poses = model.link_poses(q)
         p, quat = self._state_view.base_pose(model, q, poses)  # a URDF rooted at "world": the base link's fixed pose
         if self.pub_odom.get_subscription_count():
-            m = self._odom_msg
-            cv.set_stamp(m.header, stamp)
-            cv.set_pose(m.pose.pose, p, quat)
-            cv.set_pair(m.twist.twist, "linear", "angular", self._state_view.twist(model, q, v))
-            self.pub_odom.publish(m)
+            self.pub_odom.publish(self._odom_out(stamp, p, quat, self._state_view.twist(model, q, v)))
             yield  # a piece each (a publication to several subscribers costs ~50 us apiece)
         if self.nj and self.pub_joint_states.get_subscription_count():
             self._publish_joint_states(stamp)
@@ -283,13 +280,7 @@ class StatePublishing:
         return self._state_view.joint_positions(q)
 
     def _publish_joint_states(self, stamp: int) -> None:
-        m = self._joint_state_msg
-        cv.set_stamp(m.header, stamp)
-        position, velocity, effort = self._state_view.joint_state(self.sim)
-        m.position = array("d", position.tobytes())
-        m.velocity = array("d", velocity.tobytes())
-        m.effort = array("d", effort.tobytes())
-        self.pub_joint_states.publish(m)
+        self.pub_joint_states.publish(self._joint_state_out(stamp, *self._state_view.joint_state(self.sim)))
 
     def joint_wrench_pieces(self, stamp: int):
         """joint_wrenches/<joint> of the current state, one message per piece, computed only when someone
