@@ -93,8 +93,8 @@ class ContactWorld:
     def warm_up(self, qs, vs) -> None:
         """Run once, at the states ``qs``, ``vs``, what the first contact step would otherwise load at its first
         call (tens of milliseconds to seconds on a busy machine, inside a node's callback): the solver's compiled
-        kernels, each model's mass matrix, forward dynamics and kinematics, SciPy's Cholesky, the geometry's compiled
-        kernels. Nothing is kept but the pairs' constants of :func:`find_contacts` (a mesh hull's vertices: a few
+        kernels, each model's mass matrix, forward dynamics, energies and kinematics, SciPy's Cholesky, the geometry's
+        compiled kernels. Nothing is kept but the pairs' constants of :func:`find_contacts` (a mesh hull's vertices: a few
         milliseconds per shape list), which are what the steps use."""
         from mbs_ros.dynamics.contact.geometry import warm_up as warm_up_geometry
         from mbs_ros.dynamics.contact.solver import warm_up
@@ -109,6 +109,7 @@ class ContactWorld:
             M = model.mass_matrix(q)
             _cho_solve(M, np.ones((model.nv, 1)))
             model.forward_dynamics(q, v, np.zeros(model.nv))
+            model.potential_energy(q) + model.kinetic_energy(q, v)  # the post-stabilisation's energy balance
             if k in shaped:  # the contact rows' kinematics only a model with shapes needs
                 row_kinematics(model, q)
 
