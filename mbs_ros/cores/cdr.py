@@ -164,25 +164,30 @@ def float64_multi_array(e: str, data: bytes) -> Optional[Tuple[np.ndarray]]:
     return (values,) if _done(data, p) else None
 
 
-def _template(template: bytes):
-    """``(order, a writable copy)`` of a serialised message, or None for another encapsulation."""
-    e = _order(template)
-    return None if e is None else (e, bytearray(template))
+def _writer(body):
+    """A maker of writers from a template (a message serialised once): ``body(e, buf)`` with its byte order and a
+    writable copy of it; None for another encapsulation or a template that ends before a field (:class:`_Short`)."""
+
+    @functools.wraps(body)
+    def make(template: bytes):
+        e = _order(template)
+        if e is None:
+            return None
+        try:
+            return body(e, bytearray(template))
+        except _Short:
+            return None
+
+    return make
 
 
-def odometry_writer(template: bytes):
-    """``write(sec, nanosec, p, quat_xyzw, twist) -> bytes``: ``nav_msgs/Odometry``'s bytes, ``template`` (the
+@_writer
+def odometry_writer(e: str, buf: bytearray):
+    """``write(sec, nanosec, p, quat_xyzw, twist) -> bytes``: ``nav_msgs/Odometry``'s bytes, the template (the
     message serialised once) with the stamp, the pose and the twist (linear, angular) written in; None where the
     template is not plain CDR or not an Odometry's exact bytes."""
-    kept = _template(template)
-    if kept is None:
-        return None
-    e, buf = kept
-    try:
-        _frame, p = _string(e, buf, 8)
-        _child, p = _string(e, buf, p)
-    except _Short:
-        return None
+    _frame, p = _string(e, buf, 8)
+    _child, p = _string(e, buf, p)
     p = (p + 7) & ~7  # pose (7), its covariance (36), twist (6), its covariance (36): 85 doubles in a row
     if not _done(buf, p + 85 * 8):
         return None
@@ -196,29 +201,23 @@ def odometry_writer(template: bytes):
     return write
 
 
-def joint_state_writer(template: bytes):
-    """``write(sec, nanosec, position, velocity, effort) -> bytes``: ``sensor_msgs/JointState``'s bytes,
-    ``template`` (the message serialised once: its frame, names and the lengths of its three sequences) with the
-    stamp and the three sequences (as many values each as the template's) written in; None where the template is
-    not plain CDR or not a JointState's exact bytes."""
-    kept = _template(template)
-    if kept is None:
-        return None
-    e, buf = kept
-    try:
-        _frame, p = _string(e, buf, 8)
-        count, p = _u32(e, buf, p)
-        for _ in range(min(count, len(buf))):
-            _name, p = _string(e, buf, p)
-        offsets, sizes = [], []
-        for _ in range(3):
-            n, p = _u32(e, buf, p)
-            p = (p + 7) & ~7 if n else p
-            offsets.append(p)
-            sizes.append(n)
-            p += 8 * n
-    except _Short:
-        return None
+@_writer
+def joint_state_writer(e: str, buf: bytearray):
+    """``write(sec, nanosec, position, velocity, effort) -> bytes``: ``sensor_msgs/JointState``'s bytes, the
+    template (the message serialised once: its frame, names and the lengths of its three sequences) with the stamp
+    and the three sequences (as many values each as the template's) written in; None where the template is not
+    plain CDR or not a JointState's exact bytes."""
+    _frame, p = _string(e, buf, 8)
+    count, p = _u32(e, buf, p)
+    for _ in range(min(count, len(buf))):
+        _name, p = _string(e, buf, p)
+    offsets, sizes = [], []
+    for _ in range(3):
+        n, p = _u32(e, buf, p)
+        p = (p + 7) & ~7 if n else p
+        offsets.append(p)
+        sizes.append(n)
+        p += 8 * n
     if count > len(buf) or not _done(buf, p):
         return None
     arrays, stamp = [np.frombuffer(buf, dtype=_F64[e], count=n, offset=o + 4) for o, n in zip(offsets, sizes)], _STAMP[e]
@@ -231,20 +230,14 @@ def joint_state_writer(template: bytes):
     return write
 
 
-def float64_multi_array_writer(template: bytes):
-    """``write(data) -> bytes``: ``std_msgs/Float64MultiArray``'s bytes, ``template`` (the message serialised
+@_writer
+def float64_multi_array_writer(e: str, buf: bytearray):
+    """``write(data) -> bytes``: ``std_msgs/Float64MultiArray``'s bytes, the template (the message serialised
     once: no dimensions, its data offset and data's length) with ``data`` (as many values) written in; None where
     the template is not plain CDR or not such a message's exact bytes."""
-    kept = _template(template)
-    if kept is None:
-        return None
-    e, buf = kept
-    try:
-        dims, p = _u32(e, buf, 0)
-        _offset, p = _u32(e, buf, p)
-        n, p = _u32(e, buf, p)
-    except _Short:
-        return None
+    dims, p = _u32(e, buf, 0)
+    _offset, p = _u32(e, buf, p)
+    n, p = _u32(e, buf, p)
     p = (p + 7) & ~7 if n else p
     if dims or not _done(buf, p + 8 * n):
         return None
