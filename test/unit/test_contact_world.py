@@ -216,6 +216,7 @@ print(most, calls[0], sorted(k for k in after if after[k] != before.get(k, 0)))
 '''
 
 
+@pytest.mark.e2e
 def test_after_the_warm_up_a_landing_loads_no_kernel():
     """ContactWorld.warm_up loads what a landing's contact steps call, the post-stabilisation's energy balance
     included (its kernel loaded at the first post-stabilisation took 11-19 ms inside that step): Solo12 dropped from
