@@ -56,7 +56,7 @@ class CommandPublishing:
                            if self.floating and self.allocation is None else None)
         self.pub_effort = node.create_publisher(Float64MultiArray, "cmd_joint_effort", qos) if self.nj else None
         self.pub_joint_command = node.create_publisher(JointState, "joint_command", qos) if self.nj else None
-        # both as bytes written into their serialisation (conversions._templated: rclpy's bytes, a third the CPU)
+        # both as bytes written into their serialisation (conversions._templated: rclpy's bytes, less CPU)
         self._joint_command_out = cv.joint_state_out(JointState(name=list(joint_names)))
         self._effort_out, self._none = cv.float64_array_out(), np.zeros(0)
         self.pub_diagnostics = node.create_publisher(DiagnosticArray, "~/diagnostics", qos)

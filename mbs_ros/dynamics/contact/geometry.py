@@ -261,8 +261,9 @@ _contact = _contact_maker()
 #: Slack of the broad phase [m]: a pair is handed to Coal when its bounds are within ``margin`` + this.
 BROAD_SLACK = 1e-9
 #: How the broad phase bounds a pair (_Plan.kind): two bounded shapes by their bounding spheres (about their local
-#: AABBs' centres) and then their oriented boxes (their local AABBs placed), a half-space and a bounded shape by the shape's local AABB (its support along the normal), any
-#: other pair (two half-spaces, a shape with no finite bounds) always handed to Coal.
+#: AABBs' centres) and then their oriented boxes (their local AABBs placed), a half-space and a bounded shape by
+#: the shape's local AABB (its support along the normal), any other pair (two half-spaces, a shape with no finite
+#: bounds) always handed to Coal.
 _SPHERES, _PLANE, _ALWAYS = 0, 1, 2
 _OWN_KINDS = (coal.Halfspace, coal.Sphere, coal.Box, coal.Cylinder, coal.Capsule)  # :func:`_line_interval`'s
 
