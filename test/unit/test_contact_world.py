@@ -200,11 +200,12 @@ world.warm_up([q], [v])
 signatures = lambda: {f"{name}.{k}": len(f.signatures) for name, mod in list(sys.modules.items())
                       if name.startswith("mbs_ros") for k, f in vars(mod).items() if isinstance(f, CPUDispatcher)}
 before = signatures()
-calls, energy = [0], type(model).potential_energy
-def counted(self, *args):
+import mbs_ros.dynamics.contact.step as contact_step
+calls, energy = [0], contact_step._potential_energy  # the post-stabilisation's energy balance
+def counted(*args):
     calls[0] += 1
-    return energy(self, *args)
-type(model).potential_energy = counted
+    return energy(*args)
+contact_step._potential_energy = counted
 most = 0
 for _ in range(700):
     tau = np.zeros(model.nv)

@@ -13,7 +13,8 @@ import numpy as np
 
 from mbs_ros.dynamics.kernels.jit import jit
 
-__all__ = ["contact_frames", "model_rows", "match_contacts", "BASE_NONE", "BASE_COLUMNS", "BASE_SO3XR3"]
+__all__ = ["contact_frames", "model_rows", "match_contacts", "copy_matched", "BASE_NONE", "BASE_COLUMNS",
+           "BASE_SO3XR3"]
 
 #: How a model's base columns move a point (``side_rows``): no base velocity, body-frame twist components
 #: (the identity's columns ``base_cols`` of ``[v; ω]``), or SO(3)×R³ (world linear velocity, body angular).
@@ -132,6 +133,17 @@ def match_contacts(new_ids, new_points, old_ids, old_points, tolerance, out):
         out[i] = best
 
 
+@jit
+def copy_matched(best, old, lam):
+    """``lam[3i:3i + 3] = old[3j:3j + 3]`` for each contact i matched to the old contact ``j = best[i]`` (≥ 0):
+    the warm start's copy of the old impulses (:func:`match_contacts`' result), one call."""
+    for i in range(best.shape[0]):
+        j = best[i]
+        if j >= 0:
+            for r in range(3):
+                lam[3 * i + r] = old[3 * j + r]
+
+
 def warm_up() -> None:
     """Call each kernel once on a tiny problem: numba loads them from its cache (or compiles them) at the first
     call, milliseconds a node pays at start-up instead of inside its first contact step."""
@@ -147,6 +159,7 @@ def warm_up() -> None:
         model_rows(J, sides, 0, normals, frames, T, s_joint, support, 6, kind, cols, 0)
     out = np.empty(1, dtype=np.int64)
     match_contacts(np.zeros(1, dtype=np.int64), normals, np.zeros(1, dtype=np.int64), normals, 1.0, out)
+    copy_matched(out, np.zeros(3), np.zeros(3))
     from mbs_ros.dynamics.model import Model  # the compiled body poses the step's rows read (any model's types)
 
     body = Model.rigid_body("se3", 1.0, np.eye(3))

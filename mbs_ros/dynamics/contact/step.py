@@ -209,21 +209,19 @@ def warm_start(info, contacts, limit_names, tolerance, points=None):
         return lam
     old = info.result.lam
     if nc and info.contacts:
-        ids = {}
-        for c in info.contacts:
-            ids.setdefault(c.name, len(ids))
-        old_ids = np.array([ids[c.name] for c in info.contacts], dtype=np.int64)
-        new_ids = np.array([ids.get(c.name, -1) for c in contacts], dtype=np.int64)
+        n_old = len(info.contacts)
+        old_names = [c.name for c in info.contacts]
+        ids = {name: k for k, name in enumerate(old_names)}  # a pair's id: any number of its own (its last index)
+        old_ids = np.fromiter(map(ids.__getitem__, old_names), dtype=np.int64, count=n_old)
+        new_ids = np.fromiter((ids.get(c.name, -1) for c in contacts), dtype=np.int64, count=nc)
         old_points = info.points
-        if old_points is None or old_points.shape[0] != len(info.contacts):
+        if old_points is None or old_points.shape[0] != n_old:
             old_points = np.array([c.point for c in info.contacts], dtype=float)
         if points is None:
             points = np.array([c.point for c in contacts], dtype=float)
         best = np.empty(nc, dtype=np.int64)
         kernels.match_contacts(new_ids, points, old_ids, old_points, float(tolerance), best)
-        found = np.flatnonzero(best >= 0)
-        if found.size:
-            lam[:3 * nc].reshape(nc, 3)[found] = np.asarray(old[:3 * len(info.contacts)]).reshape(-1, 3)[best[found]]
+        kernels.copy_matched(best, np.ascontiguousarray(old[:3 * n_old], dtype=float), lam)
     if nl and info.limit_names:
         old_limits = {name: old[3 * info.n_contacts + k] for k, name in enumerate(info.limit_names)}
         for k, name in enumerate(limit_names):
@@ -231,9 +229,10 @@ def warm_start(info, contacts, limit_names, tolerance, points=None):
     return lam
 
 
-def free_velocity(models, qs, vs, taus, h: float):
+def free_velocity(models, qs, vs, taus, h: float, poses=None):
     """``(offsets (n_models + 1,), v_f (nv,), kinematics per model)``: the scene's free velocity
-    ``v + h M⁻¹(τ − C v − g)`` (passive forces in τ), model ``k`` from ``offsets[k]``."""
+    ``v + h M⁻¹(τ − C v − g)`` (passive forces in τ), model ``k`` from ``offsets[k]``; ``poses`` (per model, its
+    body poses at ``qs``: :func:`row_kinematics`), if at hand."""
     offsets = np.zeros(len(models) + 1, dtype=int)
     for k, model in enumerate(models):
         offsets[k + 1] = offsets[k] + model.nv
@@ -244,17 +243,18 @@ def free_velocity(models, qs, vs, taus, h: float):
         if model.passive_active:
             tau = tau + model.passive_forces(q, v)
         v_free[offsets[k]:offsets[k + 1]] = v + h * model.forward_dynamics(q, v, tau)
-        kins.append(row_kinematics(model, q))
+        kins.append(row_kinematics(model, q, None if poses is None else poses[k]))
     return offsets, v_free, kins
 
 
-def row_kinematics(model, q):
-    """What the contact rows of ``model`` at ``q`` are built from: the compiled world poses (one call), else the
-    numpy kinematics (a mimic model's: the full tree's at E(q), its bodies carry the shapes)."""
+def row_kinematics(model, q, T=None):
+    """What the contact rows of ``model`` at ``q`` are built from: the compiled world poses (one call; ``T``, the
+    body poses at ``q`` the compiled kernel gave, if at hand: :meth:`~mbs_ros.dynamics.contact.world.ContactWorld.poses`),
+    else the numpy kinematics (a mimic model's: the full tree's at E(q), its bodies carry the shapes)."""
     compiled = model.compiled_kernels
     mm = model.mimic_reduction
     if compiled is not None and mm is None:
-        return _Placed(compiled.body_poses(q))
+        return _Placed(compiled.body_poses(q) if T is None else T)
     return alg.kinematics(model, q, inertia=False) if mm is None else alg.kinematics(mm.full, mm.q_full(q),
                                                                                      inertia=False)
 
@@ -290,18 +290,41 @@ def _cho_solve(M, B):
     return x
 
 
+def _energies_kernel(model):
+    """The compiled kernel whose ``energies(q, v)`` give ``model``'s kinetic and potential energy exactly as
+    :meth:`~mbs_ros.dynamics.model.model.Model.kinetic_energy` and ``potential_energy`` do (they call it, through
+    the backend: a compiled model without passive elements), or None."""
+    compiled = model.compiled_kernels
+    if compiled is None or model.passive is not None or model.mimic_reduction is not None:
+        return None
+    return compiled
+
+
+def _potential_energy(model, q) -> float:
+    """``model.potential_energy(q)``, the compiled kernel called directly where that is what it calls."""
+    compiled = _energies_kernel(model)
+    return model.potential_energy(q) if compiled is None else compiled.energies(q, np.zeros(model.nv))[1]
+
+
+def _kinetic_energy(model, q, v) -> float:
+    """``model.kinetic_energy(q, v)``, the compiled kernel called directly where that is what it calls."""
+    compiled = _energies_kernel(model)
+    return model.kinetic_energy(q, v) if compiled is None else compiled.energies(q, v)[0]
+
+
 def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margin: float = 1e-3, warm=None,
-         max_sweeps: int = 100, slop: float = 1e-9, checkpoint=None):
+         max_sweeps: int = 100, slop: float = 1e-9, checkpoint=None, poses=None):
     """One contact time step of a scene (module docstring): ``models`` move independently but for the contacts
     between them; ``qs``, ``vs``, ``taus`` one array per model. Returns ``(qs⁺, vs⁺, StepInfo)``. ``contacts``
     is a sequence of :class:`Contact`; with ``limits`` each model's joint limits within ``margin`` are rows
     too. ``warm`` (the last step's :class:`StepInfo`) starts the solver from the impulses of the rows that are
     still there. ``checkpoint`` (a callable) is called between the solver's slices and before the solve (the
-    solver's own argument): the numbers are the same with it."""
+    solver's own argument): the numbers are the same with it. ``poses``: each model's body poses at ``qs`` from
+    its compiled kernel (:meth:`~mbs_ros.dynamics.contact.world.ContactWorld.poses`), if at hand."""
     n_models = len(models)
     qs = [np.asarray(q, dtype=float) for q in qs]
     vs = [np.asarray(v, dtype=float) for v in vs]
-    offsets, v_free, kins = free_velocity(models, qs, vs, taus, h)
+    offsets, v_free, kins = free_velocity(models, qs, vs, taus, h, poses)
     nv = int(offsets[-1])
     active = tuple(c for c in contacts if c.distance <= margin)
     Jc, dc, mu, points = _contact_rows(models, kins, offsets, nv, active)
@@ -327,7 +350,7 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
             J, gap = Jc, dc
         MinvJt, G = delassus(models, qs, offsets, J)
         g = J @ v_free
-        normal_rows = np.concatenate([3 * np.arange(nc), 3 * nc + np.arange(nl)])
+        normal_rows = np.arange(0, 3 * nc, 3) if not nl else np.concatenate([3 * np.arange(nc), 3 * nc + np.arange(nl)])
         g[normal_rows] += np.maximum(gap, 0.0) / h
         lam0 = warm_start(warm, active, names, 10.0 * margin, points)
         if checkpoint is not None:
@@ -339,26 +362,27 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
         # the impulse's exact work on the kinetic energy, λᵀJ(v_f + v⁺)/2 (= ½v⁺ᵀMv⁺ − ½v_fᵀMv_f), over the step
         power = 0.5 * float(res.lam @ (J @ (v_free + v_next))) / h
         deep = gap < -slop
-        if np.any(deep):  # post-stabilisation: move q (not v) out of the penetration
+        if deep.any():  # post-stabilisation: move q (not v) out of the penetration
             delta = np.zeros(nv)
-            if np.any(deep[:nc]):  # contacts: the least M-norm shift
+            if deep[:nc].any():  # contacts: the least M-norm shift
                 rows = normal_rows[:nc]
                 shift = solve(G[np.ix_(rows, rows)], np.minimum(gap[:nc] + slop, 0.0), np.zeros(0), 0,
                               max_sweeps=max_sweeps, checkpoint=checkpoint)
                 delta += MinvJt[:, rows] @ shift.lam
             over = deep[nc:]
-            if np.any(over):  # joints past a limit: back onto it along the joint alone (the M-metric would move
+            if over.any():  # joints past a limit: back onto it along the joint alone (the M-metric would move
                 # the other joints too, by much where M is ill-conditioned)
                 delta += J[3 * nc:][over].T @ -(gap[nc:][over] + slop)
-            moved = [k for k in range(n_models) if np.any(delta[offsets[k]:offsets[k + 1]] != 0.0)]
+            moved = [k for k in range(n_models) if (delta[offsets[k]:offsets[k + 1]] != 0.0).any()]
             shifted = list(qs)
             for k in moved:
                 shifted[k] = models[k].integrate(qs[k], delta[offsets[k]:offsets[k + 1]], 1.0)
             # the shift must not create energy: the potential energy it restores comes out of the kinetic energy
             # of the bodies it moved (their velocities scaled down together, directions kept)
-            gained = sum(models[k].potential_energy(shifted[k]) - models[k].potential_energy(qs[k]) for k in moved)
+            gained = sum(_potential_energy(models[k], shifted[k]) - _potential_energy(models[k], qs[k]) for k in moved)
             if gained > 0.0:
-                kinetic = sum(models[k].kinetic_energy(shifted[k], v_next[offsets[k]:offsets[k + 1]]) for k in moved)
+                kinetic = sum(_kinetic_energy(models[k], shifted[k], v_next[offsets[k]:offsets[k + 1]])
+                              for k in moved)
                 factor = math.sqrt(max(0.0, 1.0 - gained / kinetic)) if kinetic > 0.0 else 0.0
                 for k in moved:
                     v_next[offsets[k]:offsets[k + 1]] *= factor

@@ -161,8 +161,9 @@ class ContactWorld:
             self._checkpoint()
         first = 1 if among == "objects" else 0
         models = self.models[first:]
-        margin = self.margin + h * max((float(np.max(np.abs(v))) if len(v) else 0.0) for v in vs[first:])
-        contacts = find_contacts(self.poses(qs), self.shapes, margin=margin, excluded=self.left_out(among))
+        margin = self.margin + h * max((float(np.abs(v).max()) if len(v) else 0.0) for v in vs[first:])
+        poses = self.poses(qs)
+        contacts = find_contacts(poses, self.shapes, margin=margin, excluded=self.left_out(among))
         if self.checkpoint is not None:
             self._checkpoint()
         if first:
@@ -170,7 +171,7 @@ class ContactWorld:
                                             b=None if c.b is None else (c.b[0] - 1, c.b[1])) for c in contacts]
         q1, v1, info = step(models, qs[first:], vs[first:], taus[first:], h, contacts,
                             limits=self.limits and not first, margin=margin, warm=self._warm.get(among),
-                            checkpoint=None if self.checkpoint is None else self._checkpoint)
+                            checkpoint=None if self.checkpoint is None else self._checkpoint, poses=poses[first:])
         self._warm[among] = info
         engaged = set()
         for c in info.contacts:
