@@ -126,12 +126,8 @@ def _contact_rows(models, kins, offsets, nv, contacts):
     J = np.zeros((n, 3, nv))
     if n == 0:
         return J.reshape(0, nv), np.zeros(0), np.zeros(0), np.zeros((0, 3))
-    points = np.array([c.point for c in contacts], dtype=float)
-    frames = _frames(np.array([c.normal for c in contacts], dtype=float))
-    dist = np.array([c.distance for c in contacts], dtype=float)
-    mu = np.array([c.mu for c in contacts], dtype=float)
-    sides = np.array([(c.a[0], c.a[1]) + ((-1, -1) if c.b is None else (c.b[0], c.b[1])) for c in contacts],
-                     dtype=np.int64)
+    points, normals, dist, mu, sides = _contact_arrays(contacts)
+    frames = _frames(normals)
     for k in range(len(models)):
         kin = kins[k]
         if isinstance(kin, _Placed):  # compiled: one call from the world poses
@@ -312,6 +308,54 @@ def _kinetic_energy(model, q, v) -> float:
     return model.kinetic_energy(q, v) if compiled is None else compiled.energies(q, v)[0]
 
 
+def _fast_model(models):
+    """The compiled kernels (:class:`~mbs_ros.dynamics.kernels.compiled.CompiledModel`) of a one-model scene whose
+    model has them (no mimic joints), or None: such a scene's contact terms are one compiled call
+    (:func:`~mbs_ros.dynamics.kernels.contact_terms.contact_terms`) and it moves by the compiled exponential."""
+    if len(models) != 1:
+        return None
+    compiled = models[0].compiled_kernels
+    return None if compiled is None or models[0].mimic_reduction is not None else compiled
+
+
+def _contact_arrays(contacts):
+    """``(points (n, 3), normals (n, 3), distance (n,), mu (n,), sides (n, 4))`` of the contacts (:func:`contact_rows`'
+    arrays)."""
+    points = np.array([c.point for c in contacts], dtype=float)
+    normals = np.array([c.normal for c in contacts], dtype=float)
+    dist = np.array([c.distance for c in contacts], dtype=float)
+    mu = np.array([c.mu for c in contacts], dtype=float)
+    sides = np.array([(c.a[0], c.a[1]) + ((-1, -1) if c.b is None else (c.b[0], c.b[1])) for c in contacts],
+                     dtype=np.int64)
+    return points, normals, dist, mu, sides
+
+
+def _compiled_terms(model, compiled, qs, vs, taus, h, contacts, poses):
+    """``((v_free, J, MinvJt, G, g), points, distance, mu)`` of a one-model scene by its compiled kernels
+    (:func:`_fast_model`), or None where the numpy path must decide (a singular mass matrix: it raises)."""
+    from mbs_ros.dynamics.kernels.contact_terms import contact_terms
+
+    q, v, tau = qs[0], vs[0], np.asarray(taus[0], dtype=float)
+    if model.passive_active:
+        tau = tau + model.passive_forces(q, v)
+    T = compiled.body_poses(q) if poses is None else poses[0]
+    points, normals, dist, mu, sides = _contact_arrays(contacts)
+    terms = contact_terms(compiled, q, v, tau, h, T, points, normals, dist, sides, _layout(model.tree))
+    return None if terms is None else (terms, points, dist, mu)
+
+
+def warm_up_terms(model, q, v) -> None:
+    """Load what the compiled path of a one-model scene (:func:`_fast_model`) calls at its first contact step:
+    its terms kernel and the compiled exponential (a contact at the base's origin, against the world)."""
+    compiled = _fast_model([model])
+    if compiled is None:
+        return
+    contact = Contact((0, 0), np.zeros(3), np.array([0.0, 0.0, 1.0]), 0.0, 0.5)
+    _compiled_terms(model, compiled, [np.asarray(q, dtype=float)], [np.asarray(v, dtype=float)],
+                    [np.zeros(model.nv)], 1e-3, (contact,), None)
+    compiled.integrate(q, np.zeros(model.nv))
+
+
 def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margin: float = 1e-3, warm=None,
          max_sweeps: int = 100, slop: float = 1e-9, checkpoint=None, poses=None):
     """One contact time step of a scene (module docstring): ``models`` move independently but for the contacts
@@ -324,10 +368,11 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
     n_models = len(models)
     qs = [np.asarray(q, dtype=float) for q in qs]
     vs = [np.asarray(v, dtype=float) for v in vs]
-    offsets, v_free, kins = free_velocity(models, qs, vs, taus, h, poses)
+    offsets = np.zeros(n_models + 1, dtype=int)
+    for k, model in enumerate(models):
+        offsets[k + 1] = offsets[k] + model.nv
     nv = int(offsets[-1])
     active = tuple(c for c in contacts if c.distance <= margin)
-    Jc, dc, mu, points = _contact_rows(models, kins, offsets, nv, active)
     Jl, dl, names = [], [], []
     if limits:
         for k, model in enumerate(models):
@@ -338,11 +383,21 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
                 Jl.append(J)
                 dl.append(d_k)
                 names += [f"{k}:{n}" for n in n_k]
-    nc, nl = mu.shape[0], sum(d.shape[0] for d in dl)
+    nl = sum(d.shape[0] for d in dl)
+    fast = None if nl else _fast_model(models)
+    terms = None if fast is None or not active else _compiled_terms(models[0], fast, qs, vs, taus, h, active, poses)
+    if terms is not None:  # one model with compiled kernels, contacts and no limit: its terms in one call
+        (v_free, J, MinvJt, G, g), points, gap, mu = terms
+        nc = mu.shape[0]
+        normal_rows = np.arange(0, 3 * nc, 3)
+    else:
+        offsets, v_free, kins = free_velocity(models, qs, vs, taus, h, poses)
+        Jc, dc, mu, points = _contact_rows(models, kins, offsets, nv, active)
+        nc = mu.shape[0]
     res = None
     power = 0.0
     v_next = v_free
-    if nc or nl:
+    if (nc or nl) and terms is None:
         if nl:
             J = np.vstack([Jc] + Jl)
             gap = np.concatenate([dc] + dl)
@@ -352,6 +407,7 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
         g = J @ v_free
         normal_rows = np.arange(0, 3 * nc, 3) if not nl else np.concatenate([3 * np.arange(nc), 3 * nc + np.arange(nl)])
         g[normal_rows] += np.maximum(gap, 0.0) / h
+    if nc or nl:
         lam0 = warm_start(warm, active, names, 10.0 * margin, points)
         if checkpoint is not None:
             checkpoint()
@@ -376,7 +432,8 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
             moved = [k for k in range(n_models) if (delta[offsets[k]:offsets[k + 1]] != 0.0).any()]
             shifted = list(qs)
             for k in moved:
-                shifted[k] = models[k].integrate(qs[k], delta[offsets[k]:offsets[k + 1]], 1.0)
+                shifted[k] = (models[k].integrate(qs[k], delta[offsets[k]:offsets[k + 1]], 1.0) if fast is None
+                              else fast.integrate(qs[k], delta))
             # the shift must not create energy: the potential energy it restores comes out of the kinetic energy
             # of the bodies it moved (their velocities scaled down together, directions kept)
             gained = sum(_potential_energy(models[k], shifted[k]) - _potential_energy(models[k], qs[k]) for k in moved)
@@ -387,6 +444,9 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
                 for k in moved:
                     v_next[offsets[k]:offsets[k + 1]] *= factor
             qs = shifted
-    q_out = [m.integrate(qs[k], v_next[offsets[k]:offsets[k + 1]], h) for k, m in enumerate(models)]
+    if fast is not None:  # one model: its compiled exponential (Model.integrate's numpy one agrees to rounding)
+        q_out = [fast.integrate(qs[0], v_next * h)]
+    else:
+        q_out = [m.integrate(qs[k], v_next[offsets[k]:offsets[k + 1]], h) for k, m in enumerate(models)]
     v_out = [v_next[offsets[k]:offsets[k + 1]].copy() for k in range(n_models)]
     return q_out, v_out, StepInfo(res, nc, nl, power, active, tuple(names), points)

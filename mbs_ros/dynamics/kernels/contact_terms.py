@@ -1,0 +1,106 @@
+"""The contact step's terms for one compiled model in one call (``docs/contact.md``, "The step's parts compiled").
+
+:func:`contact_terms` computes what :func:`mbs_ros.dynamics.contact.step.step` needs before its solve, where the
+scene is one model with compiled kernels (a legged robot on the ground, an ROV on the seabed): the free velocity
+``v_f = v + h M⁻¹(τ − C v − g)`` (the articulated-body algorithm, as ``Model.forward_dynamics``), the contact rows
+``J`` (:func:`~mbs_ros.dynamics.contact.kernels.model_rows` on the contact frames), the mass matrix (CRBA), its
+Cholesky factor ``M = L Lᵀ``, ``M⁻¹Jᵀ`` and the Delassus matrix ``G = J M⁻¹ Jᵀ = Yᵀ Y`` with ``Y = L⁻¹ Jᵀ`` (exactly
+symmetric), and ``g = J v_f`` with each normal row's gap ``max(φ, 0)/h``. The numpy path of the step makes the
+same terms in a dozen calls (LAPACK's Cholesky, BLAS products): the two agree to rounding
+(``test_contact_terms``), and a scene takes one path or the other at every step, so a run is reproducible.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from mbs_ros.dynamics.contact.kernels import contact_frames, model_rows
+from mbs_ros.dynamics.kernels.compiled import _f64
+from mbs_ros.dynamics.kernels.jit import jit
+from mbs_ros.dynamics.kernels.multibody import _aba_core, _crba_core, _SingularPivot
+
+__all__ = ["contact_terms"]
+
+
+@jit
+def _terms(im, fm, I6, q, v, tau, h, T, points, normals, dist, sides, s_joint, support, nvb, kind, cols,
+           v_free, J, MinvJt, G, g):
+    """Fill ``v_free`` (nv,), ``J`` (3n, nv), ``MinvJt`` (nv, 3n), ``G`` (3n, 3n), ``g`` (3n,); returns False
+    where the mass matrix is not positive definite (nothing else is then meaningful)."""
+    nv, n = v.shape[0], points.shape[0]
+    m = 3 * n
+    a = np.empty(nv)
+    _aba_core(im, fm, I6, q, v, tau, np.zeros((1, 6)), False, a)
+    for c in range(nv):
+        v_free[c] = v[c] + h * a[c]
+    frames = np.empty((n, 3, 3))
+    contact_frames(normals, frames)
+    J3 = J.reshape(n, 3, nv)
+    J3[:] = 0.0
+    model_rows(J3, sides, 0, points, frames, T, s_joint, support, nvb, kind, cols, 0)
+    M = np.empty((nv, nv))
+    _crba_core(im, fm, I6, q, M)
+    L = np.zeros((nv, nv))  # M = L Lᵀ (Cholesky–Banachiewicz)
+    for i in range(nv):
+        for j in range(i + 1):
+            s = M[i, j]
+            for k in range(j):
+                s -= L[i, k] * L[j, k]
+            if i == j:
+                if not s > 0.0:
+                    return False
+                L[i, i] = math.sqrt(s)
+            else:
+                L[i, j] = s / L[j, j]
+    Y = np.empty((m, nv))  # row r: L⁻¹ J[r] (Yᵀ = L⁻¹ Jᵀ), rows contiguous
+    X = np.empty(nv)
+    for r in range(m):
+        for i in range(nv):
+            s = J[r, i]
+            for k in range(i):
+                s -= L[i, k] * Y[r, k]
+            Y[r, i] = s / L[i, i]
+        for i in range(nv - 1, -1, -1):  # Lᵀ x = y: x = M⁻¹ J[r]
+            s = Y[r, i]
+            for k in range(i + 1, nv):
+                s -= L[k, i] * X[k]
+            X[i] = s / L[i, i]
+        for i in range(nv):
+            MinvJt[i, r] = X[i]
+    for r in range(m):  # G = Yᵀ Y
+        for c in range(r, m):
+            s = 0.0
+            for k in range(nv):
+                s += Y[r, k] * Y[c, k]
+            G[r, c] = s
+            G[c, r] = s
+    for r in range(m):
+        s = 0.0
+        for k in range(nv):
+            s += J[r, k] * v_free[k]
+        g[r] = s
+    for i in range(n):
+        d = dist[i]
+        if d > 0.0 or d != d:  # np.maximum(φ, 0): a NaN stays NaN
+            g[3 * i] += d / h
+    return True
+
+
+def contact_terms(compiled, q, v, tau, h, T, points, normals, dist, sides, layout):
+    """``(v_free, J, MinvJt, G, g)`` of one model with compiled kernels ``compiled``
+    (:class:`~mbs_ros.dynamics.kernels.compiled.CompiledModel`) at ``(q, v)`` under ``tau`` (passive forces
+    included), its body poses ``T`` (nb, 4, 4) at ``q``, the contacts' ``points`` (n, 3), ``normals`` (n, 3),
+    ``dist`` (n,), ``sides`` (n, 4; model 0 or −1) and the tree's row layout ``(s_joint, support, nvb, kind,
+    cols)`` (:func:`mbs_ros.dynamics.contact.step.contact_rows`'); None where the mass matrix is singular or not
+    positive definite (the numpy path then raises what it raises)."""
+    nv, m = v.shape[0], 3 * points.shape[0]
+    v_free, J, MinvJt, G, g = np.empty(nv), np.empty((m, nv)), np.empty((nv, m)), np.empty((m, m)), np.empty(m)
+    s_joint, support, nvb, kind, cols = layout
+    try:
+        ok = _terms(compiled.im, compiled.fm, compiled.I6, _f64(q, compiled.nq), _f64(v, nv), _f64(tau, nv), float(h),
+                    _f64(T), _f64(points), _f64(normals), _f64(dist), sides, s_joint, support, nvb, kind, cols,
+                    v_free, J, MinvJt, G, g)
+    except _SingularPivot:
+        return None
+    return (v_free, J, MinvJt, G, g) if ok else None
