@@ -125,3 +125,53 @@ def test_a_sphere_on_a_slope_takes_the_same_impulse_both_ways():
         assert np.abs(lam_fast - lam_slow).max() <= 1e-12 * np.abs(lam_slow).max()
         assert np.abs(fast[1][0] - slow[1][0]).max() <= 1e-12 * np.abs(slow[1][0]).max()
         assert np.abs(fast[0][0] - slow[0][0]).max() <= 1e-14
+
+
+def test_the_velocity_after_the_solve_is_the_numpy_paths():
+    from mbs_ros.dynamics.kernels.contact_terms import velocity_after
+
+    rng = np.random.default_rng(11)
+    nv, m = 18, 36
+    v_free, MinvJt, lam, J = rng.normal(size=nv), rng.normal(size=(nv, m)), rng.normal(size=m), rng.normal(size=(m, nv))
+    for gap, deep in ((np.array([1e-4, -5e-10, 0.0]), False), (np.array([1e-4, -2e-9, 0.0]), True)):
+        v_next, power, got_deep = velocity_after(v_free, MinvJt, lam, J, gap, 1e-9, H)
+        expected = v_free + MinvJt @ lam
+        assert np.abs(v_next - expected).max() <= 1e-13 * np.abs(expected).max()
+        expected_power = 0.5 * float(lam @ (J @ (v_free + expected))) / H
+        assert power == pytest.approx(expected_power, rel=1e-12)
+        assert got_deep is deep
+
+
+@pytest.mark.parametrize("up", [True, False])
+def test_the_compiled_post_stabilisation_is_the_numpy_paths(up):
+    """The shift along the normal rows, the potential energy it restores taken from the kinetic energy (a body
+    shifted up: its velocity scaled down; shifted down: kept), then the step on the group, against the numpy
+    path's arithmetic with the model's own integrate and energies (a box on an SO(3)×R³ base, gravity along −z)."""
+    from mbs_ros.dynamics.kernels.contact_terms import move
+
+    rng = np.random.default_rng(3)
+    model = Model.rigid_body("so3xr3", 2.0, np.diag([0.02, 0.03, 0.04]), com=(0.01, 0.0, -0.02))
+    compiled = model.compiled_kernels
+    q = model.random_configuration(rng, 1.0)
+    v = rng.normal(size=6)
+    normal = np.array([0.0, 0.0, 1.0 if up else -1.0])
+    contacts = [Contact((0, 0), rng.normal(size=3) * 0.1, normal, -1e-4, 0.5) for _ in range(3)]
+    points, normals, dist, _, sides = contact_step._contact_arrays(contacts)
+    v_free, J, MinvJt, G, g = contact_terms(compiled, q, v, np.zeros(6), H, compiled.body_poses(q), points, normals,
+                                            dist, sides, _layout(model.tree))
+    shift = np.array([2e-4, 0.0, 1e-4])
+    v_next = v.copy()
+    got = move(compiled, q, v_next, MinvJt, shift, H)
+
+    delta = MinvJt[:, 0::3] @ shift
+    shifted = model.integrate(q, delta, 1.0)
+    gained = model.potential_energy(shifted) - model.potential_energy(q)
+    assert (gained > 0.0) is up
+    factor = np.sqrt(max(0.0, 1.0 - gained / model.kinetic_energy(shifted, v))) if gained > 0.0 else 1.0
+    assert np.abs(v_next - factor * v).max() <= 1e-14 * np.abs(v).max()
+    assert np.abs(got - model.integrate(shifted, factor * v, H)).max() <= 1e-14
+    assert bool(factor < 1.0) is up
+
+    v_next = v.copy()  # no shift: the step alone
+    assert np.abs(move(compiled, q, v_next, MinvJt, None, H) - model.integrate(q, v, H)).max() <= 1e-14
+    assert np.array_equal(v_next, v)

@@ -344,6 +344,20 @@ def _compiled_terms(model, compiled, qs, vs, taus, h, contacts, poses):
     return None if terms is None else (terms, points, dist, mu)
 
 
+def _finish_compiled(compiled, q, v_free, MinvJt, G, J, gap, lam, slop, h, max_sweeps, checkpoint):
+    """``(q⁺, v⁺, power)`` of a one-model scene without passive elements after its solve: what :func:`step` does
+    next (the velocity, the power, the post-stabilisation and the step on the group), in two compiled calls
+    around the post-stabilisation's solve."""
+    from mbs_ros.dynamics.kernels.contact_terms import move, velocity_after
+
+    v_next, power, deep = velocity_after(v_free, MinvJt, lam, J, gap, slop, h)
+    shift = None
+    if deep:  # post-stabilisation: the least M-norm shift out of the penetration (contact rows only here)
+        shift = solve(G[0::3, 0::3], np.minimum(gap + slop, 0.0), np.zeros(0), 0, max_sweeps=max_sweeps,
+                      checkpoint=checkpoint).lam
+    return move(compiled, q, v_next, MinvJt, shift, h), v_next, power
+
+
 def warm_up_terms(model, q, v) -> None:
     """Load what the compiled path of a one-model scene (:func:`_fast_model`) calls at its first contact step:
     its terms kernel and the compiled exponential (a contact at the base's origin, against the world)."""
@@ -351,9 +365,16 @@ def warm_up_terms(model, q, v) -> None:
     if compiled is None:
         return
     contact = Contact((0, 0), np.zeros(3), np.array([0.0, 0.0, 1.0]), 0.0, 0.5)
-    _compiled_terms(model, compiled, [np.asarray(q, dtype=float)], [np.asarray(v, dtype=float)],
-                    [np.zeros(model.nv)], 1e-3, (contact,), None)
+    terms = _compiled_terms(model, compiled, [np.asarray(q, dtype=float)], [np.asarray(v, dtype=float)],
+                            [np.zeros(model.nv)], 1e-3, (contact,), None)
     compiled.integrate(q, np.zeros(model.nv))
+    if terms is not None and model.passive is None:
+        from mbs_ros.dynamics.kernels.contact_terms import move, velocity_after
+
+        (v_free, J, MinvJt, _, _), _, gap, _ = terms
+        v_next, _, _ = velocity_after(v_free, MinvJt, np.zeros(3), J, gap, 1e-9, 1e-3)
+        move(compiled, q, v_next, MinvJt, np.zeros(1), 1e-3)
+        move(compiled, q, v_next, MinvJt, None, 1e-3)
 
 
 def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margin: float = 1e-3, warm=None,
@@ -414,6 +435,10 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
         res = solve(G, g, mu, nc, lam0=lam0, max_sweeps=max_sweeps, checkpoint=checkpoint)
         if checkpoint is not None:
             checkpoint()
+        if terms is not None and models[0].passive is None:  # the rest of a one-model scene compiled too
+            q1, v1, power = _finish_compiled(fast, qs[0], v_free, MinvJt, G, J, gap, res.lam, slop, h, max_sweeps,
+                                             checkpoint)
+            return [q1], [v1], StepInfo(res, nc, nl, power, active, tuple(names), points)
         v_next = v_free + MinvJt @ res.lam
         # the impulse's exact work on the kinetic energy, λᵀJ(v_f + v⁺)/2 (= ½v⁺ᵀMv⁺ − ½v_fᵀMv_f), over the step
         power = 0.5 * float(res.lam @ (J @ (v_free + v_next))) / h

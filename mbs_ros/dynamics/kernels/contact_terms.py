@@ -8,6 +8,9 @@ Cholesky factor ``M = L Lᵀ``, ``M⁻¹Jᵀ`` and the Delassus matrix ``G = J M
 symmetric), and ``g = J v_f`` with each normal row's gap ``max(φ, 0)/h``. The numpy path of the step makes the
 same terms in a dozen calls (LAPACK's Cholesky, BLAS products): the two agree to rounding
 (``test_contact_terms``), and a scene takes one path or the other at every step, so a run is reproducible.
+After the solve, :func:`velocity_after` gives ``v⁺ = v_f + M⁻¹Jᵀλ`` and the impulses' power, and :func:`move` the
+post-stabilisation's shift with its energy balance and the step on the group (a model without passive elements:
+its potential energy is gravity's, the kernel's).
 """
 from __future__ import annotations
 
@@ -19,8 +22,9 @@ from mbs_ros.dynamics.contact.kernels import contact_frames, model_rows
 from mbs_ros.dynamics.kernels.compiled import _f64
 from mbs_ros.dynamics.kernels.jit import jit
 from mbs_ros.dynamics.kernels.multibody import _aba_core, _crba_core, _SingularPivot
+from mbs_ros.dynamics.kernels.step import _energy_core, _integrate
 
-__all__ = ["contact_terms"]
+__all__ = ["contact_terms", "velocity_after", "move"]
 
 
 @jit
@@ -104,3 +108,82 @@ def contact_terms(compiled, q, v, tau, h, T, points, normals, dist, sides, layou
     except _SingularPivot:
         return None
     return (v_free, J, MinvJt, G, g) if ok else None
+
+
+@jit
+def _velocity_after(v_free, MinvJt, lam, J, gap, slop, h, v_next):
+    """``v_next = v_f + M⁻¹Jᵀλ``; returns the impulses' mean power ``λᵀJ(v_f + v⁺)/(2h)`` and whether a gap is
+    deeper than ``slop``."""
+    nv, m = MinvJt.shape
+    for i in range(nv):
+        acc = 0.0
+        for r in range(m):
+            acc += MinvJt[i, r] * lam[r]
+        v_next[i] = v_free[i] + acc
+    power = 0.0
+    for r in range(m):
+        s = 0.0
+        for k in range(nv):
+            s += J[r, k] * (v_free[k] + v_next[k])
+        power += lam[r] * s
+    deep = False
+    for r in range(gap.shape[0]):
+        if gap[r] < -slop:
+            deep = True
+    return 0.5 * power / h, deep
+
+
+def velocity_after(v_free, MinvJt, lam, J, gap, slop, h):
+    """``(v⁺, power, deep)`` after the solve (:func:`_velocity_after`)."""
+    v_next = np.empty(v_free.shape[0])
+    power, deep = _velocity_after(v_free, MinvJt, _f64(lam), J, _f64(gap), float(slop), float(h), v_next)
+    return v_next, float(power), bool(deep)
+
+
+@jit
+def _move(im, fm, I6, mc, q, v_next, MinvJt, shift, shifting, h, q_out):
+    """The post-stabilisation (``shifting``: the normal rows' shift ``shift``, every third column of ``MinvJt``):
+    ``q ← q·exp(M⁻¹J_nᵀ μ)``, the potential energy it restores taken from the kinetic energy (``v_next`` scaled),
+    then ``q_out = q·exp(h v_next)``."""
+    nv, nq = v_next.shape[0], q.shape[0]
+    start = q
+    if shifting:
+        delta = np.zeros(nv)
+        moved = False
+        for i in range(nv):
+            acc = 0.0
+            for c in range(shift.shape[0]):
+                acc += MinvJt[i, 3 * c] * shift[c]
+            delta[i] = acc
+            if acc != 0.0:
+                moved = True
+        if moved:
+            start = np.empty(nq)
+            _integrate(im, q, delta, start)
+            e = np.empty(2)
+            zero = np.zeros(nv)
+            _energy_core(im, fm, I6, mc, start, zero, e)
+            gained = e[1]
+            _energy_core(im, fm, I6, mc, q, zero, e)
+            gained -= e[1]
+            if gained > 0.0:
+                _energy_core(im, fm, I6, mc, start, v_next, e)
+                kinetic = e[0]
+                factor = math.sqrt(max(0.0, 1.0 - gained / kinetic)) if kinetic > 0.0 else 0.0
+                for i in range(nv):
+                    v_next[i] *= factor
+    xi = np.empty(nv)
+    for i in range(nv):
+        xi[i] = v_next[i] * h
+    _integrate(im, start, xi, q_out)
+
+
+def move(compiled, q, v_next, MinvJt, shift, h):
+    """``q⁺`` of a one-model scene without passive elements: the post-stabilisation's shift by the normal rows'
+    impulses ``shift`` (None: no shift) with its energy balance (``v_next`` scaled in place), then the step
+    ``q · exp(h v_next)`` on the group."""
+    q_out = np.empty(compiled.nq)
+    shifting = shift is not None
+    _move(compiled.im, compiled.fm, compiled.I6, compiled.mc, _f64(q, compiled.nq), v_next, MinvJt,
+          _f64(shift) if shifting else np.zeros(0), shifting, float(h), q_out)
+    return q_out
