@@ -11,6 +11,9 @@ bytes). :func:`odometry_writer`, :func:`joint_state_writer` and :func:`float64_m
 fields that change (the stamp and the numbers) into the message's own serialisation, kept (its frames, names and
 covariances as rclpy wrote them), and the node publishes those bytes; a template they do not parse exactly gives None, and the node publishes the message.
 
+The controller is the mirror: it takes its state (odometry, joint states) raw (:func:`odometry`,
+:func:`joint_state_motion`) and sends its commands as bytes (:func:`wrench_stamped_writer` and the two above).
+
 The bytes are plain CDR (XCDR1, as every ROS 2 middleware sends these types): a 4-byte encapsulation header (its
 second byte 1: little-endian, 0: big-endian), then the fields in order, each primitive aligned to its size from the
 start of the payload, strings as a uint32 length (with the terminating NUL) and the bytes, sequences as a uint32
@@ -27,8 +30,8 @@ from typing import List, Optional, Tuple
 
 import numpy as np
 
-__all__ = ["wrench_stamped", "joint_state", "float64_multi_array", "odometry_writer", "joint_state_writer",
-           "float64_multi_array_writer"]
+__all__ = ["wrench_stamped", "joint_state", "joint_state_motion", "odometry", "float64_multi_array",
+           "odometry_writer", "joint_state_writer", "wrench_stamped_writer", "float64_multi_array_writer"]
 
 _U32 = {"<": struct.Struct("<I"), ">": struct.Struct(">I")}
 _STAMP = {"<": struct.Struct("<iI"), ">": struct.Struct(">iI")}
@@ -149,6 +152,33 @@ def joint_state(e: str, data: bytes) -> Optional[Tuple[int, int, List[str], np.n
 
 
 @_reader
+def joint_state_motion(e: str, data: bytes) -> Optional[Tuple[int, int, List[str], np.ndarray, np.ndarray]]:
+    """``sensor_msgs/JointState`` as a state: ``(sec, nanosec, name, position, velocity)`` or None (not read
+    here)."""
+    sec, nanosec = _stamp(e, data)
+    _frame, p = _string(e, data, 8)
+    names, p = _names(e, data, p)
+    position, p = _doubles(e, data, p)
+    velocity, p = _doubles(e, data, p)
+    _effort, p = _doubles(e, data, p)
+    return (sec, nanosec, names, position, velocity) if _done(data, p) else None
+
+
+@_reader
+def odometry(e: str, data: bytes) -> Optional[Tuple[int, int, str, str, np.ndarray, np.ndarray]]:
+    """``nav_msgs/Odometry``: ``(sec, nanosec, frame_id, child_frame_id, pose [p; quat_xyzw] (7,), twist [v; ω]
+    (6,))`` or None (not read here); the covariances are read past."""
+    sec, nanosec = _stamp(e, data)
+    frame_id, p = _string(e, data, 8)
+    child, p = _string(e, data, p)
+    p = (p + 7) & ~7  # pose (7), its covariance (36), twist (6), its covariance (36): 85 doubles in a row
+    if p + 85 * 8 + 4 > len(data) or not _done(data, p + 85 * 8):
+        return None
+    values = np.frombuffer(data, dtype=_F64[e], count=49, offset=p + 4).astype(float)
+    return sec, nanosec, frame_id, child, values[0:7], values[43:49]
+
+
+@_reader
 def float64_multi_array(e: str, data: bytes) -> Optional[Tuple[np.ndarray]]:
     """``std_msgs/Float64MultiArray``: ``(data,)`` or None (not read here). The layout is read past, not used (the
     node never used it)."""
@@ -225,6 +255,25 @@ def joint_state_writer(e: str, buf: bytearray):
     def write(sec: int, nanosec: int, position, velocity, effort) -> bytes:
         stamp.pack_into(buf, 4, sec, nanosec)
         arrays[0][:], arrays[1][:], arrays[2][:] = position, velocity, effort
+        return bytes(buf)
+
+    return write
+
+
+@_writer
+def wrench_stamped_writer(e: str, buf: bytearray):
+    """``write(sec, nanosec, wrench) -> bytes``: ``geometry_msgs/WrenchStamped``'s bytes, the template (the message
+    serialised once: its frame) with the stamp and the wrench ``[F; τ]`` written in; None where the template is not
+    plain CDR or not a WrenchStamped's exact bytes."""
+    _frame, p = _string(e, buf, 8)
+    p = (p + 7) & ~7
+    if not _done(buf, p + 48):
+        return None
+    values, stamp = np.frombuffer(buf, dtype=_F64[e], count=6, offset=p + 4), _STAMP[e]
+
+    def write(sec: int, nanosec: int, wrench) -> bytes:
+        stamp.pack_into(buf, 4, sec, nanosec)
+        values[:] = wrench
         return bytes(buf)
 
     return write

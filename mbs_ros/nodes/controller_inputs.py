@@ -9,6 +9,7 @@ from __future__ import annotations
 import sys
 import threading
 from collections import deque
+from functools import partial
 from typing import Optional, Tuple
 
 import numpy as np
@@ -25,6 +26,8 @@ from mbs_ros.controllers.reference_input import MAX_POINTS, Rejected
 from mbs_ros.controllers.timebase import JUMP_CONFIRMATIONS
 from mbs_ros.dynamics.model import source as ms
 from mbs_ros.nodes import conversions as cv
+from mbs_ros.nodes.runtime import subscribe_fields
+from mbs_ros.cores import cdr
 from mbs_ros.cores.controller import evaluate, reference_from_points
 from mbs_ros.cores.controller_state import commit_state
 from mbs_ros.cores.parameters.controller import STATE_TOPICS
@@ -83,14 +86,18 @@ class Inputs:
         ref_qos = QoSProfile(depth=10, reliability=ReliabilityPolicy.RELIABLE,
                              durability=DurabilityPolicy.TRANSIENT_LOCAL)
         odom_topic, joints_topic = STATE_TOPICS[self.settings.state_source]
+        # the state raw: its fields read from the bytes (cdr.odometry, cdr.joint_state_motion; what they do not
+        # read goes through rclpy's deserialisation to the message handlers), no message objects built
+        raw = partial(subscribe_fields, node, state_qos)
         if self.floating:
-            node.create_subscription(Odometry, odom_topic, self._guard(self._on_odom, "odom"), state_qos)
+            raw(lambda fn, _topic: self._guard(fn, "odom"), Odometry, odom_topic, cdr.odometry, self._on_odom_fields,
+                self._on_odom)
             node.create_subscription(MultiDOFJointTrajectory, "base_reference",
                                      self._guard(lambda raw: self.enqueue("base_reference", raw), "base_reference"),
                                      ref_qos, raw=True)
         if self.nj:
-            node.create_subscription(JointState, joints_topic, self._guard(self._on_joint_states, "joint_states"),
-                                     state_qos)
+            raw(lambda fn, _topic: self._guard(fn, "joint_states"), JointState, joints_topic, cdr.joint_state_motion,
+                self._on_joint_state_fields, self._on_joint_states)
             node.create_subscription(JointTrajectory, "joint_reference",
                                      self._guard(lambda raw: self.enqueue("joint_reference", raw), "joint_reference"),
                                      ref_qos, raw=True)
@@ -111,21 +118,35 @@ class Inputs:
     # --------------------------------------------------------------------------------- state
 
     def _on_odom(self, msg: Odometry) -> None:
+        p, quat = cv.pose_from_msg(msg.pose.pose)
+        self._odom(msg.header.stamp.sec, msg.header.stamp.nanosec, p, quat, cv.twist_from_msg(msg.twist.twist))
+
+    def _on_odom_fields(self, sec: int, nanosec: int, _frame: str, _child: str, pose: np.ndarray,
+                        twist: np.ndarray) -> None:
+        self._odom(sec, nanosec, pose[:3], pose[3:], twist)
+
+    def _odom(self, sec: int, nanosec: int, p: np.ndarray, quat: np.ndarray, twist: np.ndarray) -> None:
         self._count("received_odom")
         try:
-            stamp = stamp_ns(msg.header.stamp, "header.stamp")
-            p, quat = cv.pose_from_msg(msg.pose.pose)
-            part = ri.base_state(p, quat, cv.twist_from_msg(msg.twist.twist))
+            stamp = ri.stamp_ns(sec, nanosec, "header.stamp")
+            part = ri.base_state(p, quat, twist)
         except Rejected as e:
             return self._reject("odom", str(e))
         if self.pairing.add("base", stamp, part):
             self._consider(stamp)
 
     def _on_joint_states(self, msg: JointState) -> None:
+        self._joint_states(msg.header.stamp.sec, msg.header.stamp.nanosec, msg.name, msg.position, msg.velocity)
+
+    def _on_joint_state_fields(self, sec: int, nanosec: int, names, position: np.ndarray,
+                               velocity: np.ndarray) -> None:
+        self._joint_states(sec, nanosec, names, position, velocity)
+
+    def _joint_states(self, sec: int, nanosec: int, names, position, velocity) -> None:
         self._count("received_joint_states")
         try:
-            stamp = stamp_ns(msg.header.stamp, "header.stamp")
-            part = ri.joint_state(self.joint_names, msg.name, msg.position, msg.velocity)
+            stamp = ri.stamp_ns(sec, nanosec, "header.stamp")
+            part = ri.joint_state(self.joint_names, names, position, velocity)
         except Rejected as e:
             return self._reject("joint_states", str(e))
         if self.pairing.add("joints", stamp, part):

@@ -1,8 +1,8 @@
 """The controller node's outputs (:class:`CommandPublishing`, a part of
 :class:`~mbs_ros.nodes.controller_node.ControllerNode`): a generalised force, saturated and allocated by
 :class:`mbs_ros.controllers.command.CommandOutput`, published as cmd_wrench (or thruster_command and cmd_thrust
-with thruster allocation), joint_command and cmd_joint_effort, stamped with the state it was computed from; and
-the counters and limits on ``~/diagnostics``. Topics: docs/controller_node.md."""
+with thruster allocation), joint_command and cmd_joint_effort, stamped with the state it was computed from, each
+only while someone subscribes to it; and the counters and limits on ``~/diagnostics``. Topics: docs/controller_node.md."""
 from __future__ import annotations
 
 from typing import Optional
@@ -56,9 +56,10 @@ class CommandPublishing:
                            if self.floating and self.allocation is None else None)
         self.pub_effort = node.create_publisher(Float64MultiArray, "cmd_joint_effort", qos) if self.nj else None
         self.pub_joint_command = node.create_publisher(JointState, "joint_command", qos) if self.nj else None
-        # both as bytes written into their serialisation (conversions._templated: rclpy's bytes, less CPU)
+        # the three as bytes written into their serialisation (conversions._templated: rclpy's bytes, less CPU)
         self._joint_command_out = cv.joint_state_out(JointState(name=list(joint_names)))
         self._effort_out, self._none = cv.float64_array_out(), np.zeros(0)
+        self._wrench_out = cv.wrench_stamped_out(base_frame)
         self.pub_diagnostics = node.create_publisher(DiagnosticArray, "~/diagnostics", qos)
 
     def start_diagnostics(self) -> None:
@@ -76,17 +77,22 @@ class CommandPublishing:
                        f"[{self.max_force:g} N, {self.max_torque:g} N m], max_effort "
                        f"[{', '.join(f'{x:g}' for x in self.max_effort)}]): {self._counts['saturated_commands']} "
                        f"saturated commands of {self._counts['commands']}")
-        if self.pub_wrench is not None:
-            self.pub_wrench.publish(cv.wrench_stamped_msg(stamp, self.base_frame, cmd.wrench))
+        # each topic only while someone subscribes to it (a publication nobody takes still costs its conversion)
+        if self.pub_wrench is not None and self.pub_wrench.get_subscription_count():
+            self.pub_wrench.publish(self._wrench_out(stamp, np.asarray(cmd.wrench, dtype=float)))
         if self.allocation is not None:
             thrust = floats(cmd.thrust)
-            self.pub_thruster_command.publish(cv.joint_state_msg(stamp, list(self.model.thruster_names),
-                                                                 effort=thrust))
-            self.pub_thrust.publish(Float64MultiArray(data=thrust))
+            if self.pub_thruster_command.get_subscription_count():
+                self.pub_thruster_command.publish(cv.joint_state_msg(stamp, list(self.model.thruster_names),
+                                                                     effort=thrust))
+            if self.pub_thrust.get_subscription_count():
+                self.pub_thrust.publish(Float64MultiArray(data=thrust))
         if self.pub_effort is not None:
             values = np.asarray(cmd.effort, dtype=float)
-            self.pub_joint_command.publish(self._joint_command_out(stamp, self._none, self._none, values))
-            self.pub_effort.publish(self._effort_out(values))
+            if self.pub_joint_command.get_subscription_count():
+                self.pub_joint_command.publish(self._joint_command_out(stamp, self._none, self._none, values))
+            if self.pub_effort.get_subscription_count():
+                self.pub_effort.publish(self._effort_out(values))
 
     def publish_zero(self, stamp: int) -> None:
         try:

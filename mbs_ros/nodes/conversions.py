@@ -281,6 +281,17 @@ def joint_state_out(msg: JointState):
     return _templated(fill, writer)
 
 
+def wrench_stamped_out(frame: str):
+    """``out(stamp_ns, wrench)`` ([F; τ], 6 values): a ``geometry_msgs/WrenchStamped`` in ``frame`` to publish, as
+    :func:`joint_state_out` (:func:`wrench_stamped_msg` filled, or the bytes
+    :func:`mbs_ros.cores.cdr.wrench_stamped_writer` writes)."""
+    def writer(template):
+        write = cdr.wrench_stamped_writer(template)
+        return None if write is None else lambda stamp_ns, W: write(*divmod(int(stamp_ns), NS_PER_S), W)
+
+    return _templated(lambda stamp_ns, W: wrench_stamped_msg(stamp_ns, frame, W), writer)
+
+
 def float64_array_out():
     """``out(data)``: a ``std_msgs/Float64MultiArray`` of ``data`` to publish, as :func:`joint_state_out`."""
     from std_msgs.msg import Float64MultiArray

@@ -1,5 +1,6 @@
 """The command messages' fields read straight from their serialised bytes (mbs_ros.cores.cdr), as the dynamics node's
-raw subscriptions read them: against rclpy's own deserialisation of the same bytes (the reference: the middleware's
+raw subscriptions read them, and the state's fields (odometry, a joint state's positions and velocities), as the
+controller's read them: against rclpy's own deserialisation of the same bytes (the reference: the middleware's
 CDR code), bit for bit, for both byte orders; anything else (cut short, another encapsulation, bytes left over) is
 not read (None), never read wrong; and the raw subscription's fall-back to rclpy's message for those."""
 from __future__ import annotations
@@ -11,6 +12,7 @@ import pytest
 
 pytest.importorskip("rclpy")
 from geometry_msgs.msg import WrenchStamped  # noqa: E402
+from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.serialization import deserialize_message, serialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
 from std_msgs.msg import Float64MultiArray, MultiArrayDimension  # noqa: E402
@@ -185,3 +187,80 @@ def test_the_raw_subscription_falls_back_to_rclpys_message():
     with_padding = serialize_message(m) + b"\x00" * cdr.SLACK  # not read here, but a message to rclpy
     callback(with_padding)
     assert len(fields) == 1 and len(msgs) == 1 and fields_of(msgs[0]) == fields_of(m)
+
+
+def odometries():
+    for frame in FRAMES:
+        for child in ("", "base_link", "abcdefg"):
+            m = Odometry()
+            m.header.frame_id, m.child_frame_id = frame, child
+            m.header.stamp.sec, m.header.stamp.nanosec = int(RNG.integers(0, 2**31)), int(RNG.integers(0, 10**9))
+            (m.pose.pose.position.x, m.pose.pose.position.y, m.pose.pose.position.z, m.pose.pose.orientation.x,
+             m.pose.pose.orientation.y, m.pose.pose.orientation.z, m.pose.pose.orientation.w) = values(7)
+            t = m.twist.twist
+            t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z = values(6)
+            m.pose.covariance, m.twist.covariance = values(36), values(36)
+            yield m
+
+
+def odometry_fields(m):
+    """The fields cdr.odometry gives, from rclpy's message (the reference)."""
+    p, o, t = m.pose.pose.position, m.pose.pose.orientation, m.twist.twist
+    return (m.header.stamp.sec, m.header.stamp.nanosec, m.header.frame_id, m.child_frame_id,
+            bits([p.x, p.y, p.z, o.x, o.y, o.z, o.w]),
+            bits([t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z]))
+
+
+def odometry_big_endian(m) -> bytes:
+    out = bytearray(b"\x00\x00\x00\x00")
+    out.extend(struct.pack(">iI", m.header.stamp.sec, m.header.stamp.nanosec))
+    for text in (m.header.frame_id, m.child_frame_id):
+        out.extend(b"\x00" * (-(len(out) - 4) % 4))
+        b = text.encode() + b"\x00"
+        out.extend(struct.pack(">I", len(b)) + b)
+    out.extend(b"\x00" * (-(len(out) - 4) % 8))
+    p, o, t = m.pose.pose.position, m.pose.pose.orientation, m.twist.twist
+    numbers = ([p.x, p.y, p.z, o.x, o.y, o.z, o.w] + list(m.pose.covariance) +
+               [t.linear.x, t.linear.y, t.linear.z, t.angular.x, t.angular.y, t.angular.z] + list(m.twist.covariance))
+    out.extend(struct.pack(">85d", *numbers))
+    return bytes(out)
+
+
+def read_odometry(data):
+    fields = cdr.odometry(data)
+    return None if fields is None else fields[:4] + (bits(fields[4]), bits(fields[5]))
+
+
+def test_the_odometry_fields_are_rclpys_bit_for_bit():
+    for m in odometries():
+        data = serialize_message(m)
+        reference = odometry_fields(deserialize_message(data, Odometry))
+        assert read_odometry(data) == reference
+        be = odometry_big_endian(m)
+        assert odometry_fields(deserialize_message(be, Odometry)) == reference
+        assert read_odometry(be) == reference
+    for n in range(len(data)):  # every cut of the last: not read, or (only padding cut off) read right
+        assert read_odometry(data[:n]) in (None, reference), n
+    assert read_odometry(data + b"\x00" * cdr.SLACK) is None
+    assert read_odometry(b"\x00\x02" + data[2:]) is None
+    assert cdr.odometry(serialize_message(MESSAGES[0])) is None  # a WrenchStamped is no Odometry
+
+
+def motion_fields(m):
+    return m.header.stamp.sec, m.header.stamp.nanosec, list(m.name), bits(m.position), bits(m.velocity)
+
+
+def read_motion(data):
+    fields = cdr.joint_state_motion(data)
+    return None if fields is None else fields[:3] + (bits(fields[3]), bits(fields[4]))
+
+
+def test_the_joint_motion_fields_are_rclpys_bit_for_bit():
+    for m in joint_states():
+        data = serialize_message(m)
+        reference = motion_fields(deserialize_message(data, JointState))
+        assert read_motion(data) == reference
+        assert read_motion(big_endian(m)) == reference
+    for n in range(len(data)):
+        assert read_motion(data[:n]) in (None, reference), n
+    assert read_motion(data + b"\x00" * cdr.SLACK) is None

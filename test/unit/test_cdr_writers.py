@@ -1,5 +1,6 @@
 """The state's bytes written by mbs_ros.cores.cdr (``odometry_writer``, ``joint_state_writer``) and sent by the
-dynamics node (``conversions.odometry_out``, ``joint_state_out``), against rclpy's own serialisation of the same
+dynamics node (``conversions.odometry_out``, ``joint_state_out``), and the controller's base wrench
+(``wrench_stamped_writer``, ``conversions.wrench_stamped_out``), against rclpy's own serialisation of the same
 message holding the same values (the reference: the middleware's CDR code), byte for byte but for the alignment
 padding (whose values CDR leaves open), for frames and names of
 every length modulo the alignments, special floats included; a template they do not parse exactly (another
@@ -12,6 +13,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("rclpy")
+from geometry_msgs.msg import WrenchStamped  # noqa: E402
 from nav_msgs.msg import Odometry  # noqa: E402
 from rclpy.serialization import serialize_message  # noqa: E402
 from sensor_msgs.msg import JointState  # noqa: E402
@@ -170,3 +172,28 @@ def test_the_nodes_out_functions_send_rclpys_bytes():
     assert isinstance(out(values(4)), Float64MultiArray)
     x = values(4)
     assert same(out(x), serialize_message(Float64MultiArray(data=x.tolist())), ([16, 17, 18, 19], 52))
+
+
+def wrench_padding(frame: str) -> tuple:
+    out = []
+    return out, _pad(_string(8, frame, out), 8, out) + 6 * 8 + 4
+
+
+@pytest.mark.parametrize("frame", FRAMES)
+def test_wrench_stamped_bytes_are_rclpys(frame):
+    m = WrenchStamped()
+    m.header.frame_id = frame
+    write = cdr.wrench_stamped_writer(serialize_message(m))
+    assert write is not None
+    out = cv.wrench_stamped_out(frame)
+    assert isinstance(out(1, values(6)), WrenchStamped)  # the first time: the message (and a writer for it)
+    for _ in range(5):
+        sec, nanosec = stamp()
+        W = values(6)
+        ref = cv.wrench_stamped_msg(sec * 10**9 + nanosec, frame, W)
+        assert same(write(sec, nanosec, W), serialize_message(ref), wrench_padding(frame))
+        data = out(sec * 10**9 + nanosec, W)
+        assert isinstance(data, bytes) and same(data, serialize_message(ref), wrench_padding(frame))
+    wrench = serialize_message(m)
+    for bad in (b"\x00\x02" + wrench[2:], wrench[:-8], wrench + bytes(64), serialize_message(odometry("a", "b"))):
+        assert cdr.wrench_stamped_writer(bad) is None
