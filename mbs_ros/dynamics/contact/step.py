@@ -308,11 +308,16 @@ def _kinetic_energy(model, q, v) -> float:
     return model.kinetic_energy(q, v) if compiled is None else compiled.energies(q, v)[0]
 
 
+#: Whether a one-model scene takes the compiled path (:func:`_fast_model`); False: the numpy path, the reference
+#: the benchmark's agreement column and ``test_contact_terms`` compare it with.
+COMPILED = True
+
+
 def _fast_model(models):
     """The compiled kernels (:class:`~mbs_ros.dynamics.kernels.compiled.CompiledModel`) of a one-model scene whose
     model has them (no mimic joints), or None: such a scene's contact terms are one compiled call
     (:func:`~mbs_ros.dynamics.kernels.contact_terms.contact_terms`) and it moves by the compiled exponential."""
-    if len(models) != 1:
+    if len(models) != 1 or not COMPILED:
         return None
     compiled = models[0].compiled_kernels
     return None if compiled is None or models[0].mimic_reduction is not None else compiled
