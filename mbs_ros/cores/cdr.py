@@ -139,29 +139,31 @@ def _names(e: str, data: bytes, p: int) -> Tuple[List[str], int]:
     return names, q
 
 
-@_reader
-def joint_state(e: str, data: bytes) -> Optional[Tuple[int, int, List[str], np.ndarray]]:
-    """``sensor_msgs/JointState``: ``(sec, nanosec, name, effort)`` or None (not read here)."""
+def _joint_state_fields(e: str, data: bytes):
+    """``sensor_msgs/JointState``'s ``(sec, nanosec, name, position, velocity, effort)``, or None (bytes left over
+    beyond padding)."""
     sec, nanosec = _stamp(e, data)
     _frame, p = _string(e, data, 8)
     names, p = _names(e, data, p)
-    _position, p = _doubles(e, data, p)
-    _velocity, p = _doubles(e, data, p)
+    position, p = _doubles(e, data, p)
+    velocity, p = _doubles(e, data, p)
     effort, p = _doubles(e, data, p)
-    return (sec, nanosec, names, effort) if _done(data, p) else None
+    return (sec, nanosec, names, position, velocity, effort) if _done(data, p) else None
+
+
+@_reader
+def joint_state(e: str, data: bytes) -> Optional[Tuple[int, int, List[str], np.ndarray]]:
+    """``sensor_msgs/JointState``: ``(sec, nanosec, name, effort)`` or None (not read here)."""
+    f = _joint_state_fields(e, data)
+    return None if f is None else (f[0], f[1], f[2], f[5])
 
 
 @_reader
 def joint_state_motion(e: str, data: bytes) -> Optional[Tuple[int, int, List[str], np.ndarray, np.ndarray]]:
     """``sensor_msgs/JointState`` as a state: ``(sec, nanosec, name, position, velocity)`` or None (not read
     here)."""
-    sec, nanosec = _stamp(e, data)
-    _frame, p = _string(e, data, 8)
-    names, p = _names(e, data, p)
-    position, p = _doubles(e, data, p)
-    velocity, p = _doubles(e, data, p)
-    _effort, p = _doubles(e, data, p)
-    return (sec, nanosec, names, position, velocity) if _done(data, p) else None
+    f = _joint_state_fields(e, data)
+    return None if f is None else f[:5]
 
 
 @_reader

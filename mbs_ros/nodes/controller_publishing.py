@@ -2,7 +2,8 @@
 :class:`~mbs_ros.nodes.controller_node.ControllerNode`): a generalised force, saturated and allocated by
 :class:`mbs_ros.controllers.command.CommandOutput`, published as cmd_wrench (or thruster_command and cmd_thrust
 with thruster allocation), joint_command and cmd_joint_effort, stamped with the state it was computed from, each
-only while someone subscribes to it; and the counters and limits on ``~/diagnostics``. Topics: docs/controller_node.md."""
+only while someone subscribes to it; and the counters and limits on ``~/diagnostics``. Topics:
+docs/controller_node.md."""
 from __future__ import annotations
 
 from typing import Optional

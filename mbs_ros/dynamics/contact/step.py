@@ -245,8 +245,9 @@ def free_velocity(models, qs, vs, taus, h: float, poses=None):
 
 def row_kinematics(model, q, T=None):
     """What the contact rows of ``model`` at ``q`` are built from: the compiled world poses (one call; ``T``, the
-    body poses at ``q`` the compiled kernel gave, if at hand: :meth:`~mbs_ros.dynamics.contact.world.ContactWorld.poses`),
-    else the numpy kinematics (a mimic model's: the full tree's at E(q), its bodies carry the shapes)."""
+    body poses at ``q`` the compiled kernel gave, if at hand:
+    :meth:`~mbs_ros.dynamics.contact.world.ContactWorld.poses`), else the numpy kinematics (a mimic model's: the
+    full tree's at E(q), its bodies carry the shapes)."""
     compiled = model.compiled_kernels
     mm = model.mimic_reduction
     if compiled is not None and mm is None:
