@@ -228,21 +228,25 @@ def set_pair(msg, first: str, second: str, values: Sequence[float]) -> None:
 
 def odometry_out(msg: Odometry):
     """``out(stamp_ns, p, quat_xyzw, twist)``: what to publish of ``msg`` (its frames and covariances kept) at
-    this state: its bytes (:func:`mbs_ros.cores.cdr.odometry_writer` on its serialisation now), or where they
-    cannot be written there ``msg`` itself, filled. Either way the same bytes reach the subscribers."""
-    from rclpy.serialization import serialize_message
-
-    write = cdr.odometry_writer(serialize_message(msg))
-
-    def out(stamp_ns: int, p, quat, twist):
-        if write is not None:
-            return write(*divmod(int(stamp_ns), NS_PER_S), p, quat, twist)
+    this state: ``msg`` filled, or the bytes :func:`mbs_ros.cores.cdr.odometry_writer` writes into its
+    serialisation (:func:`_templated`). Either way the same bytes reach the subscribers."""
+    def fill(stamp_ns, p, quat, twist):
         set_stamp(msg.header, stamp_ns)
         set_pose(msg.pose.pose, p, quat)
         set_pair(msg.twist.twist, "linear", "angular", twist)
         return msg
 
-    return out
+    return _templated(fill, _stamped(cdr.odometry_writer))
+
+
+def _stamped(make):
+    """A maker of writers (``make(template)``, :mod:`mbs_ros.cores.cdr`'s) whose ``write`` takes the stamp in ns
+    first, as the out functions do, instead of ``(sec, nanosec)``."""
+    def writer(template):
+        write = make(template)
+        return None if write is None else lambda stamp_ns, *x: write(*divmod(int(stamp_ns), NS_PER_S), *x)
+
+    return writer
 
 
 def _templated(fill, writer):
@@ -274,22 +278,14 @@ def joint_state_out(msg: JointState):
                                                   for x in (position, velocity, effort))
         return msg
 
-    def writer(template):
-        write = cdr.joint_state_writer(template)
-        return None if write is None else lambda stamp_ns, *x: write(*divmod(int(stamp_ns), NS_PER_S), *x)
-
-    return _templated(fill, writer)
+    return _templated(fill, _stamped(cdr.joint_state_writer))
 
 
 def wrench_stamped_out(frame: str):
     """``out(stamp_ns, wrench)`` ([F; τ], 6 values): a ``geometry_msgs/WrenchStamped`` in ``frame`` to publish, as
     :func:`joint_state_out` (:func:`wrench_stamped_msg` filled, or the bytes
     :func:`mbs_ros.cores.cdr.wrench_stamped_writer` writes)."""
-    def writer(template):
-        write = cdr.wrench_stamped_writer(template)
-        return None if write is None else lambda stamp_ns, W: write(*divmod(int(stamp_ns), NS_PER_S), W)
-
-    return _templated(lambda stamp_ns, W: wrench_stamped_msg(stamp_ns, frame, W), writer)
+    return _templated(lambda stamp_ns, W: wrench_stamped_msg(stamp_ns, frame, W), _stamped(cdr.wrench_stamped_writer))
 
 
 def float64_array_out():

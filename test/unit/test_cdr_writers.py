@@ -150,10 +150,12 @@ def test_templates_not_read_exactly_give_no_writer():
 
 
 def test_the_nodes_out_functions_send_rclpys_bytes():
-    """``odometry_out``: bytes equal to rclpy's serialisation of the message it would have filled;
-    ``joint_state_out``: the message the first time and when the lengths change, the bytes in between."""
+    """``odometry_out``, ``joint_state_out``: the message the first time (and, for the joints, when the lengths
+    change), in between bytes equal to rclpy's serialisation of the message it would have filled."""
     m = odometry("odom", "base_link")
-    out = cv.odometry_out(m)
+    out = cv.odometry_out(copy.deepcopy(m))
+    first = out(5, values(3), values(4), values(6))
+    assert isinstance(first, Odometry) and first.header.stamp.nanosec == 5 and first.child_frame_id == "base_link"
     p, quat, twist = values(3), values(4), values(6)
     data = out(12_345_678_901, p, quat, twist)
     assert isinstance(data, bytes) and same(data, serialize_message(filled_odometry(m, 12, 345_678_901, p, quat, twist)),
