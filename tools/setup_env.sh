@@ -548,7 +548,7 @@ warm_compiled() {
   [ "$(cat "$stamp" 2>/dev/null)" = "$h" ] && return 0
   "$py" -c 'import numba' 2>/dev/null || { say "warning: numba is not importable: the numpy reference kernels will be used (slow)"; return 0; }
   say "compiling the numba kernels into their on-disk cache"
-  "$py" -c 'from mbs_ros.dynamics.kernels import compiled, derivatives, laws; from mbs_ros.controllers import space; from mbs_ros.headless import run; print(f"[setup] kernels ready in {compiled.warm_up() + derivatives.warm_up() + laws.warm_up() + space.warm_up() + run.warm_up():.1f} s")' ||
+  "$py" -c 'from mbs_ros.dynamics.kernels import compiled, contact_terms, derivatives, laws; from mbs_ros.controllers import space; from mbs_ros.headless import run; print(f"[setup] kernels ready in {compiled.warm_up() + derivatives.warm_up() + laws.warm_up() + contact_terms.warm_up() + space.warm_up() + run.warm_up():.1f} s")' ||
     die "the numba kernels did not compile"
   echo "$h" > "$stamp"
 }

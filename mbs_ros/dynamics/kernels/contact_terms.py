@@ -18,13 +18,13 @@ import math
 
 import numpy as np
 
-from mbs_ros.dynamics.contact.kernels import contact_frames, model_rows
-from mbs_ros.dynamics.kernels.compiled import _f64
+from mbs_ros.dynamics.contact.kernels import BASE_COLUMNS, contact_frames, model_rows
+from mbs_ros.dynamics.kernels.compiled import AVAILABLE, _f64, warm_up_model
 from mbs_ros.dynamics.kernels.jit import jit
 from mbs_ros.dynamics.kernels.multibody import _aba_core, _crba_core, _SingularPivot
 from mbs_ros.dynamics.kernels.step import _energy_core, _integrate
 
-__all__ = ["contact_terms", "velocity_after", "move"]
+__all__ = ["contact_terms", "velocity_after", "move", "warm_up"]
 
 
 @jit
@@ -187,3 +187,24 @@ def move(compiled, q, v_next, MinvJt, shift, h):
     _move(compiled.im, compiled.fm, compiled.I6, compiled.mc, _f64(q, compiled.nq), v_next, MinvJt,
           _f64(shift) if shifting else np.zeros(0), shifting, float(h), q_out)
     return q_out
+
+
+def warm_up() -> float:
+    """Compile (or load from the on-disk cache) the three kernels by calling them once on the warm-up tree, a
+    contact of its second body against the world (the environment's set-up calls this, so that no node or test
+    compiles them: ~7 s of CPU); returns the seconds it took."""
+    import time
+
+    t0 = time.perf_counter()
+    if not AVAILABLE:
+        return 0.0
+    c, q = warm_up_model()
+    v = np.zeros(c.nv)
+    layout = (np.zeros((1, 6)), np.ones((c.nb, c.nv)), 6, BASE_COLUMNS, np.arange(6, dtype=np.int64))
+    terms = contact_terms(c, q, v, v, 1e-3, c.body_poses(q), np.zeros((1, 3)), np.array([[0.0, 0.0, 1.0]]),
+                          np.zeros(1), np.array([[0, 1, -1, -1]], dtype=np.int64), layout)
+    v_free, J, MinvJt, _, _ = terms
+    v_next, _, _ = velocity_after(v_free, MinvJt, np.zeros(3), J, np.zeros(1), 1e-9, 1e-3)
+    move(c, q, v_next, MinvJt, np.zeros(1), 1e-3)
+    move(c, q, v_next, MinvJt, None, 1e-3)
+    return time.perf_counter() - t0
