@@ -368,25 +368,6 @@ def _finish_compiled(compiled, q, v_free, MinvJt, G, J, gap, lam, slop, h, max_s
     return move(compiled, q, v_next, MinvJt, shift, h), v_next, power
 
 
-def warm_up_terms(model, q, v) -> None:
-    """Load what the compiled path of a one-model scene (:func:`_fast_model`) calls at its first contact step:
-    its terms kernel and the compiled exponential (a contact at the base's origin, against the world)."""
-    compiled = _fast_model([model])
-    if compiled is None:
-        return
-    contact = Contact((0, 0), np.zeros(3), np.array([0.0, 0.0, 1.0]), 0.0, 0.5)
-    terms = _compiled_terms(model, compiled, [np.asarray(q, dtype=float)], [np.asarray(v, dtype=float)],
-                            [np.zeros(model.nv)], 1e-3, (contact,), None)
-    compiled.integrate(q, np.zeros(model.nv))
-    if terms is not None and model.passive is None:
-        from mbs_ros.dynamics.kernels.contact_terms import move, velocity_after
-
-        (v_free, J, MinvJt, _, _), _, gap, _ = terms
-        v_next, _, _ = velocity_after(v_free, MinvJt, np.zeros(3), J, gap, 1e-9, 1e-3)
-        move(compiled, q, v_next, MinvJt, np.zeros(1), 1e-3)
-        move(compiled, q, v_next, MinvJt, None, 1e-3)
-
-
 def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margin: float = 1e-3, warm=None,
          max_sweeps: int = 100, slop: float = 1e-9, checkpoint=None, poses=None):
     """One contact time step of a scene (module docstring): ``models`` move independently but for the contacts
@@ -422,7 +403,7 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
         nc = mu.shape[0]
         normal_rows = np.arange(0, 3 * nc, 3)
     else:
-        offsets, v_free, kins = free_velocity(models, qs, vs, taus, h, poses)
+        _, v_free, kins = free_velocity(models, qs, vs, taus, h, poses)
         Jc, dc, mu, points = _contact_rows(models, kins, offsets, nv, active)
         nc = mu.shape[0]
     res = None
@@ -436,7 +417,7 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
             J, gap = Jc, dc
         MinvJt, G = delassus(models, qs, offsets, J)
         g = J @ v_free
-        normal_rows = np.arange(0, 3 * nc, 3) if not nl else np.concatenate([3 * np.arange(nc), 3 * nc + np.arange(nl)])
+        normal_rows = np.concatenate([3 * np.arange(nc), 3 * nc + np.arange(nl)])
         g[normal_rows] += np.maximum(gap, 0.0) / h
     if nc or nl:
         lam0 = warm_start(warm, active, names, 10.0 * margin, points)

@@ -98,7 +98,8 @@ class ContactWorld:
         milliseconds per shape list), which are what the steps use."""
         from mbs_ros.dynamics.contact.geometry import warm_up as warm_up_geometry
         from mbs_ros.dynamics.contact.solver import warm_up
-        from mbs_ros.dynamics.contact.step import _cho_solve, row_kinematics, warm_up_terms
+        from mbs_ros.dynamics.contact.step import _cho_solve, row_kinematics
+        from mbs_ros.dynamics.kernels import contact_terms
 
         warm_up()
         warm_up_geometry()
@@ -112,7 +113,7 @@ class ContactWorld:
             model.potential_energy(q) + model.kinetic_energy(q, v)  # the post-stabilisation's energy balance
             if k in shaped:  # the contact rows' kinematics only a model with shapes needs
                 row_kinematics(model, q)
-                warm_up_terms(model, q, v)  # and, alone in its island, its compiled terms
+        contact_terms.warm_up()  # a one-model island's compiled path (compiled for the array types: any model)
 
     def forget(self) -> None:
         """Drop the warm start (after a reset: the last impulses belong to another state)."""
