@@ -91,6 +91,13 @@ def _done(data: bytes, p: int) -> bool:
     return 0 <= len(data) - 4 - p < SLACK
 
 
+def _last_doubles(e: str, data, p: int, n: int) -> Optional[np.ndarray]:
+    """The ``n`` doubles (aligned to 8 from payload offset ``p``) that end the message, a view of ``data`` in its
+    byte order (writable where ``data`` is), or None where they do not fit or more than padding follows them."""
+    p = (p + 7) & ~7
+    return np.frombuffer(data, dtype=_F64[e], count=n, offset=p + 4) if _done(data, p + 8 * n) else None
+
+
 def _reader(body):
     """A reader of plain CDR: ``body(e, data)`` with the byte order ``e``; None for another encapsulation or bytes
     that end before a field (:class:`_Short`)."""
@@ -113,10 +120,8 @@ def wrench_stamped(e: str, data: bytes) -> Optional[Tuple[int, int, str, np.ndar
     """``geometry_msgs/WrenchStamped``: ``(sec, nanosec, frame_id, [F; τ])`` or None (not read here)."""
     sec, nanosec = _stamp(e, data)
     frame_id, p = _string(e, data, 8)
-    p = (p + 7) & ~7
-    if p + 48 + 4 > len(data) or not _done(data, p + 48):
-        return None
-    return sec, nanosec, frame_id, np.frombuffer(data, dtype=_F64[e], count=6, offset=p + 4).astype(float)
+    wrench = _last_doubles(e, data, p, 6)
+    return None if wrench is None else (sec, nanosec, frame_id, wrench.astype(float))
 
 
 #: the last names read (a controller sends the same names every time): (order, start, their bytes, names, end)
@@ -173,10 +178,10 @@ def odometry(e: str, data: bytes) -> Optional[Tuple[int, int, str, str, np.ndarr
     sec, nanosec = _stamp(e, data)
     frame_id, p = _string(e, data, 8)
     child, p = _string(e, data, p)
-    p = (p + 7) & ~7  # pose (7), its covariance (36), twist (6), its covariance (36): 85 doubles in a row
-    if p + 85 * 8 + 4 > len(data) or not _done(data, p + 85 * 8):
+    values = _last_doubles(e, data, p, 85)  # pose (7), its covariance (36), twist (6), its covariance (36)
+    if values is None:
         return None
-    values = np.frombuffer(data, dtype=_F64[e], count=49, offset=p + 4).astype(float)
+    values = values[:49].astype(float)
     return sec, nanosec, frame_id, child, values[0:7], values[43:49]
 
 
@@ -220,10 +225,10 @@ def odometry_writer(e: str, buf: bytearray):
     template is not plain CDR or not an Odometry's exact bytes."""
     _frame, p = _string(e, buf, 8)
     _child, p = _string(e, buf, p)
-    p = (p + 7) & ~7  # pose (7), its covariance (36), twist (6), its covariance (36): 85 doubles in a row
-    if not _done(buf, p + 85 * 8):
+    # pose (7), its covariance (36), twist (6), its covariance (36): 85 doubles in a row
+    values, stamp = _last_doubles(e, buf, p, 85), _STAMP[e]
+    if values is None:
         return None
-    values, stamp = np.frombuffer(buf, dtype=_F64[e], count=85, offset=p + 4), _STAMP[e]
 
     def write(sec: int, nanosec: int, p, quat, twist) -> bytes:
         stamp.pack_into(buf, 4, sec, nanosec)
@@ -268,10 +273,9 @@ def wrench_stamped_writer(e: str, buf: bytearray):
     serialised once: its frame) with the stamp and the wrench ``[F; τ]`` written in; None where the template is not
     plain CDR or not a WrenchStamped's exact bytes."""
     _frame, p = _string(e, buf, 8)
-    p = (p + 7) & ~7
-    if not _done(buf, p + 48):
+    values, stamp = _last_doubles(e, buf, p, 6), _STAMP[e]
+    if values is None:
         return None
-    values, stamp = np.frombuffer(buf, dtype=_F64[e], count=6, offset=p + 4), _STAMP[e]
 
     def write(sec: int, nanosec: int, wrench) -> bytes:
         stamp.pack_into(buf, 4, sec, nanosec)
