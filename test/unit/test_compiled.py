@@ -74,6 +74,7 @@ def check_kernels(fast, ref, rng):
             "link_poses": (fast.link_poses(q), ref.link_poses(q)),
             "kinetic_energy": (fast.kinetic_energy(q, v), ref.kinetic_energy(q, v)),
             "gravity_energy": (fast.gravity_energy(q), ref.gravity_energy(q)),
+            "spatial_momentum": (fast.spatial_momentum(q, v), ref.spatial_momentum(q, v)),
         }
         if ref.tree.nj:
             results["joint_wrenches"] = (fast.joint_wrenches(q, v, a), ref.joint_wrenches(q, v, a))

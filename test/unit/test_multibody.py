@@ -274,6 +274,22 @@ def test_torque_free_floating_system_keeps_its_spatial_momentum():
     assert abs(model.kinetic_energy(Q[-1], Vs[-1]) - model.kinetic_energy(q0, v0)) < 1e-9 * model.kinetic_energy(q0, v0)
 
 
+@pytest.mark.parametrize("base", BASES_PIN)
+@pytest.mark.parametrize("backend", ("compiled", "numpy"))
+def test_spatial_momentum_equals_pinocchio(base, backend):
+    """Σ_i I_i V_i in world axes about the world origin against Pinocchio's bodies' momenta: each body's spatial
+    velocity in its own frame (data.v) times its inertia, moved to the world by data.oMi (``act`` of a Force)."""
+    rng = np.random.default_rng(45 + BASES_PIN.index(base))
+    pair = Pair(random_urdf(rng, 8), base)
+    ours = pair.ours if backend == "compiled" else pair.ours.with_backend("numpy")
+    assert ours.backend == backend
+    for _ in range(3):
+        q, v = random_state(ours, rng)
+        pin.forwardKinematics(pair.pm, pair.pd, q, pair.to_pin(q, v))
+        h = sum(pair.pd.oMi[i].act(pair.pm.inertias[i] * pair.pd.v[i]).vector for i in range(1, pair.pm.njoints))
+        np.testing.assert_allclose(ours.spatial_momentum(q, v), h, rtol=0, atol=1e-12 * max(1.0, np.abs(h).max()))
+
+
 # ----------------------------------------------------------------------------------- joint wrenches, link poses
 @pytest.mark.parametrize("base", BASES_PIN)
 def test_joint_wrenches_equal_pinocchio_internal_forces(base):

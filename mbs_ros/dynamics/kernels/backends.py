@@ -420,6 +420,9 @@ class _CompiledKernels:
     def gravity_energy(self, m, q) -> float:
         return self.compiled.energies(q, np.zeros(m.nv))[1]
 
+    def spatial_momentum(self, m, q, v) -> np.ndarray:
+        return self.compiled.spatial_momentum(q, v)
+
     def with_current(self, passive) -> "Backend":
         out = copy.copy(self)
         _CompiledKernels.__init__(out, self.compiled.with_current(passive.current, passive.current_rate))

@@ -19,8 +19,8 @@ from mbs_ros.dynamics.kernels.multibody import (PIVOT_TOLERANCE, _SingularPivot,
 from mbs_ros.dynamics.kernels.layout import (BASE_CODES, EL_BODY, EL_DLIN, EL_DQUAD, EL_P, EL_R, FM_ARM, FM_FW, FM_HD, FM_HMA, FM_JP,
                             FM_P0, FM_PA, FM_PA2, FM_PAX, FM_R0, FM_S, F_CURRENT, F_ELEMS, F_FLUID, F_JOINTS, IM_BODY,
                             IM_COLS, IM_HDR)
-from mbs_ros.dynamics.kernels.step import (_advance_core, _all_terms_core, _body_poses_core, _energy_core, _integrate, _simulate_core,
-                          _step_core)
+from mbs_ros.dynamics.kernels.step import (_advance_core, _all_terms_core, _body_poses_core, _energy_core, _integrate,
+                                           _momentum_core, _simulate_core, _step_core)
 
 __all__ = ["AVAILABLE", "CompiledModel", "compile_model", "warm_up", "warm_up_model", "SingularMassMatrix",
            "PIVOT_TOLERANCE"]
@@ -220,6 +220,13 @@ class CompiledModel:
         _energy_core(self.im, self.fm, self.I6, self.mc, _f64(q, self.nq), _f64(v, self.nv), out)
         return float(out[0]), float(out[1])
 
+    def spatial_momentum(self, q, v):
+        """The world-frame spatial momentum ``[linear; angular about the world origin]`` at (q, v)
+        (:func:`_momentum_core`)."""
+        out = np.empty(6)
+        _momentum_core(self.im, self.fm, self.I6, _f64(q, self.nq), _f64(v, self.nv), out)
+        return out
+
     def body_poses(self, q):
         T = np.empty((self.nb, 4, 4))
         _body_poses_core(self.im, self.fm, _f64(q, self.nq), T)
@@ -327,6 +334,7 @@ def warm_up() -> float:
     c.joint_wrenches(q, v, v)
     c.body_poses(q)
     c.energies(q, v)
+    c.spatial_momentum(q, v)
     c.integrate(q, v)
     c.step(q, v, v, 1e-3)
     c.step(q, v, v, 1e-3, wrench_world=np.zeros(6))

@@ -272,16 +272,12 @@ def _body_poses_core(im, fm, q, T):
 
 
 @jit
-def _energy_core(im, fm, I6, mc, q, v, out):
-    """out[0] = kinetic energy ½ Σ V_iᵀ I_i V_i + ½ Σ armature v_j² (body-frame twists, the RNEA's forward pass);
-    out[1] = −gᵀ Σ m_i c_i, the world centres of mass from the bodies' placements in the base frame (``mc[i]`` =
-    [m_i, m_i c_i]), then the base pose (``algorithms.kinetic_energy``, ``potential_energy``)."""
+def _twists_in_base(im, fm, q, v, Rw, pw, V, Rb, pb):
+    """The forward pass of :func:`_energy_core` and :func:`_momentum_core`: the base pose (Rw, pw), the body-frame
+    twists V (the RNEA's forward pass) and the bodies' placements in the base frame (Rb, pb); returns the joints'
+    armature energy ½ Σ armature v_j²."""
     nb = im[IM_HDR, 1]
-    nvb = im[IM_HDR, 6]
-    Rr, pr, Rw, pw, Sb, vec, tmp = _alloc(nb)
-    V, t6 = vec[0], vec[2, 0]
-    Rb = np.empty((nb, 3, 3))
-    pb = np.empty((nb, 3))
+    Rr, pr, Sb = np.empty((nb, 3, 3)), np.empty((nb, 3)), np.zeros((6, 6))
     _joint_poses(im, fm, q, Rr, pr)
     _base_pose(im[IM_HDR, 0], q, Rw, pw)
     _base_columns(im, Rw, Sb)
@@ -301,6 +297,19 @@ def _energy_core(im, fm, I6, mc, q, v, out):
             for b in range(3):
                 Rb[i, a, b] = Rb[lam, a, 0] * Rr[i, 0, b] + Rb[lam, a, 1] * Rr[i, 1, b] + Rb[lam, a, 2] * Rr[i, 2, b]
             pb[i, a] = Rb[lam, a, 0] * pr[i, 0] + Rb[lam, a, 1] * pr[i, 1] + Rb[lam, a, 2] * pr[i, 2] + pb[lam, a]
+    return kin
+
+
+@jit
+def _energy_core(im, fm, I6, mc, q, v, out):
+    """out[0] = kinetic energy ½ Σ V_iᵀ I_i V_i + ½ Σ armature v_j² (body-frame twists, the RNEA's forward pass);
+    out[1] = −gᵀ Σ m_i c_i, the world centres of mass from the bodies' placements in the base frame (``mc[i]`` =
+    [m_i, m_i c_i]), then the base pose (``algorithms.kinetic_energy``, ``potential_energy``)."""
+    nb = im[IM_HDR, 1]
+    Rw, pw, V, t6 = np.empty((3, 3)), np.empty(3), np.zeros((nb, 6)), np.empty(6)
+    Rb = np.empty((nb, 3, 3))
+    pb = np.empty((nb, 3))
+    kin = _twists_in_base(im, fm, q, v, Rw, pw, V, Rb, pb)
     body = 0.0
     for i in range(nb):
         _mv6(I6[i], V[i], t6)
@@ -319,6 +328,39 @@ def _energy_core(im, fm, I6, mc, q, v, out):
         w = Rw[a, 0] * f0 + Rw[a, 1] * f1 + Rw[a, 2] * f2 + mass * pw[a]
         e -= g[a] * w
     out[1] = e
+
+
+@jit
+def _momentum_core(im, fm, I6, q, v, out):
+    """out = the world-frame spatial momentum ``[linear; angular about the world origin]`` = Σ_i Ad*_{T_i} I_i V_i:
+    each body's momentum I_i V_i (its frame, linear first) moved to the base frame (``[R f; R n + p × R f]``),
+    summed, then to the world by the base pose (``algorithms.multibody.spatial_momentum``; no armature term, as
+    there)."""
+    nb = im[IM_HDR, 1]
+    Rw, pw, V, t6 = np.empty((3, 3)), np.empty(3), np.zeros((nb, 6)), np.empty(6)
+    Rb = np.empty((nb, 3, 3))
+    pb = np.empty((nb, 3))
+    _twists_in_base(im, fm, q, v, Rw, pw, V, Rb, pb)
+    h = np.zeros(6)
+    for i in range(nb):
+        _mv6(I6[i], V[i], t6)
+        R, p = Rb[i], pb[i]
+        f0 = R[0, 0] * t6[0] + R[0, 1] * t6[1] + R[0, 2] * t6[2]
+        f1 = R[1, 0] * t6[0] + R[1, 1] * t6[1] + R[1, 2] * t6[2]
+        f2 = R[2, 0] * t6[0] + R[2, 1] * t6[1] + R[2, 2] * t6[2]
+        c0, c1, c2 = _cross(p[0], p[1], p[2], f0, f1, f2)
+        h[0] += f0
+        h[1] += f1
+        h[2] += f2
+        h[3] += R[0, 0] * t6[3] + R[0, 1] * t6[4] + R[0, 2] * t6[5] + c0
+        h[4] += R[1, 0] * t6[3] + R[1, 1] * t6[4] + R[1, 2] * t6[5] + c1
+        h[5] += R[2, 0] * t6[3] + R[2, 1] * t6[4] + R[2, 2] * t6[5] + c2
+    for a in range(3):
+        out[a] = Rw[a, 0] * h[0] + Rw[a, 1] * h[1] + Rw[a, 2] * h[2]
+    c0, c1, c2 = _cross(pw[0], pw[1], pw[2], out[0], out[1], out[2])
+    out[3] = Rw[0, 0] * h[3] + Rw[0, 1] * h[4] + Rw[0, 2] * h[5] + c0
+    out[4] = Rw[1, 0] * h[3] + Rw[1, 1] * h[4] + Rw[1, 2] * h[5] + c1
+    out[5] = Rw[2, 0] * h[3] + Rw[2, 1] * h[4] + Rw[2, 2] * h[5] + c2
 
 
 @jit
