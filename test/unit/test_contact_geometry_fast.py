@@ -93,6 +93,32 @@ def test_find_contacts_gives_what_coal_gives(seed):
     assert found > 100  # the scenes touch
 
 
+@pytest.mark.parametrize("seed", range(3))
+def test_a_search_stopped_between_its_pairs_gives_what_coal_gives(seed):
+    """A node may suspend a search at its checkpoints (between the pairs) and run another search in the same
+    thread meanwhile, which sets this thread's Coal request and placements to its own: the resumed search still
+    gives Coal's contacts, and the checkpoint comes between every two pairs asked about."""
+    rng = np.random.default_rng(100 + seed)
+    calls = found = 0
+    for _ in range(30):
+        poses, shapes, margin = _scene(rng, float(rng.choice([0.0, 0.3])))
+        other = _scene(rng, 0.3)
+        n_pairs = len(geo._candidates(poses, shapes, margin))
+
+        def checkpoint():
+            nonlocal calls
+            calls += 1
+            geo.find_contacts(other[0], other[1], margin=other[2] + 0.05, max_points=3)
+
+        before = calls
+        got = geo.find_contacts(poses, shapes, margin=margin, checkpoint=checkpoint)
+        assert calls - before == max(n_pairs - 1, 0)
+        want = check.coal_contacts(poses, shapes, margin=margin)
+        assert check.differences(got, want)[0] is None, check.differences(got, want)[0]
+        found += len(want)
+    assert found > 50 and calls > 100
+
+
 @pytest.mark.parametrize("seed", range(4))
 def test_the_compiled_reduction_keeps_the_points_the_first_one_kept(seed):
     """Same indices as the reduction as first written (NumPy), with ties, repeated points, one or no point."""

@@ -539,13 +539,14 @@ def _coal_objects(margin, max_points, placements):
 
 
 def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8, excluded=frozenset(),
-                  min_separation: float = 5e-3, max_kept: int = 4):
+                  min_separation: float = 5e-3, max_kept: int = 4, checkpoint=None):
     """The :class:`Contact` points of every pair of ``shapes`` on different bodies (world shapes never pair
     with each other) within ``margin``; ``body_poses[k]`` (nb_k, 4, 4) are model k's bodies' world poses.
     Pairs whose groups and masks do not meet, and index pairs ``(i, j)`` (i < j) in ``excluded``
     (:func:`mbs_ros.dynamics.contact.collision.excluded_pairs`), are skipped. Of a pair's contact patch at most
     ``max_kept`` points are kept, at least ``min_separation`` apart (:func:`_reduce`: a box's four corners on a
-    plane stay). Friction of a pair: the smaller ``mu`` of the two.
+    plane stay). Friction of a pair: the smaller ``mu`` of the two. ``checkpoint()``, when given, is called
+    between the pairs Coal is asked about (where a node may suspend the search: the contact step's checkpoints).
 
     Fast where it can be without changing a number: the pairs' constants are gathered once per shape list
     (:class:`_Plan`), Coal's request and result objects once per thread (a result cleared per pair: a fresh
@@ -560,13 +561,22 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
     min_separation, max_kept = float(min_separation), int(max_kept)
     kept = np.empty(max(max_kept, 1), dtype=np.int64)
     out = []
-    for pair in candidates:
+    placed = [False] * len(where)  # rows whose Coal placement (pool[r]) holds Ts[r]
+    for n, pair in enumerate(candidates):
+        if n and checkpoint is not None:
+            checkpoint()
+            # another search in this thread (while suspended) may have set the shared request and placements
+            req, res, preq, pres, pool = _coal_objects(margin, max_points, len(where))
+            placed = [False] * len(where)
         a, b = pair.a, pair.b
         for r in (a, b):
-            if Ts[r] is None:
-                T_body_shape = where[r][2]
-                T = Ts[r] = T_body_shape if g[r] < 0 else B[g[r]].dot(T_body_shape)  # pose @ T_body_shape
+            if not placed[r]:
+                if Ts[r] is None:
+                    T_body_shape = where[r][2]
+                    Ts[r] = T_body_shape if g[r] < 0 else B[g[r]].dot(T_body_shape)  # pose @ T_body_shape
+                T = Ts[r]
                 pool[r].setTransform(T[:3, :3], T[:3, 3])
+                placed[r] = True
         ga, gb, ta, tb = pair.sa.geometry, pair.sb.geometry, pool[a], pool[b]
         res.clear()
         if not coal.collide(ga, ta, gb, tb, req, res):

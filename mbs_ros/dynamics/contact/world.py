@@ -165,7 +165,8 @@ class ContactWorld:
         models = self.models[first:]
         margin = self.margin + h * max((float(np.abs(v).max()) if len(v) else 0.0) for v in vs[first:])
         poses = self.poses(qs)
-        contacts = find_contacts(poses, self.shapes, margin=margin, excluded=self.left_out(among))
+        contacts = find_contacts(poses, self.shapes, margin=margin, excluded=self.left_out(among),
+                                 checkpoint=None if self.checkpoint is None else self._checkpoint)
         if self.checkpoint is not None:
             self._checkpoint()
         if first:
