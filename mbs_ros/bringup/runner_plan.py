@@ -103,7 +103,7 @@ def end_stamp(specs: Sequence[NodeSpec]) -> Optional[int]:
 def state_topics(scenario: Scenario, topics: Optional[Sequence[str]]) -> List[str]:
     """The robots' state topics among the recorded ``topics`` (None: all): every robot's odom, and joint_states when
     it has joints; with an estimator in the loop also its estimate/odom and estimate/joint_states. Each is
-    published once per control period in lockstep, stamped, the dynamics nodes' last of a period after /tf."""
+    published once per control period in lockstep, stamped."""
     out = []
     for robot in scenario.robots:
         ns = "/" + robot.namespace.strip("/")

@@ -408,7 +408,7 @@ class DynamicsNode(Node):
                     if markers:
                         work.add(single(lambda: self.publishing.publish_markers(self.stamp())))
             if on_grid(k, self._diag_every):
-                work.add(single(self.publish_diagnostics))
+                work.add(self.diagnostics_pieces())
             if on_grid(k, self._energy_every):
                 work.add(single(self.publishing.publish_energy))
             if self.contacts is not None and on_grid(k, self._contacts_every):
@@ -420,16 +420,17 @@ class DynamicsNode(Node):
         if self._new_fault is not None:
             self._report_fault()
 
-    def _publish_state(self, wrenches: bool, markers: bool, by_ns: Optional[int] = None) -> None:
-        """The state: a controller's inputs now (queued too when ``by_ns`` has passed), the rest (and the applied
-        commands) queued."""
-        pieces = self.publishing.state_pieces(wrenches=wrenches, markers=markers)
+    def _publish_state(self, wrenches: bool, markers: bool, by_ns: Optional[int] = None, rest: bool = True) -> None:
+        """The state: a controller's inputs now (queued too when ``by_ns`` has passed), the rest (and, with
+        ``rest``, pose, /tf, thrust and the applied commands again) queued."""
+        pieces = self.publishing.state_pieces(wrenches=wrenches, markers=markers, rest=rest)
         if by_ns is None or time.monotonic_ns() <= by_ns:
             for piece in pieces:
                 if piece is INPUTS_OUT:
                     break
         self.work.add(pieces)
-        self.work.add(single(self.publishing.publish_applied))
+        if rest:
+            self.work.add(single(self.publishing.publish_applied))
 
     def _share_end(self) -> int:
         """When the running callback (that resuming a period too) has used its quarter of the control period."""
@@ -490,10 +491,12 @@ class DynamicsNode(Node):
         self._period = None
         self._period_timer.cancel()
         k1 = sim.k
-        # joint wrenches and markers with the period's state when their step grid was crossed during the period
+        # a controller's inputs every period; the rest of the state (pose, /tf, thrust, the applied commands again),
+        # joint wrenches and markers with it when their step grid was crossed during the period
         by_ns = self._share_end() if chunked else None
         self._publish_state(bool(self._wrench_every) and k1 // self._wrench_every > k0 // self._wrench_every,
-                            bool(self._markers_every) and k1 // self._markers_every > k0 // self._markers_every, by_ns)
+                            bool(self._markers_every) and k1 // self._markers_every > k0 // self._markers_every, by_ns,
+                            rest=k1 // self._publish_every > k0 // self._publish_every)
         self.sim_services.pause_at_reached()
         self._drain(by_ns)
 
@@ -509,14 +512,20 @@ class DynamicsNode(Node):
         if state:
             self.work.add(self.publishing.state_pieces(everything=True))
             self.work.add(single(self.publishing.publish_applied))
-        self.work.add(single(self.publish_diagnostics))
+        self.work.add(self.diagnostics_pieces())
         self._drain(self._share_end() if self.lockstep else None)
 
     def publish_diagnostics(self) -> None:
         """/diagnostics: the node's status (a ~/step in progress: paused), then one per sensor."""
-        self.publishing.publish_diagnostics(self.sim.paused or self.sim_services.stepping, self._rate,
-                                            self.guard.timing)
+        for _ in self.diagnostics_pieces():
+            pass
+
+    def diagnostics_pieces(self):
+        """:meth:`publish_diagnostics` piece by piece (the work queue's job: none holds a callback for long)."""
+        yield from self.publishing.diagnostics_pieces(self.sim.paused or self.sim_services.stepping, self._rate,
+                                                      self.guard.timing)
         self.sensors.publish_diagnostics(self.stamp())
+        yield
 
     def _stop_grids(self) -> list:
         """The publication grids :meth:`advance` stops at, asked again every control period in lockstep and after

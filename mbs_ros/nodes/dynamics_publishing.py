@@ -216,11 +216,12 @@ class StatePublishing:
             pass
 
     def state_pieces(self, controller_inputs_only: bool = False, everything: bool = False,
-                     wrenches: bool = False, markers: bool = False):
+                     wrenches: bool = False, markers: bool = False, rest: bool = True):
         """The state at the current stamp, one message per piece (an iterator: the node publishes the rest in
         later callbacks, :class:`~mbs_ros.cores.work.WorkQueue`): /clock, odom and joint_states (a controller's
-        inputs), then :data:`INPUTS_OUT`, then pose, /tf, thrust, joint_wrenches with ``wrenches`` and markers
-        with ``markers`` (``everything``: both). Every topic only while someone subscribes to it.
+        inputs), then :data:`INPUTS_OUT`, then pose, /tf and thrust (``rest``: a lockstep period leaves them to
+        the periods that cross the publish_rate grid), joint_wrenches with ``wrenches`` and markers with
+        ``markers`` (``everything``: both). Every topic only while someone subscribes to it.
         ``controller_inputs_only``: /clock, odom and joint_states (lockstep sending it again)."""
         stamp = self.stamp()
         self.publish_clock(again=controller_inputs_only)
@@ -230,7 +231,8 @@ class StatePublishing:
         if not controller_inputs_only:
             self.last_published_k = sim.k
         poses = None
-        tf_wanted = not controller_inputs_only and self.pub_tf.get_subscription_count() > 0
+        rest = rest and not controller_inputs_only
+        tf_wanted = rest and self.pub_tf.get_subscription_count() > 0
         if self.multibody and (tf_wanted or not self._base_is_root or (everything or markers)):
             poses = model.link_poses(q)
         p, quat = self._state_view.base_pose(model, q, poses)  # a URDF rooted at "world": the base link's fixed pose
@@ -242,7 +244,7 @@ class StatePublishing:
         yield INPUTS_OUT
         if controller_inputs_only:
             return
-        if self.pub_pose.get_subscription_count():
+        if rest and self.pub_pose.get_subscription_count():
             m = self._pose_msg
             cv.set_stamp(m.header, stamp)
             cv.set_pose(m.pose, p, quat)
@@ -251,7 +253,7 @@ class StatePublishing:
         if tf_wanted:
             self._publish_tf(stamp, poses, p, quat)
             yield
-        if self.nt and self.pub_thrust.get_subscription_count():
+        if rest and self.nt and self.pub_thrust.get_subscription_count():
             m = self._thrust_msg
             cv.set_stamp(m.header, stamp)
             m.effort = array("d", np.ascontiguousarray(sim.thrust, dtype=float).tobytes())
@@ -371,11 +373,19 @@ class StatePublishing:
         """The node's status; ``paused`` as the diagnostics say it (a ~/step in progress: paused), ``rate`` the
         physics-rate check (:func:`~mbs_ros.cores.dynamics_settings.check_rate`), ``timing()`` more values (the
         callbacks' durations: :meth:`~mbs_ros.nodes.runtime.CallbackGuard.timing`), asked only when published."""
+        for _ in self.diagnostics_pieces(paused, rate, timing):
+            pass
+
+    def diagnostics_pieces(self, paused: bool, rate, timing=None):
+        """:meth:`publish_diagnostics` in three pieces (an iterator, as :meth:`state_pieces`): the report, its
+        message, the publication (each a few hundred µs: together they took a control period)."""
         self.last_diag_wall = time.monotonic()
         if not self.pub_diag.get_subscription_count():
             return
+        stamp = self.stamp()
         level, message, values, self._reported = diagnostics_report(self.sim, self._counts, self._reported, paused,
                                                                     rate, timing)
+        yield
         status = DiagnosticStatus(
             level=getattr(DiagnosticStatus, level),
             name=f"{self.node.get_fully_qualified_name()}: " + ("multibody" if self.multibody else "rigid body"),
@@ -384,5 +394,6 @@ class StatePublishing:
             values=cv.key_values(values),
         )
         msg = DiagnosticArray(status=[status])
-        msg.header.stamp = cv.time_from_ns(self.stamp())
+        msg.header.stamp = cv.time_from_ns(stamp)
+        yield
         self.pub_diag.publish(msg)

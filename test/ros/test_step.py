@@ -212,6 +212,61 @@ def test_lockstep_steps_one_control_period_once_its_commands_are_there(probe, tm
     assert proc.returncode == 0, proc.log_tail()
 
 
+def test_lockstep_sends_the_inputs_every_period_and_the_rest_at_publish_rate(probe, tmp_path):
+    """asv_2link in lockstep (5 physics steps per control period at 500 Hz), publish_rate 25 Hz (every 20 steps):
+    odom and joint_states with every period, pose, /tf, wrench and joint_effort with the periods that cross the
+    20-step grid (and with the start's state). The probe answers each state as a controller would."""
+    from geometry_msgs.msg import PoseStamped
+    from tf2_msgs.msg import TFMessage
+
+    ns = "stpr"
+    proc = NodeProcess(DYNAMICS, name="dynamics_node", namespace=ns, params_file=ASV_PARAMS,
+                       parameters=dict(lockstep=True, control_rate=100.0, publish_rate=25.0, use_sim_time=True,
+                                       publish_clock=True, real_time_factor=0.0),
+                       remappings={"/clock": f"/{ns}/clock", "/tf": f"/{ns}/tf"}, log_file=tmp_path / f"{ns}.log")
+    rec = {"odom": Recorder(probe, Odometry, f"/{ns}/odom"), "joint_states": Recorder(probe, JointState,
+                                                                                     f"/{ns}/joint_states"),
+           "pose": Recorder(probe, PoseStamped, f"/{ns}/pose"), "tf": Recorder(probe, TFMessage, f"/{ns}/tf"),
+           "wrench": Recorder(probe, WrenchStamped, f"/{ns}/wrench"),
+           "joint_effort": Recorder(probe, JointState, f"/{ns}/joint_effort")}
+    pub_w = probe.node.create_publisher(WrenchStamped, f"/{ns}/cmd_wrench", 10)
+    pub_j = probe.node.create_publisher(JointState, f"/{ns}/joint_command", 10)
+    period, periods = 10 * MS, 24
+    answered = set()
+
+    def stamps(topic):
+        msgs = rec[topic].messages
+        if topic == "tf":
+            return {cv.ns_from_time(t.header.stamp) for m in msgs for t in m.transforms}
+        return {cv.ns_from_time(m.header.stamp) for m in msgs}
+
+    def answer_new_states():
+        for t in sorted(stamps("odom") - answered):
+            if t < periods * period:
+                pub_w.publish(cv.wrench_stamped_msg(t, "", [20.0, 0.0, 0.0, 0.0, 0.0, 1.0 + t * 1e-9]))
+                pub_j.publish(cv.joint_state_msg(t, ["shoulder_joint", "elbow_joint"], effort=[0.5, -0.2]))
+            answered.add(t)
+        return {periods * period} <= stamps("odom") and {periods * period} <= stamps("joint_states")
+
+    with proc:
+        probe.spin_until(lambda: all(r.sub.get_publisher_count() for r in rec.values())
+                         and pub_w.get_subscription_count() and pub_j.get_subscription_count(),
+                         what="the lockstep node's topics", alive=[proc])
+        probe.spin_until(answer_new_states, what=f"{periods} periods answered", alive=[proc])
+        probe.spin_for(0.5)  # the last period's queued pieces
+    assert proc.returncode == 0, proc.log_tail()
+    every = set(range(0, (periods + 1) * period, period))
+    grid = {t for t in every if t % (20 * DT) == 0}  # 0, 40, 80, ... ms: the periods ending on the 25 Hz grid
+    assert every <= stamps("odom") and every <= stamps("joint_states")
+    for topic in ("pose", "tf"):
+        got = {t for t in stamps(topic) if t <= periods * period}
+        assert got == grid, (topic, sorted(got ^ grid))
+    for topic in ("wrench", "joint_effort"):  # applied: at a change (a period's start), and again with the
+        # state on the grid, stamped with the start of the period's last step
+        again = {t for t in stamps(topic) if t <= periods * period and t % period}
+        assert again == {t - DT for t in grid if t > 0}, (topic, sorted(again))
+
+
 def test_step_refuses_too_many_steps(probe, tmp_path):
     from mbs_ros.nodes import dynamics_node as dn
 

@@ -66,8 +66,8 @@ _PAIRS = {
         {"type": "double", "default": 1000.0, "read_only": True, "floating_point_range": (1.0, 100000.0)}),
     "publish_rate": (
         "Rate of the state: odom, pose, /tf, joint_states (and wrench, joint_effort again with it) [Hz], in "
-        "[0.1, physics_rate]; published every round(physics_rate/publish_rate) steps. Not used in lockstep (once "
-        "per control period).",
+        "[0.1, physics_rate]; published every round(physics_rate/publish_rate) steps. In lockstep odom and "
+        "joint_states go out once per control period, the rest with the periods that cross this grid.",
         {"at_most": "physics_rate", "type": "double", "default": 100.0,
          "floating_point_range": (0.1, 100000.0)}),
     "wrench_rate": (
