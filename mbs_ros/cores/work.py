@@ -23,13 +23,19 @@ try:  # a runtime dependency; without it a computation runs to its end in one ca
 except ImportError:  # pragma: no cover - exercised by test_work_queue with greenlet hidden
     greenlet = None
 
-__all__ = ["WorkQueue", "single", "Slices"]
+__all__ = ["WorkQueue", "single", "whole", "Slices"]
 
 
 def single(fn: Callable[[], object]) -> Iterator[None]:
     """A job of one piece: ``fn()``."""
     fn()
     yield
+
+
+def whole(job: Iterable) -> None:
+    """Every piece of ``job`` at once."""
+    for _ in job:
+        pass
 
 
 class WorkQueue:

@@ -26,6 +26,7 @@ from rclpy.qos import QoSProfile
 from visualization_msgs.msg import MarkerArray
 
 from mbs_ros.cores.dynamics_settings import topic_token
+from mbs_ros.cores.work import whole
 from mbs_ros.dynamics.contact.report import ContactReport, object_pose
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes.markers import ContactMarkers, finite, shape_marker, world_shape_entries
@@ -75,8 +76,7 @@ class ContactPublishing:
 
     def publish(self, stamp: int) -> None:
         """:meth:`pieces` all at once."""
-        for _ in self.pieces(stamp):
-            pass
+        whole(self.pieces(stamp))
 
     def pieces(self, stamp: int):
         """Everything that someone subscribes to, at the current state (``stamp`` its time [ns]), one message per
