@@ -38,7 +38,7 @@ def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: Command
     sim = Simulator(model, q0, v0, dt, integrator=s.integrator, cmd_timeout=s.cmd_timeout,
                     lockstep_steps=lockstep_steps(s) if s.lockstep else 0, t0_ns=t0_ns,
                     max_wrench=(limits.max_force, limits.max_torque), max_effort=limits.max_effort,
-                    world=world, joint_limits=s.joint_limits, objects=objects)
+                    world=world, joint_limits=s.joint_limits, objects=objects, base_actuated=s.base_actuated)
     sim.set_disturbances(pushes)
     if sim.world is not None:  # the first contact step (a landing) would load them: tens of ms in one callback
         sim.world.warm_up([sim.q] + list(sim.obj_q), [sim.v] + list(sim.obj_v))

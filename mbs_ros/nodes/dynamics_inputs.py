@@ -29,8 +29,8 @@ _SATURATED = {"wrench": "cmd_wrench", "joints": "joint effort command", "thruste
 
 
 class CommandInputs:
-    """The command subscriptions of ``node`` (cmd_wrench always; joint and thruster commands when the model has
-    them), checked by ``intake``. ``counts`` the node's counters (``received_<topic>``); ``guard(fn, what)`` wraps a
+    """The command subscriptions of ``node`` (cmd_wrench unless ``wrench`` is False, ``base_actuated`` false; joint
+    and thruster commands when the model has them), checked by ``intake``. ``counts`` the node's counters (``received_<topic>``); ``guard(fn, what)`` wraps a
     callback so that it never raises; ``reject(topic, kind, reason)`` counts and warns; ``warn(key, text)`` a
     throttled warning; ``logs`` the node's :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`; ``limits_text()``
     the command limits as a warning names them; ``take(topic, value)`` a lockstep command for the current period;
@@ -39,13 +39,14 @@ class CommandInputs:
 
     def __init__(self, node, intake: CommandIntake, *, counts: Dict[str, int], guard: Callable, reject: Callable,
                  warn: Callable, logs, limits_text: Callable[[], str], take: Callable, on_input: Callable[[], None],
-                 body: str):
+                 body: str, wrench: bool = True):
         self.node, self.intake, self.sim = node, intake, intake.sim
         self.lockstep = intake.lockstep
         self.counts, self.reject, self.warn, self.logs = counts, reject, warn, logs
         self.limits_text, self.take, self.on_input, self.body = limits_text, take, on_input, body
         model, subscribe = self.sim.model, partial(subscribe_fields, node, QoSProfile(depth=10), guard)  # raw
-        self.sub_cmd = subscribe(WrenchStamped, "cmd_wrench", cdr.wrench_stamped, self.wrench, self.on_cmd_wrench)
+        self.sub_cmd = (subscribe(WrenchStamped, "cmd_wrench", cdr.wrench_stamped, self.wrench, self.on_cmd_wrench)
+                        if wrench else None)
         self.sub_joint_command = self.sub_thruster_command = None
         if model.thruster_names:
             self.sub_thrust = subscribe(Float64MultiArray, "cmd_thrust", cdr.float64_multi_array,

@@ -50,7 +50,7 @@ from mbs_ros.cores.ratelimit import RateLimitedLog
 from mbs_ros.nodes.runtime import (CallbackGuard, declare_model_parameters, parameter_overrides, run_node,
                                    settings_executor, unknown_overrides)
 from mbs_ros.cores.loop import SimulationLoop, on_grid
-from mbs_ros.cores.work import Slices, WorkQueue, single
+from mbs_ros.cores.work import Slices, WorkQueue, single, whole
 
 __all__ = ["DynamicsNode", "Settings", "ParameterError", "settings_from_values", "main"]
 
@@ -96,9 +96,10 @@ class DynamicsNode(Node):
         rate = check_rate(model, s, q0, limits)  # refuses a physics rate the integrator cannot hold
         if TFMessage is None:
             raise ParameterError("tf2_msgs is not installed: cannot publish /tf")
-        if s.lockstep and model.group is None and not model.joint_names:
-            raise ParameterError("lockstep: this robot has a fixed base and no movable joint, so there is no "
-                                 "command to wait for")
+        if s.lockstep and not (model.joint_names or model.thruster_names
+                               or (model.group is not None and s.base_actuated)):
+            why = "base_actuated is false" if model.group is not None else "this robot has a fixed base"
+            raise ParameterError(f"lockstep: {why} and this robot has no movable joint: no command to wait for")
         self.source = source
         self.multibody = source.multibody
         self._visual_urdf = None  # a robot's URDF for RViz (_warn_model)
@@ -133,7 +134,8 @@ class DynamicsNode(Node):
         self._rate = rate
         self._new_fault: Optional[Fault] = None
         self.nt = len(model.thruster_names)
-        inputs = (["cmd_wrench"] + (["cmd_joint_effort", "joint_command"] if self.nj else [])
+        self.wrench_input = s.base_actuated or model.group is None  # a fixed base's: every one is rejected
+        inputs = (["cmd_wrench"] * self.wrench_input + (["cmd_joint_effort", "joint_command"] if self.nj else [])
                   + (["cmd_thrust", "thruster_command"] if self.nt else []))
         self._counts = {**{f"received_{t}": 0 for t in inputs}, **{f"rejected_{t}": 0 for t in inputs},
                         "callback_errors": 0}
@@ -168,7 +170,7 @@ class DynamicsNode(Node):
                                world_frame=self.world_frame)
         self.inputs = CommandInputs(self, intake, counts=counts, guard=guard.callback, reject=guard.reject,
                                     warn=guard.warn, logs=logs, limits_text=self._limits_text,
-                                    take=self.watch.take, on_input=self.watch.command_came,
+                                    take=self.watch.take, on_input=self.watch.command_came, wrench=self.wrench_input,
                                     body=f"{s.base_group} {'base' if self.multibody else 'body'}")
         self.sim_services = Services(
             self, sim, self.pacer, self.publishing, lockstep=self.lockstep, settings=settings,
@@ -517,8 +519,7 @@ class DynamicsNode(Node):
 
     def publish_diagnostics(self) -> None:
         """/diagnostics: the node's status (a ~/step in progress: paused), then one per sensor."""
-        for _ in self.diagnostics_pieces():
-            pass
+        whole(self.diagnostics_pieces())
 
     def diagnostics_pieces(self):
         """:meth:`publish_diagnostics` piece by piece (the work queue's job: none holds a callback for long)."""

@@ -24,6 +24,7 @@ from mbs_ros.nodes import conversions as cv
 from mbs_ros.nodes import markers as mk
 from mbs_ros.cores.dynamics import StateView, diagnostics_report, energy_report, tf_layout
 from mbs_ros.cores.dynamics_settings import topic_token
+from mbs_ros.cores.work import whole
 
 try:  # our interface package (mbs_ros_msgs/, built by make setup / colcon)
     from mbs_ros_msgs.msg import EnergyPorts
@@ -212,8 +213,7 @@ class StatePublishing:
     def publish_state(self, controller_inputs_only: bool = False, everything: bool = False,
                       wrenches: bool = False, markers: bool = False) -> None:
         """:meth:`state_pieces` all at once."""
-        for _ in self.state_pieces(controller_inputs_only, everything, wrenches, markers):
-            pass
+        whole(self.state_pieces(controller_inputs_only, everything, wrenches, markers))
 
     def state_pieces(self, controller_inputs_only: bool = False, everything: bool = False,
                      wrenches: bool = False, markers: bool = False, rest: bool = True):
@@ -369,31 +369,21 @@ class StatePublishing:
             setattr(m, key, float(r[key]))
         self.pub_energy.publish(m)
 
-    def publish_diagnostics(self, paused: bool, rate, timing=None) -> None:
-        """The node's status; ``paused`` as the diagnostics say it (a ~/step in progress: paused), ``rate`` the
-        physics-rate check (:func:`~mbs_ros.cores.dynamics_settings.check_rate`), ``timing()`` more values (the
-        callbacks' durations: :meth:`~mbs_ros.nodes.runtime.CallbackGuard.timing`), asked only when published."""
-        for _ in self.diagnostics_pieces(paused, rate, timing):
-            pass
-
     def diagnostics_pieces(self, paused: bool, rate, timing=None):
-        """:meth:`publish_diagnostics` in three pieces (an iterator, as :meth:`state_pieces`): the report, its
-        message, the publication (each a few hundred µs: together they took a control period)."""
+        """The node's status in three pieces (an iterator, as :meth:`state_pieces`): the report, its message, the
+        publication (together a control period). ``paused`` as the diagnostics say it (a ~/step in progress:
+        paused), ``rate`` the physics-rate check (:func:`~mbs_ros.cores.dynamics_settings.check_rate`), ``timing()``
+        more values (:meth:`~mbs_ros.nodes.runtime.CallbackGuard.timing`), asked only when published."""
         self.last_diag_wall = time.monotonic()
         if not self.pub_diag.get_subscription_count():
             return
-        stamp = self.stamp()
         level, message, values, self._reported = diagnostics_report(self.sim, self._counts, self._reported, paused,
                                                                     rate, timing)
         yield
-        status = DiagnosticStatus(
-            level=getattr(DiagnosticStatus, level),
-            name=f"{self.node.get_fully_qualified_name()}: " + ("multibody" if self.multibody else "rigid body"),
-            message=message,
-            hardware_id=self.base_frame,
-            values=cv.key_values(values),
-        )
-        msg = DiagnosticArray(status=[status])
-        msg.header.stamp = cv.time_from_ns(stamp)
+        name = f"{self.node.get_fully_qualified_name()}: " + ("multibody" if self.multibody else "rigid body")
+        msg = DiagnosticArray(status=[DiagnosticStatus(level=getattr(DiagnosticStatus, level), name=name,
+                                                       message=message, hardware_id=self.base_frame,
+                                                       values=cv.key_values(values))])
+        msg.header.stamp = cv.time_from_ns(self.stamp())  # the same: the node steps once its queue is empty
         yield
         self.pub_diag.publish(msg)

@@ -267,6 +267,37 @@ def test_lockstep_sends_the_inputs_every_period_and_the_rest_at_publish_rate(pro
         assert again == {t - DT for t in grid if t > 0}, (topic, sorted(again))
 
 
+def test_lockstep_of_a_base_that_takes_no_wrench_waits_for_the_joints_alone(probe, tmp_path):
+    """asv_2link in lockstep with base_actuated false (as a legged robot's base): no cmd_wrench subscription, and
+    each period runs once its joint_command is there; a body without joints is refused with the reason."""
+    ns = "stba"
+    proc = NodeProcess(DYNAMICS, name="dynamics_node", namespace=ns, params_file=ASV_PARAMS,
+                       parameters=dict(lockstep=True, control_rate=100.0, base_actuated=False, use_sim_time=True,
+                                       publish_clock=True, real_time_factor=0.0),
+                       remappings={"/clock": f"/{ns}/clock"}, log_file=tmp_path / f"{ns}.log")
+    bare = NodeProcess(DYNAMICS, name="dynamics_node", namespace=f"{ns}b",
+                       parameters=dict(lockstep=True, base_actuated=False, use_sim_time=True),
+                       log_file=tmp_path / f"{ns}b.log")
+    odom = Recorder(probe, Odometry, f"/{ns}/odom")
+    pub_w = probe.node.create_publisher(WrenchStamped, f"/{ns}/cmd_wrench", 10)
+    pub_j = probe.node.create_publisher(JointState, f"/{ns}/joint_command", 10)
+    answered, periods, period = set(), 10, 10 * MS
+
+    def answer_new_states():
+        for t in sorted({cv.ns_from_time(m.header.stamp) for m in odom.messages} - answered):
+            pub_j.publish(cv.joint_state_msg(t, ["shoulder_joint", "elbow_joint"], effort=[0.5, -0.2]))
+            answered.add(t)
+        return periods * period in answered
+
+    with running([proc, bare]):
+        probe.spin_until(lambda: pub_j.get_subscription_count() > 0, what="joint_command matched", alive=[proc])
+        probe.spin_until(answer_new_states, what=f"{periods} periods on joint_command alone", alive=[proc])
+        assert pub_w.get_subscription_count() == 0  # the node's subscriptions are all made at its start
+        assert bare.wait(timeout=TIMEOUT) == 2, bare.log_tail()
+    assert proc.returncode == 0, proc.log_tail()
+    assert "base_actuated is false and this robot has no movable joint" in bare.log_text(), bare.log_text()
+
+
 def test_step_refuses_too_many_steps(probe, tmp_path):
     from mbs_ros.nodes import dynamics_node as dn
 

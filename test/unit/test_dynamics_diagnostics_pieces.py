@@ -1,7 +1,7 @@
 """The dynamics node's /diagnostics status goes out as a job of several pieces (the node's work queue runs one piece
 per turn and may leave the rest to a later callback): the report at the first piece, the message at the second, the
 publication at the last, so that no piece holds a callback for the whole (~1 ms of CPU for Solo12 at the landing,
-a control period). What it publishes is what :meth:`StatePublishing.publish_diagnostics` publishes at once. No
+a control period). What it publishes is what the same job run at once publishes. No
 process: the publishing part with a stand-in node and publisher around a real simulator."""
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pytest
 
 pytest.importorskip("diagnostic_msgs.msg")
 
+from mbs_ros.cores import work  # noqa: E402
 from mbs_ros.cores.dynamics import diagnostics_report  # noqa: E402
 from mbs_ros.dynamics import Model  # noqa: E402
 from mbs_ros.dynamics.simulation.simulator import Simulator  # noqa: E402
@@ -46,7 +47,7 @@ RATE = SimpleNamespace(omega_gravity=0.0, omega_effort=0.0)
 
 def test_the_status_goes_out_in_pieces_and_says_what_one_call_says():
     whole, pieces = _publishing(), _publishing()
-    whole.publish_diagnostics(False, RATE)
+    work.whole(whole.diagnostics_pieces(False, RATE))  # all at once
     job = pieces.diagnostics_pieces(False, RATE)
     for _ in range(2):  # the report, then the message: nothing out yet
         next(job)

@@ -24,7 +24,7 @@ EXPECTED_DEFAULTS = dict(
     world_frame="world", base_frame="base_link", cmd_timeout=0.5, max_mass_ratio=1.0e6, locked_joints=(),
     locked_joint_positions=(), mimic="reduce",
     joint_armature=(), use_events_executor=True, publish_clock=False, real_time_factor=1.0,
-    lockstep=False, control_rate=100.0, publish_markers=True, marker_wrench_scale=0.01, max_wrench=(),
+    lockstep=False, base_actuated=True, control_rate=100.0, publish_markers=True, marker_wrench_scale=0.01, max_wrench=(),
     max_effort=(), fluid_density=0.0, current=(0.0, 0.0, 0.0), current_rate=(0.0, 0.0, 0.0),
     environment_temperature=288.15, energy_rate=10.0, start_paused=False, pause_at=0.0, wait_for_command=False,
     sensors="", mass_scale=1.0, added_mass_scale=1.0, link_mass_scales=(), sensor_seed=0.0, world="",

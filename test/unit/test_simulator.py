@@ -260,6 +260,24 @@ def test_lockstep_bookkeeping(uvms):
                   lockstep_steps=2).submit("joints", np.ones(1))
 
 
+def test_a_base_that_takes_no_wrench_leaves_lockstep_to_the_joints(uvms):
+    """base_actuated False (a legged robot): a period waits for the joints' command alone, a wrench is refused as a
+    lockstep command, and the period runs with the base unpushed."""
+    q0, v0 = uvms.neutral(), np.zeros(uvms.nv)
+    sim = Simulator(uvms, q0, v0, 2e-3, lockstep_steps=5, base_actuated=False)
+    assert sim.expected == ("joints",) and sim.missing() == ("joints",)
+    with pytest.raises(ValueError, match="expects joints, not 'wrench'"):
+        sim.submit("wrench", sim.wrench_command([0, 0, 5.0, 0, 0, 0])[0])
+    sim.submit("joints", np.ones(6))
+    assert sim.period_complete() and sim.advance_period() == 5 and sim.applied_wrench.is_zero()
+    # the same period with an actuated base given a zero wrench: the same state, bit for bit
+    ref = Simulator(uvms, q0, v0, 2e-3, lockstep_steps=5)
+    ref.submit("wrench", ref.wrench_command(np.zeros(6))[0])
+    ref.submit("joints", np.ones(6))
+    assert ref.advance_period() == 5
+    assert np.array_equal(ref.q, sim.q) and np.array_equal(ref.v, sim.v) and not np.array_equal(sim.q, q0)
+
+
 # -------------------------------------------------------------------------------------- energy balance
 
 

@@ -166,8 +166,14 @@ _PAIRS = {
         {"type": "double", "default": 1.0, "floating_point_range": (0.0, 1.0e6)}),
     "lockstep": (
         "Advance one control period (physics_rate/control_rate steps) only when the commands stamped with the "
-        "current state's stamp have arrived on cmd_wrench (floating base) and joint_command (joints).",
+        "current state's stamp have arrived on cmd_wrench (floating base, base_actuated) and joint_command "
+        "(joints).",
         {"scenario": "lockstep", "type": "bool", "default": False, "read_only": True}),
+    "base_actuated": (
+        "Whether a floating base takes a commanded wrench. false (a legged robot: only its joints are driven): "
+        "no cmd_wrench subscription, and lockstep waits for joint_command alone; the disturbance still pushes "
+        "the base. A fixed base takes no wrench either way.",
+        {"type": "bool", "default": True, "read_only": True}),
     "control_rate": (
         "Control periods per second of simulation time [Hz] (lockstep only); physics_rate/control_rate must be "
         "a whole number.",

@@ -9,6 +9,13 @@ from __future__ import annotations
 from mbs_ros.dynamics.simulation.types import WrenchCommand
 
 
+def expected_channels(floating: bool, nt: int, nj: int, base_actuated: bool = True) -> tuple:
+    """The lockstep channels of a model: "thrusters" if it has thrusters, else "wrench" if its base floats and
+    takes a wrench (``base_actuated``: not a legged robot's); "joints" if it has movable joints."""
+    return tuple(ch for ch, needed in (("wrench", floating and not nt and base_actuated), ("thrusters", nt > 0),
+                                       ("joints", nj > 0)) if needed)
+
+
 class LockstepPeriods:
     """Lockstep: one control period at a time, once every expected channel has its command
     (``docs/dynamics.md``, "Lockstep")."""

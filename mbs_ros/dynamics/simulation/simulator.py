@@ -23,7 +23,7 @@ from mbs_ros.dynamics.simulation.actuators import DEFAULT_LIMIT_ACCELERATION, Co
 from mbs_ros.dynamics.simulation.integrators import TABLEAUS, _tableau, _with_world_wrench, check_time_step, step
 from mbs_ros.dynamics.model.model import Model
 from mbs_ros.dynamics.model.passive import thrust_response
-from mbs_ros.dynamics.simulation.lockstep import LockstepPeriods
+from mbs_ros.dynamics.simulation.lockstep import LockstepPeriods, expected_channels
 from mbs_ros.dynamics.simulation.outputs import StateOutputs
 from mbs_ros.dynamics.simulation.rate import RATE_REFUSE_GROWTH, RATE_SAMPLES, RATE_WARN, RATE_WARN_GROWTH, RateCheck, rate_check
 from mbs_ros.dynamics.simulation.types import (_NEVER, CHANNELS, ENERGY_CHECK_S, ENERGY_FLOOR_PER_KG, ENERGY_RESIDUAL_FACTOR,
@@ -44,7 +44,8 @@ class Simulator(LockstepPeriods, StateOutputs):
     ``model``: a :class:`~mbs_ros.dynamics.Model`; ``q0``, ``v0``: the initial state (also the state
     :meth:`reset` returns to); ``dt``: the step [s] (rounded to whole ns); ``integrator``: euler | heun | rk3 |
     rk4; ``cmd_timeout`` [s of simulation time]: how long a command is held (0: forever; unused in lockstep);
-    ``lockstep_steps``: steps per control period in lockstep, 0 = no lockstep; ``t0_ns``: the time of step 0.
+    ``lockstep_steps``: steps per control period in lockstep, 0 = no lockstep; ``t0_ns``: the time of step 0;
+    ``base_actuated`` False: a lockstep period waits for no wrench (:func:`~.lockstep.expected_channels`).
 
     Hooks (attributes, None by default), called during :meth:`advance`:
 
@@ -67,7 +68,8 @@ class Simulator(LockstepPeriods, StateOutputs):
 
     def __init__(self, model: Model, q0, v0, dt: float, *, integrator: str = "rk4", cmd_timeout: float = 0.0,
                  lockstep_steps: int = 0, t0_ns: int = 0, max_wrench=None, max_effort=None,
-                 energy_check_steps: Optional[int] = None, world=None, joint_limits: bool = True, objects=()):
+                 energy_check_steps: Optional[int] = None, world=None, joint_limits: bool = True, objects=(),
+                 base_actuated: bool = True):
         dt = check_time_step(dt)
         if not MIN_DT <= dt <= MAX_DT:  # the clock counts whole nanoseconds
             raise ValueError(f"dt must be between {MIN_DT:g} s (the clock's nanosecond) and {MAX_DT:g} s, got {dt!r}")
@@ -100,10 +102,7 @@ class Simulator(LockstepPeriods, StateOutputs):
                                    else int(energy_check_steps))
         self.integrator = integrator
         self.lockstep_steps = int(lockstep_steps)
-        #: lockstep channels this model needs: "thrusters" if it has thrusters, else "wrench" if the base floats;
-        #: "joints" if there are movable joints
-        self.expected = tuple(ch for ch, needed in (("wrench", model.group is not None and not self.nt),
-                                                    ("thrusters", self.nt > 0), ("joints", self.nj > 0)) if needed)
+        self.expected = expected_channels(model.group is not None, self.nt, self.nj, base_actuated)
         self.period_commands: Dict[str, object] = {}  # lockstep: channel -> command for the current period
         self.last_stamp_seen: Dict[str, int] = {}  # lockstep: channel -> stamp [ns] of the last command offered
         self._wrench = _Held(ZERO_WRENCH)
