@@ -96,10 +96,6 @@ class DynamicsNode(Node):
         rate = check_rate(model, s, q0, limits)  # refuses a physics rate the integrator cannot hold
         if TFMessage is None:
             raise ParameterError("tf2_msgs is not installed: cannot publish /tf")
-        if s.lockstep and not (model.joint_names or model.thruster_names
-                               or (model.group is not None and s.base_actuated)):
-            why = "base_actuated is false" if model.group is not None else "this robot has a fixed base"
-            raise ParameterError(f"lockstep: {why} and this robot has no movable joint: no command to wait for")
         self.source = source
         self.multibody = source.multibody
         self._visual_urdf = None  # a robot's URDF for RViz (_warn_model)
@@ -123,6 +119,9 @@ class DynamicsNode(Node):
         # t0: 0 with use_sim_time and no /clock yet
         self.sim = make_simulator(model, s, q0, v0, self.dt, limits, self.get_clock().now().nanoseconds,
                                   source)
+        if self.lockstep and not self.sim.expected:  # a fixed base, or one that takes no wrench, and no joint
+            why = "base_actuated is false" if model.group is not None else "this robot has a fixed base"
+            raise ParameterError(f"lockstep: {why} and this robot has no movable joint: no command to wait for")
         # a step of a throw-away copy loads the compiled kernels now, not on the first real step (0.5 s on a loaded
         # machine, while a controller waits for the next state)
         Simulator(model, q0, v0, self.dt, integrator=s.integrator).advance(1)
@@ -354,7 +353,8 @@ class DynamicsNode(Node):
             # the clock visible
             if (self._diag_every
                     and time.monotonic() - self.publishing.last_diag_wall >= 1.0 / self.settings.diagnostics_rate):
-                self.publish_diagnostics()
+                self.work.add(self.diagnostics_pieces())  # in pieces, as running: the rest in the next callbacks
+                self._drain(time.monotonic_ns() + self._chunk_ns)
             self.publishing.repeat_clock()
             self.watch.paused_watch()
             return
