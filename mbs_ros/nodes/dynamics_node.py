@@ -29,7 +29,7 @@ from rclpy.node import Node
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.model import source as ms
 from mbs_ros.dynamics.model.source import ParameterError
-from mbs_ros.dynamics.simulation.simulator import Fault, Simulator
+from mbs_ros.dynamics.simulation.simulator import Fault, Simulator, expected_channels
 from mbs_ros.nodes import conversions as cv
 from mbs_ros.cores.commands import CommandIntake
 from mbs_ros.cores.dynamics import limits_text, make_simulator, start_message
@@ -96,6 +96,10 @@ class DynamicsNode(Node):
         rate = check_rate(model, s, q0, limits)  # refuses a physics rate the integrator cannot hold
         if TFMessage is None:
             raise ParameterError("tf2_msgs is not installed: cannot publish /tf")
+        if s.lockstep and not expected_channels(model.group is not None, len(model.thruster_names),
+                                                len(model.joint_names), s.base_actuated):
+            why = "base_actuated is false" if model.group is not None else "this robot has a fixed base"
+            raise ParameterError(f"lockstep: {why} and this robot has no movable joint: no command to wait for")
         self.source = source
         self.multibody = source.multibody
         self._visual_urdf = None  # a robot's URDF for RViz (_warn_model)
@@ -119,9 +123,6 @@ class DynamicsNode(Node):
         # t0: 0 with use_sim_time and no /clock yet
         self.sim = make_simulator(model, s, q0, v0, self.dt, limits, self.get_clock().now().nanoseconds,
                                   source)
-        if self.lockstep and not self.sim.expected:  # a fixed base, or one that takes no wrench, and no joint
-            why = "base_actuated is false" if model.group is not None else "this robot has a fixed base"
-            raise ParameterError(f"lockstep: {why} and this robot has no movable joint: no command to wait for")
         # a step of a throw-away copy loads the compiled kernels now, not on the first real step (0.5 s on a loaded
         # machine, while a controller waits for the next state)
         Simulator(model, q0, v0, self.dt, integrator=s.integrator).advance(1)

@@ -219,9 +219,8 @@ class StatePublishing:
                      wrenches: bool = False, markers: bool = False, rest: bool = True):
         """The state at the current stamp, one message per piece (an iterator: the node publishes the rest in
         later callbacks, :class:`~mbs_ros.cores.work.WorkQueue`): /clock, odom and joint_states (a controller's
-        inputs), then :data:`INPUTS_OUT`, then pose, /tf and thrust (``rest``: a lockstep period leaves them to
-        the periods that cross the publish_rate grid), joint_wrenches with ``wrenches`` and markers with
-        ``markers`` (``everything``: both). Every topic only while someone subscribes to it.
+        inputs), then :data:`INPUTS_OUT`, then pose, /tf and thrust with ``rest`` (lockstep: at publish_rate),
+        joint_wrenches with ``wrenches``, markers with ``markers`` (``everything``: both), each if subscribed.
         ``controller_inputs_only``: /clock, odom and joint_states (lockstep sending it again)."""
         stamp = self.stamp()
         self.publish_clock(again=controller_inputs_only)
