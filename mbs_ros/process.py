@@ -105,7 +105,10 @@ def ros_arguments(
 
 def dump_stacks_on_sigusr1() -> None:
     """In a node's process: SIGUSR1 writes every thread's Python stack to stderr (:mod:`faulthandler`) and the
-    process goes on. :meth:`NodeProcess.dump_stacks` sends it before a SIGKILL, so the log says where it hung."""
+    process goes on. :meth:`NodeProcess.dump_stacks` sends it before a SIGKILL, so the log says where it hung. A
+    fatal signal (SIGSEGV, SIGFPE, SIGABRT, SIGBUS, SIGILL) writes them too before the process dies, so a crash in
+    native code leaves more than an exit code."""
+    faulthandler.enable(all_threads=True)
     if hasattr(signal, "SIGUSR1"):
         faulthandler.register(signal.SIGUSR1, all_threads=True)
 

@@ -537,12 +537,14 @@ venv_setup() {
 }
 
 warm_compiled() {
-  # numba compiles the kernels of mbs_ros/dynamics/kernels/compiled*.py (and one series in controllers/space.py) once
-  # (~100 s) into its on-disk cache next to the source; do it here so that no node or test pays for it. numba
+  # numba compiles the kernels (mbs_ros/dynamics/kernels, the contact solver's, the sensors', a series in
+  # controllers/space.py) once (~100 s) into its on-disk cache next to the source; do it here so that no node or
+  # test pays for it (mbs_ros/dynamics/kernels/jit.py locks the cache for those that still compile). numba
   # keys its cache on the file's mtime, so the stamp does too (a fresh clone or a checkout that touches the file
   # compiles again, here).
   local stamp=$1/.mbs_compiled_stamp h py=$2
-  local sources=(mbs_ros/dynamics/kernels/*.py mbs_ros/controllers/space.py mbs_ros/headless/fast.py mbs_ros/headless/run.py)
+  local sources=(mbs_ros/dynamics/kernels/*.py mbs_ros/dynamics/contact/*.py mbs_ros/sensors/suite.py
+    mbs_ros/controllers/space.py mbs_ros/headless/fast.py mbs_ros/headless/run.py)
   h=$(hash_of "${sources[@]}" mbs_ros/dynamics/lie/_base.py \
     <(stat -c %Y "${sources[@]}"; "$py" -c 'import numba; print(numba.__version__)' 2>&1))
   [ "$(cat "$stamp" 2>/dev/null)" = "$h" ] && return 0

@@ -633,11 +633,11 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
 def warm_up() -> float:
     """Compile the fast path's period kernel (:mod:`mbs_ros.headless.fast`) into numba's on-disk cache (``make
     setup`` calls this): a short run of a floating-base and of a fixed-base scenario, the two signatures the
-    kernel is called with, and of a contact scene with a free object; returns seconds."""
+    kernel is called with, of a contact scene with a free object and of a scene with sensors; returns seconds."""
     started = time.perf_counter()
-    # and the contact scenes' kernels (a free object's SO(3)xR3 step, the contact solver's), so the nodes of a
-    # fresh clone's first contact test do not all compile them into the cache at once (one segfaulted at start)
-    for name in ("vehicle_manipulator", "manipulator", "uvms_grasp"):
+    # and the contact scenes' kernels (a free object's SO(3)xR3 step, the contact solver's) and the sensors' (the
+    # suite's tree motion), so that a fresh clone's nodes and tests load them rather than compile them
+    for name in ("vehicle_manipulator", "manipulator", "uvms_grasp", "vehicle_manipulator_sensors"):
         out = run_scenario(name, duration=0.02)
         if out.fault is not None:
             raise RuntimeError(f"warm-up run of {name}: {out.fault}")

@@ -190,6 +190,24 @@ def test_a_process_that_ignores_its_stop_signals_shows_its_stacks_before_sigkill
     assert "stuck_in_a_callback" in log and "Current thread" in log, log
 
 
+def test_a_process_that_dies_of_a_fatal_signal_shows_where(tmp_path):
+    """A crash in native code (here a read of address 0) leaves the stacks in the log, not only the exit code."""
+    proc = NodeProcess([sys.executable, "-c", textwrap.dedent("""
+        import ctypes
+        from mbs_ros.process import dump_stacks_on_sigusr1
+
+        dump_stacks_on_sigusr1()
+
+        def crashing_in_native_code():
+            ctypes.string_at(0)
+
+        crashing_in_native_code()
+        """)], label="crashing", log_file=tmp_path / "crashing.log").start()
+    assert proc.wait(timeout=DEADLINE_S) == -signal.SIGSEGV, proc.log_text()
+    log = proc.log_text()
+    assert "Segmentation fault" in log and "crashing_in_native_code" in log, log
+
+
 def test_the_runner_shows_where_a_child_it_had_to_kill_was_stuck(tmp_path, capsys):
     """The bringup runner's stop: SIGINT, SIGTERM, then SIGUSR1 and SIGKILL; the error names the child, the signal
     it needed and shows the end of its log with the stacks."""
