@@ -122,14 +122,16 @@ def test_a_step_and_a_look_ahead_suspended_at_every_checkpoint_give_the_uninterr
     Gauss–Seidel) and its look-aheads take the steps of a world never suspended, bit for bit, and the step's CPU
     time leaves out what ran while it was suspended."""
     pytest.importorskip("greenlet")
+    from mbs_ros.cores import work
     from mbs_ros.cores.work import Slices
     from mbs_ros.dynamics.contact import solver
     from mbs_ros.dynamics.contact import world as world_module
 
     solver.warm_up()
 
-    class Clock:  # the steps' CPU clock (ContactWorld times its steps with it), moved on by hand below
+    class Clock:  # the thread's CPU clock (ContactWorld times its steps with it, Slices its stops), moved on below
         ns = 0
+        monotonic_ns = staticmethod(time.monotonic_ns)
 
         def thread_time_ns(self):
             self.ns += 1
@@ -137,6 +139,7 @@ def test_a_step_and_a_look_ahead_suspended_at_every_checkpoint_give_the_uninterr
 
     clock = Clock()
     monkeypatch.setattr(world_module, "time", clock)
+    monkeypatch.setattr(work, "time", clock)
     n, s, h = 3, 0.2, 2e-3
     model = Model.rigid_body("se3", 1.0, np.diag([s * s / 6.0] * 3), gravity=(0.0, 0.0, -G))
     shapes = [halfspace("ground", (0, 0, 1), 0.0, 0.6)] + [box(f"box{k}", (s, s, s), (k, 0), mu=0.6)
@@ -168,6 +171,43 @@ def test_a_step_and_a_look_ahead_suspended_at_every_checkpoint_give_the_uninterr
     assert resumed > 60 and slices.suspensions > resumed  # suspended inside the solves, several times a step
     assert sliced.step_count == plain.step_count == 60
     assert sliced.step_ns_max < 10 ** 9  # the seconds that passed while it was suspended are not the step's
+
+
+def test_a_step_that_goes_on_at_its_checkpoints_reads_the_cpu_clock_twice(monkeypatch):
+    """The thread's CPU clock is a system call (0.7–8 µs here): a contact step reads it at its start and its end,
+    and around a checkpoint only when the step stopped there (:meth:`~mbs_ros.cores.work.Slices.checkpoint`
+    returns the time spent away). A box resting on the ground, its step run in slices with no deadline: every
+    checkpoint is passed, none stops."""
+    pytest.importorskip("greenlet")
+    from mbs_ros.cores import work
+    from mbs_ros.cores.work import Slices
+    from mbs_ros.dynamics.contact import world as world_module
+
+    reads = []
+
+    class Clock:
+        monotonic_ns = staticmethod(time.monotonic_ns)
+
+        def thread_time_ns(self):
+            reads.append(1)
+            return time.thread_time_ns()
+
+    s, h = 0.2, 2e-3
+    model = Model.rigid_body("se3", 1.0, np.diag([s * s / 6.0] * 3), gravity=(0.0, 0.0, -G))
+    world = ContactWorld([model], [halfspace("ground", (0, 0, 1), 0.0, 0.6), box("box", (s, s, s), (0, 0))])
+    slices = Slices()
+    passed = []
+    world.checkpoint = lambda: passed.append(1) or slices.checkpoint()
+    q, v = np.array([0.0, 0.0, 0.5 * s + 1e-4, 0.0, 0.0, 0.0, 1.0]), np.zeros(6)
+    world.step([q], [v], [np.zeros(6)], h)  # loads what a first step loads
+    monkeypatch.setattr(world_module, "time", Clock())
+    monkeypatch.setattr(work, "time", Clock())
+    for _ in range(5):
+        out = []
+        assert slices.run(lambda: out.append(world.step([q], [v], [np.zeros(6)], h)), None)
+        (q,), (v,), info, _ = out[0]
+    assert len(info.contacts) == 4 and len(passed) >= 5 * 4  # resting on its corners, past several checkpoints
+    assert len(reads) == 2 * 5 and world.step_count == 6
 
 
 # A fresh interpreter (a test process has loaded kernels already): ContactWorld.warm_up, then Solo12 dropped from

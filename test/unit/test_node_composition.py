@@ -107,9 +107,9 @@ def test_the_callback_guard_times_every_callback(monkeypatch):
     from mbs_ros.nodes import runtime
     from mbs_ros.nodes.runtime import CallbackGuard
 
-    now, cpu = [0], [0]
+    now, cpu, reads = [0], [0], []
     monkeypatch.setattr(runtime.time, "monotonic_ns", lambda: now[0])
-    monkeypatch.setattr(runtime.time, "thread_time_ns", lambda: cpu[0])
+    monkeypatch.setattr(runtime.time, "thread_time_ns", lambda: reads.append(1) or cpu[0])
     logs = types.SimpleNamespace(warning=lambda *a: None, error=lambda *a: None)
     node = types.SimpleNamespace(context=types.SimpleNamespace(ok=lambda: True))
     guard = CallbackGuard(node, {"callback_errors": 0}, logs)
@@ -126,7 +126,11 @@ def test_the_callback_guard_times_every_callback(monkeypatch):
                               "longest_callback_recent": "", "longest_callback_cpu_ms": 0.0,
                               "longest_callback_recent_cpu_ms": 0.0}
     guard.callback(takes(2_500_000, cpu_ns=2_000_000), "joint_command")(object())
+    assert len(reads) == 2
     guard.callback(takes(1_000_000), "timer")()
+    # its 1 ms of wall time cannot hold more CPU time than the 2 ms seen: the CPU clock (a system call) is read
+    # at its start only
+    assert len(reads) == 3
     guard.service(takes(4_000_000, fail=True, cpu_ns=500_000), "step")(object(),
                                                                        types.SimpleNamespace(success=True, message=""))
     # the longest on the wall clock (step, preempted) is not the one that took the most CPU time (joint_command)
