@@ -96,3 +96,19 @@ def test_every_kernel_saves_and_loads_under_the_lock():
     kernels = [f for m in (step, solver) for f in vars(m).values() if hasattr(f, "_cache")]
     assert len(kernels) > 10
     assert all(type(f._cache._cache_file) is jit._LockedCacheFile for f in kernels)
+
+
+def test_a_cache_directory_that_cannot_be_locked_is_used_unlocked(tmp_path, monkeypatch):
+    """No lock file (no such directory) or no lock (flock refused, e.g. a file system without locks): numba's
+    own save and load go on, as they would without the lock."""
+    seen = []
+    with jit._locked(str(tmp_path / "missing"), jit._fcntl.LOCK_EX):
+        seen.append("no directory")
+
+    def refused(fd, mode):
+        raise OSError(37, "No locks available")
+
+    monkeypatch.setattr(jit._fcntl, "flock", refused)
+    with jit._locked(str(tmp_path), jit._fcntl.LOCK_SH):
+        seen.append("no lock")
+    assert seen == ["no directory", "no lock"]

@@ -39,15 +39,18 @@ LOCK_NAME = "mbs_ros_numba.lock"
 
 @contextlib.contextmanager
 def _locked(directory: str, mode: int):
-    """Hold ``flock(mode)`` on the directory's lock file; where it cannot be opened (no such directory yet, a
-    read-only one), go on unlocked, as numba itself would."""
+    """Hold ``flock(mode)`` on the directory's lock file; where it cannot be opened or locked (no such directory
+    yet, a read-only one, a file system without locks), go on unlocked, as numba itself would."""
     try:
         fd = os.open(os.path.join(directory, LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o666)
     except OSError:
         yield
         return
     try:
-        _fcntl.flock(fd, mode)
+        try:
+            _fcntl.flock(fd, mode)
+        except OSError:
+            pass
         yield
     finally:
         os.close(fd)  # closing the descriptor releases the lock
