@@ -31,11 +31,11 @@ _SATURATED = {"wrench": "cmd_wrench", "joints": "joint effort command", "thruste
 class CommandInputs:
     """The command subscriptions of ``node`` (cmd_wrench unless ``wrench`` is False, ``base_actuated`` false; joint
     and thruster commands when the model has them), checked by ``intake``. ``counts`` the node's counters
-    (``received_<topic>``); ``guard(fn, what)`` wraps a callback so that it never raises; ``reject(topic, kind, reason)`` counts and warns; ``warn(key, text)`` a
-    throttled warning; ``logs`` the node's :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`; ``limits_text()``
-    the command limits as a warning names them; ``take(topic, value)`` a lockstep command for the current period;
-    ``on_input()`` a command reached the lockstep period check (the node's waiting watch); ``body`` what a
-    dropped-component warning calls the base."""
+    (``received_<topic>``); ``guard(fn, what)`` wraps a callback so that it never raises;
+    ``reject(topic, kind, reason)`` counts and warns; ``warn(key, text)`` a throttled warning; ``logs`` the node's
+    :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`; ``limits_text()`` the command limits as a warning names them;
+    ``take(topic, value)`` a lockstep command for the current period; ``on_input()`` a command reached the lockstep
+    period check (the node's waiting watch); ``body`` what a dropped-component warning calls the base."""
 
     def __init__(self, node, intake: CommandIntake, *, counts: Dict[str, int], guard: Callable, reject: Callable,
                  warn: Callable, logs, limits_text: Callable[[], str], take: Callable, on_input: Callable[[], None],
