@@ -1,8 +1,8 @@
 """The compiled kernels' on-disk cache between processes (mbs_ros.dynamics.kernels.jit).
 
 Two processes that save two new signatures of one kernel at once must not leave an index that points one
-signature at the other's machine code (numba/numba#4807, #10128: a later process loads it and crashes; CI saw a
-dynamics node die of SIGSEGV at start-up while the test workers compiled). The race is forced here: both
+signature at the other's machine code (numba/numba#4807, #10128: a later process loads it and crashes; a test
+run compiles new signatures in several processes at once). The race is forced here: both
 processes read the index before either writes it, the first writes the index first and the data last. A third,
 fresh process then calls both signatures from the cache.
 """
