@@ -15,6 +15,7 @@ import numpy as np
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.model import source as ms
 from mbs_ros.dynamics.simulation.actuators import CommandLimits
+from mbs_ros.dynamics.simulation.integrators import warm_up as warm_up_stepping
 from mbs_ros.dynamics.model.source import ParameterError
 from mbs_ros.dynamics.model.passive import energy_storages
 from mbs_ros.dynamics.simulation.simulator import Simulator
@@ -32,7 +33,8 @@ def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: Command
     """The simulator of the settings: ``dt`` the physics step [s], ``t0_ns`` the time of step 0, the integrator,
     command timeout, lockstep period and command limits of ``s``; its contact world from the ``world`` parameter
     (:func:`make_world`) and joint limits from ``joint_limits``; with either, what its first contact step would
-    load loaded now (:meth:`~mbs_ros.dynamics.contact.world.ContactWorld.warm_up`)."""
+    load loaded now (:meth:`~mbs_ros.dynamics.contact.world.ContactWorld.warm_up`), and always what its stepping
+    loads (:func:`~mbs_ros.dynamics.simulation.integrators.warm_up`)."""
     world, objects = make_world(s, source, model, q0) if source is not None else (None, [])
     pushes = disturbances(s.disturbance, model, dt)
     sim = Simulator(model, q0, v0, dt, integrator=s.integrator, cmd_timeout=s.cmd_timeout,
@@ -42,6 +44,7 @@ def make_simulator(model: Model, s: Settings, q0, v0, dt: float, limits: Command
     sim.set_disturbances(pushes)
     if sim.world is not None:  # the first contact step (a landing) would load them: tens of ms in one callback
         sim.world.warm_up([sim.q] + list(sim.obj_q), [sim.v] + list(sim.obj_v))
+    warm_up_stepping(sim.model, sim.q, sim.v, sim.dt, sim.integrator)  # a late tick: the compiled loop
     return sim
 
 

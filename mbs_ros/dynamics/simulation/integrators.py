@@ -18,7 +18,7 @@ from typing import Callable, NamedTuple, Union
 
 import numpy as np
 
-__all__ = ["Tableau", "TABLEAUS", "step", "simulate", "check_time_step"]
+__all__ = ["Tableau", "TABLEAUS", "step", "simulate", "check_time_step", "warm_up"]
 
 
 class Tableau(NamedTuple):
@@ -99,6 +99,18 @@ def step(model, q: np.ndarray, v: np.ndarray, tau: Torque, dt: float, method: st
     if fast is not None and not callable(tau):
         return fast(q, v, tau, dt, method, wrench_world)
     return _step(model, tab, q, np.asarray(v, dtype=float), _with_world_wrench(model, tab, tau, wrench_world), dt, t)
+
+
+def warm_up(model, q, v, dt: float, method: str = "rk4") -> None:
+    """Load the compiled kernels :func:`step` calls on ``model``: one step, and the compiled loop of several steps
+    under a held force (``steps``, which a simulator takes when a timer tick comes late), with the argument types
+    the stepping passes. From numba's on-disk cache each load takes tens of ms, which inside a node's callback
+    stalls its wall-clock pacing (the demo's dynamics node fell 0.06 s behind at its first tick of two steps).
+    The results are dropped."""
+    tau = np.zeros(model.nv)
+    step(model, q, v, tau, dt, method=method)
+    if getattr(model, "fast_advance", None) is not None:
+        step(model, q, v, tau, dt, method=method, steps=2, bounds=(np.full(model.nv, math.inf), math.inf))
 
 
 def _with_world_wrench(model, tab: Tableau, tau, wrench_world):
