@@ -47,8 +47,8 @@ from mbs_ros.cores.dynamics_settings import (  # noqa: F401 - importable from he
 from mbs_ros.cores.pacing import STEP_CHUNK_S, WARN_THROTTLE_S, Pacer, timer_period
 from mbs_ros.cores.parameters.dynamics import PARAMETERS
 from mbs_ros.cores.ratelimit import RateLimitedLog
-from mbs_ros.nodes.runtime import (CallbackGuard, declare_model_parameters, parameter_overrides, run_node,
-                                   settings_executor, unknown_overrides)
+from mbs_ros.nodes.runtime import (CallbackGuard, declare_model_parameters, freeze_heap, parameter_overrides,
+                                   run_node, settings_executor, unknown_overrides)
 from mbs_ros.cores.loop import SimulationLoop, on_grid
 from mbs_ros.cores.work import Slices, WorkQueue, single, whole
 
@@ -198,7 +198,7 @@ class DynamicsNode(Node):
         self._period_timer = self.create_timer(0.0, self.guard.callback(self._continue_period, "timer"),
                                                clock=self._steady_clock)
         self._period_timer.cancel()
-
+        freeze_heap()  # its ~0.1 s before the initial state, not between it and the stepping's first (run_node)
         self.publishing.publish_state(everything=True)
         self.publish_diagnostics()
         self.watch.note_graph()  # who had the state: later matches get it again (waiting)

@@ -61,10 +61,10 @@ from mbs_ros.cores.params import model_parameter_values
 from mbs_ros.process import TEARDOWN_TIMEOUT_S, TeardownGuard, dump_stacks_on_sigusr1
 from mbs_ros.process import THREAD_VARIABLES, limit_threads  # noqa: F401 - part of this module's API
 
-__all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "limit_threads", "THREAD_VARIABLES",
-           "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS", "TeardownGuard", "TEARDOWN_TIMEOUT_S",
-           "descriptor", "declare", "declare_model_parameters", "parameter_overrides", "unknown_overrides",
-           "command_line_parameters", "unknown_parameters_problem", "CallbackGuard"]
+__all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "freeze_heap", "limit_threads",
+           "THREAD_VARIABLES", "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS", "TeardownGuard",
+           "TEARDOWN_TIMEOUT_S", "descriptor", "declare", "declare_model_parameters", "parameter_overrides",
+           "unknown_overrides", "command_line_parameters", "unknown_parameters_problem", "CallbackGuard"]
 
 EXIT_BAD_ARGUMENTS = 2  # as for invalid parameters
 
@@ -283,6 +283,16 @@ def spin_until_stopped(executor, stop: threading.Event, fatal: Tuple[Type[BaseEx
             raise
 
 
+def freeze_heap() -> None:
+    """A full collection, then what the set-up made (modules, models, compiled kernels: ~160 000 objects) out of the
+    collector's reach: a full collection over them took 66 ms, inside whichever callback happened to allocate at
+    the time. ~0.1 s: a node that publishes a first message at the end of its set-up calls this before it, so
+    that the pause does not fall between that message and the next (a controller took the first state of the
+    demo's dynamics node for 0.2 s old)."""
+    gc.collect()
+    gc.freeze()
+
+
 def run_node(factory: Callable[[], "rclpy.node.Node"], args=None, *,
              make_executor: Optional[Callable[["rclpy.node.Node"], object]] = None,
              errors: Tuple[Type[BaseException], ...] = (ParameterError,),
@@ -325,10 +335,7 @@ def run_node(factory: Callable[[], "rclpy.node.Node"], args=None, *,
         raise
     executor = make_executor(node) if make_executor is not None else SingleThreadedExecutor()
     rc = 0
-    # what the set-up made (modules, models, compiled kernels: ~160 000 objects) out of the collector's reach: a
-    # full collection over them took 66 ms, inside whichever callback happened to allocate at the time
-    gc.collect()
-    gc.freeze()
+    freeze_heap()  # the set-up's (a node may have done it already, before its first message: then a short pass)
     try:
         executor.add_node(node)
         spin_until_stopped(executor, stop, fatal=errors)

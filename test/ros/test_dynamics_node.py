@@ -486,6 +486,37 @@ def test_joint_wrenches_markers_and_diagnostics_cost_nothing_without_subscribers
         rclpy.shutdown(context=context)
 
 
+def test_the_heap_is_frozen_before_the_initial_state(monkeypatch):
+    """The collector's pass over the set-up (~0.1 s: :func:`mbs_ros.nodes.runtime.freeze_heap`) comes before the
+    initial state goes out, not between it and the stepping's first state: after it, the demo's controller found
+    its first state 0.2 s old (its state_timeout) and warned. In process: the order of the two calls."""
+    from rclpy.context import Context
+
+    from mbs_ros.nodes import dynamics_node as dn
+    from mbs_ros.nodes.dynamics_publishing import StatePublishing
+
+    ros_env_defaults()
+    order = []
+    publish_state = StatePublishing.publish_state
+    monkeypatch.setattr(dn, "freeze_heap", lambda: order.append("freeze"))
+    monkeypatch.setattr(StatePublishing, "publish_state",
+                        lambda self, *a, **k: (order.append("state"), publish_state(self, *a, **k))[1])
+    context = Context()
+    rclpy.init(context=context)
+    node = None
+    try:
+        node = dn.DynamicsNode("frozen_dynamics", context=context, namespace="frozen", cli_args=[
+            "--ros-args", "-r", "/tf:=/frozen/tf", "-r", "/tf_static:=/frozen/tf_static", "-r",
+            "/diagnostics:=/frozen/diagnostics"], parameter_overrides=[
+            Parameter("model_file", value=str(ROOT / "config" / "robots" / "uvms_6dof.yaml"))])
+        node.configure()
+        assert order == ["freeze", "state"], order
+    finally:
+        if node is not None:
+            node.destroy_node()
+        rclpy.shutdown(context=context)
+
+
 def test_a_node_process_runs_one_blas_thread():
     """The dynamics node's module, run as the program (argv[0] dynamics_node), sets one BLAS/OpenMP thread before
     numpy loads; runtime.limit_threads resizes pools already loaded (threadpoolctl); an explicit
