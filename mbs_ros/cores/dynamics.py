@@ -343,7 +343,8 @@ def diagnostics_report(sim: Simulator, counts: dict, reported: dict, paused: boo
                   max_effort=" ".join(repr(float(x)) for x in lim.max_effort),
                   max_angular_rate=sim.max_angular_rate, omega_gravity=rate.omega_gravity,
                   omega_effort=rate.omega_effort)
-    now = {k: v for k, v in counts.items() if not k.startswith("received_")}
+    # received inputs, and skips ahead of the wall-clock pacing (load, logged: mbs_ros.cores.pacing), are no warning
+    now = {k: v for k, v in counts.items() if not k.startswith("received_") and k != "skipped_ahead"}
     now.update(saturated_wrench_commands=sim.saturated["wrench"], saturated_effort_commands=sim.saturated["joints"])
     if sim.world is not None:  # a contact solve that ended above its tolerance (the step still finished)
         now.update(contact_unconverged=sim.contact_unconverged)

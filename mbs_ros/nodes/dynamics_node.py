@@ -138,7 +138,7 @@ class DynamicsNode(Node):
         inputs = (["cmd_wrench"] * self.wrench_input + (["cmd_joint_effort", "joint_command"] if self.nj else [])
                   + (["cmd_thrust", "thruster_command"] if self.nt else []))
         self._counts = {**{f"received_{t}": 0 for t in inputs}, **{f"rejected_{t}": 0 for t in inputs},
-                        "callback_errors": 0}
+                        "callback_errors": 0, "skipped_ahead": 0}
         self.guard = CallbackGuard(self, self._counts, self._logs)  # callbacks that never raise, warnings
         self.pacer = Pacer(self.dt_ns, s.real_time_factor)
         self._set_rates(s)
@@ -379,9 +379,9 @@ class DynamicsNode(Node):
             self.advance(n, deadline_ns=now + STEP_CHUNK_NS)
             self.publishing.publish_clock()
         if self.pacer.lagging(sim.k, now):
-            behind = self.pacer.due(now) - sim.k
-            self.guard.warn("behind", f"falling behind the wall clock by {behind * self.dt / rtf:.3f} s: skipping "
-                            f"ahead (the simulation runs slower than real_time_factor {rtf:g})")
+            self._counts["skipped_ahead"] += 1
+            persistent, text = self.pacer.skip(sim.k, now)  # a warning when another came within PERSISTENT_LAG_S
+            self.guard.warn("behind", text) if persistent else self.get_logger().info(text)
             self._anchor()
 
     def advance(self, steps: int, deadline_ns: Optional[int] = None) -> None:

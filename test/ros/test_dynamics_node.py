@@ -8,6 +8,7 @@ every wait is for a graph match, a message, a log line or a process exit, with a
 from __future__ import annotations
 
 import math
+import os
 import signal
 import time
 from pathlib import Path
@@ -484,6 +485,40 @@ def test_joint_wrenches_markers_and_diagnostics_cost_nothing_without_subscribers
             if n is not None:
                 n.destroy_node()
         rclpy.shutdown(context=context)
+
+
+def test_stalls_are_skipped_ahead_and_counted_and_one_soon_after_another_warned(tmp_path):
+    """A real node process (the planar body, free-running at 500 Hz) stopped (SIGSTOP) for 0.3 s, twice, 1 s of
+    wall clock apart: it skips ahead each time, /diagnostics counts ``skipped_ahead`` (at least the two), the log
+    has the lone stall's INFO line and, for the second within PERSISTENT_LAG_S, the warning (docs/dynamics_node.md,
+    "Pacing"). The stalls themselves are the subject: they are slept, nothing is waited for in them."""
+    from diagnostic_msgs.msg import DiagnosticArray
+
+    ros_env_defaults()
+    proc = NodeProcess(NODE, name=NAME, namespace="stall", parameters=PLANAR, log_file=tmp_path / "stall.log",
+                       remappings={"/diagnostics": "/stall/diagnostics", "/tf": "/stall/tf",
+                                   "/tf_static": "/stall/tf_static"})
+    with running([proc]), Probe("test_stall_probe", TIMEOUT) as probe:
+        diags = Recorder(probe, DiagnosticArray, "/stall/diagnostics")
+
+        def latest(key):
+            values = [cv.values_from_status(st) for m in diags.messages[-1:] for st in m.status]
+            return float(values[-1].get(key, -1)) if values else -1
+
+        # stepping (the first diagnostics go out before the stepping's first tick, which anchors the pacing)
+        probe.spin_until(lambda: latest("steps") > 0, what="the node's diagnostics while it steps", alive=[proc])
+        for _ in range(2):
+            os.kill(proc.pid, signal.SIGSTOP)
+            try:
+                time.sleep(0.3)
+            finally:
+                os.kill(proc.pid, signal.SIGCONT)
+            probe.spin_for(1.0)
+        probe.spin_until(lambda: latest("skipped_ahead") >= 2, what="two skips ahead on /diagnostics", alive=[proc])
+        assert proc.wait_for_log("s behind the wall clock: skipping ahead (a stall of the process", timeout=TIMEOUT), \
+            proc.log_tail()
+        assert proc.wait_for_log("[WARN]", timeout=TIMEOUT) and "falling behind the wall clock by" in proc.log_text(), \
+            proc.log_tail()
 
 
 def test_the_heap_is_frozen_before_the_initial_state(monkeypatch):

@@ -94,6 +94,25 @@ def test_pacer_lags_beyond_fifty_milliseconds_and_reanchors():
     assert not pacer.lagging(0, 50_500_000) and pacer.due(50_500_000) == 0
 
 
+def test_a_lone_skip_ahead_is_a_stall_and_one_within_ten_seconds_of_another_a_warning():
+    """The first skip (60 ms late at 1 kHz, real time) is logged as a stall, with its lag; another 5 s later is a
+    warning (the simulation slower than asked); one 10.5 s after that is a lone stall again."""
+    pacer = Pacer(DT_NS, real_time_factor=1.0)
+    pacer.anchor(0, 0)
+    persistent, text = pacer.skip(0, 60_000_000)  # 60 steps due at 60 ms, none taken
+    assert not persistent and text.startswith("0.060 s behind the wall clock: skipping ahead (a stall"), text
+    pacer.anchor(0, 60_000_000)
+    persistent, text = pacer.skip(0, 5_060_000_000)  # 5 s later: 5000 steps behind, 5 s
+    assert persistent and text == ("falling behind the wall clock by 5.000 s: skipping ahead (the simulation runs "
+                                   "slower than real_time_factor 1)"), text
+    pacer.anchor(0, 5_060_000_000)
+    persistent, text = pacer.skip(0, 15_560_000_000)
+    assert not persistent and text.startswith("10.500 s behind"), text
+    double = Pacer(DT_NS, real_time_factor=2.0)  # twice real time: 120 steps behind are 60 ms of wall clock
+    double.anchor(0, 0)
+    assert double.skip(0, 60_000_000)[1].startswith("0.060 s behind")
+
+
 def test_lockstep_periods_start_no_earlier_than_the_speed_limit():
     pacer = Pacer(DT_NS, real_time_factor=1.0)
     pacer.anchor(0, 1_000)
