@@ -313,3 +313,33 @@ def test_deep_chains_take_the_acceleration_from_the_articulated_body_pass():
     assert worst(short) == worst(short, False)  # the short chain's default is M⁻¹ (τ − h)
     by_aba, err = worst(deep)
     assert by_aba and err < 2e-11, (by_aba, err)
+
+
+VIEWS = """
+import sys, numpy as np
+from mbs_ros.dynamics import Model
+from mbs_ros.dynamics.kernels import derivatives
+derivatives.warm_up()  # what make setup loads
+before = len(derivatives.all_finite.overloads)
+m = Model.from_yaml(sys.argv[1])
+q, v = m.neutral(), np.linspace(-0.5, 0.5, m.nv)
+columns = np.column_stack([q[:m.nv], v, 2 * v])  # each column a strided view
+for backend in (m, m.with_backend("numpy")):
+    backend.rnea_derivatives(np.concatenate([columns[:, 0], q[m.nv:]]), columns[:, 1], columns[:, 2])
+    backend.aba_derivatives(q, columns[:, 1], v[::-1])
+print(len(derivatives.all_finite.overloads) - before)
+"""
+
+
+@pytest.mark.e2e
+def test_derivatives_of_vector_views_compile_nothing():
+    """Strided views (a matrix's columns, a reversed vector) given to the derivative APIs, compiled and numpy
+    backends, in a fresh process: no new signature of the argument check's compiled kernel (each one compiled
+    for seconds the first time on a machine, inside whatever called it: a node's callback)."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", VIEWS, str(ROOT / "config" / "robots" / "uvms_6dof.yaml")],
+                         capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "0", out.stdout
