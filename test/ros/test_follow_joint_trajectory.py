@@ -125,8 +125,8 @@ class Rig:
 
     def wait_sim(self, t_ns, what="simulation time"):
         """Spin until a joint state stamped t_ns or later arrived."""
-        self.probe.spin_until(lambda: self.states.messages and self._newest_message() is not None
-                              and self._newest_stamp >= t_ns, what=what, alive=self.alive)
+        self.probe.spin_until(lambda: self._newest_message() is not None and self._newest_stamp >= t_ns,
+                              what=what, alive=self.alive)
 
     def goal(self, points, names=JOINTS, path=(), goal=(), goal_time=0.0):
         g = FollowJointTrajectory.Goal()
