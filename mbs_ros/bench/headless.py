@@ -7,9 +7,10 @@ target (>= 50x on one core) and where a control period's time goes.
 - ``period``: one lockstep period (``Simulator.advance_period``, two RK4 steps in one compiled call) against the
   same two steps taken one call at a time (``advance(1)`` twice, the per-step path): the states must be identical
   (error 0), and the µs of each;
-- the real-time factor: simulated seconds per second of this thread's CPU time, ``(D₂ − D₁) / (cpu₂ − cpu₁)`` of
-  two runs of D₁ and D₂ simulated seconds (the set-up, loading the model files, cancels out), and the factor of
-  the D₂ run as :attr:`HeadlessRun.real_time_factor` gives it (wall time, set-up included); the scenario takes the
+- the real-time factor: simulated seconds per second of this thread's CPU time in the run's loop of periods
+  (:attr:`HeadlessRun.loop_cpu_time`: the set-up, loading the model files, excluded), after a short run of each
+  path has loaded its kernels, and the factor of the same run as :attr:`HeadlessRun.real_time_factor` gives it
+  (wall time, set-up included); the scenario takes the
   fast path (:mod:`mbs_ros.headless.fast`, all periods in one compiled call), and the Python path's factor
   (``fast=False``, the same records) is measured beside it;
 - the breakdown: one run with the compiled call timed on this thread's CPU: that time less the physics (two RK4
@@ -128,35 +129,38 @@ def period_row(plan: timing.Plan, tol: float, seed: int = 0) -> dict:
 def _run(duration, fast=True):
     from mbs_ros.headless import run_scenario
 
-    t0 = time.thread_time()
     run = run_scenario(SCENARIO, duration=duration, overrides=OVERRIDES, fast=fast)
-    return run, time.thread_time() - t0
+    if run.fault:
+        raise RuntimeError(f"the run faulted: {run.fault}")
+    return run
 
 
-def _factor(d1, d2, repeats, fast=True):
-    """The best of ``repeats`` thread-CPU factors ``(D₂ − D₁) / (cpu₂ − cpu₁)`` (module docstring)."""
+def _factor(duration, repeats, fast=True):
+    """The best of ``repeats`` factors: simulated seconds per second of this thread's CPU time in the loop of
+    periods (:attr:`HeadlessRun.loop_cpu_time`, module docstring). Measuring the loop itself, not the difference
+    of two whole runs, keeps the set-up's noise (tens of ms under load) out of a signal of the same size."""
     best = None
     for _ in range(repeats):
-        r1, c1 = _run(d1, fast)
-        r2, c2 = _run(d2, fast)
-        if r1.fault or r2.fault:
-            raise RuntimeError(f"the run faulted: {r1.fault or r2.fault}")
-        rtf = (r2.duration - r1.duration) / max(c2 - c1, 1e-9)
+        run = _run(duration, fast)
+        cpu = run.loop_cpu_time
+        if cpu is None or not cpu > 0.0:
+            raise RuntimeError(f"the run measured no CPU time in its loop ({cpu})")
+        rtf = run.duration / cpu
         if best is None or rtf > best["real_time_factor"]:
-            periods = round((r2.duration - r1.duration) * r2.control_rate)
-            best = dict(real_time_factor=rtf, us_per_period=1e6 * (c2 - c1) / periods,
-                        wall_real_time_factor=r2.real_time_factor, duration_s=r2.duration,
-                        physics_rate_hz=r2.physics_rate, control_rate_hz=r2.control_rate)
+            periods = round(run.duration * run.control_rate)
+            best = dict(real_time_factor=rtf, us_per_period=1e6 * cpu / periods,
+                        wall_real_time_factor=run.real_time_factor, duration_s=run.duration,
+                        physics_rate_hz=run.physics_rate, control_rate_hz=run.control_rate)
     return best
 
 
 def real_time_factor(quick: bool) -> dict:
     """Steady-state real-time factor on this thread's CPU time (module docstring)."""
-    d1, d2 = (0.5, 2.0) if quick else (1.0, 6.0)
-    _run(0.1)  # compile / load the kernels' cache
-    best = _factor(d1, d2, 1 if quick else 3)
+    _run(0.1)  # load (or compile) each path's kernels, outside the timed runs
+    _run(0.1, fast=False)
+    best = _factor(2.0 if quick else 6.0, 1 if quick else 3)
     # the same scenario the Python way (run_scenario(fast=False)): what the fast path replaces
-    slow = _factor(0.2, 0.6, 1, fast=False) if quick else _factor(0.5, 2.0, 2, fast=False)
+    slow = _factor(0.6 if quick else 2.0, 1 if quick else 2, fast=False)
     best["python_path"] = dict(real_time_factor=slow["real_time_factor"], us_per_period=slow["us_per_period"])
     best.update(target=f">= {TARGET_RTF:g}x", met=bool(best["real_time_factor"] >= TARGET_RTF))
     return best
@@ -175,10 +179,10 @@ def physics_floor(plan: timing.Plan) -> dict:
     return dict(us_per_period=us, real_time_factor_bound=2000.0 / us)
 
 
-def breakdown(duration: float, us_per_period: float, physics_us: Optional[float] = None) -> list:
+def breakdown(duration: float, physics_us: Optional[float] = None) -> list:
     """``[(part, share of the period, µs per period)]`` of :data:`PARTS`: one run with the compiled call timed on
     this thread's CPU, less the physics (``physics_us`` per period, timed alone); the Python around it is what is
-    left of ``us_per_period`` (the unprofiled thread-CPU µs per period, set-up excluded)."""
+    left of the run's loop (:attr:`HeadlessRun.loop_cpu_time`, set-up excluded)."""
     from mbs_ros.headless import fast, run_scenario
 
     spent = []
@@ -196,12 +200,13 @@ def breakdown(duration: float, us_per_period: float, physics_us: Optional[float]
     finally:
         fast.cp.run_periods = real
     periods = round(run.duration * run.control_rate)
-    if not spent or periods <= 0 or us_per_period <= 0.0:
+    if not spent or periods <= 0 or not run.loop_cpu_time:
         return []
+    us_per_period = 1e6 * run.loop_cpu_time / periods
     kernel = 1e6 * sum(spent) / periods
     physics = min(kernel, physics_us or 0.0)
     parts = (physics, kernel - physics, max(0.0, us_per_period - kernel))
-    total = sum(parts)  # us_per_period, unless the runs' noise put the compiled call above it
+    total = sum(parts)  # us_per_period (the compiled call is timed inside the loop)
     return [(label, us / total, us) for label, us in zip(PARTS, parts)]
 
 
@@ -216,7 +221,7 @@ def run(quick: bool, plan: timing.Plan, tol: float, progress=lambda msg: None):
     summary["physics_floor"] = physics_floor(plan)
     progress("headless: profile")
     summary["breakdown"] = [dict(part=p, share=s, us=u)
-                            for p, s, u in breakdown(1.0 if quick else 4.0, summary["us_per_period"],
+                            for p, s, u in breakdown(1.0 if quick else 4.0,
                                                      summary["physics_floor"]["us_per_period"])]
     summary["scenario"] = SCENARIO
     summary["overrides"] = dict(OVERRIDES)

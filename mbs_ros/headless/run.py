@@ -110,7 +110,9 @@ class RobotRecord:
 @dataclass(frozen=True)
 class HeadlessRun:
     """A headless run: ``duration`` the simulated seconds actually run, ``wall_time`` the seconds it took,
-    ``fault`` why it ended early (None when it ran to the end), ``robots`` by namespace (without slashes)."""
+    ``fault`` why it ended early (None when it ran to the end), ``robots`` by namespace (without slashes),
+    ``loop_cpu_time`` the seconds of the calling thread's CPU time the periods took (set-up excluded; None when
+    not measured)."""
 
     scenario: str
     duration: float
@@ -119,6 +121,7 @@ class HeadlessRun:
     wall_time: float
     fault: Optional[str]
     robots: Dict[str, RobotRecord] = field(default_factory=dict)
+    loop_cpu_time: Optional[float] = None
 
     @property
     def real_time_factor(self) -> float:
@@ -599,6 +602,7 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
         r.allocate(periods + 1, energy)
     fault = None
     k = 0
+    loop_started = time.thread_time()
     try:
         for r in robots:  # paused at t = 0: the controller answers the state it holds, then the reference arrives
             r.answer()
@@ -622,12 +626,13 @@ def run_scenario(scenario: Union[Scenario, str, os.PathLike], *, duration: Optio
         fault = f"t = {robots[0].sim.stamp() * 1e-9:.3f} s: the controller rejected the state: {e}"
     except Exception as e:  # noqa: BLE001 - a blow-up ends the run, never the caller
         fault = f"t = {robots[0].sim.stamp() * 1e-9:.3f} s: {type(e).__name__}: {e}"
+    loop_cpu = time.thread_time() - loop_started
     wall = time.perf_counter() - started
     ran = max(r.sim.stamp() for r in robots) * 1e-9
     s0 = robots[0].settings
     return HeadlessRun(scenario=scenario.name, duration=ran, physics_rate=s0.physics_rate,
                        control_rate=s0.control_rate, wall_time=wall, fault=fault,
-                       robots={r.namespace: r.record() for r in robots})
+                       robots={r.namespace: r.record() for r in robots}, loop_cpu_time=loop_cpu)
 
 
 def warm_up() -> float:

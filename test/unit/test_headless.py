@@ -5,6 +5,7 @@ exception, and the scenarios a headless run refuses. Bit-identity with the ROS r
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import numpy as np
 import pytest
@@ -125,6 +126,40 @@ def test_without_the_energy_report_the_states_are_the_same():
     ra, rb = a.robots["arm"], b.robots["arm"]
     assert rb.energy_residual is None and ra.energy_residual is not None
     assert ra.q.tobytes() == rb.q.tobytes() and ra.tau.tobytes() == rb.tau.tobytes()
+
+
+def _burn(seconds):
+    started = time.thread_time()
+    while time.thread_time() - started < seconds:
+        pass
+
+
+def test_the_loop_cpu_time_counts_the_periods_and_not_the_set_up(monkeypatch):
+    """``loop_cpu_time`` (the benchmark's real-time factor, mbs_ros.bench.headless): a set-up that burns 0.3 s of
+    this thread's CPU is left out of it, a law that burns 2 ms per period (31 answers) is in it; both against the
+    thread CPU time measured here around the whole call."""
+    real_loader, real_setup = headless_run._shared_loader, headless_run.controller_setup
+
+    def loader():
+        _burn(0.3)
+        return real_loader()
+
+    def setup(values, source):
+        s = real_setup(values, source)
+
+        def slow(*args):
+            _burn(0.002)
+            return s.law(*args)
+
+        return dataclasses.replace(s, law=slow)
+
+    monkeypatch.setattr(headless_run, "_shared_loader", loader)
+    monkeypatch.setattr(headless_run, "controller_setup", setup)
+    started = time.thread_time()
+    run = run_scenario("manipulator", duration=0.3)
+    whole = time.thread_time() - started
+    assert run.fault is None and len(run.robots["arm"].t) == 31
+    assert 31 * 0.002 <= run.loop_cpu_time <= whole - 0.3, (run.loop_cpu_time, whole)
 
 
 def test_the_cli_runs_prints_and_saves(tmp_path, capsys):
