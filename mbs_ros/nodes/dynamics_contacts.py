@@ -5,9 +5,9 @@ contact step did and where the world's shapes and free objects are. docs/contact
   object, ``<link>`` as a topic token): the sum of the contact forces on it over the last physics step, in its
   own frame (``header.frame_id`` the link's TF frame; the torque about the frame's origin), as a foot or wrist
   force/torque sensor reads it; zero out of contact.
-- ``contacts/markers`` (``visualization_msgs/MarkerArray``): a sphere at each contact point (ns ``contacts``) and
-  an arrow of the force on the moving side (ns ``contact_forces``, ``marker_wrench_scale`` m per N), the
-  array starting with a DELETEALL so contacts that ended disappear.
+- ``contacts/markers`` (``visualization_msgs/MarkerArray``): a DELETEALL (contacts that ended disappear), the
+  points as one SPHERE_LIST (ns ``contacts``), the forces on the moving side as one LINE_LIST of segments from
+  them (ns ``contact_forces``, ``marker_wrench_scale`` m per N)
 - ``world/markers`` (``MarkerArray``): the ground (a thin 20 m square on its plane), the static shapes and the
   free objects with their collision geometry (a capsule is drawn as its cylinder with the end spheres).
 - ``/tf``: ``<world_frame>`` → ``<prefix><object>`` of every free object.

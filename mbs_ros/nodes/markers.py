@@ -377,52 +377,54 @@ def shape_marker(world_frame: str, stamp: int, ns: str, id_: int, kind, size, T,
 
 
 def contact_markers(world_frame: str, stamp: int, forces, scale: float):
-    """``(markers, skipped)``: a DELETEALL, then per contact force (``.point``, ``.force``, world axes) a sphere
-    (ns ``contacts``) and an arrow ``scale`` m per N (ns ``contact_forces``); a contact with a non-finite point,
-    force or arrow tip (a finite force times a large scale may overflow) is skipped and counted."""
+    """``(markers, skipped)``: a DELETEALL, then with the contact forces (``.point``, ``.force``, world axes) one
+    SPHERE_LIST of their points (ns ``contacts``, id 0) and one LINE_LIST of their forces (ns ``contact_forces``,
+    id 0: a segment from each point to point + ``scale`` m per N times the force, in the order of the points); a
+    contact with a non-finite point, force or segment end (a finite force times a large scale may overflow) is
+    skipped and counted. No contact: the DELETEALL alone."""
     return ContactMarkers(world_frame)(stamp, forces, scale)
 
 
 class ContactMarkers:
-    """:func:`contact_markers` with its messages made once and refilled at each call (making a Marker costs
-    tens of µs, refilling one a few): the markers returned are valid until the next call; ``reserve`` contacts'
-    made at once."""
+    """:func:`contact_markers` with its two markers and their points made once and refilled at each call (the
+    markers returned are valid until the next call; ``reserve`` contacts' points made at once). Two markers
+    whatever the number of contacts: rclpy converts a message field by field, a marker per contact point and per
+    force made Solo12's 16 contacts an array of 33 markers, 0.7 ms of CPU to publish, the longest piece of a
+    dynamics node's callback at 1 kHz; as two point lists it is 0.2 ms."""
 
     def __init__(self, world_frame: str, reserve: int = 0):
         self.world_frame = world_frame
         self._delete = delete_all_marker(world_frame, 0)
-        self._dots, self._arrows = [], []
-        for i in range(reserve):  # made now (a node's start), not inside a callback when the contacts first come
-            self._add(i)
+        self._dots = _world_marker(world_frame, 0, "contacts", 0, Marker.SPHERE_LIST, POINT_COLOR)
+        self._dots.scale.x = self._dots.scale.y = self._dots.scale.z = 0.012  # each sphere's diameter [m]
+        self._lines = _world_marker(world_frame, 0, "contact_forces", 0, Marker.LINE_LIST, CONTACT_FORCE_COLOR)
+        self._lines.scale.x = 0.005  # the lines' width [m]
+        for m in (self._dots, self._lines):
+            m.pose.orientation.w = 1.0  # the points are in the world frame
+        self._pool = [Point() for _ in range(2 * reserve)]  # per contact: its point, its force's end
 
     def __call__(self, stamp: int, forces, scale: float):
-        cv.set_stamp(self._delete.header, stamp)
-        markers, skipped = [self._delete], 0
-        for i, f in enumerate(forces):
-            with np.errstate(over="ignore"):
-                tip = f.point + scale * f.force
-            if not finite(f.point, f.force, tip):
-                skipped += 1
-                continue
-            while len(self._dots) <= i:
-                self._add(len(self._dots))
-            dot, arrow = self._dots[i], self._arrows[i]
-            p = f.point.tolist()
-            cv.set_stamp(dot.header, stamp)
-            cv.set_pose(dot.pose, p, (0.0, 0.0, 0.0, 1.0))
-            cv.set_stamp(arrow.header, stamp)
-            a, b = arrow.points
+        forces = list(forces)
+        for m in (self._delete, self._dots, self._lines):
+            cv.set_stamp(m.header, stamp)
+        if not forces:
+            return [self._delete], 0
+        P = np.array([f.point for f in forces], dtype=float).reshape(-1, 3)
+        F = np.array([f.force for f in forces], dtype=float).reshape(-1, 3)
+        with np.errstate(over="ignore", invalid="ignore"):
+            tip = P + scale * F
+        ok = np.isfinite(P).all(axis=1) & np.isfinite(F).all(axis=1) & np.isfinite(tip).all(axis=1)
+        n = int(np.count_nonzero(ok))
+        if n == 0:
+            return [self._delete], len(forces)
+        pool = self._pool
+        while len(pool) < 2 * n:
+            pool.append(Point())
+        dots, lines = pool[0:2 * n:2], []
+        for a, b, p, t in zip(dots, pool[1:2 * n:2], P[ok].tolist(), tip[ok].tolist()):
             a.x, a.y, a.z = p
-            b.x, b.y, b.z = tip.tolist()
-            markers += [dot, arrow]
-        return markers, skipped
-
-    def _add(self, i: int) -> None:
-        dot = _world_marker(self.world_frame, 0, "contacts", i, Marker.SPHERE, POINT_COLOR)
-        dot.scale.x = dot.scale.y = dot.scale.z = 0.012
-        arrow = _world_marker(self.world_frame, 0, "contact_forces", i, Marker.ARROW, CONTACT_FORCE_COLOR)
-        arrow.pose.orientation.w = 1.0
-        arrow.points = [Point(), Point()]
-        arrow.scale.x, arrow.scale.y, arrow.scale.z = 0.005, 0.01, 0.015
-        self._dots.append(dot)
-        self._arrows.append(arrow)
+            b.x, b.y, b.z = t
+            lines += (a, b)
+        self._dots.points = dots
+        self._lines.points = lines
+        return [self._delete, self._dots, self._lines], len(forces) - n

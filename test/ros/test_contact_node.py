@@ -91,7 +91,7 @@ def test_diagnostics_and_energy_carry_the_contact(node):
 
 def test_the_contact_topics_carry_the_resting_puck(node):
     """contacts/base_link (WrenchStamped, the link's frame) reads the puck's weight m g along z with no torque about
-    its centre once it rests; contacts/markers holds its four bottom corners on the ground and their arrows."""
+    its centre once it rests; contacts/markers holds its four bottom corners on the ground and their forces."""
     from geometry_msgs.msg import WrenchStamped
     from visualization_msgs.msg import MarkerArray
 
@@ -113,9 +113,12 @@ def test_the_contact_topics_carry_the_resting_puck(node):
     probe.spin_until(lambda: any(stamp_of(a.markers[0]) >= stamp_of(m) for a in markers.messages if a.markers),
                      what="contacts/markers at the resting stamp", alive=[proc])
     last = markers.messages[-1]
-    dots = [d for d in last.markers if d.ns == "contacts"]
-    assert len(dots) == 4 and all(abs(d.pose.position.z) < 1e-9 for d in dots)
-    assert sorted((round(d.pose.position.x, 6), round(d.pose.position.y, 6)) for d in dots) == \
+    (dots,) = [d for d in last.markers if d.ns == "contacts"]
+    assert len(dots.points) == 4 and all(abs(p.z) < 1e-9 for p in dots.points)
+    assert sorted((round(p.x, 6), round(p.y, 6)) for p in dots.points) == \
         [(-0.1, -0.1), (-0.1, 0.1), (0.1, -0.1), (0.1, 0.1)]
+    (lines,) = [d for d in last.markers if d.ns == "contact_forces"]  # a segment from each point
+    assert len(lines.points) == 8 and [(p.x, p.y, p.z) for p in lines.points[0::2]] == \
+        [(p.x, p.y, p.z) for p in dots.points]
     assert [g.ns for g in world.messages[-1].markers] == ["ground"]
     proc.check_running()

@@ -182,13 +182,16 @@ def test_the_wrench_stamped_and_the_markers_carry_the_resting_box_closed_form():
     assert [f.x, f.y, f.z, t.x, t.y, t.z] == pytest.approx([0.0, 0.0, M * G, 0.0, 0.0, 0.0], abs=1e-6)
     (markers,) = node.pubs["contacts/markers"].sent
     assert markers.markers[0].action == Marker.DELETEALL
-    dots = [m for m in markers.markers[1:] if m.ns == "contacts"]
-    arrows = [m for m in markers.markers[1:] if m.ns == "contact_forces"]
-    assert len(dots) == len(arrows) == 4
-    assert sorted((round(m.pose.position.x, 9), round(m.pose.position.y, 9)) for m in dots) == \
+    (dots,) = [m for m in markers.markers[1:] if m.ns == "contacts"]
+    (lines,) = [m for m in markers.markers[1:] if m.ns == "contact_forces"]
+    assert dots.type == Marker.SPHERE_LIST and lines.type == Marker.LINE_LIST
+    assert len(dots.points) == 4 and len(lines.points) == 8
+    assert sorted((round(p.x, 9), round(p.y, 9)) for p in dots.points) == \
         [(0.2, -0.2), (0.2, 0.0), (0.4, -0.2), (0.4, 0.0)]
-    # each arrow: from the point along the force, 0.01 m per N; together m g up
-    rise = sum(a.points[1].z - a.points[0].z for a in arrows)
+    # each force: a segment from its point along the force, 0.01 m per N; together m g up
+    starts, ends = lines.points[0::2], lines.points[1::2]
+    assert [(p.x, p.y, p.z) for p in starts] == [(p.x, p.y, p.z) for p in dots.points]
+    rise = sum(b.z - a.z for a, b in zip(starts, ends))
     assert rise == pytest.approx(0.01 * M * G, abs=1e-8)
     (world,) = node.pubs["world/markers"].sent
     (ground,) = [m for m in world.markers if m.ns == "ground"]
@@ -237,10 +240,12 @@ def test_an_arrow_whose_tip_overflows_is_skipped_not_published():
     node, _tf, part = _part(sim, scale=1e308)
     part.publish(sim.stamp())
     (markers,) = node.pubs["contacts/markers"].sent
-    arrows = [m for m in markers.markers if m.ns == "contact_forces"]
+    lines = [m for m in markers.markers if m.ns == "contact_forces"]
     dots = [m for m in markers.markers if m.ns == "contacts"]
-    # the points carrying load overflow (~5 N x 1e308); a point without load (0 x 1e308 = 0) keeps its arrow
-    assert part.skipped >= 1 and len(dots) == len(arrows) == 4 - part.skipped
-    assert all(math.isfinite(c) for a in arrows for p in a.points for c in (p.x, p.y, p.z))
+    # the points carrying load overflow (~5 N x 1e308); a point without load (0 x 1e308 = 0) keeps its segment
+    kept = 4 - part.skipped
+    assert part.skipped >= 1 and sum(len(m.points) for m in dots) == kept
+    assert sum(len(m.points) for m in lines) == 2 * kept
+    assert all(math.isfinite(c) for m in markers.markers for p in m.points for c in (p.x, p.y, p.z))
     (msg,) = node.pubs["contacts/box"].sent
     assert msg.wrench.force.z == pytest.approx(M * G, abs=1e-6)
