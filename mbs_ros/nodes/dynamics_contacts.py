@@ -40,7 +40,7 @@ OBJECT_COLOR = (0.2, 0.6, 0.85, 1.0)
 class ContactPublishing:
     """Built by the dynamics node with its ``node`` (for the publishers), ``sim`` (with a contact world),
     ``world_frame``, ``frame_of`` (a robot link's TF frame), ``prefix`` (the namespace's frame prefix, for the
-    objects' frames), ``scale`` (a callable: the force arrows' m per N), the /tf publisher ``pub_tf`` and the
+    objects' frames), ``scale`` (a callable: the force segments' m per N), the /tf publisher ``pub_tf`` and the
     ``TFMessage`` class. :meth:`pieces` at the node's grid (:meth:`publish`: all at once); :meth:`wanted` says
     whether anyone listens."""
 
