@@ -26,6 +26,8 @@ from typing import Dict, List
 
 import numpy as np
 
+from mbs_ros.dds import dds_defaults
+
 SCENARIO = "vehicle_manipulator"
 
 
@@ -125,6 +127,7 @@ def main(argv=None) -> int:
         parser.error("--duration must be positive")
     # Keep the demo's DDS traffic on this machine unless the user chose otherwise.
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    dds_defaults()
 
     from mbs_ros.bringup import ScenarioError, load_scenario
     from mbs_ros.bringup.runner import Runner

@@ -19,10 +19,11 @@ import os
 import site
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import List, Optional, Tuple
 from urllib.parse import unquote, urlparse
 
-__all__ = ["Resolved", "resolve_uri", "share_directory", "pip_prefixes", "is_uri"]
+__all__ = ["Resolved", "resolve_uri", "share_directory", "pip_prefixes", "is_uri", "package_root"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +34,20 @@ class Resolved:
     path: Optional[str]
     ament: bool = True
     reason: str = ""
+
+
+def package_root() -> Optional[Path]:
+    """The directory holding mbs_ros's ``config/`` and ``launch/``: the source tree, else the installed share
+    directory (None if neither)."""
+    here = Path(__file__).resolve().parents[1]
+    if (here / "config").is_dir():
+        return here
+    try:
+        from ament_index_python.packages import get_package_share_directory
+
+        return Path(get_package_share_directory("mbs_ros"))
+    except Exception:  # noqa: BLE001 - no ament index or package not installed
+        return None
 
 
 def is_uri(text: str) -> bool:

@@ -16,6 +16,8 @@ process it starts (nodes under test) share them:
   ignored by kilted).
 - ``FASTDDS_BUILTIN_TRANSPORTS=UDPv4``: no shared-memory transport, so killed nodes leave no ``/dev/shm``
   segments behind.
+- ``FASTDDS_DEFAULT_PROFILES_FILE`` (unless set): ``config/fastdds/profile.xml``, no XTypes type lookup, whose race
+  in Fast DDS 3.2.3 crashed about one node start in 500 (:mod:`mbs_ros.dds`).
 - ``AMENT_PREFIX_PATH`` gains the venv prefix when pytest runs from a venv (``.venv/bin/pytest`` started
   by hand), so ``ament_index_python`` finds mbs_ros and the message packages; ``make test`` sets it already.
 
@@ -97,6 +99,9 @@ def pytest_configure(config):
     os.environ["ROS_DOMAIN_ID"] = domain
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ["FASTDDS_BUILTIN_TRANSPORTS"] = "UDPv4"
+    from mbs_ros.dds import dds_defaults
+
+    dds_defaults()  # no XTypes type lookup: Fast DDS 3.2's race there crashes a node start in ~500 (mbs_ros/dds.py)
     # one seed for the whole run: the controller of a parallel run sets it before it starts its workers, which
     # inherit it (they must collect the same tests)
     seed = config.getoption("--sweep-seed") or os.environ.get("MBS_SWEEP_SEED") or str(random.SystemRandom().

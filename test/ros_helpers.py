@@ -24,6 +24,7 @@ from rclpy.context import Context
 from rclpy.executors import SingleThreadedExecutor
 from rclpy.qos import QoSProfile
 
+from mbs_ros.dds import dds_defaults
 from mbs_ros.nodes import conversions as cv
 
 
@@ -118,6 +119,7 @@ def ros_env_defaults():
     os.environ.setdefault("ROS_DOMAIN_ID", str(os.getpid() % 100 + 1))
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
     os.environ.setdefault("FASTDDS_BUILTIN_TRANSPORTS", "UDPv4")
+    dds_defaults()
 
 
 @contextlib.contextmanager

@@ -39,6 +39,8 @@ from pathlib import Path
 
 import numpy as np
 
+from mbs_ros.dds import dds_defaults
+
 ROOT = Path(__file__).resolve().parents[2]
 DYNAMICS = "mbs_ros.nodes.dynamics_node"
 CONTROLLER = "mbs_ros.nodes.controller_node"
@@ -60,6 +62,7 @@ def isolate_ros_env() -> str:
     os.environ["ROS_DOMAIN_ID"] = domain
     os.environ["ROS_AUTOMATIC_DISCOVERY_RANGE"] = "LOCALHOST"
     os.environ["FASTDDS_BUILTIN_TRANSPORTS"] = "UDPv4"
+    dds_defaults()
     if sys.prefix != sys.base_prefix:  # a venv: let ament_index find mbs_ros and the messages
         prefixes = [p for p in os.environ.get("AMENT_PREFIX_PATH", "").split(os.pathsep) if p]
         if sys.prefix not in prefixes:

@@ -54,6 +54,7 @@ from mbs_ros.bringup.runner_plan import (  # noqa: F401 - the plan's names are t
     warning_summary,
 )
 from mbs_ros.cores.parameters.controller import STATE_TOPICS
+from mbs_ros.dds import dds_defaults
 from mbs_ros.process import NodeProcess, NodeProcessError
 
 __all__ = ["Runner", "RunResult", "main"]
@@ -719,6 +720,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print_commands(scenario, args.log_dir, duration=args.duration)
         return EXIT_OK
     os.environ.setdefault("ROS_AUTOMATIC_DISCOVERY_RANGE", "LOCALHOST")
+    dds_defaults()
     runner = Runner(scenario, duration=args.duration, record=args.record, plot=args.plot, log_dir=args.log_dir,
                     startup_timeout=args.startup_timeout, stop_timeout=args.stop_timeout, quiet=args.quiet,
                     foxglove=args.foxglove)

@@ -15,6 +15,7 @@ import yaml
 
 from mbs_ros.cores.parameters import names as parameter_names
 from mbs_ros.cores.parameters import table as parameter_table
+from mbs_ros.packages import package_root
 from mbs_ros.yamlfile import shown
 from mbs_ros.yamlschema import Reader, SchemaError
 
@@ -165,19 +166,6 @@ class NodeSpec:
 
 
 # ---------------------------------------------------------------------------------------- paths
-
-
-def package_root() -> Optional[Path]:
-    """The directory holding ``config/`` and ``launch/``: the source tree, else the installed share directory."""
-    here = Path(__file__).resolve().parents[2]
-    if (here / "config").is_dir():
-        return here
-    try:
-        from ament_index_python.packages import get_package_share_directory
-
-        return Path(get_package_share_directory(PACKAGE))
-    except Exception:  # noqa: BLE001 - no ament index or package not installed
-        return None
 
 
 def resolve_path(path: Union[str, os.PathLike], beside: Optional[Path] = None) -> Optional[Path]:

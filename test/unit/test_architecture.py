@@ -28,7 +28,8 @@ PACKAGE = Path(__file__).resolve().parents[2] / "mbs_ros"
 # chain of mbs_ros imports (ros_imports); a ROS layer's modules may. This table is the only list of either.
 FREE, ROS = "ROS-free", "ROS"
 LAYERS = (
-    ("base", FREE, ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.yamlschema", "mbs_ros.packages", "mbs_ros.process")),
+    ("base", FREE, ("mbs_ros", "mbs_ros.yamlfile", "mbs_ros.yamlschema", "mbs_ros.packages", "mbs_ros.process",
+                    "mbs_ros.dds")),
     ("dynamics", FREE, ("mbs_ros.dynamics.*",)),
     ("controllers/ephs/sensors/estimation", FREE, ("mbs_ros.controllers.*", "mbs_ros.ephs.*", "mbs_ros.sensors.*",
                                                    "mbs_ros.estimation.*")),
