@@ -173,6 +173,22 @@ def test_a_step_and_a_look_ahead_suspended_at_every_checkpoint_give_the_uninterr
     assert sliced.step_ns_max < 10 ** 9  # the seconds that passed while it was suspended are not the step's
 
 
+def test_a_long_look_ahead_passes_a_checkpoint_every_few_states_of_its_poses():
+    """A look-ahead's batch can be long (it doubles after each clear look): its body poses are computed in slices
+    of ``POSE_SLICE`` states with a checkpoint between them, where a node may suspend it. A box falling far above
+    the ground, 101 states."""
+    from mbs_ros.dynamics.contact.world import POSE_SLICE
+
+    s, h, n = 0.2, 2e-3, 100
+    model = Model.rigid_body("se3", 1.0, np.diag([s * s / 6.0] * 3), gravity=(0.0, 0.0, -G))
+    world = ContactWorld([model], [halfspace("ground", (0, 0, 1), 0.0, 0.6), box("box", (s, s, s), (0, 0))])
+    batch = _batch(model, np.array([0.0, 0.0, 5.0, 0.0, 0.0, 0.0, 1.0]), np.zeros(6), n, h)[0]
+    calls = []
+    world.checkpoint = lambda: calls.append(1)
+    assert world.free_steps([batch]) == n  # nothing near: every state clear
+    assert len(calls) >= n // POSE_SLICE + 1  # the poses' slices, and the distance queries'
+
+
 def test_a_step_that_goes_on_at_its_checkpoints_reads_the_cpu_clock_twice(monkeypatch):
     """The thread's CPU clock is a system call (0.7–8 µs here): a contact step reads it at its start and its end,
     and around a checkpoint only when the step stopped there (:meth:`~mbs_ros.cores.work.Slices.checkpoint`

@@ -12,9 +12,10 @@ import numpy as np
 from mbs_ros.dynamics.contact.cones import _project_all, _project_dual_all, _shift, residual
 from mbs_ros.dynamics.kernels.jit import jit
 
-#: Iterations (ADMM maps) per compiled call when the caller may stop between calls (a ``checkpoint``): tens of µs
-#: for a Solo12 landing's rows (docs/contact.md, "The solver").
-SLICE = 32
+#: Iterations (ADMM maps, Gauss–Seidel sweeps) per compiled call when the caller may stop between calls (a
+#: ``checkpoint``): 16 keeps a Solo12 landing's slices near 0.1 ms (32 took up to 0.7 ms; docs/contact.md, "The
+#: solver").
+SLICE = 16
 
 
 @jit
@@ -143,6 +144,8 @@ def _admm(G, g, mu, n_contacts, lam, max_iter, tol, checkpoint=None):
     A, Lf, inverse = np.empty((m, m)), np.empty((m, m)), np.empty((m, m), order="F")
     k, max_iter = 0, int(max_iter)
     size = max_iter if checkpoint is None else SLICE
+    if checkpoint is not None:  # after the set-up, before the first slice
+        checkpoint()
     while True:
         k, best, rho, over = _admm_loop(G, g, mu, int(n_contacts), lam, max_iter, float(tol), mu_prox, rho, step,
                                         x, y, z, best, A, Lf, inverse, k, k + size)
@@ -319,6 +322,8 @@ def _anderson_admm(G, g, mu, n_contacts, lam, max_iter, tol, memory, rho_fractio
     # successive differences of T(s) and f (a ring), their Gram matrix dF dFᵀ, the mixing weights
     dS, dF, M, gamma = np.empty((memory, n)), np.empty((memory, n)), np.zeros((memory, memory)), np.empty(memory)
     size = int(max_iter) if checkpoint is None else SLICE
+    if checkpoint is not None:  # after the set-up (the proximal system's inverse), before the first slice
+        checkpoint()
     while not _anderson_more(G, g, mu, int(n_contacts), lam, int(max_iter), float(tol), memory, inverse, vm, vn, dS,
                              dF, M, gamma, sc, int(sc[0]) + size):
         checkpoint()

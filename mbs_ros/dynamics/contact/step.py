@@ -398,6 +398,8 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
     nl = sum(d.shape[0] for d in dl)
     fast = None if nl else _fast_model(models)
     terms = None if fast is None or not active else _compiled_terms(models[0], fast, qs, vs, taus, h, active, poses)
+    if checkpoint is not None:  # the rows' terms built, the warm start next
+        checkpoint()
     if terms is not None:  # one model with compiled kernels, contacts and no limit: its terms in one call
         (v_free, J, MinvJt, G, g), points, gap, mu = terms
         nc = mu.shape[0]

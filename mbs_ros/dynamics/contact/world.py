@@ -26,6 +26,8 @@ from mbs_ros.dynamics.contact.step import limited_joints, step
 __all__ = ["ContactWorld"]
 
 _SCRATCH = threading.local()  # per thread: Coal's distance request and result (near)
+#: States whose body poses a look-ahead computes between two checkpoints (tens of µs for Solo12's 13 bodies)
+POSE_SLICE = 16
 
 
 def _reach(shape) -> float:
@@ -164,6 +166,8 @@ class ContactWorld:
         models = self.models[first:]
         margin = self.margin + h * max((float(np.abs(v).max()) if len(v) else 0.0) for v in vs[first:])
         poses = self.poses(qs)
+        if self.checkpoint is not None:
+            self._checkpoint()
         contacts = find_contacts(poses, self.shapes, margin=margin, excluded=self.left_out(among),
                                  checkpoint=None if self.checkpoint is None else self._checkpoint)
         if self.checkpoint is not None:
@@ -252,6 +256,16 @@ class ContactWorld:
         res.clear()
         return float(coal.distance(a.geometry, ta, b.geometry, tb, req, res))
 
+    def _state_poses(self, model, qb) -> np.ndarray:
+        """The body poses at each state of ``qb`` (s, nb, 4, 4), with a checkpoint every :data:`POSE_SLICE` states
+        (a look-ahead's batch can be long)."""
+        out = []
+        for i, q in enumerate(qb):
+            if i and i % POSE_SLICE == 0 and self.checkpoint is not None:
+                self.checkpoint()
+            out.append(_body_poses(model, q))
+        return np.array(out)
+
     def free_steps(self, q_batches, v_batches=None, among: str = "all") -> int:
         """The largest k such that the states 0..k of a batch (per model, states ``(n + 1, nq)``: the start and
         after each step) keep every pair outside the margin and every joint outside its limit margin. Each pair's
@@ -278,7 +292,7 @@ class ContactWorld:
                 steps_lin.append(None)
                 steps_ang.append(None)
                 continue
-            poses = np.array([_body_poses(model, q) for q in qb[:n + 1]])  # (n+1, nb, 4, 4)
+            poses = self._state_poses(model, qb[:n + 1])  # (n+1, nb, 4, 4)
             rel_R = np.einsum("snji,snjk->snik", poses[:-1, :, :3, :3], poses[1:, :, :3, :3])
             dp = np.linalg.norm(poses[1:, :, :3, 3] - poses[:-1, :, :3, 3], axis=2)  # (n, nb)
             dth = _rotation_angle(rel_R.reshape(-1, 3, 3)).reshape(dp.shape)

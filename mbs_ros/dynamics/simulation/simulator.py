@@ -463,6 +463,8 @@ class Simulator(LockstepPeriods, StateOutputs):
                         self.contact_steps += 1
                         self.contact_unconverged += int(own.result is not None and not own.result.converged)
             self.k = k + 1
+            if (contact is not None or own_step) and self.world.checkpoint is not None:  # the step whole, k + 1's
+                self.world.checkpoint()
             if deadline_ns is not None and (contact is not None or own_step) and time.monotonic_ns() > deadline_ns:
                 return taken + 1
             if every and (self.k - self.k_reset) % every == 0:
@@ -730,8 +732,7 @@ class Simulator(LockstepPeriods, StateOutputs):
             self._W_list = push.tolist()
         else:
             self._W_list = cmd.W.tolist()
-        self._force_stale = False
-        self._p_end_valid = False
+        self._force_stale = self._p_end_valid = False
 
     def _power(self, q, v) -> float:
         """Power [W] of the applied commands at (q, v): ``τ(q)·v``; for the base wrench ``W_body(q)·V``, with ``V``
