@@ -100,8 +100,7 @@ class DynamicsNode(Node):
                                                 len(model.joint_names), s.base_actuated):
             why = "base_actuated is false" if model.group is not None else "this robot has a fixed base"
             raise ParameterError(f"lockstep: {why} and this robot has no movable joint: no command to wait for")
-        self.source = source
-        self.multibody = source.multibody
+        self.source, self.multibody = source, source.multibody
         self._visual_urdf = None  # a robot's URDF for RViz (_warn_model)
         self.contacts = None  # the contact topics' part (a world with shapes), made with the publishers
         self._warn_model(source, model, s)
@@ -147,7 +146,9 @@ class DynamicsNode(Node):
         self.publishing = StatePublishing(self, sim, settings=settings, source=source, multibody=self.multibody,
                                           world_frame=self.world_frame, base_frame=self.base_frame,
                                           prefix=self._prefix, visual_urdf=self._visual_urdf, counts=counts)
-        sim.on_wrench_applied, sim.on_efforts_applied = self.publishing.publish_wrench, self.publishing.publish_effort
+        # a changed applied command, as the step applies it: queued (a period's step may end a callback's share)
+        sim.on_wrench_applied = lambda k, w: self.work.add(single(lambda: self.publishing.publish_wrench(k, w)))
+        sim.on_efforts_applied = lambda k, e: self.work.add(single(lambda: self.publishing.publish_effort(k, e)))
         # the sensors (docs/dynamics_node.md, Sensors): a bad sensors file refuses the start
         suite = load_suite(s.sensors, source, model, self.dt, current=s.current, seed_offset=s.sensor_seed)
         self.sensors = SensorPublishing(self, suite, link_frame=self.publishing.frame, multibody=self.multibody,
@@ -185,8 +186,7 @@ class DynamicsNode(Node):
 
         # wall-clock pacing
         self._anchor()
-        self._spinning = False
-        self.timer = None
+        self._spinning, self.timer = False, None
         self._period = None  # lockstep: (k at its start, k at its end) of a period still running (take_period)
         self.work = WorkQueue()  # what is published after a controller's inputs, in pieces (advance, _run_period)
         self.slices = Slices()  # lockstep: a period whose contact step stops at its solver's checkpoints (_run_period)
@@ -427,10 +427,9 @@ class DynamicsNode(Node):
         """The state: a controller's inputs now (queued too when ``by_ns`` has passed), the rest (and, with
         ``rest``, pose, /tf, thrust and the applied commands again) queued."""
         pieces = self.publishing.state_pieces(wrenches=wrenches, markers=markers, rest=rest)
-        if by_ns is None or time.monotonic_ns() <= by_ns:
-            for piece in pieces:
-                if piece is INPUTS_OUT:
-                    break
+        while by_ns is None or time.monotonic_ns() <= by_ns:  # the inputs' pieces now while within by_ns
+            if next(pieces) is INPUTS_OUT:
+                break
         self.work.add(pieces)
         if rest:
             self.work.add(single(self.publishing.publish_applied))

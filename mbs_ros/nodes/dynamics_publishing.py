@@ -131,9 +131,7 @@ class StatePublishing:
         self._static_transforms = []
         self._tf_joints = []  # (parent link index, child link index, parent frame, child frame)
         self._joint_child_frames = []
-        self._base_link_index = None
-        self._world_to_base = True
-        self._base_is_root = True
+        self._base_link_index, self._world_to_base, self._base_is_root = None, True, True
         # the published state: odom's base pose and twist, joint_states' positions (continuous: atan2(sin, cos))
         self._state_view = StateView(model, self.source if self.multibody else None)
         if not self.multibody:
@@ -224,6 +222,7 @@ class StatePublishing:
         ``controller_inputs_only``: /clock, odom and joint_states (lockstep sending it again)."""
         stamp = self.stamp()
         self.publish_clock(again=controller_inputs_only)
+        yield  # a piece each (a publication to several subscribers costs ~50 us apiece)
         self.last_state_wall = time.monotonic()
         sim, model = self.sim, self.model
         q, v = sim.q, sim.v
@@ -232,17 +231,19 @@ class StatePublishing:
         poses = None
         rest = rest and not controller_inputs_only
         tf_wanted = rest and self.pub_tf.get_subscription_count() > 0
-        if self.multibody and (tf_wanted or not self._base_is_root or (everything or markers)):
+        if self.multibody and not self._base_is_root:  # the base's pose is a link's: the links' poses first
             poses = model.link_poses(q)
         p, quat = self._state_view.base_pose(model, q, poses)  # a URDF rooted at "world": the base link's fixed pose
         if self.pub_odom.get_subscription_count():
             self.pub_odom.publish(self._odom_out(stamp, p, quat, self._state_view.twist(model, q, v)))
-            yield  # a piece each (a publication to several subscribers costs ~50 us apiece)
+            yield
         if self.nj and self.pub_joint_states.get_subscription_count():
             self._publish_joint_states(stamp)
         yield INPUTS_OUT
         if controller_inputs_only:
             return
+        if poses is None and self.multibody and (tf_wanted or everything or markers):  # for /tf and the markers
+            poses = model.link_poses(q)
         if rest and self.pub_pose.get_subscription_count():
             m = self._pose_msg
             cv.set_stamp(m.header, stamp)
