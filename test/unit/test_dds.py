@@ -20,8 +20,8 @@ def test_an_empty_environment_gets_the_shipped_profile(tmp_path):
 
 
 @pytest.mark.parametrize("env", [
-    {PROFILE_VARIABLE: "/home/user/mine.xml"},
-    {"FASTRTPS_DEFAULT_PROFILES_FILE": "/home/user/old.xml"},
+    {PROFILE_VARIABLE: "/opt/profiles/mine.xml"},
+    {"FASTRTPS_DEFAULT_PROFILES_FILE": "/opt/profiles/old.xml"},
     {"RMW_IMPLEMENTATION": "rmw_cyclonedds_cpp"},
     {"RMW_IMPLEMENTATION": "rmw_zenoh_cpp"},
 ])
