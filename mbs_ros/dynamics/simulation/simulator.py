@@ -81,8 +81,7 @@ class Simulator(LockstepPeriods, StateOutputs):
         self.q_init = np.array(q0, dtype=float)
         self.v_init = np.array(v0, dtype=float)
         self.q, self.v = self.q_init.copy(), self.v_init.copy()
-        self.k = 0
-        self.k_reset = 0
+        self.k = self.k_reset = 0
         self._paused = False
         self.fault: Optional[Fault] = None
         self.faults = 0
@@ -479,6 +478,8 @@ class Simulator(LockstepPeriods, StateOutputs):
         keep every pair and limit out of the margin (``_free_until`` moved on; the batch's states are today's,
         bit for bit), else ``(None, (q1, v1, info))``, this step taken by the contact step."""
         world = self.world
+        if world.checkpoint is not None:  # the commands taken and the force built, nothing of the step computed yet
+            world.checkpoint()
         q1 = None  # the ordinary step from (q0, v0); resting (within the margin already, no objects): not needed
         if batch is not None and batch[3] < batch[2].shape[0]:
             i = batch[3]
@@ -519,8 +520,7 @@ class Simulator(LockstepPeriods, StateOutputs):
                 qs[i], vs[i] = step(m, self.obj_q[i - 1], self.obj_v[i - 1], np.zeros(m.nv), self.dt,
                                     method=self._integrator)
         self._free_until = -1
-        self._probe = 1
-        self._obj_traj = None
+        self._probe, self._obj_traj = 1, None
         return None, (qs[0], vs[0], info, qs[1:], vs[1:])
 
     def _objects_span(self, k: int, n: int) -> list:
