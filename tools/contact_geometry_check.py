@@ -6,7 +6,8 @@ runs each scenario headless, records every ``find_contacts`` call of its contact
 the margin, the excluded pairs) and compares the contacts with :func:`coal_contacts`: every pair handed to Coal with
 fresh request and result objects (no broad phase, no cached constants), the patch points read with
 ``getPointShape1``/``getPointShape2``, the pair's own distances from ``_own_distances`` (unchanged; its closed forms
-are tested in test_contact_patch_distances) and the reduction of the patch as it was first written (NumPy). Same
+are tested in test_contact_patch_distances) and the reduction of the patch as it was first written (NumPy); a convex
+polytope on a half-space by its definition (:func:`polytope_on_halfspace`: the vertices, in NumPy). Same
 count, order, names, bodies and friction; points, normals and distances within 1e-12 m (it also says how many are
 equal bit for bit). Exit status 1 on a difference. test_contact_geometry_fast uses :func:`coal_contacts` on random
 scenes.
@@ -41,6 +42,51 @@ def reduce_reference(points, distance, min_separation, max_kept):
     return kept
 
 
+def _vertex_distances(sa, Ta, sb, Tb):
+    """A polytope's vertices in the world, a half-space's outward normal in the world, and each vertex's signed
+    distance to its plane."""
+    g, h = sa.geometry, sb.geometry
+    vertices = np.array([g.point(k) for k in range(g.num_points)], dtype=float).reshape(-1, 3)
+    x = vertices @ Ta[:3, :3].T + Ta[:3, 3]
+    n = Tb[:3, :3] @ np.asarray(h.n, dtype=float)
+    return x, n, x @ n - (float(h.d) + n @ Tb[:3, 3])
+
+
+def polytope_edge_pairs(body_poses, shapes, margin, tolerance=TOLERANCE):
+    """The names of the pairs of a convex polytope on a half-space whose deepest vertex is within ``tolerance`` of
+    ``margin``: found or not by the rounding of the poses' arithmetic, so two correct searches may differ there."""
+    def pose(s):
+        return s.T_body_shape if s.body is None else body_poses[s.body[0]][s.body[1]] @ s.T_body_shape
+
+    out = set()
+    for sa in shapes:
+        for sb in shapes:
+            if (sa.body is not None and sb.body is None and isinstance(sa.geometry, coal.ConvexBase)
+                    and isinstance(sb.geometry, coal.Halfspace)):
+                if abs(_vertex_distances(sa, pose(sa), sb, pose(sb))[2].min() - margin) <= tolerance:
+                    out.add(f"{sa.name}/{sb.name}")
+    return out
+
+
+def polytope_on_halfspace(sa, Ta, sb, Tb, margin, min_separation, max_kept):
+    """The contacts of a convex polytope ``sa`` on a half-space ``sb`` by their definition, in NumPy: each vertex's
+    signed distance to the plane ``n·x = d`` (world), the pair touching when the deepest is within ``margin``, the
+    patch the vertices within ``margin`` of the deepest, a distance within FLUSH of the deepest taken as the
+    deepest's, the reduction as first written, each point the middle of the vertex and its projection."""
+    from mbs_ros.dynamics.contact.geometry import FLUSH
+    from mbs_ros.dynamics.contact.step import Contact
+
+    x, n, s = _vertex_distances(sa, Ta, sb, Tb)
+    if not s.min() <= margin:
+        return []
+    patch = s <= s.min() + margin
+    x, s = x[patch], s[patch]
+    dist = np.where(s - s.min() < FLUSH, s.min(), s)
+    mid = x - 0.5 * s[:, None] * n
+    return [Contact(tuple(sa.body), mid[p], n, float(dist[p]), min(sa.mu, sb.mu), None if sb.body is None else
+                    tuple(sb.body), f"{sa.name}/{sb.name}") for p in reduce_reference(x, dist, min_separation, max_kept)]
+
+
 def coal_contacts(body_poses, shapes, margin=1e-3, max_points=8, excluded=frozenset(), min_separation=5e-3,
                   max_kept=4):
     """The contacts of ``find_contacts``' contract from Coal alone: every pair (i < j) on different bodies whose
@@ -59,6 +105,10 @@ def coal_contacts(body_poses, shapes, margin=1e-3, max_points=8, excluded=frozen
                 continue
             sa, sb = (sj, si) if si.body is None else (si, sj)
             Ta, Tb = pose(sa), pose(sb)
+            if (isinstance(sb.geometry, coal.Halfspace) and isinstance(sa.geometry, coal.ConvexBase)
+                    and sa.geometry.getSweptSphereRadius() == 0.0):
+                out += polytope_on_halfspace(sa, Ta, sb, Tb, margin, min_separation, max_kept)
+                continue
             ta = coal.Transform3s(np.ascontiguousarray(Ta[:3, :3]), np.ascontiguousarray(Ta[:3, 3]))
             tb = coal.Transform3s(np.ascontiguousarray(Tb[:3, :3]), np.ascontiguousarray(Tb[:3, 3]))
             req = coal.CollisionRequest()
@@ -136,8 +186,11 @@ def main(argv=None) -> int:
         calls = record(name, float(seconds or 2.0))
         n = exact = 0
         for k, (poses, shapes, kw) in enumerate(calls):
+            kw = {key: value for key, value in kw.items() if key != "checkpoint"}  # a node's, not a search's
             found, expected = find_contacts(poses, shapes, **kw), coal_contacts(poses, shapes, **kw)
-            why, same = differences(found, expected)
+            edge = polytope_edge_pairs(poses, shapes, kw.get("margin", 1e-3))
+            why, same = differences([c for c in found if c.name not in edge], [c for c in expected
+                                                                               if c.name not in edge])
             n += len(expected)
             exact += same
             if why:

@@ -54,7 +54,7 @@ def test_after_the_push_it_stands_again_at_its_height(run):
 
 
 def test_standing_the_solver_stops_once_it_stalls_within_its_tolerance(monkeypatch):
-    """Each foot's three patch points are redundant: Gauss–Seidel moves the split of a foot's impulse among them
+    """Each foot's patch points (up to four, at least 5 mm apart, on its rounded sole) are redundant: Gauss–Seidel moves the split of a foot's impulse among them
     about for ever (its 1e-12 relative change never comes) without changing the constraint velocities; it stops
     once a chunk of sweeps no longer halves the residual and the residual is within the solver's tolerance. The
     last 300 solves of 1.2 s (standing still): every one converged, the sweeps far below the 100 allowed."""
@@ -66,7 +66,7 @@ def test_standing_the_solver_stops_once_it_stalls_within_its_tolerance(monkeypat
 
     def recording(G, g, mu, n_contacts, **kw):
         result = original(G, g, mu, n_contacts, **kw)
-        if n_contacts == 12:  # the contact problem of the four feet, not the post-stabilisation's normal rows
+        if n_contacts >= 4:  # the contact problem of the four feet, not the post-stabilisation's normal rows (0)
             solves.append((result, float(np.abs(g).max()), kw.get("max_sweeps")))
         return result
 

@@ -7,7 +7,9 @@ one distance per corner. Coal gives every patch point the deepest point's distan
 margin would be held flush); against a half-space (the ground, a seabed) :func:`_line_interval` measures each
 point's own distance instead, the gap along the normal between the two surfaces through that point (boxes,
 spheres, cylinders and capsules in closed form; another shape, and a pair of two bounded shapes, keeps Coal's
-distance: see PLANES_ONLY).
+distance: see PLANES_ONLY). A convex polytope (a URDF mesh's hull) against a half-space is not asked of Coal: its
+patch is its vertices within the margin of its deepest one, each at its own exact distance
+(:func:`_polytope_contacts`, compiled: a quadruped's four feet on the ground in one call).
 """
 from __future__ import annotations
 
@@ -238,6 +240,75 @@ def _patch_points(points, half_depth, normal, out):
             out[0, i, c], out[1, i, c], out[2, i, c] = a, b - a, 0.5 * (a + b)
 
 
+@jit
+def _place(B, gidx, Tbs, r, T):
+    """Shape row r's world pose into ``T`` (3, 4): ``B[gidx[r]] @ Tbs[r]``, or ``Tbs[r]`` for a world shape
+    (:func:`_near_pairs`' arithmetic)."""
+    g = gidx[r]
+    for a in range(3):
+        for c in range(4):
+            if g < 0:
+                T[a, c] = Tbs[r, a, c]
+            else:
+                T[a, c] = (B[g, a, 0] * Tbs[r, 0, c] + B[g, a, 1] * Tbs[r, 1, c] + B[g, a, 2] * Tbs[r, 2, c]
+                           + B[g, a, 3] * Tbs[r, 3, c])
+
+
+@jit
+def _polytope_contacts(B, gidx, Tbs, ab, bounds, verts, vstart, margin, flush, min_separation, max_kept,
+                       points, distance, normals, counts):
+    """The contacts of convex polytopes (rows ``ab[k, 0]``, vertices ``verts[vstart[r]:vstart[r + 1]]``) on
+    half-spaces (rows ``ab[k, 1]``, ``bounds[r]``: normal, 0, offset), poses as :func:`_place` places them. Pair k
+    touches when its deepest vertex is within ``margin``; its patch is then the vertices within ``margin`` of the
+    deepest (Coal's support set at ``patch_tolerance = margin``), each at its own signed distance ``n·x - d`` (exact
+    for a polytope on a plane; within ``flush`` of the deepest: the deepest's, as :func:`_own_distances`), reduced
+    by :func:`_reduce_into` (the deepest first, then the farthest apart). Writes ``counts[k]`` points:
+    ``points[k, p]`` the middle of the vertex and its projection on the plane, ``distance[k, p]``, and
+    ``normals[k]`` the half-space's outward normal in the world (from b to a)."""
+    Ta, Tb = np.empty((3, 4)), np.empty((3, 4))
+    kept = np.empty(max(max_kept, 1), dtype=np.int64)
+    nv_max = 0
+    for r in range(vstart.shape[0] - 1):
+        nv_max = max(nv_max, vstart[r + 1] - vstart[r])
+    x, s = np.empty((nv_max, 3)), np.empty(nv_max)
+    xs, ds, raw = np.empty((nv_max, 3)), np.empty(nv_max), np.empty(nv_max)
+    for k in range(ab.shape[0]):
+        a, b = ab[k, 0], ab[k, 1]
+        _place(B, gidx, Tbs, a, Ta)
+        _place(B, gidx, Tbs, b, Tb)
+        n0 = Tb[0, 0] * bounds[b, 0] + Tb[0, 1] * bounds[b, 1] + Tb[0, 2] * bounds[b, 2]
+        n1 = Tb[1, 0] * bounds[b, 0] + Tb[1, 1] * bounds[b, 1] + Tb[1, 2] * bounds[b, 2]
+        n2 = Tb[2, 0] * bounds[b, 0] + Tb[2, 1] * bounds[b, 1] + Tb[2, 2] * bounds[b, 2]
+        d = bounds[b, 6] + n0 * Tb[0, 3] + n1 * Tb[1, 3] + n2 * Tb[2, 3]
+        normals[k, 0], normals[k, 1], normals[k, 2] = n0, n1, n2
+        v0, nv = vstart[a], vstart[a + 1] - vstart[a]
+        low = np.inf
+        for i in range(nv):
+            v = v0 + i
+            for c in range(3):
+                x[i, c] = Ta[c, 0] * verts[v, 0] + Ta[c, 1] * verts[v, 1] + Ta[c, 2] * verts[v, 2] + Ta[c, 3]
+            s[i] = n0 * x[i, 0] + n1 * x[i, 1] + n2 * x[i, 2] - d
+            if s[i] < low:
+                low = s[i]
+        counts[k] = 0
+        if not low <= margin:
+            continue
+        m = 0
+        for i in range(nv):
+            if s[i] <= low + margin:
+                xs[m, 0], xs[m, 1], xs[m, 2] = x[i, 0], x[i, 1], x[i, 2]
+                raw[m] = s[i]
+                ds[m] = low if s[i] - low < flush else s[i]
+                m += 1
+        count = _reduce_into(xs[:m], ds[:m], min_separation, max_kept, kept)
+        for p in range(count):
+            i = kept[p]
+            h = 0.5 * raw[i]
+            points[k, p, 0], points[k, p, 1], points[k, p, 2] = xs[i, 0] - h * n0, xs[i, 1] - h * n1, xs[i, 2] - h * n2
+            distance[k, p] = ds[i]
+        counts[k] = count
+
+
 def _contact_maker():
     """:class:`Contact`, or where it is a plain dataclass (these fields, an instance ``__dict__``, no
     ``__post_init__``) the same object made without its generated ``__init__``'s seven ``object.__setattr__``
@@ -405,9 +476,10 @@ class _Pair:
     """A pair that may touch, its constants: shape indices ``ij`` (i < j), the moving shape first (``a``: the
     normal points from b to it; ``a``, ``b`` their rows in the plan), the contact's name, friction and bodies,
     whether each point gets its own distance (:func:`_own_distances`: b a half-space, a a shape
-    :func:`_line_interval` knows)."""
+    :func:`_line_interval` knows), whether it is a convex polytope on a half-space (``poly``:
+    :func:`_polytope_contacts`)."""
 
-    __slots__ = ("ij", "a", "b", "sa", "sb", "name", "mu", "body_a", "body_b", "own")
+    __slots__ = ("ij", "a", "b", "sa", "sb", "name", "mu", "body_a", "body_b", "own", "poly")
 
     def __init__(self, shapes, i, j, row):
         self.ij = (i, j)
@@ -418,6 +490,8 @@ class _Pair:
         self.mu = min(sa.mu, sb.mu)
         self.body_a, self.body_b = tuple(sa.body), None if sb.body is None else tuple(sb.body)
         self.own = isinstance(sb.geometry, coal.Halfspace) and isinstance(sa.geometry, _OWN_KINDS)
+        self.poly = (isinstance(sb.geometry, coal.Halfspace) and isinstance(sa.geometry, coal.ConvexBase)
+                     and sa.geometry.getSweptSphereRadius() == 0.0)  # :func:`_polytope_contacts`, not Coal
 
 
 class _Plan:
@@ -560,6 +634,16 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
     Ts = [None] * len(where)  # the world poses of the rows placed (pool[r]: their Coal placements)
     min_separation, max_kept = float(min_separation), int(max_kept)
     kept = np.empty(max(max_kept, 1), dtype=np.int64)
+    polys = [pair for pair in candidates if pair.poly]
+    if polys:  # every polytope on a half-space at once, compiled (their results are this call's own arrays)
+        ab = np.array([(pair.a, pair.b) for pair in polys], dtype=np.int64)
+        width = max(max_kept, 1)
+        poly_points, poly_distance = np.empty((len(polys), width, 3)), np.empty((len(polys), width))
+        poly_normals, poly_counts = np.empty((len(polys), 3)), np.empty(len(polys), dtype=np.int64)
+        _polytope_contacts(B, gidx, plan.Tbs, ab, plan.bounds, plan.verts, plan.vstart, float(margin), FLUSH,
+                           min_separation, max_kept, poly_points, poly_distance, poly_normals, poly_counts)
+        poly_counts = poly_counts.tolist()
+    k_poly = 0
     out = []
     placed = [False] * len(where)  # rows whose Coal placement (pool[r]) holds Ts[r]
     for n, pair in enumerate(candidates):
@@ -568,6 +652,14 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
             # another search in this thread (while suspended) may have set the shared request and placements
             req, res, preq, pres, pool = _coal_objects(margin, max_points, len(where))
             placed = [False] * len(where)
+        if pair.poly:
+            count, k = poly_counts[k_poly], k_poly
+            k_poly += 1
+            if count:
+                body_a, body_b, mu, name, normal = pair.body_a, pair.body_b, pair.mu, pair.name, poly_normals[k]
+                depth, at = poly_distance[k].tolist(), poly_points[k]
+                out += [_contact(body_a, at[p], normal, depth[p], mu, body_b, name) for p in range(count)]
+            continue
         a, b = pair.a, pair.b
         for r in (a, b):
             if not placed[r]:
@@ -601,11 +693,17 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
 
 
 def warm_up() -> None:
-    """Load (or compile) the compiled kernels of :func:`find_contacts` with the types its calls use: a box resting
-    on a half-space (a contact step's first call would otherwise load them inside a node's callback)."""
+    """Load (or compile) the compiled kernels of :func:`find_contacts` with the types its calls use: a box and a
+    convex polytope (a cube's hull) resting on a half-space (a contact step's first call would otherwise load them
+    inside a node's callback)."""
     T = np.eye(4)
     T[2, 3] = 0.05
-    find_contacts([np.array([T])], [halfspace("ground", (0.0, 0.0, 1.0)), box("box", (0.1, 0.1, 0.1), (0, 0))])
+    vertices = coal.StdVec_Vec3s()
+    for corner in np.array(np.meshgrid([-0.05, 0.05], [-0.05, 0.05], [-0.05, 0.05])).reshape(3, -1).T:
+        vertices.append(np.ascontiguousarray(corner, dtype=float))
+    hull = Shape("hull", coal.Convex.convexHull(vertices, False, None), (0, 1))
+    find_contacts([np.array([T, T])], [halfspace("ground", (0.0, 0.0, 1.0)), box("box", (0.1, 0.1, 0.1), (0, 0)),
+                                       hull])
 
 
 def check_separated(body_poses, shapes, excluded=frozenset(), tolerance: float = 1e-6) -> None:

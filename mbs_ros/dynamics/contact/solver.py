@@ -264,7 +264,7 @@ def _gauss_seidel(G, g, mu, n_contacts, lam, max_sweeps, tol, residual_tol):
     failed local solves in the last sweep, residual, max |g|). The sweeps run in chunks of :data:`STALL_CHUNK`
     until no impulse changes by more than ``tol`` relative; after a chunk that did not get there, they stop when
     the residual is within ``residual_tol`` (< 0: the default, :data:`RESIDUAL_TOLERANCE` × max |g|) and the
-    chunk did not halve it — stalled: redundant contacts (a foot's three patch points, a face's four corners)
+    chunk did not halve it — stalled: redundant contacts (a foot's patch points, a face's four corners)
     leave the impulses' split among them free, and the sweeps move it about for ever without changing c."""
     st = np.array([0.0, 0.0, np.inf, 0.0, -1.0, residual_tol])
     _gauss_seidel_more(G, g, mu, n_contacts, lam, max_sweeps, tol, st, max_sweeps)
