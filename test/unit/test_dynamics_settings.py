@@ -113,6 +113,27 @@ def test_a_lone_skip_ahead_is_a_stall_and_one_within_ten_seconds_of_another_a_wa
     assert double.skip(0, 60_000_000)[1].startswith("0.060 s behind")
 
 
+def test_short_stalls_within_ten_seconds_stay_stalls_and_a_slow_simulation_is_warned_about():
+    """Two stalls of 55 ms 7 s apart (the demo's dynamics node on a slow 2-core host: one while the nodes start,
+    one as the run ends) lose 0.11 s in 10 s: both INFO. A simulation at 0.8 of real time falls 50 ms behind every
+    0.25 s: its skips lose 0.2 s per second, and from the first 0.2 s lost within 10 s on each is a warning."""
+    pacer = Pacer(DT_NS, real_time_factor=1.0)
+    pacer.anchor(0, 0)
+    assert not pacer.skip(0, 55_000_000)[0]  # 55 steps due, none taken
+    pacer.anchor(0, 55_000_000)
+    persistent, text = pacer.skip(7000, 7_110_000_000)  # 7 s later, at step 7000: 55 ms behind again
+    assert not persistent and "0.2 s within 10 s are warned about" in text, text
+    slow = Pacer(DT_NS, real_time_factor=1.0)
+    k, now, warned = 0, 0, []
+    slow.anchor(k, now)
+    for _ in range(12):  # 0.25 s of wall clock, 0.2 s of it simulated: 50 steps (+1) behind at each
+        now += 250_000_000
+        k += 199
+        warned.append(slow.skip(k, now)[0])
+        slow.anchor(k, now)
+    assert warned == [False] * 3 + [True] * 9, warned  # 0.051 s each: the fourth makes more than 0.2 s
+
+
 def test_lockstep_periods_start_no_earlier_than_the_speed_limit():
     pacer = Pacer(DT_NS, real_time_factor=1.0)
     pacer.anchor(0, 1_000)
