@@ -42,6 +42,12 @@ def reduce_reference(points, distance, min_separation, max_kept):
     return kept
 
 
+def _polytope_on_plane(sa, sb):
+    """Whether ``sa`` is a convex polytope (no swept radius) and ``sb`` a half-space: a pair taken by its vertices."""
+    return (isinstance(sb.geometry, coal.Halfspace) and isinstance(sa.geometry, coal.ConvexBase)
+            and sa.geometry.getSweptSphereRadius() == 0.0)
+
+
 def _vertex_distances(sa, Ta, sb, Tb):
     """A polytope's vertices in the world, a half-space's outward normal in the world, and each vertex's signed
     distance to its plane."""
@@ -61,8 +67,7 @@ def polytope_edge_pairs(body_poses, shapes, margin, tolerance=TOLERANCE):
     out = set()
     for sa in shapes:
         for sb in shapes:
-            if (sa.body is not None and sb.body is None and isinstance(sa.geometry, coal.ConvexBase)
-                    and isinstance(sb.geometry, coal.Halfspace)):
+            if sa.body is not None and sb.body is None and _polytope_on_plane(sa, sb):
                 if abs(_vertex_distances(sa, pose(sa), sb, pose(sb))[2].min() - margin) <= tolerance:
                     out.add(f"{sa.name}/{sb.name}")
     return out
@@ -105,8 +110,7 @@ def coal_contacts(body_poses, shapes, margin=1e-3, max_points=8, excluded=frozen
                 continue
             sa, sb = (sj, si) if si.body is None else (si, sj)
             Ta, Tb = pose(sa), pose(sb)
-            if (isinstance(sb.geometry, coal.Halfspace) and isinstance(sa.geometry, coal.ConvexBase)
-                    and sa.geometry.getSweptSphereRadius() == 0.0):
+            if _polytope_on_plane(sa, sb):
                 out += polytope_on_halfspace(sa, Ta, sb, Tb, margin, min_separation, max_kept)
                 continue
             ta = coal.Transform3s(np.ascontiguousarray(Ta[:3, :3]), np.ascontiguousarray(Ta[:3, 3]))

@@ -242,8 +242,8 @@ def _patch_points(points, half_depth, normal, out):
 
 @jit
 def _place(B, gidx, Tbs, r, T):
-    """Shape row r's world pose into ``T`` (3, 4): ``B[gidx[r]] @ Tbs[r]``, or ``Tbs[r]`` for a world shape
-    (:func:`_near_pairs`' arithmetic)."""
+    """Shape row r's world pose into ``T`` (3, 4): ``B[gidx[r]] @ Tbs[r]``, or ``Tbs[r]`` for a world shape (the
+    broad phase's and :func:`_polytope_contacts`' placements)."""
     g = gidx[r]
     for a in range(3):
         for c in range(4):
@@ -419,14 +419,7 @@ def _near_pairs(B, gidx, Tbs, pairs, bounds, verts, vstart, hint, thr, out):
     m = Tbs.shape[0]
     T = np.empty((m, 3, 4))
     for r in range(m):
-        for a in range(3):
-            for c in range(4):
-                if gidx[r] < 0:
-                    T[r, a, c] = Tbs[r, a, c]
-                else:
-                    g = gidx[r]
-                    T[r, a, c] = (B[g, a, 0] * Tbs[r, 0, c] + B[g, a, 1] * Tbs[r, 1, c] + B[g, a, 2] * Tbs[r, 2, c]
-                                  + B[g, a, 3] * Tbs[r, 3, c])
+        _place(B, gidx, Tbs, r, T[r])
     count = 0
     for k in range(pairs.shape[0]):
         kind, i, j = pairs[k, 0], pairs[k, 1], pairs[k, 2]
