@@ -47,6 +47,7 @@ from mbs_ros.cores.controller_settings import (DEFAULTS, ControllerSettings, Par
                                                settings_from_values)
 from mbs_ros.cores.parameters.controller import PARAMETERS
 from mbs_ros.cores.ratelimit import RateLimitedLog
+from mbs_ros.nodes.logger import FastLogging
 from mbs_ros.nodes.runtime import declare_model_parameters, run_node, settings_executor, unknown_overrides
 
 WARN_THROTTLE_S = 2.0
@@ -59,7 +60,7 @@ __all__ = ["ControllerNode", "ControllerSettings", "ParameterError", "settings_f
            "FEEDBACK_PERIOD_S"]
 
 
-class ControllerNode(Node):
+class ControllerNode(FastLogging, Node):
     """Construct, then call :meth:`configure` (raises ParameterError).
 
     This class builds the model, the law and the limits from the parameters and computes the command for each

@@ -39,6 +39,7 @@ from mbs_ros.cores.estimator_settings import (DEFAULTS, MAX_WORK_PER_CALL, Fusio
                                               build_setup, settings_from_values)
 from mbs_ros.cores.parameters.estimator import PARAMETERS
 from mbs_ros.cores.ratelimit import RateLimitedLog
+from mbs_ros.nodes.logger import FastLogging
 from mbs_ros.nodes.runtime import declare_model_parameters, run_node, settings_executor, unknown_overrides
 
 __all__ = ["EstimatorNode", "main", "SENSOR_QUEUE", "ESTIMATE_QOS_DEPTH", "RESEND_S", "MAX_ABS"]
@@ -66,7 +67,7 @@ def _xyz(m) -> list:
     return [m.x, m.y, m.z]
 
 
-class EstimatorNode(Node):
+class EstimatorNode(FastLogging, Node):
     """Construct, then call :meth:`configure` (raises ParameterError). See docs/estimator_node.md."""
 
     def __init__(self, node_name: str = "estimator_node", **kwargs):

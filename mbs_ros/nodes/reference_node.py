@@ -32,6 +32,7 @@ from mbs_ros.cores.parameters.reference import PARAMETERS
 from mbs_ros.cores.reference import (STAMP_MODES, ReferenceError, Waypoints,  # noqa: F401 - importable here
                                           reference_setup, trajectories, waypoints_from_file,
                                           waypoints_from_values)
+from mbs_ros.nodes.logger import FastLogging
 from mbs_ros.nodes.runtime import descriptor, run_node
 
 __all__ = ["ReferenceNode", "ReferenceError", "Waypoints", "waypoints_from_values", "waypoints_from_file", "main"]
@@ -41,7 +42,7 @@ _KEEP_STAMPS = 20
 
 
 
-class ReferenceNode(Node):
+class ReferenceNode(FastLogging, Node):
     """Sends the references (docs/reference_node.md). Construct, then :meth:`configure` (raises ReferenceError)."""
 
     def __init__(self, node_name: str = "reference_node", **kwargs):
