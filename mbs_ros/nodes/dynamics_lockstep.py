@@ -29,13 +29,13 @@ class LockstepWatch:
     ``counts`` the node's counters; ``logs`` its :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`;
     ``take_period()`` runs a control period whose commands are all here; ``anchor()`` restarts the wall-clock
     pacing; ``subscriptions()`` the stamped command subscriptions; ``busy()``: the last period's publications are
-    not all out yet (the node tries again once they are)."""
+    not all out yet (the node tries again once they are); ``send(job)`` publishes a job of pieces as the node's."""
 
     def __init__(self, node, sim, pacer, publishing, *, settings, counts: dict, logs, take_period, anchor,
-                 subscriptions, busy=lambda: False):
+                 subscriptions, send, busy=lambda: False):
         self.node, self.sim, self.pacer, self.publishing = node, sim, pacer, publishing
-        self.settings, self.counts, self.logs = settings, counts, logs
-        self.take_period, self.anchor, self.subscriptions, self.busy = take_period, anchor, subscriptions, busy
+        self.settings, self.counts, self.logs, self.busy, self.send = settings, counts, logs, busy, send
+        self.take_period, self.anchor, self.subscriptions = take_period, anchor, subscriptions
         self.last_input_wall = time.monotonic()
         self.graph_counts = ()
         self.awaiting_command, self._accepted_at_start = False, 0  # wait_for_command: the wait, the count then
@@ -70,8 +70,8 @@ class LockstepWatch:
         counts = self.graph_counts_now()
         grew = any(c > old for c, old in zip(counts, self.graph_counts))
         self.graph_counts = counts
-        if grew:
-            self.publishing.publish_state(everything=True)
+        if grew:  # everything (markers, joint wrenches too): in pieces, as running
+            self.send(self.publishing.state_pieces(everything=True))
         elif (self.awaiting_command
               and time.monotonic() - self.publishing.last_state_wall >= 1.0 / self.settings().publish_rate):
             # the state again at publish_rate: the controller keeps it fresh (not stale) and answers it until the

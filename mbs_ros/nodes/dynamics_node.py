@@ -160,7 +160,8 @@ class DynamicsNode(FastLogging, Node):
                                        self.publishing.pub_diag)
         self.watch = LockstepWatch(self, sim, self.pacer, self.publishing, settings=settings, counts=counts,
                                    logs=logs, take_period=lambda: self.take_period(chunked=True), anchor=self._anchor,
-                                   subscriptions=lambda: self.inputs.stamped, busy=lambda: self.work.pending())
+                                   subscriptions=lambda: self.inputs.stamped, busy=lambda: self.work.pending(),
+                                   send=lambda job: self.work.add(job) or self._drain(self._share_end()))
         if s.wait_for_command and not s.lockstep and not s.start_paused:
             self.watch.await_first_command()  # a robot under gravity holds its pose while its controller starts
         if sim.world is not None and sim.world.shapes:

@@ -52,8 +52,10 @@ class Sim:
 
 
 class Publisher:
+    count = 1
+
     def get_subscription_count(self):
-        return 1
+        return self.count
 
 
 class Publishing:
@@ -68,6 +70,10 @@ class Publishing:
     def publish_state(self, **kw):
         self.last_state_wall = dl.time.monotonic()
         self.states.append(kw)
+
+    def state_pieces(self, **kw):  # a job: published piece by piece once the node's queue runs it
+        yield
+        self.publish_state(**kw)
 
     def repeat_clock(self):
         pass
@@ -85,9 +91,10 @@ class Node:
         self.info = []
         self.logs = Logs()
         settings = types.SimpleNamespace(publish_rate=100.0)
+        self.jobs = []  # what the watch gave the node's queue
         self.watch = dl.LockstepWatch(self, self.sim, None, self.publishing, settings=lambda: settings,
                                       counts=self.counts, logs=self.logs, take_period=self.take_period,
-                                      anchor=self.anchor, subscriptions=lambda: ())
+                                      anchor=self.anchor, subscriptions=lambda: (), send=self.jobs.append)
         self.watch.try_period = self.take_period  # no pacing here: a complete period runs
 
     @property
@@ -164,3 +171,22 @@ def test_pause_ends_the_wait_for_a_first_command(clock):
     clock.t += 1.0
     node.watch.paused_watch()  # paused as asked: no more repeats of a waiting start, and the command starts nothing
     assert node.states == [] and node.anchored == 0
+
+
+def test_a_late_joiner_while_paused_gets_everything_through_the_node_s_queue(clock):
+    """Paused, a new state subscriber: the whole state (markers, joint wrenches too) again, as a job of pieces for
+    the node's work queue, not published at once inside the timer's callback."""
+    node = Node()
+    watch = node.watch
+    watch.graph_counts = (1, 1)
+    node.sim.paused = True
+    watch.paused_watch()  # nobody new: nothing
+    assert node.jobs == [] and node.states == []
+    node.publishing.pub_odom.count = 2  # a recorder subscribed to odom
+    watch.paused_watch()
+    assert len(node.jobs) == 1 and node.states == []  # queued, not published yet
+    for _ in node.jobs[0]:  # the queue runs it
+        pass
+    assert node.states == [{"everything": True}]
+    watch.paused_watch()  # the same subscribers: not again
+    assert len(node.jobs) == 1
