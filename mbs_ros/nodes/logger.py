@@ -7,8 +7,9 @@ rcutils the same record (severity, logger name, message, function, file, line) r
 20-40 us. rclpy's filters (``throttle_duration_sec``, ``once``, ``skip_first``) are kept per call site here, as
 rclpy keeps them; the nodes' own rate limiting is :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`.
 
-The nodes get it from :class:`FastLogging`'s ``get_logger()``. Without rclpy's C logging function (another rclpy
-than the ones this was written against) the lines go through rclpy's logger as before.
+The nodes get it from :class:`FastLogging`'s ``get_logger()``. Without rclpy's C logging function, or with another
+signature of it (an rclpy other than the ones this was written against), the lines go through rclpy's logger, at
+its cost, with this module's line as theirs.
 """
 from __future__ import annotations
 
@@ -29,6 +30,15 @@ except (ImportError, AttributeError):  # pragma: no cover - another rclpy: its o
 
 __all__ = ["FastLogger", "FastLogging"]
 
+# rclpy's logger where rcutils' function is not there: one call site per severity (rclpy keeps a state per calling
+# line and refuses a second severity on one), the filters applied here before
+_RCLPY = {
+    LoggingSeverity.DEBUG: lambda logger, text: logger.debug(text),
+    LoggingSeverity.INFO: lambda logger, text: logger.info(text),
+    LoggingSeverity.WARN: lambda logger, text: logger.warning(text),
+    LoggingSeverity.ERROR: lambda logger, text: logger.error(text),
+    LoggingSeverity.FATAL: lambda logger, text: logger.fatal(text),
+}
 _FILTERS = ("throttle_duration_sec", "throttle_time_source_type", "once", "skip_first")
 # frames between the caller and rcutils that are not the caller: this module and the rate limiter in front of it
 _INTERNAL = {__file__, os.path.abspath(__file__)}
@@ -52,18 +62,22 @@ class FastLogger:
         self._others: Dict[str, "FastLogger"] = {}  # log(name=...)
 
     def _emit(self, severity: LoggingSeverity, message, kwargs) -> bool:
-        if _LOG is None:  # pragma: no cover - another rclpy
-            return self._logger.log(message, severity, **kwargs)
-        if not _ENABLED(self.name, severity):
+        global _LOG
+        if not (_ENABLED(self.name, severity) if _LOG is not None else self._logger.is_enabled_for(severity)):
             return False
         f = sys._getframe(1)
         while f.f_back is not None and f.f_code.co_filename in _INTERNAL:
             f = f.f_back
         if kwargs and not self._passes(f, kwargs):
             return False
-        code = f.f_code
-        _LOG(severity, self.name, str(message), code.co_name, os.path.abspath(code.co_filename), f.f_lineno)
-        return True
+        if _LOG is not None:
+            code = f.f_code
+            try:
+                _LOG(severity, self.name, str(message), code.co_name, os.path.abspath(code.co_filename), f.f_lineno)
+                return True
+            except TypeError:  # pragma: no cover - another signature: rclpy's logger from now on
+                _LOG = None
+        return _RCLPY[severity](self._logger, str(message))
 
     def _passes(self, frame, kwargs) -> bool:
         """rclpy's filters at the call site ``frame``: whether this call prints."""

@@ -52,23 +52,37 @@ SCRIPT = textwrap.dedent('''
         lg.get_child("child").info("from the child")  # MARK child
 
 
+    def fall_back(node):  # as on an rclpy without rcutils' logging function: rclpy's logger
+        import mbs_ros.nodes.logger as fast
+
+        fast._LOG = None
+        lg = node.get_logger()
+        lg.info("fallback info")
+        lg.warning("fallback warning")  # another severity than the line before: rclpy would refuse one site
+        for i in range(3):
+            lg.info(f"fallback once {i}", once=True)
+        lg.info("fallback done")
+
+
     def main():
         rclpy.init()
         talker, listener = Talker("fast_logger_talker"), Node("fast_logger_listener")
+        fallback = Talker("fast_logger_fallback")
         records = []
         qos = QoSProfile(depth=100, reliability=ReliabilityPolicy.RELIABLE,
                          durability=DurabilityPolicy.TRANSIENT_LOCAL)
         listener.create_subscription(Log, "/rosout", lambda m: records.append(m), qos)
         talk(talker)
+        fall_back(fallback)
         deadline = time.monotonic() + 60.0
-        while time.monotonic() < deadline and not any(m.msg == "from the child" for m in records):
+        while time.monotonic() < deadline and not any(m.msg == "fallback done" for m in records):
             rclpy.spin_once(listener, timeout_sec=0.05)
         for _ in range(20):  # anything still on its way
             rclpy.spin_once(listener, timeout_sec=0.01)
         print(json.dumps([dict(msg=m.msg, level=int(m.level), name=m.name, file=m.file, function=m.function,
-                               line=int(m.line)) for m in records if "fast_logger_talker" in m.name]))
-        talker.destroy_node()
-        listener.destroy_node()
+                               line=int(m.line)) for m in records if "fast_logger_" in m.name]))
+        for node in (talker, fallback, listener):
+            node.destroy_node()
         rclpy.try_shutdown()
 
 
@@ -129,3 +143,11 @@ def test_the_rate_limiter_s_line_is_its_caller_s_and_a_child_is_named_after_its_
     (limited,), (child,) = _by_text(recs, "rate limited"), _by_text(recs, "from the child")
     assert (limited["file"], limited["function"], limited["line"]) == (path, "talk", _mark("limited"))
     assert child["name"] == "fast_logger_talker.child" and child["line"] == _mark("child")
+
+
+def test_without_rcutils_function_the_lines_go_through_rclpy_s_logger(records):
+    _path, recs = records
+    fallback = [r for r in recs if r["name"] == "fast_logger_fallback"]
+    assert [(r["msg"], r["level"]) for r in fallback] == [
+        ("fallback info", 20), ("fallback warning", 30), ("fallback once 0", 20), ("fallback done", 20)]
+    assert all(r["file"].endswith("logger.py") for r in fallback)  # rclpy's caller: the fallback's own line
