@@ -116,8 +116,10 @@ class CommandIntake:
             return None
         current = self.sim.stamp()
         if order < 0:  # an answer to a state sent again, or to the state before a reset
-            return Rejection(topic, "stale", f"lockstep: {topic} stamped {stamp_ns * 1e-9:.9f} s ignored, waiting "
-                                             f"for {current * 1e-9:.9f} s", True)
+            waiting = ("its period is running" if stamp_ns == current
+                       else f"waiting for {current * 1e-9:.9f} s")
+            return Rejection(topic, "stale", f"lockstep: {topic} stamped {stamp_ns * 1e-9:.9f} s ignored, {waiting}",
+                             True)
         return Rejection(topic, "late", f"lockstep: {topic} stamped {stamp_ns * 1e-9:.9f} s ignored: it is later "
                                         f"than the current state ({current * 1e-9:.9f} s); commands must carry the "
                                         "stamp of the state they answer", True)

@@ -260,6 +260,22 @@ def test_lockstep_bookkeeping(uvms):
                   lockstep_steps=2).submit("joints", np.ones(1))
 
 
+def test_a_command_for_a_period_already_started_is_stale_not_the_next_period_s(uvms):
+    """A node starts a period (its commands taken) and may take its steps in a later callback; a copy of the
+    period's command arriving meanwhile (the controller answered a state sent again) carries the stamp the simulator
+    still stands at, and must not be kept for the next period: the next period waits for its own commands."""
+    q0, v0 = uvms.neutral(), np.zeros(uvms.nv)
+    sim = Simulator(uvms, q0, v0, 2e-3, lockstep_steps=5, t0_ns=0)
+    old_wrench, _ = sim.wrench_command([0, 0, 5.0, 0, 0, 0])
+    sim.submit("wrench", old_wrench)
+    sim.submit("joints", np.ones(6))
+    assert sim.start_period() and sim.k == 0 and sim.stamp() == 0  # started, its steps not taken yet
+    assert sim.check_stamp("joints", 0) == -1 and sim.check_stamp("wrench", 0) == -1  # the copy: stale
+    assert sim.advance(5) == 5 and sim.stamp() == 10_000_000
+    assert sim.check_stamp("joints", 10_000_000) == 0  # the next period's own stamp
+    assert sim.missing() == ("wrench", "joints") and not sim.period_complete()
+
+
 def test_a_base_that_takes_no_wrench_leaves_lockstep_to_the_joints(uvms):
     """base_actuated False (a legged robot): a period waits for the joints' command alone, a wrench is refused as a
     lockstep command, and the period runs with the base unpushed."""

@@ -1,7 +1,7 @@
 """The lockstep periods of the simulator (:class:`LockstepPeriods`, a base of
 :class:`~mbs_ros.dynamics.simulation.simulator.Simulator`): a command per expected channel stamped with the current state,
 then the period's ``lockstep_steps`` steps. Needs, from the simulator: ``expected``, ``period_commands``,
-``last_stamp_seen``, ``lockstep_steps``, ``paused``, ``stamp``, ``advance``, the command checks
+``period_started_ns``, ``last_stamp_seen``, ``lockstep_steps``, ``paused``, ``stamp``, ``advance``, the command checks
 (``_saturate_wrench``, ``thrust_commands``, ``joint_efforts``) and the held channels."""
 
 from __future__ import annotations
@@ -22,10 +22,14 @@ class LockstepPeriods:
 
     def check_stamp(self, channel: str, stamp_ns: int) -> int:
         """Lockstep: is a command on ``channel`` stamped ``stamp_ns`` for the current period? 0: yes; -1: for an
-        earlier one; 1: for a later one. Remembered in ``last_stamp_seen``."""
+        earlier one; 1: for a later one. Remembered in ``last_stamp_seen``. The stamp of a period already started
+        whose steps are still to come (a node takes them in a later callback) is an earlier one: a copy of its
+        command that comes late (the state was sent again) must not become the next period's."""
         self.last_stamp_seen[channel] = int(stamp_ns)
         current = self.stamp()
-        return 0 if stamp_ns == current else (-1 if stamp_ns < current else 1)
+        if stamp_ns == current:
+            return -1 if stamp_ns == self.period_started_ns else 0
+        return -1 if stamp_ns < current else 1
 
     def submit(self, channel: str, value) -> None:
         """Lockstep: the command of ``channel`` (``"wrench"``: a :class:`WrenchCommand`; ``"joints"``: efforts) for
@@ -56,6 +60,7 @@ class LockstepPeriods:
         if self.paused or not self.period_complete():
             return False
         cmds, self.period_commands = self.period_commands, {}
+        self.period_started_ns = self.stamp()
         if "wrench" in cmds:
             self._wrench.pending = cmds["wrench"]
         if "joints" in cmds:
