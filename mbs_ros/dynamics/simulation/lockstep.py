@@ -1,10 +1,12 @@
 """The lockstep periods of the simulator (:class:`LockstepPeriods`, a base of
 :class:`~mbs_ros.dynamics.simulation.simulator.Simulator`): a command per expected channel stamped with the current state,
 then the period's ``lockstep_steps`` steps. Needs, from the simulator: ``expected``, ``period_commands``,
-``period_started_ns``, ``last_stamp_seen``, ``lockstep_steps``, ``paused``, ``stamp``, ``advance``, the command checks
+``last_stamp_seen``, ``lockstep_steps``, ``paused``, ``stamp``, ``advance``, the command checks
 (``_saturate_wrench``, ``thrust_commands``, ``joint_efforts``) and the held channels."""
 
 from __future__ import annotations
+
+from typing import Optional
 
 from mbs_ros.dynamics.simulation.types import WrenchCommand
 
@@ -19,6 +21,8 @@ def expected_channels(floating: bool, nt: int, nj: int, base_actuated: bool = Tr
 class LockstepPeriods:
     """Lockstep: one control period at a time, once every expected channel has its command
     (``docs/dynamics.md``, "Lockstep")."""
+
+    period_started_ns: Optional[int] = None  # the stamp of the last period started (its commands taken)
 
     def check_stamp(self, channel: str, stamp_ns: int) -> int:
         """Lockstep: is a command on ``channel`` stamped ``stamp_ns`` for the current period? 0: yes; -1: for an

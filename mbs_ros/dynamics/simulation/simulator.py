@@ -103,7 +103,6 @@ class Simulator(LockstepPeriods, StateOutputs):
         self.lockstep_steps = int(lockstep_steps)
         self.expected = expected_channels(model.group is not None, self.nt, self.nj, base_actuated)
         self.period_commands: Dict[str, object] = {}  # lockstep: channel -> command for the current period
-        self.period_started_ns: Optional[int] = None  # lockstep: the stamp of the last period started
         self.last_stamp_seen: Dict[str, int] = {}  # lockstep: channel -> stamp [ns] of the last command offered
         self._wrench = _Held(ZERO_WRENCH)
         self._efforts = _Held(np.zeros(self.nj))
