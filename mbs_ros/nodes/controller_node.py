@@ -47,7 +47,7 @@ from mbs_ros.cores.controller_settings import (DEFAULTS, ControllerSettings, Par
                                                settings_from_values)
 from mbs_ros.cores.parameters.controller import PARAMETERS
 from mbs_ros.cores.ratelimit import RateLimitedLog
-from mbs_ros.nodes.logger import FastLogging
+from mbs_ros.nodes.logger import fast_get_logger
 from mbs_ros.nodes.runtime import declare_model_parameters, run_node, settings_executor, unknown_overrides
 
 WARN_THROTTLE_S = 2.0
@@ -60,7 +60,7 @@ __all__ = ["ControllerNode", "ControllerSettings", "ParameterError", "settings_f
            "FEEDBACK_PERIOD_S"]
 
 
-class ControllerNode(FastLogging, Node):
+class ControllerNode(Node):
     """Construct, then call :meth:`configure` (raises ParameterError).
 
     This class builds the model, the law and the limits from the parameters and computes the command for each
@@ -70,6 +70,8 @@ class ControllerNode(FastLogging, Node):
     action (:class:`~mbs_ros.nodes.controller_actions.TrajectoryActions`) and ``commands``, the commands and
     diagnostics out (:class:`~mbs_ros.nodes.controller_publishing.CommandPublishing`). See
     docs/controller_node.md."""
+
+    get_logger = fast_get_logger  # log lines at rcutils' cost (mbs_ros.nodes.logger)
 
     def __init__(self, node_name: str = "controller_node", **kwargs):
         super().__init__(node_name, **kwargs)

@@ -25,11 +25,10 @@ LOCKSTEP_WARN_S = 2.0
 
 class LockstepWatch:
     """The waiting watch of ``node`` (its logger) over ``sim``, paced by ``pacer``; ``publishing`` sends the state
-    (:class:`~mbs_ros.nodes.dynamics_publishing.StatePublishing`). ``settings()`` the node's settings now;
-    ``counts`` the node's counters; ``logs`` its :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`;
-    ``take_period()`` runs a control period whose commands are all here; ``anchor()`` restarts the wall-clock
-    pacing; ``subscriptions()`` the stamped command subscriptions; ``busy()``: the last period's publications are
-    not all out yet (the node tries again once they are); ``send(job)`` publishes a job of pieces as the node's."""
+    (:class:`~mbs_ros.nodes.dynamics_publishing.StatePublishing`). ``settings()``: the node's settings; ``counts``,
+    ``logs``: its counters and :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`; ``take_period()`` runs a period
+    whose commands are here; ``anchor()`` restarts the pacing; ``subscriptions()``: the stamped command subscriptions;
+    ``busy()``: the last period's publications are not all out; ``send(job)`` publishes a job of pieces."""
 
     def __init__(self, node, sim, pacer, publishing, *, settings, counts: dict, logs, take_period, anchor,
                  subscriptions, send, busy=lambda: False):

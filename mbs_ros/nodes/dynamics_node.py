@@ -47,7 +47,7 @@ from mbs_ros.cores.dynamics_settings import (  # noqa: F401 - importable from he
 from mbs_ros.cores.pacing import STEP_CHUNK_S, WARN_THROTTLE_S, Pacer, timer_period
 from mbs_ros.cores.parameters.dynamics import PARAMETERS
 from mbs_ros.cores.ratelimit import RateLimitedLog
-from mbs_ros.nodes.logger import FastLogging
+from mbs_ros.nodes.logger import fast_get_logger
 from mbs_ros.nodes.runtime import (CallbackGuard, declare_model_parameters, freeze_heap, parameter_overrides,
                                    run_node, settings_executor, unknown_overrides)
 from mbs_ros.cores.loop import SimulationLoop, on_grid
@@ -64,7 +64,7 @@ STEP_CHUNK_NS = int(STEP_CHUNK_S * 1e9)
 GRIDS_REFRESH_S = 0.1  # free-running: the subscribers' grids asked again (~40 subscription counts at 1 kHz: 3 %)
 
 
-class DynamicsNode(FastLogging, Node):
+class DynamicsNode(Node):
     """Construct, then call :meth:`configure` (raises ParameterError).
 
     The simulation itself is ``self.sim``, a :class:`mbs_ros.dynamics.simulation.simulator.Simulator`, stepped
@@ -79,6 +79,7 @@ class DynamicsNode(FastLogging, Node):
     changes (:class:`~mbs_ros.nodes.dynamics_reconfigure.Reconfiguration`, applied by :meth:`_apply_parameters`).
     A new part is built in :meth:`configure` and called where it publishes (:meth:`advance`, :meth:`take_period`,
     :meth:`publish_diagnostics`)."""
+    get_logger = fast_get_logger  # log lines at rcutils' cost (mbs_ros.nodes.logger)
 
     def __init__(self, node_name: str = "dynamics_node", **kwargs):
         super().__init__(node_name, **kwargs)

@@ -39,7 +39,7 @@ from mbs_ros.cores.estimator_settings import (DEFAULTS, MAX_WORK_PER_CALL, Fusio
                                               build_setup, settings_from_values)
 from mbs_ros.cores.parameters.estimator import PARAMETERS
 from mbs_ros.cores.ratelimit import RateLimitedLog
-from mbs_ros.nodes.logger import FastLogging
+from mbs_ros.nodes.logger import fast_get_logger
 from mbs_ros.nodes.runtime import declare_model_parameters, run_node, settings_executor, unknown_overrides
 
 __all__ = ["EstimatorNode", "main", "SENSOR_QUEUE", "ESTIMATE_QOS_DEPTH", "RESEND_S", "MAX_ABS"]
@@ -67,8 +67,10 @@ def _xyz(m) -> list:
     return [m.x, m.y, m.z]
 
 
-class EstimatorNode(FastLogging, Node):
+class EstimatorNode(Node):
     """Construct, then call :meth:`configure` (raises ParameterError). See docs/estimator_node.md."""
+
+    get_logger = fast_get_logger  # log lines at rcutils' cost (mbs_ros.nodes.logger)
 
     def __init__(self, node_name: str = "estimator_node", **kwargs):
         super().__init__(node_name, **kwargs)

@@ -7,7 +7,7 @@ rcutils the same record (severity, logger name, message, function, file, line) r
 20-40 us. rclpy's filters (``throttle_duration_sec``, ``once``, ``skip_first``) are kept per call site here, as
 rclpy keeps them; the nodes' own rate limiting is :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`.
 
-The nodes get it from :class:`FastLogging`'s ``get_logger()``. Without rclpy's C logging function, or with another
+The nodes' ``get_logger()`` is :func:`fast_get_logger`. Without rclpy's C logging function, or with another
 signature of it (an rclpy other than the ones this was written against), the lines go through rclpy's logger, at
 its cost, with this module's line as theirs.
 """
@@ -19,6 +19,7 @@ import time
 from typing import Dict, Tuple
 
 from rclpy.logging import LoggingSeverity, get_logger
+from rclpy.node import Node
 
 try:
     from rclpy.impl.implementation_singleton import rclpy_implementation as _rclpy
@@ -28,7 +29,7 @@ try:
 except (ImportError, AttributeError):  # pragma: no cover - another rclpy: its own logger
     _LOG = _ENABLED = None
 
-__all__ = ["FastLogger", "FastLogging"]
+__all__ = ["FastLogger", "fast_get_logger"]
 
 # rclpy's logger where rcutils' function is not there: one call site per severity (rclpy keeps a state per calling
 # line and refuses a second severity on one), the filters applied here before
@@ -137,12 +138,10 @@ class FastLogger:
         return self._logger.is_enabled_for(severity)
 
 
-class FastLogging:
-    """A node mix-in (before ``rclpy.node.Node``): ``get_logger()`` is the node's logger as a
-    :class:`FastLogger`."""
-
-    def get_logger(self) -> FastLogger:
-        fast = self.__dict__.get("_fast_logger")
-        if fast is None:
-            fast = self.__dict__["_fast_logger"] = FastLogger(super().get_logger())
-        return fast
+def fast_get_logger(node) -> FastLogger:
+    """``node.get_logger()`` of the nodes (``get_logger = fast_get_logger`` in their class): rclpy's logger of the
+    node as a :class:`FastLogger`, made once."""
+    fast = node.__dict__.get("_fast_logger")
+    if fast is None:
+        fast = node.__dict__["_fast_logger"] = FastLogger(Node.get_logger(node))
+    return fast

@@ -32,7 +32,7 @@ from mbs_ros.cores.parameters.reference import PARAMETERS
 from mbs_ros.cores.reference import (STAMP_MODES, ReferenceError, Waypoints,  # noqa: F401 - importable here
                                           reference_setup, trajectories, waypoints_from_file,
                                           waypoints_from_values)
-from mbs_ros.nodes.logger import FastLogging
+from mbs_ros.nodes.logger import fast_get_logger
 from mbs_ros.nodes.runtime import descriptor, run_node
 
 __all__ = ["ReferenceNode", "ReferenceError", "Waypoints", "waypoints_from_values", "waypoints_from_file", "main"]
@@ -42,8 +42,10 @@ _KEEP_STAMPS = 20
 
 
 
-class ReferenceNode(FastLogging, Node):
+class ReferenceNode(Node):
     """Sends the references (docs/reference_node.md). Construct, then :meth:`configure` (raises ReferenceError)."""
+
+    get_logger = fast_get_logger  # log lines at rcutils' cost (mbs_ros.nodes.logger)
 
     def __init__(self, node_name: str = "reference_node", **kwargs):
         super().__init__(node_name, **kwargs)

@@ -1,6 +1,7 @@
 """The nodes' logger (:mod:`mbs_ros.nodes.logger`): the lines rclpy's own logger would give, on /rosout.
 
-A script in its own process makes a node with :class:`~mbs_ros.nodes.logger.FastLogging`, logs from marked lines
+A script in its own process makes a node whose ``get_logger`` is the nodes'
+(:func:`~mbs_ros.nodes.logger.fast_get_logger`), logs from marked lines
 through it, through :class:`~mbs_ros.cores.ratelimit.RateLimitedLog` in front of it, and through rclpy's own
 logger, and reads its /rosout records back (a second node of that process). The expected records come from the
 script's text (the marked lines) and from rclpy's own logger's record of the same kind of call, not from the
@@ -27,11 +28,11 @@ SCRIPT = textwrap.dedent('''
     from rclpy.qos import DurabilityPolicy, QoSProfile, ReliabilityPolicy
     from rcl_interfaces.msg import Log
     from mbs_ros.cores.ratelimit import RateLimitedLog
-    from mbs_ros.nodes.logger import FastLogger, FastLogging
+    from mbs_ros.nodes.logger import FastLogger, fast_get_logger
 
 
-    class Talker(FastLogging, Node):
-        pass
+    class Talker(Node):
+        get_logger = fast_get_logger
 
 
     def talk(node):
