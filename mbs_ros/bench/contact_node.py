@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from mbs_ros.bench.node import Probe, StampLog, _window, isolate_ros_env
+from mbs_ros.bench.node import Probe, StampLog, _window, isolate_ros_env, stamp_rate
 
 SCENARIO = "solo12_stand"
 SETTLE_S = 1.0  # simulated seconds: dropped at 0 s, landed and settled by then
@@ -73,10 +73,7 @@ class _Diagnostics:
 
     def rate(self, since_ns):
         """(simulated seconds, wall seconds) between the first and the last report received after ``since_ns``."""
-        pts = [(s, r) for s, r in self.order if r >= since_ns]
-        if len(pts) < 2:
-            return 0.0, 0.0
-        return (pts[-1][0] - pts[0][0]) * 1e-9, (pts[-1][1] - pts[0][1]) * 1e-9
+        return stamp_rate(self.order, since_ns)
 
 
 def _window_mean(before, after):

@@ -154,10 +154,16 @@ class StampLog:
 
     def rate(self, since_ns=0):
         """(simulated seconds, wall seconds) between the first and the last stamp received after ``since_ns``."""
-        pts = [(s, r) for s, r in self.order if r >= since_ns]
-        if len(pts) < 2:
-            return 0.0, 0.0
-        return (pts[-1][0] - pts[0][0]) * 1e-9, (pts[-1][1] - pts[0][1]) * 1e-9
+        return stamp_rate(self.order, since_ns)
+
+
+def stamp_rate(order, since_ns=0):
+    """(simulated seconds, wall seconds) between the first and the last of ``order`` ((stamp ns, reception ns) in
+    arrival order) received after ``since_ns``."""
+    pts = [(s, r) for s, r in order if r >= since_ns]
+    if len(pts) < 2:
+        return 0.0, 0.0
+    return (pts[-1][0] - pts[0][0]) * 1e-9, (pts[-1][1] - pts[0][1]) * 1e-9
 
 
 def _window(probe, procs, seconds):
