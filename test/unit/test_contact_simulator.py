@@ -54,6 +54,24 @@ def test_a_dropped_box_lands_rests_and_balances_its_energy():
     assert sim.contact_steps > 0 and sim.contact_unconverged == 0
 
 
+def test_resting_steps_compute_no_ordinary_batch_the_look_ahead_would_drop(monkeypatch):
+    """Resting, every step is a contact step: after one, advance() takes the next without first integrating the
+    rest of its call ahead in a batch of ordinary steps (which the look-ahead drops at once: n(n-1)/2 wasted
+    steps in a call of n, a free-running node's call when it is behind). The states are the same either way."""
+    model, s = _box()
+    q0 = np.array([0.0, 0.0, 0.5 * s + 0.01, 0.0, 0.0, 0.0, 1.0])
+    world = ContactWorld([model], [halfspace("ground", (0, 0, 1), 0.0, 0.6), box("box", (s, s, s), (0, 0), mu=0.6)])
+    sim = Simulator(model, q0, np.zeros(6), 1e-3, world=world)
+    assert sim.advance(300) == 300 and sim.contact_steps > 0  # landed, resting
+    batches = []
+    real = sim._batch
+    monkeypatch.setattr(sim, "_batch", lambda *a: batches.append(a[4]) or real(*a))
+    steps = sim.contact_steps
+    assert sim.advance(20) == 20
+    assert sim.contact_steps - steps == 20  # each a contact step
+    assert batches == []
+
+
 def test_each_contact_steps_port_takes_the_energies_of_its_own_start_and_end():
     """contact_power = min(0, ΔE − the commands' work) / dt, ΔE between the step's own start and end, whatever came
     before it: resting (a contact step at every step: the simulator keeps the end's energy for the next one), a

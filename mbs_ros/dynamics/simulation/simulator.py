@@ -139,8 +139,7 @@ class Simulator(LockstepPeriods, StateOutputs):
         for i, (m, q, v) in enumerate(zip(self.objects, self.obj_q_init, self.obj_v_init)):
             if q.shape != (m.nq,) or v.shape != (m.nv,) or not (np.isfinite(q).all() and np.isfinite(v).all()):
                 raise ValueError(f"object {i}: initial state must be finite, q of {m.nq} and v of {m.nv} entries")
-        self.obj_q = [q.copy() for q in self.obj_q_init]
-        self.obj_v = [v.copy() for v in self.obj_v_init]
+        self.obj_q, self.obj_v = [q.copy() for q in self.obj_q_init], [v.copy() for v in self.obj_v_init]
         # (k0, [qs], [vs], [free until], {k: StepInfo}): the objects' motion from step k0 without the robot, and the
         # objects' own contact steps in it (step k to k + 1), whose work counts when the step is taken
         self._obj_traj = None
@@ -383,7 +382,8 @@ class Simulator(LockstepPeriods, StateOutputs):
                 if self._force_stale:
                     self._build_force()
                     batch = None
-                if batch is None and n_steps - taken > 1 and (not nt or self._thrust_settled):
+                if batch is None and n_steps - taken > 1 and (not nt or self._thrust_settled) and (
+                        self.world is None or self._free_until >= 0):  # none after a contact step: resting, dropped
                     batch = self._batch(model, q0, v0, k, min(n_steps - taken, self._next_expiry - k))
                 contact = None
                 if self.world is not None and k >= self._free_until:
@@ -786,8 +786,7 @@ class Simulator(LockstepPeriods, StateOutputs):
         self._next_expiry = self._push_edge(self.k - 1)  # the disturbances start again from the reset
         self.fault = None
         self._free_until = -1
-        self.obj_q = [q.copy() for q in self.obj_q_init]
-        self.obj_v = [v.copy() for v in self.obj_v_init]
+        self.obj_q, self.obj_v = [q.copy() for q in self.obj_q_init], [v.copy() for v in self.obj_v_init]
         self._obj_traj = None
         self.last_contact, self.last_contact_k = None, -1
         if self.world is not None:
