@@ -35,6 +35,7 @@ node's matrices are small, and a pool of spinning BLAS threads per node only tak
 
 from __future__ import annotations
 
+import copy
 import difflib
 import faulthandler
 import gc
@@ -44,6 +45,7 @@ import signal
 import sys
 import threading
 import time
+import warnings
 from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Type
 
 import rclpy
@@ -432,7 +434,12 @@ def subscribe_fields(node: "rclpy.node.Node", qos, guard: Callable, msg_type, to
     """A raw subscription of ``node`` with ``qos`` (rclpy hands over the serialised bytes, not a message built
     through its class's Python ``__init__``): ``read(data)`` gives the fields ``on_fields(*fields)`` takes
     (:mod:`mbs_ros.cores.cdr`), or None for anything it does not read, which then goes through rclpy's own
-    deserialisation to ``on_msg(msg)``; the callback wrapped by ``guard(callback, topic)``."""
+    deserialisation to ``on_msg(msg)``; the callback wrapped by ``guard(callback, topic)``. Its history, depth and
+    reliability can be overridden at start-up, as ROS 2 does it: ``qos_overrides.<topic>.subscription.reliability:
+    best_effort`` (``<topic>`` fully qualified; docs/dynamics_node.md, "QoS overrides"); a value rclpy refuses is
+    a ParameterError naming the key."""
+    from rclpy.qos import HistoryPolicy
+    from rclpy.qos_overriding_options import QosCallbackResult, QoSOverridingOptions
     from rclpy.serialization import deserialize_message
 
     def on_bytes(data: bytes) -> None:
@@ -442,7 +449,24 @@ def subscribe_fields(node: "rclpy.node.Node", qos, guard: Callable, msg_type, to
         else:
             on_fields(*fields)
 
-    return node.create_subscription(msg_type, topic, guard(on_bytes, topic), qos, raw=True)
+    def whole(profile):  # rclpy takes a depth of 0 (with a warning) as the middleware's default
+        ok = not (profile.history == HistoryPolicy.KEEP_LAST and profile.depth < 1)
+        return QosCallbackResult(successful=ok, reason="" if ok else f"depth {profile.depth}")
+
+    options = QoSOverridingOptions(QoSOverridingOptions.with_default_policies().policy_kinds, callback=whole)
+    qos = copy.copy(qos)  # rclpy writes the overrides into the profile it is given: not into the caller's
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return node.create_subscription(msg_type, topic, guard(on_bytes, topic), qos, raw=True,
+                                            qos_overriding_options=options)
+    except Exception as e:  # an override rclpy refuses: a ParameterError naming it, not a traceback
+        prefix = f"qos_overrides.{node.resolve_topic_name(topic)}.subscription."
+        given = sorted(n for n in parameter_overrides(node) if n.startswith(prefix))
+        if not given:
+            raise
+        raise ParameterError(f"{', '.join(given)}: {e} (history: keep_last or keep_all; depth: a whole number "
+                             "> 0; reliability: reliable, best_effort or system_default)") from None
 
 
 class CallbackGuard:
