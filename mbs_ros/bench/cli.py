@@ -494,6 +494,9 @@ def print_contact_node(run):
     if c.get("cpu_per_sim_s"):
         print(f"  CPU per simulated second: {c['cpu_per_sim_s']:.2f} s (below 1: one free core keeps real time; "
               f"load at start {' '.join(str(x) for x in c.get('loadavg', []))})")
+    host = c.get("host_mujoco_us")
+    print(f"  this host: MuJoCo's mj_step of Solo12 standing {'—' if host is None else f'{host:.1f} µs'} of CPU "
+          "(the same figures differ twofold between days on a shared host; compare runs on the same day)")
     print(f"  contact step (thread CPU time): mean {ms(c['contact_step_mean_ms'])} over the window's "
           f"{c['contact_steps_in_window']} "
           f"contact steps, longest {ms(c['contact_step_longest_ms'])} since the start (the landing included); "

@@ -15,7 +15,9 @@ that took CPU from the nodes it measures), the CPU seconds it spends per simulat
 would keep real time, whatever the machine's load), the mean contact step over the window and the longest since
 the start (thread CPU time), and the longest callback (wall clock) (from the node's ``/diagnostics``:
 ``contact_step_mean_ms``, ``contact_steps``, ``contact_step_longest_ms``, ``longest_callback_ms``). Isolation as
-the node section's (:mod:`mbs_ros.bench.node`).
+the node section's (:mod:`mbs_ros.bench.node`). Beside them, measured before the nodes start, this host's speed:
+MuJoCo's ``mj_step`` of the same robot standing (:func:`host_reference_us`), since on a shared host the same
+code's figures differ twofold between days (docs/contact.md).
 """
 from __future__ import annotations
 
@@ -76,6 +78,29 @@ class _Diagnostics:
         return stamp_rate(self.order, since_ns)
 
 
+def host_reference_us(blocks: int = 5, steps: int = 500):
+    """This host's speed in one figure: MuJoCo's ``mj_step`` of the contact section's Solo12 standing on the
+    ground (:func:`mbs_ros.bench.contact.solo12`), µs of thread CPU time, the median of ``blocks`` blocks of
+    ``steps`` steps from the settled state; None without MuJoCo or example-robot-data. The same code's real-time
+    figures differ by twofold between days on a shared host; this names the day's host beside them."""
+    try:
+        import mujoco
+
+        from mbs_ros.bench.contact import solo12
+
+        scene = solo12(300)
+    except Exception:  # noqa: BLE001 - a test-only peer missing: no reference, the section goes on
+        return None
+    times = []
+    for _ in range(blocks + 1):  # the first block warms the caches
+        scene.reset_peer()
+        t0 = time.thread_time_ns()
+        for _ in range(steps):
+            mujoco.mj_step(scene.m, scene.d)
+        times.append((time.thread_time_ns() - t0) / steps / 1e3)
+    return float(sorted(times[1:])[blocks // 2])
+
+
 def _window_mean(before, after):
     """The mean contact step [ms] between two diagnostics (the node reports the mean since the start)."""
     if before is None or after is None:
@@ -103,7 +128,8 @@ def run(quick: bool, log_dir=None, progress=print) -> dict:
         scenario, specs = _specs(ns)
     except Exception as e:  # noqa: BLE001 - example-robot-data missing, a broken scenario: reported
         return dict(result, error=f"{type(e).__name__}: {e}")
-    result.update(physics_rate_hz=scenario.physics_rate, control_rate_hz=scenario.control_rate)
+    result.update(physics_rate_hz=scenario.physics_rate, control_rate_hz=scenario.control_rate,
+                  host_mujoco_us=host_reference_us())  # before the nodes start: nothing else of ours runs
     try:
         probe = Probe("mbs_bench_contact_probe")
     except Exception as e:  # noqa: BLE001
