@@ -429,6 +429,10 @@ def unknown_overrides(node: "rclpy.node.Node", parameters: Mapping[str, Paramete
                   and not n.startswith("qos_overrides.") and not node.has_parameter(n))
 
 
+#: the deepest history a QoS override may ask of a subscription (a command or state stream wants the newest)
+MAX_QOS_DEPTH = 100_000
+
+
 def subscribe_fields(node: "rclpy.node.Node", qos, guard: Callable, msg_type, topic: str, read: Callable,
                      on_fields: Callable, on_msg: Callable):
     """A raw subscription of ``node`` with ``qos`` (rclpy hands over the serialised bytes, not a message built
@@ -450,7 +454,7 @@ def subscribe_fields(node: "rclpy.node.Node", qos, guard: Callable, msg_type, to
             on_fields(*fields)
 
     def whole(profile):  # rclpy takes a depth of 0 (with a warning) as the middleware's default
-        ok = not (profile.history == HistoryPolicy.KEEP_LAST and profile.depth < 1)
+        ok = profile.history != HistoryPolicy.KEEP_LAST or 1 <= profile.depth <= MAX_QOS_DEPTH
         return QosCallbackResult(successful=ok, reason="" if ok else f"depth {profile.depth}")
 
     options = QoSOverridingOptions(QoSOverridingOptions.with_default_policies().policy_kinds, callback=whole)
@@ -465,8 +469,9 @@ def subscribe_fields(node: "rclpy.node.Node", qos, guard: Callable, msg_type, to
         given = sorted(n for n in parameter_overrides(node) if n.startswith(prefix))
         if not given:
             raise
-        raise ParameterError(f"{', '.join(given)}: {e} (history: keep_last or keep_all; depth: a whole number "
-                             "> 0; reliability: reliable, best_effort or system_default)") from None
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__  # pybind's refusals run to many lines
+        raise ParameterError(f"{', '.join(given)}: {reason} (history: keep_last or keep_all; depth: a whole number "
+                             f"in [1, {MAX_QOS_DEPTH}]; reliability: reliable, best_effort or system_default)") from None
 
 
 class CallbackGuard:

@@ -43,11 +43,14 @@ def graph(tmp_path_factory):
         over = mode == "overridden"
         procs[f"{mode}_dynamics"] = NodeProcess(
             DYNAMICS, name="dynamics_node", namespace=d, params_file=UVMS_PARAMS,
-            parameters=dict(start_paused=True, **(_best_effort(d, OVERRIDDEN) if over else {})),
+            # and depth at its extremes, taken: 100000 here, 1 on the controller's odom
+            parameters=dict(start_paused=True, **(dict(_best_effort(d, OVERRIDDEN), **{
+                f"qos_overrides./{d}/cmd_joint_effort.subscription.depth": 100_000}) if over else {})),
             log_file=logs / f"{mode}_dynamics.log")
         procs[f"{mode}_controller"] = NodeProcess(
             CONTROLLER, name="controller_node", namespace=c, params_file=UVMS_PARAMS,
-            parameters=_best_effort(c, STATE) if over else {}, log_file=logs / f"{mode}_controller.log")
+            parameters=dict(_best_effort(c, STATE), **{f"qos_overrides./{c}/odom.subscription.depth": 1}) if over
+            else {}, log_file=logs / f"{mode}_controller.log")
     with running(procs), Probe("test_stream_qos_probe", TIMEOUT) as probe:
         yield procs, probe
 
@@ -94,8 +97,9 @@ def test_an_override_makes_the_named_subscriptions_best_effort_and_only_them(gra
 @pytest.mark.parametrize("key, value, reason", [
     ("reliability", "sometimes", "Unexpected QoS override for policy `reliability`: `sometimes`"),
     ("depth", 0, "depth 0"),
+    ("depth", 100_001, "depth 100001"),
     ("history", "keep_some", "Unexpected QoS override for policy `history`: `keep_some`"),
-], ids=["reliability", "depth", "history"])
+], ids=["reliability", "depth_0", "depth_over", "history"])
 def test_a_bad_override_is_refused_with_its_key_and_reason(tmp_path, key, value, reason):
     ros_env_defaults()
     name = f"qos_overrides./qos_bad/cmd_wrench.subscription.{key}"
