@@ -470,8 +470,9 @@ def subscribe_fields(node: "rclpy.node.Node", qos, guard: Callable, msg_type, to
         if not given:
             raise
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__  # pybind's refusals run to many lines
-        raise ParameterError(f"{', '.join(given)}: {reason} (history: keep_last or keep_all; depth: a whole number "
-                             f"in [1, {MAX_QOS_DEPTH}]; reliability: reliable, best_effort or system_default)") from None
+        raise ParameterError(f"{', '.join(given)}: {reason} (history: keep_last or keep_all; depth: a whole "
+                             f"number in [1, {MAX_QOS_DEPTH}]; reliability: reliable, best_effort or "
+                             "system_default)") from None
 
 
 class CallbackGuard:
