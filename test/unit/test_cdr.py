@@ -171,8 +171,10 @@ def test_the_raw_subscription_falls_back_to_rclpys_message():
     made, fields, msgs = [], [], []
 
     class Node:
-        def create_subscription(self, msg_type, topic, callback, qos, raw=False):
+        def create_subscription(self, msg_type, topic, callback, qos, raw=False, qos_overriding_options=None):
             made.append((msg_type, topic, qos, raw))
+            # ROS 2's start-up overrides of history, depth and reliability are offered (test_stream_qos: in use)
+            assert {k.name for k in qos_overriding_options.policy_kinds} == {"HISTORY", "DEPTH", "RELIABILITY"}
             return callback
 
     def guard(fn, what):
