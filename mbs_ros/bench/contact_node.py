@@ -163,6 +163,10 @@ def run(quick: bool, log_dir=None, progress=print) -> dict:
         before = diag.latest
         cpus, wall, rx0 = _window(probe, procs, window_s)
         probe.spin_for(0.3, alive=procs)  # the diagnostics of the window's end
+        # two reports at least (a slow host may take more than the window for 0.1 s of simulated time): a wait
+        # for a count, the window's CPU share then taken over the reports' span
+        probe.spin_until(lambda: diag.rate(rx0)[1] > 0, START_TIMEOUT, "two /diagnostics reports after the "
+                         "window's start", alive=procs)
         after = diag.latest
         sim, wall_rx = diag.rate(rx0)
     except Exception as e:  # noqa: BLE001
@@ -185,7 +189,7 @@ def run(quick: bool, log_dir=None, progress=print) -> dict:
     result.update(window_s=wall, sim_s=sim, real_time_factor=real_time, cpu_share=cpu["dynamics"],
                   # CPU seconds per simulated second: below 1, one free core keeps real time (a busy machine's
                   # share of a core does not enter it)
-                  cpu_per_sim_s=cpu["dynamics"] * wall / sim if sim > 0 else None,
+                  cpu_per_sim_s=cpu["dynamics"] / real_time if real_time > 0 else None,
                   cpu_share_controller=cpu.get("controller"), contacts=after.get("contacts"),
                   contact_step_mean_ms=_window_mean(before, after),
                   contact_step_longest_ms=after.get("contact_step_longest_ms"),
