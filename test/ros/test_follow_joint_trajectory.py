@@ -303,7 +303,9 @@ def test_cancel_mid_trajectory_holds(rig):
     # the feedback: none after the cancel; the last one (the controller's last state before it) still moving
     rig.wait_sim(t_hold)
     moved = feedback()
-    assert max(map(stamp_of, moved)) <= t_hold + 1000, "feedback after the cancel"
+    # the printed time is rounded to the µs, and float64 holds a 1.8e9 s wall-clock time to ~0.24 µs: the cancel
+    # may lie up to 0.74 µs after the printed value (a state 211 ns after it was taken for "after the cancel")
+    assert max(map(stamp_of, moved)) <= t_hold + 2000, "feedback after the cancel"
     last = moved[-1]
     tau = seconds(last.desired.time_from_start)
     assert tau < 7.0 and np.abs(last.desired.velocities).max() > 0.05, last.desired
