@@ -26,6 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from mbs_ros.bench import timing
 from mbs_ros.bench.node import Probe, StampLog, _window, isolate_ros_env, stamp_rate
 
 SCENARIO = "solo12_stand"
@@ -78,11 +79,11 @@ class _Diagnostics:
         return stamp_rate(self.order, since_ns)
 
 
-def host_reference_us(blocks: int = 5, steps: int = 500):
+def host_reference_us(plan):
     """This host's speed in one figure: MuJoCo's ``mj_step`` of the contact section's Solo12 standing on the
-    ground (:func:`mbs_ros.bench.contact.solo12`), µs of thread CPU time, the median of ``blocks`` blocks of
-    ``steps`` steps from the settled state; None without MuJoCo or example-robot-data. The same code's real-time
-    figures differ by twofold between days on a shared host; this names the day's host beside them."""
+    ground (:func:`mbs_ros.bench.contact.solo12`), µs of thread CPU time per step from the settled state
+    (:func:`mbs_ros.bench.timing.alone` with ``plan``); None without MuJoCo or example-robot-data. The same code's
+    real-time figures differ by twofold between days on a shared host; this names the day's host beside them."""
     try:
         import mujoco
 
@@ -91,14 +92,7 @@ def host_reference_us(blocks: int = 5, steps: int = 500):
         scene = solo12(300)
     except Exception:  # noqa: BLE001 - a test-only peer missing: no reference, the section goes on
         return None
-    times = []
-    for _ in range(blocks + 1):  # the first block warms the caches
-        scene.reset_peer()
-        t0 = time.thread_time_ns()
-        for _ in range(steps):
-            mujoco.mj_step(scene.m, scene.d)
-        times.append((time.thread_time_ns() - t0) / steps / 1e3)
-    return float(sorted(times[1:])[blocks // 2])
+    return timing.alone(lambda: mujoco.mj_step(scene.m, scene.d), plan, reset=scene.reset_peer)
 
 
 def _window_mean(before, after):
@@ -128,8 +122,9 @@ def run(quick: bool, log_dir=None, progress=print) -> dict:
         scenario, specs = _specs(ns)
     except Exception as e:  # noqa: BLE001 - example-robot-data missing, a broken scenario: reported
         return dict(result, error=f"{type(e).__name__}: {e}")
+    # the host's speed before the nodes start: nothing else of ours runs then
     result.update(physics_rate_hz=scenario.physics_rate, control_rate_hz=scenario.control_rate,
-                  host_mujoco_us=host_reference_us())  # before the nodes start: nothing else of ours runs
+                  host_mujoco_us=host_reference_us(timing.QUICK if quick else timing.FULL))
     try:
         probe = Probe("mbs_bench_contact_probe")
     except Exception as e:  # noqa: BLE001

@@ -96,14 +96,15 @@ def rel_err(x, ref, scale: float = 0.0) -> float:
     return float(np.abs(x - ref).max() / max(1e-300, float(np.abs(ref).max()), scale))
 
 
-def alone(fn, plan: Plan) -> float:
-    """µs per call of ``fn`` alone (no peer): the median over ``plan.blocks`` block medians."""
+def alone(fn, plan: Plan, reset=None) -> float:
+    """µs per call of ``fn`` alone (no peer): the median over ``plan.blocks`` block medians; ``reset`` runs
+    before each sample, untimed (as :func:`compare`'s)."""
     gc.collect()
     was_enabled = gc.isenabled()
     gc.disable()
     try:
-        n = calls_per_sample(fn, plan.sample_s)
-        meds = [np.median([_sample(fn, n, None) for _ in range(plan.samples)]) for _ in range(plan.blocks)]
+        n = calls_per_sample(fn, plan.sample_s, reset)
+        meds = [np.median([_sample(fn, n, reset) for _ in range(plan.samples)]) for _ in range(plan.blocks)]
     finally:
         if was_enabled:
             gc.enable()
