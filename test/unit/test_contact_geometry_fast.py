@@ -165,3 +165,34 @@ def test_a_plan_follows_its_shapes_and_excluded_pairs():
     none = geo.find_contacts(poses, shapes, margin=margin)
     assert check.differences(none, check.coal_contacts(poses, shapes, margin=margin))[0] is None
     assert not any(c.name.endswith("/ground") for c in none)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_contacts_as_arrays_are_coals_contacts(seed):
+    """``find_contacts(..., arrays=True)`` (the contact step's input: no object per point) holds Coal's contacts:
+    as objects (made from the arrays) and in its own arrays, row for row, with each pair's number equal exactly
+    where the names are equal."""
+    rng = np.random.default_rng(200 + seed)
+    found = 0
+    for _ in range(40):
+        poses, shapes, margin = _scene(rng, float(rng.choice([0.0, 0.3])))
+        got = geo.find_contacts(poses, shapes, margin=margin, arrays=True)
+        want = check.coal_contacts(poses, shapes, margin=margin)
+        edge = check.polytope_edge_pairs(poses, shapes, margin)
+        objects = list(got)
+        assert len(objects) == len(got)
+        why = check.differences(_off(objects, edge), _off(want, edge))[0]
+        assert why is None, why
+        for k, c in enumerate(objects):
+            assert np.array_equal(got.points[k], c.point) and np.array_equal(got.normals[k], c.normal)
+            assert (got.distance[k], got.mu[k], got.names[k]) == (c.distance, c.mu, c.name)
+            assert tuple(got.sides[k]) == c.a + ((-1, -1) if c.b is None else c.b)
+        names = got.names
+        for i in range(len(got)):
+            for j in range(len(got)):
+                assert (got.keys[i] == got.keys[j]) == (names[i] == names[j])
+        deep = got.distance <= 0.5 * margin
+        picked = got.select(deep)
+        assert [c.name for c in picked] == [c.name for c in objects if c.distance <= 0.5 * margin]
+        found += len(want)
+    assert found > 50

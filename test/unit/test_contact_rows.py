@@ -13,8 +13,8 @@ import pytest
 from mbs_ros.dynamics import Model
 from mbs_ros.dynamics.algorithms import multibody as alg
 from mbs_ros.dynamics.contact.solver import SolveResult
-from mbs_ros.dynamics.contact.step import (Contact, StepInfo, _frames, contact_rows, free_velocity, limit_rows,
-                                           warm_start)
+from mbs_ros.dynamics.contact.step import (Contact, ContactArrays, StepInfo, _frames, contact_rows, free_velocity,
+                                           limit_rows, warm_start)
 
 BASES = ("fixed", "se3", "se2", "schoenflies", "so3", "so3xr3")
 
@@ -118,19 +118,38 @@ def test_the_frames_are_the_closed_form():
 
 def _info(contacts, lam, limit_names=(), points=True):
     return StepInfo(SolveResult(np.asarray(lam, dtype=float), None, 1, 0.0, True, 0), len(contacts),
-                    len(limit_names), 0.0, tuple(contacts), tuple(limit_names),
+                    len(limit_names), 0.0, contacts if isinstance(contacts, ContactArrays) else tuple(contacts),
+                    tuple(limit_names),
                     np.array([c.point for c in contacts], dtype=float) if points else None)
 
 
+def _as_arrays(contacts, numbering, space):
+    """``contacts`` as a :class:`ContactArrays` whose pairs are numbered by ``numbering`` (name -> number)."""
+    names = tuple(numbering)
+    return ContactArrays(np.array([c.point for c in contacts], dtype=float),
+                         np.array([c.normal for c in contacts], dtype=float),
+                         np.array([c.distance for c in contacts]), np.array([c.mu for c in contacts]),
+                         np.array([c.a + (c.b or (-1, -1)) for c in contacts], dtype=np.int64).reshape(-1, 4),
+                         np.array([numbering[c.name] for c in contacts], dtype=np.int64), names, space)
+
+
 @pytest.mark.parametrize("points", [True, False])
-def test_the_warm_start_takes_the_nearest_old_contact_of_the_same_pair_within_the_tolerance(points):
+@pytest.mark.parametrize("kind", ["objects", "arrays in one numbering", "arrays in two numberings", "mixed"])
+def test_the_warm_start_takes_the_nearest_old_contact_of_the_same_pair_within_the_tolerance(points, kind):
+    """Contacts as objects, or as arrays (find_contacts' ``arrays``) whose pairs are matched by their numbers
+    where both steps number them alike (one plan), else by name."""
     def c(name, x):
         return Contact((0, 1), np.array([x, 0.0, 0.0]), np.array([0.0, 0.0, 1.0]), 0.0, 0.5, None, name)
 
     old = [c("a", 0.0), c("a", 0.010), c("b", 0.0), c("a", 0.010)]
     lam = np.arange(1.0, 3 * len(old) + 3)  # 12 contact entries, then two limits
-    info = _info(old, lam, ("0:j lower", "0:k upper"), points)
     new = [c("a", 0.009), c("b", 0.5), c("c", 0.0), c("b", 0.001)]
+    if kind != "objects":
+        first = {"b": 0, "c": 1, "a": 2}
+        second = first if kind == "arrays in one numbering" else {"c": 0, "a": 1, "b": 2}
+        old = _as_arrays(old, first, 7)
+        new = new if kind == "mixed" else _as_arrays(new, second, 7 if second is first else 8)
+    info = _info(old, lam, ("0:j lower", "0:k upper"), points)
     out = warm_start(info, new, ["0:k upper", "0:x lower"], 0.02)
     assert out[0:3].tolist() == lam[9:12].tolist()  # "a" at 0.009: nearest are the two at 0.010, the last of them
     assert out[3:6].tolist() == [0.0] * 3  # "b" 0.5 away: beyond the tolerance

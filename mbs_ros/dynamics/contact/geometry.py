@@ -14,6 +14,7 @@ patch is its vertices within the margin of its deepest one, each at its own exac
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import threading
 import weakref
 from dataclasses import dataclass, field
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 import coal
 import numpy as np
 
-from mbs_ros.dynamics.contact.step import Contact
+from mbs_ros.dynamics.contact.step import Contact, ContactArrays
 from mbs_ros.dynamics.kernels.jit import jit
 
 __all__ = ["Shape", "find_contacts", "check_separated", "halfspace", "box", "sphere", "cylinder", "warm_up"]
@@ -472,7 +473,7 @@ class _Pair:
     :func:`_line_interval` knows), whether it is a convex polytope on a half-space (``poly``:
     :func:`_polytope_contacts`)."""
 
-    __slots__ = ("ij", "a", "b", "sa", "sb", "name", "mu", "body_a", "body_b", "own", "poly")
+    __slots__ = ("ij", "a", "b", "sa", "sb", "name", "mu", "body_a", "body_b", "own", "poly", "index")
 
     def __init__(self, shapes, i, j, row):
         self.ij = (i, j)
@@ -482,6 +483,7 @@ class _Pair:
         self.name = f"{sa.name}/{sb.name}"
         self.mu = min(sa.mu, sb.mu)
         self.body_a, self.body_b = tuple(sa.body), None if sb.body is None else tuple(sb.body)
+        self.index = -1  # its place in its plan's pairs
         self.own = isinstance(sb.geometry, coal.Halfspace) and isinstance(sa.geometry, _OWN_KINDS)
         self.poly = (isinstance(sb.geometry, coal.Halfspace) and isinstance(sa.geometry, coal.ConvexBase)
                      and sa.geometry.getSweptSphereRadius() == 0.0)  # :func:`_polytope_contacts`, not Coal
@@ -501,6 +503,18 @@ class _Plan:
         used = sorted({k for p in ij for k in p})
         row = {k: r for r, k in enumerate(used)}
         self.pairs = [_Pair(shapes, i, j, row) for i, j in ij]
+        # per pair what a ContactArrays repeats per point: friction, sides, the pair's number (equal for equal
+        # names: the warm start's) and the names by number
+        keys = {}
+        for k, pair in enumerate(self.pairs):
+            pair.index = k
+            keys.setdefault(pair.name, len(keys))
+        self.pair_mu = np.array([p.mu for p in self.pairs], dtype=float)
+        self.pair_sides = np.array([p.body_a + ((-1, -1) if p.body_b is None else p.body_b) for p in self.pairs],
+                                   dtype=np.int64).reshape(-1, 4)
+        self.pair_keys = np.array([keys[p.name] for p in self.pairs], dtype=np.int64)
+        self.key_names = tuple(keys)
+        self.space = next(_SPACES)  # the numbering of the keys: this plan's
         m = len(used)
         self.bounds = np.zeros((m, 7))
         kinds, verts, self.vstart = [], [np.zeros((0, 3))], np.zeros(m + 1, dtype=np.int64)
@@ -560,6 +574,7 @@ class _Plan:
 
 
 _PLANS = {}
+_SPACES = itertools.count()
 
 
 def _plan(shapes, excluded) -> _Plan:
@@ -606,7 +621,7 @@ def _coal_objects(margin, max_points, placements):
 
 
 def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8, excluded=frozenset(),
-                  min_separation: float = 5e-3, max_kept: int = 4, checkpoint=None):
+                  min_separation: float = 5e-3, max_kept: int = 4, checkpoint=None, arrays: bool = False):
     """The :class:`Contact` points of every pair of ``shapes`` on different bodies (world shapes never pair
     with each other) within ``margin``; ``body_poses[k]`` (nb_k, 4, 4) are model k's bodies' world poses.
     Pairs whose groups and masks do not meet, and index pairs ``(i, j)`` (i < j) in ``excluded``
@@ -614,6 +629,8 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
     ``max_kept`` points are kept, at least ``min_separation`` apart (:func:`_reduce`: a box's four corners on a
     plane stay). Friction of a pair: the smaller ``mu`` of the two. ``checkpoint()``, when given, is called
     between the pairs Coal is asked about (where a node may suspend the search: the contact step's checkpoints).
+    With ``arrays`` the same contacts come as one :class:`~mbs_ros.dynamics.contact.step.ContactArrays` (the
+    contact step's input: no object per point).
 
     Fast where it can be without changing a number: the pairs' constants are gathered once per shape list
     (:class:`_Plan`), Coal's request and result objects once per thread (a result cleared per pair: a fresh
@@ -621,7 +638,7 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
     plan = _plan(shapes, excluded)
     candidates, B, gidx = plan.candidates(body_poses, margin)
     if not candidates:
-        return []
+        return _no_contacts(plan) if arrays else []
     req, res, preq, pres, pool = _coal_objects(margin, max_points, len(plan.where))
     where, g = plan.where, gidx.tolist()
     Ts = [None] * len(where)  # the world poses of the rows placed (pool[r]: their Coal placements)
@@ -649,6 +666,9 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
             count, k = poly_counts[k_poly], k_poly
             k_poly += 1
             if count:
+                if arrays:
+                    out.append((pair, count, poly_points[k, :count], poly_normals[k], poly_distance[k, :count]))
+                    continue
                 body_a, body_b, mu, name, normal = pair.body_a, pair.body_b, pair.mu, pair.name, poly_normals[k]
                 depth, at = poly_distance[k].tolist(), poly_points[k]
                 out += [_contact(body_a, at[p], normal, depth[p], mu, body_b, name) for p in range(count)]
@@ -678,11 +698,38 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
             if pair.own:
                 dist, mid = _own_distances(pair.sa, Ts[a], pair.sb, Ts[b], mid, n12, dist, mid)
             normal = -n12
+            count = _reduce_into(pa, dist, min_separation, max_kept, kept)
+            if arrays:
+                if count:
+                    at = kept[:count]
+                    out.append((pair, count, mid[at], normal, dist[at]))
+                continue
             body_a, body_b, mu, name = pair.body_a, pair.body_b, pair.mu, pair.name
             depth = dist.tolist()
-            count = _reduce_into(pa, dist, min_separation, max_kept, kept)
             out += [_contact(body_a, mid[p], normal, depth[p], mu, body_b, name) for p in kept[:count].tolist()]
-    return out
+    return _as_arrays(plan, out) if arrays else out
+
+
+def _no_contacts(plan) -> ContactArrays:
+    return ContactArrays(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0),
+                         np.zeros((0, 4), dtype=np.int64), np.zeros(0, dtype=np.int64), plan.key_names, plan.space)
+
+
+def _as_arrays(plan, blocks) -> ContactArrays:
+    """:func:`find_contacts`' blocks ``(pair, count, points (count, 3), normal (3,), distance (count,))`` as one
+    :class:`~mbs_ros.dynamics.contact.step.ContactArrays`, in order (the pair's constants from the plan's arrays)."""
+    if not blocks:
+        return _no_contacts(plan)
+    pidx = np.array([b[0].index for b in blocks], dtype=np.int64)
+    counts = np.array([b[1] for b in blocks], dtype=np.int64)
+    if len(blocks) > 1:
+        points, distance = np.concatenate([b[2] for b in blocks]), np.concatenate([b[4] for b in blocks])
+    else:
+        points, distance = np.array(blocks[0][2]), np.array(blocks[0][4])
+    normals = np.array([b[3] for b in blocks], dtype=float).repeat(counts, axis=0)
+    return ContactArrays(points, normals, distance, plan.pair_mu[pidx].repeat(counts),
+                         plan.pair_sides[pidx].repeat(counts, axis=0), plan.pair_keys[pidx].repeat(counts),
+                         plan.key_names, plan.space)
 
 
 def warm_up() -> None:

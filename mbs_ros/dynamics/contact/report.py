@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mbs_ros.dynamics.contact.step import _frames
+from mbs_ros.dynamics.contact.step import ContactArrays, _frames
 
 __all__ = ["ContactForce", "ContactReport", "object_pose"]
 
@@ -109,12 +109,14 @@ class ContactReport:
         points = info.points
         if points is None or points.shape[0] != len(contacts):
             points = np.array([c.point for c in contacts], dtype=float)
-        normals = np.array([c.normal for c in contacts], dtype=float)
+        normals = (contacts.normals if isinstance(contacts, ContactArrays)
+                   else np.array([c.normal for c in contacts], dtype=float))
         frames = _frames(normals)  # (n, 3, 3): rows normal, t1, t2
         lam = np.asarray(info.result.lam[:3 * len(contacts)], dtype=float).reshape(-1, 3)
         F = np.einsum("nij,ni->nj", frames, lam) / self.sim.dt
         links = self._link_set
-        pairs = [self._pair(c.name) for c in contacts]
+        pairs = [self._pair(name) for name in (contacts.names if isinstance(contacts, ContactArrays)
+                                               else (c.name for c in contacts))]
         w = np.array([float(a in links) - float(b in links) for a, b in pairs])
         out = (contacts, points, normals, F, w, pairs)
         self._step = (info, self.sim.dt, out)

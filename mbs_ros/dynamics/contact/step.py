@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import math
 import weakref
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -34,7 +35,7 @@ from mbs_ros.dynamics.algorithms import multibody as alg
 from mbs_ros.dynamics.contact import kernels
 from mbs_ros.dynamics.contact.solver import SolveResult, solve
 
-__all__ = ["Contact", "contact_rows", "delassus", "free_velocity", "limit_rows", "step", "StepInfo"]
+__all__ = ["Contact", "ContactArrays", "contact_rows", "delassus", "free_velocity", "limit_rows", "step", "StepInfo"]
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,56 @@ class Contact:
     mu: float
     b: tuple | None = None
     name: str = ""
+
+
+class ContactArrays(Sequence):
+    """A sequence of :class:`Contact` held as arrays, what :func:`~mbs_ros.dynamics.contact.geometry.find_contacts`
+    gives the contact step (``arrays=True``): ``points``, ``normals`` (n, 3), ``distance``, ``mu`` (n,), ``sides``
+    (n, 4) (``a``'s model and body, ``b``'s or −1, −1: :func:`contact_rows`' arrays), ``keys`` (n,): a pair's
+    number, equal for equal names, in the numbering ``space`` (an int) whose names are ``key_names``. The step
+    reads the arrays; the names (:attr:`names`) and the :class:`Contact` objects (the same numbers) are made when
+    asked for. Read only."""
+
+    __slots__ = ("points", "normals", "distance", "mu", "sides", "keys", "key_names", "space", "_objects", "_names")
+
+    def __init__(self, points, normals, distance, mu, sides, keys, key_names, space: int):
+        self.points, self.normals, self.distance, self.mu, self.sides = points, normals, distance, mu, sides
+        self.keys, self.key_names, self.space, self._objects, self._names = keys, key_names, space, None, None
+
+    def __len__(self) -> int:
+        return self.distance.shape[0]
+
+    @property
+    def names(self) -> list:
+        """Each contact's name (its pair's, :attr:`Contact.name`)."""
+        if self._names is None:
+            key_names = self.key_names
+            self._names = [key_names[k] for k in self.keys.tolist()]
+        return self._names
+
+    def _contacts(self) -> tuple:
+        if self._objects is None:
+            sides = self.sides.tolist()
+            self._objects = tuple(
+                Contact((s[0], s[1]), self.points[k], self.normals[k], d, m, None if s[2] < 0 else (s[2], s[3]),
+                        name) for k, (s, d, m, name) in enumerate(zip(sides, self.distance.tolist(),
+                                                                      self.mu.tolist(), self.names)))
+        return self._objects
+
+    def __getitem__(self, i):
+        return self._contacts()[i]
+
+    def __iter__(self):
+        return iter(self._contacts())
+
+    def __repr__(self) -> str:
+        return f"ContactArrays({len(self)} contacts)"
+
+    def select(self, keep: np.ndarray) -> "ContactArrays":
+        """The contacts where the boolean ``keep`` (n,) is true, in order."""
+        idx = np.flatnonzero(keep)
+        return ContactArrays(self.points[idx], self.normals[idx], self.distance[idx], self.mu[idx], self.sides[idx],
+                             self.keys[idx], self.key_names, self.space)
 
 
 def _frames(normals: np.ndarray) -> np.ndarray:
@@ -210,10 +261,15 @@ def warm_start(info, contacts, limit_names, tolerance, points=None):
     old = info.result.lam
     if nc and info.contacts:
         n_old = len(info.contacts)
-        old_names = [c.name for c in info.contacts]
-        ids = {name: k for k, name in enumerate(old_names)}  # a pair's id: any number of its own (its last index)
-        old_ids = np.fromiter(map(ids.__getitem__, old_names), dtype=np.int64, count=n_old)
-        new_ids = np.fromiter((ids.get(c.name, -1) for c in contacts), dtype=np.int64, count=nc)
+        was = info.contacts
+        if isinstance(was, ContactArrays) and isinstance(contacts, ContactArrays) and was.space == contacts.space:
+            old_ids, new_ids = was.keys, contacts.keys  # the pairs' numbers: equal for equal names
+        else:
+            old_names = was.names if isinstance(was, ContactArrays) else [c.name for c in was]
+            ids = {name: k for k, name in enumerate(old_names)}  # a pair's id: any number of its own (its last index)
+            old_ids = np.fromiter(map(ids.__getitem__, old_names), dtype=np.int64, count=n_old)
+            new_names = contacts.names if isinstance(contacts, ContactArrays) else (c.name for c in contacts)
+            new_ids = np.fromiter((ids.get(name, -1) for name in new_names), dtype=np.int64, count=nc)
         old_points = info.points
         if old_points is None or old_points.shape[0] != n_old:
             old_points = np.array([c.point for c in info.contacts], dtype=float)
@@ -330,7 +386,9 @@ def _fast_model(models):
 
 def _contact_arrays(contacts):
     """``(points (n, 3), normals (n, 3), distance (n,), mu (n,), sides (n, 4))`` of the contacts (:func:`contact_rows`'
-    arrays)."""
+    arrays; a :class:`ContactArrays`' own)."""
+    if isinstance(contacts, ContactArrays):
+        return contacts.points, contacts.normals, contacts.distance, contacts.mu, contacts.sides
     points = np.array([c.point for c in contacts], dtype=float)
     normals = np.array([c.normal for c in contacts], dtype=float)
     dist = np.array([c.distance for c in contacts], dtype=float)
@@ -384,7 +442,11 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
     for k, model in enumerate(models):
         offsets[k + 1] = offsets[k] + model.nv
     nv = int(offsets[-1])
-    active = tuple(c for c in contacts if c.distance <= margin)
+    if isinstance(contacts, ContactArrays):
+        keep = contacts.distance <= margin
+        active = contacts if keep.all() else contacts.select(keep)
+    else:
+        active = tuple(c for c in contacts if c.distance <= margin)
     Jl, dl, names = [], [], []
     if limits:
         for k, model in enumerate(models):

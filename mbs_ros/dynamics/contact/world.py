@@ -21,7 +21,7 @@ import numpy as np
 
 from mbs_ros.dynamics.algorithms import multibody as alg
 from mbs_ros.dynamics.contact.geometry import _plan, _transform, check_separated, find_contacts
-from mbs_ros.dynamics.contact.step import limited_joints, step
+from mbs_ros.dynamics.contact.step import ContactArrays, limited_joints, step
 
 __all__ = ["ContactWorld"]
 
@@ -169,7 +169,7 @@ class ContactWorld:
         if self.checkpoint is not None:
             self._checkpoint()
         contacts = find_contacts(poses, self.shapes, margin=margin, excluded=self.left_out(among),
-                                 checkpoint=None if self.checkpoint is None else self._checkpoint)
+                                 checkpoint=None if self.checkpoint is None else self._checkpoint, arrays=not first)
         if self.checkpoint is not None:
             self._checkpoint()
         if first:
@@ -180,10 +180,15 @@ class ContactWorld:
                             checkpoint=None if self.checkpoint is None else self._checkpoint, poses=poses[first:])
         self._warm[among] = info
         engaged = set()
-        for c in info.contacts:
-            engaged.add(c.a[0] + first)
-            if c.b is not None:
-                engaged.add(c.b[0] + first)
+        if isinstance(info.contacts, ContactArrays):  # first is 0
+            engaged.update(info.contacts.sides[:, 0].tolist())
+            engaged.update(info.contacts.sides[:, 2].tolist())
+            engaged.discard(-1)
+        else:
+            for c in info.contacts:
+                engaged.add(c.a[0] + first)
+                if c.b is not None:
+                    engaged.add(c.b[0] + first)
         engaged.update(int(name.split(":", 1)[0]) + first for name in info.limit_names)
         d = time.thread_time_ns() - t0 - self._away
         self.step_count, self.step_ns = self.step_count + 1, self.step_ns + d
