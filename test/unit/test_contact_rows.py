@@ -184,6 +184,12 @@ def test_the_limit_rows_are_the_joints_within_the_margin_lower_before_upper():
     q[iq[2]] = 0.00025
     J, d, names = limit_rows(model, q, 1e-5)  # nothing within 1e-5
     assert J.shape == (0, model.nv) and d.shape == (0,) and names == []
+    for k, side, x in ((0, "upper", 0.99995), (0, "lower", -0.99995), (3, "upper", 0.49995), (2, "lower", np.nan)):
+        q = model.neutral()
+        q[iq[2]] = 0.00025
+        q[iq[k]] = x  # one side of one joint near (or NaN), every other gap wider than the margin
+        J, d, names = limit_rows(model, q, 1e-4)
+        assert names == ([] if np.isnan(x) else [f"j{k} {side}"])
 
 
 def test_the_warm_up_compiles_the_kernels_for_the_types_a_step_calls_them_with():

@@ -13,7 +13,7 @@ import numpy as np
 
 from mbs_ros.dynamics.kernels.jit import jit
 
-__all__ = ["contact_frames", "model_rows", "match_contacts", "copy_matched", "BASE_NONE", "BASE_COLUMNS",
+__all__ = ["contact_frames", "model_rows", "match_contacts", "copy_matched", "limits_clear", "BASE_NONE", "BASE_COLUMNS",
            "BASE_SO3XR3"]
 
 #: How a model's base columns move a point (``side_rows``): no base velocity, body-frame twist components
@@ -144,6 +144,17 @@ def copy_matched(best, old, lam):
                 lam[3 * i + r] = old[3 * j + r]
 
 
+@jit
+def limits_clear(q, iq, lower, upper, margin):
+    """Whether every limited joint ``q[iq]`` is farther than ``margin`` from both its limits (``q − lower`` and
+    ``upper − q`` > margin; a NaN is not: :func:`~mbs_ros.dynamics.contact.step.limit_rows` then looks closer)."""
+    for k in range(iq.shape[0]):
+        x = q[iq[k]]
+        if not (x - lower[k] > margin and upper[k] - x > margin):
+            return False
+    return True
+
+
 def warm_up() -> None:
     """Call each kernel once on a tiny problem: numba loads them from its cache (or compiles them) at the first
     call, milliseconds a node pays at start-up instead of inside its first contact step."""
@@ -160,6 +171,7 @@ def warm_up() -> None:
     out = np.empty(1, dtype=np.int64)
     match_contacts(np.zeros(1, dtype=np.int64), normals, np.zeros(1, dtype=np.int64), normals, 1.0, out)
     copy_matched(out, np.zeros(3), np.zeros(3))
+    limits_clear(np.zeros(1), np.zeros(1, dtype=np.int64), np.full(1, -1.0), np.ones(1), 1e-3)
     from mbs_ros.dynamics.model import Model  # the compiled body poses the step's rows read (any model's types)
 
     body = Model.rigid_body("se3", 1.0, np.eye(3))

@@ -218,10 +218,11 @@ def limit_rows(model, q, margin: float):
     ``+v_j``, an upper one as ``−v_j`` (so ``c ≥ 0`` keeps the joint inside)."""
     iq, iv, lower, upper, joint_names = limited_joints(model)
     if iq.size:
-        x = np.asarray(q, dtype=float)[iq]
-        below, above = x - lower, upper - x
-        if below.min() > margin and above.min() > margin:  # the common case: nothing near (NaN goes on below)
+        q = np.asarray(q, dtype=float)
+        if kernels.limits_clear(q, iq, lower, upper, float(margin)):  # the common case: nothing near (one call)
             return np.zeros((0, model.nv)), np.zeros(0), []
+        x = q[iq]
+        below, above = x - lower, upper - x
         gaps = np.stack([below, above], axis=1)  # (k, 2): per joint its lower then its upper gap
         near = np.isfinite(gaps) & (gaps <= margin)
         if near.any():
