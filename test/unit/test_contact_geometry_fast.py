@@ -196,3 +196,37 @@ def test_the_contacts_as_arrays_are_coals_contacts(seed):
         assert [c.name for c in picked] == [c.name for c in objects if c.distance <= 0.5 * margin]
         found += len(want)
     assert found > 50
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_feet_on_the_ground_as_arrays_are_coals_contacts(seed):
+    """Only convex polytopes over a half-space (a legged robot's feet: every pair compiled, no loop over them):
+    the arrays hold Coal's contacts, and a search with a checkpoint makes one between every two pairs."""
+    rng = np.random.default_rng(300 + seed)
+    found = 0
+    for _ in range(30):
+        n = np.array([float(rng.choice([0.0, 0.2])), 0.0, 1.0])
+        unit = n / np.linalg.norm(n)
+        shapes = [geo.halfspace("ground", n, 0.0, mu=0.7)]
+        shapes += [geo.Shape(f"foot{k}", _hull(rng, 0.02), (0, k), np.eye(4), float(rng.uniform(0.3, 1.0)))
+                   for k in range(4)]
+        margin = float(rng.choice([1e-3, 1e-2]))
+        poses = [np.empty((4, 4, 4))]
+        for k, T in enumerate(poses[0]):
+            T[:] = np.eye(4)
+            T[:3, :3] = _rotation(rng, rng.choice(["any", "flush", "edge"]))
+            T[:2, 3] = (0.3 * k, rng.normal(scale=0.05))
+            low = _lowest(shapes[k + 1], T, unit)
+            T[:3, 3] += unit * (margin * rng.choice([-1.0, 0.0, 0.5, 2.0]) - low)
+        calls = []
+        got = geo.find_contacts(poses, shapes, margin=margin, arrays=True, checkpoint=lambda: calls.append(1))
+        assert len(calls) == max(len(geo._candidates(poses, shapes, margin)) - 1, 0)
+        want = check.coal_contacts(poses, shapes, margin=margin)
+        edge = check.polytope_edge_pairs(poses, shapes, margin)
+        why = check.differences(_off(list(got), edge), _off(want, edge))[0]
+        assert why is None, why
+        for k, c in enumerate(got):
+            assert np.array_equal(got.points[k], c.point) and np.array_equal(got.normals[k], c.normal)
+            assert (got.distance[k], got.mu[k], got.names[k]) == (c.distance, c.mu, c.name)
+        found += len(want)
+    assert found > 40

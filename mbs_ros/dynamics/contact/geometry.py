@@ -551,8 +551,8 @@ class _Plan:
         return self.candidates(body_poses, margin)[0]
 
     def candidates(self, body_poses, margin):
-        """``(pairs, B, gidx)``: :meth:`broad`'s pairs, the models' body poses stacked (nb, 4, 4) and each row's
-        body's index in them (-1: a world shape)."""
+        """``(pairs, B, gidx, at)``: :meth:`broad`'s pairs, the models' body poses stacked (nb, 4, 4), each row's
+        body's index in them (-1: a world shape) and the pairs' places in :attr:`pairs`."""
         sizes = (len(body_poses[self.models[0]]),) if len(self.models) == 1 else tuple(
             len(body_poses[k]) for k in self.models)
         if self._gidx[0] != sizes:  # rows' indices into the stacked body poses of the models with shapes
@@ -570,7 +570,7 @@ class _Plan:
         n = _near_pairs(B, gidx, self.Tbs, self.table, self.bounds, self.verts, self.vstart, self.hint,
                         float(margin) + BROAD_SLACK, idx)
         pairs = self.pairs
-        return [pairs[k] for k in idx[:n].tolist()], B, gidx
+        return [pairs[k] for k in idx[:n].tolist()], B, gidx, idx[:n]
 
 
 _PLANS = {}
@@ -636,7 +636,7 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
     (:class:`_Plan`), Coal's request and result objects once per thread (a result cleared per pair: a fresh
     one's state), only the candidate pairs' shapes are placed (``pose @ T_body_shape``, as NumPy multiplies)."""
     plan = _plan(shapes, excluded)
-    candidates, B, gidx = plan.candidates(body_poses, margin)
+    candidates, B, gidx, at = plan.candidates(body_poses, margin)
     if not candidates:
         return _no_contacts(plan) if arrays else []
     req, res, preq, pres, pool = _coal_objects(margin, max_points, len(plan.where))
@@ -652,6 +652,11 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
         poly_normals, poly_counts = np.empty((len(polys), 3)), np.empty(len(polys), dtype=np.int64)
         _polytope_contacts(B, gidx, plan.Tbs, ab, plan.bounds, plan.verts, plan.vstart, float(margin), FLUSH,
                            min_separation, max_kept, poly_points, poly_distance, poly_normals, poly_counts)
+        if arrays and len(polys) == len(candidates):  # every pair a polytope on a half-space: no loop over them
+            if checkpoint is not None:  # the checkpoints the loop below would make between its pairs
+                for _ in range(len(candidates) - 1):
+                    checkpoint()
+            return _poly_arrays(plan, at, poly_points, poly_normals, poly_distance, poly_counts)
         poly_counts = poly_counts.tolist()
     k_poly = 0
     out = []
@@ -713,6 +718,15 @@ def find_contacts(body_poses, shapes, margin: float = 1e-3, max_points: int = 8,
 def _no_contacts(plan) -> ContactArrays:
     return ContactArrays(np.zeros((0, 3)), np.zeros((0, 3)), np.zeros(0), np.zeros(0),
                          np.zeros((0, 4), dtype=np.int64), np.zeros(0, dtype=np.int64), plan.key_names, plan.space)
+
+
+def _poly_arrays(plan, at, points, normals, distance, counts) -> ContactArrays:
+    """:func:`_polytope_contacts`' results for the plan's pairs ``at`` (their places in ``plan.pairs``) as one
+    :class:`~mbs_ros.dynamics.contact.step.ContactArrays`: :func:`_as_arrays`' of their blocks, the same rows."""
+    found = np.arange(points.shape[1]) < counts[:, None]  # (pairs, width): the first counts[k] points of pair k
+    return ContactArrays(points[found], normals.repeat(counts, axis=0), distance[found],
+                         plan.pair_mu[at].repeat(counts), plan.pair_sides[at].repeat(counts, axis=0),
+                         plan.pair_keys[at].repeat(counts), plan.key_names, plan.space)
 
 
 def _as_arrays(plan, blocks) -> ContactArrays:
