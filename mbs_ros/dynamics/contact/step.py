@@ -439,10 +439,10 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
     n_models = len(models)
     qs = [np.asarray(q, dtype=float) for q in qs]
     vs = [np.asarray(v, dtype=float) for v in vs]
-    offsets = np.zeros(n_models + 1, dtype=int)
-    for k, model in enumerate(models):
-        offsets[k + 1] = offsets[k] + model.nv
-    nv = int(offsets[-1])
+    offsets = [0]  # model k's velocities from offsets[k]
+    for model in models:
+        offsets.append(offsets[-1] + model.nv)
+    nv = offsets[-1]
     if isinstance(contacts, ContactArrays):
         keep = contacts.distance <= margin
         active = contacts if keep.all() else contacts.select(keep)
@@ -466,7 +466,7 @@ def step(models, qs, vs, taus, h: float, contacts=(), limits: bool = True, margi
     if terms is not None:  # one model with compiled kernels, contacts and no limit: its terms in one call
         (v_free, J, MinvJt, G, g), points, gap, mu = terms
         nc = mu.shape[0]
-        normal_rows = np.arange(0, 3 * nc, 3)
+        normal_rows = None if models[0].passive is None else np.arange(0, 3 * nc, 3)  # (None: finished compiled)
     else:
         _, v_free, kins = free_velocity(models, qs, vs, taus, h, poses)
         Jc, dc, mu, points = _contact_rows(models, kins, offsets, nv, active)
