@@ -7,7 +7,9 @@ control period is taken inside the command callback that completes it) and repor
 callback's name. This runs the scenario with ``--record`` (``/diagnostics`` added to what it records), reads the
 reports back and prints, per dynamics node, the longest callback over the run and the simulated time of the report
 that first shows it, against the control period 1/control_rate (the rule: no callback longer than one control
-period). The wall-clock figures vary with the machine's load: run it with ``nice`` on a quiet machine.
+period), the most thread CPU time one callback took (the node's own work), and on Linux the share of the wall clock
+the node's thread waited for a core (``scheduler_wait_share``: on a machine with more busy processes than cores the
+wall clock of a callback is its CPU time plus those waits). The wall-clock figures vary with the machine's load: run it with ``nice`` on a quiet machine.
 Exit 0 when every node's longest callback is within its period, 1 otherwise, 2 if the run failed.
 """
 from __future__ import annotations
@@ -88,6 +90,11 @@ def main(argv=None) -> int:
               f"{rows[-1][1].get('contact_step_longest_ms', float('nan')):.3f} ms; the most CPU time of one "
               f"callback (the node's own work, without the scheduler's waits) "
               f"{max(v.get('longest_callback_cpu_ms', float('nan')) for _, v in rows):.3f} ms; {len(rows)} reports")
+        if "scheduler_wait_share" in rows[-1][1]:  # Linux: what the machine's other work added to the wall clock
+            print(f"  the node's thread waited for a core {100 * rows[-1][1]['scheduler_wait_share']:.0f} % of the "
+                  f"run's wall clock (ready to run, the core taken: schedstat's run delay), "
+                  f"{100 * first[1].get('scheduler_wait_share_recent', float('nan')):.0f} % between the reports "
+                  f"around its longest callback")
     print(f"recording: {bag}" if args.keep else "")
     return 0 if ok else 1
 

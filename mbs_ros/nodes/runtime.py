@@ -475,6 +475,18 @@ def subscribe_fields(node: "rclpy.node.Node", qos, guard: Callable, msg_type, to
                              "system_default)") from None
 
 
+def run_delay_ns(path: str) -> Optional[int]:
+    """The time [ns] a thread spent ready to run but waiting for a core, from its ``/proc/.../schedstat`` (the
+    second of its three fields: time on a CPU, time waiting on a run queue, time slices; Linux's
+    Documentation/scheduler/sched-stats.rst); None where there is no such file (another OS, a kernel without
+    CONFIG_SCHED_INFO)."""
+    try:
+        with open(path, "rb") as f:
+            return int(f.read().split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 class CallbackGuard:
     """What keeps a node's callbacks from stopping it, built with the ``node`` (its context), its ``counts``
     (``callback_errors``, ``rejected_<topic>``) and its ``logs`` (a :class:`~mbs_ros.cores.ratelimit.RateLimitedLog`):
@@ -490,6 +502,11 @@ class CallbackGuard:
         # waits of a busy machine's scheduler that the wall clock includes
         self.longest_cpu_ns = self.recent_cpu_ns = 0
         self.started_ns = 0  # when the guarded callback running now (or the last one) started (monotonic clock)
+        # how long this thread waited, ready to run, for a core (Linux: /proc's schedstat), between two reports and
+        # since the first: what a busy machine adds to the callbacks' wall clock; None where the kernel has none
+        self._schedstat = f"/proc/self/task/{threading.get_native_id()}/schedstat"
+        wait = run_delay_ns(self._schedstat)
+        self._wait_first = self._wait_last = None if wait is None else (time.monotonic_ns(), wait)
 
     def _timed(self, what: str, t0: int, c0: int) -> None:
         d = time.monotonic_ns() - t0
@@ -510,12 +527,23 @@ class CallbackGuard:
         """The longest callback [ms] since the start and since the last call (then restarted), with its name:
         the dynamics node's /diagnostics values ``longest_callback_ms``, ``longest_callback``,
         ``longest_callback_recent_ms``, ``longest_callback_recent``; and the most thread CPU time a callback took
-        [ms], ``longest_callback_cpu_ms``, ``longest_callback_recent_cpu_ms``."""
+        [ms], ``longest_callback_cpu_ms``, ``longest_callback_recent_cpu_ms``; on Linux the share of the wall clock
+        the node's thread waited for a core since the start and since the last call, ``scheduler_wait_share`` and
+        ``scheduler_wait_share_recent`` (from the thread that made the guard: the executor's)."""
         out = {"longest_callback_ms": self.longest_ns * 1e-6, "longest_callback": self.longest_what,
                "longest_callback_recent_ms": self.recent_ns * 1e-6, "longest_callback_recent": self.recent_what,
                "longest_callback_cpu_ms": self.longest_cpu_ns * 1e-6,
                "longest_callback_recent_cpu_ms": self.recent_cpu_ns * 1e-6}
         self.recent_ns, self.recent_what, self.recent_cpu_ns = 0, "", 0
+        if self._wait_last is not None:
+            wait = run_delay_ns(self._schedstat)
+            if wait is not None:
+                now = time.monotonic_ns()
+                t_first, w_first = self._wait_first
+                t_last, w_last = self._wait_last
+                out["scheduler_wait_share"] = (wait - w_first) / max(now - t_first, 1)
+                out["scheduler_wait_share_recent"] = (wait - w_last) / max(now - t_last, 1)
+                self._wait_last = (now, wait)
         return out
 
     def warn(self, key: str, text: str, error: bool = False) -> None:

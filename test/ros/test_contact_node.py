@@ -6,6 +6,8 @@ whose stamp (simulation time) reaches a condition, with a generous deadline; no 
 """
 from __future__ import annotations
 
+import os
+
 import pytest
 
 rclpy = pytest.importorskip("rclpy")
@@ -71,6 +73,10 @@ def test_diagnostics_and_energy_carry_the_contact(node):
     # timer"): the most CPU time one callback took is at least the most one contact step took (thread CPU time
     # both; the landing's step was once left out of longest_callback_cpu_ms, the stepping timer not timed)
     assert d["longest_callback_cpu_ms"] >= d["contact_step_longest_ms"] > 0.0, d
+    # on Linux, the share of the wall clock the node waited for a core (since the start and per report) is a share
+    if os.path.exists("/proc/self/schedstat"):
+        shares = [b[k] for _, b in diags for k in ("scheduler_wait_share", "scheduler_wait_share_recent")]
+        assert len(shares) == 2 * len(diags) and all(0.0 <= x <= 1.0 for x in shares), shares
     before = [b for _, b in diags if b["steps"] < (T_LAND - 0.05) * 1000]
     assert all(b["contact_steps"] == 0 and b["contacts"] == 0 for b in before), before
     # the energy topic: a "contact" dissipator in every message (the world is there from the start), never supplying

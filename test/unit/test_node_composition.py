@@ -110,6 +110,7 @@ def test_the_callback_guard_times_every_callback(monkeypatch):
     now, cpu, reads = [0], [0], []
     monkeypatch.setattr(runtime.time, "monotonic_ns", lambda: now[0])
     monkeypatch.setattr(runtime.time, "thread_time_ns", lambda: reads.append(1) or cpu[0])
+    monkeypatch.setattr(runtime, "run_delay_ns", lambda path: None)  # the scheduler's waits: the next tests
     logs = types.SimpleNamespace(warning=lambda *a: None, error=lambda *a: None)
     node = types.SimpleNamespace(context=types.SimpleNamespace(ok=lambda: True))
     guard = CallbackGuard(node, {"callback_errors": 0}, logs)
@@ -146,3 +147,87 @@ def test_the_callback_guard_times_every_callback(monkeypatch):
     # started at 11 ms: after the 2.5 + 1 + 4 + 3 + 0.5 ms of the callbacks before it
     assert guard.timing()["longest_callback"] == "step timer" and guard.started_ns == 11_000_000
     assert guard.timing()["longest_callback_recent_ms"] == 0.0  # nothing ran since
+
+
+def test_the_callback_guard_reports_the_schedulers_waits(monkeypatch, tmp_path):
+    """``timing()`` adds the share of the wall clock the node's thread waited for a core, since the guard was made
+    (``scheduler_wait_share``) and since the last report (``scheduler_wait_share_recent``): the second field of
+    the thread's schedstat over the monotonic clock, both counters here under the test's control."""
+    import types
+
+    from mbs_ros.nodes import runtime
+    from mbs_ros.nodes.runtime import CallbackGuard, run_delay_ns
+
+    stat = tmp_path / "schedstat"
+    stat.write_text("987654321 4000000 77\n")  # on a CPU, waiting on a run queue, time slices
+    assert run_delay_ns(str(stat)) == 4_000_000
+    assert run_delay_ns(str(tmp_path / "none")) is None
+    stat.write_text("garbage\n")
+    assert run_delay_ns(str(stat)) is None
+
+    now, waits = [1_000_000_000], [500_000_000]
+    monkeypatch.setattr(runtime.time, "monotonic_ns", lambda: now[0])
+    monkeypatch.setattr(runtime, "run_delay_ns", lambda path: waits[0])
+    logs = types.SimpleNamespace(warning=lambda *a: None, error=lambda *a: None)
+    guard = CallbackGuard(types.SimpleNamespace(context=types.SimpleNamespace(ok=lambda: True)), {}, logs)
+    now[0] += 10_000_000
+    waits[0] += 4_000_000
+    t = guard.timing()
+    assert t["scheduler_wait_share"] == pytest.approx(0.4) and t["scheduler_wait_share_recent"] == pytest.approx(0.4)
+    now[0] += 10_000_000
+    waits[0] += 1_000_000
+    t = guard.timing()
+    assert t["scheduler_wait_share"] == pytest.approx(0.25)
+    assert t["scheduler_wait_share_recent"] == pytest.approx(0.1)
+    monkeypatch.setattr(runtime, "run_delay_ns", lambda path: None)  # the file gone: no figures, no error
+    assert "scheduler_wait_share" not in guard.timing()
+
+
+_SHARED_CORE = r"""
+import json, os, sys, time, types
+cpu = int(sys.argv[1])
+os.sched_setaffinity(0, {cpu})
+children = []
+for _ in range(2):  # two busy processes on the same core, spinning from the fork on
+    pid = os.fork()
+    if pid == 0:
+        while True:
+            pass
+    children.append(pid)
+try:
+    from mbs_ros.nodes.runtime import CallbackGuard
+    logs = types.SimpleNamespace(warning=lambda *a: None, error=lambda *a: None)
+    guard = CallbackGuard(types.SimpleNamespace(context=types.SimpleNamespace(ok=lambda: True)), {}, logs)
+    t0, c0 = time.monotonic_ns(), time.thread_time_ns()
+    while time.monotonic_ns() - t0 < 600_000_000:  # this thread spins too: always on the core or waiting for it
+        pass
+    t = guard.timing()
+    t["cpu_share"] = (time.thread_time_ns() - c0) / (time.monotonic_ns() - t0)
+    print(json.dumps(t))
+finally:
+    for pid in children:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+"""
+
+
+def test_the_schedulers_waits_of_a_thread_that_shares_its_core():
+    """A real thread spinning on one core beside two busy processes gets about a third of it: it waits for the
+    core about two thirds of the wall clock (more on a busy machine), and being always on the core or waiting for
+    it, its CPU share and its wait share add up to about one; the kernel's accounting, not ours, is the
+    reference."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    if not os.path.exists(f"/proc/self/task/{threading.get_native_id()}/schedstat"):
+        pytest.skip("no /proc/<pid>/task/<tid>/schedstat on this system (Linux with CONFIG_SCHED_INFO)")
+    cpu = min(os.sched_getaffinity(0))
+    run = subprocess.run([sys.executable, "-c", _SHARED_CORE, str(cpu)], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    t = json.loads(run.stdout.strip().splitlines()[-1])
+    assert t["scheduler_wait_share"] >= 0.45, t
+    assert t["scheduler_wait_share_recent"] == pytest.approx(t["scheduler_wait_share"], abs=0.05), t
+    assert 0.75 <= t["cpu_share"] + t["scheduler_wait_share"] <= 1.1, t
