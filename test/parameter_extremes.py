@@ -44,6 +44,7 @@ DYNAMICS_STARTUP = [
     ("object_mass_scale", 1e-3, 1e3, 0.9e-3, 1.01e3),
     ("object_mu_scale", 0.0, 1e3, -1e-9, 1.01e3),
     ("max_mass_ratio", 0.0, 1e300, -1e-9, None),
+    ("thread_priority", 0.0, 98.0, -1.0, 99.0),  # SCHED_FIFO 98 where the system allows it, else a warning
 ]
 
 # pause_at (single body at 1000 Hz: one physics step at least): at run time only a time ahead of the simulation's is

@@ -66,7 +66,8 @@ from mbs_ros.process import THREAD_VARIABLES, limit_threads  # noqa: F401 - part
 __all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "freeze_heap", "limit_threads",
            "THREAD_VARIABLES", "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS", "TeardownGuard",
            "TEARDOWN_TIMEOUT_S", "descriptor", "declare", "declare_model_parameters", "parameter_overrides",
-           "unknown_overrides", "command_line_parameters", "unknown_parameters_problem", "CallbackGuard"]
+           "unknown_overrides", "command_line_parameters", "unknown_parameters_problem", "CallbackGuard",
+           "realtime_scheduling", "run_delay_ns"]
 
 EXIT_BAD_ARGUMENTS = 2  # as for invalid parameters
 
@@ -473,6 +474,35 @@ def subscribe_fields(node: "rclpy.node.Node", qos, guard: Callable, msg_type, to
         raise ParameterError(f"{', '.join(given)}: {reason} (history: keep_last or keep_all; depth: a whole "
                              f"number in [1, {MAX_QOS_DEPTH}]; reliability: reliable, best_effort or "
                              "system_default)") from None
+
+
+def realtime_scheduling(priority: int) -> Optional[str]:
+    """SCHED_FIFO at ``priority`` for every thread of this process (Linux: each of /proc/self/task; elsewhere the
+    calling thread): the executor's, where a node's callbacks run, and the middleware's, whose locks a callback
+    may wait on (one of them left to the default scheduler, preempted while holding such a lock, made the
+    executor wait 25 ms on a busy machine: priority inversion); threads started later inherit it. As
+    ros2_control's controller_manager sets its update loop's ``thread_priority``. None when set (or ``priority``
+    0: nothing asked), else why not: the system's refusal (no right to it: root, CAP_SYS_NICE or an ``rtprio``
+    limit in /etc/security/limits.conf), or no SCHED_FIFO on this system."""
+    if priority <= 0:
+        return None
+    if not hasattr(os, "sched_setscheduler") or not hasattr(os, "SCHED_FIFO"):
+        return "this system has no SCHED_FIFO"
+    param = os.sched_param(int(priority))
+    try:
+        tids = [int(t) for t in os.listdir("/proc/self/task")]
+    except OSError:
+        tids = []
+    try:
+        os.sched_setscheduler(0, os.SCHED_FIFO, param)  # this thread first: a refusal changes nothing
+        for tid in tids:
+            try:
+                os.sched_setscheduler(tid, os.SCHED_FIFO, param)
+            except ProcessLookupError:  # ended since the listing
+                pass
+    except OSError as e:
+        return e.strerror or type(e).__name__
+    return None
 
 
 def run_delay_ns(path: str) -> Optional[int]:

@@ -80,6 +80,7 @@ def nodes(tmp_path_factory):
         "planar": make("planar", PLANAR),
         "sigterm": make("sigterm", {}),
         "triangle": make("triangle", dict(inertia=[1.0, 0.0, 0.0, 1.0, 0.0, 3.0])),
+        "fifo": make("fifo", dict(thread_priority=20.0)),
     }
     procs.update({k: make(k, params) for k, (params, _reason) in INVALID.items()})
     with running(procs):
@@ -371,6 +372,26 @@ def test_triangle_inequality_only_warns(nodes):
     proc = nodes["triangle"]
     assert proc.wait_for_log("triangle inequality", timeout=TIMEOUT), proc.log_text()
     assert proc.wait_for_log("se3 body", timeout=TIMEOUT), proc.log_text()
+    assert proc.running
+
+
+def test_thread_priority_puts_the_nodes_threads_on_sched_fifo(probe, nodes):
+    """thread_priority 20: every thread of the node's process on SCHED_FIFO at 20 (its executor's, where every
+    callback runs, and the middleware's, Fast DDS's ``dds.*`` among them), the node stepping as before; where the
+    system refuses it, a warning with its reason and the default scheduler. A node without it: the default."""
+    proc = nodes["fifo"]
+    wait_for_node(probe, proc, "fifo")
+    assert proc.wait_for_log("thread_priority 20:", timeout=TIMEOUT), proc.log_text()
+    tids = [int(t) for t in os.listdir(f"/proc/{proc.pid}/task")]
+    policies = {os.sched_getscheduler(t) for t in tids}
+    if "the node's threads run with SCHED_FIFO" in proc.log_text():
+        assert len(tids) > 1 and policies == {os.SCHED_FIFO}, policies
+        assert {os.sched_getparam(t).sched_priority for t in tids} == {20}
+    else:  # refused here (no root, no CAP_SYS_NICE, no rtprio limit): said so, and nothing changed
+        assert "SCHED_FIFO refused (" in proc.log_text(), proc.log_text()
+        assert policies == {os.SCHED_OTHER}, policies
+    assert {os.sched_getscheduler(int(t)) for t in os.listdir(f"/proc/{nodes['triangle'].pid}/task")} \
+        == {os.SCHED_OTHER}
     assert proc.running
 
 

@@ -27,7 +27,8 @@ EXPECTED_DEFAULTS = dict(
     lockstep=False, base_actuated=True, control_rate=100.0, publish_markers=True, marker_wrench_scale=0.01, max_wrench=(),
     max_effort=(), fluid_density=0.0, current=(0.0, 0.0, 0.0), current_rate=(0.0, 0.0, 0.0),
     environment_temperature=288.15, energy_rate=10.0, start_paused=False, pause_at=0.0, wait_for_command=False,
-    sensors="", mass_scale=1.0, added_mass_scale=1.0, link_mass_scales=(), sensor_seed=0.0, world="",
+    sensors="", mass_scale=1.0, added_mass_scale=1.0, link_mass_scales=(), sensor_seed=0.0, thread_priority=0.0,
+    world="",
     object_mass_scale=1.0, object_mu_scale=1.0, disturbance=(), friction_scale=1.0,
     object_offset=(0.0, 0.0, 0.0, 0.0), joint_limits=True)
 

@@ -231,3 +231,60 @@ def test_the_schedulers_waits_of_a_thread_that_shares_its_core():
     assert t["scheduler_wait_share"] >= 0.45, t
     assert t["scheduler_wait_share_recent"] == pytest.approx(t["scheduler_wait_share"], abs=0.05), t
     assert 0.75 <= t["cpu_share"] + t["scheduler_wait_share"] <= 1.1, t
+
+
+def test_realtime_scheduling_asks_the_system_and_reports_its_refusal(monkeypatch):
+    """``realtime_scheduling(priority)``: 0 asks nothing; otherwise SCHED_FIFO at that priority for the calling
+    thread, or the system's reason for refusing it (here a refusal the test makes), or that there is no SCHED_FIFO."""
+    import errno
+
+    from mbs_ros.nodes import runtime
+
+    asked = []
+
+    def refuse(pid, policy, param):
+        asked.append((pid, policy, param.sched_priority))
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(runtime.os, "sched_setscheduler", refuse, raising=False)
+    monkeypatch.setattr(runtime.os, "SCHED_FIFO", 1, raising=False)
+    assert runtime.realtime_scheduling(0) is None and asked == []
+    assert runtime.realtime_scheduling(50) == "Operation not permitted"
+    assert asked == [(0, 1, 50)]  # the calling thread, SCHED_FIFO, the priority given
+    monkeypatch.delattr(runtime.os, "sched_setscheduler")
+    assert runtime.realtime_scheduling(50) == "this system has no SCHED_FIFO"
+
+
+_FIFO_SHARED_CORE = _SHARED_CORE.replace(
+    "    from mbs_ros.nodes.runtime import CallbackGuard\n",
+    "    from mbs_ros.nodes.runtime import CallbackGuard, realtime_scheduling\n"
+    "    problem = realtime_scheduling(10)\n"
+    "    if problem is not None:\n"
+    "        print(json.dumps({'refused': problem}))\n"
+    "        sys.exit(0)\n"
+    "    assert os.sched_getscheduler(0) == os.SCHED_FIFO and os.sched_getparam(0).sched_priority == 10\n")
+
+
+def test_a_thread_with_sched_fifo_does_not_wait_for_the_processes_beside_it():
+    """The same spinning thread with ``realtime_scheduling(10)`` beside the same two busy processes on its core:
+    the kernel no longer makes it wait (its share of waiting near 0, of CPU near 1, where it waited two thirds
+    without). Where the system refuses SCHED_FIFO the test skips with the refusal (the refusal's handling runs in
+    the test above)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    import threading
+
+    if not os.path.exists(f"/proc/self/task/{threading.get_native_id()}/schedstat"):
+        pytest.skip("no /proc/<pid>/task/<tid>/schedstat on this system (Linux with CONFIG_SCHED_INFO)")
+    assert _FIFO_SHARED_CORE != _SHARED_CORE
+    cpu = min(os.sched_getaffinity(0))
+    run = subprocess.run([sys.executable, "-c", _FIFO_SHARED_CORE, str(cpu)], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr[-2000:]
+    t = json.loads(run.stdout.strip().splitlines()[-1])
+    if "refused" in t:
+        pytest.skip(f"SCHED_FIFO refused here: {t['refused']}")
+    assert t["scheduler_wait_share"] <= 0.1, t
+    assert t["cpu_share"] >= 0.8, t

@@ -152,6 +152,14 @@ _PAIRS = {
         "editing the sensors file (0: the file's seeds).",
         {"check": "whole", "type": "double", "default": 0.0, "read_only": True,
          "floating_point_range": (0.0, 2147483647.0)}),
+    "thread_priority": (
+        "Real-time scheduling of the node's process (its executor thread, where every callback runs, and the "
+        "middleware's threads): 0 = the system's default scheduler; a whole number in [1, 98] = SCHED_FIFO at "
+        "that priority (Linux; as ros2_control's controller_manager thread_priority), so that the other "
+        "processes of a busy machine do not preempt a control period. Needs the right (root, CAP_SYS_NICE or an "
+        "rtprio limit); refused by the system: a warning, and the default scheduler.",
+        {"check": "whole", "type": "double", "default": 0.0, "read_only": True,
+         "floating_point_range": (0.0, 98.0)}),
     "use_events_executor": (
         "Spin with rclpy.experimental.EventsExecutor when this rclpy has it (else the single-threaded executor, "
         "with a warning); false: always the single-threaded executor.",
