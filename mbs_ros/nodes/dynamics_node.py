@@ -49,7 +49,7 @@ from mbs_ros.cores.parameters.dynamics import PARAMETERS
 from mbs_ros.cores.ratelimit import RateLimitedLog
 from mbs_ros.nodes.logger import fast_get_logger
 from mbs_ros.nodes.runtime import (CallbackGuard, declare_model_parameters, freeze_heap, parameter_overrides,
-                                   realtime_scheduling, run_node, settings_executor, unknown_overrides)
+                                   run_node, settings_executor, thread_priority, unknown_overrides)
 from mbs_ros.cores.loop import SimulationLoop, on_grid
 from mbs_ros.cores.work import Slices, WorkQueue, single, whole
 
@@ -84,7 +84,6 @@ class DynamicsNode(Node):
     def __init__(self, node_name: str = "dynamics_node", **kwargs):
         super().__init__(node_name, **kwargs)
         self._logs = RateLimitedLog(self.get_logger(), WARN_THROTTLE_S)  # per key, free while held back
-        self._fifo = False  # thread_priority applied (_real_time_scheduling)
 
     # ------------------------------------------------------------------------------ set-up
 
@@ -123,8 +122,7 @@ class DynamicsNode(Node):
         self.dt = self.dt_ns * 1e-9
         self.lockstep = s.lockstep
         # t0: 0 with use_sim_time and no /clock yet
-        self.sim = make_simulator(model, s, q0, v0, self.dt, limits, self.get_clock().now().nanoseconds,
-                                  source)
+        self.sim = make_simulator(model, s, q0, v0, self.dt, limits, self.get_clock().now().nanoseconds, source)
         # a step of a throw-away copy loads the compiled kernels now, not on the first real step (0.5 s on a loaded
         # machine, while a controller waits for the next state)
         Simulator(model, q0, v0, self.dt, integrator=s.integrator).advance(1)
@@ -212,28 +210,7 @@ class DynamicsNode(Node):
         self.get_logger().info(self._start_message(s, rate))
         if rate.warning:
             self.get_logger().warning(rate.warning)
-        self._real_time_scheduling(s)
-
-    def _real_time_scheduling(self, s: Settings) -> None:
-        """``thread_priority``: SCHED_FIFO for the node's threads (:func:`realtime_scheduling`), logged, or a warning
-        with the system's reason and the default scheduler kept."""
-        priority = int(s.thread_priority)
-        if priority <= 0:
-            return
-        problem = realtime_scheduling(priority)
-        if problem is not None:
-            self.get_logger().warning(f"thread_priority {priority}: SCHED_FIFO refused ({problem}; it needs root, "
-                                      "CAP_SYS_NICE or an rtprio limit): running with the default scheduler")
-            return
-        self._fifo = True
-        self.get_logger().info(f"thread_priority {priority}: the node's threads run with SCHED_FIFO")
-        self._warn_busy_fifo(s)
-
-    def _warn_busy_fifo(self, s: Settings) -> None:
-        if self._fifo and s.real_time_factor == 0.0 and not self.lockstep:
-            self.get_logger().warning("real_time_factor 0 with thread_priority: the node steps back to back and "
-                                      "takes its core whole (the kernel's real-time throttling leaves the other "
-                                      "processes 5 % of it)")
+        thread_priority(self.get_logger(), int(s.thread_priority), busy=not s.real_time_factor and not self.lockstep)
 
     def _warn_model(self, source: ms.Source, model: Model, s: Settings) -> None:
         """Warnings about the model at start-up: single-body parameters given to a robot, what the tolerant
@@ -318,7 +295,6 @@ class DynamicsNode(Node):
         if s.real_time_factor != old.real_time_factor:
             self._anchor()
             self._make_timer()
-            self._warn_busy_fifo(s)
         if model is not self.model:
             self.sim.set_model(model)  # same state, new inertia: new energy/momentum reference
             if not self.multibody:

@@ -67,7 +67,7 @@ __all__ = ["init_ros", "spin_until_stopped", "try_shutdown", "run_node", "freeze
            "THREAD_VARIABLES", "params_files", "check_command_line", "EXIT_BAD_ARGUMENTS", "TeardownGuard",
            "TEARDOWN_TIMEOUT_S", "descriptor", "declare", "declare_model_parameters", "parameter_overrides",
            "unknown_overrides", "command_line_parameters", "unknown_parameters_problem", "CallbackGuard",
-           "realtime_scheduling", "run_delay_ns"]
+           "realtime_scheduling", "thread_priority", "run_delay_ns"]
 
 EXIT_BAD_ARGUMENTS = 2  # as for invalid parameters
 
@@ -503,6 +503,24 @@ def realtime_scheduling(priority: int) -> Optional[str]:
     except OSError as e:
         return e.strerror or type(e).__name__
     return None
+
+
+def thread_priority(logger, priority: int, busy: bool = False) -> bool:
+    """A node's ``thread_priority`` parameter: :func:`realtime_scheduling`, logged on ``logger`` (an info line when
+    set, else a warning with the system's reason: the node keeps the default scheduler). ``busy``: the node will
+    step back to back (free-running, real_time_factor 0), warned when set. True when set."""
+    if priority <= 0:
+        return False
+    problem = realtime_scheduling(priority)
+    if problem is not None:
+        logger.warning(f"thread_priority {priority}: SCHED_FIFO refused ({problem}; it needs root, CAP_SYS_NICE or "
+                       "an rtprio limit): running with the default scheduler")
+        return False
+    logger.info(f"thread_priority {priority}: the node's threads run with SCHED_FIFO")
+    if busy:
+        logger.warning("thread_priority with real_time_factor 0: the node steps back to back and takes its core "
+                       "whole (the kernel's real-time throttling leaves the other processes 5 % of it)")
+    return True
 
 
 def run_delay_ns(path: str) -> Optional[int]:

@@ -211,6 +211,7 @@ finally:
 """
 
 
+@pytest.mark.e2e  # starts a process
 def test_the_schedulers_waits_of_a_thread_that_shares_its_core():
     """A real thread spinning on one core beside two busy processes gets about a third of it: it waits for the
     core about two thirds of the wall clock (more on a busy machine), and being always on the core or waiting for
@@ -265,6 +266,7 @@ _FIFO_SHARED_CORE = _SHARED_CORE.replace(
     "    assert os.sched_getscheduler(0) == os.SCHED_FIFO and os.sched_getparam(0).sched_priority == 10\n")
 
 
+@pytest.mark.e2e  # starts a process
 def test_a_thread_with_sched_fifo_does_not_wait_for_the_processes_beside_it():
     """The same spinning thread with ``realtime_scheduling(10)`` beside the same two busy processes on its core:
     the kernel no longer makes it wait (its share of waiting near 0, of CPU near 1, where it waited two thirds
@@ -288,3 +290,26 @@ def test_a_thread_with_sched_fifo_does_not_wait_for_the_processes_beside_it():
         pytest.skip(f"SCHED_FIFO refused here: {t['refused']}")
     assert t["scheduler_wait_share"] <= 0.1, t
     assert t["cpu_share"] >= 0.8, t
+
+
+def test_thread_priority_logs_what_the_system_answered(monkeypatch):
+    """The node's ``thread_priority``: 0 asks nothing; set, an info line (and a warning when the node will step
+    back to back); refused, a warning with the system's reason; the return value says whether it is set."""
+    import types
+
+    from mbs_ros.nodes import runtime
+
+    lines, answers, asked = [], [None], []
+    logger = types.SimpleNamespace(info=lambda m: lines.append(("info", m)), warning=lambda m: lines.append(("warn", m)))
+    monkeypatch.setattr(runtime, "realtime_scheduling", lambda p: asked.append(p) or answers[0])
+    assert runtime.thread_priority(logger, 0, busy=True) is False and asked == [] and lines == []
+    assert runtime.thread_priority(logger, 50) is True and asked == [50]
+    assert lines == [("info", "thread_priority 50: the node's threads run with SCHED_FIFO")]
+    lines.clear()
+    assert runtime.thread_priority(logger, 50, busy=True) is True
+    assert [k for k, _ in lines] == ["info", "warn"] and "real_time_factor 0" in lines[1][1]
+    lines.clear()
+    answers[0] = "Operation not permitted"
+    assert runtime.thread_priority(logger, 7, busy=True) is False
+    assert lines == [("warn", "thread_priority 7: SCHED_FIFO refused (Operation not permitted; it needs root, "
+                              "CAP_SYS_NICE or an rtprio limit): running with the default scheduler")]
