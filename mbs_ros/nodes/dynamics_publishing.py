@@ -39,10 +39,10 @@ __all__ = ["StatePublishing", "EnergyPorts", "TFMessage", "CLOCK_REPEAT_S", "INP
 
 # While the simulation time stands still (paused, or waiting in lockstep), /clock is repeated this often.
 CLOCK_REPEAT_S = 0.5
-# History depth of the state topics (odom, pose, wrench, /tf, joint_states, joint_effort, thrust): reliable KEEP_LAST
-# never blocks the node, and a reliable reader that lost a datagram (a recorder starved on a loaded machine) asks for
-# it again only at the writer's next heartbeat, seconds later; as fast as possible (real_time_factor 0) 100 samples
-# were gone by then (one period of 251 missing in one of 20 recorded runs). 1000 is 10 s of simulation at 100 Hz.
+# History depth of the state topics (odom, pose, wrench, /tf, /clock, joint_states, joint_effort, thrust): reliable
+# KEEP_LAST never blocks the node, and a reliable reader that lost a datagram (a recorder starved on a loaded machine)
+# asks for it again only at the writer's next heartbeat, seconds later; as fast as possible 100 samples were gone by
+# then (one period of 251 missing in one of 20 recorded runs; /clock at depth 10: 66 in a lockstep test's probe).
 STATE_QOS_DEPTH = 1000
 #: what :meth:`StatePublishing.state_pieces` yields once a controller's inputs are out
 INPUTS_OUT = "inputs out"
@@ -81,7 +81,7 @@ class StatePublishing:
         self.pub_wrench = node.create_publisher(WrenchStamped, "wrench", qos)
         self.pub_tf = node.create_publisher(TFMessage, "/tf", qos)
         self.pub_diag = node.create_publisher(DiagnosticArray, "/diagnostics", QoSProfile(depth=10))
-        self.pub_clock = node.create_publisher(Clock, "/clock", QoSProfile(depth=10)) if s.publish_clock else None
+        self.pub_clock = node.create_publisher(Clock, "/clock", qos) if s.publish_clock else None
         self.pub_markers = node.create_publisher(MarkerArray, "markers", QoSProfile(depth=10))
         self.pub_energy = None
         if EnergyPorts is not None:
