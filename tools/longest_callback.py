@@ -9,7 +9,8 @@ reports back and prints, per dynamics node, the longest callback over the run an
 that first shows it, against the control period 1/control_rate (the rule: no callback longer than one control
 period), the most thread CPU time one callback took (the node's own work), and on Linux the share of the wall clock
 the node's thread waited for a core (``scheduler_wait_share``: on a machine with more busy processes than cores the
-wall clock of a callback is its CPU time plus those waits). The wall-clock figures vary with the machine's load: run it with ``nice`` on a quiet machine.
+wall clock of a callback is its CPU time plus those waits). The wall-clock figures vary with the machine's load:
+run it with ``nice`` on a quiet machine.
 Exit 0 when every node's longest callback is within its period, 1 otherwise, 2 if the run failed.
 """
 from __future__ import annotations

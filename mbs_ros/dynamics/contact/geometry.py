@@ -736,10 +736,7 @@ def _as_arrays(plan, blocks) -> ContactArrays:
         return _no_contacts(plan)
     pidx = np.array([b[0].index for b in blocks], dtype=np.int64)
     counts = np.array([b[1] for b in blocks], dtype=np.int64)
-    if len(blocks) > 1:
-        points, distance = np.concatenate([b[2] for b in blocks]), np.concatenate([b[4] for b in blocks])
-    else:
-        points, distance = np.array(blocks[0][2]), np.array(blocks[0][4])
+    points, distance = np.concatenate([b[2] for b in blocks]), np.concatenate([b[4] for b in blocks])
     normals = np.array([b[3] for b in blocks], dtype=float).repeat(counts, axis=0)
     return ContactArrays(points, normals, distance, plan.pair_mu[pidx].repeat(counts),
                          plan.pair_sides[pidx].repeat(counts, axis=0), plan.pair_keys[pidx].repeat(counts),

@@ -13,8 +13,8 @@ import numpy as np
 
 from mbs_ros.dynamics.kernels.jit import jit
 
-__all__ = ["contact_frames", "model_rows", "match_contacts", "copy_matched", "limits_clear", "BASE_NONE", "BASE_COLUMNS",
-           "BASE_SO3XR3"]
+__all__ = ["contact_frames", "model_rows", "match_contacts", "copy_matched", "limits_clear", "BASE_NONE",
+           "BASE_COLUMNS", "BASE_SO3XR3"]
 
 #: How a model's base columns move a point (``side_rows``): no base velocity, body-frame twist components
 #: (the identity's columns ``base_cols`` of ``[v; ω]``), or SO(3)×R³ (world linear velocity, body angular).

@@ -18,7 +18,7 @@ from typing import Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-from mbs_ros.dynamics.contact.step import ContactArrays, _frames
+from mbs_ros.dynamics.contact.step import _contact_arrays, _frames, _names
 
 __all__ = ["ContactForce", "ContactReport", "object_pose"]
 
@@ -106,17 +106,15 @@ class ContactReport:
         if cached is not None and cached[0] is info and cached[1] == self.sim.dt:
             return cached[2]
         contacts = info.contacts
+        own_points, normals = _contact_arrays(contacts)[:2]
         points = info.points
         if points is None or points.shape[0] != len(contacts):
-            points = np.array([c.point for c in contacts], dtype=float)
-        normals = (contacts.normals if isinstance(contacts, ContactArrays)
-                   else np.array([c.normal for c in contacts], dtype=float))
+            points = own_points
         frames = _frames(normals)  # (n, 3, 3): rows normal, t1, t2
         lam = np.asarray(info.result.lam[:3 * len(contacts)], dtype=float).reshape(-1, 3)
         F = np.einsum("nij,ni->nj", frames, lam) / self.sim.dt
         links = self._link_set
-        pairs = [self._pair(name) for name in (contacts.names if isinstance(contacts, ContactArrays)
-                                               else (c.name for c in contacts))]
+        pairs = [self._pair(name) for name in _names(contacts)]
         w = np.array([float(a in links) - float(b in links) for a, b in pairs])
         out = (contacts, points, normals, F, w, pairs)
         self._step = (info, self.sim.dt, out)

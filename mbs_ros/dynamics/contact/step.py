@@ -103,6 +103,11 @@ class ContactArrays(Sequence):
                              self.keys[idx], self.key_names, self.space)
 
 
+def _names(contacts) -> list:
+    """Each contact's name (a :class:`ContactArrays`' own list)."""
+    return contacts.names if isinstance(contacts, ContactArrays) else [c.name for c in contacts]
+
+
 def _frames(normals: np.ndarray) -> np.ndarray:
     """(n, 3, 3) contact frames, rows normal, tangent 1, tangent 2 (a right-handed orthonormal basis)."""
     normals = np.ascontiguousarray(normals, dtype=float)
@@ -266,11 +271,10 @@ def warm_start(info, contacts, limit_names, tolerance, points=None):
         if isinstance(was, ContactArrays) and isinstance(contacts, ContactArrays) and was.space == contacts.space:
             old_ids, new_ids = was.keys, contacts.keys  # the pairs' numbers: equal for equal names
         else:
-            old_names = was.names if isinstance(was, ContactArrays) else [c.name for c in was]
+            old_names = _names(was)
             ids = {name: k for k, name in enumerate(old_names)}  # a pair's id: any number of its own (its last index)
             old_ids = np.fromiter(map(ids.__getitem__, old_names), dtype=np.int64, count=n_old)
-            new_names = contacts.names if isinstance(contacts, ContactArrays) else (c.name for c in contacts)
-            new_ids = np.fromiter((ids.get(name, -1) for name in new_names), dtype=np.int64, count=nc)
+            new_ids = np.fromiter((ids.get(name, -1) for name in _names(contacts)), dtype=np.int64, count=nc)
         old_points = info.points
         if old_points is None or old_points.shape[0] != n_old:
             old_points = np.array([c.point for c in info.contacts], dtype=float)
