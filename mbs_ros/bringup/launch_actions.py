@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import List, Optional
 
 from mbs_ros.bringup import rviz as rviz_configs
+from mbs_ros.dds import node_environment
 from mbs_ros.scenario.schema import NodeSpec, Scenario, load_scenario, node_specs
 
 __all__ = ["TRUE", "FALSE", "node_action", "rviz_action", "launch_setup", "scenario_from_context"]
@@ -29,12 +30,13 @@ def _flag(text: str, name: str) -> bool:
 
 
 def node_action(spec: NodeSpec):
-    """``launch_ros.actions.Node`` of one spec (the node's console script, its name, namespace, parameters)."""
+    """``launch_ros.actions.Node`` of one spec (the node's console script, its name, namespace, parameters, and the
+    environment variables of its spec that the launch's own environment does not set)."""
     from launch_ros.actions import Node
 
     return Node(package=spec.package, executable=spec.executable, name=spec.name, namespace=spec.namespace,
                 parameters=[dict(spec.parameters)], remappings=list(spec.remappings), output="screen",
-                emulate_tty=True)
+                emulate_tty=True, additional_env=node_environment(spec.environment) or None)
 
 
 def rviz_action(scenario: Scenario, kind: str, config: str = ""):

@@ -54,7 +54,7 @@ from mbs_ros.bringup.runner_plan import (  # noqa: F401 - the plan's names are t
     warning_summary,
 )
 from mbs_ros.cores.parameters.controller import STATE_TOPICS
-from mbs_ros.dds import dds_defaults
+from mbs_ros.dds import dds_defaults, node_environment
 from mbs_ros.process import NodeProcess, NodeProcessError
 
 __all__ = ["Runner", "RunResult", "main"]
@@ -292,13 +292,15 @@ class Runner:
         params = self.log_dir / params_file_name(spec)
         safe = params.name[: -len(".params.yaml")]
         params.write_text(spec.params_yaml())
+        env = node_environment(spec.environment)  # those the user has not set (a thread_priority's: mbs_ros.dds)
         proc = NodeProcess(_session_command(spec.module), name=spec.name, namespace=spec.namespace,
                            params_file=params, remappings=dict(spec.remappings),
-                           log_file=self.log_dir / f"{safe}.log", label=spec.label)
+                           log_file=self.log_dir / f"{safe}.log", label=spec.label, env=env)
         child = Child(spec.label, proc, spec)
         self.children.append(child)
         proc.start()
-        self.say(f"started {spec.label} (pid {proc.pid}): {' '.join(spec.command(params))}")
+        self.say(f"started {spec.label} (pid {proc.pid}): "
+                 f"{' '.join([f'{k}={v}' for k, v in env.items()] + spec.command(params))}")
 
     def _check_children(self) -> None:
         for c in self.children:

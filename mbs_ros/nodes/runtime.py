@@ -505,12 +505,26 @@ def realtime_scheduling(priority: int) -> Optional[str]:
     return None
 
 
-def thread_priority(logger, priority: int, busy: bool = False) -> bool:
+def thread_priority(logger, priority: int, busy: bool = False, rmw: Optional[str] = None) -> bool:
     """A node's ``thread_priority`` parameter: :func:`realtime_scheduling`, logged on ``logger`` (an info line when
     set, else a warning with the system's reason: the node keeps the default scheduler). ``busy``: the node will
-    step back to back (free-running, real_time_factor 0), warned when set. True when set."""
+    step back to back (free-running, real_time_factor 0), warned when set. A warning too when the middleware
+    (``rmw``, default this process's) publishes in the callbacks (:func:`mbs_ros.dds.synchronous_publication`:
+    the launchers start such a node with asynchronous publication). True when set."""
     if priority <= 0:
         return False
+    from mbs_ros.dds import REALTIME_ENVIRONMENT, synchronous_publication
+
+    if rmw is None:
+        from rclpy.utilities import get_rmw_implementation_identifier
+
+        rmw = get_rmw_implementation_identifier()
+    why = synchronous_publication(rmw)
+    if why is not None:
+        logger.warning(f"thread_priority {priority}: {why}: each publication is sent in the node's callback, where it "
+                       "may wait milliseconds for the transport; start the node with "
+                       f"{' '.join(f'{k}={v}' for k, v in REALTIME_ENVIRONMENT)} (the bringup runner and the launch "
+                       "files do)")
     problem = realtime_scheduling(priority)
     if problem is not None:
         logger.warning(f"thread_priority {priority}: SCHED_FIFO refused ({problem}; it needs root, CAP_SYS_NICE or "

@@ -141,6 +141,9 @@ class NodeSpec:
     namespace: str
     parameters: Dict[str, object] = field(default_factory=dict)
     remappings: Tuple[Tuple[str, str], ...] = ()
+    # environment variables the node is started with (a launcher adds those the user has not set:
+    # mbs_ros.dds.node_environment), e.g. mbs_ros.dds.REALTIME_ENVIRONMENT for a dynamics node with thread_priority
+    environment: Tuple[Tuple[str, str], ...] = ()
 
     @property
     def label(self) -> str:

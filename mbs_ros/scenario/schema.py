@@ -16,6 +16,7 @@ import os
 from dataclasses import replace
 from typing import Dict, List, Mapping, Optional, Sequence, Union
 
+from mbs_ros.dds import REALTIME_ENVIRONMENT
 from mbs_ros.dynamics.model.source import ParameterError
 from mbs_ros.cores import params as prm
 from mbs_ros.cores.parameters import kind
@@ -212,8 +213,11 @@ def node_specs(scenario: Scenario, *, reference_subscribers: int = 1) -> List[No
 
 def _spec(role: str, robot: Robot, params: Mapping[str, object]) -> NodeSpec:
     executable, module, name = NODES[role]
+    # real-time scheduling: the publications sent by the middleware's thread, not in the callbacks (mbs_ros.dds)
+    realtime = role == "dynamics" and float(params.get("thread_priority", 0.0) or 0.0) > 0.0
     return NodeSpec(role=role, robot=robot.name, package=PACKAGE, executable=executable, module=module, name=name,
-                    namespace=robot.namespace, parameters=_clean(params), remappings=robot.remappings)
+                    namespace=robot.namespace, parameters=_clean(params), remappings=robot.remappings,
+                    environment=REALTIME_ENVIRONMENT if realtime else ())
 
 
 def record_topics(scenario: Scenario, topics: Union[str, Sequence[str], None] = None) -> Optional[List[str]]:

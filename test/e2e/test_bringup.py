@@ -772,6 +772,27 @@ def test_shipped_scenario_runs_without_warnings(run, tmp_path, name):
         print(f"{name}: {len(load)} warnings of a loaded machine: {load[:3]}")
 
 
+def test_a_dynamics_node_with_thread_priority_is_started_publishing_asynchronously(run, tmp_path, monkeypatch):
+    """thread_priority on a robot's dynamics node: the runner starts it with Fast DDS's asynchronous publication
+    (its command line says so), so the node, which warns when its publications would be sent in its callbacks,
+    logs no warning; the other nodes are started as before. SCHED_FIFO refused here: that warning only."""
+    monkeypatch.delenv("RMW_FASTRTPS_PUBLICATION_MODE", raising=False)
+    if not os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp").startswith("rmw_fastrtps"):
+        pytest.skip("the publication mode is Fast DDS's; this middleware is another")
+    logs = tmp_path / "logs"
+    r = run("scara", "--duration", 0.2, "--log-dir", logs, "--set", "robots[0].dynamics.thread_priority=20")
+    assert r.wait() == 0, r.text
+    started = [line for line in r.text.splitlines() if line.startswith("bringup: started ")]
+    assert len(started) == 3, r.text
+    for line in started:
+        asynchronous = "): RMW_FASTRTPS_PUBLICATION_MODE=ASYNCHRONOUS " in line
+        assert asynchronous == ("/dynamics_node " in line), line
+    dyn = next(logs.glob("*dynamics_node.log")).read_text()
+    assert "thread_priority 20:" in dyn, dyn
+    assert_clean_logs(logs, allowed=LOAD_WARNINGS + lockstep_allowance(r, SCENARIOS / "scara.yaml")
+                      + ("SCHED_FIFO refused (",))
+
+
 def test_a_starved_lockstep_controller_is_load_when_the_run_still_reaches_its_end(run, tmp_path):
     """What a loaded machine did to scara once (fresh clone beside two busy loops): its controller, starved,
     answered a period late and the dynamics node warned that it was waiting. Reproduced by stopping the

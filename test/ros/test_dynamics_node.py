@@ -392,6 +392,10 @@ def test_thread_priority_puts_the_nodes_threads_on_sched_fifo(probe, nodes):
         assert policies == {os.SCHED_OTHER}, policies
     assert {os.sched_getscheduler(int(t)) for t in os.listdir(f"/proc/{nodes['triangle'].pid}/task")} \
         == {os.SCHED_OTHER}
+    # started as `ros2 run` would start it, without asynchronous publication: it says what to set (mbs_ros.dds)
+    if (os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp").startswith("rmw_fastrtps")
+            and "RMW_FASTRTPS_PUBLICATION_MODE" not in os.environ):
+        assert "thread_priority 20: RMW_FASTRTPS_PUBLICATION_MODE is not set" in proc.log_text(), proc.log_text()
     assert proc.running
 
 

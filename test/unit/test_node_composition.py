@@ -302,14 +302,28 @@ def test_thread_priority_logs_what_the_system_answered(monkeypatch):
     lines, answers, asked = [], [None], []
     logger = types.SimpleNamespace(info=lambda m: lines.append(("info", m)), warning=lambda m: lines.append(("warn", m)))
     monkeypatch.setattr(runtime, "realtime_scheduling", lambda p: asked.append(p) or answers[0])
-    assert runtime.thread_priority(logger, 0, busy=True) is False and asked == [] and lines == []
-    assert runtime.thread_priority(logger, 50) is True and asked == [50]
+    monkeypatch.setenv("RMW_FASTRTPS_PUBLICATION_MODE", "ASYNCHRONOUS")
+    fast = "rmw_fastrtps_cpp"
+    assert runtime.thread_priority(logger, 0, busy=True, rmw=fast) is False and asked == [] and lines == []
+    assert runtime.thread_priority(logger, 50, rmw=fast) is True and asked == [50]
     assert lines == [("info", "thread_priority 50: the node's threads run with SCHED_FIFO")]
     lines.clear()
-    assert runtime.thread_priority(logger, 50, busy=True) is True
+    assert runtime.thread_priority(logger, 50, busy=True, rmw=fast) is True
     assert [k for k, _ in lines] == ["info", "warn"] and "real_time_factor 0" in lines[1][1]
     lines.clear()
     answers[0] = "Operation not permitted"
-    assert runtime.thread_priority(logger, 7, busy=True) is False
+    assert runtime.thread_priority(logger, 7, busy=True, rmw=fast) is False
     assert lines == [("warn", "thread_priority 7: SCHED_FIFO refused (Operation not permitted; it needs root, "
                               "CAP_SYS_NICE or an rtprio limit): running with the default scheduler")]
+    # publications sent in the callbacks (Fast DDS's default): said so, with what to set; another middleware: not
+    answers[0] = None
+    monkeypatch.delenv("RMW_FASTRTPS_PUBLICATION_MODE")
+    lines.clear()
+    assert runtime.thread_priority(logger, 50, rmw=fast) is True
+    assert [k for k, _ in lines] == ["warn", "info"]
+    assert lines[0][1].startswith("thread_priority 50: RMW_FASTRTPS_PUBLICATION_MODE is not set")
+    assert "start the node with RMW_FASTRTPS_PUBLICATION_MODE=ASYNCHRONOUS" in lines[0][1]
+    lines.clear()
+    assert runtime.thread_priority(logger, 50, rmw="rmw_cyclonedds_cpp") is True and [k for k, _ in lines] == ["info"]
+    lines.clear()
+    assert runtime.thread_priority(logger, 0, rmw=fast) is False and lines == []

@@ -105,3 +105,15 @@ def test_the_runners_set_takes_paths_with_yaml_values(tmp_path, capsys):
     capsys.readouterr()
     rc = runner.main(["vehicle_manipulator", "--set", "robots[0].controller.kpp=3", "--print"])
     assert rc == runner.EXIT_USAGE and "robots[0].controller.kpp: no such setting" in capsys.readouterr().err
+
+
+def test_a_dynamics_node_with_thread_priority_is_started_with_asynchronous_publication():
+    """thread_priority > 0 on a robot's dynamics node: its spec asks for Fast DDS's asynchronous publication (the
+    runner and the launch files add it); without it, and on the other nodes, nothing."""
+    s = load_scenario("solo12_stand", overrides={"robots[0].dynamics.thread_priority": 50})
+    env = {spec.role: spec.environment for spec in node_specs(s)}
+    assert env == {"dynamics": (("RMW_FASTRTPS_PUBLICATION_MODE", "ASYNCHRONOUS"),), "controller": (),
+                   "reference": ()}
+    assert all(spec.environment == () for spec in node_specs(load_scenario("solo12_stand")))
+    s = load_scenario("solo12_stand", overrides={"robots[0].dynamics.thread_priority": 0})
+    assert all(spec.environment == () for spec in node_specs(s))

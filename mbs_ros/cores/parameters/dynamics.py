@@ -157,7 +157,9 @@ _PAIRS = {
         "middleware's threads): 0 = the system's default scheduler; a whole number in [1, 98] = SCHED_FIFO at "
         "that priority (Linux; as ros2_control's controller_manager thread_priority), so that the other "
         "processes of a busy machine do not preempt a control period. Needs the right (root, CAP_SYS_NICE or an "
-        "rtprio limit); refused by the system: a warning, and the default scheduler.",
+        "rtprio limit); refused by the system: a warning, and the default scheduler. The bringup runner and the "
+        "launch files start such a node with RMW_FASTRTPS_PUBLICATION_MODE=ASYNCHRONOUS (unless set), its "
+        "publications sent by Fast DDS's thread; without it the node warns (docs/dynamics_node.md).",
         {"check": "whole", "type": "double", "default": 0.0, "read_only": True,
          "floating_point_range": (0.0, 98.0)}),
     "use_events_executor": (
