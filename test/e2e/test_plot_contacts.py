@@ -68,17 +68,20 @@ def _marker(ns_name, kind, scale, xyz, stamp):
     return m
 
 
-def write(path, markers=False):
+def write(path, markers=False, n=N, position=None):
+    """``n`` samples; ``position(t)``: the box's odom position (default the origin)."""
     R = Rotation.from_euler("xyz", [ROLL, 0.0, YAW])  # the box's tilt: its frame's z is not the world's
     with BagWriter(path) as w:
         w.write_message("/box/robot_description", String(data=BOX_URDF.replace('"base_link"', '"box/base_link"')),
                         T0 - 1000)
-        for k in range(N):
+        for k in range(n):
             ns, t = T0 + k * (10**9 // RATE), k / RATE
             od = Odometry()
             stamp_msg(od.header, ns)
             od.header.frame_id, od.child_frame_id = "world", "box/base_link"
             q = R.as_quat()
+            if position is not None:
+                od.pose.pose.position.x, od.pose.pose.position.y, od.pose.pose.position.z = position(t)
             od.pose.pose.orientation.x, od.pose.pose.orientation.y = q[0], q[1]
             od.pose.pose.orientation.z, od.pose.pose.orientation.w = q[2], q[3]
             w.write_message("/box/odom", od, ns)
@@ -124,6 +127,31 @@ def test_contact_forces_and_object_paths_are_the_recorded_ones(tmp_path):
     assert np.allclose(path_line.get_xdata(), expected[:, 0]) and np.allclose(path_line.get_ydata(), expected[:, 1])
     [z] = height.get_lines()
     assert np.allclose(z.get_xdata(), t) and np.allclose(z.get_ydata(), expected[:, 2])
+
+
+def test_the_solo12_stand_figures_tool_reads_the_landing_stance_and_push(tmp_path):
+    """tools/solo12_stand_figures on the box's file run to 3 s: the first contact at 0.3 s, the landing peak 5 m g,
+    the stance (1-2 s) exactly m g (the crate, a free object, not summed), and the base's odom height dipping
+    3 mm after the push time (2 s) and back, its y drifting 4 mm."""
+    figures = pytest.importorskip("tools.solo12_stand_figures")
+
+    def position(t):
+        dip = 0.003 * math.sin(math.pi * (t - 2.0)) if 2.0 <= t < 3.0 else 0.0
+        return 0.0, 0.004 * min(max(t - 2.0, 0.0), 1.0), 0.25 - dip
+
+    path = write(tmp_path / "stand.mcap", n=300, position=position)
+    f = figures.figures(path, "/box")
+    weight = MASS * G
+    assert f["m_g"] == pytest.approx(weight, rel=1e-12)
+    assert f["first_contact_s"] == pytest.approx(0.3, abs=1e-9)
+    assert f["landing_peak_N"] == pytest.approx(5 * weight, rel=1e-9) and f["landing_peak_mg"] == pytest.approx(5.0)
+    assert f["stance_sum_N"] == pytest.approx(weight, rel=1e-9) and abs(f["stance_relative"]) < 1e-9
+    assert f["base_height_before_m"] == pytest.approx(0.25, abs=1e-12)
+    assert f["base_height_max_dev_after_m"] == pytest.approx(0.003, rel=1e-3)
+    assert abs(f["base_height_end_dev_m"]) < 1e-4  # 2.99 s: sin(0.99 pi) x 3 mm
+    assert f["base_y_drift_m"] == pytest.approx(0.004 * 0.99, rel=1e-9)
+    assert figures.main([str(path), "--ns", "/box"]) == 0
+    assert figures.main([str(tmp_path / "missing.mcap")]) == 2
 
 
 def test_the_animation_draws_the_world_and_moves_the_objects(tmp_path):
