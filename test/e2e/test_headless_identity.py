@@ -10,6 +10,7 @@ q[0:3], quaternion q[3:7] xyzw, twist v[0:6] linear first; revolute joints: q[7:
 """
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -98,13 +99,14 @@ def ros_wrenches(bag: Path, namespace: str, names) -> dict:
     return out
 
 
-def ros_run(tmp_path: Path, scenario: str, duration: float, count=None):
+def ros_run(tmp_path: Path, scenario: str, duration: float, count=None, sets=()):
     """The runner's lockstep run as fast as possible, recorded: (the recording, the runner's output); ``count``:
-    a fleet template's robots."""
+    a fleet template's robots; ``sets``: more ``--set`` overrides."""
     bag = tmp_path / f"{scenario}.mcap"
     cmd = [sys.executable, "-m", "mbs_ros.bringup", scenario, "--set", "lockstep=true", "--set", "sim_time=true",
            "--set", "real_time_factor=0", "--duration", str(duration), "--record", str(bag),
            "--log-dir", str(tmp_path / "logs")] + (["--count", str(count)] if count is not None else [])
+    cmd += [arg for s in sets for arg in ("--set", s)]
     out = subprocess.run(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
                          text=True, timeout=SLOW.get(scenario, RUN_TIMEOUT))
     assert out.returncode == 0, out.stdout
@@ -287,3 +289,29 @@ def test_headless_run_with_the_estimator_in_the_loop_is_bit_identical(tmp_path):
     for t, (_p, quat, _tw) in est_odom.items():
         np.testing.assert_array_max_ulp(np.frombuffer(quat), rec.estimate_q[index[t], 3:7], maxulp=2)
     print(f"rov_alpha5_sensors: {len(odom)} odom, {len(est_odom)} estimates bit-identical to the headless run")
+
+
+def test_a_real_time_node_records_the_same_bits(tmp_path):
+    """solo12_stand's landing with ``thread_priority`` on its dynamics node: the runner starts it with SCHED_FIFO
+    (where the system allows it) and Fast DDS's asynchronous publication (mbs_ros.dds), the messages sent by the
+    middleware's thread instead of the callback's; the recorded states are still the headless run's, bit for bit."""
+    from mbs_ros.headless import run_scenario
+    from mbs_ros.headless.run import state_views
+    from mbs_ros.scenario.schema import load_scenario
+
+    duration = 0.4  # the landing (first contact at 0.113 s) and its settling
+    bag, output = ros_run(tmp_path, "solo12_stand", duration, sets=["robots[0].dynamics.thread_priority=20"])
+    if os.environ.get("RMW_IMPLEMENTATION", "rmw_fastrtps_cpp").startswith("rmw_fastrtps") \
+            and "RMW_FASTRTPS_PUBLICATION_MODE" not in os.environ:
+        assert "RMW_FASTRTPS_PUBLICATION_MODE=ASYNCHRONOUS" in output, output
+    log = (tmp_path / "logs" / "solo_dynamics_node.log").read_text()
+    assert "thread_priority 20:" in log, log
+    runner_ended_the_run(output, duration)
+    run = run_scenario("solo12_stand", duration=duration)
+    assert run.fault is None, run.fault
+    rec = run.robots["solo"]
+    odom, joints = ros_states(bag, "solo")
+    grid = full_grid(odom, duration, int(round(1e9 / run.control_rate)), "odom")
+    assert full_grid(joints, duration, int(round(1e9 / run.control_rate)), "joint_states") == grid
+    differ = first_difference(odom, joints, rec, state_views(load_scenario("solo12_stand"))["solo"])
+    assert not differ, f"{len(differ)} differences; the first: t = {differ[0][0] * 1e-9:.3f} s: {differ[0][1]}"
