@@ -8,7 +8,7 @@
 2. the stance: the sum of the feet's world-z forces averaged over the second before the push, against m g from
    the URDF's masses (g = 9.81 m/s²), relative;
 3. the push (``disturbance``: 10 N along y for 0.1 s at 2 s): the base height before it (its mean over that same
-   second), its largest deviation after it, and at the end; the base's largest drift along y.
+   second), its largest deviation after it, and at the end; the base's largest displacement along y and at the end.
 
 Exit 0 when the file has them (whatever their values: this prints, the tests assert), 2 otherwise.
 """
@@ -66,6 +66,7 @@ def figures(bag: Path, ns: str = "/solo") -> dict:
         "base_height_max_dev_after_m": float(np.max(np.abs(z[after] - z_before))) if after.any() else float("nan"),
         "base_height_end_dev_m": float(z[-1] - z_before),
         "base_y_drift_m": float(np.max(np.abs(y[t_odom >= 0.0] - y[0]))),
+        "base_y_end_m": float(y[-1] - y[0]),
         "end_s": float(t_odom[-1]),
     }
 
@@ -89,7 +90,8 @@ def main(argv=None) -> int:
           f"{100 * f['stance_relative']:+.4f} % of m g")
     print(f"push at {PUSH_S:g} s: base height before {f['base_height_before_m'] * 1e3:.2f} mm, largest deviation after "
           f"{f['base_height_max_dev_after_m'] * 1e3:.2f} mm, at the end ({f['end_s']:.2f} s) "
-          f"{f['base_height_end_dev_m'] * 1e3:+.3f} mm; largest drift along y {f['base_y_drift_m'] * 1e3:.2f} mm")
+          f"{f['base_height_end_dev_m'] * 1e3:+.3f} mm; along y: largest {f['base_y_drift_m'] * 1e3:.2f} mm, at the end "
+          f"{f['base_y_end_m'] * 1e3:+.3f} mm")
     return 0
 
 

@@ -149,7 +149,7 @@ def test_the_solo12_stand_figures_tool_reads_the_landing_stance_and_push(tmp_pat
     assert f["base_height_before_m"] == pytest.approx(0.25, abs=1e-12)
     assert f["base_height_max_dev_after_m"] == pytest.approx(0.003, rel=1e-3)
     assert abs(f["base_height_end_dev_m"]) < 1e-4  # 2.99 s: sin(0.99 pi) x 3 mm
-    assert f["base_y_drift_m"] == pytest.approx(0.004 * 0.99, rel=1e-9)
+    assert f["base_y_drift_m"] == pytest.approx(0.004 * 0.99, rel=1e-9) == f["base_y_end_m"]
     assert figures.main([str(path), "--ns", "/box"]) == 0
     assert figures.main([str(tmp_path / "missing.mcap")]) == 2
 
