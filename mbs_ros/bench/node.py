@@ -113,9 +113,9 @@ class Probe:
                 raise TimeoutError(f"timed out after {timeout:g} s waiting for {what}")
             self.executor.spin_once(timeout_sec=0.01)
 
-    def spin_for(self, seconds, alive=()):
+    def spin_for(self, seconds, alive=(), until=None):
         deadline = time.monotonic() + seconds
-        while time.monotonic() < deadline:
+        while time.monotonic() < deadline and not (until and until()):
             for p in alive:
                 p.check_running()
             self.executor.spin_once(timeout_sec=0.01)
@@ -289,6 +289,21 @@ def _round_trip(probe, ns, procs, window_s, warmup_s, subs):
                 target=f"< {TARGET_RTT_MS:g} ms median", met=bool(med < TARGET_RTT_MS))
 
 
+def _handshake(probe, pub, msg, got, echo):
+    """Ping (stamp 0 s 1 ns) until the echo answers once. Our side's graph matches say that our ping writer knows
+    the echo's reader and our pong reader knows its writer, not that the echo's pong writer knows our reader yet
+    (discovery is per side): an answer published before it does is dropped for us (volatile durability), and the
+    first counted message waited for it in vain (a CI run on a loaded machine). One answer proves both ways."""
+    msg.header.stamp.sec, msg.header.stamp.nanosec = 0, 1
+    deadline = time.monotonic() + START_TIMEOUT
+    while 1 not in got:
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"timed out after {START_TIMEOUT:g} s waiting for the echo's first answer")
+        pub.publish(msg)
+        probe.spin_for(0.25, alive=[echo], until=lambda: 1 in got)
+    msg.header.stamp.nanosec = 0
+
+
 def floor(probe, ns, log_dir, count, single=False):
     """The round trip of one ``nav_msgs/Odometry`` through :mod:`mbs_ros.bench.echo` (an rclpy node process that
     only answers; ``single``: with the SingleThreadedExecutor, else the EventsExecutor our nodes use), one at a
@@ -316,12 +331,13 @@ def floor(probe, ns, log_dir, count, single=False):
         probe.spin_until(lambda: pub.get_subscription_count() > 0 and sub.get_publisher_count() > 0,
                          START_TIMEOUT, "the echo node", alive=[echo])
         msg = Odometry()
+        _handshake(probe, pub, msg, got, echo)
         for i in range(count):
             msg.header.stamp.sec = i + 1
             sent = time.time_ns()
             pub.publish(msg)
             key = (i + 1) * 1_000_000_000
-            probe.spin_until(lambda: key in got, 10.0, f"echo {i}", alive=[echo])
+            probe.spin_until(lambda: key in got, 30.0, f"echo {i}", alive=[echo])
             rtt_ns.append(got[key] - sent)
     finally:
         rc = echo.stop()
