@@ -363,6 +363,28 @@ def _object_lifted(rec, p) -> float:
     return math.nan if x is None else float(max(0.0, np.max(x[:, 2] - x[0, 2])))
 
 
+def _object_tilt(rec, p) -> float:
+    """The object's largest tilt from its start attitude on the rows from ``after`` [rad]: the angle between the
+    world's vertical and where the rotation since the first row, ``R_k R_0ᵀ``, takes it (a turn about the vertical
+    not counted), by :func:`base_tilt`'s formula on the quaternion ``q_k q_0⁻¹``. A bar that pivots in the jaws
+    about one end left on the seabed rises at its centre, so ``object_lifted`` alone would count it lifted."""
+    objs = rec.objects_q
+    k = int(p["object"])
+    if objs is None or objs.ndim != 3 or k >= objs.shape[1] or objs.shape[0] == 0 or objs.shape[2] < 7:
+        return math.nan
+    rows = _rows_after(rec, p["after"])
+    if not rows.any():
+        return math.nan
+    quat = np.asarray(objs[:, k, 3:7], dtype=float)  # x, y, z, w
+    v, w = quat[:, :3], quat[:, 3]
+    v0, w0 = -quat[0, :3], quat[0, 3]  # q_0's inverse (its conjugate)
+    rel = np.empty_like(quat)  # the Hamilton product q_k q_0⁻¹
+    rel[:, 3] = w * w0 - v @ v0
+    rel[:, :3] = w[:, None] * v0 + w0 * v + np.cross(v, v0)
+    tilt = base_tilt(rel, "so3")
+    return float(np.max(tilt[rows]))
+
+
 def _object_dropped(rec, p) -> float:
     """1 if, after rising ``lift`` above its start, the object came back within ``near`` of its start height
     before ``before`` [s] (a set-down after it does not count; None: the whole run), else 0: a grasped object
@@ -411,6 +433,7 @@ CONTACT_METRICS: Dict[str, Callable] = {
     "max_base_tilt": _max_base_tilt,
     "object_lifted": _object_lifted,
     "object_dropped": _object_dropped,
+    "object_tilt": _object_tilt,
     "carried_distance": _carried_distance,
     "time_to_carry": _time_to_carry,
     "grasp_success": _grasp_success,

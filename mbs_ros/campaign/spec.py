@@ -65,6 +65,7 @@ BUILTIN_METRICS: Dict[str, Dict[str, object]] = {
     "max_base_tilt": {"after": 0.0},
     "object_lifted": {"object": 0},
     "object_dropped": {"object": 0, "lift": 0.02, "near": 0.01, "before": None},
+    "object_tilt": {"object": 0, "after": 0.0},
     "carried_distance": {"object": 0},
     "time_to_carry": {"object": 0, "target": None, "tolerance": 0.05},
     "grasp_success": {"object": 0, "lift": 0.02},

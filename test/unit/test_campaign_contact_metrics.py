@@ -136,9 +136,29 @@ def test_object_dropped_back_near_its_start_height_before_the_set_down():
     assert _metric("object_dropped", held, object=1) == 0.0
 
 
+def test_object_tilt_is_its_tipping_from_the_start_attitude_a_turn_about_the_vertical_not_counted():
+    """A bar lying along x (its axis its z: pitched 90 degrees at the start) pivots about the world's y by 0.2,
+    then 1.2 rad (one end left down: 69 degrees), back to level and turns 1.0 rad about the vertical; object 0
+    only turns about the vertical. Tilts from scipy's matrices: the angle between e_z and R_k R_0^T e_z."""
+    start = Rotation.from_euler("Y", math.pi / 2)
+    turns = [Rotation.identity(), Rotation.from_euler("Y", 0.2), Rotation.from_euler("Y", -1.2),
+             Rotation.from_euler("Y", -1.1), Rotation.identity(), Rotation.from_euler("Z", 1.0),
+             Rotation.from_euler("ZX", [1.0, 0.05]), Rotation.from_euler("Z", -0.5)]
+    bar = [(r * start).as_quat() for r in turns]
+    still = [Rotation.from_euler("Z", 0.3 * i).as_quat() for i in range(8)]
+    objects = np.stack([np.array([[0.0, 0.0, 0.1, *qq] for qq in still]),
+                        np.array([[1.0, 0.0, 0.05, *qq] for qq in bar])], axis=1)
+    rec = _record([[0.0, 0.0, -1.0]] * 8, objects=objects)
+    tipped = [np.arccos(np.clip((r * start * start.inv()).as_matrix()[2, 2], -1, 1)) for r in turns]
+    assert _metric("object_tilt", rec, object=1) == pytest.approx(max(tipped), abs=1e-12)  # 1.2
+    assert _metric("object_tilt", rec, object=1, after=0.35) == pytest.approx(0.05, abs=1e-12)
+    assert _metric("object_tilt", rec, object=0) == pytest.approx(0.0, abs=1e-12)
+    assert math.isnan(_metric("object_tilt", rec, object=1, after=1.0))
+
+
 @pytest.mark.parametrize("kind, params", [("object_lifted", {"object": 2}), ("carried_distance", {}),
                                           ("time_to_carry", {"target": [0, 0, 0]}), ("object_dropped", {}),
-                                          ("grasp_success", {})])
+                                          ("grasp_success", {}), ("object_tilt", {})])
 def test_object_metrics_without_the_object_are_nan(kind, params):
     no_objects = _record([[0.0, 0.0, 0.2]] * 3)
     assert math.isnan(_metric(kind, no_objects, **params))

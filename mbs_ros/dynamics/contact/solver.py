@@ -224,6 +224,10 @@ def _screen(G, mu, inert_fraction):
 
 #: Gauss–Seidel's sweeps between two looks at the residual (:func:`_gauss_seidel`).
 STALL_CHUNK = 10
+#: A chunk of sweeps has stalled only if no impulse moved by more than this fraction of the largest over it: a split
+#: still on its way (uvms_grasp's fingers: 1e-4 per chunk) carried on through the warm start into every next step
+#: and walked a finger's load onto one of its two points, until the handle pivoted about it (ca1c10f's regression).
+STALL_MOVE = 1e-6
 
 
 @jit
@@ -240,19 +244,26 @@ def _gauss_seidel_more(G, g, mu, n_contacts, lam, max_sweeps, tol, st, stop_swee
             st[5] = RESIDUAL_TOLERANCE * g_max + 1e-15
     residual_tol = st[5]
     done, failed, last = int(st[0]), int(st[1]), st[2]
+    before = np.empty_like(lam)
     while done < max_sweeps:
         if done >= stop_sweeps:
             st[0], st[1], st[2] = done, failed, last
             return False
         n = min(STALL_CHUNK, max_sweeps - done)
+        before[:] = lam
         k, change, failed = _sweeps(G, g, mu, n_contacts, lam, n, tol)
         done += k
         if k < n:
             break
         res = residual(G, g, mu, n_contacts, lam)
         if res <= residual_tol and res > 0.5 * last:
-            st[0], st[1], st[3] = done, failed, res
-            return True
+            moved, scale = 0.0, 0.0
+            for a in range(lam.shape[0]):
+                moved = max(moved, abs(lam[a] - before[a]))
+                scale = max(scale, abs(lam[a]))
+            if moved <= STALL_MOVE * scale:
+                st[0], st[1], st[3] = done, failed, res
+                return True
         last = res
     st[0], st[1], st[3] = done, failed, residual(G, g, mu, n_contacts, lam)
     return True
@@ -263,9 +274,11 @@ def _gauss_seidel(G, g, mu, n_contacts, lam, max_sweeps, tol, residual_tol):
     """:func:`_sweeps` on ``lam`` then its :func:`residual`, and max |g|, in one compiled call: (sweeps,
     failed local solves in the last sweep, residual, max |g|). The sweeps run in chunks of :data:`STALL_CHUNK`
     until no impulse changes by more than ``tol`` relative; after a chunk that did not get there, they stop when
-    the residual is within ``residual_tol`` (< 0: the default, :data:`RESIDUAL_TOLERANCE` × max |g|) and the
-    chunk did not halve it — stalled: redundant contacts (a foot's patch points, a face's four corners)
-    leave the impulses' split among them free, and the sweeps move it about for ever without changing c."""
+    the residual is within ``residual_tol`` (< 0: the default, :data:`RESIDUAL_TOLERANCE` × max |g|), the
+    chunk did not halve it and no impulse moved over it by more than :data:`STALL_MOVE` of the largest —
+    stalled: redundant contacts (a foot's patch points, a face's four corners) leave the impulses' split among
+    them free, and the sweeps can nudge it about for ever without changing c. A split still moving is not
+    stalled: stopped there, the warm start carries its drift into the next step (a finger's two points)."""
     st = np.array([0.0, 0.0, np.inf, 0.0, -1.0, residual_tol])
     _gauss_seidel_more(G, g, mu, n_contacts, lam, max_sweeps, tol, st, max_sweeps)
     return int(st[0]), int(st[1]), st[3], st[4]
