@@ -25,6 +25,7 @@ import numpy as np
 
 from mbs_ros.dynamics.contact.admm import ANDERSON_MEMORY, ANDERSON_RHO, SLICE, _admm, _anderson_admm
 from mbs_ros.dynamics.contact.cones import _project_cone, _saxce, _three_rows, residual
+from mbs_ros.dynamics.contact.split import least_norm_split
 from mbs_ros.dynamics.kernels.jit import jit
 
 __all__ = ["solve", "residual", "SolveResult", "local_contact", "warm_up"]
@@ -373,7 +374,7 @@ def _inert_rows(G, n_contacts: int):
 
 def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: float = 1e-12,
           residual_tol: float | None = None, admm_iterations: int = 3000,
-          fallback_sweeps: int = 5000, checkpoint=None) -> SolveResult:
+          fallback_sweeps: int = 5000, checkpoint=None, split: bool = True) -> SolveResult:
     """Impulses for the rows of ``G`` (m×m, symmetric positive semi-definite) and ``g`` (m,): ``n_contacts``
     blocks of three rows (normal, two tangents) with friction ``mu`` (n_contacts,), then unilateral rows.
     ``lam0`` warm-starts (e.g. the last step's impulses). Stops when a sweep changes no impulse by more than
@@ -381,7 +382,10 @@ def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: floa
     ``residual_tol`` (default :data:`RESIDUAL_TOLERANCE` × max|g|). Never raises on a hard problem: the caller reports
     ``converged`` and ``residual`` (the step still finishes). ``checkpoint`` (a callable): every stage runs in
     slices of :data:`~mbs_ros.dynamics.contact.admm.SLICE` iterations with ``checkpoint()`` between them (a node
-    may suspend the step there: docs/dynamics_node.md, "Contact steps in slices"); the same numbers as without."""
+    may suspend the step there: docs/dynamics_node.md, "Contact steps in slices"); the same numbers as without.
+    ``split``: where sticking contacts are redundant (``G`` singular on their rows), the converged impulses are
+    moved to the least-norm member of the solution set (:func:`~mbs_ros.dynamics.contact.split.least_norm_split`:
+    the same velocities, the load shared as vanishing equal compliance would share it); False: Gauss–Seidel's."""
     G = np.ascontiguousarray(G, dtype=float)
     g = np.ascontiguousarray(g, dtype=float).reshape(-1)
     m = g.shape[0]
@@ -411,7 +415,7 @@ def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: floa
         kept_contacts = keep[:3 * n_contacts:3]
         lam_k = None if lam0 is None else np.asarray(lam0, dtype=float).reshape(m)[keep]
         sub = solve(Gk[np.ix_(keep, keep)], gk[keep], mu[kept_contacts], int(kept_contacts.sum()), lam_k, max_sweeps,
-                    tol, residual_tol, admm_iterations, fallback_sweeps, checkpoint)
+                    tol, residual_tol, admm_iterations, fallback_sweeps, checkpoint, split)
         lam = np.zeros(m)
         lam[keep] = sub.lam
         return SolveResult(lam, G @ lam + g, sub.sweeps, sub.residual, sub.converged, sub.failed_local)
@@ -440,4 +444,6 @@ def solve(G, g, mu, n_contacts: int, lam0=None, max_sweeps: int = 200, tol: floa
         res_trial = residual(G, g, mu, n_contacts, trial)
         if res_trial < res:
             lam, res = trial, res_trial
+    if res <= residual_tol and split:  # redundant sticking contacts: the least-norm member of the solution set
+        lam, res = least_norm_split(G, g, mu, n_contacts, lam, res, residual_tol)
     return SolveResult(lam, G @ lam + g, int(sweeps), float(res), bool(res <= residual_tol), int(failed))
