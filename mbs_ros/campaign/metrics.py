@@ -364,10 +364,13 @@ def _object_lifted(rec, p) -> float:
 
 
 def _object_tilt(rec, p) -> float:
-    """The object's largest tilt from its start attitude on the rows from ``after`` [rad]: the angle between the
-    world's vertical and where the rotation since the first row, ``R_k R_0ᵀ``, takes it (a turn about the vertical
-    not counted), by :func:`base_tilt`'s formula on the quaternion ``q_k q_0⁻¹``. A bar that pivots in the jaws
-    about one end left on the seabed rises at its centre, so ``object_lifted`` alone would count it lifted."""
+    """The object's largest tilt from its start attitude on the rows from ``after`` [rad]. Without ``axis``: the
+    angle between the world's vertical and where the rotation since the first row, ``R_k R_0ᵀ``, takes it (a turn
+    about the vertical not counted), by :func:`base_tilt`'s formula on the quaternion ``q_k q_0⁻¹``. With ``axis``
+    (a direction ``a`` in the object's frame, a bar's or a handle's axis): how far that direction's elevation
+    moved, ``|asin((R_k a)_z) − asin((R_0 a)_z)|`` — a turn about the vertical or about ``a`` itself (a cylinder
+    rolling in the jaws, invisible in its shape) not counted. A bar that pivots in the jaws about one end left on the
+    seabed rises at its centre, so ``object_lifted`` alone would count it lifted."""
     objs = rec.objects_q
     k = int(p["object"])
     if objs is None or objs.ndim != 3 or k >= objs.shape[1] or objs.shape[0] == 0 or objs.shape[2] < 7:
@@ -377,6 +380,16 @@ def _object_tilt(rec, p) -> float:
         return math.nan
     quat = np.asarray(objs[:, k, 3:7], dtype=float)  # x, y, z, w
     v, w = quat[:, :3], quat[:, 3]
+    if p.get("axis") is not None:
+        a = np.asarray(p["axis"], dtype=float)
+        a = a / np.linalg.norm(a)
+        unit = quat / np.linalg.norm(quat, axis=1, keepdims=True)
+        v, w = unit[:, :3], unit[:, 3]
+        # (R a)_z for the unit quaternion (v, w): a + 2w (v × a) + 2 v × (v × a), its z row
+        va = np.cross(v, a)
+        up = a[2] + 2.0 * w * va[:, 2] + 2.0 * np.cross(v, va)[:, 2]
+        elevation = np.arcsin(np.clip(up, -1.0, 1.0))
+        return float(np.max(np.abs(elevation - elevation[0])[rows]))
     v0, w0 = -quat[0, :3], quat[0, 3]  # q_0's inverse (its conjugate)
     rel = np.empty_like(quat)  # the Hamilton product q_k q_0⁻¹
     rel[:, 3] = w * w0 - v @ v0

@@ -65,7 +65,7 @@ BUILTIN_METRICS: Dict[str, Dict[str, object]] = {
     "max_base_tilt": {"after": 0.0},
     "object_lifted": {"object": 0},
     "object_dropped": {"object": 0, "lift": 0.02, "near": 0.01, "before": None},
-    "object_tilt": {"object": 0, "after": 0.0},
+    "object_tilt": {"object": 0, "after": 0.0, "axis": None},
     "carried_distance": {"object": 0},
     "time_to_carry": {"object": 0, "target": None, "tolerance": 0.05},
     "grasp_success": {"object": 0, "lift": 0.02},
@@ -75,6 +75,7 @@ HEIGHT_REFERENCES = ("reference", "rest")
 _CONTACT_PARAMS = {
     "min_height": "m", "max_tilt": "rad > 0", "after": "s >= 0", "lift": "m > 0", "near": "m > 0", "before": "s > 0",
     "tolerance": "m > 0", "object": "index >= 0", "target": "[x, y, z] m", "reference": "reference | rest",
+    "axis": "[x, y, z] in the object's frame, not zero",
 }
 _REQUIRED = {"stays_up": ("min_height",), "fell": ("min_height",), "time_to_carry": ("target",)}
 OPERATORS = ("<=", ">=", "<", ">")
@@ -485,6 +486,11 @@ def _contact_param(r: _Reader, k: str, value, key: str):
         return r.whole(value, key, 0)
     if k == "target":
         return r.vector(value, key, 3, "numbers: x, y, z in metres")
+    if k == "axis":
+        axis = r.vector(value, key, 3, "numbers: x, y, z of a direction in the object's frame")
+        if not any(float(a) != 0.0 for a in axis):
+            r.fail(key, "must not be zero (the direction whose tilt is measured)")
+        return axis
     if k == "reference":
         return r.choice(value, key, HEIGHT_REFERENCES)
     if k in ("min_height",):

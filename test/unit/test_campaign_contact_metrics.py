@@ -156,6 +156,38 @@ def test_object_tilt_is_its_tipping_from_the_start_attitude_a_turn_about_the_ver
     assert math.isnan(_metric("object_tilt", rec, object=1, after=1.0))
 
 
+def test_object_tilt_about_an_axis_counts_its_elevation_not_a_roll_about_it():
+    """A handle (its axis its z) lying along x rolls 1.0 rad about its own axis in the jaws (its shape unchanged:
+    no tilt about the axis, 1.0 rad without it), then pitches 0.3 rad about the world's y while rolled, then
+    turns about the vertical; a second handle starts raised 0.2 rad and only turns about the vertical and rolls.
+    Elevations from scipy's matrices: asin of (R a)_z."""
+    start = Rotation.from_euler("Y", math.pi / 2)
+    roll = Rotation.from_rotvec([1.0, 0.0, 0.0])  # about the world's x: the handle's axis after start
+    turns = [Rotation.identity(), roll, Rotation.from_euler("Y", -0.3) * roll,
+             Rotation.from_euler("Z", 0.7) * Rotation.from_euler("Y", -0.3) * roll, roll]
+    raised = Rotation.from_euler("Y", math.pi / 2 - 0.2)
+    other = [Rotation.identity(), Rotation.from_euler("Z", 0.5), Rotation.from_euler("Z", -1.0),
+             Rotation.from_euler("Z", 2.0), Rotation.identity()]
+    first = [(r * start).as_quat() for r in turns]
+    second = [(r * raised * Rotation.from_euler("Z", 0.4 * i)).as_quat() for i, r in enumerate(other)]
+    objects = np.stack([np.array([[0.0, 0.0, 0.1, *qq] for qq in first]),
+                        np.array([[1.0, 0.0, 0.05, *qq] for qq in second])], axis=1)
+    rec = _record([[0.0, 0.0, -1.0]] * 5, objects=objects)
+    elevation = [math.asin((r * start).as_matrix()[2, 2]) for r in turns]
+    assert elevation[1] == pytest.approx(0.0, abs=1e-12) and abs(elevation[2]) == pytest.approx(0.3, abs=1e-12)
+    assert _metric("object_tilt", rec, axis=[0, 0, 1]) == pytest.approx(max(map(abs, elevation)), abs=1e-12)
+    assert _metric("object_tilt", rec, axis=[0, 0, 2.5]) == pytest.approx(0.3, abs=1e-12)  # a direction: scaled
+    assert _metric("object_tilt", rec, axis=[0, 0, 1], after=0.35) == pytest.approx(0.0, abs=1e-12)  # rolled only
+    assert _metric("object_tilt", rec, after=0.35) == pytest.approx(1.0, abs=1e-12)  # no axis: the roll is a tilt
+    whole = [np.arccos(np.clip(r.as_matrix()[2, 2], -1, 1)) for r in turns]  # R_k R_0^T = r
+    assert _metric("object_tilt", rec) == pytest.approx(max(whole), abs=1e-12)
+    assert _metric("object_tilt", rec, object=1, axis=[0, 0, 1]) == pytest.approx(0.0, abs=1e-12)
+    # the same handle's cross direction (its x) dips with the roll: 1.0 rad
+    cross = [math.asin((r * start).as_matrix()[2, 0]) for r in turns]
+    assert _metric("object_tilt", rec, axis=[1, 0, 0]) == pytest.approx(
+        max(abs(c - cross[0]) for c in cross), abs=1e-12)
+
+
 @pytest.mark.parametrize("kind, params", [("object_lifted", {"object": 2}), ("carried_distance", {}),
                                           ("time_to_carry", {"target": [0, 0, 0]}), ("object_dropped", {}),
                                           ("grasp_success", {}), ("object_tilt", {})])
@@ -189,12 +221,13 @@ def _load(tmp_path, metrics):
 
 def test_contact_metric_parameters_are_read_with_their_defaults(tmp_path):
     c = _load(tmp_path, "[{stays_up: {min_height: 0.12}}, {time_to_carry: {target: [1, 0.5, 0.3], object: 1}},"
-                        " {max_base_height_error: {after: 1.5, reference: rest}}, object_dropped]")
+                        " {max_base_height_error: {after: 1.5, reference: rest}}, object_dropped, {object_tilt: {axis: [0, 0, 1]}}]")
     params = {m.name: dict(m.params) for m in c.metrics}
     assert params["stays_up"] == {"min_height": 0.12, "max_tilt": 0.5, "after": 0.0}
     assert params["time_to_carry"] == {"target": (1.0, 0.5, 0.3), "object": 1, "tolerance": 0.05}
     assert params["max_base_height_error"] == {"after": 1.5, "reference": "rest"}
     assert params["object_dropped"] == {"object": 0, "lift": 0.02, "near": 0.01, "before": None}
+    assert params["object_tilt"] == {"axis": (0.0, 0.0, 1.0), "object": 0, "after": 0.0}
 
 
 @pytest.mark.parametrize("metrics, key, reason", [
@@ -209,6 +242,8 @@ def test_contact_metric_parameters_are_read_with_their_defaults(tmp_path):
     ("[{grasp_success: {lift: 0}}]", "metrics[0].grasp_success.lift", "must be > 0"),
     ("[{max_base_tilt: {after: -1}}]", "metrics[0].max_base_tilt.after", "must be >= 0"),
     ("[{carried_distance: {colour: red}}]", "metrics[0]", "colour: unknown key"),
+    ("[{object_tilt: {axis: [0, 0, 0]}}]", "metrics[0].object_tilt.axis", "must not be zero"),
+    ("[{object_tilt: {axis: [0, 1]}}]", "metrics[0].object_tilt.axis", "must have 3 entries"),
 ])
 def test_bad_contact_metric_parameters_name_the_key(tmp_path, metrics, key, reason):
     with pytest.raises(CampaignError) as e:
