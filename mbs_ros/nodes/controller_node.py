@@ -137,7 +137,7 @@ class ControllerNode(Node):
             self, self.model, self.output, self.allocation, joint_names=self.joint_names, base_frame=self.base_frame,
             limits=(self.max_force, self.max_torque, self.max_effort), counts=self._counts,
             count_lock=self._count_lock, count=count, warn=warn, guard=guard,
-            has_state=lambda: self.inputs.state is not None)
+            has_state=lambda: self.inputs.state is not None, unstamped=s.unstamped_commands)
         self.inputs = Inputs(
             self, self.model, s, joint_input=self.joint_input, base_input=self.base_input, pairing=self.pairing,
             timebase=self.timebase, lock=self._lock, stop=self._stop, count=count, reject=self._reject, warn=warn,

@@ -1,9 +1,9 @@
 """The controller node's outputs (:class:`CommandPublishing`, a part of
 :class:`~mbs_ros.nodes.controller_node.ControllerNode`): a generalised force, saturated and allocated by
-:class:`mbs_ros.controllers.command.CommandOutput`, published as cmd_wrench (or thruster_command and cmd_thrust
-with thruster allocation), joint_command and cmd_joint_effort, stamped with the state it was computed from, each
-only while someone subscribes to it; and the counters and limits on ``~/diagnostics``. Topics:
-docs/controller_node.md."""
+:class:`mbs_ros.controllers.command.CommandOutput`, published as cmd_wrench (or thruster_command with thruster
+allocation) and joint_command, stamped with the state it was computed from (with ``unstamped_commands`` also
+cmd_thrust and cmd_joint_effort, the same values unstamped), each only while someone subscribes to it; and the
+counters and limits on ``~/diagnostics``. Topics: docs/controller_node.md."""
 from __future__ import annotations
 
 from typing import Optional
@@ -31,13 +31,14 @@ def floats(x) -> list:
 class CommandPublishing:
     """The commands of ``node`` for ``model``: ``output`` (the CommandOutput) saturates and allocates them
     (``allocation``: the thrusters', or None), published for ``joint_names`` and ``base_frame``; ``limits`` is
-    ``(max_force, max_torque, max_effort)``. ``counts`` (under ``count_lock``) and ``count(key)`` the node's
+    ``(max_force, max_torque, max_effort)``; ``unstamped`` also publishes cmd_thrust and cmd_joint_effort.
+    ``counts`` (under ``count_lock``) and ``count(key)`` the node's
     counters, ``warn(key, text)`` its throttled warning, ``guard(fn, what)`` its callback guard; ``has_state()``
-    whether a state came. Creates the command topics (cmd_wrench or, with thruster allocation, thruster_command
-    and cmd_thrust; joint_command and cmd_joint_effort for joints) and ``~/diagnostics``."""
+    whether a state came. Creates the command topics (cmd_wrench or, with thruster allocation, thruster_command;
+    joint_command for joints; their unstamped forms when asked) and ``~/diagnostics``."""
 
     def __init__(self, node, model, output, allocation, *, joint_names, base_frame: str, limits, counts: dict,
-                 count_lock, count, warn, guard, has_state):
+                 count_lock, count, warn, guard, has_state, unstamped: bool = False):
         self.node, self.model, self.output, self.allocation = node, model, output, allocation
         self.joint_names, self.nj, self.floating = joint_names, len(joint_names), model.group is not None
         self.base_frame, (self.max_force, self.max_torque, self.max_effort) = base_frame, limits
@@ -52,11 +53,12 @@ class CommandPublishing:
                     f"{rows} wrench directions of the {self.model.base} base: the rest of the command is not given "
                     "(an underactuated vehicle)")
             self.pub_thruster_command = node.create_publisher(JointState, "thruster_command", qos)
-            self.pub_thrust = node.create_publisher(Float64MultiArray, "cmd_thrust", qos)
+            self.pub_thrust = node.create_publisher(Float64MultiArray, "cmd_thrust", qos) if unstamped else None
         self.pub_wrench = (node.create_publisher(WrenchStamped, "cmd_wrench", qos)
                            if self.floating and self.allocation is None else None)
-        self.pub_effort = node.create_publisher(Float64MultiArray, "cmd_joint_effort", qos) if self.nj else None
         self.pub_joint_command = node.create_publisher(JointState, "joint_command", qos) if self.nj else None
+        self.pub_effort = (node.create_publisher(Float64MultiArray, "cmd_joint_effort", qos)
+                           if self.nj and unstamped else None)
         # the three as bytes written into their serialisation (conversions._templated: rclpy's bytes, less CPU)
         self._joint_command_out = cv.joint_state_out(JointState(name=list(joint_names)))
         self._effort_out, self._none = cv.float64_array_out(), np.zeros(0)
@@ -86,13 +88,13 @@ class CommandPublishing:
             if self.pub_thruster_command.get_subscription_count():
                 self.pub_thruster_command.publish(cv.joint_state_msg(stamp, list(self.model.thruster_names),
                                                                      effort=thrust))
-            if self.pub_thrust.get_subscription_count():
+            if self.pub_thrust is not None and self.pub_thrust.get_subscription_count():
                 self.pub_thrust.publish(Float64MultiArray(data=thrust))
-        if self.pub_effort is not None:
+        if self.pub_joint_command is not None:
             values = np.asarray(cmd.effort, dtype=float)
             if self.pub_joint_command.get_subscription_count():
                 self.pub_joint_command.publish(self._joint_command_out(stamp, self._none, self._none, values))
-            if self.pub_effort.get_subscription_count():
+            if self.pub_effort is not None and self.pub_effort.get_subscription_count():
                 self.pub_effort.publish(self._effort_out(values))
 
     def publish_zero(self, stamp: int) -> None:

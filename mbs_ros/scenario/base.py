@@ -26,7 +26,7 @@ BASE_GROUPS = ("fixed", "se3", "schoenflies", "se2", "so3", "so3xr3")
 # What --record takes when the scenario has no ``record`` key: every robot's state, references, commands and
 # applied efforts, its URDF (robot_description: the animation's shapes), plus TF, the energy bookkeeping (the
 # energy ports too), and /clock with sim time.
-DEFAULT_RECORD = ("odom", "joint_states", "joint_reference", "base_reference", "cmd_wrench", "cmd_joint_effort",
+DEFAULT_RECORD = ("odom", "joint_states", "joint_reference", "base_reference", "cmd_wrench", "joint_command",
                   "wrench", "joint_effort", "energy", "robot_description", "/tf", "/tf_static", "/diagnostics")
 
 # node role -> (executable = console script, python module, node name)

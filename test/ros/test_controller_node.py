@@ -88,8 +88,10 @@ def nodes(tmp_path_factory):
         "e2e_controller": NodeProcess(CONTROLLER, name="controller_node", namespace="e2e",
                                       params_file=UVMS_PARAMS, log_file=logs / "e2e_controller.log"),
         # a controller alone: the test plays the dynamics node
+        # (its commands in both forms: the unstamped cmd_joint_effort too)
         "stale": NodeProcess(CONTROLLER, name="controller_node", namespace="stale", params_file=UVMS_PARAMS,
-                             parameters=dict(state_timeout=0.1), log_file=logs / "stale.log"),
+                             parameters=dict(state_timeout=0.1, unstamped_commands=True),
+                             log_file=logs / "stale.log"),
         # a controller alone that counts the references it installs
         "counts": NodeProcess(CONTROLLER, name="controller_node", namespace="counts", params_file=UVMS_PARAMS,
                               log_file=logs / "counts.log"),
@@ -136,9 +138,11 @@ def test_stale_state_stops_commanding(probe, nodes, model):
     odom_pub = probe.node.create_publisher(Odometry, "/stale/odom", 10)
     js_pub = probe.node.create_publisher(JointState, "/stale/joint_states", 10)
     efforts = Recorder(probe, Float64MultiArray, "/stale/cmd_joint_effort")
+    stamped = Recorder(probe, JointState, "/stale/joint_command")
     wrenches = Recorder(probe, WrenchStamped, "/stale/cmd_wrench")
     probe.spin_until(lambda: odom_pub.get_subscription_count() > 0 and js_pub.get_subscription_count() > 0
-                     and efforts.sub.get_publisher_count() > 0, what="the controller's topics", alive=[proc])
+                     and efforts.sub.get_publisher_count() > 0 and stamped.sub.get_publisher_count() > 0,
+                     what="the controller's topics", alive=[proc])
     q = model.neutral()
     q[7:] = [0.1, 0.5, -1.0, 0.2, 0.4, -0.3]
     v = np.zeros(model.nv)
@@ -158,6 +162,12 @@ def test_stale_state_stops_commanding(probe, nodes, model):
         probe.spin_for(0.01)
     assert any(np.any(np.array(m.data)) for m in efforts.messages)
     assert all(len(m.data) == 6 for m in efforts.messages)
+    # the unstamped form carries the stamped command's efforts, in joint_names order
+    probe.spin_until(lambda: len(stamped) >= 5, what="joint_command beside cmd_joint_effort", alive=[proc])
+    by_name = [dict(zip(m.name, m.effort)) for m in stamped.messages]
+    assert all(list(d) == list(model.joint_names) for d in by_name)
+    assert any(np.array_equal(np.array(efforts.messages[-1].data), [d[n] for n in model.joint_names])
+               for d in by_name[-5:]), "cmd_joint_effort differs from every recent joint_command"
     assert wrenches.messages[-1].header.frame_id == "stale/vehicle"
     # stop the state: exactly one zero command, a warning, then silence
     n_e, n_w = len(efforts), len(wrenches)
@@ -181,6 +191,18 @@ def test_stale_state_stops_commanding(probe, nodes, model):
         probe.spin_for(0.01)
     assert proc.running
     assert proc.stop() == 0, proc.log_tail()  # frees the CPU for the end-to-end test
+
+
+def test_commands_are_published_stamped_only_by_default(probe, nodes):
+    """Without ``unstamped_commands`` a controller publishes joint_command and cmd_wrench, not cmd_joint_effort:
+    a dynamics node, which subscribes to both, would take every command twice."""
+    proc = nodes["counts"]
+    graph = probe.node
+    probe.spin_until(lambda: graph.count_publishers("/counts/joint_command") > 0
+                     and graph.count_publishers("/counts/cmd_wrench") > 0, what="the controller's command topics",
+                     alive=[proc])
+    probe.spin_for(0.5)  # the node's endpoints are announced together: a late one would have come by now
+    assert graph.count_publishers("/counts/cmd_joint_effort") == 0
 
 
 def test_diagnostics_count_installed_references(probe, nodes, model):

@@ -83,8 +83,9 @@ def model():
 def fuzz_controller(tmp_path_factory):
     ros_env_defaults()
     logs = tmp_path_factory.mktemp("robustness_logs")
+    # its commands in both forms (unstamped_commands): the bounds hold on cmd_joint_effort too
     proc = NodeProcess(CONTROLLER, name="controller_node", namespace="fuzz", params_file=UVMS_PARAMS,
-                       log_file=logs / "fuzz_controller.log")
+                       parameters=dict(unstamped_commands=True), log_file=logs / "fuzz_controller.log")
     with running([proc]):
         yield proc
 

@@ -352,7 +352,7 @@ def test_start_up_at_the_extremes_runs_and_publishes_finite_numbers(tmp_path):
                     + ["/sx_puck/contacts/base_link", "/sx_puck/contacts/crate", "/sx_puck/contacts/markers",
                        "/sx_puck/world/markers", "/sx_puck/odom", "/sx_noworld/odom", "/sx_carm/contacts/crate",
                        "/sx_carm/world/markers", "/sx_carm/joint_states", "/sx_carm_now/contacts/crate",
-                       "/sx_carm/cmd_joint_effort", "/sx_carm_now/cmd_joint_effort", "/tf"],
+                       "/sx_carm/joint_command", "/sx_carm_now/joint_command", "/tf"],
                     "the contact scenes' topics", alive)
         assert not watch.bad, watch.bad
         for p in alive:

@@ -85,8 +85,14 @@ _PAIRS = {
     "joint_armature": (ARMATURE_DESCRIPTION + " As dynamics_node's (the same values).", SHARED),
     "allocate_thrusters": (
         "A model with thrusters: map the base wrench to thrusts (weighted pseudo-inverse with saturation "
-        "redistributed, mbs_ros.controllers.allocation) and publish them on thruster_command and cmd_thrust "
-        "instead of cmd_wrench.", True),
+        "redistributed, mbs_ros.controllers.allocation) and publish them on thruster_command (and cmd_thrust "
+        "with unstamped_commands) instead of cmd_wrench.", True),
+    "unstamped_commands": (
+        "Also publish the commands without stamp or names in std_msgs/Float64MultiArray, one value per joint or "
+        "thruster in the model's order, as ros2_control's forward command controllers take them: "
+        "cmd_joint_effort beside joint_command, cmd_thrust beside thruster_command. Off by default: the dynamics "
+        "node subscribes to both forms and would take every command twice (0.15-0.19 ms a period at 1 kHz, "
+        "docs/contact.md), and lockstep ignores the unstamped ones.", False),
     "thruster_weights": (
         "Allocation weights, one per thruster (the cost is sum w_k T_k^2), each in [1e-6, 1e6]; empty = all 1.",
         {"default": (), "type": "double[]", "each": (1.0e-6, 1.0e6)}),
