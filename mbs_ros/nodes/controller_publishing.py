@@ -31,14 +31,14 @@ def floats(x) -> list:
 class CommandPublishing:
     """The commands of ``node`` for ``model``: ``output`` (the CommandOutput) saturates and allocates them
     (``allocation``: the thrusters', or None), published for ``joint_names`` and ``base_frame``; ``limits`` is
-    ``(max_force, max_torque, max_effort)``; ``unstamped`` also publishes cmd_thrust and cmd_joint_effort.
-    ``counts`` (under ``count_lock``) and ``count(key)`` the node's
-    counters, ``warn(key, text)`` its throttled warning, ``guard(fn, what)`` its callback guard; ``has_state()``
-    whether a state came. Creates the command topics (cmd_wrench or, with thruster allocation, thruster_command;
+    ``(max_force, max_torque, max_effort)``; ``unstamped`` (the ``unstamped_commands`` parameter) also publishes
+    cmd_thrust and cmd_joint_effort. ``counts`` (under ``count_lock``) and ``count(key)`` the node's counters,
+    ``warn(key, text)`` its throttled warning, ``guard(fn, what)`` its callback guard; ``has_state()`` whether a
+    state came. Creates the command topics (cmd_wrench or, with thruster allocation, thruster_command;
     joint_command for joints; their unstamped forms when asked) and ``~/diagnostics``."""
 
     def __init__(self, node, model, output, allocation, *, joint_names, base_frame: str, limits, counts: dict,
-                 count_lock, count, warn, guard, has_state, unstamped: bool = False):
+                 count_lock, count, warn, guard, has_state, unstamped: bool):
         self.node, self.model, self.output, self.allocation = node, model, output, allocation
         self.joint_names, self.nj, self.floating = joint_names, len(joint_names), model.group is not None
         self.base_frame, (self.max_force, self.max_torque, self.max_effort) = base_frame, limits
