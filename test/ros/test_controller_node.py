@@ -198,10 +198,13 @@ def test_commands_are_published_stamped_only_by_default(probe, nodes):
     a dynamics node, which subscribes to both, would take every command twice."""
     proc = nodes["counts"]
     graph = probe.node
+    # ~/diagnostics is created after every command publisher (CommandPublishing.__init__), and a participant
+    # announces its endpoints in the order they were made: once it is seen, a cmd_joint_effort would have been
     probe.spin_until(lambda: graph.count_publishers("/counts/joint_command") > 0
-                     and graph.count_publishers("/counts/cmd_wrench") > 0, what="the controller's command topics",
-                     alive=[proc])
-    probe.spin_for(0.5)  # the node's endpoints are announced together: a late one would have come by now
+                     and graph.count_publishers("/counts/cmd_wrench") > 0
+                     and graph.count_publishers("/counts/controller_node/diagnostics") > 0,
+                     what="the controller's command topics and its diagnostics", alive=[proc])
+    probe.spin_for(0.5)  # and a margin beyond that order
     assert graph.count_publishers("/counts/cmd_joint_effort") == 0
 
 
